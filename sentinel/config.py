@@ -1,0 +1,113 @@
+"""Configuration: one pydantic model per component, loaded defaults -> config.yaml -> SENTINEL_* env.
+
+Every validation failure becomes a ConfigError naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sentinel import paths
+from sentinel.errors import ConfigError, pydantic_detail
+from sentinel.leash.settings import LeashSettings
+from sentinel.muzzle.settings import MuzzleSettings
+from sentinel.policy.settings import GateSettings
+
+DEFAULT_MODEL = "local/gemma3-270m"
+
+BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
+    "ollama": {"base_url": "http://localhost:11434/v1", "api_key_env": None},
+    "openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY"},
+    "openrouter": {"base_url": "https://openrouter.ai/api/v1", "api_key_env": "OPENROUTER_API_KEY"},
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Provider(_Strict):
+    base_url: str = Field(description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    api_key_env: str | None = Field(None, description="Environment variable holding the API key.")
+    api_key_file: str | None = Field(None, description="File holding the API key (read by Muzzle only).")
+
+
+class Limits(_Strict):
+    max_steps: int = Field(50, ge=1, description="Model calls per run before it fails.")
+    max_wall_s: float = Field(1800.0, gt=0, description="Active seconds per run before it fails.")
+    model_timeout_s: float = Field(300.0, gt=0, description="Seconds to wait for one model call.")
+
+
+class ToolSettings(_Strict):
+    bash_timeout_s: float = Field(120.0, gt=0, description="Default timeout of one bash call.")
+    output_max_chars: int = Field(20000, ge=256, description="Tool output beyond this is truncated with a note.")
+
+
+class Config(_Strict):
+    default_model: str = Field(DEFAULT_MODEL, description="provider/model used when a run names none.")
+    default_agent: str | None = Field(None, description="Agent profile used when a run names none.")
+    providers: dict[str, Provider] = Field(default_factory=dict)
+    limits: Limits = Field(default_factory=Limits)
+    tools: ToolSettings = Field(default_factory=ToolSettings)
+    policy: dict[str, Any] = Field(default_factory=dict, description="Overrides of the action policy.")
+    sandbox: Literal["enforce", "best_effort"] = Field(
+        "enforce", description="enforce: a sandbox layer that cannot be applied stops the launch."
+    )
+    muzzle: MuzzleSettings = Field(default_factory=MuzzleSettings)
+    leash: LeashSettings = Field(default_factory=LeashSettings)
+    gate: GateSettings = Field(default_factory=GateSettings)
+
+    def provider(self, name: str) -> Provider | None:
+        if name in self.providers:
+            return self.providers[name]
+        builtin = BUILTIN_PROVIDERS.get(name)
+        return Provider(**builtin) if builtin else None
+
+
+def config_path(root: Path | None = None) -> Path:
+    return (root or paths.home()) / "config.yaml"
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file; a syntax error becomes a one-line ConfigError with the line number."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(path, f"cannot read: {exc.strerror}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(path, f"{where}invalid YAML ({problem})") from None
+
+
+def _env_overrides() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if model := os.environ.get("SENTINEL_DEFAULT_MODEL"):
+        out["default_model"] = model
+    if agent := os.environ.get("SENTINEL_DEFAULT_AGENT"):
+        out["default_agent"] = agent
+    if sandbox := os.environ.get("SENTINEL_SANDBOX"):
+        out["sandbox"] = sandbox
+    return out
+
+
+def load(root: Path | None = None) -> Config:
+    path = config_path(root)
+    data: Any = read_yaml(path) if path.exists() else {}
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(path, "top level must be a mapping")
+    data.update(_env_overrides())
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(path, pydantic_detail(exc)) from None

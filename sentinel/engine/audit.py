@@ -1,0 +1,25 @@
+"""The audit log: one record per decision or enforcement event, in the state database.
+
+Local mode keeps it in $SENTINEL_HOME/state/sentinel.db; system mode in the
+supervisor's root-only database. Writers call `record(kind, **fields)`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+
+def record(kind: str, db_path: Any = None, **fields: Any) -> None:
+    from sentinel.engine.store import Store
+
+    store = Store.open(db_path)
+    try:
+        store.audit(kind, fields)
+    finally:
+        store.close()
+
+
+def encode(fields: dict[str, Any]) -> str:
+    return json.dumps({"t": time.time(), **fields}, sort_keys=True, default=str)

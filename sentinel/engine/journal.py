@@ -1,0 +1,80 @@
+"""The append-only run journal: one JSON event a line, the source of truth for a run.
+
+Each `append` is one write() of whole lines followed by fdatasync, so a crash
+leaves at most a torn last line, which `read` drops. Events carry a sequence
+number and a timestamp.
+
+Failpoints (tests only): SENTINEL_FAILPOINT="TYPE:N" kills the process with
+SIGKILL right after the N-th event of TYPE is durable, which is how the crash
+tests stop a run at every step boundary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+
+class Journal:
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self.seq = 0
+        self._failpoint = _parse_failpoint(os.environ.get("SENTINEL_FAILPOINT"))
+        self._counts: dict[str, int] = {}
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def append(self, *events: dict[str, Any], sync: bool = True) -> list[dict[str, Any]]:
+        out, lines = [], []
+        now = time.time()
+        for event in events:
+            self.seq += 1
+            stamped = {"seq": self.seq, "t": now, **event}
+            out.append(stamped)
+            lines.append(json.dumps(stamped, ensure_ascii=False, separators=(",", ":")))
+        os.write(self._fd, ("\n".join(lines) + "\n").encode())
+        if sync:
+            os.fdatasync(self._fd)
+        self._maybe_fail(out)
+        return out
+
+    def _maybe_fail(self, events: list[dict[str, Any]]) -> None:
+        if not self._failpoint:
+            return
+        kind, nth = self._failpoint
+        for event in events:
+            self._counts[event["type"]] = self._counts.get(event["type"], 0) + 1
+            if event["type"] == kind and self._counts[kind] == nth:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _parse_failpoint(spec: str | None) -> tuple[str, int] | None:
+    if not spec:
+        return None
+    kind, _, nth = spec.partition(":")
+    return kind, int(nth or 1)
+
+
+def read(path: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """Events from byte `offset` on, and the offset after the last complete line."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except FileNotFoundError:
+        return [], offset
+    events = []
+    end = data.rfind(b"\n") + 1  # a torn last line (crash mid-write) is ignored
+    for line in data[:end].splitlines():
+        if line.strip():
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                continue
+    return events, offset + end

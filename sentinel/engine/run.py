@@ -1,0 +1,106 @@
+"""One run's durable handle: its directory, lease, journal and state.
+
+    with Run.create(...) as run:     # or Run.open(run_dir) to resume
+        run.record({"type": "assistant", ...})
+
+A run is executed by at most one process at a time: opening it takes an
+exclusive flock on runs/<id>/lock, which the kernel drops if the process dies
+(even by kill -9), so a crashed run can be resumed at once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from sentinel.engine import journal as journal_mod
+from sentinel.engine.state import JOURNAL, RunState
+from sentinel.errors import Busy
+
+LOCK = "lock"
+SNAPSHOT_EVERY = 50  # events between snapshots; the journal stays the truth in between
+
+Listener = Callable[[dict[str, Any]], None]
+
+
+class Run:
+    def __init__(self, run_dir: Path, lock_fd: int, state: RunState):
+        self.dir = run_dir
+        self._lock_fd = lock_fd
+        self.state = state
+        self.journal = journal_mod.Journal(run_dir / JOURNAL)
+        self.journal.seq = state.seq
+        self.listeners: list[Listener] = []
+        self._since_snapshot = 0
+
+    @staticmethod
+    def lease(run_dir: Path) -> int:
+        fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise Busy(f"run {run_dir.name} is being executed by another process (pid {holder})") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        return fd
+
+    @staticmethod
+    def is_leased(run_dir: Path) -> bool:
+        try:
+            fd = os.open(run_dir / LOCK, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+
+    @classmethod
+    def create(cls, run_dir: Path, created: dict[str, Any]) -> "Run":
+        run_dir.mkdir(parents=True, mode=0o700)
+        run = cls(run_dir, cls.lease(run_dir), RunState())
+        run.record({"type": "created", **created})
+        return run
+
+    @classmethod
+    def open(cls, run_dir: Path) -> "Run":
+        fd = cls.lease(run_dir)  # lease first: the state read below is then final
+        try:
+            return cls(run_dir, fd, RunState.load(run_dir))
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def record(self, *events: dict[str, Any], sync: bool = True) -> None:
+        for event in self.journal.append(*events, sync=sync):
+            self.state.apply(event)
+            for listener in self.listeners:
+                listener(event)
+        self._since_snapshot += len(events)
+        if self._since_snapshot >= SNAPSHOT_EVERY:
+            self.snapshot()
+
+    def snapshot(self) -> None:
+        offset = os.fstat(self.journal._fd).st_size
+        self.state.save(self.dir, offset)
+        self._since_snapshot = 0
+
+    def close(self) -> None:
+        try:
+            self.snapshot()
+        finally:
+            self.journal.close()
+            os.close(self._lock_fd)
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

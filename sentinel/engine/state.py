@@ -1,0 +1,153 @@
+"""Run state rebuilt from the journal: a reducer over events, plus the atomic snapshot cache.
+
+    state = RunState.load(run_dir)      # snapshot (if any) + journal tail
+    state.apply(event)                  # one event at a time, in order
+
+The snapshot stores the state and the journal offset it covers; deleting it
+only costs a full replay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sentinel.engine import journal
+
+SNAPSHOT = "snapshot.json"
+JOURNAL = "journal.jsonl"
+
+
+@dataclass
+class RunState:
+    id: str = ""
+    task: str = ""
+    agent: str = ""
+    model: str = ""
+    workspace: str = ""
+    mission: str = ""
+    parent_id: str | None = None
+    status: str = "running"
+    output: str | None = None
+    error: str | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    steps: int = 0
+    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    started: dict[str, int] = field(default_factory=dict)     # call_id -> times started
+    finished: list[str] = field(default_factory=list)
+    approvals: dict[str, str] = field(default_factory=dict)   # call_id -> approval id
+    resolved: dict[str, dict[str, Any]] = field(default_factory=dict)
+    active_s: float = 0.0
+    session_t: float | None = None
+    last_t: float | None = None
+    seq: int = 0
+    offset: int = 0
+
+    # -- reducer ------------------------------------------------------------
+
+    def apply(self, e: dict[str, Any]) -> None:
+        kind = e["type"]
+        t = e.get("t")
+        if kind == "session":
+            self._close_session()
+            self.session_t = t
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler:
+            handler(e)
+        self.last_t = t
+        self.seq = e.get("seq", self.seq)
+
+    def _close_session(self) -> None:
+        if self.session_t is not None and self.last_t is not None:
+            self.active_s += max(0.0, self.last_t - self.session_t)
+        self.session_t = None
+
+    def _on_created(self, e: dict[str, Any]) -> None:
+        for key in ("id", "task", "agent", "model", "workspace", "mission", "parent_id"):
+            setattr(self, key, e.get(key, getattr(self, key)))
+
+    def _on_message(self, e: dict[str, Any]) -> None:
+        self.messages.append(e["message"])
+
+    def _on_assistant(self, e: dict[str, Any]) -> None:
+        self.messages.append(e["message"])
+        self.steps += 1
+
+    def _on_decision(self, e: dict[str, Any]) -> None:
+        self.decisions[e["call_id"]] = {k: e[k] for k in ("call_id", "tool", "arguments", "outcome", "reason", "layers")
+                                        if k in e}
+
+    def _on_started(self, e: dict[str, Any]) -> None:
+        self.started[e["call_id"]] = self.started.get(e["call_id"], 0) + 1
+
+    def _on_finished(self, e: dict[str, Any]) -> None:
+        self.finished.append(e["call_id"])
+        self.messages.append({"role": "tool", "tool_call_id": e["call_id"], "content": e["result"]})
+
+    def _on_paused(self, e: dict[str, Any]) -> None:
+        self.approvals[e["call_id"]] = e["approval_id"]
+        self.status = "waiting_approval"
+
+    def _on_resolved(self, e: dict[str, Any]) -> None:
+        self.resolved[e["call_id"]] = {k: e.get(k) for k in ("approval_id", "approved", "reason", "by")}
+        self.status = "running"
+
+    def _on_status(self, e: dict[str, Any]) -> None:
+        self.status = e["status"]
+        self.output = e.get("output", self.output)
+        self.error = e.get("error")
+
+    # -- queries ------------------------------------------------------------
+
+    def elapsed_s(self, now: float) -> float:
+        current = now - self.session_t if self.session_t is not None else 0.0
+        return self.active_s + max(0.0, current)
+
+    def open_calls(self) -> list[dict[str, Any]]:
+        """Tool calls of the last assistant message that have no result yet, in order."""
+        for msg in reversed(self.messages):
+            if msg.get("role") == "assistant":
+                done = set(self.finished)
+                return [c for c in msg.get("tool_calls") or [] if c["id"] not in done]
+            if msg.get("role") in ("user", "system"):
+                break
+        return []
+
+    # -- persistence --------------------------------------------------------
+
+    @classmethod
+    def load(cls, run_dir: Path) -> "RunState":
+        state = cls._from_snapshot(run_dir / SNAPSHOT) or cls()
+        events, state.offset = journal.read(run_dir / JOURNAL, state.offset)
+        for event in events:
+            if event.get("seq", 0) > state.seq:
+                state.apply(event)
+        return state
+
+    @classmethod
+    def _from_snapshot(cls, path: Path) -> "RunState | None":
+        try:
+            data = json.loads(path.read_text())
+            return cls(**data)
+        except (FileNotFoundError, ValueError, TypeError):
+            return None
+
+    def save(self, run_dir: Path, offset: int) -> None:
+        """Atomic snapshot: write temp, fsync, rename, fsync the directory."""
+        self.offset = offset
+        tmp = run_dir / f".{SNAPSHOT}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":")).encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, run_dir / SNAPSHOT)
+        dfd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)

@@ -1,0 +1,232 @@
+"""The state database: run registry, approval queue, audit log (SQLite, WAL).
+
+Local mode keeps it at $SENTINEL_HOME/state/sentinel.db; the supervisor keeps
+its own root-only copy under /var/lib/sentinel/. Schema changes are named,
+forward-only migrations recorded in `_migrations`.
+
+Approval invariants live in single UPDATE statements, so they hold across
+processes: a pending approval is resolved once (approve or deny, first wins),
+only an approved one whose digest matches can be consumed, and only once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from sentinel import paths
+from sentinel.errors import NotFound, UsageError
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("001_runs", """
+        CREATE TABLE runs (
+            id TEXT PRIMARY KEY, parent_id TEXT, agent TEXT NOT NULL, task TEXT NOT NULL, model TEXT NOT NULL,
+            status TEXT NOT NULL, workspace TEXT NOT NULL, run_dir TEXT NOT NULL, output TEXT, error TEXT,
+            created_at REAL NOT NULL, updated_at REAL NOT NULL);
+        CREATE INDEX runs_created ON runs(created_at);
+        CREATE INDEX runs_status ON runs(status);
+    """),
+    ("002_approvals", """
+        CREATE TABLE approvals (
+            id TEXT PRIMARY KEY, run_id TEXT NOT NULL, call_id TEXT NOT NULL, tool TEXT NOT NULL,
+            arguments TEXT NOT NULL, digest TEXT NOT NULL, reason TEXT NOT NULL, status TEXT NOT NULL,
+            created_at REAL NOT NULL, expires_at REAL, resolved_at REAL, resolved_by TEXT,
+            resolution_reason TEXT, consumed_at REAL, UNIQUE (run_id, call_id));
+        CREATE INDEX approvals_status ON approvals(status);
+    """),
+    ("003_audit", """
+        CREATE TABLE audit (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, t REAL NOT NULL, kind TEXT NOT NULL, run_id TEXT,
+            record TEXT NOT NULL);
+        CREATE INDEX audit_run ON audit(run_id);
+    """),
+]
+
+TERMINAL = ("done", "failed", "cancelled")
+
+
+def call_digest(tool: str, arguments: dict[str, Any]) -> str:
+    """SHA-256 over the exact tool name and canonical arguments an approval is bound to."""
+    canonical = json.dumps({"tool": tool, "arguments": arguments}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}{secrets.token_hex(5)}"
+
+
+@dataclass
+class Approval:
+    id: str
+    run_id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    digest: str
+    reason: str
+    status: str
+    created_at: float
+    resolved_by: str | None = None
+    resolution_reason: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        return {"id": self.id, "run_id": self.run_id, "tool": self.tool, "arguments": self.arguments,
+                "reason": self.reason, "status": self.status, "call_id": self.call_id,
+                "created_at": self.created_at}
+
+
+class Store:
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self.conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path | str | None = None) -> "Store":
+        path = Path(path) if path else paths.state_dir() / "sentinel.db"
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        store = cls(conn, path)
+        store.migrate()
+        return store
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def migrate(self) -> None:
+        self.conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        done = {r[0] for r in self.conn.execute("SELECT name FROM _migrations")}
+        for name, sql in MIGRATIONS:
+            if name in done:
+                continue
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                if self.conn.execute("SELECT 1 FROM _migrations WHERE name=?", (name,)).fetchone() is None:
+                    for statement in filter(str.strip, sql.split(";")):
+                        self.conn.execute(statement)
+                    self.conn.execute("INSERT INTO _migrations VALUES (?, ?)", (name, time.time()))
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+
+    # -- runs ---------------------------------------------------------------
+
+    def create_run(self, run_id: str, *, agent: str, task: str, model: str, workspace: Path, run_dir: Path,
+                   parent_id: str | None = None) -> None:
+        now = time.time()
+        self.conn.execute(
+            "INSERT INTO runs (id, parent_id, agent, task, model, status, workspace, run_dir, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+            (run_id, parent_id, agent, task, model, str(workspace), str(run_dir), now, now))
+
+    def set_status(self, run_id: str, status: str, *, output: str | None = None, error: str | None = None) -> None:
+        self.conn.execute("UPDATE runs SET status=?, output=COALESCE(?, output), error=?, updated_at=? WHERE id=?",
+                          (status, output, error, time.time(), run_id))
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        row = self.conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no run {run_id!r} (see `sentinel runs`)")
+        return dict(row)
+
+    def list_runs(self, limit: int | None = None, status: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT id, parent_id, agent, task, model, status, created_at, updated_at FROM runs"
+        params: list[Any] = []
+        if status:
+            statuses = list(status)
+            sql += f" WHERE status IN ({','.join('?' * len(statuses))})"
+            params += statuses
+        sql += " ORDER BY created_at DESC"
+        if limit:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [dict(r) for r in self.conn.execute(sql, params)]
+
+    # -- approvals ----------------------------------------------------------
+
+    def submit_approval(self, run_id: str, call_id: str, tool: str, arguments: dict[str, Any], reason: str,
+                        ttl_s: float | None = None) -> Approval:
+        """Enqueue (or find) the approval for one tool call: a duplicate submit returns the first."""
+        now = time.time()
+        self.conn.execute(
+            "INSERT INTO approvals (id, run_id, call_id, tool, arguments, digest, reason, status, created_at, expires_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (run_id, call_id) DO NOTHING",
+            (new_id("a-"), run_id, call_id, tool, json.dumps(arguments, sort_keys=True),
+             call_digest(tool, arguments), reason, now, now + ttl_s if ttl_s else None))
+        row = self.conn.execute("SELECT * FROM approvals WHERE run_id=? AND call_id=?", (run_id, call_id)).fetchone()
+        return _approval(row)
+
+    def get_approval(self, approval_id: str) -> Approval:
+        row = self.conn.execute("SELECT * FROM approvals WHERE id=?", (approval_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no approval {approval_id!r} (see `sentinel approvals`)")
+        return _approval(row)
+
+    def approval_for_call(self, run_id: str, call_id: str) -> Approval | None:
+        row = self.conn.execute("SELECT * FROM approvals WHERE run_id=? AND call_id=?", (run_id, call_id)).fetchone()
+        return _approval(row) if row else None
+
+    def pending_approvals(self, run_id: str | None = None) -> list[Approval]:
+        self.expire()
+        sql, params = "SELECT * FROM approvals WHERE status='pending'", []
+        if run_id:
+            sql, params = sql + " AND run_id=?", [run_id]
+        return [_approval(r) for r in self.conn.execute(sql + " ORDER BY created_at", params)]
+
+    def expire(self) -> None:
+        self.conn.execute("UPDATE approvals SET status='expired', resolved_at=? WHERE status='pending'"
+                          " AND expires_at IS NOT NULL AND expires_at <= ?", (time.time(), time.time()))
+
+    def resolve(self, approval_id: str, approved: bool, by: str, reason: str = "") -> Approval:
+        """Approve or deny a pending approval; exactly one resolver wins, the rest get a UsageError."""
+        self.expire()
+        cur = self.conn.execute(
+            "UPDATE approvals SET status=?, resolved_at=?, resolved_by=?, resolution_reason=?"
+            " WHERE id=? AND status='pending'",
+            ("approved" if approved else "denied", time.time(), by, reason, approval_id))
+        approval = self.get_approval(approval_id)
+        if cur.rowcount != 1:
+            raise UsageError(f"approval {approval_id} is {approval.status}, not pending")
+        return approval
+
+    def consume(self, approval_id: str, digest: str) -> bool:
+        """Mark an approved call as executed; True exactly once, and only for the approved payload."""
+        cur = self.conn.execute(
+            "UPDATE approvals SET status='consumed', consumed_at=? WHERE id=? AND status='approved' AND digest=?",
+            (time.time(), approval_id, digest))
+        return cur.rowcount == 1
+
+    # -- audit ----------------------------------------------------------------
+
+    def audit(self, kind: str, record: dict[str, Any]) -> None:
+        self.conn.execute("INSERT INTO audit (t, kind, run_id, record) VALUES (?, ?, ?, ?)",
+                          (time.time(), kind, record.get("run_id"), json.dumps(record, sort_keys=True, default=str)))
+
+    def audit_records(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        sql, params = "SELECT t, kind, record FROM audit", []
+        if run_id:
+            sql, params = sql + " WHERE run_id=?", [run_id]
+        return [{"t": r["t"], "kind": r["kind"], **json.loads(r["record"])}
+                for r in self.conn.execute(sql + " ORDER BY id", params)]
+
+
+def _approval(row: sqlite3.Row) -> Approval:
+    return Approval(row["id"], row["run_id"], row["call_id"], row["tool"], json.loads(row["arguments"]),
+                    row["digest"], row["reason"], row["status"], row["created_at"], row["resolved_by"],
+                    row["resolution_reason"])

@@ -1,0 +1,71 @@
+"""Model backends, named `provider/model`, resolved lazily.
+
+    resolve(name, config)   the backend itself (used by Muzzle as the upstream)
+    for_run(...)            the client a run uses (through Muzzle when enabled)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sentinel.errors import UsageError
+from sentinel.models.base import Completion, ModelClient, ModelError, ToolCall
+
+if TYPE_CHECKING:
+    from sentinel.config import Config
+
+__all__ = ["Completion", "ModelClient", "ModelError", "ToolCall", "resolve", "for_run", "split"]
+
+
+def split(name: str) -> tuple[str, str]:
+    provider, sep, model = name.partition("/")
+    if not sep or not provider or not model:
+        raise UsageError(f"model {name!r}: expected provider/model, e.g. local/gemma3-270m or ollama/qwen3:4b")
+    return provider, model
+
+
+def script_path(model: str) -> Path:
+    from sentinel import paths
+
+    for candidate in (Path(model).expanduser(), paths.home() / "scripts" / model,
+                      paths.home() / "scripts" / f"{model}.yaml"):
+        if candidate.is_file():
+            return candidate
+    raise UsageError(f"model scripted/{model}: no script file {model!r} (relative to the current directory "
+                     f"or {paths.home() / 'scripts'})")
+
+
+def api_key(provider_cfg: object) -> str | None:
+    env = getattr(provider_cfg, "api_key_env", None)
+    if env and os.environ.get(env):
+        return os.environ[env]
+    key_file = getattr(provider_cfg, "api_key_file", None)
+    if key_file and Path(key_file).is_file():
+        return Path(key_file).read_text().strip()
+    return None
+
+
+def resolve(name: str, config: "Config") -> ModelClient:
+    provider, model = split(name)
+    if provider == "local":
+        from sentinel.models.local import LocalModel
+
+        return LocalModel(name, model)
+    if provider == "scripted":
+        from sentinel.models.scripted import ScriptedModel
+
+        return ScriptedModel(name, script_path(model))
+    cfg = config.provider(provider)
+    if cfg is None:
+        known = sorted({"local", "scripted", "ollama", "openai", "openrouter", *config.providers})
+        raise UsageError(f"model {name!r}: unknown provider {provider!r} (known: {', '.join(known)})")
+    from sentinel.models.openai_compat import OpenAICompatClient
+
+    return OpenAICompatClient(name, model, cfg.base_url, api_key(cfg), timeout_s=config.limits.model_timeout_s)
+
+
+def for_run(name: str, config: "Config", *, run_id: str, agent: str) -> ModelClient:
+    """The client a run's worker uses. Muzzle takes this seam over (issue 5)."""
+    return resolve(name, config)

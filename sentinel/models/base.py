@@ -1,0 +1,62 @@
+"""The model seam: every model call of a run goes through a ModelClient.
+
+Backends (OpenAI-compatible HTTP, the embedded local model, a scripted replay)
+all take OpenAI-format messages and tool schemas and return a Completion.
+Muzzle sits behind this seam: a run's client is an OpenAI-compatible client
+pointed at Muzzle with the run's token.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from sentinel.errors import SentinelError
+
+
+class ModelError(SentinelError):
+    """The model could not be reached or answered with something unusable."""
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model wrote it
+
+    def to_message(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@dataclass
+class Completion:
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    model: str = ""
+
+    def to_message(self) -> dict[str, Any]:
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content or ""}
+        if self.tool_calls:
+            msg["tool_calls"] = [c.to_message() for c in self.tool_calls]
+        return msg
+
+
+OnDelta = Callable[[str], None]
+
+
+class ModelClient(Protocol):
+    name: str
+
+    def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None
+    ) -> Completion: ...
+
+
+def tool_schemas_to_openai(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"type": "function", "function": t} for t in tools]
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))

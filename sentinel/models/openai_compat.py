@@ -1,0 +1,86 @@
+"""Any OpenAI-compatible endpoint, through the official `openai` client, streaming."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sentinel.models.base import Completion, ModelError, OnDelta, ToolCall, tool_schemas_to_openai
+
+
+class OpenAICompatClient:
+    def __init__(self, name: str, model: str, base_url: str, api_key: str | None, *, timeout_s: float = 300.0,
+                 stream: bool = True):
+        import openai
+
+        self.name = name
+        self.model = model
+        self.stream = stream
+        self._openai = openai
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout_s, max_retries=1)
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                 on_delta: OnDelta | None = None) -> Completion:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
+        if tools:
+            kwargs["tools"] = tool_schemas_to_openai(tools)
+        try:
+            if self.stream:
+                return self._streamed(kwargs, on_delta)
+            return self._whole(kwargs)
+        except self._openai.APIStatusError as exc:
+            raise ModelError(f"model {self.name}: HTTP {exc.status_code}: {_error_message(exc)}") from None
+        except self._openai.APIConnectionError as exc:
+            raise ModelError(f"model {self.name}: cannot reach {self._client.base_url} ({exc.__class__.__name__})") from None
+        except self._openai.OpenAIError as exc:
+            raise ModelError(f"model {self.name}: {str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__}") from None
+
+    def _whole(self, kwargs: dict[str, Any]) -> Completion:
+        resp = self._client.chat.completions.create(**kwargs)
+        if not resp.choices:
+            raise ModelError(f"model {self.name}: response has no choices")
+        msg = resp.choices[0].message
+        calls = [ToolCall(c.id or f"call_{i}", c.function.name, c.function.arguments or "{}")
+                 for i, c in enumerate(msg.tool_calls or []) if getattr(c, "function", None)]
+        return Completion(msg.content or "", calls, _usage(resp.usage), resp.model or self.model)
+
+    def _streamed(self, kwargs: dict[str, Any], on_delta: OnDelta | None) -> Completion:
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        usage: dict[str, int] = {}
+        model = self.model
+        stream = self._client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kwargs)
+        for chunk in stream:
+            model = chunk.model or model
+            if chunk.usage:
+                usage = _usage(chunk.usage)
+            for choice in chunk.choices or []:
+                delta = choice.delta
+                if delta.content:
+                    text.append(delta.content)
+                    if on_delta:
+                        on_delta(delta.content)
+                for tc in delta.tool_calls or []:
+                    slot = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": []})
+                    slot["id"] = tc.id or slot["id"]
+                    if tc.function and tc.function.name:
+                        slot["name"] += tc.function.name
+                    if tc.function and tc.function.arguments:
+                        slot["arguments"].append(tc.function.arguments)
+        tool_calls = [ToolCall(s["id"] or f"call_{i}", s["name"], "".join(s["arguments"]) or "{}")
+                      for i, s in sorted(calls.items())]
+        return Completion("".join(text), tool_calls, usage, model)
+
+
+def _usage(usage: Any) -> dict[str, int]:
+    if not usage:
+        return {}
+    return {"prompt_tokens": usage.prompt_tokens or 0, "completion_tokens": usage.completion_tokens or 0}
+
+
+def _error_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return str(getattr(exc, "message", "")) or "error"

@@ -1,0 +1,89 @@
+"""Scripts for the scripted model and the scripted OpenAI-compatible server.
+
+A script is a YAML list of replies (or `{replies: [...]}`); reply N answers the
+model call that sees N assistant messages already in the conversation, so a
+resumed run gets the same reply it would have got without the crash.
+
+    - content: "Writing the file."
+      tool_calls:
+        - {name: write_file, arguments: {path: a.txt, content: hi}}
+    - "Done."                      # a bare string is a final answer
+    - {repeat: 100, tool_calls: [{name: list_dir, arguments: {path: .}}]}
+    - {error: {status: 500, message: boom}}   # the server answers with an error
+    - {raw: "not json"}                        # the server answers with garbage
+
+A reply may carry `delay_ms`. Past the end, the last reply repeats.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sentinel.errors import ConfigError
+
+
+@dataclass
+class Reply:
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    delay_ms: float = 0.0
+    error: dict[str, Any] | None = None
+    raw: str | None = None
+
+    def calls_with_ids(self, turn: int) -> list[dict[str, Any]]:
+        out = []
+        for i, call in enumerate(self.tool_calls):
+            args = call.get("arguments", {})
+            text = args if isinstance(args, str) else json.dumps(args)
+            out.append({"id": call.get("id") or f"call_{turn}_{i}", "name": call["name"], "arguments": text})
+        return out
+
+
+def _reply(item: Any, where: str) -> tuple[Reply, int]:
+    if isinstance(item, str):
+        return Reply(content=item), 1
+    if not isinstance(item, dict):
+        raise ValueError(f"{where}: a reply is a string or a mapping")
+    unknown = set(item) - {"content", "tool_calls", "delay_ms", "error", "raw", "repeat"}
+    if unknown:
+        raise ValueError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    calls = item.get("tool_calls") or []
+    for j, call in enumerate(calls):
+        if not isinstance(call, dict) or "name" not in call:
+            raise ValueError(f"{where}.tool_calls[{j}]: needs a name")
+    reply = Reply(str(item.get("content") or ""), list(calls), float(item.get("delay_ms", 0)),
+                  item.get("error"), item.get("raw"))
+    return reply, int(item.get("repeat", 1))
+
+
+def parse(data: Any, source: str = "<script>") -> list[Reply]:
+    if isinstance(data, dict) and "replies" in data:
+        data = data["replies"]
+    if not isinstance(data, list) or not data:
+        raise ConfigError(source, "a script is a non-empty list of replies")
+    replies: list[Reply] = []
+    for i, item in enumerate(data):
+        try:
+            reply, repeat = _reply(item, f"replies[{i}]")
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(source, str(exc)) from None
+        replies.extend([reply] * repeat)
+    return replies
+
+
+def load(path: Path) -> list[Reply]:
+    from sentinel.config import read_yaml
+
+    return parse(read_yaml(path), str(path))
+
+
+def turn_of(messages: list[dict[str, Any]]) -> int:
+    return sum(1 for m in messages if m.get("role") == "assistant")
+
+
+def pick(replies: list[Reply], messages: list[dict[str, Any]]) -> tuple[int, Reply]:
+    turn = turn_of(messages)
+    return turn, replies[min(turn, len(replies) - 1)]

@@ -1,0 +1,30 @@
+"""The scripted model: replays a YAML script in-process (tests and demos; never a default)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from sentinel.models import script
+from sentinel.models.base import Completion, ModelError, OnDelta, ToolCall
+
+
+class ScriptedModel:
+    def __init__(self, name: str, path: Path):
+        self.name = name
+        self.replies = script.load(path)
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                 on_delta: OnDelta | None = None) -> Completion:
+        turn, reply = script.pick(self.replies, messages)
+        if reply.delay_ms:
+            time.sleep(reply.delay_ms / 1000)
+        if reply.error:
+            raise ModelError(f"model {self.name}: scripted error: {reply.error.get('message', 'error')}")
+        if reply.raw is not None:
+            return Completion(content=reply.raw, model=self.name)
+        if on_delta and reply.content:
+            on_delta(reply.content)
+        calls = [ToolCall(c["id"], c["name"], c["arguments"]) for c in reply.calls_with_ids(turn)]
+        return Completion(reply.content, calls, {"prompt_tokens": 0, "completion_tokens": 0}, self.name)

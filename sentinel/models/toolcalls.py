@@ -1,0 +1,82 @@
+"""Recover tool calls that a small model wrote as plain-text JSON instead of native calls.
+
+Accepted shapes, bare or in a ```json fence, alone or in a list:
+    {"tool": NAME, "arguments": {...}}      {"name": NAME, "arguments"|"parameters"|"args": {...}}
+    {"function": {"name": NAME, "arguments": ...}}    {"tool_calls": [...]}
+Only names of registered tools count; anything else stays ordinary text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable
+
+from sentinel.models.base import ToolCall
+
+_FENCE = re.compile(r"```(?:json|tool_call|tool)?\s*(.*?)```", re.S)
+
+
+def _json_candidates(text: str) -> Iterable[Any]:
+    for block in _FENCE.findall(text):
+        try:
+            yield json.loads(block)
+        except ValueError:
+            pass
+    decoder = json.JSONDecoder()
+    i = 0
+    while (start := _next_open(text, i)) != -1:
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except ValueError:
+            i = start + 1
+            continue
+        yield obj
+        i = end
+
+
+def _next_open(text: str, i: int) -> int:
+    brace, bracket = text.find("{", i), text.find("[", i)
+    found = [p for p in (brace, bracket) if p != -1]
+    return min(found) if found else -1
+
+
+def _as_call(obj: Any) -> tuple[str, Any] | None:
+    if not isinstance(obj, dict):
+        return None
+    if isinstance(obj.get("function"), dict):
+        obj = obj["function"]
+    name = obj.get("tool") or obj.get("name") or obj.get("tool_name")
+    if not isinstance(name, str):
+        return None
+    for key in ("arguments", "parameters", "args", "input"):
+        if key in obj:
+            return name, obj[key]
+    return name, {}
+
+
+def _flatten(obj: Any) -> list[Any]:
+    if isinstance(obj, dict) and isinstance(obj.get("tool_calls"), list):
+        return obj["tool_calls"]
+    if isinstance(obj, list):
+        return obj
+    return [obj]
+
+
+def recover(text: str, known: set[str], turn: int) -> list[ToolCall]:
+    calls: list[ToolCall] = []
+    seen: set[tuple[str, str]] = set()
+    for candidate in _json_candidates(text):
+        for item in _flatten(candidate):
+            found = _as_call(item)
+            if not found or found[0] not in known:
+                continue
+            name, args = found
+            raw = args if isinstance(args, str) else json.dumps(args)
+            if (name, raw) in seen:  # small models repeat themselves; run each call once
+                continue
+            seen.add((name, raw))
+            calls.append(ToolCall(f"call_{turn}_{len(calls)}", name, raw))
+        if calls:
+            break
+    return calls

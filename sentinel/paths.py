@@ -1,0 +1,35 @@
+"""Where state lives: `$SENTINEL_HOME` (default `~/.sentinel`) and its layout (DESIGN section 3)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+# Data shipped next to the package in a source checkout; falls back to package data when installed.
+REPO_DIR = PACKAGE_DIR.parent
+
+
+def home() -> Path:
+    env = os.environ.get("SENTINEL_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".sentinel"
+
+
+def data_dir(name: str) -> Path:
+    """A top-level data folder (`policies`, `souls`, `skills`) from the checkout or the installed package."""
+    for candidate in (REPO_DIR / name, PACKAGE_DIR / "data" / name):
+        if candidate.is_dir():
+            return candidate
+    return REPO_DIR / name
+
+
+def runs_dir(root: Path | None = None) -> Path:
+    return (root or home()) / "runs"
+
+
+def state_dir(root: Path | None = None) -> Path:
+    return (root or home()) / "state"
+
+
+def workspace_dir(root: Path | None = None) -> Path:
+    return (root or home()) / "workspace"

@@ -1,0 +1,206 @@
+"""The action policy (DESIGN section 5, layers 1-2): grants, per-tool outcomes, bash command rules.
+
+Loaded from policies/default.yaml, then merged with config.yaml `policy:` and the
+agent profile's `policy:`. Each command rule's `match` / `not_match` examples are
+checked at load time; a rule that contradicts its own examples is a ConfigError.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from sentinel import paths
+from sentinel.errors import ConfigError, pydantic_detail
+from sentinel.policy.decide import CallContext, LayerResult, Outcome, strictest
+
+# Redirection, substitution, chaining, pipes, backgrounding, newlines, heredocs.
+_SHELL_SYNTAX = re.compile(r"[;&|<>`\n\r]|\$\(|\$\{|\beval\b")
+FILE_TOOLS = {"read_file", "write_file", "edit_file", "list_dir"}
+
+
+class CommandRule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    decision: Outcome
+    prefix: list[str] | None = None
+    pattern: str | None = None
+    plain: bool = False
+    reason: str = ""
+    match: list[str] = Field(default_factory=list)
+    not_match: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_matcher(self) -> "CommandRule":
+        if not self.prefix and not self.pattern:
+            raise ValueError("needs `prefix` or `pattern`")
+        if self.pattern:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern is not a valid regex ({exc})") from None
+        return self
+
+    @cached_property
+    def _regex(self) -> re.Pattern[str] | None:
+        return re.compile(self.pattern) if self.pattern else None
+
+    def matches(self, command: str) -> bool:
+        command = command.strip()
+        if self.plain and _SHELL_SYNTAX.search(command):
+            return False
+        if self._regex is not None and self._regex.search(command):
+            return True
+        if self.prefix:
+            words = _words(command)
+            return bool(words) and any(words[: len(p.split())] == p.split() for p in self.prefix)
+        return False
+
+
+def _words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+class BashPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    default: Outcome = "needs_approval"
+    rules: list[CommandRule] = Field(default_factory=list)
+
+
+class PathPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    outside_workspace: Outcome = "deny"
+
+
+class ActionPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    default: Outcome = "needs_approval"
+    tools: dict[str, Outcome] = Field(default_factory=dict)
+    paths: PathPolicy = Field(default_factory=PathPolicy)
+    bash: BashPolicy = Field(default_factory=BashPolicy)
+
+    def decide_bash(self, command: str) -> LayerResult:
+        hits = [r for r in self.bash.rules if r.matches(command)]
+        if not hits:
+            return LayerResult("policy", self.bash.default, f"no command rule matches; bash default is {self.bash.default}")
+        outcome = strictest(*(r.decision for r in hits))
+        rule = next(r for r in hits if r.decision == outcome)
+        return LayerResult("policy", outcome, rule.reason or f"command rule {rule.id}", rule_id=rule.id)
+
+
+def check_examples(policy: ActionPolicy, source: str) -> None:
+    for i, rule in enumerate(policy.bash.rules):
+        where = f"bash.rules[{i}] ({rule.id})"
+        for example in rule.match:
+            if not rule.matches(example):
+                raise ConfigError(source, f"{where}: example {example!r} in `match` does not match")
+        for example in rule.not_match:
+            if rule.matches(example):
+                raise ConfigError(source, f"{where}: example {example!r} in `not_match` matches")
+
+
+def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Mappings merge key by key; bash rules append (a later rule with the same id replaces it)."""
+    out = dict(base)
+    for key, value in override.items():
+        if key == "bash" and isinstance(value, dict):
+            bash = dict(out.get("bash") or {})
+            rules = {r.get("id"): r for r in bash.get("rules", []) if isinstance(r, dict)}
+            for rule in value.get("rules", []) or []:
+                rules[rule.get("id") if isinstance(rule, dict) else None] = rule
+            bash.update({k: v for k, v in value.items() if k != "rules"})
+            bash["rules"] = list(rules.values())
+            out["bash"] = bash
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
+def default_policy_path() -> Path:
+    return paths.data_dir("policies") / "default.yaml"
+
+
+def load(*overrides: tuple[str, dict[str, Any]], base: Path | None = None) -> ActionPolicy:
+    """The default policy file merged with each (source, mapping) override, validated and example-checked."""
+    from sentinel.config import read_yaml
+
+    base = base or default_policy_path()
+    data = read_yaml(base) or {}
+    source = str(base)
+    for src, override in overrides:
+        if override:
+            data, source = merge(data, override), src
+    try:
+        policy = ActionPolicy.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(source, f"policy: {pydantic_detail(exc)}") from None
+    check_examples(policy, source)
+    return policy
+
+
+class GrantsLayer:
+    """Layer 1: is the tool in this agent's granted set?"""
+
+    name = "grants"
+
+    def check(self, ctx: CallContext) -> list[LayerResult]:
+        if ctx.granted is not None and ctx.tool not in ctx.granted:
+            return [LayerResult("grants", "deny", f"tool {ctx.tool} is not granted to agent {ctx.agent}")]
+        return [LayerResult("grants", "auto", "")]
+
+
+class PolicyLayer:
+    """Layer 2: deterministic per-tool and per-argument rules."""
+
+    name = "policy"
+
+    def __init__(self, policy: ActionPolicy):
+        self.policy = policy
+
+    def check(self, ctx: CallContext) -> list[LayerResult]:
+        results = []
+        if ctx.tool in FILE_TOOLS and "path" in ctx.arguments and _outside(ctx.workspace, str(ctx.arguments["path"])):
+            outcome = self.policy.paths.outside_workspace
+            results.append(LayerResult("policy", outcome, f"path {ctx.arguments['path']!r} is outside the workspace",
+                                       rule_id="paths.outside_workspace"))
+        if ctx.tool == "bash" and "command" in ctx.arguments:
+            results.append(self.policy.decide_bash(str(ctx.arguments["command"])))
+        else:
+            outcome = self.policy.tools.get(ctx.tool, self.policy.default)
+            results.append(LayerResult("policy", outcome, f"tool {ctx.tool} is {outcome} by policy",
+                                       rule_id=f"tools.{ctx.tool}"))
+        return results
+
+
+def _outside(workspace: Path, path: str) -> bool:
+    """A lexical check for the decision; the file tools enforce it again in the kernel."""
+    p = Path(path)
+    if not p.is_absolute():
+        p = workspace / p
+    parts: list[str] = []
+    for part in p.parts:
+        if part == "..":
+            if parts:
+                parts.pop()
+        elif part != ".":
+            parts.append(part)
+    normalized = Path(*parts) if parts else Path("/")
+    try:
+        normalized.relative_to(workspace)
+        return False
+    except ValueError:
+        return True

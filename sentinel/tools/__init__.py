@@ -1,0 +1,125 @@
+"""The tool registry: each tool is a JSON schema plus a function returning a string.
+
+Model mistakes become observations: a bad argument, an unknown tool or a failing
+tool comes back as an "Error: ..." result the model can read and correct.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from sentinel.errors import SentinelError
+
+
+class ToolError(Exception):
+    """A tool failed in a way the model should hear about (not a harness bug)."""
+
+
+@dataclass
+class ToolContext:
+    workspace: Path
+    run_id: str = ""
+    agent: str = ""
+    bash_timeout_s: float = 120.0
+    output_max_chars: int = 20000
+    sandbox: str = "enforce"
+    tools_mode: str = "sandboxed"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    func: Callable[[dict[str, Any], ToolContext], str]
+    read_only: bool = False
+    trigger: str = "any"  # what the rule gate sees: file_write | bash | read | any
+
+    def schema(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+def parse_arguments(raw: str | dict[str, Any], tool: Tool) -> dict[str, Any]:
+    """Normalize and validate arguments; raises ToolError with a correction for the model."""
+    args: Any = raw
+    if isinstance(raw, str):
+        try:
+            args = json.loads(raw) if raw.strip() else {}
+        except ValueError as exc:
+            raise ToolError(f"arguments for {tool.name} are not valid JSON ({exc.msg} at char {exc.pos}); "
+                            f"send a JSON object matching {json.dumps(tool.parameters)}") from None
+    if isinstance(args, str):  # doubly-encoded by a small model
+        try:
+            args = json.loads(args)
+        except ValueError:
+            pass
+    if not isinstance(args, dict):
+        raise ToolError(f"arguments for {tool.name} must be a JSON object, got {type(args).__name__}")
+    args = _coerce(args, tool.parameters)
+    _validate(args, tool)
+    return args
+
+
+def _coerce(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    props = schema.get("properties", {})
+    out = dict(args)
+    for key, value in args.items():
+        want = props.get(key, {}).get("type")
+        if isinstance(value, str) and want in ("integer", "number"):
+            try:
+                out[key] = int(value) if want == "integer" else float(value)
+            except ValueError:
+                pass
+    return out
+
+
+def _validate(args: dict[str, Any], tool: Tool) -> None:
+    from jsonschema import Draft202012Validator
+
+    errors = sorted(Draft202012Validator(tool.parameters).iter_errors(args), key=lambda e: list(e.path))
+    if errors:
+        err = errors[0]
+        where = ".".join(str(p) for p in err.path)
+        field_note = f"field {where!r}: " if where else ""
+        raise ToolError(f"invalid arguments for {tool.name}: {field_note}{err.message}. "
+                        f"Expected: {json.dumps(tool.parameters)}")
+
+
+class Registry:
+    def __init__(self, tools: list[Tool] | None = None):
+        self.tools: dict[str, Tool] = {}
+        for tool in tools or []:
+            self.add(tool)
+
+    def add(self, tool: Tool) -> None:
+        self.tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self.tools.get(name)
+
+    def names(self) -> set[str]:
+        return set(self.tools)
+
+    def schemas(self, only: set[str] | None = None) -> list[dict[str, Any]]:
+        return [t.schema() for n, t in self.tools.items() if only is None or n in only]
+
+    def run(self, name: str, args: dict[str, Any], ctx: ToolContext) -> str:
+        tool = self.tools[name]
+        try:
+            return tool.func(args, ctx)
+        except ToolError as exc:
+            return f"Error: {exc}"
+        except SentinelError as exc:
+            return f"Error: {exc}"
+        except OSError as exc:
+            return f"Error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+
+
+def default_registry() -> Registry:
+    from sentinel.tools.builtin import BUILTINS
+
+    return Registry(list(BUILTINS))

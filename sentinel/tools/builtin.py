@@ -1,0 +1,141 @@
+"""The built-in tools: read_file, write_file, edit_file, list_dir, bash.
+
+File tools resolve every path beneath the run's workspace in the kernel
+(openat2 RESOLVE_BENEATH); bash runs in a fresh process under the Leash tool
+profile, and its whole process tree dies on timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from typing import Any
+
+from sentinel.tools import Tool, ToolContext, ToolError
+from sentinel.tools.fs import Confined, OutsideRoot
+
+MAX_BASH_TIMEOUT_S = 3600.0
+
+
+def truncate(text: str, limit: int) -> tuple[str, bool]:
+    """Keep the head and the tail; say how much was cut."""
+    if len(text) <= limit:
+        return text, False
+    head = limit * 2 // 3
+    tail = limit - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut} characters truncated ...]\n{text[-tail:]}", True
+
+
+def _confined(ctx: ToolContext) -> Confined:
+    return Confined(ctx.workspace)
+
+
+def _outside(path: str) -> ToolError:
+    return ToolError(f"path {path!r} is outside the workspace; use a path inside it")
+
+
+def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    try:
+        data = _confined(ctx).read_bytes(args["path"], ctx.output_max_chars * 4 + 1)
+    except OutsideRoot:
+        raise _outside(args["path"]) from None
+    except IsADirectoryError:
+        raise ToolError(f"{args['path']} is a directory; use list_dir") from None
+    text, _ = truncate(data.decode("utf-8", errors="replace"), ctx.output_max_chars)
+    return text
+
+
+def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    content = args["content"]
+    try:
+        _confined(ctx).write_bytes(args["path"], content.encode())
+    except OutsideRoot:
+        raise _outside(args["path"]) from None
+    return f"Wrote {len(content)} characters to {args['path']}"
+
+
+def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    path, old, new = args["path"], args["old_string"], args["new_string"]
+    if not old:
+        raise ToolError("old_string must not be empty; use write_file to create a file")
+    fs = _confined(ctx)
+    try:
+        text = fs.read_bytes(path).decode("utf-8", errors="replace")
+    except OutsideRoot:
+        raise _outside(path) from None
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(f"old_string not found in {path}; read the file and copy the exact text")
+    if count > 1:
+        raise ToolError(f"old_string appears {count} times in {path}; include more surrounding text so it is unique")
+    fs.write_bytes(path, text.replace(old, new, 1).encode())
+    return f"Edited {path}: replaced 1 occurrence"
+
+
+def list_dir(args: dict[str, Any], ctx: ToolContext) -> str:
+    path = args.get("path") or "."
+    try:
+        entries = _confined(ctx).listdir(path)
+    except OutsideRoot:
+        raise _outside(path) from None
+    except NotADirectoryError:
+        raise ToolError(f"{path} is not a directory") from None
+    if not entries:
+        return f"{path} is empty"
+    return "\n".join(f"{name}/" if is_dir else f"{name}  ({size} bytes)" for name, is_dir, size in entries)
+
+
+def bash(args: dict[str, Any], ctx: ToolContext) -> str:
+    timeout = min(float(args.get("timeout_s") or ctx.bash_timeout_s), MAX_BASH_TIMEOUT_S)
+    argv = ["/bin/bash", "-c", args["command"]]
+    if ctx.tools_mode == "plain":
+        code, output, timed_out = _run_plain(argv, ctx, timeout)
+    else:
+        from sentinel.leash.launch import run_tool
+
+        res = run_tool(argv, cwd=ctx.workspace, workspace=ctx.workspace, timeout_s=timeout, agent=ctx.agent or None,
+                       sandbox=ctx.sandbox, output_max_chars=ctx.output_max_chars)
+        code, output, timed_out = res.exit_code, res.output, res.timed_out
+    output, _ = truncate(output, ctx.output_max_chars)
+    if timed_out:
+        return f"Error: command timed out after {timeout:g}s and was killed (with everything it started)\n{output}"
+    return f"exit code: {code}\n{output}" if output else f"exit code: {code}"
+
+
+def _run_plain(argv: list[str], ctx: ToolContext, timeout: float) -> tuple[int | None, str, bool]:
+    """An unsandboxed subprocess in its own session (only with leash.tools: plain)."""
+    proc = subprocess.Popen(argv, cwd=ctx.workspace, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out.decode("utf-8", errors="replace"), False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, out.decode("utf-8", errors="replace"), True
+
+
+def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+
+
+_PATH = {"type": "string", "description": "Path relative to the workspace."}
+
+BUILTINS = [
+    Tool("read_file", "Read a text file from the workspace.", _schema({"path": _PATH}, ["path"]), read_file,
+         read_only=True, trigger="read"),
+    Tool("write_file", "Create or overwrite a file in the workspace.",
+         _schema({"path": _PATH, "content": {"type": "string"}}, ["path", "content"]), write_file,
+         trigger="file_write"),
+    Tool("edit_file", "Replace one exact occurrence of old_string with new_string in a workspace file.",
+         _schema({"path": _PATH, "old_string": {"type": "string"}, "new_string": {"type": "string"}},
+                 ["path", "old_string", "new_string"]), edit_file, trigger="file_write"),
+    Tool("list_dir", "List a directory of the workspace.", _schema({"path": _PATH}, ["path"]), list_dir,
+         read_only=True, trigger="read"),
+    Tool("bash", "Run a shell command in the workspace.",
+         _schema({"command": {"type": "string"},
+                  "timeout_s": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds before it is killed."}},
+                 ["command"]), bash, trigger="bash"),
+]

@@ -1,0 +1,120 @@
+"""File access confined to one directory tree with openat2(RESOLVE_BENEATH).
+
+The kernel refuses any path that leaves the root (`..`, absolute symlinks,
+symlinks pointing outside, magic links), so a symlink the agent planted can
+never send a write elsewhere, and there is no check-then-use race.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import stat
+from pathlib import Path
+
+_SYS_OPENAT2 = 437  # x86_64 and aarch64 share this number
+RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_NO_SYMLINKS = 0x04
+RESOLVE_BENEATH = 0x08
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+class OutsideRoot(ValueError):
+    """The path names something outside the confined tree."""
+
+
+def openat2(dir_fd: int, path: str, flags: int, mode: int = 0, resolve: int = RESOLVE_BENEATH) -> int:
+    how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, resolve)
+    fd = _libc.syscall(_SYS_OPENAT2, dir_fd, path.encode(), ctypes.byref(how), ctypes.sizeof(how))
+    if fd < 0:  # read errno only after a failed return, never on its own
+        err = ctypes.get_errno()
+        if err == errno.EXDEV:
+            raise OutsideRoot(path)
+        raise OSError(err, os.strerror(err), path)
+    return fd
+
+
+def relative(root: Path, path: str) -> str:
+    """The path relative to root; absolute paths must already lie inside root."""
+    if not path or "\x00" in path:
+        raise OutsideRoot(path)
+    p = Path(path)
+    if p.is_absolute():
+        try:
+            p = p.relative_to(root)
+        except ValueError:
+            raise OutsideRoot(path) from None
+    rel = str(p)
+    return "." if rel in ("", ".") else rel
+
+
+class Confined:
+    """A directory tree that paths are resolved beneath."""
+
+    def __init__(self, root: Path, resolve: int = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS):
+        self.root = Path(root)
+        self.resolve = resolve
+
+    def _root_fd(self) -> int:
+        return os.open(self.root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+
+    def open(self, path: str, flags: int, mode: int = 0o644) -> int:
+        root_fd = self._root_fd()
+        try:
+            return openat2(root_fd, relative(self.root, path), flags, mode, self.resolve)
+        finally:
+            os.close(root_fd)
+
+    def read_bytes(self, path: str, limit: int | None = None) -> bytes:
+        fd = self.open(path, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as f:
+            return f.read() if limit is None else f.read(limit)
+
+    def write_bytes(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        """Write atomically-enough for an agent: create parents beneath root, then the file."""
+        rel = relative(self.root, path)
+        parent, _, name = rel.rpartition("/")
+        if not name or name in (".", ".."):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+        dir_fd = self.makedirs(parent or ".")
+        try:
+            fd = openat2(dir_fd, name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode,
+                         self.resolve)
+        finally:
+            os.close(dir_fd)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+
+    def makedirs(self, rel_dir: str) -> int:
+        """Create each missing directory beneath root; returns an fd of the last one."""
+        fd = self._root_fd()
+        for part in [p for p in relative(self.root, rel_dir).split("/") if p not in ("", ".")]:
+            try:
+                nxt = openat2(fd, part, os.O_PATH | os.O_DIRECTORY, 0, self.resolve)
+            except FileNotFoundError:
+                os.mkdir(part, 0o755, dir_fd=fd)
+                nxt = openat2(fd, part, os.O_PATH | os.O_DIRECTORY, 0, self.resolve)
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)
+            fd = nxt
+        return fd
+
+    def listdir(self, path: str) -> list[tuple[str, bool, int]]:
+        fd = self.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            out = []
+            for name in sorted(os.listdir(fd)):
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                out.append((name, stat.S_ISDIR(st.st_mode), st.st_size))
+            return out
+        finally:
+            os.close(fd)

@@ -1,0 +1,223 @@
+"""The agent loop for one run: call the model, decide each tool call, run it, repeat.
+
+    AgentLoop(run, deps).execute() -> final status
+
+`execute` loops over `step`; control leaves the loop through Paused, Finished
+and Failed. Every effect is journaled before and after it happens:
+
+- a tool call is journaled `started` before it runs and `finished` after; on
+  resume a call that started but never finished is not re-run (read-only tools
+  excepted): the model is told it was interrupted;
+- every tool call id gets exactly one result before the next model call;
+- a call that needs approval pauses the run there; calls before it have run,
+  calls after it are decided on resume;
+- an approval is consumed exactly once, and only for the exact payload approved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from sentinel.engine.run import Run
+from sentinel.engine.store import Store, call_digest
+from sentinel.models import ModelClient, ModelError
+from sentinel.models.toolcalls import recover
+from sentinel.policy.decide import CallContext, Layer, decide
+from sentinel.tools import Registry, ToolContext, ToolError, parse_arguments
+
+
+class Paused(Exception):
+    def __init__(self, approval_id: str):
+        self.approval_id = approval_id
+
+
+class Finished(Exception):
+    def __init__(self, output: str):
+        self.output = output
+
+
+class Failed(Exception):
+    def __init__(self, error: str):
+        self.error = error
+
+
+@dataclass
+class Deps:
+    model: ModelClient
+    registry: Registry
+    layers: list[Layer]
+    store: Store
+    tool_ctx: ToolContext
+    max_steps: int
+    max_wall_s: float
+    granted: frozenset[str] | None = None
+    approval_ttl_s: float | None = None
+    on_delta: Callable[[str], None] | None = None
+
+
+INTERRUPTED = ("Error: this call was interrupted before it finished (the process running it stopped) and was "
+               "not re-run, because it may have had side effects. Check its effects before trying again.")
+
+
+class AgentLoop:
+    def __init__(self, run: Run, deps: Deps):
+        self.run = run
+        self.deps = deps
+        self.state = run.state
+
+    # -- the loop -----------------------------------------------------------
+
+    def execute(self) -> str:
+        self.run.record({"type": "session", "pid": os.getpid()})
+        self.deps.store.set_status(self.state.id, "running")
+        try:
+            while True:
+                self.step()
+        except Paused:
+            self.deps.store.set_status(self.state.id, "waiting_approval")
+        except Finished as done:
+            self._finish("done", output=done.output)
+        except Failed as failed:
+            self._finish("failed", error=failed.error)
+        finally:
+            self.run.snapshot()
+        return self.state.status
+
+    def step(self) -> None:
+        if self.state.open_calls():
+            for call in self.state.open_calls():
+                self.settle(call)
+            return
+        self.check_limits()
+        self.call_model()
+
+    def _finish(self, status: str, *, output: str | None = None, error: str | None = None) -> None:
+        self.run.record({"type": "status", "status": status, "output": output, "error": error})
+        self.deps.store.set_status(self.state.id, status, output=output, error=error)
+
+    def check_limits(self) -> None:
+        if self.state.steps >= self.deps.max_steps:
+            raise Failed(f"step limit reached ({self.deps.max_steps} model calls; limits.max_steps)")
+        if self.state.elapsed_s(time.time()) > self.deps.max_wall_s:
+            raise Failed(f"time limit reached ({self.deps.max_wall_s:g}s of work; limits.max_wall_s)")
+
+    # -- the model ------------------------------------------------------------
+
+    def call_model(self) -> None:
+        tools = self.deps.registry.schemas(self.deps.granted)
+        began = time.monotonic()
+        try:
+            completion = self.deps.model.complete(self.state.messages, tools, on_delta=self.deps.on_delta)
+        except ModelError as exc:
+            raise Failed(str(exc)) from None
+        calls, recovered = completion.tool_calls, False
+        if not calls and completion.content:
+            known = self.deps.registry.names() if self.deps.granted is None else set(self.deps.granted)
+            calls = recover(completion.content, known, self.state.steps)
+            recovered = bool(calls)
+        completion.tool_calls = calls
+        self.run.record({"type": "assistant", "message": completion.to_message(), "model": completion.model,
+                         "latency_ms": round((time.monotonic() - began) * 1000, 1), "usage": completion.usage,
+                         "recovered": recovered})
+        if not calls:
+            raise Finished(completion.content)
+
+    # -- one tool call ----------------------------------------------------------
+
+    def settle(self, call: dict[str, Any]) -> None:
+        """Give one open tool call its result, or pause the run at it."""
+        call_id, name = call["id"], call["function"]["name"]
+        if call_id in self.state.started:
+            return self._after_crash(call)
+        decision = self.state.decisions.get(call_id) or self.decide(call)
+        if decision["outcome"] == "deny":
+            return self.result(call_id, f"Denied by policy: {decision['reason']}")
+        if decision["outcome"] == "needs_approval" and not self.approved(call, decision):
+            return
+        self.execute_call(call_id, name, decision)
+
+    def decide(self, call: dict[str, Any]) -> dict[str, Any]:
+        call_id, name, raw = call["id"], call["function"]["name"], call["function"]["arguments"]
+        tool = self.deps.registry.get(name)
+        event: dict[str, Any] = {"type": "decision", "call_id": call_id, "tool": name}
+        if tool is None:
+            available = ", ".join(sorted(self.deps.registry.names()))
+            event |= {"arguments": raw, "outcome": "deny", "layers": [],
+                      "reason": f"unknown tool {name!r}; available tools: {available}"}
+        else:
+            try:
+                args = parse_arguments(raw, tool)
+            except ToolError as exc:
+                event |= {"arguments": raw, "outcome": "deny", "layers": [], "reason": str(exc)}
+            else:
+                ctx = CallContext(run_id=self.state.id, agent=self.state.agent, tool=name, arguments=args,
+                                  call_id=call_id, task=self.state.task, mission=self.state.mission or self.state.task,
+                                  workspace=self.deps.tool_ctx.workspace, read_only=tool.read_only,
+                                  granted=self.deps.granted)
+                event |= {"arguments": args, **decide(ctx, self.deps.layers).to_dict()}
+        self.run.record(event)
+        self.deps.store.audit("decision", {"run_id": self.state.id, "agent": self.state.agent,
+                                           **{k: v for k, v in event.items() if k != "type"},
+                                           "sandbox": self.deps.tool_ctx.sandbox})
+        return self.state.decisions[call_id]
+
+    def approved(self, call: dict[str, Any], decision: dict[str, Any]) -> bool:
+        """True when an operator approved this exact call; records the denial or pauses otherwise."""
+        call_id, run_id = call["id"], self.state.id
+        resolved = self.state.resolved.get(call_id)
+        if resolved is None:
+            store = self.deps.store
+            approval = store.approval_for_call(run_id, call_id) or store.submit_approval(
+                run_id, call_id, decision["tool"], decision["arguments"], decision["reason"], self.deps.approval_ttl_s)
+            store.expire()
+            approval = store.get_approval(approval.id)
+            if approval.status == "pending":
+                if self.state.approvals.get(call_id) != approval.id or self.state.status != "waiting_approval":
+                    self.run.record({"type": "paused", "call_id": call_id, "approval_id": approval.id,
+                                     "tool": decision["tool"], "reason": decision["reason"]})
+                raise Paused(approval.id)
+            ok = approval.status in ("approved", "consumed")
+            reason = approval.resolution_reason or ("approval expired" if approval.status == "expired" else "")
+            self.run.record({"type": "resolved", "call_id": call_id, "approval_id": approval.id, "approved": ok,
+                             "reason": reason, "by": approval.resolved_by})
+            resolved = self.state.resolved[call_id]
+        if not resolved["approved"]:
+            why = f": {resolved['reason']}" if resolved.get("reason") else ""
+            self.result(call_id, f"Denied by the operator{why}")
+            return False
+        digest = call_digest(decision["tool"], decision["arguments"])
+        if self.deps.store.consume(resolved["approval_id"], digest):
+            return True
+        approval = self.deps.store.get_approval(resolved["approval_id"])
+        if approval.status == "consumed" and approval.digest == digest and call_id not in self.state.started:
+            return True  # consumed by this run's previous session, which stopped before starting the call
+        self.result(call_id, "Denied: the approval does not match this exact call")
+        return False
+
+    def execute_call(self, call_id: str, name: str, decision: dict[str, Any]) -> None:
+        tool = self.deps.registry.get(name)
+        assert tool is not None  # decide() denies unknown tools
+        self.run.record({"type": "started", "call_id": call_id, "tool": name})
+        output = self.deps.registry.run(name, decision["arguments"], self.deps.tool_ctx)
+        notes = [layer["note"] for layer in decision.get("layers", []) if layer.get("note")]
+        if notes:
+            output += "".join(f"\n\n[sentinel note] {n}" for n in notes)
+        self.result(call_id, output)
+
+    def _after_crash(self, call: dict[str, Any]) -> None:
+        tool = self.deps.registry.get(call["function"]["name"])
+        decision = self.state.decisions.get(call["id"])
+        if tool is not None and tool.read_only and decision:
+            return self.execute_call(call["id"], tool.name, decision)
+        self.result(call["id"], INTERRUPTED, interrupted=True)
+
+    def result(self, call_id: str, text: str, **extra: Any) -> None:
+        self.run.record({"type": "finished", "call_id": call_id, "result": text, **extra})
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False)

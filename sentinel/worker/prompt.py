@@ -1,0 +1,37 @@
+"""The system prompt: the agent's soul plus a tool-use scaffold that small models can follow."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+SCAFFOLD = """\
+## How to work
+
+You have tools. To use one, make a tool call. If you cannot make native tool calls,
+reply with ONLY a JSON object on its own, for example:
+{{"tool": "list_dir", "arguments": {{"path": "."}}}}
+Use one tool at a time and wait for its result. When the task is complete, reply with
+your final answer as plain text and no tool call.
+
+Your workspace is {workspace}; paths are relative to it.
+
+## Tools
+{tools}"""
+
+
+def _signature(tool: dict[str, Any]) -> str:
+    props = tool["parameters"].get("properties", {})
+    required = set(tool["parameters"].get("required", []))
+    params = ", ".join(f"{k}{'' if k in required else '?'}: {v.get('type', 'any')}" for k, v in props.items())
+    return f"- {tool['name']}({params}): {tool['description']}"
+
+
+def system_prompt(soul: str, tools: list[dict[str, Any]], workspace: str, name: str | None = None) -> str:
+    listing = "\n".join(_signature(t) for t in tools) or "(none)"
+    header = f"Your name is {name}.\n\n" if name else ""
+    return f"{header}{soul.strip()}\n\n" + SCAFFOLD.format(workspace=workspace, tools=listing)
+
+
+def example_call(name: str, args: dict[str, Any]) -> str:
+    return json.dumps({"tool": name, "arguments": args})

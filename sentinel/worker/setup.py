@@ -1,0 +1,54 @@
+"""Wiring for one run's loop: model client, tools, decision layers, tool context, first messages."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from sentinel.agents import profile as profiles
+from sentinel.config import Config
+from sentinel.engine.state import RunState
+from sentinel.engine.store import Store
+from sentinel.policy import action
+from sentinel.tools import ToolContext, default_registry
+from sentinel.worker.loop import Deps
+from sentinel.worker.prompt import system_prompt
+
+
+def layers_for(config: Config, home: Path, profile: profiles.AgentProfile) -> list[Any]:
+    policy = action.load(("config.yaml policy", config.policy),
+                         (f"agents/{profile.name}.yaml policy", profile.policy))
+    layers: list[Any] = [action.GrantsLayer(), action.PolicyLayer(policy)]
+    if config.gate.enabled and importlib.util.find_spec("sentinel.policy.gate"):
+        from sentinel.policy.gate import RuleGate
+
+        gate = RuleGate.for_sentinel(home, config.gate, config)
+        if gate is not None:
+            layers.append(gate)
+    return layers
+
+
+def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: Store) -> Deps:
+    if config.leash.tools == "sandboxed":
+        from sentinel.leash.launch import ensure_launcher
+
+        ensure_launcher()  # fork the launcher before the model client or local model start threads
+    from sentinel.models import for_run
+
+    registry = default_registry()
+    granted = frozenset(profile.tools) if profile.tools is not None else None
+    tool_ctx = ToolContext(workspace=Path(state.workspace), run_id=state.id, agent=profile.name,
+                           bash_timeout_s=config.tools.bash_timeout_s, output_max_chars=config.tools.output_max_chars,
+                           sandbox=config.sandbox, tools_mode=config.leash.tools)
+    return Deps(model=for_run(state.model, config, run_id=state.id, agent=profile.name), registry=registry,
+                layers=layers_for(config, home, profile), store=store, tool_ctx=tool_ctx,
+                max_steps=config.limits.max_steps, max_wall_s=config.limits.max_wall_s, granted=granted)
+
+
+def initial_messages(home: Path, profile: profiles.AgentProfile, deps: Deps, task: str) -> list[dict[str, Any]]:
+    soul = profiles.soul_text(profile, home)
+    prompt = system_prompt(soul, deps.registry.schemas(deps.granted), str(deps.tool_ctx.workspace),
+                           profile.display_name)
+    return [{"type": "message", "message": {"role": "system", "content": prompt}},
+            {"type": "message", "message": {"role": "user", "content": task}}]
