@@ -18,7 +18,7 @@ from sentinel.leash.settings import LeashSettings
 from sentinel.muzzle.settings import MuzzleSettings
 from sentinel.policy.settings import GateSettings
 
-DEFAULT_MODEL = "local/gemma3-270m"
+DEFAULT_MODEL = "local/smollm2-135m"
 
 BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
     "ollama": {"base_url": "http://localhost:11434/v1", "api_key_env": None},

@@ -24,3 +24,62 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "root" in item.keywords:
             item.add_marker(skip)
+
+
+# -- shared helpers for tests that drive real runs ------------------------------------
+
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import yaml  # noqa: E402
+
+
+@pytest.fixture
+def scripted_server():
+    """Start ScriptedServer(replies) on loopback; stopped after the test."""
+    from sentinel.models.fake_server import ScriptedServer
+
+    servers = []
+
+    def start(replies, **kwargs):
+        server = ScriptedServer(replies, **kwargs).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def configure(sentinel_home):
+    """Write $SENTINEL_HOME/config.yaml from a mapping (merged over test defaults)."""
+
+    def write(extra=None, server=None):
+        cfg = {"leash": {"tools": "plain"}}
+        if server is not None:
+            cfg["providers"] = {"fake": {"base_url": server.base_url, "api_key_env": "FAKE_KEY"}}
+            cfg["default_model"] = "fake/m"
+        cfg.update(extra or {})
+        (sentinel_home / "config.yaml").write_text(yaml.safe_dump(cfg))
+        return cfg
+
+    return write
+
+
+@pytest.fixture
+def cli(sentinel_home):
+    """Run `sentinel ARGS...` in a fresh process; returns CompletedProcess with text output."""
+    import os
+
+    def run(*args, env=None, check=None, timeout=60):
+        full_env = {**os.environ, "SENTINEL_HOME": str(sentinel_home), "FAKE_KEY": "test-key", **(env or {})}
+        proc = subprocess.run([sys.executable, "-m", "sentinel", *args], capture_output=True, text=True,
+                              env=full_env, timeout=timeout)
+        if check is not None:
+            assert proc.returncode == check, f"exit {proc.returncode}\nstdout:{proc.stdout}\nstderr:{proc.stderr}"
+        return proc
+
+    run.json = lambda *a, **k: json.loads(run(*a, **k).stdout)
+    return run

@@ -39,7 +39,7 @@ def _finish(outcome: Any, as_json: bool) -> None:
 
 
 def run(task: str = typer.Argument(..., help="What the agent should do."),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help="provider/model, e.g. local/gemma3-270m."),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help="provider/model, e.g. local/smollm2-135m."),
         agent: Optional[str] = typer.Option(None, "--agent", "-a", help="Agent profile to run."),
         workspace: Optional[Path] = typer.Option(None, "--workspace", "-w", help="Directory the agent works in."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document: id, status, output.")) -> None:

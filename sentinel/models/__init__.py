@@ -22,7 +22,7 @@ __all__ = ["Completion", "ModelClient", "ModelError", "ToolCall", "resolve", "fo
 def split(name: str) -> tuple[str, str]:
     provider, sep, model = name.partition("/")
     if not sep or not provider or not model:
-        raise UsageError(f"model {name!r}: expected provider/model, e.g. local/gemma3-270m or ollama/qwen3:4b")
+        raise UsageError(f"model {name!r}: expected provider/model, e.g. local/smollm2-135m or ollama/qwen3:4b")
     return provider, model
 
 

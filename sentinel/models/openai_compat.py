@@ -49,7 +49,9 @@ class OpenAICompatClient:
         usage: dict[str, int] = {}
         model = self.model
         stream = self._client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kwargs)
+        chunks = 0
         for chunk in stream:
+            chunks += 1
             model = chunk.model or model
             if chunk.usage:
                 usage = _usage(chunk.usage)
@@ -66,6 +68,9 @@ class OpenAICompatClient:
                         slot["name"] += tc.function.name
                     if tc.function and tc.function.arguments:
                         slot["arguments"].append(tc.function.arguments)
+        if not chunks:
+            raise ModelError(f"model {self.name}: the response carried no completion chunks "
+                             "(is this an OpenAI-compatible endpoint?)")
         tool_calls = [ToolCall(s["id"] or f"call_{i}", s["name"], "".join(s["arguments"]) or "{}")
                       for i, s in sorted(calls.items())]
         return Completion("".join(text), tool_calls, usage, model)

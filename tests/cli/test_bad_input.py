@@ -1,0 +1,51 @@
+"""Bad input gets one line naming the file, field or argument; exit 2; nothing persisted is lost."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("default_model: [1, 2]\n", "config.yaml: default_model: Input should be a valid string"),
+    ("limits:\n  max_steps: -1\n", "config.yaml: limits.max_steps: Input should be greater than or equal to 1"),
+    ("providers:\n  fake: {url: x}\n", "config.yaml: providers.fake.base_url: Field required"),
+    ("bogus_key: 1\n", "config.yaml: bogus_key: Extra inputs are not permitted"),
+    ("default_model: [\n", "config.yaml: line 2: invalid YAML"),
+])
+def test_bad_config_is_one_line(text, expected, sentinel_home, cli):
+    (sentinel_home / "config.yaml").write_text(text)
+    proc = cli("run", "hello")
+    assert proc.returncode == 2
+    assert expected in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_the_issue_config_shape_works(sentinel_home, cli, scripted_server):
+    server = scripted_server(["hi"])
+    (sentinel_home / "config.yaml").write_text(
+        f"default_model: fake/m\nproviders:\n  fake:\n    base_url: {server.base_url}\n    api_key_env: FAKE_KEY\n"
+        "leash: {tools: plain}\n")
+    assert cli("run", "hello", check=0).stdout.strip() == "hi"
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["run", "x", "--model", "nomodel"], "expected provider/model"),
+    (["run", "x", "--model", "nope/m"], "unknown provider 'nope'"),
+    (["run", "x", "--agent", "ghost"], "no agent 'ghost'"),
+    (["run", "x", "--workspace", "/does/not/exist"], "--workspace"),
+    (["show", "r-missing"], "no run 'r-missing'"),
+    (["approve", "a-missing"], "no approval 'a-missing'"),
+])
+def test_bad_arguments_are_one_line(args, expected, cli, configure):
+    configure()
+    proc = cli(*args)
+    assert proc.returncode == 2 and expected in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bad_config_does_not_lose_existing_runs(sentinel_home, cli, configure, scripted_server):
+    configure(server=scripted_server(["ok"]))
+    run_id = cli.json("run", "first", "--json", check=0)["id"]
+    good = (sentinel_home / "config.yaml").read_text()
+    (sentinel_home / "config.yaml").write_text("limits: 5\n")
+    assert cli("runs").returncode == 2
+    (sentinel_home / "config.yaml").write_text(good)
+    assert [r["id"] for r in cli.json("runs", "--json")] == [run_id]

@@ -1,0 +1,91 @@
+"""The approval queue's invariants, across separate processes and connections."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import time
+
+import pytest
+
+from sentinel.engine.store import Store, call_digest
+from sentinel.errors import UsageError
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store.open(tmp_path / "state.db")
+    yield s
+    s.close()
+
+
+def _approve(path, approval_id, who, barrier, results):
+    s = Store.open(path)
+    barrier.wait()
+    try:
+        s.resolve(approval_id, True, who)
+        results.put(who)
+    except UsageError:
+        results.put(None)
+    finally:
+        s.close()
+
+
+def test_two_concurrent_approvers_exactly_one_wins(store):
+    a = store.submit_approval("r-1", "call_1", "bash", {"command": "make"}, "needs approval")
+    ctx = multiprocessing.get_context("fork")
+    barrier, results = ctx.Barrier(6), ctx.Queue()
+    procs = [ctx.Process(target=_approve, args=(store.path, a.id, f"op{i}", barrier, results)) for i in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+    winners = [w for w in (results.get(timeout=5) for _ in procs) if w]
+    assert len(winners) == 1
+    assert store.get_approval(a.id).resolved_by == winners[0]
+
+
+def test_duplicate_submit_returns_the_first_approval(store):
+    first = store.submit_approval("r-1", "call_1", "bash", {"command": "make"}, "x")
+    second = store.submit_approval("r-1", "call_1", "bash", {"command": "make"}, "x")
+    assert first.id == second.id and len(store.pending_approvals()) == 1
+
+
+def test_consumed_exactly_once_and_only_for_the_approved_payload(store):
+    args = {"command": "make"}
+    a = store.submit_approval("r-1", "call_1", "bash", args, "x")
+    assert not store.consume(a.id, call_digest("bash", args))  # not approved yet
+    store.resolve(a.id, True, "root")
+    assert not store.consume(a.id, call_digest("bash", {"command": "make install"}))
+    assert store.consume(a.id, call_digest("bash", args))
+    assert not store.consume(a.id, call_digest("bash", args))
+
+
+def test_denied_and_expired_approvals_can_never_be_consumed(store):
+    args = {"command": "make"}
+    denied = store.submit_approval("r-1", "call_1", "bash", args, "x")
+    store.resolve(denied.id, False, "root", "no")
+    with pytest.raises(UsageError, match="denied"):
+        store.resolve(denied.id, True, "root")
+    assert not store.consume(denied.id, call_digest("bash", args))
+    expiring = store.submit_approval("r-1", "call_2", "bash", args, "x", ttl_s=0.01)
+    time.sleep(0.05)
+    with pytest.raises(UsageError, match="expired"):
+        store.resolve(expiring.id, True, "root")
+    assert not store.consume(expiring.id, call_digest("bash", args))
+
+
+def test_pending_approvals_persist_across_reopen(tmp_path):
+    path = tmp_path / "state.db"
+    with Store.open(path) as s:
+        a = s.submit_approval("r-1", "call_1", "bash", {"command": "make"}, "x")
+    with Store.open(path) as s:
+        assert [p.id for p in s.pending_approvals()] == [a.id]
+
+
+def test_migrations_are_named_and_applied_once(tmp_path):
+    path = tmp_path / "state.db"
+    Store.open(path).close()
+    Store.open(path).close()
+    names = [r[0] for r in sqlite3.connect(path).execute("SELECT name FROM _migrations ORDER BY name")]
+    assert names == ["001_runs", "002_approvals", "003_audit"]

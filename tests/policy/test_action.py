@@ -1,0 +1,78 @@
+"""The action policy: per-tool outcomes, command rules, strictest wins, examples checked at load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sentinel.errors import ConfigError
+from sentinel.policy import action
+from sentinel.policy.decide import CallContext, decide
+
+
+def ctx(tool, **args):
+    return CallContext(run_id="r", agent="a", tool=tool, arguments=args, workspace=Path("/ws"))
+
+
+def layers(policy=None, granted=None):
+    return [action.GrantsLayer(), action.PolicyLayer(policy or action.load())]
+
+
+@pytest.mark.parametrize("command,outcome", [
+    ("ls -la", "auto"), ("cat README.md", "auto"), ("grep -n x y", "auto"),
+    ("ls > out.txt", "needs_approval"), ("cat $(echo /etc/passwd)", "needs_approval"), ("ls; rm -rf x", "needs_approval"),
+    ("rm -rf build", "needs_approval"), ("python3 x.py", "needs_approval"),
+    ("sudo ls", "deny"), ("ls && sudo rm -rf /", "deny"), ("su root", "deny"),
+])
+def test_default_bash_rules(command, outcome):
+    assert decide(ctx("bash", command=command), layers()).outcome == outcome
+
+
+def test_reads_and_workspace_writes_are_auto_writes_outside_are_denied():
+    assert decide(ctx("read_file", path="a.txt"), layers()).outcome == "auto"
+    assert decide(ctx("write_file", path="sub/a.txt", content=""), layers()).outcome == "auto"
+    d = decide(ctx("write_file", path="../etc/x", content=""), layers())
+    assert d.outcome == "deny" and "outside the workspace" in d.reason
+    assert decide(ctx("edit_file", path="/etc/passwd", old_string="a", new_string="b"), layers()).outcome == "deny"
+
+
+def test_ungranted_tool_is_denied():
+    c = CallContext(run_id="r", agent="a", tool="bash", arguments={"command": "ls"}, granted=frozenset({"read_file"}))
+    d = decide(c, layers())
+    assert d.outcome == "deny" and "not granted" in d.reason
+
+
+def test_strictest_matching_rule_wins():
+    policy = action.load(("cfg", {"bash": {"rules": [
+        {"id": "git", "decision": "auto", "prefix": ["git"], "match": ["git status"], "not_match": ["gitk"]},
+        {"id": "no-force", "decision": "deny", "pattern": r"--force", "match": ["git push --force"],
+         "not_match": ["git push"]}]}}))
+    assert decide(ctx("bash", command="git status"), layers(policy)).outcome == "auto"
+    d = decide(ctx("bash", command="git push --force"), layers(policy))
+    assert d.outcome == "deny" and d.layers[-1].rule_id == "no-force"
+
+
+def test_overrides_from_config_replace_tool_outcomes():
+    policy = action.load(("config.yaml policy", {"tools": {"bash": "deny", "write_file": "needs_approval"}}))
+    assert policy.tools["write_file"] == "needs_approval" and policy.tools["read_file"] == "auto"
+
+
+def test_rule_contradicting_its_examples_fails_to_load():
+    bad = {"bash": {"rules": [{"id": "ls", "decision": "auto", "prefix": ["ls"], "match": ["ls"],
+                               "not_match": ["ls -la"]}]}}
+    with pytest.raises(ConfigError, match=r"bash.rules\[\d+\] \(ls\): example 'ls -la' in `not_match` matches"):
+        action.load(("config.yaml policy", bad))
+
+
+def test_invalid_policy_names_the_field(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump({"tools": {"bash": "sometimes"}}))
+    with pytest.raises(ConfigError, match=r"p.yaml: policy: tools.bash"):
+        action.load(base=path)
+
+
+def test_shipped_policy_examples_all_hold():
+    policy = action.load()
+    assert {r.id for r in policy.bash.rules} >= {"read-only-commands", "no-privilege-escalation"}

@@ -1,0 +1,81 @@
+"""Built-in tools: confinement to the workspace, argument validation, bash timeouts and truncation."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from sentinel.tools import ToolContext, ToolError, default_registry, parse_arguments
+
+
+@pytest.fixture
+def ws(tmp_path):
+    d = tmp_path / "ws"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def run(ws):
+    reg = default_registry()
+    ctx = ToolContext(workspace=ws, tools_mode="plain", output_max_chars=1000, bash_timeout_s=10)
+    return lambda name, **args: reg.run(name, parse_arguments(args, reg.get(name)), ctx)
+
+
+def test_write_read_edit_list(run, ws):
+    assert "Wrote" in run("write_file", path="d/a.txt", content="one two")
+    assert run("read_file", path="d/a.txt") == "one two"
+    assert "replaced 1" in run("edit_file", path="d/a.txt", old_string="two", new_string="three")
+    assert (ws / "d" / "a.txt").read_text() == "one three"
+    assert run("list_dir", path=".") == "d/"
+
+
+def test_edit_file_reports_missing_and_ambiguous_text(run):
+    run("write_file", path="a.txt", content="x x")
+    assert run("edit_file", path="a.txt", old_string="y", new_string="z").startswith("Error: old_string not found")
+    assert "appears 2 times" in run("edit_file", path="a.txt", old_string="x", new_string="z")
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "/tmp/outside.txt", "d/../../outside.txt"])
+def test_writes_outside_the_workspace_fail(run, ws, path):
+    assert "outside the workspace" in run("write_file", path=path, content="x")
+    assert not (ws.parent / "outside.txt").exists()
+
+
+def test_planted_symlinks_never_redirect_a_write(run, ws, tmp_path):
+    target = tmp_path / "victim"
+    target.mkdir()
+    (ws / "link").symlink_to(target)
+    (ws / "file-link").symlink_to(target / "f.txt")
+    assert run("write_file", path="link/f.txt", content="x").startswith("Error")
+    assert run("write_file", path="file-link", content="x").startswith("Error")
+    assert run("read_file", path="link/../../victim/f.txt").startswith("Error")
+    assert list(target.iterdir()) == []
+
+
+def test_bad_arguments_become_corrections():
+    reg = default_registry()
+    with pytest.raises(ToolError, match="'content' is a required property"):
+        parse_arguments('{"path": "a"}', reg.get("write_file"))
+    with pytest.raises(ToolError, match="not valid JSON"):
+        parse_arguments('{"path": ', reg.get("read_file"))
+    with pytest.raises(ToolError, match="field 'path'.*not of type 'string'"):
+        parse_arguments({"path": 5}, reg.get("read_file"))
+    assert parse_arguments({"command": "ls", "timeout_s": "5"}, reg.get("bash")) == {"command": "ls", "timeout_s": 5}
+
+
+def test_bash_timeout_kills_the_whole_process_group(run, ws):
+    began = time.monotonic()
+    out = run("bash", command="(sleep 31.5; echo late > late.txt) & sleep 31.5", timeout_s=0.5)
+    assert out.startswith("Error: command timed out") and time.monotonic() - began < 5
+    time.sleep(0.2)
+    assert not (ws / "late.txt").exists()
+    left = subprocess.run(["pgrep", "-f", "sleep 31.5"], capture_output=True, text=True).stdout.split()
+    assert left == []
+
+
+def test_bash_output_is_truncated_with_a_note(run):
+    out = run("bash", command="head -c 5000 /dev/zero | tr '\\0' a")
+    assert "characters truncated" in out and len(out) < 1200
