@@ -20,7 +20,10 @@ from sentinel.engine.state import JOURNAL, RunState
 from sentinel.errors import Busy
 
 LOCK = "lock"
-SNAPSHOT_EVERY = 50  # events between snapshots; the journal stays the truth in between
+# A snapshot costs O(size of the run), so it is taken after a number of events that grows
+# with the run: the cost per event stays flat and a resume replays at most a quarter of it.
+SNAPSHOT_MIN_EVENTS = 50
+SNAPSHOT_FRACTION = 4
 
 Listener = Callable[[dict[str, Any]], None]
 
@@ -84,7 +87,7 @@ class Run:
             for listener in self.listeners:
                 listener(event)
         self._since_snapshot += len(events)
-        if self._since_snapshot >= SNAPSHOT_EVERY:
+        if self._since_snapshot >= max(SNAPSHOT_MIN_EVENTS, self.state.seq // SNAPSHOT_FRACTION):
             self.snapshot()
 
     def snapshot(self) -> None:

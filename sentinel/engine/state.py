@@ -37,7 +37,7 @@ class RunState:
     steps: int = 0
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
     started: dict[str, int] = field(default_factory=dict)     # call_id -> times started
-    finished: list[str] = field(default_factory=list)
+    finished: dict[str, bool] = field(default_factory=dict)  # call ids with a result
     approvals: dict[str, str] = field(default_factory=dict)   # call_id -> approval id
     resolved: dict[str, dict[str, Any]] = field(default_factory=dict)
     active_s: float = 0.0
@@ -84,7 +84,7 @@ class RunState:
         self.started[e["call_id"]] = self.started.get(e["call_id"], 0) + 1
 
     def _on_finished(self, e: dict[str, Any]) -> None:
-        self.finished.append(e["call_id"])
+        self.finished[e["call_id"]] = True
         self.messages.append({"role": "tool", "tool_call_id": e["call_id"], "content": e["result"]})
 
     def _on_paused(self, e: dict[str, Any]) -> None:
@@ -110,8 +110,7 @@ class RunState:
         """Tool calls of the last assistant message that have no result yet, in order."""
         for msg in reversed(self.messages):
             if msg.get("role") == "assistant":
-                done = set(self.finished)
-                return [c for c in msg.get("tool_calls") or [] if c["id"] not in done]
+                return [c for c in msg.get("tool_calls") or [] if c["id"] not in self.finished]
             if msg.get("role") in ("user", "system"):
                 break
         return []

@@ -6,6 +6,7 @@ tool comes back as an "Error: ..." result the model can read and correct.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,10 +78,16 @@ def _coerce(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _validate(args: dict[str, Any], tool: Tool) -> None:
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
     from jsonschema import Draft202012Validator
 
-    errors = sorted(Draft202012Validator(tool.parameters).iter_errors(args), key=lambda e: list(e.path))
+    return Draft202012Validator(json.loads(schema_json))
+
+
+def _validate(args: dict[str, Any], tool: Tool) -> None:
+    validator = _validator(json.dumps(tool.parameters, sort_keys=True))
+    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.path))
     if errors:
         err = errors[0]
         where = ".".join(str(p) for p in err.path)
