@@ -7,6 +7,7 @@ are recovered by `sentinel.models.toolcalls` (the worker's scaffold asks for it)
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -58,7 +59,18 @@ def _llama(name: str) -> Any:
             with _quiet_stderr():  # llama.cpp logs to fd 2 even with verbose=False
                 _LOADED[name] = Llama(model_path=str(path), n_ctx=8192, n_threads=max(1, os.cpu_count() or 1),
                                       verbose=False, seed=0)
+            if len(_LOADED) == 1:
+                atexit.register(_unload)
         return _LOADED[name]
+
+
+def _unload() -> None:
+    """Free models before interpreter teardown, when llama_cpp's own finalizers would find None."""
+    while _LOADED:
+        _, llama = _LOADED.popitem()
+        close = getattr(llama, "close", None)
+        if close:
+            close()
 
 
 @contextlib.contextmanager
