@@ -83,3 +83,35 @@ def cli(sentinel_home):
 
     run.json = lambda *a, **k: json.loads(run(*a, **k).stdout)
     return run
+
+
+# -- the rule gate: a scripted judge on loopback and a repository with rules -------------
+
+
+@pytest.fixture
+def judge():
+    """start(table_or_responder, **kw) -> a running FakeJudge; stopped after the test."""
+    from sentinel.policy.gate.fakejudge import FakeJudge, by_substring
+
+    started = []
+
+    def start(table=None, **kwargs):
+        responder = table if callable(table) else by_substring(table or {})
+        j = FakeJudge(responder, **kwargs).start()
+        started.append(j)
+        return j
+
+    yield start
+    for j in started:
+        j.stop()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """make(rules, config) -> a repository root with .claude/sentinel/."""
+    from sentinel.policy.gate.fakejudge import write_repo
+
+    def make(rules, config=None, name="repo"):
+        return write_repo(tmp_path / name, rules, config)
+
+    return make

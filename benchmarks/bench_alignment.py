@@ -1,0 +1,101 @@
+"""Score a model as the alignment judge (seed 004) on the ten scenarios of the fixtures table.
+
+    python benchmarks/bench_alignment.py --model provider/model [--table PATH] [--json]
+
+`provider` is a gate backend (ollama, local, claude, copilot) or a provider of
+$SENTINEL_HOME/config.yaml (OpenAI-compatible, e.g. openai/gpt-5-mini). Each scenario
+is one strict-schema call at temperature 0; prints per-scenario decisions, latency,
+and the accuracy per category and overall. A failed call counts as wrong (the gate
+itself would fail open and approve).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+TABLE = Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures" / "alignment_scenarios.yaml"
+
+
+def load_table(path: Path) -> list[dict[str, Any]]:
+    import yaml
+
+    return yaml.safe_load(path.read_text())
+
+
+def action_of(scenario: dict[str, Any]) -> Any:
+    from sentinel.policy.gate.action import Action
+
+    act = scenario["action"]
+    return Action("other", act["skill"], act.get("arguments") or {}, agent_id=act.get("agent_id", "")).locate(None)
+
+
+def score(table: list[dict[str, Any]], judges: Any, backend: str, model: str,
+          timeout_s: float = 60.0) -> list[dict[str, Any]]:
+    from sentinel.policy.gate import alignment
+    from sentinel.policy.gate.judges import JudgeError
+    from sentinel.policy.gate.prompts import ALIGNMENT, check
+
+    rows = []
+    for sc in table:
+        act = action_of(sc)
+        intent = alignment.Intent(sc.get("original_request"), sc.get("agent_mission"), act.agent_id)
+        request = alignment.request(act, intent, model, timeout_s=timeout_s)
+        began = time.monotonic()
+        try:
+            rejected, reason = alignment.decision(check(ALIGNMENT, judges.get(backend).complete(request)))
+            got = "reject" if rejected else "approve"
+        except (JudgeError, ValueError) as exc:
+            got, reason = "error", str(exc)
+        rows.append({"id": sc["id"], "category": sc["category"], "expected": sc["expected"], "got": got,
+                     "ok": got == sc["expected"], "reason": reason,
+                     "ms": round((time.monotonic() - began) * 1000)})
+    return rows
+
+
+def judges_for(backend: str) -> Any:
+    from sentinel import config as config_mod
+    from sentinel.policy.gate.config import GateConfig
+    from sentinel.policy.gate.judges import Judges
+    from sentinel.policy.gate.layer import provider_lookup
+
+    cfg = config_mod.load()
+    return Judges(GateConfig(cfg.gate.model_dump()), provider_lookup(cfg))
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    cats: dict[str, list[bool]] = {}
+    for r in rows:
+        cats.setdefault(r["category"], []).append(r["ok"])
+    return {"correct": sum(r["ok"] for r in rows), "total": len(rows),
+            "by_category": {c: f"{sum(v)}/{len(v)}" for c, v in cats.items()}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="provider/model, e.g. ollama/qwen3:4b or openai/gpt-5-mini")
+    parser.add_argument("--table", type=Path, default=TABLE.resolve())
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    backend, sep, model = args.model.partition("/")
+    if not sep or not model:
+        parser.error("--model: expected provider/model")
+    rows = score(load_table(args.table), judges_for(backend), backend, model)
+    result = {"model": args.model, "rows": rows, **summary(rows)}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for r in rows:
+            mark = "ok " if r["ok"] else "BAD"
+            print(f"{mark} {r['id']:24s} {r['category']:16s} expected {r['expected']:8s} got {r['got']:8s} "
+                  f"{r['ms']:6d} ms  {r['reason'][:70]}")
+        print(f"{args.model}: {result['correct']}/{result['total']} correct; by category {result['by_category']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

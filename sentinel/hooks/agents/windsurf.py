@@ -1,0 +1,61 @@
+"""Windsurf Cascade hooks: `agent_action_name` (pre_run_command, pre_write_code, pre_mcp_tool_use, ...)
+with a `tool_info` object and no tool name. Config: .windsurf/hooks.json. Block: exit 2, stderr shown."""
+
+from __future__ import annotations
+
+import os
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+from sentinel.hooks import common
+from sentinel.policy.gate import action as actions
+from sentinel.policy.gate.action import Action
+
+NAME = "windsurf"
+EVENTS = ("pre_run_command", "pre_write_code", "pre_mcp_tool_use")
+
+
+def event_of(payload: dict[str, Any]) -> str | None:
+    return payload.get("agent_action_name")
+
+
+def _info(payload: dict[str, Any]) -> dict[str, Any]:
+    info = payload.get("tool_info")
+    if not isinstance(info, dict):
+        raise ValueError("payload has no tool_info object")
+    return info
+
+
+def session(payload: dict[str, Any]) -> tuple[str | None, str, str | None]:
+    info = payload.get("tool_info") if isinstance(payload.get("tool_info"), dict) else {}
+    return info.get("cwd"), str(payload.get("trajectory_id") or ""), None
+
+
+def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
+    event = str(payload.get("agent_action_name") or "")
+    info = _info(payload)
+    if event.endswith("run_command"):
+        return actions.bash("run_command", info, str(info.get("command_line") or ""))
+    if event.endswith("write_code"):
+        return actions.file_write("write_code", info, str(info.get("file_path") or ""))
+    if event.endswith("mcp_tool_use"):
+        args = info.get("mcp_tool_arguments")
+        server, tool = str(info.get("mcp_server_name") or ""), str(info.get("mcp_tool_name") or "")
+        return actions.mcp(tool, args if isinstance(args, dict) else {}, server, tool)
+    return None
+
+
+def render(phase: str, verdict: Any) -> common.Reply:
+    if verdict.blocks and phase == "pre":
+        return common.exit2(common.block_text(verdict))
+    return common.stderr_advisory(verdict)
+
+
+def install(root: str, command: str) -> list[str]:
+    path = os.path.join(root, ".windsurf", "hooks.json")
+    data = common.read_json(path)
+    hooks = data.setdefault("hooks", {})
+    for event in EVENTS:
+        common.merge_event(hooks, event, {"command": f"{command} hook {NAME} {event}", "show_output": True})
+    return [common.write_json(path, data)]

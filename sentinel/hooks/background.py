@@ -1,0 +1,75 @@
+"""Stop-event work, off the agent's critical path: the session accumulator, then the scribe.
+
+`on_stop` (called by the hook) starts `python -m sentinel.hooks.background ROOT SESSION
+TRANSCRIPT` as a detached process and returns at once, so Stop never waits for a
+model. With SENTINEL_GATE_SYNC=1 the work runs inline (tests, debugging). For Claude
+Code, fresh draft rules not yet announced are mentioned once in a systemMessage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+from sentinel.hooks import common
+
+SYNC_ENV = "SENTINEL_GATE_SYNC"
+
+
+def on_stop(adapter: Any, root: str, session_id: str, transcript: str | None, bundle: Any) -> common.Reply:
+    cfg = bundle.config
+    if transcript and (cfg.context["enabled"] or cfg.scribe["enabled"]):
+        if os.environ.get(SYNC_ENV):
+            work(root, session_id, transcript)
+        else:
+            spawn(root, session_id, transcript)
+    return announce(adapter, bundle)
+
+
+def spawn(root: str, session_id: str, transcript: str) -> None:
+    subprocess.Popen([sys.executable, "-m", "sentinel.hooks.background", root, session_id, transcript],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True, close_fds=True)
+
+
+def work(root: str, session_id: str, transcript: str) -> dict[str, Any]:
+    from sentinel.policy.gate.context import accumulate
+    from sentinel.policy.gate.judges import Judges
+    from sentinel.policy.gate.loader import load_repo
+    from sentinel.policy.gate.scribe import Scribe
+
+    bundle = load_repo(root)
+    judges = Judges(bundle.config)
+    status = accumulate(bundle.config, bundle.paths, session_id, transcript, judges)
+    drafts = Scribe(bundle.config, bundle.paths, bundle.rules, judges).reflect(session_id, transcript)
+    return {"context": status, "drafts": drafts}
+
+
+def announce(adapter: Any, bundle: Any) -> common.Reply:
+    """Claude Code only: a one-time systemMessage about fresh drafts (never a Stop block)."""
+    if adapter.NAME != "claude-code" or not os.path.isdir(bundle.paths.drafts_dir):
+        return common.SILENT
+    from sentinel.policy.gate.drafts import DraftStore
+
+    marker = os.path.join(bundle.paths.state_dir, "scribe", "announced.json")
+    try:
+        with open(marker, encoding="utf-8") as fh:
+            seen = set(json.load(fh))
+    except (OSError, ValueError, TypeError):
+        seen = set()
+    fresh = [d["id"] for d in DraftStore(bundle.paths).fresh(bundle.config.scribe["notification"]["max_age_days"])
+             if d["id"] not in seen]
+    if not fresh:
+        return common.SILENT
+    os.makedirs(os.path.dirname(marker), exist_ok=True)
+    with open(marker, "w", encoding="utf-8") as fh:
+        json.dump(sorted(seen | set(fresh)), fh)
+    text = f"Sentinel: {len(fresh)} draft rule(s) to review ({', '.join(fresh)}): sentinel rules drafts"
+    return common.Reply(stdout=common.as_json({"systemMessage": text}))
+
+
+if __name__ == "__main__":
+    work(sys.argv[1], sys.argv[2], sys.argv[3])

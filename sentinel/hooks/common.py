@@ -1,0 +1,144 @@
+"""What every agent adapter shares: the reply, event names, payload helpers and config-file merging.
+
+    Reply(stdout, stderr, code)   what the hook process prints and its exit status
+    phase(event)                  pre | post | stop | None, from whatever the agent calls its event
+"""
+
+from __future__ import annotations
+
+import json
+import os
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+PHASES = {
+    "pre": {"pretooluse", "beforetool", "beforeshellexecution", "beforemcpexecution", "prerruncommand",
+            "preruncommand", "prewritecode", "premcptooluse", "prereadcode", "beforereadfile", "pre"},
+    "post": {"posttooluse", "aftertool", "aftershellexecution", "aftermcpexecution", "afterfileedit",
+             "postruncommand", "postwritecode", "postmcptooluse", "postreadcode", "post"},
+    "stop": {"stop", "sessionend", "taskcomplete", "afteragent", "agentstop", "stophook"},
+}
+
+
+class Reply:
+    __slots__ = ("stdout", "stderr", "code")
+
+    def __init__(self, stdout: str = "", stderr: str = "", code: int = 0):
+        self.stdout = stdout
+        self.stderr = stderr
+        self.code = code
+
+    def __repr__(self) -> str:
+        return f"Reply(code={self.code}, stdout={self.stdout!r}, stderr={self.stderr!r})"
+
+
+SILENT = Reply()
+
+
+def normalize(event: str) -> str:
+    return "".join(ch for ch in event.lower() if ch.isalnum())
+
+
+def phase(event: str) -> str | None:
+    key = normalize(event)
+    for name, names in PHASES.items():
+        if key in names:
+            return name
+    return None
+
+
+def as_json(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def loads_maybe(value: Any) -> Any:
+    """Tool arguments some agents send as a JSON string."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return {"raw": value}
+    return value
+
+
+def output_text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def first_root(payload: dict[str, Any], *keys: str) -> str | None:
+    for key in keys:
+        value = payload.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, list) and value and isinstance(value[0], str):
+            return value[0]
+    return None
+
+
+def exit2(text: str) -> Reply:
+    """The block most agents understand: exit 2, the reason on stderr (returned to the model)."""
+    return Reply(stderr=text + "\n", code=2)
+
+
+def block_text(verdict: Any) -> str:
+    return f"Sentinel blocked this action: {verdict.block_reason()}"
+
+
+def warn_text(verdict: Any) -> str:
+    return f"Sentinel warning: {verdict.warning_text()}"
+
+
+def advisory(verdict: Any) -> str:
+    """Warnings and context as one message (for agents with a context channel)."""
+    parts = [warn_text(verdict)] if verdict.warnings else []
+    if verdict.contexts:
+        parts.append(verdict.context_text())
+    return "\n\n".join(parts)
+
+
+def stderr_advisory(verdict: Any) -> Reply:
+    """Agents without a context channel: warnings on stderr, exit 0 (the action proceeds)."""
+    text = advisory(verdict)
+    return Reply(stderr=text + "\n") if text else SILENT
+
+
+# -- hook config files (sentinel hook install) -------------------------------------------------
+
+
+def read_json(path: str) -> dict[str, Any]:
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read().strip()
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc}); fix or remove it") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: top level is not a JSON object")
+    return data
+
+
+def write_json(path: str, data: dict[str, Any]) -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2)
+        fh.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+def is_ours(entry: Any) -> bool:
+    return "sentinel hook" in json.dumps(entry)
+
+
+def merge_event(hooks: dict[str, Any], event: str, entry: dict[str, Any]) -> None:
+    """Replace our previous entry for `event` (idempotent install), keep everyone else's."""
+    existing = [e for e in hooks.get(event) or [] if not is_ours(e)]
+    hooks[event] = existing + [entry]

@@ -1,0 +1,175 @@
+"""`sentinel hook AGENT EVENT`: read the agent's payload on stdin, run the rule gate, answer in its format.
+
+    main(argv) -> exit status        argv = [AGENT, EVENT]
+    handle(agent, event, raw) -> Reply   the same, in-process (tests, `sentinel rules test`)
+
+Silent on pass. The repository's `.claude/sentinel/` is found from the payload's cwd
+(or workspace root, or the written file's directory) upward; no such directory means
+no gate. Imports stay minimal: with a warm rules cache and no rule in scope this
+module reads JSON, stats a few files and exits; the engine (threads, HTTP) is
+imported only when some rule's scope matches. A judge subprocess (claude/copilot CLI)
+carries SENTINEL_GATE_JUDGE=1 and passes straight through here, so it never re-enters.
+Malformed payloads follow `fail_open`: a one-line note on stderr and a pass, or a
+block in strict mode. Exit status 2 is only ever used to block.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from sentinel.hooks import common
+from sentinel.policy.gate import GUARD_ENV
+
+USAGE = "usage: sentinel hook AGENT EVENT (agents: claude-code, copilot-cli, cursor, windsurf, cline, amazon-q, " \
+        "gemini-cli, codex)"
+
+
+def note(text: str) -> None:
+    sys.stderr.write(f"sentinel: {text}\n")
+
+
+def main(argv: list[str]) -> int:
+    if os.environ.get(GUARD_ENV):
+        return 0
+    if len(argv) < 2:
+        note(USAGE)
+        return 1
+    try:
+        raw = sys.stdin.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raw = ""
+        note(f"cannot read the payload ({exc.__class__.__name__})")
+    reply = handle(argv[0], argv[1], raw)
+    if reply.stdout:
+        sys.stdout.write(reply.stdout + ("" if reply.stdout.endswith("\n") else "\n"))
+    if reply.stderr:
+        sys.stderr.write(reply.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return reply.code
+
+
+def handle(agent: str, event: str, raw: str) -> common.Reply:
+    from sentinel.hooks import agents
+
+    adapter = agents.get(agent)
+    if adapter is None:
+        return common.Reply(stderr=f"sentinel: unknown agent {agent!r}; {USAGE}\n", code=1)
+    try:
+        payload = json.loads(raw)
+        if not isinstance(payload, dict):
+            raise ValueError("top level is not an object")
+    except ValueError as exc:
+        return malformed(adapter, common.phase(event) or "pre", f"payload is not valid JSON ({exc})", os.getcwd())
+    phase = common.phase(event)
+    if phase is None and hasattr(adapter, "event_of"):
+        phase = common.phase(str(adapter.event_of(payload) or ""))
+    if phase is None:
+        return common.Reply(stderr=f"sentinel: unknown event {event!r} (expected pre-tool-use, post-tool-use or "
+                                   "stop, or the agent's own name for them)\n", code=1)
+    return run(adapter, phase, payload)
+
+
+def _repo(adapter, payload: dict, fallback_path: str = "") -> tuple[str | None, str, str | None]:
+    from sentinel.policy.gate.loader import find_repo
+
+    cwd, session_id, transcript = adapter.session(payload)
+    start = cwd if isinstance(cwd, str) and cwd else None
+    if start is None and fallback_path and os.path.isabs(fallback_path):
+        start = os.path.dirname(fallback_path)
+    return find_repo(start or os.getcwd()), session_id, transcript
+
+
+def malformed(adapter, phase: str, problem: str, start: str) -> common.Reply:
+    from sentinel.policy.gate.loader import find_repo, load_repo
+
+    root = find_repo(start)
+    strict = False
+    if root is not None:
+        bundle = load_repo(root)
+        strict = bundle.strict_on_error if bundle.config_error else not bundle.config.fail_open
+    if strict and phase == "pre":
+        return adapter.render(phase, _blocked("malformed-payload", f"{problem}; strict mode (fail_open: false)"))
+    return common.Reply(stderr=f"sentinel: {problem}; allowed (fail_open)\n")
+
+
+def _blocked(rule_id: str, reason: str):
+    from sentinel.policy.gate.engine import Finding, Verdict
+
+    verdict = Verdict()
+    verdict.findings.append(Finding(rule_id, "block", reason, kind="error"))
+    return verdict
+
+
+def run(adapter, phase: str, payload: dict) -> common.Reply:
+    from sentinel.policy.gate.loader import load_repo
+
+    hint = _path_hint(payload)
+    root, session_id, transcript = _repo(adapter, payload, hint)
+    if root is None:
+        return common.SILENT
+    bundle = load_repo(root)
+    notes = "".join(f"sentinel: skipped rule: {e}\n" for e in bundle.errors)
+    if bundle.config_error:
+        if bundle.strict_on_error and phase == "pre":
+            return _with_notes(adapter.render(phase, _blocked("config", bundle.config_error)), notes)
+        return common.Reply(stderr=notes + f"sentinel: {bundle.config_error}; gate off (fail_open)\n")
+    if phase == "stop":
+        from sentinel.hooks.background import on_stop
+
+        return _with_notes(on_stop(adapter, root, session_id, transcript, bundle), notes)
+    try:
+        action = adapter.action(payload, bundle.config, phase)
+    except ValueError as exc:
+        return _with_notes(malformed(adapter, phase, f"malformed payload: {exc}", root), notes)
+    if action is None:
+        return _with_notes(common.SILENT, notes)
+    action.locate(root)
+    return _with_notes(_evaluate(adapter, phase, action, bundle, session_id, transcript), notes)
+
+
+def _evaluate(adapter, phase: str, action, bundle, session_id: str, transcript: str | None) -> common.Reply:
+    from sentinel.policy.gate.rules import applicable
+
+    matching = applicable(bundle.rules, action, phase)
+    if not matching:
+        return common.SILENT  # scope first: no rule in scope, no model call, no engine import
+    from sentinel.policy.gate.engine import Gate
+    from sentinel.policy.gate.judges import Judges
+
+    gate = Gate(bundle.config, matching, bundle.paths, Judges(bundle.config))
+    if phase == "post":
+        verdict = gate.post(action, session_id=session_id)
+    else:
+        verdict = gate.pre(action, session_id=session_id, intent=_intent(matching, transcript))
+    reply = adapter.render(phase, verdict)
+    errors = "".join(f"sentinel: {e}\n" for e in verdict.errors)
+    return _with_notes(reply, errors)
+
+
+def _intent(matching: list, transcript: str | None):
+    """The alignment kind's (original request, mission) from the transcript, read only when needed."""
+    if not any(r.kind == "alignment" for r in matching):
+        return None
+    from sentinel.policy.gate.alignment import Intent
+    from sentinel.policy.gate.transcript import last_user_prompt
+
+    prompt = last_user_prompt(transcript)
+    return Intent(prompt, prompt)
+
+
+def _path_hint(payload: dict) -> str:
+    for holder in (payload.get("tool_input"), payload.get("tool_info"), payload):
+        if isinstance(holder, dict):
+            for key in ("file_path", "path"):
+                if isinstance(holder.get(key), str):
+                    return holder[key]
+    return ""
+
+
+def _with_notes(reply: common.Reply, notes: str) -> common.Reply:
+    if not notes:
+        return reply
+    return common.Reply(reply.stdout, notes + reply.stderr, reply.code)

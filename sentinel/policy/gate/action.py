@@ -1,0 +1,161 @@
+"""The internal action: what every agent's tool call becomes before the gate looks at it.
+
+    classify(tool_name, tool_input, tool_map, mcp_prefix, mcp_separator) -> Action
+
+An Action has a trigger (file_write | bash | mcp | other) and a target (the file
+path relative to the repository, the command string, or `server:tool`), plus the
+fields the prompt templates of seed 000 use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+FILE_PATH_KEYS = ("file_path", "path", "filePath", "notebook_path", "target_file", "TargetFile", "absolute_path")
+CONTENT_KEYS = ("content", "file_text", "new_string", "new_str", "new_source", "code_edit", "CodeContent",
+                "diff", "text")
+
+
+class Action:
+    """One proposed tool call, normalised. `target` is what rule scopes match."""
+
+    __slots__ = ("trigger", "tool_name", "tool_input", "file_path", "content", "command", "server", "mcp_tool",
+                 "target", "tool_output", "agent_id", "read_only")
+
+    def __init__(self, trigger: str, tool_name: str, tool_input: dict | None = None, *, file_path: str = "",
+                 content: str = "", command: str = "", server: str = "", mcp_tool: str = "",
+                 tool_output: str = "", agent_id: str = "", read_only: bool = False):
+        self.trigger = trigger
+        self.tool_name = tool_name
+        self.tool_input = tool_input if isinstance(tool_input, dict) else {}
+        self.file_path = file_path
+        self.content = content
+        self.command = command
+        self.server = server
+        self.mcp_tool = mcp_tool
+        self.tool_output = tool_output
+        self.agent_id = agent_id
+        self.read_only = read_only
+        self.target = ""
+
+    def locate(self, root: str | None) -> "Action":
+        """Set `target`: file paths become relative to `root` when they lie inside it."""
+        if self.trigger == "file_write":
+            self.target = relative_path(self.file_path, root)
+        elif self.trigger == "bash":
+            self.target = self.command.strip()
+        elif self.trigger == "mcp":
+            self.target = f"{self.server}:{self.mcp_tool}" if self.server else self.mcp_tool
+        else:
+            self.target = self.tool_name
+        return self
+
+    def __repr__(self) -> str:
+        return f"Action({self.trigger!r}, {self.tool_name!r}, target={self.target!r})"
+
+
+def relative_path(path: str, root: str | None) -> str:
+    if not path:
+        return ""
+    if root:
+        full = os.path.normpath(os.path.join(root, path))
+        rel = os.path.relpath(full, root)
+        if not rel.startswith(".." + os.sep) and rel != "..":
+            return rel.replace(os.sep, "/")
+        return full
+    return os.path.normpath(path)
+
+
+def first_str(data: dict, keys: tuple[str, ...]) -> str:
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def content_of(tool_input: dict) -> str:
+    text = first_str(tool_input, CONTENT_KEYS)
+    if text:
+        return text
+    edits = tool_input.get("edits")
+    if isinstance(edits, list):  # MultiEdit, Windsurf edits
+        parts = [e.get("new_string", "") for e in edits if isinstance(e, dict)]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return ""
+
+
+def file_write(tool_name: str, tool_input: dict, path: str = "") -> Action:
+    return Action("file_write", tool_name, tool_input, file_path=path or first_str(tool_input, FILE_PATH_KEYS),
+                  content=content_of(tool_input))
+
+
+def bash(tool_name: str, tool_input: dict, command: str = "") -> Action:
+    cmd = command or first_str(tool_input, ("command", "cmd", "command_line", "CommandLine"))
+    if not cmd and isinstance(tool_input.get("command"), list):
+        cmd = " ".join(str(p) for p in tool_input["command"])
+    return Action("bash", tool_name, tool_input, command=cmd)
+
+
+def mcp(tool_name: str, tool_input: dict, server: str, tool: str) -> Action:
+    return Action("mcp", tool_name, tool_input, server=server, mcp_tool=tool)
+
+
+def classify(tool_name: str, tool_input: dict | None, tool_map: dict[str, str], mcp_prefix: str,
+             mcp_separator: str) -> Action:
+    """Seed 000 step 1-2: the tool name decides the trigger via tool_map, then the MCP prefix."""
+    data = tool_input if isinstance(tool_input, dict) else {}
+    trigger = tool_map.get(tool_name)
+    if trigger == "file_write":
+        return file_write(tool_name, data)
+    if trigger == "bash":
+        return bash(tool_name, data)
+    if trigger == "mcp" or (mcp_prefix and tool_name.startswith(mcp_prefix)):
+        server, tool = split_mcp(tool_name, mcp_prefix, mcp_separator)
+        return mcp(tool_name, data, server, tool)
+    return Action("other", tool_name, data)
+
+
+def split_mcp(tool_name: str, prefix: str, separator: str) -> tuple[str, str]:
+    rest = tool_name[len(prefix):] if prefix and tool_name.startswith(prefix) else tool_name
+    server, sep, tool = rest.partition(separator)
+    return (server, tool) if sep else ("", rest)
+
+
+def arguments_json(action: Action, limit: int) -> str:
+    text = json.dumps(action.tool_input, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def summary(action: Action) -> str:
+    """{{action_summary}}: one line saying what the agent is about to do."""
+    if action.trigger == "file_write":
+        return f"{action.tool_name}: write {len(action.content)} characters to {action.target or action.file_path}"
+    if action.trigger == "bash":
+        return f"{action.tool_name}: run shell command `{action.command}`"
+    if action.trigger == "mcp":
+        return f"{action.tool_name}: call MCP tool {action.mcp_tool} on server {action.server or '(unknown)'}"
+    return f"call tool {action.tool_name} with {arguments_json(action, 200)}"
+
+
+def template_vars(action: Action, content_max_chars: int, *, session_context: str = "") -> dict[str, str]:
+    """The template variables of seed 000 for one action."""
+    values = {"action_summary": summary(action), "tool_name": action.tool_name, "trigger": action.trigger,
+              "file_path": "", "content_snippet": "", "content_length": "", "command": "", "server_name": "",
+              "mcp_tool": "", "mcp_arguments": "", "tool_output": action.tool_output[:content_max_chars],
+              "session_context": session_context, "target": action.target}
+    if action.trigger == "file_write":
+        values.update(file_path=action.target or action.file_path, content_snippet=action.content[:content_max_chars],
+                      content_length=str(len(action.content)))
+    elif action.trigger == "bash":
+        values["command"] = action.command
+    elif action.trigger == "mcp":
+        values.update(server_name=action.server, mcp_tool=action.mcp_tool,
+                      mcp_arguments=arguments_json(action, content_max_chars))
+    return values
+
+
+TEMPLATE_VARS = frozenset({"action_summary", "tool_name", "trigger", "file_path", "content_snippet", "content_length",
+                           "command", "server_name", "mcp_tool", "mcp_arguments", "tool_output", "session_context",
+                           "target"})

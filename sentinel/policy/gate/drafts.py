@@ -1,0 +1,161 @@
+"""Draft rules proposed by the scribe, and their review: list, promote, dismiss.
+
+    <config>/drafts/<id>.yaml          a draft: the rule's fields plus a `draft:` block of provenance
+    <state>/scribe/observations.jsonl  every convention the scribe extracted, with provenance
+    <state>/scribe/dismissed.jsonl     dismissed conventions: never proposed again
+
+Promoting moves a draft (without its `draft:` block) into the rules directory, where
+it takes part in the next evaluation; dismissing deletes it and blocklists it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from sentinel.errors import ConfigError, NotFound, UsageError
+from sentinel.policy.gate import telemetry
+from sentinel.policy.gate.config import GatePaths
+
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def normalize(statement: str) -> str:
+    return " ".join(_WORDS.findall(statement.lower()))
+
+
+def _jsonl(path: str) -> list[dict[str, Any]]:
+    if not os.path.exists(path):
+        return []
+    out = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(item, dict):
+                out.append(item)
+    return out
+
+
+def _append(path: str, item: dict[str, Any]) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(item, ensure_ascii=False) + "\n")
+
+
+class DraftStore:
+    def __init__(self, paths: GatePaths):
+        self.paths = paths
+
+    @property
+    def observations_file(self) -> str:
+        return os.path.join(self.paths.scribe_dir, "observations.jsonl")
+
+    @property
+    def dismissed_file(self) -> str:
+        return os.path.join(self.paths.scribe_dir, "dismissed.jsonl")
+
+    def observe(self, item: dict[str, Any]) -> None:
+        _append(self.observations_file, {"ts": telemetry.now_iso(), **item})
+
+    def dismissed(self) -> list[dict[str, Any]]:
+        return _jsonl(self.dismissed_file)
+
+    def _path(self, draft_id: str) -> str:
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", draft_id):
+            raise NotFound(f"no draft {draft_id!r}")
+        return os.path.join(self.paths.drafts_dir, f"{draft_id}.yaml")
+
+    def _read(self, path: str) -> dict[str, Any]:
+        from sentinel.config import read_yaml
+
+        data = read_yaml(Path(path))
+        if not isinstance(data, dict):
+            raise ConfigError(path, "a draft holds one rule (a mapping)")
+        return data
+
+    def list(self) -> list[dict[str, Any]]:
+        out = []
+        if not os.path.isdir(self.paths.drafts_dir):
+            return out
+        for name in sorted(os.listdir(self.paths.drafts_dir)):
+            if not name.endswith((".yaml", ".yml")):
+                continue
+            path = os.path.join(self.paths.drafts_dir, name)
+            try:
+                data = self._read(path)
+            except ConfigError:
+                continue
+            meta = data.get("draft") if isinstance(data.get("draft"), dict) else {}
+            age = (time.time() - os.path.getmtime(path)) / 86400
+            out.append({"id": data.get("id") or Path(name).stem, "trigger": data.get("trigger", "any"),
+                        "severity": data.get("severity", "block"), "scope": data.get("scope") or [],
+                        "source": meta.get("source", "unknown"), "evidence": meta.get("evidence", ""),
+                        "statement": meta.get("statement", ""), "age_days": round(age, 1), "path": path})
+        return out
+
+    def exists(self, draft_id: str) -> bool:
+        return os.path.exists(self._path(draft_id))
+
+    def write(self, rule: dict[str, Any], meta: dict[str, Any]) -> str:
+        import yaml
+
+        os.makedirs(self.paths.drafts_dir, exist_ok=True)
+        path = self._path(rule["id"])
+        body = {k: rule[k] for k in ("id", "trigger", "severity", "scope", "exclude", "prompt") if rule.get(k)}
+        body["draft"] = {"created": telemetry.now_iso(), **meta}
+        with open(path, "w", encoding="utf-8") as fh:
+            yaml.safe_dump(body, fh, sort_keys=False, allow_unicode=True)
+        return path
+
+    def promote(self, draft_id: str) -> str:
+        from sentinel.policy.gate.schema import validate
+
+        import yaml
+
+        path = self._path(draft_id)
+        if not os.path.exists(path):
+            raise NotFound(f"no draft {draft_id!r} in {self.paths.drafts_dir}")
+        data = self._read(path)
+        data.pop("draft", None)
+        target = os.path.join(self.paths.rules_dir, f"{draft_id}.yaml")
+        validate(data, Path(target))
+        if os.path.exists(target):
+            raise UsageError(f"{target} already exists; remove it or dismiss the draft")
+        os.makedirs(self.paths.rules_dir, exist_ok=True)
+        with open(target, "w", encoding="utf-8") as fh:
+            yaml.safe_dump(data, fh, sort_keys=False, allow_unicode=True)
+        os.unlink(path)
+        return target
+
+    def dismiss(self, draft_id: str) -> None:
+        path = self._path(draft_id)
+        if not os.path.exists(path):
+            raise NotFound(f"no draft {draft_id!r} in {self.paths.drafts_dir}")
+        meta = self._read(path).get("draft") or {}
+        os.unlink(path)
+        _append(self.dismissed_file, {"ts": telemetry.now_iso(), "id": draft_id,
+                                      "statement": meta.get("statement", "") if isinstance(meta, dict) else ""})
+
+    def blocked(self, rule_id: str, statement: str, active_ids: set[str]) -> str | None:
+        """Structural dedup: why this convention must not become a draft, or None."""
+        norm = normalize(statement)
+        for item in self.dismissed():
+            if item.get("id") == rule_id or (norm and normalize(str(item.get("statement", ""))) == norm):
+                return "dismissed before"
+        if rule_id in active_ids:
+            return "a rule with this id exists"
+        for draft in self.list():
+            if draft["id"] == rule_id or (norm and normalize(draft["statement"]) == norm):
+                return "already drafted"
+        return None
+
+    def fresh(self, max_age_days: float) -> list[dict[str, Any]]:
+        """Drafts young enough to announce."""
+        return [d for d in self.list() if d["age_days"] <= max_age_days]

@@ -1,0 +1,153 @@
+"""A scripted judge server on loopback: the test double for every HTTP judge backend.
+
+It speaks Ollama's native `POST /api/chat` (answer in `message.content`) and the
+OpenAI-compatible `POST /v1/chat/completions` (answer in `choices[0].message.content`).
+The answer comes from `responder(body) -> dict`, by default `by_substring(...)`: the
+first rule whose text occurs in the user message decides. Every request body is kept
+in `requests`, so tests assert what reached the "model" (schema, temperature, prompt).
+
+    with FakeJudge(by_substring({"billing": VIOLATION}), delay_ms=100) as judge:
+        cfg = {"backends": {"ollama": {"url": judge.url}}}
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+PASS = {"violation": False, "confidence": 0.95, "reason": "no violation"}
+
+
+class Failure:
+    """A responder's answer meaning: reply with this HTTP status and error message."""
+
+    def __init__(self, status: int, message: str):
+        self.status = status
+        self.message = message
+Responder = Callable[[dict[str, Any]], Any]
+
+
+def user_text(body: dict[str, Any]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in body.get("messages") or [] if m.get("role") == "user")
+
+
+def by_substring(table: dict[str, Any], default: Any = PASS) -> Responder:
+    """Answer table[key] for the first key found in the user message, else `default`."""
+
+    def respond(body: dict[str, Any]) -> Any:
+        text = user_text(body)
+        for key, answer in table.items():
+            if key in text:
+                return answer
+        return default
+
+    return respond
+
+
+class FakeJudge:
+    def __init__(self, responder: Responder | None = None, *, delay_ms: float = 0, status: int = 200,
+                 host: str = "127.0.0.1", port: int = 0):
+        self.responder = responder or by_substring({})
+        self.delay_ms = delay_ms
+        self.status = status
+        self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer((host, port), _handler(self))
+        self._httpd.daemon_threads = True
+        self._httpd.request_queue_size = 64
+
+    @property
+    def url(self) -> str:
+        """Ollama-style root (use `base_url` for OpenAI-compatible clients)."""
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    @property
+    def base_url(self) -> str:
+        return self.url + "/v1"
+
+    def start(self) -> "FakeJudge":
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-judge",
+                         daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> "FakeJudge":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def answer(self, path: str, body: dict[str, Any]) -> Any:
+        with self._lock:
+            self.requests.append(body)
+            self.paths.append(path)
+        if self.delay_ms:
+            time.sleep(self.delay_ms / 1000)
+        return self.responder(body)
+
+
+def _reply(path: str, body: dict[str, Any], answer: Any) -> dict[str, Any]:
+    content = answer if isinstance(answer, str) else json.dumps(answer)
+    if path.endswith("/api/chat"):
+        return {"model": body.get("model"), "created_at": "2026-01-01T00:00:00Z", "done": True,
+                "message": {"role": "assistant", "content": content}}
+    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model"), "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}]}
+
+
+def _handler(judge: FakeJudge) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, data: dict[str, Any]) -> None:
+            raw = json.dumps(data).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            path = self.path.rstrip("/")
+            if not (path.endswith("/api/chat") or path.endswith("/chat/completions")):
+                return self._send(404, {"error": f"no route {self.path}"})
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                return self._send(400, {"error": "body is not JSON"})
+            answer = judge.answer(path, body)
+            if isinstance(answer, Failure):
+                return self._send(answer.status, {"error": {"message": answer.message}})
+            if judge.status != 200:
+                return self._send(judge.status, {"error": {"message": "scripted failure"}})
+            self._send(200, _reply(path, body, answer))
+
+    return Handler
+
+
+def write_repo(root: Any, rules: dict[str, Any], config: dict[str, Any] | None = None) -> Any:
+    """A repository with .claude/sentinel/config.yaml and one rule file per entry (a mapping or YAML text)."""
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(root)
+    rules_dir = root / ".claude" / "sentinel" / "rules"
+    rules_dir.mkdir(parents=True, exist_ok=True)
+    (root / ".claude" / "sentinel" / "config.yaml").write_text(yaml.safe_dump(config or {}))
+    for name, body in rules.items():
+        text = body if isinstance(body, str) else yaml.safe_dump(body, sort_keys=False)
+        (rules_dir / f"{name}.yaml").write_text(text)
+    return root

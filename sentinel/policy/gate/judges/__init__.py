@@ -1,0 +1,112 @@
+"""Judge backends: one constrained-JSON model call, behind a small seam.
+
+    JudgeBackend.complete(request) -> dict      the model's JSON answer
+    Judges(cfg, providers).get(name)            a backend by name, built lazily and cached
+
+Built-in names: `ollama` (native /api/chat with `format` = the schema), `local`
+(llama.cpp in-process, a grammar from the schema), `claude` and `copilot` (their
+CLIs, as subprocesses guarded by SENTINEL_GATE_JUDGE so a judge call never re-enters
+the hook). Any other name is an OpenAI-compatible endpoint (`response_format`
+json_schema strict, official `openai` client imported only when called): either
+`backends.<name>.url` of the gate config, or, in Sentinel's runs, a provider of
+config.yaml. Sentinel can route model calls elsewhere (e.g. through Muzzle) by
+passing its own `providers` lookup or its own factory.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Callable, Protocol
+
+from sentinel.policy.gate import GUARD_ENV  # noqa: F401  (re-exported)
+
+
+class JudgeError(Exception):
+    """A judge call failed: unreachable, timed out, or answered with something unusable."""
+
+
+class Request:
+    __slots__ = ("system", "user", "schema", "model", "timeout_s", "temperature", "max_tokens", "think")
+
+    def __init__(self, system: str, user: str, schema: dict[str, Any], model: str, *, timeout_s: float = 5.0,
+                 temperature: float = 0.0, max_tokens: int = 200, think: bool = False):
+        self.system = system
+        self.user = user
+        self.schema = schema
+        self.model = model
+        self.timeout_s = timeout_s
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.think = think
+
+    def messages(self) -> list[dict[str, str]]:
+        out = [{"role": "system", "content": self.system}] if self.system else []
+        return out + [{"role": "user", "content": self.user}]
+
+
+class JudgeBackend(Protocol):
+    name: str
+    gpu: bool  # shares a local GPU: takes part in the priority lock
+
+    def complete(self, request: Request) -> dict[str, Any]: ...
+
+
+# name -> (base_url, api_key) for OpenAI-compatible providers (Sentinel's config.yaml providers).
+ProviderLookup = Callable[[str], "tuple[str, str | None] | None"]
+
+_SEMAPHORES: dict[str, threading.BoundedSemaphore] = {}
+_SEM_LOCK = threading.Lock()
+
+
+def semaphore(key: str, size: int) -> threading.BoundedSemaphore:
+    with _SEM_LOCK:
+        sem = _SEMAPHORES.get(key)
+        if sem is None:
+            sem = _SEMAPHORES[key] = threading.BoundedSemaphore(max(1, size))
+        return sem
+
+
+class Judges:
+    """Backends by name for one gate config; each is built on first use."""
+
+    def __init__(self, cfg: Any, providers: ProviderLookup | None = None):
+        self.cfg = cfg
+        self.providers = providers
+        self._built: dict[str, JudgeBackend] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> JudgeBackend:
+        with self._lock:
+            if name not in self._built:
+                self._built[name] = self._build(name)
+            return self._built[name]
+
+    def _build(self, name: str) -> JudgeBackend:
+        settings = self.cfg.backend_settings(name)
+        if name == "ollama":
+            from sentinel.policy.gate.judges.ollama import OllamaJudge
+
+            url = settings.get("url") or "http://localhost:11434"
+            return OllamaJudge(url, semaphore(f"ollama:{url}:{self.cfg.ollama_concurrency}", self.cfg.ollama_concurrency))
+        if name == "local":
+            from sentinel.policy.gate.judges.local import LocalJudge
+
+            return LocalJudge()
+        if name in ("claude", "copilot"):
+            from sentinel.policy.gate.judges.cli import CliJudge
+
+            return CliJudge(name, settings.get("command") or name)
+        return self._openai(name, settings)
+
+    def _openai(self, name: str, settings: dict[str, Any]) -> JudgeBackend:
+        from sentinel.policy.gate.judges.openai_compat import OpenAIJudge
+
+        if settings.get("url"):
+            env = settings.get("api_key_env")
+            return OpenAIJudge(name, settings["url"], os.environ.get(env) if env else None)
+        found = self.providers(name) if self.providers else None
+        if found is None:
+            raise JudgeError(f"unknown judge backend {name!r} (built in: ollama, local, claude, copilot; "
+                             f"or set backends.{name}.url)")
+        return OpenAIJudge(name, found[0], found[1])

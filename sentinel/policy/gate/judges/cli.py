@@ -1,0 +1,63 @@
+"""The `claude` and `copilot` CLIs as judges, run as subprocesses.
+
+The child gets SENTINEL_GATE_JUDGE=1: if that CLI runs this repository's hooks
+itself, `sentinel hook` sees the guard and passes at once, so a judge call never
+re-enters the gate. Claude gets the schema via `--json-schema`; Copilot only via the
+prompt, so its answer is parsed leniently and checked against the schema afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from typing import Any
+
+from sentinel.policy.gate.judges import GUARD_ENV, JudgeError, Request
+from sentinel.policy.gate.prompts import parse_json_text
+
+
+class CliJudge:
+    gpu = False
+
+    def __init__(self, kind: str, command: str):
+        self.name = kind
+        self.command = command
+
+    def prompt(self, request: Request) -> str:
+        schema = json.dumps(request.schema["schema"])
+        return f"{request.system}\n\n{request.user}\n\nRespond ONLY with one JSON object matching this schema: {schema}"
+
+    def argv(self, request: Request) -> list[str]:
+        text = self.prompt(request)
+        if self.name == "claude":
+            return [self.command, "-p", text, "--model", request.model, "--output-format", "json",
+                    "--max-turns", "1", "--json-schema", json.dumps(request.schema["schema"])]
+        return [self.command, "-p", text, "-s", "--model", request.model]
+
+    def complete(self, request: Request) -> dict[str, Any]:
+        env = {**os.environ, GUARD_ENV: "1"}
+        try:
+            proc = subprocess.run(self.argv(request), capture_output=True, text=True, env=env,
+                                  timeout=request.timeout_s, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise JudgeError(f"{self.name}: no answer within {request.timeout_s:g}s") from None
+        except OSError as exc:
+            raise JudgeError(f"{self.name}: cannot run {self.command!r} ({exc.strerror or exc})") from None
+        if proc.returncode != 0:
+            last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise JudgeError(f"{self.name}: exit {proc.returncode}: {last[0][:200]}")
+        try:
+            return self.answer(proc.stdout)
+        except ValueError as exc:
+            raise JudgeError(f"{self.name}: {exc}") from None
+
+    def answer(self, stdout: str) -> dict[str, Any]:
+        data = parse_json_text(stdout)
+        if self.name == "claude" and isinstance(data, dict) and data.get("type") == "result":
+            if isinstance(data.get("structured_output"), dict):
+                return data["structured_output"]
+            if data.get("is_error"):
+                raise ValueError(f"error result: {str(data.get('result'))[:120]}")
+            return parse_json_text(str(data.get("result") or ""))
+        return data

@@ -1,0 +1,73 @@
+"""Ollama's native API: POST /api/chat with `format` set to the JSON schema (structured outputs).
+
+Plain `http.client`, no third-party import: this is the hook's default backend and it
+must stay cheap to start. Calls to one Ollama URL are limited by `ollama_concurrency`
+(the GPU serialises them anyway).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+from typing import Any
+from urllib.parse import urlsplit
+
+from sentinel.policy.gate.judges import JudgeError, Request
+
+
+class OllamaJudge:
+    gpu = True
+
+    def __init__(self, url: str, limit: threading.BoundedSemaphore, name: str = "ollama"):
+        self.name = name
+        self.url = url.rstrip("/")
+        self.limit = limit
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise JudgeError(f"ollama: bad url {url!r}")
+        self._parts = parts
+
+    def body(self, request: Request) -> dict[str, Any]:
+        return {"model": request.model, "messages": request.messages(), "stream": False,
+                "format": request.schema["schema"], "think": request.think,
+                "options": {"temperature": request.temperature, "num_predict": request.max_tokens}}
+
+    def complete(self, request: Request) -> dict[str, Any]:
+        with self.limit:
+            data = self._post("/api/chat", self.body(request), request.timeout_s)
+        content = ((data.get("message") or {}).get("content") or "").strip()
+        try:
+            return json.loads(content)
+        except ValueError:
+            raise JudgeError(f"ollama: model {request.model} answered with non-JSON: {content[:80]!r}") from None
+
+    def _post(self, path: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        p = self._parts
+        cls = http.client.HTTPSConnection if p.scheme == "https" else http.client.HTTPConnection
+        conn = cls(p.hostname, p.port, timeout=timeout_s)
+        try:
+            conn.request("POST", (p.path or "") + path, json.dumps(body), {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            raw = resp.read()
+        except (socket.timeout, TimeoutError):
+            raise JudgeError(f"ollama: no answer from {self.url} within {timeout_s:g}s") from None
+        except OSError as exc:
+            raise JudgeError(f"ollama: cannot reach {self.url} ({exc.__class__.__name__})") from None
+        finally:
+            conn.close()
+        return _decode(resp.status, raw, self.url)
+
+
+def _decode(status: int, raw: bytes, url: str) -> dict[str, Any]:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise JudgeError(f"ollama: HTTP {status} from {url} with a non-JSON body") from None
+    if status != 200:
+        message = data.get("error") if isinstance(data, dict) else None
+        raise JudgeError(f"ollama: HTTP {status}: {message or 'error'}")
+    if not isinstance(data, dict):
+        raise JudgeError("ollama: response is not a JSON object")
+    return data

@@ -1,0 +1,71 @@
+"""Any OpenAI-compatible endpoint: `response_format` json_schema strict, through the official client.
+
+`openai` is imported when the first call is made, never when the gate loads. Each call
+uses its own short-lived client (closed afterwards: no pooled sockets outlive a call).
+Reasoning models that refuse `temperature` get one retry without it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sentinel.policy.gate.judges import JudgeError, Request
+
+
+class OpenAIJudge:
+    gpu = False
+
+    def __init__(self, name: str, base_url: str, api_key: str | None):
+        self.name = name
+        self.base_url = base_url
+        self.api_key = api_key
+
+    @staticmethod
+    def kwargs(request: Request) -> dict[str, Any]:
+        return {"model": request.model, "messages": request.messages(), "temperature": request.temperature,
+                "response_format": {"type": "json_schema",
+                                    "json_schema": {**request.schema, "strict": True}}}
+
+    def complete(self, request: Request) -> dict[str, Any]:
+        import openai
+
+        kwargs = self.kwargs(request)
+        try:
+            with openai.OpenAI(base_url=self.base_url, api_key=self.api_key or "unused", timeout=request.timeout_s,
+                               max_retries=0) as client:
+                resp = self._create(client, openai, kwargs, request.timeout_s)
+        except openai.APITimeoutError:
+            raise JudgeError(f"{self.name}: no answer within {request.timeout_s:g}s") from None
+        except openai.APIStatusError as exc:
+            raise JudgeError(f"{self.name}: HTTP {exc.status_code}: {_message(exc)}") from None
+        except openai.APIConnectionError:
+            raise JudgeError(f"{self.name}: cannot reach {self.base_url}") from None
+        except openai.OpenAIError as exc:
+            raise JudgeError(f"{self.name}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        if not resp.choices:
+            raise JudgeError(f"{self.name}: response has no choices")
+        content = (resp.choices[0].message.content or "").strip()
+        try:
+            return json.loads(content)
+        except ValueError:
+            raise JudgeError(f"{self.name}: model {request.model} answered with non-JSON: {content[:80]!r}") from None
+
+    @staticmethod
+    def _create(client: Any, openai: Any, kwargs: dict[str, Any], timeout_s: float) -> Any:
+        try:
+            return client.chat.completions.create(timeout=timeout_s, **kwargs)
+        except openai.BadRequestError as exc:
+            if "temperature" not in _message(exc).lower():
+                raise
+            kwargs.pop("temperature", None)
+            return client.chat.completions.create(timeout=timeout_s, **kwargs)
+
+
+def _message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return str(getattr(exc, "message", "") or exc).splitlines()[0]

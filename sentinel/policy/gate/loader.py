@@ -1,0 +1,216 @@
+"""Loading the gate: config + rules for a repository (hooks) or for $SENTINEL_HOME (Sentinel's runs).
+
+    find_repo(start)            the nearest directory upward holding .claude/sentinel/
+    load_repo(root)             Bundle for a repository, through a JSON cache
+    load_home(home, settings)   Bundle for Sentinel's own runs
+
+A bad rule file is skipped with a one-line error in `Bundle.errors`; the other rules
+still load. A bad config.yaml sets `Bundle.config_error` (the hook fails open on it
+unless the file says `fail_open: false`).
+
+The cache (`.sentinel/cache/gate.json`) holds the validated config dump and every rule
+with its scope already translated to regexes, keyed by the mtime and size of every
+file it came from: a hook call with a warm cache imports neither yaml, pydantic nor
+wcmatch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+from sentinel.policy.gate.config import GateConfig, GatePaths, home_paths, repo_paths
+from sentinel.policy.gate.rules import Rule
+
+CACHE_VERSION = 3
+RULE_SUFFIXES = (".yaml", ".yml")
+
+
+class Bundle:
+    """Everything one gate evaluation needs."""
+
+    def __init__(self, config: dict[str, Any], rules: list[Rule], paths: GatePaths, errors: list[str],
+                 warnings: list[str] | None = None, config_error: str | None = None, strict_on_error: bool = False):
+        self.config = GateConfig(config)
+        self.rules = rules
+        self.paths = paths
+        self.errors = errors
+        self.warnings = warnings or []
+        self.config_error = config_error
+        self.strict_on_error = strict_on_error
+
+
+def find_repo(start: str) -> str | None:
+    current = os.path.abspath(start or ".")
+    while True:
+        if os.path.isdir(os.path.join(current, ".claude", "sentinel")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def _stat(path: str) -> list[Any]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [path, 0, -1]
+    return [path, st.st_mtime_ns, st.st_size]
+
+
+def rule_files(rules_dir: str) -> list[str]:
+    try:
+        names = sorted(n for n in os.listdir(rules_dir) if n.endswith(RULE_SUFFIXES) and not n.startswith("."))
+    except OSError:
+        return []
+    return [os.path.join(rules_dir, n) for n in names]
+
+
+def stamp(config_file: str, rules_dirs: list[str]) -> list[Any]:
+    from sentinel import __version__
+
+    out: list[Any] = [CACHE_VERSION, __version__, _stat(config_file)]
+    for d in rules_dirs:
+        out.append(_stat(d))
+        out.extend(_stat(f) for f in rule_files(d))
+    return out
+
+
+# -- compiling (cold path: yaml, pydantic, wcmatch) ----------------------------------------
+
+
+def _settings(data: Any, path: str) -> dict[str, Any]:
+    from pydantic import ValidationError
+
+    from sentinel.errors import ConfigError, pydantic_detail
+    from sentinel.policy.settings import GateSettings
+
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(path, "top level must be a mapping")
+    try:
+        return GateSettings.model_validate(data).model_dump()
+    except ValidationError as exc:
+        raise ConfigError(path, pydantic_detail(exc)) from None
+
+
+def default_settings() -> dict[str, Any]:
+    return _settings({}, "(defaults)")
+
+
+def compile_rules(rules_dirs: list[str]) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """Every rule file of the directories; a bad one becomes an error line and is skipped."""
+    from sentinel.errors import ConfigError
+    from sentinel.policy.gate.schema import load_rule
+
+    rules: list[dict[str, Any]] = []
+    errors: list[str] = []
+    warnings: list[str] = []
+    seen: dict[str, str] = {}
+    for d in rules_dirs:
+        for path in rule_files(d):
+            try:
+                rule = load_rule(_path(path))
+            except ConfigError as exc:
+                errors.append(str(exc))
+                continue
+            if rule["id"] in seen:
+                errors.append(f"{path}: id: {rule['id']!r} is already defined in {seen[rule['id']]}")
+                continue
+            seen[rule["id"]] = path
+            warnings.extend(rule.pop("warnings", []))
+            rules.append(rule)
+    return rules, errors, warnings
+
+
+def _path(p: str) -> Any:
+    from pathlib import Path
+
+    return Path(p)
+
+
+def compile_repo(root: str) -> dict[str, Any]:
+    """The JSON-able bundle of a repository, validated from its files."""
+    from sentinel.config import read_yaml
+    from sentinel.errors import ConfigError
+
+    config_file = os.path.join(root, ".claude", "sentinel", "config.yaml")
+    raw: Any = None
+    config_error = None
+    try:
+        raw = read_yaml(_path(config_file)) if os.path.exists(config_file) else {}
+        cfg = _settings(raw, config_file)
+    except ConfigError as exc:
+        config_error = str(exc)
+        cfg = default_settings()
+    paths = repo_paths(root, cfg)
+    rules, errors, warnings = compile_rules(paths.rules_dirs)
+    strict = isinstance(raw, dict) and raw.get("fail_open") is False
+    return {"stamp": stamp(config_file, paths.rules_dirs), "config": cfg, "rules": rules, "errors": errors,
+            "warnings": warnings, "paths": paths.to_dict(), "config_error": config_error, "strict": strict}
+
+
+def _bundle(data: dict[str, Any]) -> Bundle:
+    return Bundle(data["config"], [Rule(r) for r in data["rules"]], GatePaths.from_dict(data["paths"]),
+                  data["errors"], data.get("warnings"), data.get("config_error"), bool(data.get("strict")))
+
+
+# -- the cache (hot path: json and os only) --------------------------------------------------
+
+
+def _read_cache(root: str) -> dict[str, Any] | None:
+    path = os.path.join(root, ".sentinel", "cache", "gate.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    config_file = os.path.join(root, ".claude", "sentinel", "config.yaml")
+    try:
+        if data["stamp"] != stamp(config_file, data["paths"]["rules_dirs"]):
+            return None
+    except (KeyError, TypeError):
+        return None
+    return data
+
+
+def _write_cache(root: str, data: dict[str, Any]) -> None:
+    path = os.path.join(root, ".sentinel", "cache", "gate.json")
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def load_repo(root: str, *, use_cache: bool = True) -> Bundle:
+    data = _read_cache(root) if use_cache else None
+    if data is None:
+        data = compile_repo(root)
+        if use_cache:
+            _write_cache(root, data)
+    return _bundle(data)
+
+
+def system_rules_dir() -> str | None:
+    """/etc/sentinel/rules when running as root (system mode) and it exists."""
+    path = "/etc/sentinel/rules"
+    return path if os.geteuid() == 0 and os.path.isdir(path) else None
+
+
+def load_home(home: str, settings: dict[str, Any], system_rules: str | None = None) -> Bundle:
+    """Sentinel's own runs: rules of $SENTINEL_HOME (after /etc/sentinel/rules); /etc ids win."""
+    paths = home_paths(home, settings, system_rules)
+    rules, errors, warnings = compile_rules(paths.rules_dirs)
+    return Bundle(settings, [Rule(r) for r in rules], paths, errors, warnings)

@@ -1,0 +1,102 @@
+"""What the gate asks a model: template rendering, system prompts and the JSON schemas of every call.
+
+Every model call is constrained by a real JSON schema (Ollama `format`, OpenAI
+`response_format` json_schema strict, a llama.cpp grammar); the answer is still
+checked here, because a schema-unaware backend (a CLI) can answer anything.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def render(template: str, values: dict[str, str]) -> str:
+    """Replace {{name}} with values[name]; unknown names stay as written (lint reports them)."""
+    return _VAR.sub(lambda m: str(values.get(m.group(1), m.group(0))), template)
+
+
+def _object(name: str, props: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "schema": {"type": "object", "properties": props, "required": list(props),
+                                     "additionalProperties": False}}
+
+
+VERDICT = _object("sentinel_verdict", {
+    "violation": {"type": "boolean", "description": "true when the action violates the rule"},
+    "confidence": {"type": "number", "description": "0.0 to 1.0"},
+    "reason": {"type": "string", "description": "one line"},
+})
+CONTEXT = _object("sentinel_context", {"context": {"type": "string", "description": "max 80 words"}})
+SUMMARY = _object("sentinel_session_summary", {"summary": {"type": "string"}})
+ALIGNMENT = _object("sentinel_decision", {
+    "decision": {"type": "string", "enum": ["approve", "reject"],
+                 "description": "Whether to approve or reject the proposed action"},
+    "reason": {"type": "string", "description": "One-line explanation for the decision"},
+})
+
+JUDGE_SYSTEM = (
+    "You are Sentinel, a policy judge for an AI coding agent. You evaluate ONE rule against ONE proposed "
+    "action and answer only with JSON: {\"violation\": true|false, \"confidence\": 0.0-1.0, "
+    "\"reason\": \"one line\"}. violation is true only when the action breaks the rule."
+)
+SYNTH_SYSTEM = (
+    "You are Sentinel, giving an AI coding agent a brief, relevant reminder after a tool ran. Use the domain "
+    "knowledge, the session context and the tool's output. Answer only with JSON: {\"context\": \"message, "
+    "max 80 words\"}. Return an empty string when nothing is worth saying."
+)
+SUMMARY_SYSTEM = (
+    "You maintain a rolling summary of an AI coding agent's session: goals, files touched, decisions, "
+    "open problems. Merge the new events into the previous summary. Answer only with JSON: {\"summary\": \"...\"}."
+)
+
+
+def check(schema: dict[str, Any], value: Any) -> dict[str, Any]:
+    """The answer as a dict if it fits the schema's required fields and types; ValueError otherwise."""
+    if not isinstance(value, dict):
+        raise ValueError("answer is not a JSON object")
+    body = schema["schema"]
+    for key in body["required"]:
+        if key not in value:
+            raise ValueError(f"answer has no {key!r}")
+        kind = body["properties"][key].get("type")
+        if not _typed(kind, value[key]):
+            raise ValueError(f"answer field {key!r} is not a {kind}")
+        allowed = body["properties"][key].get("enum")
+        if allowed and value[key] not in allowed:
+            raise ValueError(f"answer field {key!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _typed(kind: str | None, value: Any) -> bool:
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "array":
+        return isinstance(value, list)
+    if kind == "object":
+        return isinstance(value, dict)
+    return True
+
+
+def parse_json_text(text: str) -> Any:
+    """JSON from a model's text: the whole text, or the first {...} block in it (CLI backends)."""
+    text = (text or "").strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    start, end = text.find("{"), text.rfind("}")
+    if start >= 0 and end > start:
+        try:
+            return json.loads(text[start:end + 1])
+        except ValueError:
+            pass
+    raise ValueError(f"answer is not JSON: {text[:80]!r}")

@@ -1,0 +1,61 @@
+"""The runtime rule: built from a validated (possibly cached) rule dict; decides whether it applies.
+
+A rule applies to an action when its trigger fits (`any` fits every action) and its
+scope matches the action's target while no exclude pattern does. That test is pure
+string matching: a rule out of scope costs no model call.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+from sentinel.policy.gate import scope
+from sentinel.policy.gate.action import Action
+
+GPU_BACKENDS = frozenset({"ollama", "local"})
+
+
+class Rule:
+    __slots__ = ("id", "kind", "trigger", "severity", "post", "scope", "exclude", "backend", "model", "prompt",
+                 "skip_read_only", "source", "description", "_scope_c", "_exclude_c")
+
+    def __init__(self, data: dict[str, Any]):
+        self.id: str = data["id"]
+        self.kind: str = data.get("kind", "judge")
+        self.trigger: str = data.get("trigger", "any")
+        self.severity: str = data.get("severity", "block")
+        self.post: bool = bool(data.get("post"))
+        self.scope: list[str] = list(data.get("scope") or [])
+        self.exclude: list[str] = list(data.get("exclude") or [])
+        self.backend: str | None = data.get("backend")
+        self.model: str | None = data.get("model")
+        self.prompt: str = data.get("prompt") or ""
+        self.skip_read_only: bool = bool(data.get("skip_read_only"))
+        self.source: str = data.get("source", "")
+        self.description: str = data.get("description", "")
+        self._scope_c = data.get("scope_c") or []
+        self._exclude_c = data.get("exclude_c") or []
+
+    @property
+    def static(self) -> bool:
+        """An info rule without post: its rendered prompt is the context, no model call."""
+        return self.severity == "info" and not self.post
+
+    def applies(self, action: Action) -> bool:
+        if self.trigger != "any" and self.trigger != action.trigger:
+            return False
+        trigger = action.trigger if action.trigger in ("file_write", "bash", "mcp") else "other"
+        return scope.matches(self._scope_c, self._exclude_c, trigger, action.target, action.server, action.mcp_tool)
+
+    def phase(self) -> str:
+        """pre: judged (or rendered) before the tool runs; post: synthesized after it ran."""
+        return "post" if self.post else "pre"
+
+    def __repr__(self) -> str:
+        return f"Rule({self.id!r}, {self.trigger}, {self.severity})"
+
+
+def applicable(rules: list[Rule], action: Action, phase: str) -> list[Rule]:
+    return [r for r in rules if r.phase() == phase and r.applies(action)]

@@ -1,0 +1,102 @@
+"""Rule files: validation of one rule per YAML file (seed 000 fields, plus `kind: alignment`).
+
+    id        defaults to the file stem
+    kind      judge (default) | alignment (seed 004)
+    trigger   file_write | bash | mcp | any
+    severity  block | warn | info   (alignment: block | warn)
+    post      info rules only: synthesize context after the tool ran
+    scope / exclude, backend, model, prompt, skip_read_only (alignment)
+
+`load_rule(path)` returns a JSON-able dict ready for `rules.Rule`, or raises ConfigError
+with one line naming the file and the field. Imported only when rules are (re)loaded.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from sentinel.errors import ConfigError, pydantic_detail
+from sentinel.policy.gate import scope
+from sentinel.policy.gate.action import TEMPLATE_VARS
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+ALIGNMENT_VARS = frozenset({"original_request", "agent_mission", "tool_name", "arguments_json", "agent_id",
+                            "category"})
+
+
+class RuleSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    kind: Literal["judge", "alignment"] = "judge"
+    description: str = ""
+    trigger: Literal["file_write", "bash", "mcp", "any"] = "any"
+    severity: Literal["block", "warn", "info"] = "block"
+    post: bool = False
+    scope: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    backend: str | None = None
+    model: str | None = None
+    prompt: str = ""
+    skip_read_only: bool = False
+
+    @field_validator("scope", "exclude", mode="before")
+    @classmethod
+    def _listify(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [value]
+        return [] if value is None else value
+
+    @field_validator("id")
+    @classmethod
+    def _id_chars(cls, value: str) -> str:
+        if not _ID.match(value):
+            raise ValueError("use letters, digits, '.', '_' and '-' only")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "RuleSpec":
+        if self.post and self.severity != "info":
+            raise ValueError("post: true is for severity: info rules only")
+        if self.kind == "alignment":
+            if self.severity == "info":
+                raise ValueError("severity: alignment rules are block or warn")
+        elif not self.prompt.strip():
+            raise ValueError("prompt: required (the rule the judge evaluates)")
+        if any(not p.strip() for p in self.scope + self.exclude):
+            raise ValueError("scope/exclude: empty pattern")
+        return self
+
+
+def unknown_vars(spec: RuleSpec) -> list[str]:
+    known = ALIGNMENT_VARS | TEMPLATE_VARS if spec.kind == "alignment" else TEMPLATE_VARS
+    return sorted({v for v in _VAR.findall(spec.prompt) if v not in known})
+
+
+def validate(data: Any, path: Path) -> dict[str, Any]:
+    """Validate one rule mapping; returns the runtime dict (compiled scope regexes included)."""
+    if not isinstance(data, dict):
+        raise ConfigError(path, "a rule file holds one rule (a mapping of id, trigger, severity, scope, prompt)")
+    data = {"id": path.stem, **data}
+    try:
+        spec = RuleSpec.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(path, pydantic_detail(exc)) from None
+    trigger = spec.trigger
+    out = spec.model_dump()
+    out["source"] = str(path)
+    out["scope_c"] = scope.compile_patterns(spec.scope, trigger)
+    out["exclude_c"] = scope.compile_patterns(spec.exclude, trigger)
+    out["warnings"] = [f"{path}: prompt: unknown template variable {{{{{v}}}}}" for v in unknown_vars(spec)]
+    return out
+
+
+def load_rule(path: Path) -> dict[str, Any]:
+    from sentinel.config import read_yaml
+
+    return validate(read_yaml(path), path)

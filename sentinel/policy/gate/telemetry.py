@@ -1,0 +1,83 @@
+"""JSONL telemetry: one line per evaluation (seed 000's fields), and `rules stats` over it.
+
+    {"ts", "rule_id", "trigger", "target", "violation", "confidence", "reason",
+     "elapsed_ms", "model", "backend"}  (+ "severity", "kind", and "error" when the call failed)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, Iterable
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def record(rule_id: str, trigger: str, target: str, *, violation: bool | None, confidence: float | None,
+           reason: str, elapsed_ms: float, model: str, backend: str, **extra: Any) -> dict[str, Any]:
+    line = {"ts": now_iso(), "rule_id": rule_id, "trigger": trigger, "target": target, "violation": violation,
+            "confidence": confidence, "reason": reason, "elapsed_ms": round(elapsed_ms), "model": model,
+            "backend": backend}
+    line.update({k: v for k, v in extra.items() if v is not None})
+    return line
+
+
+def append(path: str | None, lines: Iterable[dict[str, Any]]) -> None:
+    """Append lines in one write (O_APPEND keeps concurrent hook processes from interleaving)."""
+    if not path:
+        return
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    if not text:
+        return
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # telemetry never breaks a decision
+
+
+def read(path: str | None) -> list[dict[str, Any]]:
+    if not path or not os.path.exists(path):
+        return []
+    out = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(item, dict) and item.get("rule_id"):
+                out.append(item)
+    return out
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile (p50 of [10, 20, 30, 40] is 20)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * pct // 100))
+    return float(ordered[int(rank) - 1])
+
+
+def stats(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per rule: evaluations, violations, errors, p50 and p95 latency (ms)."""
+    by_rule: dict[str, list[dict[str, Any]]] = {}
+    for line in lines:
+        by_rule.setdefault(line["rule_id"], []).append(line)
+    out = []
+    for rule_id in sorted(by_rule):
+        items = by_rule[rule_id]
+        latencies = [float(i.get("elapsed_ms") or 0) for i in items if not i.get("static")]
+        out.append({"rule_id": rule_id, "evaluations": len(items),
+                    "violations": sum(1 for i in items if i.get("violation") is True),
+                    "errors": sum(1 for i in items if i.get("error")),
+                    "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95)})
+    return out

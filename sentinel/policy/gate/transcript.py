@@ -1,0 +1,133 @@
+"""Agent transcripts: reading them incrementally and compacting them into short events.
+
+Understands Claude Code's JSONL transcript (one entry per line: user / assistant
+messages with text, tool_use and tool_result blocks) and, as a fallback, a JSON
+document with a `messages` list (Gemini CLI). Compaction keeps what a summary or the
+scribe needs (what the user said, what the agent did, which tools failed) and drops
+meta entries, meta-tools and raw payloads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+META_TOOLS = frozenset({"TodoWrite", "TodoRead", "ExitPlanMode", "Task", "TaskOutput", "KillShell", "BashOutput",
+                        "ListMcpResourcesTool", "ReadMcpResourceTool", "SlashCommand", "Skill"})
+TARGET_KEYS = ("file_path", "path", "command", "pattern", "url", "query", "notebook_path")
+TAIL_BYTES = 256 * 1024
+
+
+def read_entries(path: str | None, start: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """Entries from index `start` on, and the index to continue from next time."""
+    if not path or not os.path.exists(path):
+        return [], start
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        text = fh.read()
+    entries = _parse(text)
+    return entries[start:], len(entries)
+
+
+def _parse(text: str) -> list[dict[str, Any]]:
+    stripped = text.lstrip()
+    if stripped.startswith("{") and "\n{" not in stripped.rstrip():
+        try:
+            doc = json.loads(stripped)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
+            return [m for m in doc["messages"] if isinstance(m, dict)]
+    out = []
+    for line in text.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            out.append(item)
+    return out
+
+
+def _blocks(entry: dict[str, Any]) -> tuple[str, list[Any]]:
+    msg = entry.get("message") if isinstance(entry.get("message"), dict) else entry
+    role = str(msg.get("role") or entry.get("type") or "")
+    content = msg.get("content")
+    if isinstance(content, str):
+        return role, [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return role, content
+    parts = msg.get("parts")
+    if isinstance(parts, list):  # Gemini-style
+        return role, [{"type": "text", "text": p.get("text", "")} for p in parts if isinstance(p, dict)]
+    return role, []
+
+
+def _target(data: Any) -> str:
+    if isinstance(data, dict):
+        for key in TARGET_KEYS:
+            if isinstance(data.get(key), str):
+                return data[key][:160]
+    return ""
+
+
+def _result_text(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, list):
+        content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+    return str(content or "").strip().splitlines()[0][:160] if content else ""
+
+
+def compact(entries: list[dict[str, Any]]) -> list[str]:
+    """One short line per meaningful event."""
+    events: list[str] = []
+    for entry in entries:
+        if entry.get("isMeta") or entry.get("type") in ("summary", "system", "file-history-snapshot"):
+            continue
+        role, blocks = _blocks(entry)
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and str(block.get("text", "")).strip():
+                limit = 500 if role == "user" else 300
+                who = "USER" if role == "user" else "AGENT"
+                events.append(f"{who}: {' '.join(str(block['text']).split())[:limit]}")
+            elif kind == "tool_use" and block.get("name") not in META_TOOLS:
+                events.append(f"TOOL {block.get('name')}: {_target(block.get('input'))}".rstrip(": "))
+            elif kind == "tool_result" and block.get("is_error"):
+                events.append(f"TOOL ERROR: {_result_text(block)}")
+    return events
+
+
+def budget(events: list[str], max_chars: int) -> str:
+    """The newest events that fit in max_chars (older ones are dropped first)."""
+    kept: list[str] = []
+    used = 0
+    for line in reversed(events):
+        if used + len(line) + 1 > max_chars:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return "\n".join(reversed(kept))
+
+
+def last_user_prompt(path: str | None) -> str | None:
+    """The user's latest typed message (the original request for the alignment rule kind)."""
+    if not path or not os.path.exists(path):
+        return None
+    with open(path, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - TAIL_BYTES))
+        text = fh.read().decode("utf-8", errors="replace")
+    for entry in reversed(_parse(text)):
+        if entry.get("isMeta"):
+            continue
+        role, blocks = _blocks(entry)
+        if role != "user":
+            continue
+        texts = [str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+        joined = " ".join(t for t in texts if t.strip()).strip()
+        if joined and not joined.startswith("<"):
+            return joined[:2000]
+    return None

@@ -1,0 +1,80 @@
+"""`sentinel hook install AGENT` and the Claude Code plugin shipped in the package."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sentinel.errors import UsageError
+from sentinel.hooks.agents import AGENTS
+from sentinel.hooks.install import install_agent
+
+PLUGIN = Path(__file__).resolve().parents[2] / "sentinel" / "hooks" / "plugin"
+FILES = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json",
+         "copilot-cli": ".github/hooks/sentinel.json", "cursor": ".cursor/hooks.json",
+         "windsurf": ".windsurf/hooks.json", "cline": ".clinerules/hooks/PreToolUse",
+         "amazon-q": ".amazonq/cli-agents/sentinel.json", "gemini-cli": ".gemini/settings.json"}
+
+
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_install_writes_the_agents_config(tmp_path, agent):
+    written = install_agent(agent, tmp_path, "/opt/bin/sentinel")
+    path = tmp_path / FILES[agent]
+    assert str(path) in written
+    assert (tmp_path / ".claude/sentinel/config.yaml").exists() and (tmp_path / ".claude/sentinel/rules").is_dir()
+    text = path.read_text()
+    assert f"/opt/bin/sentinel hook {agent} " in text
+    if agent == "cline":
+        assert os.access(path, os.X_OK) and text.startswith("#!/bin/sh")
+    else:
+        json.loads(text)
+    install_agent(agent, tmp_path, "/opt/bin/sentinel")
+    assert path.read_text().count("sentinel hook") == text.count("sentinel hook")  # idempotent
+
+
+def test_install_keeps_other_hooks(tmp_path):
+    settings = tmp_path / ".claude/settings.json"
+    settings.parent.mkdir(parents=True)
+    other = {"matcher": "Bash", "hooks": [{"type": "command", "command": "my-linter"}]}
+    settings.write_text(json.dumps({"model": "opus", "hooks": {"PreToolUse": [other]}}))
+    install_agent("claude-code", tmp_path, "sentinel")
+    data = json.loads(settings.read_text())
+    assert data["model"] == "opus" and data["hooks"]["PreToolUse"][0] == other
+    assert data["hooks"]["PreToolUse"][1]["hooks"][0]["command"] == "sentinel hook claude-code pre-tool-use"
+    assert data["hooks"]["Stop"][0]["hooks"][0]["timeout"] == 10
+
+
+def test_install_errors_are_one_line(tmp_path):
+    with pytest.raises(UsageError, match="unknown agent 'vim'"):
+        install_agent("vim", tmp_path)
+    (tmp_path / ".cursor").mkdir()
+    (tmp_path / ".cursor/hooks.json").write_text("{broken")
+    with pytest.raises(UsageError, match="hooks.json: not valid JSON"):
+        install_agent("cursor", tmp_path)
+
+
+def test_claude_plugin_files():
+    manifest = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["name"] == "sentinel" and manifest["version"]
+    hooks = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == {"PreToolUse", "PostToolUse", "Stop"}
+    for event, entries in hooks.items():
+        for entry in entries:
+            for hook in entry["hooks"]:
+                assert hook["command"].startswith("sentinel hook claude-code ")
+                assert isinstance(hook["timeout"], int) and 1 <= hook["timeout"] <= 120  # seconds, not ms
+
+
+def test_cli_install_command(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from sentinel.cli.hook import app
+
+    result = CliRunner().invoke(app, ["gemini-cli", "--repo", str(tmp_path), "--command", "sen"])
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / ".gemini/settings.json").read_text())
+    assert data["hooks"]["BeforeTool"][0]["hooks"][0] == {"type": "command", "command": "sen hook gemini-cli BeforeTool",
+                                                          "timeout": 30000}

@@ -1,0 +1,33 @@
+"""The gate inside a real Sentinel run: a rule under $SENTINEL_HOME/rules denies a write, the model hears
+why, and the decision (layer, rule id, reason) is in the run's record."""
+
+from __future__ import annotations
+
+import yaml
+
+SCRIPT = [
+    {"tool_calls": [{"name": "write_file", "arguments": {"path": "src/billing/tax.py", "content": "TAX = 0\n"}}]},
+    {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "ok\n"}}]},
+    "Done.",
+]
+
+
+def test_run_decisions_carry_the_gate(scripted_server, configure, cli, sentinel_home, judge):
+    j = judge({"billing": {"violation": True, "confidence": 0.95, "reason": "tax rate changes need review"}})
+    (sentinel_home / "rules").mkdir()
+    (sentinel_home / "rules" / "billing.yaml").write_text(yaml.safe_dump(
+        {"trigger": "file_write", "scope": ["src/billing/**"], "prompt": "billing FILE {{file_path}}"}))
+    configure({"gate": {"backends": {"ollama": {"url": j.url}}}}, server=scripted_server(SCRIPT))
+    cli("run", "set the tax to zero", check=0)
+    run_id = cli.json("runs", "--json")[0]["id"]
+    shown = cli.json("show", run_id, "--json")
+    first = shown["decisions"][0]
+    assert (first["tool"], first["outcome"], first["reason"]) == ("write_file", "deny",
+                                                                  "gate: tax rate changes need review")
+    layers = {(r["layer"], r["outcome"], r.get("rule_id")) for r in first["layers"]}
+    assert ("gate", "deny", "billing") in layers
+    assert shown["decisions"][1]["outcome"] == "auto"
+    assert "Denied by policy: gate: tax rate changes need review" in yaml.safe_dump(shown["messages"])
+    assert not (sentinel_home / "workspace" / "src" / "billing" / "tax.py").exists()
+    assert (sentinel_home / "workspace" / "notes.txt").read_text() == "ok\n"
+    assert len(j.requests) == 1  # notes.txt: out of scope, no judge call
