@@ -154,10 +154,7 @@ class AgentLoop:
             except ToolError as exc:
                 event |= {"arguments": raw, "outcome": "deny", "layers": [], "reason": str(exc)}
             else:
-                ctx = CallContext(run_id=self.state.id, agent=self.state.agent, tool=name, arguments=args,
-                                  call_id=call_id, task=self.state.task, mission=self.state.mission or self.state.task,
-                                  workspace=self.deps.tool_ctx.workspace, read_only=tool.read_only,
-                                  granted=self.deps.granted)
+                ctx = self.context(call_id, name, args)
                 event |= {"arguments": args, **decide(ctx, self.deps.layers).to_dict()}
         self.run.record(event)
         self.deps.store.audit("decision", {"run_id": self.state.id, "agent": self.state.agent,
@@ -204,9 +201,22 @@ class AgentLoop:
         self.run.record({"type": "started", "call_id": call_id, "tool": name})
         output = self.deps.registry.run(name, decision["arguments"], self.deps.tool_ctx)
         notes = [layer["note"] for layer in decision.get("layers", []) if layer.get("note")]
+        notes += self.after_notes(call_id, name, decision["arguments"], output)
         if notes:
             output += "".join(f"\n\n[sentinel note] {n}" for n in notes)
         self.result(call_id, output)
+
+    def context(self, call_id: str, name: str, args: dict[str, Any]) -> CallContext:
+        tool = self.deps.registry.get(name)
+        return CallContext(run_id=self.state.id, agent=self.state.agent, tool=name, arguments=args, call_id=call_id,
+                           task=self.state.task, mission=self.state.mission or self.state.task,
+                           workspace=self.deps.tool_ctx.workspace, read_only=bool(tool and tool.read_only),
+                           granted=self.deps.granted)
+
+    def after_notes(self, call_id: str, name: str, args: dict[str, Any], output: str) -> list[str]:
+        """Context that layers synthesize once the tool ran (the gate's `post: true` info rules)."""
+        ctx = self.context(call_id, name, args)
+        return [note for layer in self.deps.layers if hasattr(layer, "after") for note in layer.after(ctx, output)]
 
     def _after_crash(self, call: dict[str, Any]) -> None:
         tool = self.deps.registry.get(call["function"]["name"])

@@ -31,3 +31,18 @@ def test_run_decisions_carry_the_gate(scripted_server, configure, cli, sentinel_
     assert not (sentinel_home / "workspace" / "src" / "billing" / "tax.py").exists()
     assert (sentinel_home / "workspace" / "notes.txt").read_text() == "ok\n"
     assert len(j.requests) == 1  # notes.txt: out of scope, no judge call
+
+
+def test_post_info_rules_add_context_to_the_tool_result(scripted_server, configure, cli, sentinel_home, judge):
+    j = judge({"DOMAIN": {"context": "Update CHANGELOG.md for every migration."}})
+    (sentinel_home / "rules").mkdir()
+    (sentinel_home / "rules" / "migrations.yaml").write_text(yaml.safe_dump(
+        {"trigger": "file_write", "severity": "info", "post": True, "scope": ["**/migrations/**"],
+         "prompt": "DOMAIN KNOWLEDGE: changelog. Respond with JSON {\"context\": \"...\"}"}))
+    script = [{"tool_calls": [{"name": "write_file", "arguments": {"path": "db/migrations/1.sql", "content": "x"}}]},
+              "Done."]
+    configure({"gate": {"backends": {"ollama": {"url": j.url}}}}, server=scripted_server(script))
+    run_id = cli.json("run", "add a migration", "--json", check=0)["id"]
+    results = [m["content"] for m in cli.json("show", run_id, "--json")["messages"] if m["role"] == "tool"]
+    assert results[0].startswith("Wrote 1 characters")
+    assert "[sentinel note] Update CHANGELOG.md for every migration." in results[0]
