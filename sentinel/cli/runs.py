@@ -18,9 +18,19 @@ from sentinel.cli.render import STATUS_EXIT, Progress, plain, print_json
 
 
 def _engine() -> Any:
+    """The supervisor's client when one answers (system mode), else the in-process engine (local mode)."""
+    from sentinel.supervisor.client import connect
+
+    system = connect()
+    if system is not None:
+        return system
     from sentinel.engine.runner import Engine
 
     return Engine()
+
+
+def _system(engine: Any) -> bool:
+    return getattr(engine, "mode", "local") == "system"
 
 
 def _finish(outcome: Any, as_json: bool) -> None:
@@ -98,16 +108,15 @@ def approvals(as_json: bool = typer.Option(False, "--json")) -> None:
     """List pending approvals."""
     engine = _engine()
     try:
-        pending = engine.store.pending_approvals()
+        pending = engine.pending() if _system(engine) else [a.public() for a in engine.store.pending_approvals()]
     finally:
         engine.close()
     if as_json:
-        return print_json([{k: a.public()[k] for k in ("id", "run_id", "tool", "arguments", "reason")}
-                           for a in pending])
+        return print_json([{k: a[k] for k in ("id", "run_id", "tool", "arguments", "reason")} for a in pending])
     if not pending:
         print("no pending approvals")
     for a in pending:
-        print(f"{a.id}  run {a.run_id}  {a.tool} {a.arguments}  — {a.reason}")
+        print(f"{a['id']}  run {a['run_id']}  {a['tool']} {a['arguments']}  — {a['reason']}")
 
 
 def approve(ident: str = typer.Argument(..., help="Approval id, or a run id with one pending approval."),
@@ -167,6 +176,9 @@ def logs(run_id: Optional[str] = typer.Argument(None, help="Run id (default: the
     from sentinel.errors import NotFound
 
     engine = _engine()
+    if _system(engine):
+        return engine.logs(run_id, follow, lambda e: print(json.dumps(e, ensure_ascii=False) if as_json
+                                                            else plain(e), flush=True))
     try:
         if run_id is None:
             newest = engine.store.list_runs(limit=1)
@@ -190,30 +202,66 @@ def logs(run_id: Optional[str] = typer.Argument(None, help="Run id (default: the
 
 
 def status(as_json: bool = typer.Option(False, "--json")) -> None:
-    """Mode, home, default model, sandbox, and run counts."""
-    from sentinel import paths
-
+    """Mode (system: the supervisor answers; local: this process runs the engine), home, defaults, runs."""
     engine = _engine()
     try:
-        rows = engine.store.list_runs()
-        pending = len(engine.store.pending_approvals())
-        cfg = engine.config
+        data = engine.status() if _system(engine) else _local_status(engine)
     finally:
         engine.close()
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
-    data = {"mode": "local", "home": str(paths.home()), "default_model": cfg.default_model,
-            "default_agent": cfg.default_agent, "sandbox": cfg.sandbox, "tools": cfg.leash.tools,
-            "muzzle": cfg.muzzle.enabled, "runs": counts, "pending_approvals": pending}
     if as_json:
         return print_json(data)
     for key, value in data.items():
         print(f"{key}: {value}")
-    if cfg.sandbox == "best_effort":
+    if data.get("sandbox") == "best_effort":
         print("warning: sandbox is best_effort: a sandbox layer that cannot be applied does not stop a launch")
 
 
+def _local_status(engine: Any) -> dict[str, Any]:
+    from sentinel import paths
+    from sentinel.supervisor.client import local_note
+
+    counts: dict[str, int] = {}
+    for r in engine.store.list_runs():
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    cfg = engine.config
+    data = {"mode": "local", "home": str(paths.home()), "default_model": cfg.default_model,
+            "default_agent": cfg.default_agent, "sandbox": cfg.sandbox, "tools": cfg.leash.tools,
+            "muzzle": cfg.muzzle.enabled, "runs": counts, "pending_approvals": len(engine.store.pending_approvals())}
+    note = local_note()
+    if note:
+        data["note"] = note
+    return data
+
+
+def cancel(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = typer.Option(False, "--json")) -> None:
+    """Cancel a run: its worker is stopped and its pending approvals can never be used."""
+    engine = _engine()
+    try:
+        outcome = engine.cancel(run_id) if _system(engine) else _local_cancel(engine, run_id)
+    finally:
+        engine.close()
+    if as_json:
+        return print_json(outcome.to_dict())
+    print(f"run {outcome.id} is {outcome.status}", file=sys.stderr)
+
+
+def _local_cancel(engine: Any, run_id: str) -> Any:
+    from sentinel.engine.run import Run
+    from sentinel.engine.runner import Outcome
+    from sentinel.engine.store import TERMINAL
+    from sentinel.errors import Busy, UsageError
+    from sentinel.supervisor.ops import cancel_approvals
+
+    row = engine.store.get_run(run_id)
+    if row["status"] in TERMINAL:
+        raise UsageError(f"run {run_id} is already {row['status']}")
+    if Run.is_leased(Path(row["run_dir"])):
+        raise Busy(f"run {run_id} is being executed by another process; stop that process first")
+    engine.store.set_status(run_id, "cancelled", error="cancelled")
+    cancel_approvals(engine.store, run_id)
+    return Outcome(run_id, "cancelled", row.get("output"), "cancelled")
+
+
 def register(app: typer.Typer) -> None:
-    for fn in (run, runs, show, approvals, approve, deny, resume, logs, status):
+    for fn in (run, runs, show, approvals, approve, deny, resume, logs, status, cancel):
         app.command(fn.__name__)(fn)

@@ -46,6 +46,20 @@ MIGRATIONS: list[tuple[str, str]] = [
             record TEXT NOT NULL);
         CREATE INDEX audit_run ON audit(run_id);
     """),
+    # System mode (sentinel/supervisor): the agents Sentinel created or registered, supervisor settings,
+    # the Linux user each run executes as, and the tool trust table (code hashes an operator trusted).
+    ("004_system_agents", """
+        CREATE TABLE agents (
+            name TEXT PRIMARY KEY, display_name TEXT NOT NULL, user TEXT NOT NULL, uid INTEGER,
+            home TEXT NOT NULL, origin TEXT NOT NULL, created_at REAL NOT NULL);
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        ALTER TABLE runs ADD COLUMN user TEXT;
+    """),
+    ("005_tool_trust", """
+        CREATE TABLE tool_trust (
+            agent TEXT NOT NULL, tool TEXT NOT NULL, code_sha256 TEXT NOT NULL, trusted_by TEXT NOT NULL,
+            trusted_at REAL NOT NULL, PRIMARY KEY (agent, tool, code_sha256));
+    """),
 ]
 
 TERMINAL = ("done", "failed", "cancelled")

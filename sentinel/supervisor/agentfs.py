@@ -1,0 +1,75 @@
+"""Reading an agent's files as root without following anything the agent planted.
+
+Every path is opened beneath the agent's home with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+RESOLVE_NO_MAGICLINKS), must be a regular file owned by the agent's uid, and is only ever read. The
+supervisor never writes here (DESIGN property 2): the worker, running as the agent, does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from sentinel.engine.state import JOURNAL, RunState
+from sentinel.tools.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, openat2
+
+STRICT = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
+MAX_JOURNAL = 256 * 1024 * 1024
+
+
+def open_beneath(home: str | Path, rel: str, uid: int) -> int | None:
+    """A read-only fd of home/rel if it is a regular file owned by uid; None otherwise."""
+    try:
+        root = os.open(home, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fd = openat2(root, rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, 0, STRICT)
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(root)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != uid:
+        os.close(fd)
+        return None
+    return fd
+
+
+def journal_rel(run_id: str) -> str:
+    return f".sentinel/runs/{run_id}/{JOURNAL}"
+
+
+def read_journal(home: str | Path, run_id: str, uid: int, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """Events from byte `offset` on and the offset after the last whole line (a torn tail is left)."""
+    fd = open_beneath(home, journal_rel(run_id), uid)
+    if fd is None:
+        return [], offset
+    with os.fdopen(fd, "rb") as f:
+        f.seek(offset)
+        data = f.read(MAX_JOURNAL)
+    end = data.rfind(b"\n") + 1
+    events = []
+    for line in data[:end].splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get("type"), str):
+            events.append(event)
+    return events, offset + end
+
+
+def load_state(home: str | Path, run_id: str, uid: int) -> RunState:
+    """A run's state replayed from its journal (the snapshot cache is the agent's, so it is not trusted)."""
+    state = RunState()
+    events, _ = read_journal(home, run_id, uid)
+    for event in events:
+        try:
+            state.apply(event)
+        except (KeyError, TypeError, AttributeError, ValueError):
+            continue  # a malformed event (the agent owns this file) is skipped, never a supervisor crash
+    return state

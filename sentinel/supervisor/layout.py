@@ -1,0 +1,50 @@
+"""Where system mode keeps its state, and the environment overrides tests use.
+
+    /var/lib/sentinel/sentinel.db   supervisor database (root, 0600 in a 0700 directory)
+    /var/lib/sentinel/logs/         worker stdout/stderr, one file per run (root)
+    /run/sentinel/sentinel.sock     operator socket (root:sentinel 0660 in a 0750 directory)
+    /etc/sentinel/                  system config and Leash policies
+
+Overrides: SENTINEL_SYSTEM_DIR (state), SENTINEL_SOCKET (socket), SENTINEL_OPERATOR_GROUP,
+SENTINEL_AGENT_HOME_BASE (where `sentinel setup` puts agent homes).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+STATE_DIR = Path("/var/lib/sentinel")
+SOCKET = Path("/run/sentinel/sentinel.sock")
+ETC_DIR = Path("/etc/sentinel")
+OPERATOR_GROUP = "sentinel"
+HOME_BASE = Path("/home")
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("SENTINEL_SYSTEM_DIR") or STATE_DIR)
+
+
+def db_path(state: Path | None = None) -> Path:
+    return (state or state_dir()) / "sentinel.db"
+
+
+def socket_path() -> Path:
+    return Path(os.environ.get("SENTINEL_SOCKET") or SOCKET)
+
+
+def operator_group() -> str:
+    return os.environ.get("SENTINEL_OPERATOR_GROUP") or OPERATOR_GROUP
+
+
+def home_base() -> Path:
+    return Path(os.environ.get("SENTINEL_AGENT_HOME_BASE") or HOME_BASE)
+
+
+def etc_dir() -> Path:
+    return Path(os.environ.get("SENTINEL_ETC_DIR") or ETC_DIR)
+
+
+def agent_sentinel_home(home: str | Path) -> Path:
+    """An agent's state tree (DESIGN section 3)."""
+    return Path(home) / ".sentinel"

@@ -1,0 +1,366 @@
+"""The supervisor process: one single-threaded selector loop over the operator socket, worker channels
+and worker pidfds. No threads, ever: workers are forked from this process and change credentials
+after the fork (sentinel/supervisor/spawn.py).
+
+    sup = Supervisor(Settings(...)); sup.open(); sup.serve()     # `sentinel supervisor`
+
+Start-up recovery: runs left `running` by a previous supervisor (even one killed with -9, whose
+workers died with it through pdeathsig) become `interrupted`; with `resume` on, they and paused
+runs whose approval was resolved are resumed at once. Pending approvals are rows in the database
+and simply stay pending.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import selectors
+import signal
+import socket
+import stat
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sentinel.engine.store import Store
+from sentinel.errors import Busy, SentinelError, UsageError
+from sentinel.supervisor import auth, layout, ops, protocol, workers
+
+READ_CHUNK = 1 << 16
+
+
+class Stop(Exception):
+    pass
+
+
+@dataclass
+class Settings:
+    state_dir: Path = field(default_factory=layout.state_dir)
+    socket_path: Path = field(default_factory=layout.socket_path)
+    group: str = field(default_factory=layout.operator_group)
+    resume: bool = True
+    model_ports: list[int] = field(default_factory=list)
+
+
+class Conn:
+    """A non-blocking framed connection: an operator client or a worker channel."""
+
+    def __init__(self, sup: "Supervisor", sock: socket.socket, peer: auth.Peer | None = None,
+                 worker: workers.Worker | None = None):
+        self.sup, self.sock, self.peer, self.worker = sup, sock, peer, worker
+        self.decoder = protocol.Decoder()
+        self.out = bytearray()
+        self.closing = False
+        self.closed = False
+        sock.setblocking(False)
+
+    def send(self, message: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        self.out += protocol.encode(message)
+        self.flush()
+
+    def finish(self, message: dict[str, Any]) -> None:
+        """Send a final reply and close once it is written."""
+        self.closing = True
+        self.send(message)
+
+    def flush(self) -> None:
+        try:
+            while self.out:
+                sent = self.sock.send(self.out)
+                del self.out[:sent]
+        except BlockingIOError:
+            pass
+        except OSError:
+            return self.close()
+        if self.closing and not self.out:
+            return self.close()
+        self.sup.interest(self)
+
+    def read(self) -> list[dict[str, Any]] | None:
+        """Messages available now; None at end of stream or on a protocol error."""
+        messages: list[dict[str, Any]] = []
+        while True:
+            try:
+                data = self.sock.recv(READ_CHUNK)
+            except BlockingIOError:
+                return messages
+            except OSError:
+                data = b""
+            if not data:
+                return messages or None
+            try:
+                messages += self.decoder.feed(data)
+            except protocol.ProtocolError:
+                return None
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.sup.forget(self)
+        self.sock.close()
+
+
+class Supervisor:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.sel = selectors.DefaultSelector()
+        self.store: Store | None = None
+        self.listener: socket.socket | None = None
+        self.workers: dict[str, workers.Worker] = {}
+        self.watchers: dict[str, list[ops.Watch]] = {}
+        self.config = _system_config()
+
+    # -- start-up -------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        if os.geteuid() != 0:
+            raise UsageError("the supervisor runs as root (system mode); without root, use local mode")
+        os.umask(0o077)
+        self.store = open_store(self.settings.state_dir)
+        self.listener = listen(self.settings.socket_path, ensure_group(self.settings.group))
+        self.sel.register(self.listener, selectors.EVENT_READ, ("listen", None))
+        self.recover()
+
+    def recover(self) -> None:
+        store = self._store
+        for row in store.list_runs(status=["running"]):
+            if row["id"] not in self.workers:
+                store.set_status(row["id"], "interrupted", error="the supervisor stopped while its worker ran")
+        if not self.settings.resume:
+            return
+        candidates = [r["id"] for r in store.list_runs(status=["interrupted"])]
+        candidates += [r["id"] for r in store.list_runs(status=["waiting_approval"])
+                       if not store.pending_approvals(r["id"])]
+        for run_id in reversed(candidates):
+            try:
+                self.launch(run_id)
+            except SentinelError as exc:
+                store.set_status(run_id, "interrupted", error=f"resume on start failed: {exc}")
+
+    @property
+    def _store(self) -> Store:
+        assert self.store is not None
+        return self.store
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        def stop(signum: int, frame: Any) -> None:
+            raise Stop()
+
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, stop)
+        try:
+            while True:
+                self.tick(None)
+        except Stop:
+            pass
+        finally:
+            self.shutdown()
+
+    def tick(self, timeout: float | None) -> None:
+        for key, events in self.sel.select(timeout):
+            kind, obj = key.data
+            if kind == "listen":
+                self.accept()
+            elif kind == "pidfd":
+                self.exited(obj)
+            elif events & selectors.EVENT_WRITE:
+                obj.flush()
+            if kind == "conn" and events & selectors.EVENT_READ and not obj.closed:
+                self.readable(obj)
+
+    def accept(self) -> None:
+        try:
+            sock, _ = self.listener.accept()  # type: ignore[union-attr]
+        except OSError:
+            return
+        conn = Conn(self, sock, peer=auth.peer_of(sock, self.settings.group))
+        self.sel.register(sock, selectors.EVENT_READ, ("conn", conn))
+
+    def readable(self, conn: Conn) -> None:
+        messages = conn.read()
+        for message in messages or []:
+            if conn.closed:
+                return
+            self.dispatch(conn, message)
+        if messages is None:
+            conn.close()
+
+    def dispatch(self, conn: Conn, message: dict[str, Any]) -> None:
+        if conn.worker is not None:
+            answer = workers.handle(self._store, conn.worker, message, self.relay)
+            if answer is not None:
+                conn.send(answer)
+            return
+        answer = ops.handle(self, conn, message)
+        if answer is not None:
+            conn.finish(answer)
+
+    def interest(self, conn: Conn) -> None:
+        if conn.closed:
+            return
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.out else 0)
+        try:
+            self.sel.modify(conn.sock, events, ("conn", conn))
+        except (KeyError, ValueError):
+            pass
+
+    def forget(self, conn: Conn) -> None:
+        try:
+            self.sel.unregister(conn.sock)
+        except (KeyError, ValueError):
+            pass
+        for watches in self.watchers.values():
+            watches[:] = [w for w in watches if w.conn is not conn]
+
+    # -- workers --------------------------------------------------------------------------------
+
+    def launch(self, run_id: str) -> workers.Worker:
+        if run_id in self.workers:
+            raise Busy(f"run {run_id} is already being executed (worker pid {self.workers[run_id].spawned.pid})")
+        self._store.set_status(run_id, "running")
+        try:
+            worker, channel = workers.start(self._store, self.settings.state_dir, run_id, self.config,
+                                            workers.model_ports(self.config, self.settings.model_ports),
+                                            self.settings.group)
+        except SentinelError as exc:
+            self._store.set_status(run_id, "interrupted", error=f"worker could not start: {exc}")
+            raise
+        worker.conn = Conn(self, channel, worker=worker)
+        self.workers[run_id] = worker
+        self.sel.register(channel, selectors.EVENT_READ, ("conn", worker.conn))
+        self.sel.register(worker.spawned.pidfd, selectors.EVENT_READ, ("pidfd", run_id))
+        self._store.audit("worker_started", {"run_id": run_id, "agent": worker.agent.name, "uid": worker.uid,
+                                             "pid": worker.spawned.pid, "applied": worker.spawned.applied,
+                                             "missing": worker.spawned.missing})
+        return worker
+
+    def exited(self, run_id: str) -> None:
+        worker = self.workers.pop(run_id)
+        self.sel.unregister(worker.spawned.pidfd)
+        code = worker.spawned.reap()
+        if worker.conn is not None and not worker.conn.closed:
+            self.readable(worker.conn)  # what it wrote before exiting
+            worker.conn.close()
+        row = workers.run_row(self._store, run_id)
+        if row["status"] == "running":
+            why = worker.error or f"worker exited with code {code}"
+            self._store.set_status(run_id, "interrupted", error=why)
+        self._store.audit("worker_exited", {"run_id": run_id, "code": code, "pid": worker.spawned.pid})
+        if worker.relaunch and row["status"] == "waiting_approval" and not self._store.pending_approvals(run_id):
+            try:
+                self.launch(run_id)  # the watchers stay and follow the new worker
+                return
+            except SentinelError:
+                pass
+        outcome = ops.outcome(self._store, run_id)
+        for watch in self.watchers.pop(run_id, []):
+            watch.conn.finish(protocol.reply(outcome))
+
+    def relay(self, run_id: str, event: dict[str, Any]) -> None:
+        for watch in self.watchers.get(run_id, []):
+            watch.event(event)
+
+    def watch(self, conn: Conn, run_id: str, since_seq: int = 0) -> None:
+        self.watchers.setdefault(run_id, []).append(ops.Watch(conn, since_seq))
+
+    def cancel(self, run_id: str) -> bool:
+        worker = self.workers.get(run_id)
+        if worker is None:
+            return False
+        worker.spawned.kill()
+        return True
+
+    # -- shutdown -------------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        for run_id, worker in list(self.workers.items()):
+            worker.relaunch = False
+            worker.spawned.kill()
+            self.exited(run_id)
+        if self.listener is not None:
+            self.listener.close()
+            try:
+                if stat.S_ISSOCK(os.lstat(self.settings.socket_path).st_mode):
+                    os.unlink(self.settings.socket_path)
+            except OSError:
+                pass
+        if self.store is not None:
+            self.store.close()
+
+
+# -- state, group and socket set-up ---------------------------------------------------------------------
+
+def _system_config() -> Any:
+    from sentinel import config as config_mod
+
+    return config_mod.load(layout.etc_dir())
+
+
+def open_store(state_dir: Path) -> Store:
+    """The supervisor database: root-only directory (0700) and files (0600)."""
+    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = os.lstat(state_dir)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
+        raise UsageError(f"{state_dir}: must be a directory owned by root")
+    os.chmod(state_dir, 0o700)
+    store = Store.open(layout.db_path(state_dir))
+    for suffix in ("", "-wal", "-shm"):
+        path = Path(f"{layout.db_path(state_dir)}{suffix}")
+        if path.exists():
+            os.chmod(path, 0o600)
+    return store
+
+
+def ensure_group(name: str) -> int:
+    """The operator group's gid, creating the (system) group if it does not exist."""
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        pass
+    proc = subprocess.run(["groupadd", "--system", name], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise UsageError(f"cannot create operator group {name!r}: {proc.stderr.strip()}")
+    return grp.getgrnam(name).gr_gid
+
+
+def listen(path: Path, gid: int) -> socket.socket:
+    """Bind the operator socket: root:<operators> 0660, in a directory other users cannot replace."""
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, mode=0o750)
+        os.chown(path.parent, 0, gid)
+        os.chmod(path.parent, 0o750)
+    _clear_stale(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chown(path, 0, gid)
+    os.chmod(path, 0o660)
+    sock.listen(64)
+    sock.setblocking(False)
+    return sock
+
+
+def _clear_stale(path: Path) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        raise UsageError(f"{path} exists and is not a socket")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+        raise UsageError(f"a supervisor is already listening on {path}")
+    except (ConnectionRefusedError, FileNotFoundError):
+        os.unlink(path)
+    finally:
+        probe.close()

@@ -1,0 +1,97 @@
+"""The worker's side of its channel to the supervisor: a Store for its own run, and event relay.
+
+    channel = Channel(sock)                 # the socket pair end the worker inherited
+    store = RemoteStore(channel, run_id)    # what AgentLoop uses as deps.store in system mode
+
+Every call is one request frame and one reply frame. The supervisor answers only what a worker may
+ask about its own run (status, its approvals, consume, audit); it never resolves an approval for a
+worker, so no code running as the agent's user can approve anything.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import asdict, fields
+from typing import Any
+
+from sentinel.engine.store import Approval
+from sentinel.errors import NotFound, SentinelError, UsageError
+from sentinel.supervisor import protocol
+
+_APPROVAL_FIELDS = {f.name for f in fields(Approval)}
+
+
+class Refused(SentinelError):
+    """The supervisor refused a worker request."""
+
+
+class Channel:
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+
+    def call(self, op: str, **args: Any) -> Any:
+        protocol.send(self.sock, {"op": op, **args})
+        answer = protocol.recv(self.sock)
+        if answer is None:
+            raise SentinelError("the supervisor closed the worker channel")
+        if answer.get("ok"):
+            return answer.get("result")
+        error = answer.get("error", "refused")
+        raise {"not_found": NotFound, "usage": UsageError}.get(answer.get("kind"), Refused)(error)
+
+    def emit(self, event: dict[str, Any]) -> None:
+        """Relay one journal event (no reply)."""
+        try:
+            protocol.send(self.sock, {"op": "event", "event": event})
+        except OSError:
+            pass  # the journal is the source of truth; a lost relay only costs a live view
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _approval(data: dict[str, Any] | None) -> Approval | None:
+    if data is None:
+        return None
+    return Approval(**{k: v for k, v in data.items() if k in _APPROVAL_FIELDS})
+
+
+class RemoteStore:
+    """The subset of sentinel.engine.store.Store that AgentLoop uses, answered by the supervisor."""
+
+    def __init__(self, channel: Channel, run_id: str):
+        self.channel = channel
+        self.run_id = run_id
+
+    def set_status(self, run_id: str, status: str, *, output: str | None = None, error: str | None = None) -> None:
+        self.channel.call("set_status", run_id=run_id, status=status, output=output, error=error)
+
+    def approval_for_call(self, run_id: str, call_id: str) -> Approval | None:
+        return _approval(self.channel.call("approval_for_call", run_id=run_id, call_id=call_id))
+
+    def submit_approval(self, run_id: str, call_id: str, tool: str, arguments: dict[str, Any], reason: str,
+                        ttl_s: float | None = None) -> Approval:
+        return _approval(self.channel.call("submit_approval", run_id=run_id, call_id=call_id, tool=tool,
+                                           arguments=arguments, reason=reason, ttl_s=ttl_s))
+
+    def get_approval(self, approval_id: str) -> Approval:
+        return _approval(self.channel.call("get_approval", approval_id=approval_id))
+
+    def pending_approvals(self, run_id: str | None = None) -> list[Approval]:
+        return [_approval(a) for a in self.channel.call("pending_approvals", run_id=run_id or self.run_id)]
+
+    def expire(self) -> None:
+        self.channel.call("expire")
+
+    def consume(self, approval_id: str, digest: str) -> bool:
+        return bool(self.channel.call("consume", approval_id=approval_id, digest=digest))
+
+    def audit(self, kind: str, record: dict[str, Any]) -> None:
+        self.channel.call("audit", kind=kind, record=record)
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+def approval_dict(approval: Approval | None) -> dict[str, Any] | None:
+    return asdict(approval) if approval is not None else None

@@ -1,0 +1,99 @@
+"""The worker channel and the approval queue, without root: a worker may touch only its own run and can
+never resolve an approval; approvals keep their invariants (once, exact payload, denied/expired never)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from sentinel.engine.store import Store, call_digest
+from sentinel.supervisor import protocol, registry
+from sentinel.supervisor.workers import Worker, handle
+
+ARGS = {"command": "echo hi"}
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store.open(tmp_path / "sup.db")
+    for run_id in ("r-mine", "r-other"):
+        s.create_run(run_id, agent="a", task="t", model="fake/m", workspace=tmp_path, run_dir=tmp_path / run_id)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def worker():
+    agent = registry.Agent("a", "A", "a", 1234, "/home/a", "setup", 0.0)
+    return Worker("r-mine", agent, 1234, "/home/a", spawned=None)  # type: ignore[arg-type]
+
+
+def ask(store, worker, op, **args):
+    return handle(store, worker, {"op": op, **args}, lambda run_id, event: None)
+
+
+def submit(store, worker, call_id="c1", run_id="r-mine", args=ARGS):
+    return ask(store, worker, "submit_approval", run_id=run_id, call_id=call_id, tool="bash", arguments=args,
+               reason="needs approval")
+
+
+@pytest.mark.parametrize("op", ["resolve", "approve", "deny", "start", "cancel", "status", "sql", None])
+def test_a_worker_can_never_resolve_or_operate(store, worker, op):
+    a = submit(store, worker)["result"]
+    answer = ask(store, worker, op, approval_id=a["id"], approved=True, ident=a["id"])
+    assert answer["ok"] is False and answer["kind"] == "denied"
+    assert store.get_approval(a["id"]).status == "pending"
+    assert any(r["kind"] == "worker_refused" for r in store.audit_records("r-mine"))
+
+
+def test_a_worker_touches_only_its_own_run(store, worker):
+    foreign = store.submit_approval("r-other", "c9", "bash", ARGS, "x")
+    store.resolve(foreign.id, True, "root")
+    assert submit(store, worker, run_id="r-other")["kind"] == "denied"
+    assert ask(store, worker, "set_status", run_id="r-other", status="done")["kind"] == "denied"
+    assert ask(store, worker, "get_approval", approval_id=foreign.id)["kind"] == "not_found"
+    assert ask(store, worker, "consume", approval_id=foreign.id, digest=foreign.digest)["kind"] == "not_found"
+    assert store.get_approval(foreign.id).status == "approved"
+    assert ask(store, worker, "set_status", status="cancelled")["kind"] == "denied"
+    ask(store, worker, "audit", kind="decision", record={"run_id": "r-other", "x": 1})
+    assert store.audit_records("r-other") == []
+
+
+def test_duplicate_submit_makes_no_second_approval(store, worker):
+    first, second = submit(store, worker)["result"], submit(store, worker)["result"]
+    assert first["id"] == second["id"]
+    assert store.conn.execute("SELECT COUNT(*) FROM approvals WHERE run_id='r-mine'").fetchone()[0] == 1
+
+
+def test_consumed_once_and_only_for_the_approved_payload(store, worker):
+    a = submit(store, worker)["result"]
+    store.resolve(a["id"], True, "root")
+    other = call_digest("bash", {"command": "rm -rf ~"})
+    assert ask(store, worker, "consume", approval_id=a["id"], digest=other)["result"] is False
+    digest = call_digest("bash", ARGS)
+    assert [ask(store, worker, "consume", approval_id=a["id"], digest=digest)["result"] for _ in range(3)] == \
+        [True, False, False]
+
+
+def test_denied_and_expired_are_never_consumed(store, worker):
+    denied = submit(store, worker, call_id="c1")["result"]
+    store.resolve(denied["id"], False, "root", "no")
+    expiring = handle(store, worker, {"op": "submit_approval", "call_id": "c2", "tool": "bash", "arguments": ARGS,
+                                      "reason": "r", "ttl_s": 0.01}, lambda *a: None)["result"]
+    time.sleep(0.05)
+    digest = call_digest("bash", ARGS)
+    for a in (denied, expiring):
+        assert ask(store, worker, "consume", approval_id=a["id"], digest=digest)["result"] is False
+    with pytest.raises(Exception, match="expired"):
+        store.resolve(expiring["id"], True, "root")
+
+
+def test_frames_round_trip_and_garbage_is_refused():
+    decoder = protocol.Decoder()
+    data = protocol.encode({"op": "x", "n": 1}) + protocol.encode({"op": "y"})
+    assert decoder.feed(data[:5]) == [] and [m["op"] for m in decoder.feed(data[5:])] == ["x", "y"]
+    with pytest.raises(protocol.ProtocolError):
+        protocol.Decoder().feed(b"\x00\x00\x00\x02[]")
+    with pytest.raises(protocol.ProtocolError):
+        protocol.Decoder().feed(b"\xff\xff\xff\xff")
