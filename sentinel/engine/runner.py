@@ -69,7 +69,7 @@ class Engine:
         run = Run.create(run_dir, {"id": run_id, "task": task, "agent": profile.name, "model": model_name,
                                    "workspace": str(ws), "mission": mission or profile.mission or "",
                                    "parent_id": parent_id})
-        return self._execute(run, profile, listener, first_task=task)
+        return self._execute(run, profile, listener)
 
     def resume(self, run_id: str, listener: Listener | None = None) -> Outcome:
         row = self.store.get_run(run_id)
@@ -133,8 +133,7 @@ class Engine:
 
     # -- internals ------------------------------------------------------------
 
-    def _execute(self, run: Run, profile: profiles.AgentProfile, listener: Listener | None,
-                 first_task: str | None = None) -> Outcome:
+    def _execute(self, run: Run, profile: profiles.AgentProfile, listener: Listener | None) -> Outcome:
         from sentinel.worker.setup import build_deps, initial_messages
         from sentinel.worker.loop import AgentLoop
 
@@ -142,8 +141,8 @@ class Engine:
             if listener:
                 run.listeners.append(listener)
             deps = build_deps(self.config, self.home, profile, run.state, self.store)
-            if first_task is not None:
-                run.record(*initial_messages(self.home, profile, deps, first_task))
+            if not run.state.messages:  # new, or stopped between `created` and its first messages
+                run.record(*initial_messages(self.home, profile, deps, run.state.task))
             AgentLoop(run, deps).execute()
             state = run.state
         approval = next(iter(a.id for a in self.store.pending_approvals(state.id)), None)

@@ -67,5 +67,30 @@ def resolve(name: str, config: "Config") -> ModelClient:
 
 
 def for_run(name: str, config: "Config", *, run_id: str, agent: str) -> ModelClient:
-    """The client a run's worker uses. Muzzle takes this seam over (issue 5)."""
-    return resolve(name, config)
+    """The client a run's worker uses: an OpenAI-compatible client pointed at Muzzle with a run token.
+
+    System mode: the supervisor issued the token and passed SENTINEL_MODEL_BASE_URL and
+    SENTINEL_MODEL_TOKEN; the worker only ever holds those (DESIGN property 4). Local mode:
+    an in-process Muzzle on an ephemeral loopback port, started on first use. With
+    `muzzle.enabled: false` the backend is used directly (no inspection, no log).
+    """
+    base_url, token = os.environ.get("SENTINEL_MODEL_BASE_URL"), os.environ.get("SENTINEL_MODEL_TOKEN")
+    if base_url and token:
+        from sentinel.models.openai_compat import OpenAICompatClient
+
+        return OpenAICompatClient(name, name, base_url, token, timeout_s=config.limits.model_timeout_s)
+    if not config.muzzle.enabled:
+        return resolve(name, config)
+    _check(name, config)
+    from sentinel.muzzle import client_for_run
+
+    return client_for_run(name, config, run_id=run_id, agent=agent)
+
+
+def _check(name: str, config: "Config") -> None:
+    """A name that can never work is a usage error before the run calls Muzzle."""
+    provider, model = split(name)
+    if provider == "scripted":
+        script_path(model)
+    elif provider != "local" and config.provider(provider) is None:
+        resolve(name, config)  # raises the unknown-provider error

@@ -1,13 +1,72 @@
-"""Muzzle's section of config.yaml (owned by sentinel/muzzle)."""
+"""Muzzle's section of config.yaml (owned by sentinel/muzzle).
+
+    muzzle:
+      enabled: true                 # route every run's model calls through Muzzle
+      host: 127.0.0.1               # `sentinel muzzle serve` listen address
+      port: 8787
+      token_ttl_s: 86400            # lifetime of a run token
+      budgets: {run_tokens: 2000000, agent_daily_tokens: null}
+      redact:
+        - {name: internal_host_key, pattern: 'ik_[a-z0-9]{24}'}
+      block:
+        - {id: no-rm-root, pattern: 'rm -rf /(\\s|$)', on: response, message: destructive command}
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
-class MuzzleSettings(BaseModel):
+class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+
+def _check_regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression ({exc})") from None
+    return value
+
+
+class RedactPattern(_Strict):
+    name: str = Field(description="Kind shown in the placeholder, e.g. [REDACTED:<name>:1a2b3c4d].",
+                      pattern=r"^[a-z0-9_]{1,40}$")
+    pattern: str = Field(description="Python regex; a named group `secret` limits what is replaced.")
+
+    _check = field_validator("pattern")(_check_regex)
+
+
+class BlockRule(_Strict):
+    id: str = Field(description="Rule id shown to the caller and in the log.")
+    pattern: str = Field(description="Python regex searched in message text (case-sensitive unless (?i)).")
+    on: Literal["request", "response", "both"] = Field("both", description="Which direction the rule inspects.")
+    message: str = Field("", description="Why; shown to the caller with the rule id.")
+
+    _check = field_validator("pattern")(_check_regex)
+
+
+class Budgets(_Strict):
+    run_tokens: int | None = Field(None, ge=0, description="Tokens (in + out) one run may spend; null: no limit.")
+    agent_daily_tokens: int | None = Field(None, ge=0, description="Tokens one agent may spend per UTC day.")
+
+
+class MuzzleSettings(_Strict):
     enabled: bool = Field(True, description="Route every model call of a run through Muzzle.")
     host: str = Field("127.0.0.1", description="Listen address of `sentinel muzzle serve`.")
-    port: int = Field(8787, description="Listen port of `sentinel muzzle serve`.")
+    port: int = Field(8787, ge=0, le=65535, description="Listen port of `sentinel muzzle serve`.")
+    token_ttl_s: float = Field(86400.0, gt=0, description="Lifetime of a run token issued by the engine.")
+    budgets: Budgets = Field(default_factory=Budgets, description="Default budgets of run tokens.")
+    redact: list[RedactPattern] = Field(default_factory=list, description="Extra secret patterns to redact.")
+    redact_responses: bool = Field(True, description="Also redact secrets the model echoes (they are flagged either way).")
+    block: list[BlockRule] = Field(default_factory=list, description="Deny requests or responses matching a pattern.")
+    log_path: str | None = Field(None, description="JSONL call log (default: <state>/muzzle.jsonl).")
+    state_dir: str | None = Field(None, description="Token store directory (default: $SENTINEL_HOME/state; "
+                                                    "system mode: /var/lib/sentinel-muzzle).")
+    keys_file: str | None = Field(None, description="env-style file of upstream keys read by Muzzle only "
+                                                    "(system mode default: /etc/sentinel/muzzle/keys.env).")
+    upstream_timeout_s: float = Field(300.0, gt=0, description="Seconds to wait for an upstream answer.")
+    connect_timeout_s: float = Field(10.0, gt=0, description="Seconds to wait for an upstream connection.")

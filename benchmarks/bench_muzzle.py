@@ -1,0 +1,329 @@
+"""Muzzle benchmark: the overhead of the proxy against a zero-latency upstream, and the LiteLLM proxy as a peer.
+
+    /opt/sentinel/venv/bin/python benchmarks/bench_muzzle.py [--calls 1000] [--streams 1000]
+
+Every server runs in its own process on loopback: the upstream (a bare ASGI app
+answering instantly, 20 content chunks per stream), `sentinel muzzle serve`,
+and, when it is installed (in /opt/litellm-venv, or --litellm PATH), `litellm`
+with the same upstream. The same client measures all targets, interleaved
+call by call so drift hits them equally:
+
+  - added latency p50/p99 of non-streaming calls (target minus direct)
+  - added time to first content chunk of streaming calls
+  - throughput and errors with 50 concurrent streams
+
+Muzzle does its full work on every call: token lookup and budget check
+(SQLite), outbound redaction, inbound stream inspection, one log line, and
+charging the run. LiteLLM runs with a master key and no database.
+Targets: < 3 ms added at p50, no errors at 50 concurrent streams, less overhead than LiteLLM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+UPSTREAM_APP = r'''
+import json, time
+CHUNKS = 20
+def _completion():
+    return {"id": "c1", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello " * CHUNKS},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": CHUNKS, "total_tokens": 12 + CHUNKS}}
+WHOLE = json.dumps(_completion()).encode()
+def _sse():
+    base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    out = [dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""}}])]
+    out += [dict(base, choices=[{"index": 0, "delta": {"content": "hello "}}]) for _ in range(CHUNKS)]
+    out.append(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}]))
+    out.append(dict(base, choices=[], usage={"prompt_tokens": 12, "completion_tokens": CHUNKS, "total_tokens": 32}))
+    return [b"data: " + json.dumps(c).encode() + b"\n\n" for c in out] + [b"data: [DONE]\n\n"]
+EVENTS = _sse()
+MODELS = json.dumps({"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "bench"}]}).encode()
+
+async def app(scope, receive, send):
+    if scope["type"] == "lifespan":
+        while True:
+            msg = await receive()
+            if msg["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            else:
+                await send({"type": "lifespan.shutdown.complete"}); return
+    body = b""
+    while True:
+        msg = await receive()
+        body += msg.get("body", b"")
+        if not msg.get("more_body"):
+            break
+    if scope["method"] == "GET":
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": MODELS}); return
+    if json.loads(body).get("stream"):
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        for ev in EVENTS:
+            await send({"type": "http.response.body", "body": ev, "more_body": True})
+        await send({"type": "http.response.body", "body": b""}); return
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": WHOLE})
+
+if __name__ == "__main__":
+    import sys, uvicorn
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
+'''
+
+MESSAGES = [{"role": "system", "content": "You are a helpful assistant. " * 20},
+            {"role": "user", "content": "Summarise the following notes.\n" + "The build passed on Tuesday. " * 30}]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(port: int, path: str, timeout_s: float, proc: subprocess.Popen, headers: dict | None = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server on port {port} exited with {proc.returncode}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", path, headers=headers or {})
+            if conn.getresponse().status < 500:
+                conn.close()
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"server on port {port} did not start in {timeout_s:.0f}s")
+
+
+class Target:
+    def __init__(self, name: str, port: int, prefix: str, key: str, model: str):
+        self.name, self.port, self.prefix, self.key, self.model = name, port, prefix, key, model
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+    def _post(self, stream: bool) -> http.client.HTTPResponse:
+        body = json.dumps({"model": self.model, "messages": MESSAGES, "stream": stream})
+        self.conn.request("POST", f"{self.prefix}/chat/completions", body,
+                          {"Content-Type": "application/json", "Authorization": f"Bearer {self.key}"})
+        return self.conn.getresponse()
+
+    def whole(self) -> float:
+        t = time.perf_counter()
+        resp = self._post(False)
+        data = resp.read()
+        elapsed = time.perf_counter() - t
+        assert resp.status == 200 and b"hello" in data, (self.name, resp.status, data[:200])
+        return elapsed
+
+    def first_token(self) -> float:
+        t = time.perf_counter()
+        resp = self._post(True)
+        assert resp.status == 200, (self.name, resp.status, resp.read()[:200])
+        ttft = None
+        while True:
+            line = resp.readline()
+            if not line:
+                break
+            if ttft is None and line.startswith(b"data: {") and b'"content":"hello' in line.replace(b" ", b"")[:4096]:
+                ttft = time.perf_counter() - t
+        assert ttft is not None, self.name
+        return ttft
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def interleaved(targets: list[Target], n: int, fn: str) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {t.name: [] for t in targets}
+    for t in targets:  # warm up connections, caches and code paths
+        for _ in range(30):
+            getattr(t, fn)()
+    for _ in range(n):
+        for t in targets:
+            out[t.name].append(getattr(t, fn)() * 1000)
+    return out
+
+
+async def _throughput(target: Target, streams: int, concurrency: int) -> dict[str, float]:
+    import httpx
+
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    headers = {"Authorization": f"Bearer {target.key}"}
+    body = {"model": target.model, "messages": MESSAGES, "stream": True}
+    errors, durations, left = 0, [], [streams]
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{target.port}{target.prefix}", limits=limits,
+                                 timeout=60) as client:
+        async def worker() -> None:
+            nonlocal errors
+            while left[0] > 0:
+                left[0] -= 1
+                t = time.perf_counter()
+                try:
+                    async with client.stream("POST", "/chat/completions", json=body, headers=headers) as resp:
+                        text = "".join([line async for line in resp.aiter_lines()])
+                    if resp.status_code != 200 or "[DONE]" not in text or text.count("hello") < 20:
+                        errors += 1
+                except Exception:  # noqa: BLE001 - counted
+                    errors += 1
+                durations.append(time.perf_counter() - t)
+
+        began = time.perf_counter()
+        await asyncio.gather(*[worker() for _ in range(concurrency)])
+        wall = time.perf_counter() - began
+    return {"streams": streams, "wall": wall, "errors": errors, "durations": durations}
+
+
+def throughput(targets: list[Target], streams: int, concurrency: int, rounds: int = 5) -> dict[str, dict]:
+    """Rounds alternate between targets, so a noisy neighbour slows them all alike."""
+    runs: dict[str, list[dict]] = {t.name: [] for t in targets}
+    for _ in range(rounds):
+        for t in targets:
+            runs[t.name].append(asyncio.run(_throughput(t, max(concurrency, streams // rounds), concurrency)))
+    out = {}
+    for name, parts in runs.items():
+        durations = [d for p in parts for d in p["durations"]]
+        out[name] = {"streams_per_s": sum(p["streams"] for p in parts) / sum(p["wall"] for p in parts),
+                     "errors": sum(p["errors"] for p in parts), "p50_ms": pct(durations, 50) * 1000,
+                     "p99_ms": pct(durations, 99) * 1000}
+    return out
+
+
+def start_upstream(root: Path, python: str) -> tuple[subprocess.Popen, int]:
+    app = root / "zero_upstream.py"
+    app.write_text(UPSTREAM_APP)
+    port = free_port()
+    proc = subprocess.Popen([python, str(app), str(port)], cwd=root)
+    wait_ready(port, "/v1/models", 30, proc)
+    return proc, port
+
+
+def start_muzzle(root: Path, upstream_port: int) -> tuple[subprocess.Popen, Target]:
+    import yaml
+
+    home = root / "muzzle-home"
+    home.mkdir()
+    (home / "config.yaml").write_text(yaml.safe_dump({"providers": {
+        "bench": {"base_url": f"http://127.0.0.1:{upstream_port}/v1", "api_key_env": "BENCH_UPSTREAM_KEY"}}}))
+    env = {**os.environ, "SENTINEL_HOME": str(home), "BENCH_UPSTREAM_KEY": "sk-bench-upstream-0123456789abcdef"}
+    token = subprocess.run([sys.executable, "-m", "sentinel", "muzzle", "token", "--agent", "bench",
+                            "--models", "bench/m", "--ttl", "2h"], env=env, check=True, capture_output=True,
+                           text=True).stdout.strip()
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "sentinel", "muzzle", "serve", "--port", str(port)], env=env,
+                            stderr=subprocess.DEVNULL)
+    wait_ready(port, "/healthz", 30, proc)
+    return proc, Target("muzzle", port, "/v1", token, "bench/m")
+
+
+def start_litellm(root: Path, exe: str, upstream_port: int) -> tuple[subprocess.Popen, Target]:
+    import yaml
+
+    cfg = root / "litellm.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "model_list": [{"model_name": "bench/m", "litellm_params": {
+            "model": "openai/m", "api_base": f"http://127.0.0.1:{upstream_port}/v1", "api_key": "sk-bench-upstream"}}],
+        "general_settings": {"master_key": "sk-bench-master"},
+        "litellm_settings": {"drop_params": True, "telemetry": False}}))
+    port = free_port()
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False",
+           "LITELLM_LOG": "ERROR", "DISABLE_SCHEMA_UPDATE": "True"}
+    log = open(root / "litellm.log", "w")
+    proc = subprocess.Popen([exe, "--config", str(cfg), "--host", "127.0.0.1", "--port", str(port),
+                             "--num_workers", "1"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
+    wait_ready(port, "/health/liveliness", 180, proc)
+    return proc, Target("litellm", port, "/v1", "sk-bench-master", "bench/m")
+
+
+def find_litellm(explicit: str | None) -> str | None:
+    for candidate in (explicit, "/opt/litellm-venv/bin/litellm", shutil.which("litellm")):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return None
+
+
+def report(targets: list[Target], whole: dict, ttft: dict, tput: dict) -> None:
+    d50, d99 = pct(whole["direct"], 50), pct(whole["direct"], 99)
+    t50, t99 = pct(ttft["direct"], 50), pct(ttft["direct"], 99)
+    print(f"\nnon-streaming latency, {len(whole['direct'])} calls each (ms)")
+    print(f"  {'target':<8} {'p50':>8} {'p99':>8} {'added p50':>10} {'added p99':>10}")
+    for t in targets:
+        w = whole[t.name]
+        print(f"  {t.name:<8} {pct(w, 50):8.2f} {pct(w, 99):8.2f} {pct(w, 50) - d50:10.2f} {pct(w, 99) - d99:10.2f}")
+    print(f"\nstreaming time to first content chunk, {len(ttft['direct'])} calls each (ms)")
+    print(f"  {'target':<8} {'p50':>8} {'p99':>8} {'added p50':>10} {'added p99':>10}")
+    for t in targets:
+        w = ttft[t.name]
+        print(f"  {t.name:<8} {pct(w, 50):8.2f} {pct(w, 99):8.2f} {pct(w, 50) - t50:10.2f} {pct(w, 99) - t99:10.2f}")
+    print("\n50 concurrent streams (21 chunks each), rounds interleaved between targets")
+    print(f"  {'target':<8} {'streams/s':>10} {'errors':>7} {'p50 ms':>8} {'p99 ms':>8}")
+    for t in targets:
+        r = tput[t.name]
+        print(f"  {t.name:<8} {r['streams_per_s']:10.1f} {r['errors']:7d} {r['p50_ms']:8.1f} {r['p99_ms']:8.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=1000, help="sequential calls per target and kind")
+    parser.add_argument("--streams", type=int, default=1000, help="streams per target in the concurrency test")
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--litellm", default=None, help="path of the litellm executable (default: /opt/litellm-venv)")
+    parser.add_argument("--no-litellm", action="store_true")
+    args = parser.parse_args()
+
+    procs: list[subprocess.Popen] = []
+    with tempfile.TemporaryDirectory(prefix="bench-muzzle-") as tmp:
+        root = Path(tmp)
+        try:
+            litellm = None if args.no_litellm else find_litellm(args.litellm)
+            # the upstream runs on the fastest interpreter at hand (uvloop/httptools if the peer's venv has them)
+            up_python = str(Path(litellm).parent / "python") if litellm else sys.executable
+            up_proc, up_port = start_upstream(root, up_python)
+            procs.append(up_proc)
+            targets = [Target("direct", up_port, "/v1", "unused", "m")]
+            proc, muzzle = start_muzzle(root, up_port)
+            procs.append(proc)
+            targets.append(muzzle)
+            if litellm:
+                try:
+                    proc, peer = start_litellm(root, litellm, up_port)
+                    procs.append(proc)
+                    targets.append(peer)
+                except RuntimeError as exc:
+                    print(f"note: LiteLLM proxy did not start ({exc}); see {root / 'litellm.log'}")
+            elif args.no_litellm:
+                print("note: --no-litellm: skipping the peer")
+            else:
+                print("note: LiteLLM not installed (python3 -m venv /opt/litellm-venv && "
+                      "/opt/litellm-venv/bin/pip install 'litellm[proxy]'); skipping the peer")
+            print(f"targets: {', '.join(t.name for t in targets)}; upstream python: {up_python}")
+            whole = interleaved(targets, args.calls, "whole")
+            ttft = interleaved(targets, max(1, args.calls // 2), "first_token")
+            tput = throughput(targets, args.streams, args.concurrency)
+            report(targets, whole, ttft, tput)
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+"""The listener: an OpenAI-compatible ASGI app (starlette) that authenticates, inspects, forwards and logs.
+
+    POST /v1/chat/completions   streaming (SSE) and not, tool calls included
+    GET  /v1/models             the models the caller's token may use
+    GET  /healthz               liveness, no token needed
+
+One call, in order: bearer token -> grant (401), body (400), model allowed
+(403), budget left (429), route (404), outbound inspection (403 when a block
+rule matches), upstream call (502/504 and upstream statuses), inbound
+inspection, answer, then one log line and the tokens charged to the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import math
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from sentinel.muzzle.calllog import CallLog, CallRecord
+from sentinel.muzzle.errors import MuzzleError, bad_request, unauthorized
+from sentinel.muzzle.inspect import Inspector, StreamInspector, tool_calls_of
+from sentinel.muzzle.layout import Credentials, Layout
+from sentinel.muzzle.redact import Finding, Redactor
+from sentinel.muzzle.tokens import Grant, TokenStore
+from sentinel.muzzle.upstream import Upstreams
+
+if TYPE_CHECKING:
+    from sentinel.config import Config
+
+JSON = "application/json"
+logger = logging.getLogger("sentinel.muzzle")
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def sse(obj: Any) -> bytes:
+    return b"data: " + dumps(obj) + b"\n\n"
+
+
+class Muzzle:
+    """One listener's state: token store, inspector, upstreams and call log."""
+
+    def __init__(self, config: "Config", layout: Layout, *, store: TokenStore | None = None):
+        self.config = config
+        self.layout = layout
+        self.store = store or TokenStore.open(layout.store_path)
+        credentials = Credentials(config, layout.keys_file)
+        extra = [(p.name, p.pattern) for p in config.muzzle.redact]
+        self.redactor = Redactor(self.store.redaction_key(), extra, credentials.known_secrets())
+        self.inspector = Inspector(self.redactor, config.muzzle)
+        self.upstreams = Upstreams(config, credentials)
+        self.log = CallLog(layout.log_path)
+
+    async def aclose(self) -> None:
+        await self.upstreams.aclose()
+        self.log.close()
+        self.store.close()
+
+    # -- checks -------------------------------------------------------------------
+
+    def authenticate(self, header: str | None) -> Grant:
+        scheme, _, token = (header or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise unauthorized("missing bearer token: a run's client sends its Muzzle run token as the API key")
+        grant = self.store.lookup(token.strip())
+        if grant is None:
+            raise unauthorized("unknown token")
+        if grant.revoked:
+            raise unauthorized("token revoked", "token_revoked")
+        if grant.expired:
+            raise unauthorized("token expired", "token_expired")
+        return grant
+
+    def authorize(self, grant: Grant, model: str) -> None:
+        if not grant.allows(model):
+            raise MuzzleError(403, "model_not_allowed",
+                              f"model {model!r} is not allowed for agent {grant.agent!r} "
+                              f"(allowed: {', '.join(grant.models) or 'none'})")
+        over = self.store.spent(grant).over(grant.budgets)
+        if over:
+            raise MuzzleError(429, "budget_exhausted", f"{over} for agent {grant.agent!r}, run {grant.run_id!r}")
+
+    # -- bookkeeping --------------------------------------------------------------
+
+    def note(self, rec: CallRecord, findings: list[Finding], inbound: bool) -> None:
+        if inbound:
+            rec.redactions_in += len(findings)
+        else:
+            rec.redactions_out += len(findings)
+        rec.redaction_kinds = sorted({*rec.redaction_kinds, *(f.kind for f in findings)})
+
+    def finish(self, rec: CallRecord, grant: Grant | None) -> None:
+        """The log line, and the call's tokens charged to the run and the agent."""
+        if rec.decision == "allowed" and (rec.redactions_out or rec.redactions_in):
+            rec.decision = "+".join(d for d, n in (("redacted", rec.redactions_out), ("flagged", rec.redactions_in)) if n)
+        if rec.error:
+            rec.error = self.redactor.redact(rec.error)[0]
+        self.log.write(rec)
+        if grant is not None and (rec.tokens_in or rec.tokens_out):
+            self.store.charge(grant, rec.tokens_in + rec.tokens_out)
+
+    def refuse(self, rec: CallRecord, grant: Grant | None, exc: MuzzleError) -> Response:
+        message = self.redactor.redact(exc.message)[0]
+        exc.message = message
+        rec.status, rec.decision, rec.error = exc.status, exc.decision, message
+        self.finish(rec, grant)
+        return Response(dumps(exc.body()), exc.status, headers=exc.headers(), media_type=JSON)
+
+    def usage(self, rec: CallRecord, usage: Any, body: dict[str, Any], out_chars: int) -> None:
+        usage = usage if isinstance(usage, dict) else {}
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        rec.usage_estimated = not isinstance(prompt, int) or not isinstance(completion, int)
+        rec.tokens_in = prompt if isinstance(prompt, int) else math.ceil(len(dumps(body["messages"])) / 4)
+        rec.tokens_out = completion if isinstance(completion, int) else math.ceil(out_chars / 4)
+
+    # -- handlers -----------------------------------------------------------------
+
+    async def chat(self, request: Request) -> Response:
+        rec, grant = CallRecord(), None
+        try:
+            grant = self.authenticate(request.headers.get("authorization"))
+            rec.agent, rec.run = grant.agent, grant.run_id
+            body = parse_body(await request.body())
+            rec.model, rec.stream = body["model"], bool(body.get("stream"))
+            self.authorize(grant, rec.model)
+            route = self.upstreams.route(rec.model)
+            rec.upstream = route.label
+            body, findings = self.inspector.request(body)
+            self.note(rec, findings, inbound=False)
+            if rec.stream:
+                return await self._stream(rec, grant, route, body)
+            return await self._whole(rec, grant, route, body)
+        except MuzzleError as exc:
+            return self.refuse(rec, grant, exc)
+
+    async def _whole(self, rec: CallRecord, grant: Grant, route: Any, body: dict[str, Any]) -> Response:
+        data = await self.upstreams.complete(route, body)
+        rec.mark_first_token()
+        self.note(rec, self.inspector.response(data), inbound=True)
+        rec.tool_calls = [{**c, "arguments": self.redactor.redact(c["arguments"])[0]} for c in tool_calls_of(data)]
+        out_chars = sum(len(str((c.get("message") or {}).get("content") or "")) for c in data["choices"]
+                        if isinstance(c, dict))
+        self.usage(rec, data.get("usage"), body, out_chars + sum(len(c["arguments"]) for c in rec.tool_calls))
+        data["model"] = rec.model
+        self.finish(rec, grant)
+        return Response(dumps(data), media_type=JSON)
+
+    async def _stream(self, rec: CallRecord, grant: Grant, route: Any, body: dict[str, Any]) -> Response:
+        want_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        upstream_body = body
+        if route.base_url is not None:  # ask for usage so budgets count real tokens; dropped if unasked
+            upstream_body = {**body, "stream_options": {**(body.get("stream_options") or {}), "include_usage": True}}
+        chunks = await self.upstreams.stream(route, upstream_body)
+        inspector = self.inspector.stream()
+        return StreamingResponse(self._relay(rec, grant, body, chunks, inspector, want_usage),
+                                 media_type="text/event-stream", headers={"cache-control": "no-cache"})
+
+    async def _relay(self, rec: CallRecord, grant: Grant, body: dict[str, Any],
+                     chunks: AsyncIterator[list[dict[str, Any]]],
+                     inspector: StreamInspector, want_usage: bool) -> AsyncIterator[bytes]:
+        last: dict[str, Any] | None = None
+        logged = False
+        try:
+            async for batch in chunks:  # one write per upstream read, not one per event
+                parts = []
+                for chunk in batch:
+                    last = chunk
+                    for out in inspector.process(chunk):
+                        if out.get("usage") and not out.get("choices") and not want_usage:
+                            continue
+                        if _carries_output(out):
+                            rec.mark_first_token()
+                        out["model"] = rec.model
+                        parts.append(sse(out))
+                if parts:
+                    yield b"".join(parts)
+            for out in inspector.finish(last):
+                yield sse({**out, "model": rec.model})
+            logged = self._stream_done(rec, grant, body, inspector)  # logged before the caller sees [DONE]
+            yield b"data: [DONE]\n\n"
+        except MuzzleError as exc:
+            exc.message = self.redactor.redact(exc.message)[0]
+            rec.status, rec.decision, rec.error = exc.status, exc.decision, exc.message
+            logged = self._stream_done(rec, grant, body, inspector)
+            yield sse(exc.body())
+        except (asyncio.CancelledError, GeneratorExit):
+            rec.status, rec.decision, rec.error = 499, "error:client_closed", "the caller went away mid-stream"
+            raise
+        except Exception as exc:  # a harness bug: the caller gets an error event, the log says what broke
+            logger.exception("muzzle: stream relay failed")
+            rec.status, rec.decision, rec.error = 500, "error:internal", f"internal error ({exc.__class__.__name__})"
+            logged = self._stream_done(rec, grant, body, inspector)
+            yield sse(MuzzleError(500, "internal_error", rec.error).body())
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _aclose(chunks)
+                if not logged:
+                    self._stream_done(rec, grant, body, inspector)
+
+    def _stream_done(self, rec: CallRecord, grant: Grant, body: dict[str, Any], inspector: StreamInspector) -> bool:
+        self.note(rec, inspector.findings, inbound=True)
+        rec.tool_calls = inspector.tool_calls
+        self.usage(rec, inspector.usage, body, inspector.text_chars)
+        self.finish(rec, grant)
+        return True
+
+    async def models(self, request: Request) -> Response:
+        try:
+            grant = self.authenticate(request.headers.get("authorization"))
+        except MuzzleError as exc:
+            return Response(dumps(exc.body()), exc.status, headers=exc.headers(), media_type=JSON)
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "muzzle"} for m in grant.models]
+        return Response(dumps({"object": "list", "data": data}), media_type=JSON)
+
+    async def health(self, request: Request) -> Response:
+        return Response(b'{"ok":true}', media_type=JSON)
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise bad_request("the request body is not JSON") from None
+    if not isinstance(body, dict):
+        raise bad_request("the request body must be a JSON object")
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        raise bad_request("`model` is required (provider/model)")
+    if not isinstance(body.get("messages"), list):  # an empty list is the upstream's to judge
+        raise bad_request("`messages` must be a list")
+    return body
+
+
+def _carries_output(chunk: dict[str, Any]) -> bool:
+    for choice in chunk.get("choices") or []:
+        delta = choice.get("delta") or {}
+        if delta.get("content") or delta.get("tool_calls"):
+            return True
+    return False
+
+
+async def _aclose(chunks: Any) -> None:
+    close = getattr(chunks, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
+
+
+def build_app(config: "Config", layout: Layout) -> Starlette:
+    muzzle = Muzzle(config, layout)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await muzzle.aclose()
+
+    app = Starlette(routes=[
+        Route("/v1/chat/completions", muzzle.chat, methods=["POST"]),
+        Route("/chat/completions", muzzle.chat, methods=["POST"]),
+        Route("/v1/models", muzzle.models, methods=["GET"]),
+        Route("/healthz", muzzle.health, methods=["GET"]),
+    ], lifespan=lifespan)
+    app.state.muzzle = muzzle
+    return app

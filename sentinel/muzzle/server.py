@@ -1,0 +1,135 @@
+"""Running the listener: `sentinel muzzle serve` in the foreground, or in-process on an ephemeral loopback port.
+
+The in-process listener (local mode) is uvicorn in a daemon thread, started on
+first use (never at import: the Leash launcher must fork before any thread
+exists) and stopped at interpreter exit. One per process; a different config
+or home replaces it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sentinel.errors import SentinelError
+from sentinel.muzzle.layout import Layout, local_layout
+
+if TYPE_CHECKING:
+    from sentinel.config import Config
+
+
+def _uvicorn_config(app: Any, *, quiet: bool, **kwargs: Any) -> Any:
+    import uvicorn
+
+    extra: dict[str, Any] = {"log_config": None} if quiet else {}
+    return uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_keep_alive=30,
+                          server_header=False, date_header=False, **extra, **kwargs)
+
+
+def serve(config: "Config", layout: Layout, host: str, port: int, *, on_ready: Any = None) -> None:
+    """Serve until interrupted (SIGINT/SIGTERM end it cleanly)."""
+    import uvicorn
+
+    from sentinel.muzzle.app import build_app
+
+    sock = bind(host, port)
+    server = uvicorn.Server(_uvicorn_config(build_app(config, layout), quiet=False))
+    if on_ready:
+        on_ready(f"http://{host}:{sock.getsockname()[1]}/v1")
+    server.run(sockets=[sock])
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto given explicitly: asyncio sets TCP_NODELAY only on sockets whose proto is IPPROTO_TCP,
+    # and without it every response waits out a 40 ms delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise SentinelError(f"muzzle: cannot listen on {host}:{port} ({exc.strerror})") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+class InProcessMuzzle:
+    """Muzzle on 127.0.0.1:<ephemeral> in a daemon thread of this process."""
+
+    def __init__(self, config: "Config", layout: Layout):
+        self.config = config
+        self.layout = layout
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and not self._server.should_exit
+
+    def start(self, timeout_s: float = 10.0) -> "InProcessMuzzle":
+        import uvicorn
+
+        from sentinel.muzzle.app import build_app
+
+        sock = bind("127.0.0.1", 0)
+        self.port = sock.getsockname()[1]
+        self._server = uvicorn.Server(_uvicorn_config(build_app(self.config, self.layout), quiet=True))
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
+                                        name="muzzle", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                sock.close()
+                raise SentinelError("muzzle: the in-process listener did not start")
+            time.sleep(0.002)
+        return self
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        self._thread = None
+
+
+_LOCK = threading.Lock()
+_CURRENT: dict[str, Any] = {}  # "muzzle": the running InProcessMuzzle, "key": what it was started for
+_AT_EXIT: list[bool] = []
+
+
+def ensure_local(config: "Config", home: Path | None = None) -> InProcessMuzzle:
+    """The in-process Muzzle for this config and home, started on first use."""
+    layout = local_layout(config, home)
+    key = f"{layout.config_root.resolve()}\0{config.model_dump_json()}"
+    with _LOCK:
+        current = _CURRENT.get("muzzle")
+        if current is not None and _CURRENT.get("key") == key and current.alive:
+            return current
+        if current is not None:
+            current.stop()
+        if not _AT_EXIT:
+            atexit.register(stop_local)
+            _AT_EXIT.append(True)
+        muzzle = InProcessMuzzle(config, layout).start()
+        _CURRENT.update(muzzle=muzzle, key=key)
+        return muzzle
+
+
+def stop_local() -> None:
+    with _LOCK:
+        current = _CURRENT.pop("muzzle", None)
+        _CURRENT.pop("key", None)
+    if current is not None:
+        current.stop()

@@ -1,0 +1,92 @@
+"""System mode setup for Muzzle: its own system user, a keys file only it can read, a private state directory.
+
+    /etc/sentinel/muzzle/            root:sentinel-muzzle 0750
+    /etc/sentinel/muzzle/keys.env    sentinel-muzzle 0600   upstream keys, `OPENAI_API_KEY=...` lines
+    /var/lib/sentinel-muzzle/        sentinel-muzzle 0700   token store, call log
+
+`setup()` is idempotent and never overwrites an existing keys file; `sentinel
+setup` (or the installer) calls it as root. The unit `installer/sentinel-muzzle.service`
+runs `sentinel muzzle serve --system` as that user. Files are created with
+O_NOFOLLOW and chowned through their descriptor, never by path.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from sentinel.errors import SentinelError
+from sentinel.muzzle.layout import SYSTEM_KEYS_FILE, SYSTEM_STATE_DIR, SYSTEM_USER
+
+KEYS_HEADER = """\
+# Upstream model API keys, read only by Muzzle (user sentinel-muzzle). One NAME=value per line;
+# NAME is a provider's `api_key_env` in /etc/sentinel/config.yaml, e.g.
+# OPENAI_API_KEY=sk-...
+# OPENROUTER_API_KEY=sk-or-...
+# Workers never see these: they get Muzzle's URL and a per-run token. Restart Muzzle after editing.
+"""
+
+
+@dataclass(frozen=True)
+class SystemSetup:
+    user: str
+    uid: int
+    gid: int
+    keys_file: Path
+    state_dir: Path
+
+
+def ensure_user(user: str = SYSTEM_USER, home: Path = SYSTEM_STATE_DIR) -> pwd.struct_passwd:
+    """Muzzle's system user (no login shell, no password); created if missing."""
+    try:
+        return pwd.getpwnam(user)
+    except KeyError:
+        pass
+    useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+    nologin = shutil.which("nologin") or "/usr/sbin/nologin"
+    proc = subprocess.run([useradd, "--system", "--user-group", "--no-create-home", "--home-dir", str(home),
+                           "--shell", nologin, "--comment", "Sentinel Muzzle model proxy", user],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SentinelError(f"useradd {user}: {proc.stderr.strip() or f'exit {proc.returncode}'}")
+    return pwd.getpwnam(user)
+
+
+def _dir(path: Path, uid: int, gid: int, mode: int) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fchown(fd, uid, gid)
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def _keys_file(path: Path, uid: int, gid: int) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        os.write(fd, KEYS_HEADER.encode())
+    except FileExistsError:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fchown(fd, uid, gid)
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def setup(*, user: str = SYSTEM_USER, keys_file: Path = SYSTEM_KEYS_FILE,
+          state_dir: Path = SYSTEM_STATE_DIR) -> SystemSetup:
+    """Create (or repair the modes of) Muzzle's user, keys file and state directory. Needs root."""
+    if os.geteuid() != 0:
+        raise SentinelError("muzzle system setup needs root (sudo sentinel muzzle setup-system)")
+    entry = ensure_user(user, state_dir)
+    keys_file.parent.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    _dir(keys_file.parent, 0, entry.pw_gid, 0o750)
+    _keys_file(keys_file, entry.pw_uid, entry.pw_gid)
+    _dir(state_dir, entry.pw_uid, entry.pw_gid, 0o700)
+    return SystemSetup(user, entry.pw_uid, entry.pw_gid, keys_file, state_dir)

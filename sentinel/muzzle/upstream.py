@@ -1,0 +1,324 @@
+"""Upstreams: route `provider/model` to an OpenAI-compatible endpoint or an in-process backend, and call it.
+
+HTTP upstreams share one `httpx.AsyncClient` (a pooled, keep-alive connection
+per upstream) and stream SSE through as it arrives. The embedded local model
+and the scripted model run in a worker thread via `sentinel.models.resolve`, so
+the event loop never blocks; their output is shaped like an upstream's.
+
+Both kinds answer in one shape: `complete()` returns a chat.completion dict and
+`stream()` an async iterator of chat.completion.chunk dicts. Every failure is a
+MuzzleError with the status the caller should see; messages never carry a key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+import httpx
+
+from sentinel.errors import SentinelError
+from sentinel.muzzle.errors import MuzzleError, bad_request
+
+if TYPE_CHECKING:
+    from sentinel.config import Config
+    from sentinel.muzzle.layout import Credentials
+
+IN_PROCESS = ("local", "scripted")
+
+
+@dataclass(frozen=True)
+class Route:
+    name: str
+    provider: str
+    model: str
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+
+    @property
+    def label(self) -> str:
+        """What the log names as the upstream: never a key."""
+        return f"{self.provider} (in-process)" if self.base_url is None else f"{self.provider} {self.base_url}"
+
+
+def split_name(name: Any) -> tuple[str, str]:
+    if not isinstance(name, str):
+        raise bad_request("`model` must be a string naming provider/model")
+    provider, sep, model = name.partition("/")
+    if not sep or not provider or not model:
+        raise bad_request(f"model {name!r}: expected provider/model, e.g. ollama/qwen3:4b", "model_not_found")
+    return provider, model
+
+
+class Upstreams:
+    def __init__(self, config: "Config", credentials: "Credentials"):
+        self.config = config
+        self.credentials = credentials
+        self._http: httpx.AsyncClient | None = None
+        self._backends: dict[str, Any] = {}
+        self._locks: dict[str, threading.Lock] = {}
+
+    def route(self, name: str) -> Route:
+        provider, model = split_name(name)
+        if provider in IN_PROCESS:
+            return Route(name, provider, model)
+        cfg = self.config.provider(provider)
+        if cfg is None:
+            raise MuzzleError(404, "model_not_found", f"model {name!r}: unknown provider {provider!r}")
+        return Route(name, provider, model, cfg.base_url.rstrip("/"), self.credentials.key_for(provider))
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        if self._http is None:
+            s = self.config.muzzle
+            self._http = httpx.AsyncClient(
+                timeout=httpx.Timeout(s.upstream_timeout_s, connect=s.connect_timeout_s),
+                limits=httpx.Limits(max_connections=512, max_keepalive_connections=128, keepalive_expiry=30),
+                follow_redirects=False, trust_env=False)
+        return self._http
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    # -- calls ------------------------------------------------------------------
+
+    async def complete(self, route: Route, body: dict[str, Any]) -> dict[str, Any]:
+        if route.base_url is None:
+            return await self._in_process(route, body)
+        return await self._http_complete(route, body)
+
+    async def stream(self, route: Route, body: dict[str, Any]) -> AsyncIterator[list[dict[str, Any]]]:
+        """Batches of chunks (all that one network read brought); the first batch is fetched before
+        returning, so a failure to start is a proper status."""
+        source = self._in_process_stream(route, body) if route.base_url is None else self._http_stream(route, body)
+        first = await _first(source)
+        return _prepend(first, source)
+
+    # -- HTTP -------------------------------------------------------------------
+
+    def _request(self, route: Route, body: dict[str, Any]) -> httpx.Request:
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        if route.api_key:
+            headers["authorization"] = f"Bearer {route.api_key}"
+        data = json.dumps({**body, "model": route.model}, ensure_ascii=False, separators=(",", ":")).encode()
+        return self.http.build_request("POST", f"{route.base_url}/chat/completions", content=data, headers=headers)
+
+    async def _send(self, route: Route, body: dict[str, Any], stream: bool) -> httpx.Response:
+        try:
+            try:
+                return await self.http.send(self._request(route, body), stream=stream)
+            except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
+                # a pooled connection the upstream had just closed, or a full accept queue: once more, fresh
+                return await self.http.send(self._request(route, body), stream=stream)
+        except httpx.TimeoutException:
+            raise MuzzleError(504, "upstream_timeout", f"upstream {route.label}: timed out") from None
+        except httpx.HTTPError as exc:
+            raise MuzzleError(502, "upstream_unreachable",
+                              f"upstream {route.label}: cannot reach it ({exc.__class__.__name__})") from None
+
+    async def _http_complete(self, route: Route, body: dict[str, Any]) -> dict[str, Any]:
+        resp = await self._send(route, body, stream=False)
+        if resp.status_code != 200:
+            raise upstream_status(route, resp.status_code, resp.content)
+        data = _json_or_none(resp.content)
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+            raise MuzzleError(502, "upstream_bad_response",
+                              f"upstream {route.label} answered with something that is not a chat completion")
+        return data
+
+    async def _http_stream(self, route: Route, body: dict[str, Any]) -> AsyncIterator[list[dict[str, Any]]]:
+        resp = await self._send(route, body, stream=True)
+        try:
+            if resp.status_code != 200:
+                raise upstream_status(route, resp.status_code, await resp.aread())
+            if "text/event-stream" not in resp.headers.get("content-type", ""):
+                data = _json_or_none(await resp.aread())  # some servers ignore `stream`: reshape a whole answer
+                if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+                    raise MuzzleError(502, "upstream_bad_response",
+                                      f"upstream {route.label} answered with something that is not a chat completion")
+                yield completion_to_chunks(data)
+                return
+            async for batch in _sse_batches(route, resp):
+                yield batch
+        except httpx.TimeoutException:
+            raise MuzzleError(504, "upstream_timeout", f"upstream {route.label}: timed out mid-stream") from None
+        except httpx.HTTPError as exc:
+            raise MuzzleError(502, "upstream_unreachable",
+                              f"upstream {route.label}: stream broke ({exc.__class__.__name__})") from None
+        finally:
+            await resp.aclose()
+
+    # -- in-process backends -----------------------------------------------------
+
+    def backend(self, route: Route) -> Any:
+        if route.name not in self._backends:
+            from sentinel.models import resolve
+
+            try:
+                self._backends[route.name] = resolve(route.name, self.config)
+            except SentinelError as exc:
+                raise MuzzleError(404, "model_not_found", str(exc)) from None
+            self._locks[route.name] = threading.Lock()
+        return self._backends[route.name]
+
+    def _call_backend(self, route: Route, body: dict[str, Any], on_delta: Any) -> Any:
+        from sentinel.models import ModelError
+
+        backend = self.backend(route)
+        tools = [t.get("function", t) for t in body.get("tools") or [] if isinstance(t, dict)]
+        kwargs: dict[str, Any] = {"on_delta": on_delta}
+        if body.get("response_format") and "response_format" in inspect.signature(backend.complete).parameters:
+            kwargs["response_format"] = body["response_format"]
+        with self._locks[route.name]:  # llama.cpp contexts are not thread-safe: one call at a time per model
+            try:
+                return backend.complete(body["messages"], tools, **kwargs)
+            except ModelError as exc:
+                raise MuzzleError(502, "upstream_error", str(exc)) from None
+
+    async def _in_process(self, route: Route, body: dict[str, Any]) -> dict[str, Any]:
+        self.backend(route)
+        completion = await asyncio.to_thread(self._call_backend, route, body, None)
+        return completion_dict(route.name, completion)
+
+    async def _in_process_stream(self, route: Route, body: dict[str, Any]) -> AsyncIterator[list[dict[str, Any]]]:
+        self.backend(route)
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+        def on_delta(piece: str) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, ("delta", piece))
+
+        def work() -> None:
+            try:
+                result = ("done", self._call_backend(route, body, on_delta))
+            except BaseException as exc:  # noqa: BLE001 - handed to the event loop, re-raised there
+                result = ("error", exc)
+            loop.call_soon_threadsafe(queue.put_nowait, result)
+
+        task = loop.run_in_executor(None, work)
+        base = chunk_base(route.name)
+        streamed = False
+        kind, value = await queue.get()
+        if kind != "error":  # a backend that fails at once fails before the stream starts
+            yield [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+        while kind == "delta":
+            streamed = True
+            yield [{**base, "choices": [{"index": 0, "delta": {"content": value}}]}]
+            kind, value = await queue.get()
+        await task
+        if kind == "error":
+            raise value
+        yield completion_to_chunks(completion_dict(route.name, value), skip_content=streamed)[1:]
+
+
+def upstream_status(route: Route, status: int, raw: bytes) -> MuzzleError:
+    """An upstream's error answer, as the caller should see it (never implying the run token was bad)."""
+    data = _json_or_none(raw)
+    err = data.get("error", data) if isinstance(data, dict) else None
+    detail = str(err.get("message")) if isinstance(err, dict) and err.get("message") else f"HTTP {status}"
+    message = f"upstream {route.label}: {detail}"
+    if status in (401, 403):
+        return MuzzleError(502, "upstream_auth", f"{message} (Muzzle's credentials for {route.provider!r} were refused)")
+    if status in (400, 404, 413, 422, 429) or status >= 500:
+        return MuzzleError(status if status < 500 else 502, "upstream_error", message, retry=status in (429, 503))
+    return MuzzleError(502, "upstream_error", message)
+
+
+def _json_or_none(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+async def _sse_batches(route: Route, resp: httpx.Response) -> AsyncIterator[list[dict[str, Any]]]:
+    """The `data:` events of an SSE body, parsed, grouped by the network read that completed them."""
+    pending = b""
+    async for raw in resp.aiter_bytes():
+        lines = (pending + raw).split(b"\n")
+        pending = lines.pop()
+        batch: list[dict[str, Any]] = []
+        for line in lines:
+            if not line.startswith(b"data:"):
+                continue
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                if batch:
+                    yield batch
+                return
+            batch.append(_event(route, data))
+        if batch:
+            yield batch
+
+
+def _event(route: Route, data: bytes) -> dict[str, Any]:
+    chunk = _json_or_none(data)
+    if not isinstance(chunk, dict):
+        raise MuzzleError(502, "upstream_bad_response", f"upstream {route.label} sent a stream event that is not JSON")
+    if "error" in chunk and "choices" not in chunk:
+        raise upstream_status(route, 502, data)
+    return chunk
+
+
+async def _first(source: AsyncIterator[list[dict[str, Any]]]) -> list[dict[str, Any]] | None:
+    try:
+        return await source.__anext__()
+    except StopAsyncIteration:
+        return None
+
+
+async def _prepend(first: list[dict[str, Any]] | None,
+                   rest: AsyncIterator[list[dict[str, Any]]]) -> AsyncIterator[list[dict[str, Any]]]:
+    try:
+        if first is None:
+            return
+        yield first
+        async for chunk in rest:
+            yield chunk
+    finally:
+        await rest.aclose()  # type: ignore[attr-defined]  # releases the upstream connection at once
+
+
+# -- shapes ---------------------------------------------------------------------
+
+
+def chunk_base(model: str) -> dict[str, Any]:
+    return {"id": f"chatcmpl-muzzle-{time.monotonic_ns():x}", "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": model}
+
+
+def completion_dict(model: str, completion: Any) -> dict[str, Any]:
+    """A sentinel Completion as an OpenAI chat.completion."""
+    message: dict[str, Any] = {"role": "assistant", "content": completion.content or None}
+    if completion.tool_calls:
+        message["tool_calls"] = [c.to_message() for c in completion.tool_calls]
+    usage = dict(completion.usage or {})
+    if usage:
+        usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+    return {"id": f"chatcmpl-muzzle-{time.monotonic_ns():x}", "object": "chat.completion", "created": int(time.time()),
+            "model": model, "choices": [{"index": 0, "message": message,
+                                         "finish_reason": "tool_calls" if completion.tool_calls else "stop"}],
+            "usage": usage or None}
+
+
+def completion_to_chunks(data: dict[str, Any], *, skip_content: bool = False) -> list[dict[str, Any]]:
+    """A whole chat.completion as the chunks a stream of it would carry (role, content, calls, finish, usage)."""
+    base = {**chunk_base(data.get("model", "")), "id": data.get("id") or chunk_base("")["id"]}
+    choice = (data.get("choices") or [{}])[0]
+    msg = choice.get("message") or {}
+    out = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    if msg.get("content") and not skip_content:
+        out.append({**base, "choices": [{"index": 0, "delta": {"content": msg["content"]}}]})
+    for i, call in enumerate(msg.get("tool_calls") or []):
+        out.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [{**call, "index": i}]}}]})
+    out.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice.get("finish_reason") or "stop"}]})
+    if data.get("usage"):
+        out.append({**base, "choices": [], "usage": data["usage"]})
+    return out
