@@ -1,0 +1,226 @@
+"""The launch child: a single-threaded fork of the keeper that confines itself, then execve.
+
+The keeper forks it ahead of the request (so the fork is off the launch path); it then starts its
+own session, resets signal dispositions and, as root, locks securebits and empties the capability
+bounding set, and waits for its plan. With the plan it continues in DESIGN order:
+
+    cgroups (the keeper's, inherited) -> rlimits -> [bounding set + securebits, done above] ->
+    setgroups([]) -> setresgid -> setresuid -> clear capabilities (root) -> pdeathsig again ->
+    no_new_privs -> seccomp -> Landlock -> chdir -> execve
+
+It reports to the keeper over a close-on-exec status pipe: one JSON line with the layers applied
+and missing, then either nothing (execve succeeded, the pipe closed) or an error line. It never
+returns: every path ends in execve or os._exit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+
+from sentinel.leash import privs, wire
+
+EXIT_SANDBOX = 126
+EXIT_EXEC = 127
+RESET_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM,
+                 signal.SIGCHLD, signal.SIGHUP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
+
+
+@dataclass
+class ChildPlan:
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    stdio: tuple[int, int, int]
+    status_fd: int
+    keeper_pid: int
+    rlimits: dict[str, int] = field(default_factory=dict)
+    nproc_relative: bool = False
+    root: bool = False                     # running as uid 0: lock securebits, drop and clear capabilities
+    uid: int | None = None
+    gid: int | None = None
+    seccomp: bytes | None = None
+    ruleset_fd: int | None = None
+    ruleset_layers: list[str] = field(default_factory=list)
+    enforce: bool = True
+    trace: dict[str, float] | None = None
+    early_caps_error: str | None = None
+    applied: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+class _Refused(Exception):
+    pass
+
+
+def prefork(sock: socket.socket, root: bool) -> None:
+    """Body of the pre-forked child: early, request-independent steps, then wait for the plan. Never returns."""
+    try:
+        os.setsid()  # own session: no controlling terminal (no TIOCSTI), one process group to kill
+        for sig in RESET_SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
+        early = _drop_bounding_early() if root else None
+        msg, fds = wire.recv(sock, maxfds=8)
+        if msg is not None:
+            sock.close()
+            plan = plan_from_wire(msg, fds, keeper_pid=os.getppid(), root=root)
+            plan.early_caps_error = early
+            run(plan)
+    finally:
+        os._exit(EXIT_SANDBOX)
+
+
+def _drop_bounding_early() -> str | None:
+    try:
+        privs.lock_securebits()
+        privs.drop_bounding_set()
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+
+
+def plan_from_wire(msg: dict, fds: list[int], keeper_pid: int, root: bool) -> ChildPlan:
+    """fds: stdin, stdout, stderr, status pipe, then the Landlock ruleset if any."""
+    seccomp = bytes.fromhex(msg["seccomp"]) if msg.get("seccomp") else None
+    return ChildPlan(argv=msg["argv"], env=msg["env"], cwd=msg["cwd"], stdio=(fds[0], fds[1], fds[2]),
+                     status_fd=fds[3], keeper_pid=keeper_pid, rlimits=msg.get("rlimits", {}),
+                     nproc_relative=msg.get("nproc_relative", False), root=root, uid=msg.get("uid"),
+                     gid=msg.get("gid"), seccomp=seccomp, ruleset_fd=fds[4] if len(fds) > 4 else None,
+                     ruleset_layers=msg.get("ruleset_layers", []), enforce=msg.get("enforce", True),
+                     trace={} if msg.get("trace") else None)
+
+
+def run(plan: ChildPlan) -> None:
+    """Never returns."""
+    try:
+        _confine_and_exec(plan)
+    except _Refused as exc:
+        _report(plan.status_fd, {"error": str(exc)})
+        os._exit(EXIT_SANDBOX)
+    except BaseException as exc:  # noqa: BLE001 - a forked child must never unwind into the launcher
+        _report(plan.status_fd, {"error": f"launch child failed: {type(exc).__name__}: {exc}"})
+    os._exit(EXIT_SANDBOX)
+
+
+def _confine_and_exec(plan: ChildPlan) -> None:
+    if plan.trace is not None:
+        plan.trace["child:start"] = time.monotonic()
+    _stdio(plan)
+    _layer(plan, "rlimits", lambda: privs.set_rlimits(_rlimits(plan)))
+    if plan.root:
+        _layer(plan, "caps", lambda: _early_caps(plan))
+    if plan.uid is not None:
+        _layer(plan, "uid", lambda: _switch_user(plan.uid, plan.gid))
+    if plan.root:
+        _layer(plan, "caps-cleared", _clear_caps)
+    privs.set_pdeathsig(signal.SIGKILL)  # setresuid cleared it
+    if os.getppid() != plan.keeper_pid:
+        raise _Refused("keeper exited during launch")
+    _layer(plan, "no_new_privs", privs.set_no_new_privs)
+    if plan.seccomp is not None:
+        _layer(plan, "seccomp-net", lambda: privs.install_seccomp(plan.seccomp))
+    if plan.ruleset_fd is not None:
+        _landlock(plan)
+    try:
+        os.chdir(plan.cwd)
+    except OSError as exc:
+        raise _Refused(f"cannot enter working directory {plan.cwd}: {exc.strerror}") from None
+    status = {"applied": plan.applied, "missing": plan.missing}
+    if plan.trace is not None:
+        plan.trace["child:ready"] = time.monotonic()
+        status["trace"] = plan.trace
+    _report(plan.status_fd, status)
+    _exec(plan)
+
+
+def _layer(plan: ChildPlan, name: str, fn) -> None:
+    try:
+        fn()
+        plan.applied.append(name)
+        if plan.trace is not None:
+            plan.trace[f"child:{name}"] = time.monotonic()
+    except OSError as exc:
+        if plan.enforce:
+            raise _Refused(f"sandbox layer {name} could not be applied: {exc.strerror or exc}") from None
+        plan.missing.append(name)
+
+
+def _stdio(plan: ChildPlan) -> None:
+    for target, fd in enumerate(plan.stdio):
+        if fd != target:
+            os.dup2(fd, target)
+        os.set_inheritable(target, True)
+    keep = sorted({plan.status_fd, plan.ruleset_fd} - {None})
+    low = 3
+    for fd in keep:
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 20)
+
+
+def _rlimits(plan: ChildPlan) -> dict[str, int]:
+    limits = dict(plan.rlimits)
+    if plan.nproc_relative and "RLIMIT_NPROC" in limits:
+        # RLIMIT_NPROC counts every task of the real uid, so in the operator's own account it is set
+        # above the tasks already running (a coarse backstop; the pids cgroup is the real bound).
+        limits["RLIMIT_NPROC"] += _tasks_running()
+    return limits
+
+
+def _tasks_running() -> int:
+    try:
+        with open("/proc/loadavg") as f:
+            return int(f.read().split()[3].split("/")[1])
+    except (OSError, IndexError, ValueError):
+        return 4096
+
+
+def _early_caps(plan: ChildPlan) -> None:
+    if plan.early_caps_error:
+        raise OSError(1, plan.early_caps_error)
+
+
+def _switch_user(uid: int, gid: int) -> None:
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
+        raise OSError(1, "uid/gid did not change")
+
+
+def _clear_caps() -> None:
+    privs.clear_capabilities()
+    if any(privs.capabilities()):
+        raise OSError(1, "capabilities still held")
+
+
+def _landlock(plan: ChildPlan) -> None:
+    from sentinel.leash import lsm
+
+    try:
+        lsm.restrict_self(plan.ruleset_fd)
+        plan.applied.extend(plan.ruleset_layers)
+    except OSError as exc:
+        if plan.enforce:
+            raise _Refused(f"sandbox layer landlock could not be applied: {exc.strerror}") from None
+        plan.missing.extend(plan.ruleset_layers)
+    os.close(plan.ruleset_fd)
+
+
+def _exec(plan: ChildPlan) -> None:
+    try:
+        os.execvpe(plan.argv[0], plan.argv, plan.env)
+    except OSError as exc:
+        _report(plan.status_fd, {"exec_error": f"{plan.argv[0]}: {exc.strerror}"})
+        os._exit(EXIT_EXEC)
+
+
+def _report(fd: int, message: dict) -> None:
+    try:
+        os.write(fd, json.dumps(message).encode() + b"\n")
+    except OSError:
+        pass

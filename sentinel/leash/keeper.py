@@ -1,0 +1,358 @@
+"""The keeper: one forked process per launch request that owns the launched tree from start to cleanup.
+
+A keeper is forked by the launcher *before* its request arrives (a spare) and joins fresh cgroups
+then, so the launch child inherits them without paying a migration. It is a child subreaper, so
+every descendant of the launched command (setsid or double-forked included) stays its child. It
+forks the launch child with the caller's Landlock ruleset fd, captures output, enforces the
+timeout, and when the command exits or times out (or the caller hangs up) kills everything left:
+every other member of its cgroups, the process group, then every remaining child until none is
+left. It answers, then leaves and removes its cgroups.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import time
+
+from sentinel.leash import cgroups, child, privs, wire
+
+DRAIN_AFTER_KILL_S = 1.0
+
+
+class Refused(Exception):
+    """The launch was refused before anything ran; the message goes back to the caller."""
+
+
+def spare(ctl: socket.socket, notify_fd: int) -> None:
+    """A keeper made ahead of its request: join fresh cgroups and fork the launch child now, then take
+    one request from the shared control socket, tell the launcher (so it forks the next spare), serve it."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    privs.set_pdeathsig(signal.SIGKILL)
+    privs.set_child_subreaper()
+    group = _join_group()
+    launchee = _prefork()
+    try:
+        try:
+            _, fds = wire.recv_fds(ctl, 16, 1)
+        except OSError:
+            fds = []
+        ctl.close()
+        notify = _Notify(notify_fd)
+        if not fds:
+            notify.closed()
+            return
+        notify.taken()  # the launcher forks the next spare on the other core while this one launches
+        serve(socket.socket(fileno=fds[0]), group, launchee)
+    finally:
+        _wait_all(None, group)
+        if group is not None:
+            group.leave_and_remove()
+
+
+class _Notify:
+    """Tells the launcher, once, that this spare is taken (fork the next) or that the caller is gone."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def taken(self) -> None:
+        self._send(b"T")
+
+    def closed(self) -> None:
+        self._send(b"E")
+
+    def _send(self, note: bytes) -> None:
+        try:
+            os.write(self.fd, note)
+        except OSError:
+            pass
+        os.close(self.fd)
+
+
+def _join_group() -> cgroups.Group | None:
+    try:
+        group = cgroups.Group.create(f"sentinel-{os.getpid()}")
+        if group is not None:
+            group.join()
+        return group
+    except OSError:
+        return None
+
+
+def _prefork() -> tuple[int, socket.socket]:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    root = os.geteuid() == 0
+    pid = os.fork()
+    if pid == 0:
+        ours.close()
+        child.prefork(theirs, root)
+    theirs.close()
+    return pid, ours
+
+
+def serve(conn: socket.socket, group: cgroups.Group | None, launchee: tuple[int, socket.socket]) -> None:
+    """Handle one request on `conn` and answer."""
+    try:
+        req, fds = wire.recv(conn, maxfds=8)
+    except (OSError, ConnectionError):
+        return
+    if req is None:
+        return
+    try:
+        answer = Launch(req, fds, conn, group, launchee).run()
+    except Refused as exc:
+        answer = {"error": str(exc), "kind": "sandbox"}
+    except Exception as exc:  # noqa: BLE001 - reported to the caller as a launch failure
+        answer = {"error": f"{type(exc).__name__}: {exc}", "kind": "launch"}
+    try:
+        wire.send(conn, answer)
+    except OSError:
+        pass
+    conn.close()
+
+
+class Launch:
+    def __init__(self, req: dict, fds: list[int], conn: socket.socket, group: cgroups.Group | None,
+                 launchee: tuple[int, socket.socket]):
+        self.req, self.conn, self.group = req, conn, group
+        self.pid, self.child_sock = launchee
+        self.fds = dict(zip(req.get("fd_roles", []), fds))
+        self.prof = req["profile"]
+        self.enforce = req.get("sandbox", "enforce") == "enforce"
+        self.applied: list[str] = []
+        self.missing: list[str] = list(req.get("missing", []))
+        self.out = Output(req.get("output_max_chars", 20000)) if req.get("capture", True) else None
+        self.timing: dict[str, float] = {"received": time.monotonic()} if req.get("trace") else {}
+
+    def mark(self, stage: str) -> None:
+        if self.timing:
+            self.timing[stage] = time.monotonic()
+
+    def run(self) -> dict:
+        try:
+            return self._run()
+        finally:
+            for fd in self.fds.values():
+                _close(fd)
+
+    def _run(self) -> dict:
+        uid = self.req.get("uid")
+        self._cgroup()
+        stdio, out_r = self._stdio()
+        status_r, status_w = os.pipe2(os.O_CLOEXEC)
+        network = bool(self.prof.get("network"))
+        plan = {"argv": self.req["argv"], "env": self.req.get("env") or {}, "cwd": self.req["cwd"],
+                "rlimits": self.prof.get("rlimits", {}), "nproc_relative": uid is None, "uid": uid,
+                "gid": self.req.get("gid"), "enforce": self.enforce, "trace": bool(self.timing),
+                "seccomp": privs.seccomp_program(network, deny_metadata=uid is None and os.geteuid() == 0).hex()
+                if privs.seccomp_supported() else None,
+                "ruleset_layers": self.req.get("ruleset_layers", [])}
+        fds = [*stdio, status_w] + ([self.fds["ruleset"]] if "ruleset" in self.fds else [])
+        self.mark("plan")
+        wire.send(self.child_sock, plan, fds)
+        self.child_sock.close()
+        self.mark("sent-plan")
+        os.close(status_w)
+        if out_r is not None:
+            os.close(stdio[1])
+        return self._watch(self.pid, status_r, out_r)
+
+    def _cgroup(self) -> None:
+        if self.group is None:
+            self.missing.append("cgroup")
+            return
+        self.applied += self.group.applied
+        self.applied += self.group.set_limits(self.prof.get("memory_bytes"), self.prof.get("pids_max"))
+
+    def _stdio(self) -> tuple[tuple[int, int, int], int | None]:
+        if self.out is None:
+            if not all(k in self.fds for k in ("stdin", "stdout", "stderr")):
+                raise Refused("passthrough launch needs three stdio fds")
+            return (self.fds["stdin"], self.fds["stdout"], self.fds["stderr"]), None
+        if "stdin" not in self.fds:
+            self.fds["stdin"] = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        return (self.fds["stdin"], out_w, out_w), out_r
+
+    def _watch(self, pid: int, status_r: int, out_r: int | None) -> dict:
+        status = _read_status(status_r)
+        self.mark("exec")
+        self.timing.update(status.pop("trace", {}))
+        if "error" in status:
+            _wait_all(pid, self.group)
+            raise Refused(status["error"])
+        self.applied += status.get("applied", [])
+        self.missing += status.get("missing", [])
+        code, timed_out = self._loop(pid, out_r)
+        self.mark("exited")
+        if out_r is not None:
+            self._drain(out_r)
+        self.mark("drained")
+        result = {"exit_code": code, "timed_out": timed_out, "applied": self.applied, "missing": self.missing}
+        if "exec_error" in status:
+            result["exit_code"] = child.EXIT_EXEC
+            if self.out is not None:
+                self.out.feed(f"sentinel: cannot execute {status['exec_error']}\n".encode())
+        if self.out is not None:
+            result["output"], result["truncated"] = self.out.text()
+        if self.timing:
+            result["timing"] = self.timing
+        return result
+
+    def _loop(self, pid: int, out_r: int | None) -> tuple[int | None, bool]:
+        timeout = self.req.get("timeout_s")
+        deadline = time.monotonic() + timeout if timeout else None
+        pidfd = os.pidfd_open(pid)
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        poller.register(self.conn.fileno(), select.POLLIN | select.POLLHUP)
+        if out_r is not None:
+            poller.register(out_r, select.POLLIN)
+        try:
+            while True:
+                wait_ms = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+                events = poller.poll(wait_ms)
+                if not events and deadline is not None and time.monotonic() >= deadline:
+                    _wait_all(pid, self.group)
+                    return None, True
+                for fd, ev in events:
+                    if fd == out_r:
+                        if not self._read_some(out_r):
+                            poller.unregister(out_r)
+                            out_r = None
+                    elif fd == pidfd:
+                        _, st = os.waitpid(pid, 0)
+                        _wait_all(None, self.group, pgid=pid)
+                        return os.waitstatus_to_exitcode(st), False
+                    else:  # the caller hung up or sent anything: cancel
+                        _wait_all(pid, self.group)
+                        raise Refused("cancelled by the caller")
+        finally:
+            os.close(pidfd)
+
+    def _read_some(self, fd: int) -> bool:
+        data = os.read(fd, 65536)
+        if data:
+            self.out.feed(data)
+        return bool(data)
+
+    def _drain(self, fd: int) -> None:
+        deadline = time.monotonic() + DRAIN_AFTER_KILL_S
+        try:
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+                if not ready or not self._read_some(fd):
+                    break
+        finally:
+            os.close(fd)
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _read_status(fd: int) -> dict:
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    status: dict = {}
+    for line in b"".join(chunks).splitlines():
+        try:
+            status.update(json.loads(line))
+        except ValueError:
+            pass
+    return status
+
+
+def _wait_all(pid: int | None, group: cgroups.Group | None, pgid: int | None = None) -> None:
+    """Kill and reap every descendant: the cgroup at once, then the process group, then stragglers."""
+    if group is not None:
+        group.kill_others()
+    for target in (pid, pgid):
+        if target:
+            try:
+                os.killpg(target, signal.SIGKILL)
+            except OSError:
+                pass
+    while True:
+        try:
+            reaped, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if reaped:
+            continue
+        for child_pid in _children(os.getpid()):
+            try:
+                os.kill(child_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def _children(ppid: int) -> list[int]:
+    """Pids whose parent is `ppid` (no /proc/PID/task/TID/children on every kernel, so scan)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == ppid:
+            out.append(int(name))
+    return out
+
+
+class Output:
+    """Merged stdout+stderr: keeps a head and a tail of bounded size, counts what it drops."""
+
+    def __init__(self, max_chars: int):
+        self.max_chars = max_chars
+        self.cap = max(4096, max_chars * 4)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, data: bytes) -> None:
+        room = self.cap - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > self.cap:
+                cut = len(self.tail) - self.cap
+                self.dropped += cut
+                del self.tail[:cut]
+
+    def text(self) -> tuple[str, bool]:
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        total = len(head) + len(tail) + self.dropped
+        if total <= self.max_chars:
+            return head + tail, False
+        keep_head = self.max_chars * 2 // 3
+        keep_tail = self.max_chars - keep_head
+        whole = head + tail
+        if self.dropped == 0:
+            head, tail = whole[:keep_head], whole[len(whole) - keep_tail:]
+        else:
+            head, tail = head[:keep_head], tail[len(tail) - keep_tail:]
+        cut = total - len(head) - len(tail)
+        return f"{head}\n[... {cut} characters truncated ...]\n{tail}", True

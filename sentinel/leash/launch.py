@@ -1,0 +1,213 @@
+"""The public launch API: `ensure_launcher`, `run_tool` (tool profile, captured output) and `launch` (any profile).
+
+    ensure_launcher()   fork the launcher now, before the caller starts threads (idempotent)
+    run_tool(argv, ...) run one tool command under the agent's tool profile; kill its whole tree at
+                        exit or timeout; return a ToolResult
+    launch(argv, prof)  the same for any Profile, with output captured or the caller's stdio passed
+
+Who the command runs as: when the caller is root and `agent` names a Linux user, that user (system
+mode: uid drop, capabilities dropped); otherwise the caller's own uid (local mode; as root, with
+every capability dropped). The environment is a minimal one plus `env`, never the caller's.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sentinel.leash import prepared, wire
+from sentinel.leash.errors import LaunchFailed, SandboxUnavailable
+from sentinel.leash.profile import DEFAULT_PATH, Profile, tool_profile
+from sentinel.errors import UsageError
+
+_lock = threading.Lock()
+_ctl: socket.socket | None = None
+_owner = 0
+_pid = 0
+TRACE: list[dict] = []  # benchmarks append a dict here to collect per-stage timestamps of each launch
+
+
+@dataclass
+class ToolResult:
+    exit_code: int | None  # None when timed out; negative N when killed by signal N
+    output: str            # stdout and stderr merged, truncated with a note
+    timed_out: bool = False
+    truncated: bool = False
+    applied: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Identity:
+    uid: int | None
+    gid: int | None
+    user: str | None
+
+    @property
+    def system(self) -> bool:
+        return self.uid is not None
+
+
+def identity(agent: str | None) -> Identity:
+    """System mode (uid drop) only when we are root and the agent is a Linux user."""
+    if os.geteuid() != 0 or not agent:
+        return Identity(None, None, None)
+    try:
+        pw = pwd.getpwnam(agent)
+    except KeyError:
+        return Identity(None, None, None)
+    if pw.pw_uid == 0:
+        raise UsageError(f"leash: agent user {agent!r} is root; leashed users must be unprivileged")
+    return Identity(pw.pw_uid, pw.pw_gid, agent)
+
+
+def ensure_launcher() -> None:
+    """Start this process's launcher if it has none (idempotent). Call it early: it returns at once and
+    the launcher gets ready in parallel; the first launch waits for it if needed."""
+    with _lock:
+        if _ctl is None or _owner != os.getpid() or not _alive(_pid):
+            _start()
+
+
+def _start() -> None:
+    global _ctl, _owner, _pid
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    parent = os.getpid()
+    os.set_inheritable(theirs.fileno(), True)
+    try:  # posix_spawn is vfork+exec: safe even when the caller already runs threads
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-m", "sentinel.leash.launcher", str(theirs.fileno()),
+                                              str(parent)], os.environ, setsid=True)
+    finally:
+        theirs.close()
+    if _ctl is not None and _owner == parent:
+        _ctl.close()
+    _ctl, _owner, _pid = ours, parent, pid
+
+
+def _alive(pid: int) -> bool:
+    """Is our launcher still running? (Reaps it if it has died.)"""
+    try:
+        return os.waitpid(pid, os.WNOHANG) == (0, 0)
+    except ChildProcessError:
+        return False
+
+
+def _connect() -> socket.socket:
+    """A fresh stream socket to a keeper of our own."""
+    for attempt in (1, 2):
+        ensure_launcher()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with _lock:
+                socket.send_fds(_ctl, [b"L"], [theirs.fileno()])
+            return ours
+        except OSError:
+            ours.close()
+            if attempt == 2:
+                raise LaunchFailed("the Leash launcher is not running and could not be restarted") from None
+            _reset()
+        finally:
+            theirs.close()
+    raise AssertionError("unreachable")
+
+
+def _reset() -> None:
+    global _ctl
+    with _lock:
+        if _ctl is not None:
+            _ctl.close()
+        _ctl = None
+
+
+def request(spec: dict, fds: list[int] = ()) -> dict:
+    """Send one launch request and wait for its answer (the keeper enforces the timeout)."""
+    conn = _connect()
+    try:
+        wire.send(conn, spec, fds)
+        answer, _ = wire.recv(conn)
+    except (OSError, ConnectionError) as exc:
+        raise LaunchFailed(f"the Leash launcher failed: {exc}") from None
+    finally:
+        conn.close()
+    if answer is None:
+        raise LaunchFailed("the Leash launcher exited without answering")
+    if "error" in answer:
+        if answer.get("kind") == "sandbox":
+            raise SandboxUnavailable(answer["error"])
+        raise LaunchFailed(f"launch failed: {answer['error']}")
+    return answer
+
+
+def base_env(workspace: Path) -> dict[str, str]:
+    return {"PATH": DEFAULT_PATH, "HOME": str(workspace), "LANG": "C.UTF-8", "TERM": "dumb", "PWD": str(workspace)}
+
+
+def launch(argv: list[str], prof: Profile, *, cwd: Path, env: dict[str, str], timeout_s: float | None,
+           who: Identity = Identity(None, None, None), sandbox: str = "enforce", output_max_chars: int = 20000,
+           stdin: bytes | None = None, stdio: tuple[int, int, int] | None = None) -> ToolResult:
+    """Run argv under `prof`. Output is captured unless `stdio` passes the caller's own fds."""
+    if not argv:
+        raise UsageError("leash: empty command")
+    env = {**prof.env, **env}
+    write = list(prof.write)
+    if prof.private_tmp:
+        tmp = prepared.tmpdir(who.uid, who.gid, prof.write[0] if prof.write else "")
+        write.append(tmp)
+        env.setdefault("TMPDIR", tmp)
+    ruleset = prepared.ruleset(prof.read, write, prof.tcp_connect)
+    missing = prepared.plan_missing(ruleset)
+    if missing and sandbox == "enforce":
+        raise SandboxUnavailable(prepared.refusal(missing))
+    spec = {"argv": [str(a) for a in argv], "cwd": str(cwd), "env": env, "timeout_s": timeout_s,
+            "profile": prof.to_dict(), "uid": who.uid, "gid": who.gid, "sandbox": sandbox,
+            "capture": stdio is None, "output_max_chars": output_max_chars, "missing": missing,
+            "ruleset_layers": ruleset.applied if ruleset else [], "fd_roles": []}
+    fds: list[int] = []
+    if ruleset is not None:
+        spec["fd_roles"].append("ruleset")
+        fds.append(ruleset.fd)
+    memfd = None
+    if stdio is not None:
+        spec["fd_roles"] += ["stdin", "stdout", "stderr"]
+        fds += list(stdio)
+    elif stdin is not None:
+        memfd = os.memfd_create("sentinel-stdin", os.MFD_CLOEXEC)
+        os.write(memfd, stdin)
+        os.lseek(memfd, 0, os.SEEK_SET)
+        spec["fd_roles"].append("stdin")
+        fds.append(memfd)
+    if TRACE:
+        spec["trace"] = True
+        TRACE.append({"sent": time.monotonic()})
+    try:
+        answer = request(spec, fds)
+    finally:
+        if memfd is not None:
+            os.close(memfd)
+    if TRACE:
+        TRACE[-1].update(answer.get("timing", {}), answered=time.monotonic())
+    return ToolResult(answer.get("exit_code"), answer.get("output", ""), answer.get("timed_out", False),
+                      answer.get("truncated", False), answer.get("applied", []), answer.get("missing", []))
+
+
+def run_tool(argv: list[str], *, cwd: Path, workspace: Path, timeout_s: float, env: dict[str, str] | None = None,
+             profile: str = "tool", agent: str | None = None, sandbox: str = "enforce",
+             output_max_chars: int = 20000, stdin: bytes | None = None,
+             extra_read: list[str] = ()) -> ToolResult:
+    """Run one tool command under the agent's tool profile (see the module docstring)."""
+    if profile != "tool":
+        raise ValueError(f"run_tool runs the tool profile, not {profile!r}; use launch() for others")
+    from sentinel.leash import settings_cache
+
+    who = identity(agent)
+    pol = settings_cache.policy_for(agent, system=who.system)
+    prof = tool_profile(Path(workspace), pol, proxy=settings_cache.proxy(), extra_read=list(extra_read))
+    env_full = {**base_env(Path(workspace)), **(env or {})}
+    return launch(argv, prof, cwd=Path(cwd), env=env_full, timeout_s=timeout_s, who=who, sandbox=sandbox,
+                  output_max_chars=output_max_chars, stdin=stdin)

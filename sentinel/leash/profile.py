@@ -1,0 +1,128 @@
+"""The two sandbox profiles, tool and worker, built from an agent's Leash policy into a launch spec.
+
+    tool    read-write the workspace (and a private TMPDIR) only; read-only system paths and the
+            Python install; nothing of $SENTINEL_HOME; TCP connect only to the egress proxy port,
+            and only when the policy grants network; no UDP at all.
+    worker  read-write the agent's ~/.sentinel and workspace; read-only system paths and the
+            Sentinel package; TCP connect only to Muzzle's port and the egress proxy port.
+
+Landlock cannot carve a file out of a granted directory, so /etc is granted entry by entry
+(never shadow, gshadow, sudoers, ssh host keys, ssl/private); `/proc` is granted read-only because
+Landlock already denies ptrace-mode access (environ, mem) to processes outside the sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from sentinel import paths
+from sentinel.errors import UsageError
+from sentinel.leash.policy import LeashPolicy
+
+SYSTEM_READ = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+               "/proc", "/sys/devices/system/cpu", "/dev/urandom", "/dev/random"]
+ETC_READ = ["alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf", "debian_version", "environment",
+            "gai.conf", "gitconfig", "group", "host.conf", "hostname", "hosts", "inputrc", "ld.so.cache",
+            "ld.so.conf", "ld.so.conf.d", "locale.alias", "locale.conf", "localtime", "lsb-release", "magic",
+            "magic.mime", "mailcap", "manpath.config", "mime.types", "networks", "nsswitch.conf", "os-release",
+            "passwd", "perl", "pip.conf", "profile", "profile.d", "protocols", "python3", f"python3.{sys.version_info[1]}",
+            "resolv.conf", "services", "shells", "ssl/certs", "ssl/openssl.cnf", "terminfo", "timezone", "vim",
+            "wgetrc", "xattr.conf"]
+DEV_WRITE = ["/dev/null", "/dev/zero", "/dev/full"]
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+@dataclass
+class Profile:
+    """Everything the launcher needs to confine one process; plain data, sent as JSON."""
+
+    name: str
+    read: list[str]
+    write: list[str]
+    tcp_connect: list[int] = field(default_factory=list)
+    network: bool = False
+    rlimits: dict[str, int] = field(default_factory=dict)
+    memory_bytes: int | None = None
+    pids_max: int | None = None
+    private_tmp: bool = True
+    env: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def python_paths() -> list[str]:
+    """The interpreter install (and venv), read-only, so `python3` works inside the sandbox."""
+    out = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    return sorted(p for p in out if p and p != "/")
+
+
+def system_read() -> list[str]:
+    return SYSTEM_READ + [f"/etc/{name}" for name in ETC_READ] + python_paths()
+
+
+def rlimits(policy: LeashPolicy) -> dict[str, int]:
+    lim = policy.limits
+    mib = 1024 * 1024
+    out = {}
+    for name, value, scale in (("RLIMIT_CPU", lim.cpu_s, 1), ("RLIMIT_AS", lim.memory_mb, mib),
+                               ("RLIMIT_FSIZE", lim.file_size_mb, mib), ("RLIMIT_NOFILE", lim.open_files, 1),
+                               ("RLIMIT_NPROC", lim.processes, 1)):
+        if value is not None:
+            out[name] = value * scale
+    out["RLIMIT_CORE"] = 0
+    return out
+
+
+def _real(path: str | Path) -> str:
+    return os.path.realpath(os.path.expanduser(str(path)))
+
+
+def _guard_home(write: list[str], home: Path) -> None:
+    """Refuse a writable path that is, or contains, Sentinel's own state."""
+    home_real = _real(home)
+    for path in write:
+        if home_real == path or home_real.startswith(path.rstrip("/") + "/"):
+            raise UsageError(f"leash: writable path {path} contains the Sentinel home {home_real}; "
+                             "use a workspace outside it")
+
+
+def proxy_env(host: str, port: int) -> dict[str, str]:
+    url = f"http://{host}:{port}"
+    return {k: url for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy")}
+
+
+def tool_profile(workspace: Path, policy: LeashPolicy, *, proxy: tuple[str, int], extra_read: list[str] = (),
+                 home: Path | None = None) -> Profile:
+    ws = _real(workspace)
+    write = [ws] + [_real(p) for p in policy.read_write]
+    _guard_home(write, home or paths.home())
+    read = system_read() + [_real(p) for p in (*policy.read_only, *extra_read)]
+    prof = Profile("tool", read, write + DEV_WRITE, rlimits=rlimits(policy))
+    _limits(prof, policy)
+    if policy.network:
+        prof.network = True
+        prof.tcp_connect = [proxy[1]]
+        prof.env.update(proxy_env(*proxy))
+    return prof
+
+
+def worker_profile(sentinel_home: Path, workspace: Path, policy: LeashPolicy, *, muzzle_port: int,
+                   proxy: tuple[str, int]) -> Profile:
+    """The supervisor launches a run's worker under this (as the agent's user)."""
+    write = [_real(sentinel_home), _real(workspace)] + [_real(p) for p in policy.read_write]
+    read = system_read() + [str(paths.REPO_DIR), str(paths.PACKAGE_DIR)] + [_real(p) for p in policy.read_only]
+    prof = Profile("worker", read, write + DEV_WRITE, tcp_connect=[muzzle_port, proxy[1]], network=True,
+                   rlimits=rlimits(policy), private_tmp=True)
+    _limits(prof, policy)
+    prof.rlimits.pop("RLIMIT_CPU", None)  # a worker lives for the whole run
+    return prof
+
+
+def _limits(prof: Profile, policy: LeashPolicy) -> None:
+    if policy.limits.memory_mb:
+        prof.memory_bytes = policy.limits.memory_mb * 1024 * 1024
+    prof.pids_max = policy.limits.processes

@@ -1,0 +1,56 @@
+"""The launcher's wire format: length-prefixed JSON over a unix stream socket, fds riding on the first byte."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+
+MAX_MESSAGE = 64 * 1024 * 1024
+
+
+def send(sock: socket.socket, message: dict, fds: list[int] = ()) -> None:
+    payload = json.dumps(message).encode()
+    data = struct.pack("!I", len(payload)) + payload
+    if fds:
+        sent = socket.send_fds(sock, [data[:4]], list(fds))
+        if sent != 4:
+            raise ConnectionError("short write on launcher socket")
+        data = data[4:]
+    sock.sendall(data)
+
+
+def recv_fds(sock: socket.socket, bufsize: int, maxfds: int) -> tuple[bytes, list[int]]:
+    """socket.recv_fds, with every received fd made close-on-exec (recvmsg does not, and a launched
+    command must never inherit a status pipe or a shared Landlock ruleset)."""
+    msg, fds, _, _ = socket.recv_fds(sock, bufsize, maxfds)
+    for fd in fds:
+        os.set_inheritable(fd, False)
+    return msg, fds
+
+
+def recv(sock: socket.socket, maxfds: int = 0) -> tuple[dict | None, list[int]]:
+    """One message and any fds sent with it; (None, []) on a clean EOF."""
+    if maxfds:
+        head, fds = recv_fds(sock, 4, maxfds)
+    else:
+        head, fds = sock.recv(4), []
+    if not head:
+        return None, fds
+    head += _exact(sock, 4 - len(head))
+    (size,) = struct.unpack("!I", head)
+    if size > MAX_MESSAGE:
+        raise ConnectionError("launcher message too large")
+    return json.loads(_exact(sock, size)), fds
+
+
+def _exact(sock: socket.socket, n: int) -> bytes:
+    chunks = []
+    while n:
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            raise ConnectionError("launcher socket closed mid-message")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,127 @@
+"""The egress proxy: allowlisted names pass (CONNECT and plain HTTP), others are refused, all is audited."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from sentinel.leash import egress
+from sentinel.leash.policy import domain_allowed
+
+
+class _Hello(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802
+        body = f"hello {self.path}".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def upstream():
+    srv = HTTPServer(("127.0.0.1", 0), _Hello)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv.server_address[1]
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def proxy():
+    records = []
+
+    async def resolve(host, port):
+        return {"allowed.test": ["127.0.0.1"], "sub.wild.test": ["127.0.0.1"], "local.test": ["127.0.0.1"]}[host]
+
+    def lookup(uid):
+        return egress.Grant("agent-a", ["allowed.test", "*.wild.test", "local.test"])
+
+    servers = []
+
+    def start(allow_private=True):
+        bg = egress.Background(egress.EgressProxy(lookup, records.append, resolve=resolve,
+                                                  allow_private=allow_private)).start()
+        servers.append(bg)
+        return bg.port
+
+    yield start, records
+    for bg in servers:
+        bg.stop()
+
+
+def _exchange(port: int, data: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), 5) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_plain_http_allowed_and_denied(proxy, upstream):
+    start, records = proxy
+    port = start()
+    ok = _exchange(port, f"GET http://allowed.test:{upstream}/x?y=1 HTTP/1.1\r\nHost: allowed.test\r\n\r\n".encode())
+    assert ok.startswith(b"HTTP/1.0 200") and ok.endswith(b"hello /x?y=1")
+    no = _exchange(port, b"GET http://evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n")
+    assert no.startswith(b"HTTP/1.1 403") and b"not in the allowlist of agent-a" in no
+    assert [(r["decision"], r["host"]) for r in records] == [("allow", "allowed.test"), ("deny", "evil.test")]
+    assert records[0]["reason"] == "allowlist entry allowed.test" and "uid" in records[0]
+
+
+def test_connect_tunnel_and_wildcard(proxy, upstream):
+    start, records = proxy
+    port = start()
+    with socket.create_connection(("127.0.0.1", port), 5) as s:
+        s.sendall(f"CONNECT sub.wild.test:{upstream} HTTP/1.1\r\n\r\n".encode())
+        assert s.recv(4096).startswith(b"HTTP/1.1 200")
+        s.sendall(b"GET /t HTTP/1.0\r\n\r\n")
+        s.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := s.recv(4096):
+            data += chunk
+    assert data.endswith(b"hello /t")
+    assert records[-1]["decision"] == "allow" and records[-1]["reason"] == "allowlist entry *.wild.test"
+
+
+def test_private_addresses_refused_by_default(proxy, upstream):
+    start, records = proxy
+    port = start(allow_private=False)
+    out = _exchange(port, f"CONNECT local.test:{upstream} HTTP/1.1\r\n\r\n".encode())
+    assert out.startswith(b"HTTP/1.1 403") and b"non-public" in out
+    assert records[-1]["decision"] == "deny"
+
+
+def test_domain_matching():
+    allow = ["example.com", "*.pypi.org"]
+    assert domain_allowed("example.com", allow) == "example.com"
+    assert domain_allowed("EXAMPLE.com.", allow) == "example.com"
+    assert domain_allowed("files.pypi.org", allow) == "*.pypi.org"
+    assert domain_allowed("pypi.org", allow) is None
+    assert domain_allowed("evilexample.com", allow) is None
+    assert domain_allowed("example.com.evil.net", allow) is None
+
+
+def test_socket_owner_is_found(proxy):
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    cli = socket.create_connection(srv.getsockname())
+    conn, _ = srv.accept()
+    try:
+        import os
+
+        host, port = cli.getsockname()
+        assert egress.socket_uid(host, port, *srv.getsockname()) == os.getuid()
+    finally:
+        for s in (cli, conn, srv):
+            s.close()

@@ -1,0 +1,89 @@
+"""The launch API: output capture and truncation, stdin, exit codes, fail closed, concurrency, restart."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from sentinel.errors import ConfigError
+from sentinel.leash import launch, lsm, prepared
+from sentinel.leash.errors import SandboxUnavailable
+from sentinel.leash.launch import run_tool
+
+
+@pytest.fixture
+def ws(tmp_path):
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+def run(ws, argv, **kw):
+    return run_tool(argv, cwd=ws, workspace=ws, timeout_s=kw.pop("timeout_s", 10), **kw)
+
+
+def test_output_merged_and_truncated_with_note(ws):
+    res = run(ws, ["/bin/bash", "-c", "echo out; echo err >&2; head -c 50000 /dev/zero | tr '\\0' a"],
+              output_max_chars=1000)
+    assert res.truncated and "characters truncated ...]" in res.output
+    assert res.output.startswith("out\nerr\n") and len(res.output) < 1100
+
+
+def test_stdin_exit_code_and_missing_command(ws):
+    res = run(ws, ["/bin/bash", "-c", "read x; echo got $x; exit 3"], stdin=b"hello\n")
+    assert (res.exit_code, res.output) == (3, "got hello\n")
+    res = run(ws, ["no-such-command-xyz"])
+    assert res.exit_code == 127 and "cannot execute no-such-command-xyz" in res.output
+
+
+def test_env_is_minimal(ws, monkeypatch):
+    monkeypatch.setenv("SECRET_TOKEN", "s3cret")
+    res = run(ws, ["/usr/bin/env"], env={"EXTRA": "1"})
+    assert "s3cret" not in res.output and "EXTRA=1" in res.output and f"HOME={ws}" in res.output
+
+
+def test_fail_closed_when_a_layer_is_missing(ws, monkeypatch):
+    monkeypatch.setattr(lsm, "abi_version", lambda: 3)
+    monkeypatch.setattr(prepared, "_rulesets", type(prepared._rulesets)())
+    with pytest.raises(SandboxUnavailable, match="landlock-tcp, landlock-scope.*best_effort"):
+        run(ws, ["true"])
+    res = run(ws, ["/bin/bash", "-c", "echo x > f; cat /etc/shadow"], sandbox="best_effort")
+    assert {"landlock-tcp", "landlock-scope"} <= set(res.missing)
+    assert "landlock-fs" in res.applied and (ws / "f").exists() and ":::" not in res.output
+
+
+def test_bad_policy_is_one_line_error(ws, sentinel_home):
+    (sentinel_home / "leash.yaml").write_text("limits:\n  memory_mb: lots\n")
+    with pytest.raises(ConfigError) as err:
+        run(ws, ["true"])
+    assert str(err.value).startswith(f"{sentinel_home / 'leash.yaml'}: limits.memory_mb")
+    assert "\n" not in str(err.value)
+    (sentinel_home / "leash.yaml").write_text("allow_domains: ['not a domain']\nnetwork: true\n")
+    with pytest.raises(ConfigError, match="allow_domains: .*'not a domain' is not a domain name"):
+        run(ws, ["true"])
+
+
+def test_concurrent_launches(ws):
+    results = []
+
+    def one(i):
+        results.append(run(ws, ["/bin/bash", "-c", f"sleep 0.3; echo {i}"]).output)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [f"{i}\n" for i in range(4)]
+
+
+def test_launcher_restarts_after_it_dies(ws):
+    launch.ensure_launcher()
+    old = launch._pid
+    os.kill(old, 9)
+    time.sleep(0.2)  # its spare keeper dies with it (pdeathsig)
+    assert run(ws, ["/bin/echo", "back"]).output == "back\n"
+    assert launch._pid != old
