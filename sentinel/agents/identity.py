@@ -115,6 +115,7 @@ def setup(display: str, store: Any, home_base: Path, operator_group: str) -> Ide
     registry.account(registry.get(store, name), operator_group)  # unprivileged, not an operator
     write_tree(pw, name, display)
     ensure_leash_policy(name)
+    apply_egress(store)
     registry.set_default(store, name)
     store.audit("agent_setup", {"agent": name, "display_name": display, "uid": pw.pw_uid, "created": created})
     return Identity(name, display, pw.pw_dir, pw.pw_uid, created)
@@ -136,10 +137,29 @@ def init_leash(user: str, store: Any, operator_group: str) -> Identity:
     registry.account(registry.get(store, user), operator_group)
     write_tree(pw, user, display)
     ensure_leash_policy(user)
+    apply_egress(store)
     if registry.default(store) is None:
         registry.set_default(store, user)
     store.audit("agent_init", {"agent": user, "uid": pw.pw_uid})
     return Identity(user, display, pw.pw_dir, pw.pw_uid, False)
+
+
+def apply_egress(store: Any) -> str:
+    """Per-UID nftables rules for every registered agent, installed idempotently: leashed UIDs reach only
+    Muzzle and the egress proxy on loopback, and no UDP (DNS included). SENTINEL_EGRESS=off skips it;
+    SENTINEL_EGRESS_NETNS puts the table in a network namespace (tests)."""
+    from sentinel import config as config_mod
+    from sentinel.leash import nft
+    from sentinel.supervisor import layout, registry
+
+    if os.environ.get("SENTINEL_EGRESS") == "off":
+        return "off"
+    if not nft.available():
+        raise UsageError("egress: nft is not installed (apt-get install nftables), or set SENTINEL_EGRESS=off")
+    cfg = config_mod.load(layout.etc_dir())
+    uids = sorted({a.uid for a in registry.all_agents(store) if a.uid is not None})
+    nft.install(uids, [cfg.muzzle.port, cfg.leash.proxy_port], netns=os.environ.get("SENTINEL_EGRESS_NETNS"))
+    return "nftables"
 
 
 def _need_root(what: str) -> None:

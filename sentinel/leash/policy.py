@@ -62,9 +62,27 @@ class LeashPolicy(_Strict):
 
 
 def policy_path(agent: str | None, *, system: bool, policy_dir: Path | None = None) -> Path:
+    directory = policy_dir or DEFAULT_POLICY_DIR
     if system and agent:
-        return (policy_dir or DEFAULT_POLICY_DIR) / f"{agent}.yaml"
+        return directory / f"{agent}.yaml"
+    # A system-mode worker runs unprivileged as its agent: the root-owned policy for that user still
+    # governs its tools, never the $SENTINEL_HOME/leash.yaml the agent itself can edit.
+    own = directory / f"{_current_user()}.yaml"
+    try:
+        if own.stat().st_uid == 0:
+            return own
+    except OSError:
+        pass
     return paths.home() / "leash.yaml"
+
+
+def _current_user() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
 
 
 _cache: dict[Path, tuple[int, LeashPolicy]] = {}

@@ -49,3 +49,14 @@ def test_check_json(cli):
     assert "landlock-fs" in tool["enforced"] and tool["tcp_connect_ports"] == []
     assert len(worker["tcp_connect_ports"]) == 2 and worker["network"]
     assert not any(p.endswith("/etc/shadow") or p == "/etc" for p in tool["read_only"])
+
+
+@pytest.mark.root
+def test_a_leashed_users_root_owned_policy_wins_over_its_own_home_file(tmp_path, sentinel_home):
+    from sentinel.leash.policy import policy_path
+
+    (sentinel_home / "leash.yaml").write_text("network: {allow: ['*']}\n")
+    assert policy_path(None, system=False, policy_dir=tmp_path) == sentinel_home / "leash.yaml"
+    system_file = tmp_path / "root.yaml"  # the current user, as a leashed worker would see itself
+    system_file.write_text("{}\n")
+    assert policy_path(None, system=False, policy_dir=tmp_path) == system_file

@@ -56,7 +56,9 @@ def system(tmp_path, monkeypatch):
     os.chmod(sock_dir, 0o755)
     group = f"sxops{secrets.token_hex(3)}"
     env = {"SENTINEL_SYSTEM_DIR": str(tmp_path / "sys"), "SENTINEL_ETC_DIR": str(tmp_path / "etc"),
-           "SENTINEL_SOCKET": str(sock_dir / "sentinel.sock"), "SENTINEL_OPERATOR_GROUP": group}
+           "SENTINEL_SOCKET": str(sock_dir / "sentinel.sock"), "SENTINEL_OPERATOR_GROUP": group,
+           # workers here reach a scripted model on a random loopback port: no host-wide egress table
+           "SENTINEL_EGRESS": "off"}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     users: list[str] = []
