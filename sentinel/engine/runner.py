@@ -19,7 +19,7 @@ from sentinel.agents import profile as profiles
 from sentinel.engine.run import Run
 from sentinel.engine.state import RunState
 from sentinel.engine.store import TERMINAL, Store, new_id
-from sentinel.errors import NotFound, UsageError
+from sentinel.errors import UsageError
 
 Listener = Callable[[dict[str, Any]], None]
 

@@ -11,7 +11,6 @@ left. It answers, then leaves and removes its cgroups.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
@@ -179,7 +178,7 @@ class Launch:
         return (self.fds["stdin"], out_w, out_w), out_r
 
     def _watch(self, pid: int, status_r: int, out_r: int | None) -> dict:
-        status = _read_status(status_r)
+        status = wire.read_status(status_r)
         self.mark("exec")
         self.timing.update(status.pop("trace", {}))
         if "error" in status:
@@ -256,22 +255,6 @@ def _close(fd: int) -> None:
         os.close(fd)
     except OSError:
         pass
-
-
-def _read_status(fd: int) -> dict:
-    chunks = []
-    try:
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    status: dict = {}
-    for line in b"".join(chunks).splitlines():
-        try:
-            status.update(json.loads(line))
-        except ValueError:
-            pass
-    return status
 
 
 def _wait_all(pid: int | None, group: cgroups.Group | None, pgid: int | None = None) -> None:

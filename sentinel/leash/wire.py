@@ -54,3 +54,20 @@ def _exact(sock: socket.socket, n: int) -> bytes:
         chunks.append(chunk)
         n -= len(chunk)
     return b"".join(chunks)
+
+
+def read_status(fd: int) -> dict:
+    """Read a launch child's status pipe to EOF (JSON lines, merged) and close it."""
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    status: dict = {}
+    for line in b"".join(chunks).splitlines():
+        try:
+            status.update(json.loads(line))
+        except ValueError:
+            pass
+    return status

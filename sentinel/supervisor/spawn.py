@@ -27,7 +27,7 @@ import signal
 import threading
 from dataclasses import dataclass, field
 
-from sentinel.leash import cgroups, lsm, privs
+from sentinel.leash import cgroups, lsm, privs, wire
 from sentinel.leash.errors import LaunchFailed, SandboxUnavailable
 from sentinel.leash.profile import Profile
 
@@ -167,16 +167,7 @@ def _remove(group: cgroups.Group) -> None:
 
 
 def _read_status(fd: int) -> dict:
-    chunks = []
-    with os.fdopen(fd, "rb") as f:
-        while chunk := f.read(65536):
-            chunks.append(chunk)
-    status: dict = {}
-    for line in b"".join(chunks).splitlines():
-        try:
-            status.update(json.loads(line))
-        except ValueError:
-            pass
+    status = wire.read_status(fd)
     if "error" in status:
         status["ok"] = False
     return status

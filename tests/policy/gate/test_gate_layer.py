@@ -3,7 +3,6 @@ no rule in scope means no model call, and judge calls go through config provider
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import yaml
 
