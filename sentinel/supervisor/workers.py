@@ -53,26 +53,41 @@ def model_ports(config: "Config", extra: list[int]) -> list[int]:
     """TCP ports a worker may connect to: Muzzle's, plus any the operator allowed (root-side settings only:
     an agent's own config.yaml can never widen its worker's network rule)."""
     ports = [config.muzzle.port] if config.muzzle.enabled and config.muzzle.port else []
-    url = os.environ.get("SENTINEL_MUZZLE_URL")
+    url = muzzle_url(config)
     if url and urlparse(url).port:
         ports.append(urlparse(url).port)
     return sorted(set(ports + list(extra)))
 
 
-def worker_env(run_id: str, pw: Any, token: str | None) -> dict[str, str]:
+def muzzle_url(config: "Config") -> str | None:
+    """Where workers reach their model: SENTINEL_MUZZLE_URL, or the system Muzzle (`sentinel muzzle serve
+    --system`, running as its own user with the credentials) when it answers on its configured port."""
+    url = os.environ.get("SENTINEL_MUZZLE_URL")
+    if url or not config.muzzle.enabled:
+        return url
+    import urllib.request
+
+    base = f"http://{config.muzzle.host}:{config.muzzle.port}"
+    try:
+        with urllib.request.urlopen(f"{base}/healthz", timeout=0.5) as resp:
+            return f"{base}/v1" if resp.status == 200 else None
+    except OSError:
+        return None
+
+
+def worker_env(run_id: str, pw: Any, token: str | None, url: str | None = None) -> dict[str, str]:
     home = Path(pw.pw_dir)
     env = {"HOME": str(home), "USER": pw.pw_name, "LOGNAME": pw.pw_name, "PATH": DEFAULT_PATH,
            "LANG": "C.UTF-8", "SENTINEL_HOME": str(layout.agent_sentinel_home(home)),
            "TMPDIR": str(layout.agent_sentinel_home(home) / "tmp"), "SENTINEL_SUPERVISOR_FD": "0",
            "SENTINEL_RUN_ID": run_id, "PYTHONDONTWRITEBYTECODE": "1"}
-    url = os.environ.get("SENTINEL_MUZZLE_URL")
     if url and token:
         env |= {"SENTINEL_MODEL_BASE_URL": url, "SENTINEL_MODEL_TOKEN": token}
     return env
 
 
 def worker_launch(run_id: str, row: dict[str, Any], pw: Any, config: "Config", ports: list[int],
-                  channel_fd: int, log_fd: int, token: str | None) -> spawn.Launch:
+                  channel_fd: int, log_fd: int, token: str | None, url: str | None = None) -> spawn.Launch:
     from sentinel.leash import policy as leash_policy
     from sentinel.leash.profile import worker_profile
 
@@ -84,7 +99,8 @@ def worker_launch(run_id: str, row: dict[str, Any], pw: Any, config: "Config", p
     proxy = (config.leash.proxy_host, config.leash.proxy_port)
     prof = worker_profile(sentinel_home, workspace, pol, muzzle_port=ports[0] if ports else proxy[1], proxy=proxy)
     prof.tcp_connect = sorted(set(prof.tcp_connect) | set(ports))
-    return spawn.Launch([sys.executable, "-m", "sentinel.worker", run_id], worker_env(run_id, pw, token),
+    env = worker_env(run_id, pw, token, url)
+    return spawn.Launch([sys.executable, "-m", "sentinel.worker", run_id], env,
                         pw.pw_uid, pw.pw_gid, str(home), prof, (channel_fd, log_fd, log_fd), sandbox=config.sandbox,
                         name=f"sentinel-{run_id}")
 
@@ -103,8 +119,9 @@ def start(store: Store, state_dir: Path, run_id: str, config: "Config", ports: l
     log_fd = os.open(logs / f"{run_id}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
                      0o600)
     try:
-        token = _muzzle_token(agent.name, run_id, row.get("model"))
-        launch = worker_launch(run_id, row, pw, config, ports, theirs.fileno(), log_fd, token)
+        url = muzzle_url(config)
+        token = _muzzle_token(agent.name, run_id, row.get("model"), url)
+        launch = worker_launch(run_id, row, pw, config, ports, theirs.fileno(), log_fd, token, url)
         spawned = spawn.spawn(launch)
     except BaseException:
         ours.close()
@@ -115,9 +132,9 @@ def start(store: Store, state_dir: Path, run_id: str, config: "Config", ports: l
     return Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied), ours
 
 
-def _muzzle_token(agent: str, run_id: str, model: str | None) -> str | None:
-    """A per-run Muzzle token when the operator pointed workers at a system Muzzle (SENTINEL_MUZZLE_URL)."""
-    if not os.environ.get("SENTINEL_MUZZLE_URL"):
+def _muzzle_token(agent: str, run_id: str, model: str | None, url: str | None) -> str | None:
+    """A per-run token for the system Muzzle workers use (none when there is no system Muzzle)."""
+    if not url:
         return None
     from sentinel import config as config_mod
     from sentinel.muzzle import issue_token
