@@ -179,6 +179,29 @@ class Group:
                     time.sleep(0.005)
 
 
+def sweep(h: Hierarchies | None = None, min_age_s: float = 30.0) -> int:
+    """Remove `sentinel-*` groups left behind by keepers or workers that were killed before cleaning up
+    (a launcher dies with its caller, and its spare keeper with it). Only empty groups older than
+    `min_age_s` go, so a group being created and joined right now is never touched. Returns the count."""
+    h = (h or detect()).writable()
+    parents = ([h.v2] if h.v2 else []) + list(h.v1.values())
+    now, removed = time.time(), 0
+    for parent in dict.fromkeys(parents):
+        try:
+            entries = [d for d in parent.iterdir() if d.name.startswith("sentinel-") and d.is_dir()]
+        except OSError:
+            continue
+        for d in entries:
+            try:
+                if _pids(d) or now - d.stat().st_mtime < min_age_s:
+                    continue
+                d.rmdir()  # fails (EBUSY/ENOTEMPTY) if anything joined or nested meanwhile
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
 def _mkdir(path: Path) -> Path | None:
     try:
         path.mkdir()

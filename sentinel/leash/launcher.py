@@ -49,6 +49,7 @@ def _setup(ctl: socket.socket, parent: int) -> None:
     os.closerange(keep + 1, 1 << 20)
     lsm.abi_version()  # warm the caches every keeper inherits
     cgroups.detect()
+    cgroups.sweep()  # groups of launchers killed with their callers
 
 
 def _loop(ctl: socket.socket) -> None:

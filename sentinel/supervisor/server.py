@@ -126,6 +126,9 @@ class Supervisor:
         self.recover()
 
     def recover(self) -> None:
+        from sentinel.leash import cgroups
+
+        cgroups.sweep()  # groups of workers that died with a previous supervisor
         store = self._store
         for row in store.list_runs(status=["running"]):
             if row["id"] not in self.workers:

@@ -87,3 +87,29 @@ def test_launcher_restarts_after_it_dies(ws):
     time.sleep(0.2)  # its spare keeper dies with it (pdeathsig)
     assert run(ws, ["/bin/echo", "back"]).output == "back\n"
     assert launch._pid != old
+
+
+@pytest.mark.root
+def test_sweep_removes_only_stale_empty_sentinel_groups():
+    import subprocess as sp
+
+    from sentinel.leash import cgroups
+
+    stale = cgroups.Group.create("sentinel-test-stale")
+    busy = cgroups.Group.create("sentinel-test-busy")
+    if stale is None or busy is None:
+        pytest.skip("no writable cgroup hierarchy here")
+    sleeper = sp.Popen(["sleep", "30"])
+    try:
+        for d in busy.dirs:
+            (d / "cgroup.procs").write_text(str(sleeper.pid))
+        assert all(d.exists() for d in stale.dirs)  # too young
+        cgroups.sweep(min_age_s=0)
+        assert not any(d.exists() for d in stale.dirs)
+        assert all(d.exists() for d in busy.dirs)  # a live member keeps its group
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        time.sleep(0.05)
+        for d in busy.dirs:
+            d.rmdir()
