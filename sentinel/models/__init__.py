@@ -66,25 +66,30 @@ def resolve(name: str, config: "Config") -> ModelClient:
     return OpenAICompatClient(name, model, cfg.base_url, api_key(cfg), timeout_s=config.limits.model_timeout_s)
 
 
-def for_run(name: str, config: "Config", *, run_id: str, agent: str) -> ModelClient:
+def for_run(name: str, config: "Config", *, run_id: str, agent: str, also: list[str] | tuple[str, ...] = ()) -> ModelClient:
     """The client a run's worker uses: an OpenAI-compatible client pointed at Muzzle with a run token.
 
     System mode: the supervisor issued the token and passed SENTINEL_MODEL_BASE_URL and
     SENTINEL_MODEL_TOKEN; the worker only ever holds those (DESIGN property 4). Local mode:
     an in-process Muzzle on an ephemeral loopback port, started on first use. With
     `muzzle.enabled: false` the backend is used directly (no inspection, no log).
+    `also`: further models the run's token may use (the rule gate's judges).
     """
     base_url, token = os.environ.get("SENTINEL_MODEL_BASE_URL"), os.environ.get("SENTINEL_MODEL_TOKEN")
     if base_url and token:
         from sentinel.models.openai_compat import OpenAICompatClient
 
-        return OpenAICompatClient(name, name, base_url, token, timeout_s=config.limits.model_timeout_s)
+        client = OpenAICompatClient(name, name, base_url, token, timeout_s=config.limits.model_timeout_s)
+        client.via_muzzle = True
+        return client
     if not config.muzzle.enabled:
         return resolve(name, config)
     _check(name, config)
     from sentinel.muzzle import client_for_run
 
-    return client_for_run(name, config, run_id=run_id, agent=agent)
+    client = client_for_run(name, config, run_id=run_id, agent=agent, also=list(also))
+    client.via_muzzle = True
+    return client
 
 
 def _check(name: str, config: "Config") -> None:

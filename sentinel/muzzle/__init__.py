@@ -12,7 +12,7 @@
 The API the engine and the supervisor use:
 
     issue_token(agent, run_id, models, ttl_s, budgets, store=None) -> str
-    client_for_run(name, config, run_id=..., agent=...) -> ModelClient   # local mode, in-process Muzzle
+    client_for_run(name, config, run_id=..., agent=..., also=[...]) -> OpenAICompatClient   # local mode
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from sentinel.muzzle.settings import Budgets
 
 if TYPE_CHECKING:
     from sentinel.config import Config
-    from sentinel.models.base import ModelClient
+    from sentinel.models.openai_compat import OpenAICompatClient
 
 __all__ = ["Budgets", "issue_token", "client_for_run"]
 
@@ -47,12 +47,13 @@ def issue_token(agent: str, run_id: str, models: Sequence[str], ttl_s: float = 8
         opened.close()
 
 
-def client_for_run(name: str, config: "Config", *, run_id: str, agent: str) -> "ModelClient":
+def client_for_run(name: str, config: "Config", *, run_id: str, agent: str,
+                   also: list[str] | None = None) -> "OpenAICompatClient":
     """An OpenAI-compatible client for one run, pointed at the in-process Muzzle with a fresh run token."""
     from sentinel.models.openai_compat import OpenAICompatClient
     from sentinel.muzzle.server import ensure_local
 
     muzzle = ensure_local(config)
-    token = issue_token(agent, run_id, [name], config.muzzle.token_ttl_s, config.muzzle.budgets,
+    token = issue_token(agent, run_id, [name, *(also or [])], config.muzzle.token_ttl_s, config.muzzle.budgets,
                         store=muzzle.layout.store_path)
     return OpenAICompatClient(name, name, muzzle.base_url, token, timeout_s=config.limits.model_timeout_s)

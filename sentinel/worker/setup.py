@@ -37,12 +37,17 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     from sentinel.models import for_run
 
     registry = default_registry()
+    layers = layers_for(config, home, profile)
+    gate = next((layer for layer in layers if getattr(layer, "name", "") == "gate"), None)
+    judges = gate.judge_models() if gate is not None else []
+    model = for_run(state.model, config, run_id=state.id, agent=profile.name, also=judges)
+    if gate is not None and getattr(model, "via_muzzle", False):
+        gate.route_through_muzzle(model.base_url, model.api_key)  # judge calls are model calls too
     granted = frozenset(profile.tools) if profile.tools is not None else None
     tool_ctx = ToolContext(workspace=Path(state.workspace), run_id=state.id, agent=profile.name,
                            bash_timeout_s=config.tools.bash_timeout_s, output_max_chars=config.tools.output_max_chars,
                            sandbox=config.sandbox, tools_mode=config.leash.tools)
-    return Deps(model=for_run(state.model, config, run_id=state.id, agent=profile.name), registry=registry,
-                layers=layers_for(config, home, profile), store=store, tool_ctx=tool_ctx,
+    return Deps(model=model, registry=registry, layers=layers, store=store, tool_ctx=tool_ctx,
                 max_steps=config.limits.max_steps, max_wall_s=config.limits.max_wall_s, granted=granted)
 
 

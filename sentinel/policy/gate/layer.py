@@ -79,6 +79,19 @@ class RuleGate:
             print(f"sentinel: skipped rule: {error}", file=sys.stderr)
         return cls(bundle, judges or Judges(bundle.config, provider_lookup(config)))
 
+    def judge_models(self) -> list[str]:
+        """`backend/model` of every judge call these rules can make through Muzzle (for the run's token)."""
+        from sentinel.policy.gate.judges.muzzle import routable
+
+        cfg = self.bundle.config
+        pairs = [(r, r.backend or cfg.backend) for r in self.rules]
+        return sorted({f"{b}/{cfg.model_for(b, r.model)}" for r, b in pairs if routable(cfg, b)})
+
+    def route_through_muzzle(self, base_url: str, token: str) -> None:
+        from sentinel.policy.gate.judges.muzzle import MuzzleJudges
+
+        self.gate.judges = MuzzleJudges(self.bundle.config, base_url, token)
+
     def check(self, ctx: CallContext) -> list[LayerResult]:
         if not self.rules:
             return []

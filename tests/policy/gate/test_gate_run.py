@@ -46,3 +46,24 @@ def test_post_info_rules_add_context_to_the_tool_result(scripted_server, configu
     results = [m["content"] for m in cli.json("show", run_id, "--json")["messages"] if m["role"] == "tool"]
     assert results[0].startswith("Wrote 1 characters")
     assert "[sentinel note] Update CHANGELOG.md for every migration." in results[0]
+
+
+def test_judge_calls_of_a_run_go_through_muzzle(scripted_server, configure, cli, sentinel_home):
+    import json
+
+    verdict = json.dumps({"violation": True, "confidence": 0.9, "reason": "billing is frozen"})
+    judge_server = scripted_server([verdict])
+    agent_server = scripted_server(SCRIPT)
+    (sentinel_home / "rules").mkdir()
+    (sentinel_home / "rules" / "billing.yaml").write_text(yaml.safe_dump(
+        {"trigger": "file_write", "scope": ["src/billing/**"], "backend": "judge", "model": "m",
+         "prompt": "billing FILE {{file_path}}"}))
+    configure({"providers": {"fake": {"base_url": agent_server.base_url}, "judge": {"base_url": judge_server.base_url}},
+               "default_model": "fake/m"})
+    run_id = cli.json("run", "set the tax to zero", "--json", check=0)["id"]
+    first = cli.json("show", run_id, "--json")["decisions"][0]
+    assert (first["outcome"], first["reason"]) == ("deny", "gate: billing is frozen")
+    sent = judge_server.requests[0]
+    assert sent["model"] == "m" and sent["response_format"]["type"] == "json_schema"
+    calls = cli.json("muzzle", "log", "--json", "--run", run_id)
+    assert "judge/m" in {c["model"] for c in calls} and "fake/m" in {c["model"] for c in calls}

@@ -1,0 +1,38 @@
+"""Judge calls of a Sentinel run, sent through Muzzle like every other model call of the run.
+
+Muzzle names models `provider/model`, so a judge backend `ollama` asking for `gemma3:4b` becomes
+`ollama/gemma3:4b` on Muzzle's OpenAI-compatible endpoint (json_schema strict), authenticated
+with the run's token. Backends Muzzle cannot stand in for keep their own path: the claude/copilot
+CLIs (subprocesses of their own) and any backend the gate config points at an explicit
+`backends.<name>.url`, which Muzzle's providers know nothing of.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sentinel.policy.gate.judges import JudgeBackend, Judges, Request
+from sentinel.policy.gate.judges.openai_compat import OpenAIJudge
+
+CLI_BACKENDS = ("claude", "copilot")
+
+
+def routable(cfg: Any, backend: str) -> bool:
+    return backend not in CLI_BACKENDS and not cfg.backend_settings(backend).get("url")
+
+
+class MuzzleJudge(OpenAIJudge):
+    def kwargs(self, request: Request) -> dict[str, Any]:  # type: ignore[override]
+        return {**OpenAIJudge.kwargs(request), "model": f"{self.name}/{request.model}"}
+
+
+class MuzzleJudges(Judges):
+    def __init__(self, cfg: Any, base_url: str, token: str):
+        super().__init__(cfg, None)
+        self.base_url = base_url
+        self.token = token
+
+    def _build(self, name: str) -> JudgeBackend:
+        if not routable(self.cfg, name):
+            return super()._build(name)
+        return MuzzleJudge(name, self.base_url, self.token)
