@@ -141,9 +141,21 @@ def _muzzle_token(agent: str, run_id: str, model: str | None, url: str | None) -
     from sentinel.muzzle.layout import system_layout
 
     cfg = config_mod.load(layout.etc_dir())
-    models = [model] if model else ["*"]
+    models = [model, *system_judge_models(cfg)] if model else ["*"]
     return issue_token(agent, run_id, models, cfg.muzzle.token_ttl_s, cfg.muzzle.budgets,
                        store=system_layout(cfg).store_path)
+
+
+def system_judge_models(config: "Config") -> list[str]:
+    """Models the operator's rules (/etc/sentinel/rules) judge with: the run's token must allow them, since
+    the worker's judge calls go through Muzzle too. An agent's own rules cannot widen its token."""
+    from sentinel.policy.gate import RuleGate
+    from sentinel.policy.gate.loader import system_rules_dir
+
+    rules = system_rules_dir(str(layout.etc_dir() / "rules"))
+    if rules is None or not config.gate.enabled:
+        return []
+    return RuleGate.for_sentinel(layout.etc_dir(), config.gate, config, system_rules=rules).judge_models()
 
 
 def run_row(store: Store, run_id: str) -> dict[str, Any]:

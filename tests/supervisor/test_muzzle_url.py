@@ -43,3 +43,22 @@ def test_explicit_url_wins_and_reaches_the_worker_only_with_its_token(monkeypatc
     assert env["SENTINEL_MODEL_BASE_URL"] == "http://127.0.0.1:9999/v1" and env["SENTINEL_MODEL_TOKEN"] == "smz_token"
     assert "SENTINEL_MODEL_TOKEN" not in worker_env("r-1", pw, None, None)
     assert not any("KEY" in k for k in env)
+
+
+def test_the_run_token_allows_the_operators_judge_models(tmp_path, monkeypatch):
+    import os
+
+    import pytest
+
+    from sentinel.supervisor.workers import system_judge_models
+
+    if os.geteuid() != 0:
+        pytest.skip("system rules are root-owned")
+    monkeypatch.setenv("SENTINEL_ETC_DIR", str(tmp_path))
+    assert system_judge_models(Config()) == []
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "billing.yaml").write_text(
+        "trigger: file_write\nscope: ['src/**']\nmodel: qwen3:4b\nprompt: 'FILE {{file_path}}'\n")
+    (tmp_path / "rules" / "cli.yaml").write_text(
+        "trigger: bash\nscope: ['git *']\nbackend: claude\nprompt: 'CMD {{command}}'\n")
+    assert system_judge_models(Config()) == ["ollama/qwen3:4b"]  # the claude CLI judge is not Muzzle's

@@ -203,10 +203,14 @@ def load_repo(root: str, *, use_cache: bool = True) -> Bundle:
     return _bundle(data)
 
 
-def system_rules_dir() -> str | None:
-    """/etc/sentinel/rules when running as root (system mode) and it exists."""
-    path = "/etc/sentinel/rules"
-    return path if os.geteuid() == 0 and os.path.isdir(path) else None
+def system_rules_dir(path: str = "/etc/sentinel/rules") -> str | None:
+    """The operator's rules for every run on this machine, when the directory exists and root owns it:
+    a system-mode worker runs as its unprivileged agent and must still obey them."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return path if st.st_uid == 0 and os.path.isdir(path) else None
 
 
 def load_home(home: str, settings: dict[str, Any], system_rules: str | None = None) -> Bundle:

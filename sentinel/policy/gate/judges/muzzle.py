@@ -17,8 +17,13 @@ from sentinel.policy.gate.judges.openai_compat import OpenAIJudge
 CLI_BACKENDS = ("claude", "copilot")
 
 
+# Gate backends whose default endpoint is the one Muzzle's built-in provider of that name uses.
+DEFAULT_URLS = {"ollama": "http://localhost:11434"}
+
+
 def routable(cfg: Any, backend: str) -> bool:
-    return backend not in CLI_BACKENDS and not cfg.backend_settings(backend).get("url")
+    url = (cfg.backend_settings(backend).get("url") or "").rstrip("/")
+    return backend not in CLI_BACKENDS and (not url or url == DEFAULT_URLS.get(backend))
 
 
 class MuzzleJudge(OpenAIJudge):
