@@ -226,11 +226,22 @@ def _local_status(engine: Any) -> dict[str, Any]:
     cfg = engine.config
     data = {"mode": "local", "home": str(paths.home()), "default_model": cfg.default_model,
             "default_agent": cfg.default_agent, "sandbox": cfg.sandbox, "tools": cfg.leash.tools,
-            "muzzle": cfg.muzzle.enabled, "runs": counts, "pending_approvals": len(engine.store.pending_approvals())}
+            "leash": _leash_summary(),
+            "muzzle": "in-process, on first run (local mode)" if cfg.muzzle.enabled else "disabled (no inspection)",
+            "runs": counts, "pending_approvals": len(engine.store.pending_approvals())}
     note = local_note()
     if note:
         data["note"] = note
     return data
+
+
+def _leash_summary() -> str:
+    """What the kernel here lets Leash enforce (`sentinel leash check` has the details)."""
+    from sentinel.leash import cgroups, lsm
+
+    abi = lsm.abi_version()
+    landlock = f"Landlock ABI {abi}" if abi else "no Landlock"
+    return f"{landlock}; cgroups {cgroups.describe()}"
 
 
 def cancel(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = typer.Option(False, "--json")) -> None:
