@@ -29,18 +29,9 @@ def normalize(statement: str) -> str:
 
 
 def _jsonl(path: str) -> list[dict[str, Any]]:
-    if not os.path.exists(path):
-        return []
-    out = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            try:
-                item = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(item, dict):
-                out.append(item)
-    return out
+    from sentinel.policy.gate.telemetry import read_jsonl
+
+    return read_jsonl(path)
 
 
 def _append(path: str, item: dict[str, Any]) -> None:

@@ -43,19 +43,28 @@ def append(path: str | None, lines: Iterable[dict[str, Any]]) -> None:
         pass  # telemetry never breaks a decision
 
 
-def read(path: str | None) -> list[dict[str, Any]]:
+def parse_jsonl(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """The JSON objects among lines; torn or foreign lines are skipped."""
+    out = []
+    for line in lines:
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            out.append(item)
+    return out
+
+
+def read_jsonl(path: str | None) -> list[dict[str, Any]]:
     if not path or not os.path.exists(path):
         return []
-    out = []
     with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            try:
-                item = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(item, dict) and item.get("rule_id"):
-                out.append(item)
-    return out
+        return parse_jsonl(fh)
+
+
+def read(path: str | None) -> list[dict[str, Any]]:
+    return [item for item in read_jsonl(path) if item.get("rule_id")]
 
 
 def percentile(values: list[float], pct: float) -> float:

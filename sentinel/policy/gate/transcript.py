@@ -38,15 +38,9 @@ def _parse(text: str) -> list[dict[str, Any]]:
             doc = None
         if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
             return [m for m in doc["messages"] if isinstance(m, dict)]
-    out = []
-    for line in text.splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(item, dict):
-            out.append(item)
-    return out
+    from sentinel.policy.gate.telemetry import parse_jsonl
+
+    return parse_jsonl(text.splitlines())
 
 
 def _blocks(entry: dict[str, Any]) -> tuple[str, list[Any]]:
