@@ -52,17 +52,22 @@ def _setup(ctl: socket.socket, parent: int) -> None:
     cgroups.sweep()  # groups of launchers killed with their callers
 
 
+SPARES = 2  # a spare takes ~10 ms to get ready (joining cgroups waits for an RCU grace period)
+
+
 def _loop(ctl: socket.socket) -> None:
-    """Keep one spare keeper waiting on the control socket; fork the next when it takes a request."""
+    """Keep SPARES keepers waiting on the control socket; fork the next whenever one takes a request,
+    so launches in quick succession never wait for a spare to get ready."""
     notify_r, notify_w = os.pipe()
-    while True:
+    for _ in range(SPARES):
         if not _fork_spare(ctl, notify_w):
             return
+    while True:
         try:
             note = os.read(notify_r, 1)
         except InterruptedError:
             continue
-        if note != b"T":
+        if note != b"T" or not _fork_spare(ctl, notify_w):
             return  # the caller closed the control socket
 
 
