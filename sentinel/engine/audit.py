@@ -6,8 +6,6 @@ supervisor's root-only database. Writers call `record(kind, **fields)`.
 
 from __future__ import annotations
 
-import json
-import time
 from typing import Any
 
 
@@ -19,7 +17,3 @@ def record(kind: str, db_path: Any = None, **fields: Any) -> None:
         store.audit(kind, fields)
     finally:
         store.close()
-
-
-def encode(fields: dict[str, Any]) -> str:
-    return json.dumps({"t": time.time(), **fields}, sort_keys=True, default=str)

@@ -8,7 +8,6 @@ The supervisor (system mode) runs the same loop in a worker process instead.
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -159,7 +158,3 @@ def operator_name() -> str:
         return pwd.getpwuid(os.getuid()).pw_name
     except KeyError:
         return str(os.getuid())
-
-
-def now() -> float:
-    return time.time()

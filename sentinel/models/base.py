@@ -8,7 +8,6 @@ pointed at Muzzle with the run's token.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -56,7 +55,3 @@ class ModelClient(Protocol):
 
 def tool_schemas_to_openai(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"type": "function", "function": t} for t in tools]
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))

@@ -16,7 +16,6 @@ and Failed. Every effect is journaled before and after it happens:
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -227,7 +226,3 @@ class AgentLoop:
 
     def result(self, call_id: str, text: str, **extra: Any) -> None:
         self.run.record({"type": "finished", "call_id": call_id, "result": text, **extra})
-
-
-def dump(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 SCAFFOLD = """\
@@ -31,7 +30,3 @@ def system_prompt(soul: str, tools: list[dict[str, Any]], workspace: str, name: 
     listing = "\n".join(_signature(t) for t in tools) or "(none)"
     header = f"Your name is {name}.\n\n" if name else ""
     return f"{header}{soul.strip()}\n\n" + SCAFFOLD.format(workspace=workspace, tools=listing)
-
-
-def example_call(name: str, args: dict[str, Any]) -> str:
-    return json.dumps({"tool": name, "arguments": args})
