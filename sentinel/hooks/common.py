@@ -105,6 +105,13 @@ def stderr_advisory(verdict: Any) -> Reply:
     return Reply(stderr=text + "\n") if text else SILENT
 
 
+def render_exit2(phase: str, verdict: Any) -> Reply:
+    """Answer for agents whose only channels are exit 2 (block) and stderr (Codex, Windsurf, Amazon Q)."""
+    if verdict.blocks and phase == "pre":
+        return exit2(block_text(verdict))
+    return stderr_advisory(verdict)
+
+
 # -- hook config files (sentinel hook install) -------------------------------------------------
 
 

@@ -38,10 +38,7 @@ def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
     return act
 
 
-def render(phase: str, verdict: Any) -> common.Reply:
-    if verdict.blocks and phase == "pre":
-        return common.exit2(common.block_text(verdict))
-    return common.stderr_advisory(verdict)
+render = common.render_exit2
 
 
 def install(root: str, command: str) -> list[str]:

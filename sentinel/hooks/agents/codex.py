@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    pass
 
 from sentinel.hooks import common
 from sentinel.hooks.agents import claude_code
@@ -16,10 +16,7 @@ session = claude_code.session
 action = claude_code.action
 
 
-def render(phase: str, verdict: Any) -> common.Reply:
-    if verdict.blocks and phase == "pre":
-        return common.exit2(common.block_text(verdict))
-    return common.stderr_advisory(verdict)
+render = common.render_exit2
 
 
 def install(root: str, command: str) -> list[str]:
