@@ -120,7 +120,7 @@ def start(store: Store, state_dir: Path, run_id: str, config: "Config", ports: l
                      0o600)
     try:
         url = muzzle_url(config)
-        token = _muzzle_token(agent.name, run_id, row.get("model"), url)
+        token = _muzzle_token(agent.name, run_id, row.get("model"), url, config)
         launch = worker_launch(run_id, row, pw, config, ports, theirs.fileno(), log_fd, token, url)
         spawned = spawn.spawn(launch)
     except BaseException:
@@ -132,18 +132,16 @@ def start(store: Store, state_dir: Path, run_id: str, config: "Config", ports: l
     return Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied), ours
 
 
-def _muzzle_token(agent: str, run_id: str, model: str | None, url: str | None) -> str | None:
+def _muzzle_token(agent: str, run_id: str, model: str | None, url: str | None, config: "Config") -> str | None:
     """A per-run token for the system Muzzle workers use (none when there is no system Muzzle)."""
     if not url:
         return None
-    from sentinel import config as config_mod
     from sentinel.muzzle import issue_token
     from sentinel.muzzle.layout import system_layout
 
-    cfg = config_mod.load(layout.etc_dir())
-    models = [model, *system_judge_models(cfg)] if model else ["*"]
-    return issue_token(agent, run_id, models, cfg.muzzle.token_ttl_s, cfg.muzzle.budgets,
-                       store=system_layout(cfg).store_path)
+    models = [model, *system_judge_models(config)] if model else ["*"]
+    return issue_token(agent, run_id, models, config.muzzle.token_ttl_s, config.muzzle.budgets,
+                       store=system_layout(config).store_path)
 
 
 def system_judge_models(config: "Config") -> list[str]:

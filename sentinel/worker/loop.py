@@ -87,8 +87,8 @@ class AgentLoop:
         return self.state.status
 
     def step(self) -> None:
-        if self.state.open_calls():
-            for call in self.state.open_calls():
+        if calls := self.state.open_calls():
+            for call in calls:
                 self.settle(call)
             return
         self.check_limits()
