@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import json
 import os
 import socket
@@ -21,13 +22,16 @@ def send(sock: socket.socket, message: dict, fds: list[int] = ()) -> None:
     sock.sendall(data)
 
 
-def recv_fds(sock: socket.socket, bufsize: int, maxfds: int) -> tuple[bytes, list[int]]:
-    """socket.recv_fds, with every received fd made close-on-exec (recvmsg does not, and a launched
-    command must never inherit a status pipe or a shared Landlock ruleset)."""
-    msg, fds, _, _ = socket.recv_fds(sock, bufsize, maxfds)
-    for fd in fds:
-        os.set_inheritable(fd, False)
-    return msg, fds
+def recv_fds(sock: socket.socket, bufsize: int, maxfds: int, flags: int = 0) -> tuple[bytes, list[int]]:
+    """Like socket.recv_fds (which ignores its flags argument), with every received fd close-on-exec
+    from the start (MSG_CMSG_CLOEXEC): a launched command must never inherit a status pipe or a
+    shared Landlock ruleset."""
+    fds = array.array("i")
+    msg, ancdata, _, _ = sock.recvmsg(bufsize, socket.CMSG_LEN(maxfds * fds.itemsize), flags | socket.MSG_CMSG_CLOEXEC)
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+    return msg, list(fds)
 
 
 def recv(sock: socket.socket, maxfds: int = 0) -> tuple[dict | None, list[int]]:
