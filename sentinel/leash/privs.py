@@ -113,13 +113,21 @@ def capabilities() -> tuple[int, int, int]:
                  for f in ("effective", "permitted", "inheritable"))
 
 
-def set_rlimits(limits: dict[str, int]) -> None:
-    """Lower soft and hard limits together, never raising a hard limit we do not have."""
+def clamped_rlimits(limits: dict[str, int]) -> list[tuple[int, int]]:
+    """(resource, value) pairs, each value lowered to the hard limit we hold (never raising one)."""
+    out = []
     for name, value in limits.items():
         which = getattr(resource, name)
         _, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
+        out.append((which, value))
+    return out
+
+
+def set_rlimits(limits: dict[str, int]) -> None:
+    """Lower soft and hard limits together."""
+    for which, value in clamped_rlimits(limits):
         resource.setrlimit(which, (value, value))
 
 
@@ -184,8 +192,13 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
+def seccomp_fprog(program: bytes) -> tuple[ctypes.Array, _SockFprog]:
+    """The sock_fprog for `program`, with the buffer it points into (keep both alive)."""
+    buf = ctypes.create_string_buffer(program, len(program))
+    return buf, _SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+
+
 def install_seccomp(program: bytes) -> None:
     """Install a filter (needs no_new_privs first)."""
-    buf = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    buf, fprog = seccomp_fprog(program)
     prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog))
