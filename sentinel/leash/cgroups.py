@@ -107,14 +107,20 @@ def describe(h: Hierarchies | None = None) -> str:
     return " + ".join(parts) if parts else "none"
 
 
+_UNLIMITED = {"memory.max": "max", "memory.limit_in_bytes": "-1", "pids.max": "max"}
+
+
 @dataclass
 class Group:
-    """One launch's cgroups. A spare keeper creates and joins them before any request arrives (joining
-    costs an RCU grace period, ~10 ms, kept off the launch path); the launch child inherits them."""
+    """A keeper's cgroups, holding one launch at a time. The keeper creates and joins them before any
+    request arrives (joining costs an RCU grace period, ~10 ms, kept off the launch path) and keeps
+    them for every launch it serves, each launch child inheriting them; between launches they hold
+    the keeper alone."""
 
     dirs: list[Path]
     knobs: dict[str, Path]
     applied: list[str]
+    written: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def create(cls, name: str, h: Hierarchies | None = None) -> "Group | None":
@@ -138,23 +144,32 @@ class Group:
             (d / "cgroup.procs").write_text("0")
 
     def set_limits(self, memory_bytes: int | None, pids_max: int | None) -> list[str]:
-        """Write the limits; returns the ones applied (`cgroup-memory`, `cgroup-pids`)."""
+        """Write the limits (None lifts a limit an earlier launch in this group set); returns the ones in
+        force (`cgroup-memory`, `cgroup-pids`). A value already written is not written again."""
         applied = []
         for ctrl, value in (("memory", memory_bytes), ("pids", pids_max)):
-            if value is None or ctrl not in self.knobs:
+            if ctrl not in self.knobs:
                 continue
+            text = str(value) if value is not None else _UNLIMITED[self.knobs[ctrl].name]
             try:
-                self.knobs[ctrl].write_text(str(value))
-                applied.append(f"cgroup-{ctrl}")
+                if self.written.get(ctrl) != text:
+                    self.written.pop(ctrl, None)
+                    self.knobs[ctrl].write_text(text)
+                    self.written[ctrl] = text
+                if value is not None:
+                    applied.append(f"cgroup-{ctrl}")
             except OSError:
                 pass
         return applied
+
+    def members(self) -> set[int]:
+        return {pid for d in self.dirs for pid in _pids(d)}
 
     def kill_others(self, rounds: int = 200) -> None:
         """SIGKILL every member but this process until none is left (bounded by pids.max)."""
         me = os.getpid()
         for _ in range(rounds):
-            others = {pid for d in self.dirs for pid in _pids(d)} - {me}
+            others = self.members() - {me}
             if not others:
                 return
             for pid in others:

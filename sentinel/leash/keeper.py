@@ -1,12 +1,14 @@
-"""The keeper: one forked process per launch request that owns the launched tree from start to cleanup.
+"""The keeper: a forked process that owns one launched tree at a time, from start to cleanup, and then the next.
 
-A keeper is forked by the launcher *before* its request arrives (a spare) and joins fresh cgroups
-then, so the launch child inherits them without paying a migration. It is a child subreaper, so
-every descendant of the launched command (setsid or double-forked included) stays its child. It
-forks the launch child with the caller's Landlock ruleset fd, captures output, enforces the
-timeout, and when the command exits or times out (or the caller hangs up) kills everything left:
-every other member of its cgroups, the process group, then every remaining child until none is
-left. It answers, then leaves and removes its cgroups.
+The launcher keeps a pool of keepers (sentinel/leash/launcher.py). A keeper joins fresh cgroups
+when it starts and copies its shared pages then (sentinel/leash/prefault.py), so launches take no
+cgroup migration and no copy-on-write faults. It is a child subreaper, so every descendant of a
+launched command (setsid or double-forked included) stays its child. For each launch it has a
+launch child forked ahead of the request; it hands it the plan with the caller's Landlock ruleset
+fd, captures output, enforces the timeout, and when the command exits or times out (or the caller
+hangs up) kills everything left: every other member of its cgroups, the process group, then every
+remaining child until none is left. It answers, and takes the next request only if its cgroups
+are empty again; otherwise it leaves (a launch it could not clean up never shares a group).
 """
 
 from __future__ import annotations
@@ -15,61 +17,112 @@ import os
 import select
 import signal
 import socket
+import struct
 import time
 
-from sentinel.leash import cgroups, child, privs, wire
+from sentinel.leash import cgroups, child, prefault, privs, wire
 
 DRAIN_AFTER_KILL_S = 1.0
+MAX_LAUNCHES = 500  # a keeper leaves after this many launches: bounds anything that could accumulate
+
+# Notes a keeper sends the launcher on their shared pipe: one byte and its pid, written atomically.
+NOTE = struct.Struct("!cI")
+READY, TAKEN, LEAVING, HUNG_UP = b"R", b"T", b"L", b"H"
 
 
 class Refused(Exception):
     """The launch was refused before anything ran; the message goes back to the caller."""
 
 
-def spare(ctl: socket.socket, notify_fd: int) -> None:
-    """A keeper made ahead of its request: join fresh cgroups and fork the launch child now, then take
-    one request from the shared control socket, tell the launcher (so it forks the next spare), serve it."""
+def keep(ctl: socket.socket, notify_fd: int, idle_timeout_s: float | None) -> None:
+    """Serve launch requests from the shared control socket, one at a time, until the caller hangs up,
+    this keeper has been idle for `idle_timeout_s` (None: never), or a launch left something behind."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     privs.set_pdeathsig(signal.SIGKILL)
     privs.set_child_subreaper()
+    _close_strays(keep={ctl.fileno(), notify_fd})  # the launcher's pipe end and pidfds
     group = _join_group()
-    launchee = _prefork()
+    prefault.prefault()
+    note = _Notes(notify_fd)
     try:
-        try:
-            _, fds = wire.recv_fds(ctl, 16, 1)
-        except OSError:
-            fds = []
-        ctl.close()
-        notify = _Notify(notify_fd)
-        if not fds:
-            notify.closed()
-            return
-        notify.taken()  # the launcher forks the next spare on the other core while this one launches
-        serve(socket.socket(fileno=fds[0]), group, launchee)
+        for _ in range(MAX_LAUNCHES):
+            launchee = _prefork()
+            note.send(READY)
+            conn, hung_up = _take(ctl, idle_timeout_s)
+            if conn is None:
+                _stop(launchee)
+                if hung_up:
+                    note.send(HUNG_UP)
+                return
+            note.send(TAKEN)
+            serve(conn, group, launchee)
+            _wait_all(None, group)
+            if group is not None and group.members() - {os.getpid()}:
+                return
+            _close_strays(keep={ctl.fileno(), notify_fd})
     finally:
+        note.send(LEAVING)
         _wait_all(None, group)
         if group is not None:
             group.leave_and_remove()
 
 
-class _Notify:
-    """Tells the launcher, once, that this spare is taken (fork the next) or that the caller is gone."""
+def _take(ctl: socket.socket, idle_timeout_s: float | None) -> tuple[socket.socket | None, bool]:
+    """The next request's stream socket; (None, True) when the caller closed the control socket,
+    (None, False) after `idle_timeout_s` without a request. Without a timeout the keeper blocks in
+    recvmsg, where the kernel wakes one waiting keeper per request, not all of them."""
+    poller = select.poll()
+    poller.register(ctl.fileno(), select.POLLIN)
+    while True:
+        flags = 0
+        if idle_timeout_s is not None:
+            if not poller.poll(int(idle_timeout_s * 1000)):
+                return None, False
+            flags = socket.MSG_DONTWAIT
+        try:
+            _, fds = wire.recv_fds(ctl, 16, 1, flags)
+        except BlockingIOError:
+            continue  # another keeper took it
+        except OSError:
+            return None, True
+        if not fds:
+            return None, True
+        return socket.socket(fileno=fds[0]), False
+
+
+def _stop(launchee: tuple[int, socket.socket]) -> None:
+    pid, sock = launchee
+    sock.close()
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+def _close_strays(keep: set[int]) -> None:
+    """Close any fd a failed launch left open, so no later launch child could inherit one."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class _Notes:
+    """What this keeper tells the launcher (which forks another keeper when none is ready)."""
 
     def __init__(self, fd: int):
         self.fd = fd
+        self.pid = os.getpid()
 
-    def taken(self) -> None:
-        self._send(b"T")
-
-    def closed(self) -> None:
-        self._send(b"E")
-
-    def _send(self, note: bytes) -> None:
+    def send(self, kind: bytes) -> None:
         try:
-            os.write(self.fd, note)
+            os.write(self.fd, NOTE.pack(kind, self.pid))
         except OSError:
             pass
-        os.close(self.fd)
 
 
 def _join_group() -> cgroups.Group | None:
@@ -96,6 +149,14 @@ def _prefork() -> tuple[int, socket.socket]:
 def serve(conn: socket.socket, group: cgroups.Group | None, launchee: tuple[int, socket.socket]) -> None:
     """Handle one request on `conn` and answer."""
     try:
+        _serve(conn, group, launchee)
+    finally:
+        launchee[1].close()
+        conn.close()
+
+
+def _serve(conn: socket.socket, group: cgroups.Group | None, launchee: tuple[int, socket.socket]) -> None:
+    try:
         req, fds = wire.recv(conn, maxfds=8)
     except (OSError, ConnectionError):
         return
@@ -111,7 +172,6 @@ def serve(conn: socket.socket, group: cgroups.Group | None, launchee: tuple[int,
         wire.send(conn, answer)
     except OSError:
         pass
-    conn.close()
 
 
 class Launch:

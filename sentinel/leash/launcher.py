@@ -1,32 +1,40 @@
 """The launcher process: single-threaded, forked before the caller starts threads, reused for every launch.
 
 Each message on its SOCK_SEQPACKET control socket carries one unix stream socket (SCM_RIGHTS) for
-one request. The message is taken straight off the shared socket by a spare keeper forked ahead of
-time (sentinel/leash/keeper.py), which then tells the launcher to fork the next spare. Launches
-run concurrently and no interpreter start is paid per launch. The launcher exits when the caller
-closes the control socket or dies (pdeathsig).
+one request. The message is taken straight off the shared socket by a ready keeper
+(sentinel/leash/keeper.py), a long-lived fork of this process that serves one launch at a time.
+The launcher keeps the pool: SPARES keepers from the start (replaced if one leaves), and one more
+whenever every keeper is busy, so concurrent launches never wait for each other; those extra
+keepers leave after EXTRA_IDLE_S without a request. No interpreter start, fork or cgroup creation
+is paid per launch. The launcher exits when the caller closes the control socket or dies
+(pdeathsig), and its keepers with it.
 
 The caller starts it once, early, as `python -m sentinel.leash.launcher FD PARENT_PID`: a fresh
-small interpreter rather than a copy of the caller, because every per-launch fork and execve costs
-in proportion to the forking process's address space (a copy of a 100 MB CLI doubles launch time),
+small interpreter rather than a copy of the caller, because every fork and execve costs in
+proportion to the forking process's address space (a copy of a 100 MB CLI doubles launch time),
 and because the caller may already run threads.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import sys
+from dataclasses import dataclass
 
 from sentinel.leash import cgroups, keeper, lsm, privs
+
+SPARES = 2  # two, so the keeper that just served has time to fork its next launch child
+EXTRA_IDLE_S = 60.0
 
 
 def serve(ctl: socket.socket, parent: int) -> None:
     """Run the launcher loop in this (fresh, single-threaded) process. Never returns."""
     try:
         _setup(ctl, parent)
-        _loop(ctl)
+        Pool(ctl).run()
     finally:
         os._exit(0)
 
@@ -39,7 +47,6 @@ def _setup(ctl: socket.socket, parent: int) -> None:
     privs.set_pdeathsig(signal.SIGKILL)
     if os.getppid() != parent:
         os._exit(0)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -52,36 +59,82 @@ def _setup(ctl: socket.socket, parent: int) -> None:
     cgroups.sweep()  # groups of launchers killed with their callers
 
 
-SPARES = 2  # a spare takes ~10 ms to get ready (joining cgroups waits for an RCU grace period)
+@dataclass
+class _Keeper:
+    pidfd: int
+    core: bool        # one of the SPARES: never leaves for idleness, replaced when it leaves
+    ready: bool = False
+    busy: bool = False
 
 
-def _loop(ctl: socket.socket) -> None:
-    """Keep SPARES keepers waiting on the control socket; fork the next whenever one takes a request,
-    so launches in quick succession never wait for a spare to get ready."""
-    notify_r, notify_w = os.pipe()
-    for _ in range(SPARES):
-        if not _fork_spare(ctl, notify_w):
-            return
-    while True:
+class Pool:
+    """The keepers and what each last said (ready, taken, leaving); pidfds catch any that die."""
+
+    def __init__(self, ctl: socket.socket):
+        self.ctl = ctl
+        self.notes_r, self.notes_w = os.pipe2(os.O_CLOEXEC)
+        self.keepers: dict[int, _Keeper] = {}
+        self.poller = select.poll()
+        self.poller.register(self.notes_r, select.POLLIN)
+        self.poller.register(ctl.fileno(), 0)  # POLLHUP only: the caller closed the control socket
+        self.by_fd: dict[int, int] = {}
+
+    def run(self) -> None:
+        for _ in range(SPARES):
+            self._fork(core=True)
+        while True:
+            for fd, ev in self.poller.poll():
+                if fd == self.ctl.fileno():
+                    return
+                if fd == self.notes_r:
+                    if not self._read_notes():
+                        return
+                else:
+                    self._reap(self.by_fd[fd])
+            if not any(k.ready or not k.busy for k in self.keepers.values()):
+                self._fork(core=False)  # every keeper is busy: one more, so the next launch need not wait
+
+    def _read_notes(self) -> bool:
+        data = os.read(self.notes_r, keeper.NOTE.size * 256)
+        for off in range(0, len(data) - keeper.NOTE.size + 1, keeper.NOTE.size):
+            kind, pid = keeper.NOTE.unpack_from(data, off)
+            k = self.keepers.get(pid)
+            if kind == keeper.HUNG_UP:
+                return False
+            if k is None:
+                continue
+            if kind == keeper.READY:
+                k.ready, k.busy = True, False
+            elif kind == keeper.TAKEN:
+                k.ready, k.busy = False, True
+            elif kind == keeper.LEAVING:
+                k.ready, k.busy = False, True  # counts as unavailable until its pidfd says it is gone
+        return True
+
+    def _reap(self, pid: int) -> None:
+        k = self.keepers.pop(pid)
+        self.poller.unregister(k.pidfd)
+        del self.by_fd[k.pidfd]
+        os.close(k.pidfd)
         try:
-            note = os.read(notify_r, 1)
-        except InterruptedError:
-            continue
-        if note != b"T" or not _fork_spare(ctl, notify_w):
-            return  # the caller closed the control socket
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+        if k.core:
+            self._fork(core=True)
 
-
-def _fork_spare(ctl: socket.socket, notify_w: int) -> bool:
-    try:
+    def _fork(self, core: bool) -> None:
         pid = os.fork()
-    except OSError:
-        return False
-    if pid == 0:
-        try:
-            keeper.spare(ctl, notify_w)
-        finally:
-            os._exit(0)
-    return True
+        if pid == 0:
+            try:
+                os.close(self.notes_r)
+                keeper.keep(self.ctl, self.notes_w, None if core else EXTRA_IDLE_S)
+            finally:
+                os._exit(0)
+        pidfd = os.pidfd_open(pid)
+        self.keepers[pid] = _Keeper(pidfd, core)
+        self.by_fd[pidfd] = pid
+        self.poller.register(pidfd, select.POLLIN)
 
 
 def main(argv: list[str]) -> None:

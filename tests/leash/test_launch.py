@@ -66,18 +66,36 @@ def test_bad_policy_is_one_line_error(ws, sentinel_home):
         run(ws, ["true"])
 
 
-def test_concurrent_launches(ws):
+def test_concurrent_launches_run_in_parallel(ws):
+    launch.ensure_launcher()
     results = []
 
     def one(i):
-        results.append(run(ws, ["/bin/bash", "-c", f"sleep 0.3; echo {i}"]).output)
+        results.append(run(ws, ["/bin/bash", "-c", f"sleep 0.5; echo {i}"]).output)
 
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+    start = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert sorted(results) == [f"{i}\n" for i in range(4)]
+    assert sorted(results) == [f"{i}\n" for i in range(6)]
+    assert time.monotonic() - start < 1.4  # the pool grew: two keepers alone would take 1.5 s
+
+
+def test_keepers_are_reused_and_nothing_of_a_launch_reaches_the_next(ws):
+    launch._reset()  # a fresh launcher: its two standing keepers, not a pool grown by earlier tests
+    left = run(ws, ["/bin/sh", "-c", "setsid sleep 60 >/dev/null 2>&1 & echo $!"])
+    grandchild = int(left.output)
+    keepers, fds = set(), set()
+    for _ in range(6):
+        res = run(ws, ["/bin/sh", "-c", "echo $PPID; ls /proc/self/fd"])
+        ppid, *open_fds = res.output.split()
+        keepers.add(ppid)
+        fds.update(open_fds)
+    assert not os.path.exists(f"/proc/{grandchild}")  # killed when its launch ended
+    assert fds == {"0", "1", "2", "3"}  # stdio, and the directory ls reads: no fd of an earlier launch
+    assert len(keepers) < 6  # keepers serve launch after launch
 
 
 def test_launcher_restarts_after_it_dies(ws):
@@ -113,3 +131,36 @@ def test_sweep_removes_only_stale_empty_sentinel_groups():
         time.sleep(0.05)
         for d in busy.dirs:
             d.rmdir()
+
+
+def test_cgroup_limits_are_lifted_for_the_next_launch_and_not_rewritten(tmp_path):
+    from sentinel.leash import cgroups
+
+    mem, pids = tmp_path / "memory.limit_in_bytes", tmp_path / "pids.max"
+    group = cgroups.Group([tmp_path], {"memory": mem, "pids": pids}, [])
+    assert group.set_limits(1 << 30, 64) == ["cgroup-memory", "cgroup-pids"]
+    assert (mem.read_text(), pids.read_text()) == (str(1 << 30), "64")
+    pids.write_text("unchanged")
+    assert group.set_limits(None, 64) == ["cgroup-pids"]
+    assert mem.read_text() == "-1"  # an unlimited launch after a limited one in the same keeper
+    assert pids.read_text() == "unchanged"  # the same value is not written again
+
+
+def test_keeper_take_times_out_and_sees_the_caller_hang_up():
+    import socket
+
+    from sentinel.leash import keeper
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    assert keeper._take(theirs, 0.05) == (None, False)
+    a, b = socket.socketpair()
+    socket.send_fds(ours, [b"L"], [a.fileno()])
+    conn, hung_up = keeper._take(theirs, 0.05)
+    assert conn is not None and not hung_up
+    assert os.get_inheritable(conn.fileno()) is False  # close-on-exec from the start
+    conn.sendall(b"x")
+    assert b.recv(1) == b"x"
+    ours.close()
+    assert keeper._take(theirs, None) == (None, True)
+    for s in (theirs, a, b, conn):
+        s.close()
