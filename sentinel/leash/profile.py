@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sentinel import paths
@@ -37,7 +37,8 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 @dataclass
 class Profile:
-    """Everything the launcher needs to confine one process; plain data, sent as JSON."""
+    """Everything needed to confine one process: the paths and ports go into the Landlock ruleset
+    (built by the caller); the keeper gets the rest (`keeper_fields`) with each request."""
 
     name: str
     read: list[str]
@@ -50,8 +51,9 @@ class Profile:
     private_tmp: bool = True
     env: dict[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def keeper_fields(self) -> dict:
+        return {"network": self.network, "rlimits": self.rlimits, "memory_bytes": self.memory_bytes,
+                "pids_max": self.pids_max}
 
 
 def python_paths() -> list[str]:
