@@ -24,7 +24,7 @@ def kernel() -> dict:
     }
 
 
-def _layers(prof: Profile, root: bool, uid_change: bool) -> dict:
+def _layers(prof: Profile, root: bool, uid_change: bool, readonly_mounts: bool) -> dict:
     built = lsm.build(lsm.RulesetSpec(read=prof.read, write=prof.write, tcp_connect=prof.tcp_connect)) \
         if lsm.abi_version() else None
     if built is not None:
@@ -33,6 +33,8 @@ def _layers(prof: Profile, root: bool, uid_change: bool) -> dict:
     wanted = ["rlimits", "no_new_privs", "seccomp-net", "landlock-fs", "landlock-tcp", "landlock-scope"]
     if root:
         wanted.insert(1, "caps")
+    if root and readonly_mounts:  # tool launches only; the supervisor spawns workers without it
+        wanted.insert(1, "mount-ro")
     if uid_change:
         wanted.insert(1, "uid")
     h = cgroups.detect().writable()
@@ -68,7 +70,7 @@ def report(agent: str | None = None, workspace: Path | None = None) -> dict:
         "policy_file": str(settings_cache.policy_file(agent, system=who.system)),
         "egress_proxy": f"{proxy[0]}:{proxy[1]}",
         "profiles": {
-            "tool": {**_layers(tool, root, who.system), **_describe(tool)},
-            "worker": {**_layers(worker, root, who.system), **_describe(worker)},
+            "tool": {**_layers(tool, root, who.system, readonly_mounts=True), **_describe(tool)},
+            "worker": {**_layers(worker, root, who.system, readonly_mounts=False), **_describe(worker)},
         },
     }

@@ -1,11 +1,12 @@
 """The launch child: a single-threaded fork of the keeper that confines itself, then execve.
 
 The keeper forks it ahead of the request (so the fork is off the launch path); it then starts its
-own session, resets signal dispositions and, as root, locks securebits and empties the capability
-bounding set, rehearses the request path on a made-up plan (so the copy-on-write faults of a fresh
+own session, resets signal dispositions and, as root, locks securebits, empties the capability
+bounding set and enters a mount namespace where everything is read-only, rehearses the request path on a made-up plan (so the copy-on-write faults of a fresh
 fork are taken now, not during the launch), and waits for its plan. With the plan it continues in DESIGN order:
 
     cgroups (the keeper's, inherited) -> rlimits -> [bounding set + securebits, done above] ->
+    read-only mounts with the writable paths bound back (root; the namespace was entered above) ->
     setgroups([]) -> setresgid -> setresuid -> clear capabilities (root) -> pdeathsig again ->
     no_new_privs -> seccomp -> Landlock -> chdir -> execve
 
@@ -23,7 +24,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from sentinel.leash import privs, wire
+from sentinel.leash import mounts, privs, wire
 
 EXIT_SANDBOX = 126
 EXIT_EXEC = 127
@@ -44,13 +45,15 @@ class ChildPlan:
     root: bool = False                     # running as uid 0: lock securebits, drop and clear capabilities
     uid: int | None = None
     gid: int | None = None
-    seccomp: bytes | None = None
+    seccomp_allow_tcp: bool | None = None  # None: no seccomp filter (unsupported architecture)
+    writable: list[str] = field(default_factory=list)
     ruleset_fd: int | None = None
     ruleset_layers: list[str] = field(default_factory=list)
     enforce: bool = True
     resolved: str | None = None            # argv[0] found on PATH before the layers go on
     trace: dict[str, float] | None = None
     early_caps_error: str | None = None
+    early_mounts_error: str | None = None
     applied: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
 
@@ -66,12 +69,14 @@ def prefork(sock: socket.socket, root: bool) -> None:
         for sig in RESET_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)
         early = _drop_bounding_early() if root else None
+        early_mounts = _readonly_early() if root else None
         _rehearse(root)
         msg, fds = wire.recv(sock, maxfds=8)
         if msg is not None:
             sock.close()
             plan = plan_from_wire(msg, fds, keeper_pid=os.getppid(), root=root)
             plan.early_caps_error = early
+            plan.early_mounts_error = early_mounts
             run(plan)
     finally:
         os._exit(EXIT_SANDBOX)
@@ -88,14 +93,24 @@ def _rehearse(root: bool) -> None:
               "cwd": "/", "rlimits": {"RLIMIT_CPU": 1, "RLIMIT_AS": 1 << 32, "RLIMIT_NPROC": 1, "RLIMIT_FSIZE": 1,
                                       "RLIMIT_NOFILE": 1, "RLIMIT_CORE": 0},
               "nproc_relative": True, "uid": None, "gid": None, "enforce": True, "trace": True,
-              "seccomp": privs.seccomp_program(False, True).hex(), "ruleset_layers": ["landlock-fs"]}
+              "seccomp_allow_tcp": False, "writable": ["/nonexistent"], "ruleset_layers": ["landlock-fs"]}
     plan = plan_from_wire(json.loads(json.dumps(sample)), [0, 1, 2, 3, 4], keeper_pid=0, root=root)
     privs.clamped_rlimits(_rlimits(plan))
     privs.capabilities()
-    privs.seccomp_fprog(plan.seccomp)
+    privs.seccomp_fprog(_seccomp_program(plan))
     _resolve(plan.argv[0], plan.env)
     plan.trace["child:start"] = time.monotonic()
     json.dumps({"applied": plan.ruleset_layers, "missing": plan.missing, "trace": plan.trace})
+
+
+def _readonly_early() -> str | None:
+    if not mounts.supported():
+        return "not supported on this architecture"
+    try:
+        mounts.readonly_root()
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
 
 
 def _drop_bounding_early() -> str | None:
@@ -109,11 +124,11 @@ def _drop_bounding_early() -> str | None:
 
 def plan_from_wire(msg: dict, fds: list[int], keeper_pid: int, root: bool) -> ChildPlan:
     """fds: stdin, stdout, stderr, status pipe, then the Landlock ruleset if any."""
-    seccomp = bytes.fromhex(msg["seccomp"]) if msg.get("seccomp") else None
     return ChildPlan(argv=msg["argv"], env=msg["env"], cwd=msg["cwd"], stdio=(fds[0], fds[1], fds[2]),
                      status_fd=fds[3], keeper_pid=keeper_pid, rlimits=msg.get("rlimits", {}),
                      nproc_relative=msg.get("nproc_relative", False), root=root, uid=msg.get("uid"),
-                     gid=msg.get("gid"), seccomp=seccomp, ruleset_fd=fds[4] if len(fds) > 4 else None,
+                     gid=msg.get("gid"), seccomp_allow_tcp=msg.get("seccomp_allow_tcp"),
+                     writable=msg.get("writable", []), ruleset_fd=fds[4] if len(fds) > 4 else None,
                      ruleset_layers=msg.get("ruleset_layers", []), enforce=msg.get("enforce", True),
                      trace={} if msg.get("trace") else None)
 
@@ -137,6 +152,7 @@ def _confine_and_exec(plan: ChildPlan) -> None:
     plan.resolved = _resolve(plan.argv[0], plan.env)
     _layer(plan, "rlimits", lambda: privs.set_rlimits(_rlimits(plan)))
     if plan.root:
+        _layer(plan, "mount-ro", lambda: _mounts(plan))
         _layer(plan, "caps", lambda: _early_caps(plan))
     if plan.uid is not None:
         _layer(plan, "uid", lambda: _switch_user(plan.uid, plan.gid))
@@ -146,8 +162,8 @@ def _confine_and_exec(plan: ChildPlan) -> None:
     if os.getppid() != plan.keeper_pid:
         raise _Refused("keeper exited during launch")
     _layer(plan, "no_new_privs", privs.set_no_new_privs)
-    if plan.seccomp is not None:
-        _layer(plan, "seccomp-net", lambda: privs.install_seccomp(plan.seccomp))
+    if plan.seccomp_allow_tcp is not None:
+        _layer(plan, "seccomp-net", lambda: privs.install_seccomp(_seccomp_program(plan)))
     if plan.ruleset_fd is not None:
         _landlock(plan)
     try:
@@ -202,6 +218,18 @@ def _tasks_running() -> int:
             return int(f.read().split()[3].split("/")[1])
     except (OSError, IndexError, ValueError):
         return 4096
+
+
+def _mounts(plan: ChildPlan) -> None:
+    if plan.early_mounts_error:
+        raise OSError(1, plan.early_mounts_error)
+    mounts.bind_writable(plan.writable)
+
+
+def _seccomp_program(plan: ChildPlan) -> bytes:
+    # uid 0 owns the system: without read-only mounts, refuse metadata changes by syscall instead
+    deny_metadata = plan.root and plan.uid is None and "mount-ro" not in plan.applied
+    return privs.seccomp_program(bool(plan.seccomp_allow_tcp), deny_metadata=deny_metadata)
 
 
 def _early_caps(plan: ChildPlan) -> None:

@@ -207,8 +207,8 @@ class Launch:
         plan = {"argv": self.req["argv"], "env": self.req.get("env") or {}, "cwd": self.req["cwd"],
                 "rlimits": self.prof.get("rlimits", {}), "nproc_relative": uid is None, "uid": uid,
                 "gid": self.req.get("gid"), "enforce": self.enforce, "trace": bool(self.timing),
-                "seccomp": privs.seccomp_program(network, deny_metadata=uid is None and os.geteuid() == 0).hex()
-                if privs.seccomp_supported() else None,
+                "seccomp_allow_tcp": network if privs.seccomp_supported() else None,
+                "writable": self.req.get("writable", []),
                 "ruleset_layers": self.req.get("ruleset_layers", [])}
         fds = [*stdio, status_w] + ([self.fds["ruleset"]] if "ruleset" in self.fds else [])
         self.mark("plan")

@@ -167,7 +167,7 @@ def launch(argv: list[str], prof: Profile, *, cwd: Path, env: dict[str, str], ti
     spec = {"argv": [str(a) for a in argv], "cwd": str(cwd), "env": env, "timeout_s": timeout_s,
             "profile": prof.keeper_fields(), "uid": who.uid, "gid": who.gid, "sandbox": sandbox,
             "capture": stdio is None, "output_max_chars": output_max_chars, "missing": missing,
-            "ruleset_layers": ruleset.applied if ruleset else [], "fd_roles": []}
+            "ruleset_layers": ruleset.applied if ruleset else [], "writable": write, "fd_roles": []}
     fds: list[int] = []
     if ruleset is not None:
         spec["fd_roles"].append("ruleset")

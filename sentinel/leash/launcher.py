@@ -55,6 +55,10 @@ def _setup(ctl: socket.socket, parent: int) -> None:
     os.closerange(3, keep)
     os.closerange(keep + 1, 1 << 20)
     lsm.abi_version()  # warm the caches every keeper inherits
+    if privs.seccomp_supported():
+        for allow_tcp in (False, True):
+            for deny_metadata in (False, True):
+                privs.seccomp_program(allow_tcp, deny_metadata)
     cgroups.detect()
     cgroups.sweep()  # groups of launchers killed with their callers
 
