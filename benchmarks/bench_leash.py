@@ -1,10 +1,18 @@
 """Wall time to run `true`: plain subprocess vs the Leash tool profile (via the launcher) vs bwrap.
 
-    python benchmarks/bench_leash.py [--rounds N] [--gap-ms MS]
+    python benchmarks/bench_leash.py [--rounds N] [--gap-ms MS] [--burst N]
 
-The three are interleaved round by round (in shuffled order) so load from other processes hits
-all of them alike. Prints medians, p90s, the ratio to bwrap, the time added over a plain
-subprocess, and where a Leash launch spends its time. Targets: < 1.0x bwrap, < 10 ms added.
+Two measurements, each comparing the three side by side in one run:
+
+  spaced   one launch of each per round, in shuffled order, with a pause after every launch
+           (--gap-ms, default 50): tool calls are spaced by model calls, and the pause lets each
+           variant's background work (Leash readies its next spare keeper after a launch) finish
+           before anything else is timed, so none of it is charged to a neighbour.
+  burst    blocks of --burst launches in a row per variant (blocks interleaved in shuffled order,
+           paused between): back-to-back launches, each variant paying for its own background work.
+
+Prints medians, p90s, the ratio to bwrap, the time added over a plain subprocess, and where a
+Leash launch spends its time. Targets: < 1.0x bwrap, < 10 ms added.
 """
 
 from __future__ import annotations
@@ -46,8 +54,9 @@ def summary(samples: list[float]) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=200)
-    parser.add_argument("--gap-ms", type=float, default=0.0, help="Pause between rounds (tool calls are spaced).")
+    parser.add_argument("--rounds", type=int, default=200, help="Launches of each variant per measurement.")
+    parser.add_argument("--gap-ms", type=float, default=50.0, help="Pause after each launch when spaced.")
+    parser.add_argument("--burst", type=int, default=20, help="Launches per block when back-to-back (0: skip).")
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="bench-leash-home-"))
@@ -66,18 +75,30 @@ def main() -> None:
     for fn in variants.values():  # warm up: page cache, launcher, ruleset cache
         for _ in range(5):
             fn()
-    samples: dict[str, list[float]] = {name: [] for name in variants}
     launch.TRACE.append({})
-    for _ in range(args.rounds):
+    spaced = measure(variants, args.rounds, 1, args.gap_ms / 1000)
+    report(f"spaced: {args.rounds} rounds, {args.gap_ms:g} ms pause after each launch", spaced, launch.TRACE[1:],
+           has_bwrap)
+    if args.burst:
+        del launch.TRACE[1:]
+        blocks = max(1, args.rounds // args.burst)
+        burst = measure(variants, blocks, args.burst, 0.2)
+        report(f"burst: {blocks} blocks of {args.burst} back-to-back launches per variant", burst, [], has_bwrap)
+    shutil.rmtree(home, ignore_errors=True)
+    shutil.rmtree(ws, ignore_errors=True)
+
+
+def measure(variants: dict, blocks: int, per_block: int, pause_s: float) -> dict[str, list[float]]:
+    """Blocks of `per_block` launches per variant, blocks in shuffled order, `pause_s` after each block."""
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(blocks):
         order = list(variants)
         random.shuffle(order)
         for name in order:
-            samples[name].append(timed(variants[name]))
-        if args.gap_ms:
-            time.sleep(args.gap_ms / 1000)
-    report(samples, args, launch.TRACE[1:], has_bwrap)
-    shutil.rmtree(home, ignore_errors=True)
-    shutil.rmtree(ws, ignore_errors=True)
+            for _ in range(per_block):
+                samples[name].append(timed(variants[name]))
+            time.sleep(pause_s)
+    return samples
 
 
 def _leash(launch, ws: Path) -> None:
@@ -86,9 +107,8 @@ def _leash(launch, ws: Path) -> None:
         sys.exit(f"leash launch failed: {res}")
 
 
-def report(samples: dict[str, list[float]], args, trace: list[dict], has_bwrap: bool) -> None:
-    print(f"`true`, {args.rounds} interleaved rounds, gap {args.gap_ms:g} ms, uid {os.getuid()}, "
-          f"{os.cpu_count()} CPUs")
+def report(title: str, samples: dict[str, list[float]], trace: list[dict], has_bwrap: bool) -> None:
+    print(f"`true`, {title}, uid {os.getuid()}, {os.cpu_count()} CPUs")
     print(f"{'':22}{'median ms':>10}{'p90 ms':>10}")
     medians = {}
     for name, values in samples.items():
@@ -106,6 +126,7 @@ def report(samples: dict[str, list[float]], args, trace: list[dict], has_bwrap: 
             values = [(t[b] - t[a]) * 1000 for t in trace if a in t and b in t]
             if values:
                 print(f"  {a:>26} -> {b:<26}{statistics.median(values):7.3f}")
+    print()
 
 
 if __name__ == "__main__":
