@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 from landlock import FSAccess
 
+from sentinel.leash import privs
+
 SYS_CREATE_RULESET = 444
 SYS_ADD_RULE = 445
 SYS_RESTRICT_SELF = 446
@@ -53,14 +55,9 @@ class LandlockError(OSError):
     pass
 
 
-@functools.lru_cache(1)
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
 def _syscall(nr: int, *args) -> int:
     ctypes.set_errno(0)
-    res = _libc().syscall(ctypes.c_long(nr), *args)
+    res = privs.libc().syscall(ctypes.c_long(nr), *args)
     if res < 0:
         err = ctypes.get_errno()
         raise LandlockError(err, os.strerror(err))

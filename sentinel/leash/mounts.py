@@ -19,9 +19,10 @@ checks its return value.
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import platform
+
+from sentinel.leash import privs
 
 CLONE_NEWNS = 0x00020000
 MS_REC, MS_PRIVATE = 0x4000, 1 << 18
@@ -38,18 +39,6 @@ class _MountAttr(ctypes.Structure):
                 ("userns_fd", ctypes.c_uint64)]
 
 
-@functools.lru_cache(1)
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _check(res: int, what: str) -> int:
-    if res < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-    return res
-
-
 def supported() -> bool:
     return platform.machine() in _SYSCALLS
 
@@ -57,32 +46,32 @@ def supported() -> bool:
 def readonly_root() -> None:
     """Enter a private mount namespace in which every mount is read-only."""
     _, _, nr_setattr = _SYSCALLS[platform.machine()]
-    libc = _libc()
+    libc = privs.libc()
     ctypes.set_errno(0)
-    _check(libc.unshare(ctypes.c_int(CLONE_NEWNS)), "unshare")
-    _check(libc.mount(None, b"/", None, ctypes.c_ulong(MS_REC | MS_PRIVATE), None), "mount --make-rprivate")
+    privs.check(libc.unshare(ctypes.c_int(CLONE_NEWNS)), "unshare")
+    privs.check(libc.mount(None, b"/", None, ctypes.c_ulong(MS_REC | MS_PRIVATE), None), "mount --make-rprivate")
     attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
-    _check(libc.syscall(ctypes.c_long(nr_setattr), ctypes.c_int(AT_FDCWD), b"/", ctypes.c_uint(AT_RECURSIVE),
+    privs.check(libc.syscall(ctypes.c_long(nr_setattr), ctypes.c_int(AT_FDCWD), b"/", ctypes.c_uint(AT_RECURSIVE),
                         ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))), "mount_setattr")
 
 
 def bind_writable(dirs: list[str]) -> None:
     """Make each existing directory in `dirs` (and what is mounted beneath it) writable again."""
     nr_open_tree, nr_move_mount, nr_setattr = _SYSCALLS[platform.machine()]
-    libc = _libc()
+    libc = privs.libc()
     attr = _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
     for path in dirs:
         if not os.path.isdir(path):
             continue  # a file (/dev/null) is written through its device, not its mount; a missing path grants nothing
         raw = os.fsencode(path)
         ctypes.set_errno(0)
-        fd = _check(libc.syscall(ctypes.c_long(nr_open_tree), ctypes.c_int(AT_FDCWD), raw,
+        fd = privs.check(libc.syscall(ctypes.c_long(nr_open_tree), ctypes.c_int(AT_FDCWD), raw,
                                  ctypes.c_uint(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)), f"open_tree {path}")
         try:
-            _check(libc.syscall(ctypes.c_long(nr_setattr), ctypes.c_int(fd), b"",
+            privs.check(libc.syscall(ctypes.c_long(nr_setattr), ctypes.c_int(fd), b"",
                                 ctypes.c_uint(AT_EMPTY_PATH | AT_RECURSIVE), ctypes.byref(attr),
                                 ctypes.c_size_t(ctypes.sizeof(attr))), f"mount_setattr {path}")
-            _check(libc.syscall(ctypes.c_long(nr_move_mount), ctypes.c_int(fd), b"", ctypes.c_int(AT_FDCWD), raw,
+            privs.check(libc.syscall(ctypes.c_long(nr_move_mount), ctypes.c_int(fd), b"", ctypes.c_int(AT_FDCWD), raw,
                                 ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH)), f"move_mount {path}")
         finally:
             os.close(fd)

@@ -14,13 +14,14 @@ from __future__ import annotations
 import ctypes
 import functools
 
+from sentinel.leash import privs
+
 MADV_POPULATE_WRITE = 23
 
 
 @functools.lru_cache(1)
 def _madvise():
-    libc = ctypes.CDLL(None, use_errno=True)
-    fn = libc.madvise
+    fn = privs.libc().madvise
     fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
     fn.restype = ctypes.c_int
     return fn

@@ -36,20 +36,22 @@ SECUREBITS = (SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCK
 
 
 @functools.lru_cache(1)
-def _libc() -> ctypes.CDLL:
+def libc() -> ctypes.CDLL:
+    """The C library, with errno kept for checks (one handle for every ctypes layer in Leash)."""
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _check(res: int) -> int:
+def check(res: int, what: str = "") -> int:
+    """A libc call's result, or OSError from errno when it failed (`what` prefixes the message)."""
     if res < 0:
         err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
+        raise OSError(err, f"{what}: {os.strerror(err)}" if what else os.strerror(err))
     return res
 
 
 def prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> int:
     ctypes.set_errno(0)
-    return _check(_libc().prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), ctypes.c_ulong(arg3),
+    return check(libc().prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), ctypes.c_ulong(arg3),
                                 ctypes.c_ulong(arg4), ctypes.c_ulong(arg5)))
 
 
@@ -100,7 +102,7 @@ def clear_capabilities() -> None:
     header = _CapHeader(0x20080522, 0)
     data = (_CapData * 2)()
     ctypes.set_errno(0)
-    _check(_libc().capset(ctypes.byref(header), ctypes.byref(data)))
+    check(libc().capset(ctypes.byref(header), ctypes.byref(data)))
 
 
 def capabilities() -> tuple[int, int, int]:
@@ -108,7 +110,7 @@ def capabilities() -> tuple[int, int, int]:
     header = _CapHeader(0x20080522, 0)
     data = (_CapData * 2)()
     ctypes.set_errno(0)
-    _check(_libc().capget(ctypes.byref(header), ctypes.byref(data)))
+    check(libc().capget(ctypes.byref(header), ctypes.byref(data)))
     return tuple(getattr(data[0], f) | (getattr(data[1], f) << 32)
                  for f in ("effective", "permitted", "inheritable"))
 
