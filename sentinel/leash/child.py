@@ -2,8 +2,9 @@
 
 The keeper forks it ahead of the request (so the fork is off the launch path); it then starts its
 own session, resets signal dispositions and, as root, locks securebits, empties the capability
-bounding set and enters a mount namespace where everything is read-only, rehearses the request path on a made-up plan (so the copy-on-write faults of a fresh
-fork are taken now, not during the launch), and waits for its plan. With the plan it continues in DESIGN order:
+bounding set and enters a mount namespace where everything is read-only; it rehearses the request
+path on a made-up plan (so the copy-on-write faults of a fresh fork are taken now, not during the
+launch), and waits for its plan. With the plan it continues in DESIGN order:
 
     cgroups (the keeper's, inherited) -> rlimits -> [bounding set + securebits, done above] ->
     read-only mounts with the writable paths bound back (root; the namespace was entered above) ->

@@ -67,8 +67,7 @@ def _setup(ctl: socket.socket, parent: int) -> None:
 class _Keeper:
     pidfd: int
     core: bool        # one of the SPARES: never leaves for idleness, replaced when it leaves
-    ready: bool = False
-    busy: bool = False
+    busy: bool = False  # serving a launch or leaving; a keeper still getting ready counts as free
 
 
 class Pool:
@@ -95,7 +94,7 @@ class Pool:
                         return
                 else:
                     self._reap(self.by_fd[fd])
-            if not any(k.ready or not k.busy for k in self.keepers.values()):
+            if all(k.busy for k in self.keepers.values()):
                 self._fork(core=False)  # every keeper is busy: one more, so the next launch need not wait
 
     def _read_notes(self) -> bool:
@@ -107,12 +106,7 @@ class Pool:
                 return False
             if k is None:
                 continue
-            if kind == keeper.READY:
-                k.ready, k.busy = True, False
-            elif kind == keeper.TAKEN:
-                k.ready, k.busy = False, True
-            elif kind == keeper.LEAVING:
-                k.ready, k.busy = False, True  # counts as unavailable until its pidfd says it is gone
+            k.busy = kind != keeper.READY  # taken, or leaving: unavailable until its pidfd says it is gone
         return True
 
     def _reap(self, pid: int) -> None:
