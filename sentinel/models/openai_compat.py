@@ -85,10 +85,15 @@ def _usage(usage: Any) -> dict[str, int]:
     return {"prompt_tokens": usage.prompt_tokens or 0, "completion_tokens": usage.completion_tokens or 0}
 
 
-def _error_message(exc: Any) -> str:
+def body_error(exc: Any) -> str | None:
+    """The message of an OpenAI-style error body (`{"error": {"message": ...}}`), if the server sent one."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])
-    return str(getattr(exc, "message", "")) or "error"
+    return None
+
+
+def _error_message(exc: Any) -> str:
+    return body_error(exc) or str(getattr(exc, "message", "")) or "error"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sentinel.models.openai_compat import body_error
 from sentinel.policy.gate.judges import JudgeError, Request
 
 
@@ -63,9 +64,4 @@ class OpenAIJudge:
 
 
 def _message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-    return str(getattr(exc, "message", "") or exc).splitlines()[0]
+    return body_error(exc) or str(getattr(exc, "message", "") or exc).splitlines()[0]
