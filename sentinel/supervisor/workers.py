@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 from sentinel.engine.store import TERMINAL, Store
 from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.supervisor import layout, registry, spawn
-from sentinel.supervisor.protocol import failure, reply
+from sentinel.frames import failure, reply
 
 if TYPE_CHECKING:
     from sentinel.config import Config

@@ -19,8 +19,9 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
+from sentinel.engine import events
 from sentinel.engine.run import Run
 from sentinel.engine.store import Store, call_digest
 from sentinel.models import ModelClient, ModelError
@@ -55,7 +56,6 @@ class Deps:
     max_wall_s: float
     granted: frozenset[str] | None = None
     approval_ttl_s: float | None = None
-    on_delta: Callable[[str], None] | None = None
 
 
 INTERRUPTED = ("Error: this call was interrupted before it finished (the process running it stopped) and was "
@@ -108,9 +108,11 @@ class AgentLoop:
 
     def call_model(self) -> None:
         tools = self.deps.registry.schemas(self.deps.granted)
+        self.run.emit(events.ModelCallStarted(**self.run.base(), model=self.state.model, step=self.state.steps + 1))
         began = time.monotonic()
         try:
-            completion = self.deps.model.complete(self.state.messages, tools, on_delta=self.deps.on_delta)
+            completion = self.deps.model.complete(self.state.messages, tools,
+                                                  on_delta=self._delta if self.run.listeners else None)
         except ModelError as exc:
             raise Failed(str(exc)) from None
         calls, recovered = completion.tool_calls, False
@@ -124,6 +126,9 @@ class AgentLoop:
                          "recovered": recovered})
         if not calls:
             raise Finished(completion.content)
+
+    def _delta(self, text: str) -> None:
+        self.run.emit(events.TextDelta(**self.run.base(), text=text))
 
     # -- one tool call ----------------------------------------------------------
 
