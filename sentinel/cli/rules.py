@@ -114,7 +114,7 @@ def test_rule(rule_id: str = typer.Argument(..., help="Rule id."),
               dry_run: bool = typer.Option(False, "--dry-run", help="Show the rendered prompt; no model call."),
               repo: Optional[Path] = RepoOpt, home: bool = HomeOpt, as_json: bool = JsonOpt) -> None:
     """Evaluate one rule against one payload and show the verdict."""
-    from sentinel.policy.gate.rulestest import run_test
+    from sentinel.hooks.rulestest import run_test
 
     t = _target(repo, home)
     try:

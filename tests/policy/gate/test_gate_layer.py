@@ -8,7 +8,7 @@ import yaml
 
 from sentinel.config import Config
 from sentinel.policy.decide import CallContext, decide
-from sentinel.policy.gate import RuleGate
+from sentinel.policy.gate.layer import RuleGate
 from sentinel.policy.settings import GateSettings
 
 VIOLATION = {"violation": True, "confidence": 0.9, "reason": "touches billing"}

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from sentinel.models.openai_compat import body_error
-from sentinel.policy.gate.judges import JudgeError, Request
+from sentinel.policy.gate.judges.base import JudgeError, Request
 
 
 class OpenAIJudge:
