@@ -48,3 +48,11 @@ def status(repo: Optional[Path] = typer.Option(None, "--repo", help="Repository 
     for c in checks if not as_json else []:
         print(c.line())
     raise typer.Exit(0 if all(c.active for c in checks) else 1)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []})
+def compat(ctx: typer.Context) -> None:
+    """Install the coding-agent CLIs from npm and prove the hooks inside them (see --help)."""
+    from sentinel.hooks.compat.run import main
+
+    raise typer.Exit(main(list(ctx.args)))

@@ -46,10 +46,17 @@ def _patch(body: str) -> str:
     return f"*** Begin Patch\n{body}*** End Patch\n"
 
 
+def _patch_via_shell(patch: str) -> tuple[str, dict[str, Any]]:
+    """Codex without a declared apply_patch tool: the model runs `apply_patch` through exec_command,
+    which Codex intercepts and applies as a patch (its hooks see tool `apply_patch`)."""
+    return "exec_command", {"cmd": f"apply_patch <<'EOF'\n{patch}EOF\n"}
+
+
 def _write(tools: set[str], root: str) -> Call | None:
     path, text = f"{root}/protected/new.txt", "new file\n"
-    for name, args in (("Write", {"file_path": path, "content": text}),
-                       ("apply_patch", {"input": _patch("*** Add File: protected/new.txt\n+new file\n")}),
+    patch = _patch("*** Add File: protected/new.txt\n+new file\n")
+    for name, args in (("Write", {"file_path": path, "content": text}), ("apply_patch", {"input": patch}),
+                       _patch_via_shell(patch),
                        ("write_file", {"file_path": path, "content": text}),
                        ("create", {"path": path, "file_text": text}),
                        ("editor", {"command": "create", "path": path, "file_text": text, "new_text": text})):
@@ -68,8 +75,9 @@ def _read(tools: set[str], root: str) -> Call | None:
 
 def _edit(tools: set[str], root: str) -> Call | None:
     path, old, new = f"{root}/protected/keep.txt", scenario.KEEP.strip(), "changed"
+    patch = _patch(f"*** Update File: protected/keep.txt\n@@\n-{old}\n+{new}\n")
     for name, args in (("Edit", {"file_path": path, "old_string": old, "new_string": new}),
-                       ("apply_patch", {"input": _patch(f"*** Update File: protected/keep.txt\n@@\n-{old}\n+{new}\n")}),
+                       ("apply_patch", {"input": patch}), _patch_via_shell(patch),
                        ("replace", {"file_path": path, "old_string": old, "new_string": new,
                                     "instruction": "change the line"}),
                        ("edit", {"path": path, "old_str": old, "new_str": new}),
@@ -98,13 +106,16 @@ STEPS: dict[str, list[Callable[[set[str], str], Call | None]]] = {
 CASE = re.compile(r"Sentinel compatibility case ([a-z-]+)")
 
 
-def next_call(text: str, tools: set[str], done: int, root: str) -> Call | None:
+def next_call(text: str, tools: set[str], done: int, root: str, log: list[str] | None = None) -> Call | None:
     """The tool call for this turn (None: the final answer). `done` = tool calls already made."""
     found = CASE.search(text)
     if not found or found.group(1) not in STEPS:
         return None
     calls = [c for c in (step(tools, root) for step in STEPS[found.group(1)]) if c is not None]
-    return calls[done] if done < len(calls) else None
+    call = calls[done] if done < len(calls) else None
+    if call is not None and log is not None:
+        log.append(call[0])
+    return call
 
 
 # -- the server ----------------------------------------------------------------------------------
@@ -116,6 +127,7 @@ class ScriptedAPI:
     def __init__(self, root: str, host: str = "127.0.0.1", port: int = 0):
         self.root = root
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.called: list[str] = []   # scripted tool calls handed to the client
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer((host, port), _handler(self))
         self._httpd.daemon_threads = True
@@ -185,7 +197,7 @@ def _handler(api: ScriptedAPI) -> type[BaseHTTPRequestHandler]:
             api.record(path, body)
             for suffix, dialect in DIALECTS:
                 if path.endswith(suffix) or (suffix.startswith(":") and suffix in path):
-                    events = dialect(body, api.root)
+                    events = dialect(body, api.root, api.called)
                     return self._sse(events) if _streams(body, path) else self._json(200, _unstreamed(suffix, events))
             self._json(404, {"error": {"message": f"no route {path}"}})
 
@@ -233,13 +245,13 @@ def _text_of(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def anthropic(body: dict[str, Any], root: str) -> list[tuple[str | None, Any]]:
+def anthropic(body: dict[str, Any], root: str, called: list[str] | None = None) -> list[tuple[str | None, Any]]:
     messages = body.get("messages") or []
-    first = next((m for m in messages if m.get("role") == "user"), {})
+    first = [m for m in messages if m.get("role") == "user"]
     done = sum(1 for m in messages if m.get("role") == "assistant"
                for b in (m.get("content") if isinstance(m.get("content"), list) else []) if b.get("type") == "tool_use")
     tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
-    call = next_call(_text_of(first), tools, done, root)
+    call = next_call(_text_of(first), tools, done, root, called)
     msg_id, model = f"msg_{int(time.time() * 1000)}", body.get("model") or "scripted"
     usage = {"input_tokens": 10, "output_tokens": 5}
     events: list[tuple[str | None, Any]] = [("message_start", {"type": "message_start", "message": {
@@ -265,25 +277,32 @@ def anthropic(body: dict[str, Any], root: str) -> list[tuple[str | None, Any]]:
     return events
 
 
-def responses(body: dict[str, Any], root: str) -> list[tuple[str | None, Any]]:
+def responses(body: dict[str, Any], root: str, called: list[str] | None = None) -> list[tuple[str | None, Any]]:
     items = body.get("input") if isinstance(body.get("input"), list) else []
-    first = next((i for i in items if i.get("role") == "user"), {})
+    first = [i for i in items if i.get("role") == "user"]
     done = sum(1 for i in items if i.get("type") in ("function_call", "custom_tool_call", "local_shell_call"))
-    tools: dict[str, str] = {}
+    tools: dict[str, tuple[str, str]] = {}   # name -> (type, namespace)
     for t in body.get("tools") or []:
-        if isinstance(t, dict) and t.get("name"):
-            tools[t["name"]] = t.get("type", "function")
-    call = next_call(_text_of(first) if first else _text_of(body.get("input")), set(tools), done, root)
+        if not isinstance(t, dict):
+            continue
+        if t.get("type") == "namespace":  # Codex groups an MCP server's tools: namespace mcp__<server>
+            tools.update({f["name"]: (f.get("type", "function"), t["name"]) for f in t.get("tools") or []
+                          if isinstance(f, dict) and f.get("name")})
+        elif t.get("name"):
+            tools[t["name"]] = (t.get("type", "function"), "")
+    call = next_call(_text_of(first), set(tools), done, root, called)
     rid = f"resp_{int(time.time() * 1000)}"
     if call is None:
         item = {"type": "message", "id": f"msg_{rid}", "status": "completed", "role": "assistant",
                 "content": [{"type": "output_text", "text": FINAL, "annotations": []}]}
-    elif tools.get(call[0]) == "custom":  # a freeform tool (Codex's apply_patch): the raw input text
+    elif tools[call[0]][0] == "custom":  # a freeform tool (Codex's apply_patch): the raw input text
         item = {"type": "custom_tool_call", "id": f"ctc_{rid}", "status": "completed", "call_id": f"call_{done}_{rid}",
                 "name": call[0], "input": call[1].get("input", "")}
     else:
         item = {"type": "function_call", "id": f"fc_{rid}", "status": "completed", "call_id": f"call_{done}_{rid}",
                 "name": call[0], "arguments": json.dumps(call[1])}
+        if tools[call[0]][1]:
+            item["namespace"] = tools[call[0]][1]
     response = {"id": rid, "object": "response", "created_at": int(time.time()), "status": "completed",
                 "model": body.get("model") or "scripted", "output": [item],
                 "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
@@ -295,14 +314,14 @@ def responses(body: dict[str, Any], root: str) -> list[tuple[str | None, Any]]:
             ("response.completed", {"type": "response.completed", "response": response})]
 
 
-def gemini(body: dict[str, Any], root: str) -> list[tuple[str | None, Any]]:
+def gemini(body: dict[str, Any], root: str, called: list[str] | None = None) -> list[tuple[str | None, Any]]:
     contents = body.get("contents") or []
-    first = next((c for c in contents if c.get("role") == "user"), {})
+    first = [c for c in contents if c.get("role") == "user"]
     done = sum(1 for c in contents if c.get("role") == "model"
                for p in c.get("parts") or [] if isinstance(p, dict) and "functionCall" in p)
     tools = {d.get("name") for t in body.get("tools") or [] if isinstance(t, dict)
              for d in t.get("functionDeclarations") or [] if isinstance(d, dict)}
-    call = next_call(_text_of(first), tools, done, root)
+    call = next_call(_text_of(first), tools, done, root, called)
     part = {"text": FINAL} if call is None else {"functionCall": {"name": call[0], "args": call[1]}}
     chunk = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
              "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
@@ -310,12 +329,12 @@ def gemini(body: dict[str, Any], root: str) -> list[tuple[str | None, Any]]:
     return [(None, chunk)]
 
 
-def chat(body: dict[str, Any], root: str) -> list[tuple[str | None, Any]]:
+def chat(body: dict[str, Any], root: str, called: list[str] | None = None) -> list[tuple[str | None, Any]]:
     messages = body.get("messages") or []
-    first = next((m for m in messages if m.get("role") == "user"), {})
+    first = [m for m in messages if m.get("role") == "user"]
     done = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
     tools = {(t.get("function") or {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
-    call = next_call(_text_of(first), tools, done, root)
+    call = next_call(_text_of(first), tools, done, root, called)
     base = {"id": f"chatcmpl-{int(time.time() * 1000)}", "object": "chat.completion.chunk", "created": int(time.time()),
             "model": body.get("model") or "scripted"}
     if call is None:
@@ -341,6 +360,6 @@ def _chat_whole(events: list[tuple[str | None, Any]]) -> dict[str, Any]:
             "choices": [{"index": 0, "message": message, "finish_reason": last["choices"][0]["finish_reason"]}]}
 
 
-DIALECTS: tuple[tuple[str, Callable[[dict[str, Any], str], list[tuple[str | None, Any]]]], ...] = (
+DIALECTS: tuple[tuple[str, Any], ...] = (
     ("/messages", anthropic), ("/responses", responses), (":streamGenerateContent", gemini),
     (":generateContent", gemini), ("/chat/completions", chat))

@@ -209,7 +209,8 @@ class Gate:
     def _failed(self, rule: Rule, error: str, action: Action, verdict: Verdict) -> dict[str, Any]:
         backend = self.backend_of(rule)
         if self.cfg.fail_open:
-            verdict.errors.append(f"rule {rule.id}: {error} (skipped: fail_open)")
+            judge = f"{backend}/{self.cfg.model_for(backend, rule.model)}"
+            verdict.errors.append(f"rule {rule.id} skipped: judge {judge} failed: {error} (skipped: fail_open)")
         else:
             verdict.findings.append(Finding(rule.id, rule.severity, f"could not be evaluated ({error}); strict mode",
                                             kind="error"))
