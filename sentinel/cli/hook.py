@@ -56,3 +56,11 @@ def compat(ctx: typer.Context) -> None:
     from sentinel.hooks.compat.run import main
 
     raise typer.Exit(main(list(ctx.args)))
+
+
+def gate_status() -> dict:
+    """For `sentinel status`: each configured judge probed, and the hooks installed around the cwd."""
+    from sentinel.hooks.trust import summary
+    from sentinel.policy.gate.probe import probe_configured
+
+    return {"judges": probe_configured(), **summary(str(Path.cwd()))}

@@ -303,3 +303,12 @@ def check(agent: str, root: str) -> Check:
     trusted, missing = trust_of(agent, root)
     ok, ms, problem = reachable(agent, root, command)
     return Check(agent, True, trusted, ok, missing + ([problem] if problem else []), ms)
+
+
+def summary(start: str) -> dict[str, Any]:
+    """For `sentinel status`: the hook state of the repository around `start` (nothing outside one)."""
+    from sentinel.policy.gate.loader import find_repo
+
+    root = find_repo(start)
+    agents = installed_agents(root) if root else []
+    return {"hooks": [check(agent, root).line() for agent in agents]} if root and agents else {}
