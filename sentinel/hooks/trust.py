@@ -159,6 +159,8 @@ def gemini_trust(root: str) -> tuple[bool | None, list[str]]:
 
 
 def copilot_trust(root: str) -> tuple[bool | None, list[str]]:
+    if os.environ.get("COPILOT_ALLOW_ALL") == "true" and os.path.abspath(os.getcwd()) == root:
+        return True, []  # Copilot trusts the cwd under exactly this value ("1" does not)
     config = _read_json(_home(".copilot", "config.json")) or {}
     folders = config.get("trusted_folders") or config.get("trustedFolders") or [] if isinstance(config, dict) else []
     if any(isinstance(f, str) and _under(root, f) for f in folders):

@@ -59,6 +59,12 @@ def sentinel_command() -> str:
     return default_command()
 
 
+def hook_command() -> str:
+    from sentinel.hooks.install import hook_command as installed
+
+    return installed()
+
+
 def stop_leftovers(home: Path) -> list[int]:
     """Processes that still carry this run's HOME (started by the client, e.g. Cline's hub daemon)."""
     stopped = []
@@ -87,7 +93,7 @@ def run_case(agent: str, bin_dir: Path, case: str, work: Path, with_sentinel: bo
         env = {**{k: v for k, v in os.environ.items() if k not in ("SENTINEL_GATE_JUDGE",)}, "HOME": str(home),
                "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "NO_COLOR": "1", **setup.env}
         shim = base / "sentinel-timed"
-        shim.write_text(TIMING_SHIM.format(command=sentinel_command(), log=timing))
+        shim.write_text(TIMING_SHIM.format(command=hook_command(), log=timing))
         shim.chmod(0o755)
         notes = []
         try:
