@@ -279,7 +279,7 @@ def anthropic(body: dict[str, Any], root: str, called: list[str] | None = None) 
 
 def responses(body: dict[str, Any], root: str, called: list[str] | None = None) -> list[tuple[str | None, Any]]:
     items = body.get("input") if isinstance(body.get("input"), list) else []
-    first = [i for i in items if i.get("role") == "user"]
+    first = [i for i in items if i.get("role") == "user"] or body.get("input")  # a bare string: one user turn
     done = sum(1 for i in items if i.get("type") in ("function_call", "custom_tool_call", "local_shell_call"))
     tools: dict[str, tuple[str, str]] = {}   # name -> (type, namespace)
     for t in body.get("tools") or []:
