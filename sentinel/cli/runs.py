@@ -186,6 +186,9 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
         data = engine.status()
     finally:
         engine.close()
+    from sentinel.cli.hook import gate_status
+
+    data.update(gate_status())
     if as_json:
         return print_json(data)
     for key, value in data.items():

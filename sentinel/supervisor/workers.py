@@ -147,7 +147,7 @@ def _muzzle_token(agent: str, run_id: str, model: str | None, url: str | None, c
 def system_judge_models(config: "Config") -> list[str]:
     """Models the operator's rules (/etc/sentinel/rules) judge with: the run's token must allow them, since
     the worker's judge calls go through Muzzle too. An agent's own rules cannot widen its token."""
-    from sentinel.policy.gate import RuleGate
+    from sentinel.policy.gate.layer import RuleGate
     from sentinel.policy.gate.loader import system_rules_dir
 
     rules = system_rules_dir(str(layout.etc_dir() / "rules"))

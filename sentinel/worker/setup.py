@@ -22,7 +22,7 @@ def layers_for(config: Config, home: Path, profile: profiles.AgentProfile) -> li
                          (f"agents/{profile.name}.yaml policy", profile.policy))
     layers: list[Any] = [action.GrantsLayer(), action.PolicyLayer(policy)]
     if config.gate.enabled and importlib.util.find_spec("sentinel.policy.gate"):
-        from sentinel.policy.gate import RuleGate
+        from sentinel.policy.gate.layer import RuleGate
 
         gate = RuleGate.for_sentinel(home, config.gate, config)
         if gate is not None:
