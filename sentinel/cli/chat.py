@@ -33,8 +33,9 @@ def chat(new: bool = typer.Option(False, "--new", help="Start a fresh session in
          model: Optional[str] = typer.Option(None, "--model", "-m", help="provider/model for this session.")) -> None:
     """Talk to an agent: resumes your most recent session (or starts one); /help inside lists the commands.
 
-    The agent works in its workspace ($SENTINEL_HOME/workspace; in system mode, its own user's). With stdin
-    not a terminal, each line is a message (or the answer to an approval), so a chat can be scripted."""
+    The agent works in its own workspace ($SENTINEL_HOME/workspace), not the current directory.
+
+    With stdin not a terminal, each line is a message or the answer to an approval, so a chat can be scripted."""
     _shell(new=new, agent=agent, model=model)
 
 

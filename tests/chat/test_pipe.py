@@ -44,3 +44,12 @@ def test_what_is_not_built_yet_says_so_and_sends_nothing(model, chat_env, sentin
     errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 4 and "delegation" in errors[0] and "workflows cannot run" in errors[1]
     assert "unknown command /nonsense" in errors[3]
+
+
+def test_restore_names_a_session_or_says_in_one_line_why_not(model, chat_env, cli):
+    model(["done"])
+    run_id = cli.json("run", "a plain task", "--json", env={"SENTINEL_MODE": "local"})["id"]
+    for ident, why in ((run_id, "is not a chat session"), ("r-0000000000", "no run 'r-0000000000'")):
+        out = subprocess.run([sys.executable, "-m", "sentinel", "restore", ident], input="", capture_output=True,
+                             text=True, env=chat_env, timeout=60)
+        assert out.returncode == 2 and why in out.stderr and "Traceback" not in out.stderr
