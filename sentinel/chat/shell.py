@@ -154,7 +154,7 @@ class Shell:
         if approval is None:  # resolved elsewhere before we could ask
             return self.follow(outcome.id, view)
         self.io.approval(approval)
-        answer = self.io.confirm("approve? [y/N] ", lambda: self.pending(ident) is None)
+        answer = self.io.confirm("approve? [y/N] ", lambda: self.resolved_elsewhere(ident))
         if answer == "closed":
             self.io.say(f"[dim]approval {ident} was resolved elsewhere[/]")
             return self.follow(outcome.id, view)
@@ -173,6 +173,12 @@ class Shell:
 
     def pending(self, ident: str) -> dict[str, Any] | None:
         return next((a for a in self.engine.pending() if a["id"] == ident), None)
+
+    def resolved_elsewhere(self, ident: str) -> bool:
+        try:
+            return self.pending(ident) is None
+        except SentinelError:  # the engine is out of reach for a moment: keep asking
+            return False
 
     def follow(self, run_id: str, view: View) -> Outcome:
         """Show what happens to a run someone else moved on, then take it up where it stands."""
