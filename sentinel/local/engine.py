@@ -113,13 +113,13 @@ class LocalEngine:
     def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
                 by: str | None = None) -> Outcome:
         approval = self.store.resolve(self.store.approval_id(ident), True, by or operator_name(), digest=digest)
-        return self.resume(approval.run_id, on_event=on_event)
+        return self._take_up(approval.run_id, on_event)
 
     def deny(self, ident: str, *, reason: str = "", digest: str | None = None, on_event: Listener | None = None,
              by: str | None = None) -> Outcome:
         approval = self.store.resolve(self.store.approval_id(ident), False, by or operator_name(), reason,
                                       digest=digest)
-        return self.resume(approval.run_id, on_event=on_event)
+        return self._take_up(approval.run_id, on_event)
 
     def cancel(self, run_id: str) -> Outcome:
         row = self.store.get_run(run_id)
@@ -216,6 +216,20 @@ class LocalEngine:
         if row["status"] == "running" and not Run.is_leased(Path(row["run_dir"])):
             return "interrupted"
         return row["status"]
+
+    def _take_up(self, run_id: str, on_event: Listener | None) -> Outcome:
+        """Resume a run whose approval was just resolved; when another process took it up first (a chat that
+        was asking about that approval), follow that process until the run stops."""
+        try:
+            return self.resume(run_id, on_event=on_event)
+        except Busy:
+            seen = max((e.seq for e in self.events(run_id)), default=0)
+            for event in self.events(run_id, after=seen, follow=True):
+                if on_event:
+                    on_event(event)
+        row = self.store.get_run(run_id)
+        approval = next(iter(a.id for a in self.store.pending_approvals(run_id)), None)
+        return Outcome(run_id, self._live_status(row), row.get("output"), row.get("error"), approval)
 
     def _session(self, run_id: str) -> dict[str, Any]:
         row = self.store.get_run(run_id)

@@ -118,3 +118,33 @@ def test_idle_is_an_event_every_renderer_sees(engine):
     session = eng.start("hi", chat=True, on_event=seen.append)
     assert isinstance(seen[-1], ev.Idle) and seen[-1].output == "hello there"
     assert list(eng.events(session.id))[-1] == seen[-1]
+
+
+def test_approving_a_run_someone_else_took_up_follows_it_instead_of_failing(engine, sentinel_home):
+    import threading
+    from pathlib import Path
+
+    from sentinel.engine.run import Run
+    from sentinel.local.engine import LocalEngine
+
+    eng, _ = engine([BASH, {"content": "ran it", "delay_ms": 800}])
+    paused = eng.start("count", chat=True)
+    run_dir = Path(eng.store.get_run(paused.id)["run_dir"])
+    chat = LocalEngine()  # the chat that was asking about this approval sees it resolved and takes the run up
+    taker = threading.Thread(target=lambda: chat.resume(paused.id))
+    real_resume = eng.resume
+
+    def resume_second(run_id, on_event=None):
+        taker.start()
+        while not Run.is_leased(run_dir):
+            pass
+        return real_resume(run_id, on_event=on_event)
+
+    eng.resume = resume_second
+    seen: list[ev.Event] = []
+    outcome = eng.approve(paused.approval_id, on_event=seen.append)
+    taker.join()
+    chat.close()
+    assert (outcome.status, outcome.output) == ("idle", "ran it")
+    assert isinstance(seen[-1], ev.Idle) and not any(isinstance(e, ev.RunStarted) for e in seen)  # only what's new
+    assert (sentinel_home / "workspace" / "counter.txt").read_text() == "ran\n"
