@@ -47,7 +47,7 @@ def test_done_when_approve_inline_quit_resume_banner_chats_and_new(model, pty_ch
 
 def test_a_reply_streams_as_it_arrives(model, pty_chat):
     words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima"
-    model([words], chunk_delay_s=0.05)
+    model([words], chunk_delay_s=0.1)
     chat = pty_chat()
     chat.say("spell")
     chat.expect("alpha bravo")
@@ -102,7 +102,7 @@ def test_restore_reopens_a_session_by_id(model, pty_chat, cli):
 
 def test_yes_typed_while_output_streams_is_honoured(model, pty_chat, sentinel_home):
     preamble = "I will count to ten first: one two three four five six seven eight nine ten."
-    model([{**COUNT, "content": preamble}, ANSWER], chunk_delay_s=0.04)
+    model([{**COUNT, "content": preamble}, ANSWER], chunk_delay_s=0.08)
     chat = pty_chat()
     chat.say("count")
     chat.expect("one two")
@@ -114,15 +114,17 @@ def test_yes_typed_while_output_streams_is_honoured(model, pty_chat, sentinel_ho
 
 
 def test_ctrl_c_stops_the_turn_and_its_command_not_the_shell(model, pty_chat, sentinel_home):
-    slow = {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 2; echo late > late.txt"}}]}
+    slow = {"tool_calls": [{"name": "bash", "arguments": {"command": "touch began; sleep 2; echo late > late.txt"}}]}
     server = model([slow, "after the stop"])
     chat = pty_chat()
     chat.say("take your time")
     chat.expect(APPROVE)
     chat.send("y\r")
     chat.expect("approved")
-    time.sleep(0.3)
-    chat.send("\x03")  # Ctrl-C
+    deadline = time.monotonic() + 20
+    while not (sentinel_home / "workspace" / "began").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    chat.send("\x03")  # Ctrl-C while the command runs
     chat.expect("turn stopped")
     chat.say("never mind")
     chat.expect("after the stop")
