@@ -32,7 +32,7 @@ def _finish(outcome: Outcome, as_json: bool, progress: Progress | None = None) -
                     **({"error": outcome.error} if outcome.error else {}),
                     **({"approval_id": outcome.approval_id} if outcome.approval_id else {}),
                     **({"warnings": warnings} if warnings else {})})
-    elif outcome.status == "done":
+    elif outcome.status == "done" or (outcome.status == "idle" and not outcome.error):
         print(outcome.output or "")
     elif outcome.status == "waiting_approval":
         print(f"run {outcome.id} is waiting for approval {outcome.approval_id}: "

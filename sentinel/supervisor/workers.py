@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from sentinel.config import Config
     from sentinel.supervisor.server import Conn
 
-WORKER_STATUSES = ("running", "waiting_approval", "done", "failed")
+WORKER_STATUSES = ("running", "waiting_approval", "done", "failed", "idle")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -45,6 +45,8 @@ class Worker:
     error: str | None = None
     applied: list[str] = field(default_factory=list)
     relaunch: bool = False  # an approval of this run was resolved while this worker was still winding down
+    inbox: dict[str, Any] = field(default_factory=dict)  # a chat session's next message and skills, for `hello`
+    stopped: bool = False   # an operator stopped this turn: the dying worker's last frames change nothing
 
 
 # -- spawning ---------------------------------------------------------------------------------------
@@ -174,6 +176,8 @@ def handle(store: Store, worker: Worker, msg: dict[str, Any], relay: Callable[[s
             relay(worker.run_id, event)
         return None
     fn = CHANNEL_OPS.get(op) if isinstance(op, str) else None
+    if worker.stopped:  # killed by `interrupt`: what it wrote before dying must not pause or end the session
+        return failure("denied", f"an operator stopped the turn of run {worker.run_id}")
     if fn is None:
         store.audit("worker_refused", {"run_id": worker.run_id, "op": str(op)[:64], "agent": worker.agent.name})
         return failure("denied", f"a worker may not {op!r}")
@@ -206,7 +210,8 @@ def _hello(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
     worker.pid = int(msg.get("pid") or 0) or None
     row = run_row(store, worker.run_id)
     return {"id": row["id"], "task": row["task"], "profile": row["agent"], "model": row["model"] or None,
-            "workspace": row["workspace"] or None, "parent_id": row["parent_id"]}
+            "workspace": row["workspace"] or None, "parent_id": row["parent_id"], "kind": row.get("kind") or "task",
+            **worker.inbox}
 
 
 def _created(store: Store, worker: Worker, msg: dict[str, Any]) -> None:

@@ -48,7 +48,7 @@ def _open_run(channel: Any, spec: dict[str, Any], home: Path, config: Any) -> tu
     paths.runs_dir(home).mkdir(parents=True, exist_ok=True, mode=0o700)
     run = Run.create(run_dir, {"id": spec["id"], "task": spec["task"], "agent": profile.name, "model": model,
                                "workspace": str(workspace), "mission": spec.get("mission") or profile.mission or "",
-                               "parent_id": spec.get("parent_id")})
+                               "parent_id": spec.get("parent_id"), "kind": spec.get("kind") or "task"})
     return run, profile, True
 
 
@@ -58,6 +58,7 @@ def execute(run_id: str) -> int:
     from sentinel.worker.loop import AgentLoop
     from sentinel.worker.remote import RemoteStore
     from sentinel.worker.setup import build_deps, initial_messages
+    from sentinel.worker.turn import begin_turn
 
     channel = _channel()
     try:
@@ -76,10 +77,13 @@ def execute(run_id: str) -> int:
                 for event in Translator(run_id).feed(journal.read(run.journal.path)[0][0]):
                     channel.emit(event)
             run.listeners.append(channel.emit)
+            skills = [str(s) for s in spec.get("skills") or []]
+            if spec.get("message") and not fresh:  # a chat session's next message (`send`)
+                begin_turn(run, home, str(spec["message"]), skills=skills, model=spec.get("model"))
             store = RemoteStore(channel, run_id)
             deps = build_deps(config, home, profile, run.state, store)  # type: ignore[arg-type]
             if fresh:
-                run.record(*initial_messages(home, profile, deps, spec["task"]))
+                run.record(*initial_messages(home, profile, deps, spec["task"], skills))
             AgentLoop(run, deps).execute()
         return 0
     except SentinelError as exc:
