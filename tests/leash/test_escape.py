@@ -13,11 +13,13 @@ import platform
 import pwd
 import secrets
 import shlex
+import signal
 import socket
 import struct
 import subprocess
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -301,12 +303,15 @@ def test_sysv_ipc_created_outside_is_out_of_reach(leash):
         libc.semctl(sem, 0, 0)
 
 
-def test_posix_message_queue_created_outside_is_out_of_reach(leash):
+def test_posix_message_queue_and_shared_memory_created_outside_are_out_of_reach(leash):
     name = f"/sentinel-test-{secrets.token_hex(4)}".encode()
+    shm = f"/dev/shm{name.decode()}"
     libc = ctypes.CDLL(None, use_errno=True)
     old = os.umask(0)
     try:
         mq = libc.mq_open(name, os.O_CREAT | os.O_RDWR, 0o666, None)
+        with open(shm, "w") as f:  # what shm_open makes
+            f.write("SECRET")
     finally:
         os.umask(old)
     assert mq >= 0, os.strerror(ctypes.get_errno())
@@ -315,15 +320,23 @@ def test_posix_message_queue_created_outside_is_out_of_reach(leash):
             q = l.mq_open({name!r}, 1)  # O_WRONLY
             print("mq_open", "DONE" if q >= 0 and l.mq_send(q, b"forged", 6, 0) == 0 else ctypes.get_errno())
             print("mq_unlink", "DONE" if l.mq_unlink({name!r}) == 0 else ctypes.get_errno())
+            try:
+                open({shm!r}, "r+").write("PWNED!"); print("shm DONE")
+            except OSError as exc:
+                print("shm", exc.errno)
         """)
-        refused = str(errno.ENOENT) if "ipc-ns" in res.applied else str(errno.EPERM)
-        assert dict(line.split() for line in res.output.splitlines()) == {"mq_open": refused, "mq_unlink": refused}, \
-            res.output
+        private = "ipc-ns" in res.applied  # not there; or refused (glibc reports mq_unlink's EPERM as EACCES)
+        outcome = dict(line.split() for line in res.output.splitlines())
+        assert outcome.pop("shm") in (str(errno.EACCES), str(errno.EROFS)), res.output  # Landlock, mounts as root
+        assert outcome == {"mq_open": str(errno.ENOENT if private else errno.EPERM),
+                           "mq_unlink": str(errno.ENOENT if private else errno.EACCES)}, res.output
+        assert Path(shm).read_text() == "SECRET"
         attr = ctypes.create_string_buffer(64)  # struct mq_attr: flags, maxmsg, msgsize, curmsgs
         assert libc.mq_getattr(mq, attr) == 0 and struct.unpack_from("4l", attr)[3] == 0
     finally:
         os.close(mq)
         libc.mq_unlink(name)
+        os.unlink(shm)
 
 
 def test_ipc_inside_a_root_launch_stays_inside(leash):
@@ -387,7 +400,7 @@ def test_pid_taking_syscalls_cannot_reach_outside(leash, victim):
     before = _settings_of(victim)
     everyone = "os.PRIO_USER, os.getuid()" if os.geteuid() == 0 else "os.PRIO_PROCESS, pid"  # only a throwaway uid
     res = py(leash, head=LIBC, code=f"""
-        import os, resource
+        import os, resource, signal
         pid = {victim}
         raw = lambda nr, *args: None if l.syscall(nr, *args) >= 0 else ctypes.get_errno()
         attacks = {{
@@ -401,6 +414,7 @@ def test_pid_taking_syscalls_cannot_reach_outside(leash, victim):
             "vm-read": lambda: raw({_nr("process_vm_readv")}, pid, 0, 0, 0, 0, 0),
             "pidfd": lambda: raw({_nr("pidfd_open")}, pid, 0),
             "kcmp": lambda: raw({_nr("kcmp")}, pid, os.getpid(), 0, 0, 0),
+            "proc-pidfd": lambda: signal.pidfd_send_signal(os.open(f"/proc/{{pid}}", os.O_DIRECTORY), signal.SIGSTOP),
         }}
         for name, attack in attacks.items():
             try:
@@ -411,7 +425,7 @@ def test_pid_taking_syscalls_cannot_reach_outside(leash, victim):
     """)
     outcome = dict(line.split() for line in res.output.splitlines())
     assert set(outcome) == {"prlimit", "affinity", "scheduler", "param", "nice", "nice-all", "ioprio", "vm-read",
-                            "pidfd", "kcmp"}, res.output
+                            "pidfd", "kcmp", "proc-pidfd"}, res.output
     assert set(outcome.values()) == {str(errno.EPERM), str(errno.ENOSYS)}, res.output
     assert _settings_of(victim) == before
 
