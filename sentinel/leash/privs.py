@@ -25,7 +25,7 @@ PR_CAP_AMBIENT_CLEAR_ALL = 4
 SECCOMP_MODE_FILTER = 2
 CLONE_NEWIPC = 0x08000000
 KEYCTL_JOIN_SESSION_KEYRING = 1
-ENOSYS = 38
+EPERM, ENOSYS = 1, 38
 
 # NOROOT, NO_SETUID_FIXUP, KEEP_CAPS and NO_CAP_AMBIENT_RAISE off-or-on and locked: a uid-0 process
 # gains no capabilities on execve, keep_caps stays off, ambient capabilities cannot be raised.
@@ -153,11 +153,13 @@ def unshare(flags: int) -> None:
 
 def join_new_session_keyring() -> None:
     """Join a new, empty, anonymous session keyring (a name would join an existing keyring of that name).
-    A kernel without keyrings has nothing to share: that is not an error."""
+    Without keyrings in the kernel (ENOSYS), or with the keyring syscalls already refused to this process
+    and all it starts (EPERM: an outer sandbox's seccomp filter, Docker's or a nested Sentinel's), there
+    is nothing to share: that is not an error."""
     ctypes.set_errno(0)
     res = libc().syscall(ctypes.c_long(seccomp.syscall_nr("keyctl")), ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING),
                          ctypes.c_void_p(None))
-    if res < 0 and ctypes.get_errno() != ENOSYS:
+    if res < 0 and ctypes.get_errno() not in (ENOSYS, EPERM):
         check(res, "keyctl(JOIN_SESSION_KEYRING)")
 
 

@@ -24,9 +24,12 @@ The tool profile adds:
                              allows only the pid argument 0, which these syscalls read as "self":
                              prlimit64, sched_set{param,scheduler,affinity,attr}, migrate_pages,
                              move_pages -> EPERM otherwise; setpriority and ioprio_set only for
-                             (process or process group, 0). Syscalls with no "self" pid (kcmp,
-                             process_vm_*, pidfd_open, pidfd_getfd, process_madvise,
-                             process_mrelease) -> ENOSYS, read by programs as an older kernel.
+                             (process or process group, 0). Syscalls that act on another process
+                             and have no "self" pid (kcmp, process_vm_*, pidfd_getfd,
+                             process_madvise, process_mrelease) -> ENOSYS, read by programs as an
+                             older kernel. pidfd_open stays: a pidfd only names a process, and what
+                             can act through one is refused here or by Landlock (signals, ptrace);
+                             launchers, asyncio and Go wait on their own children with it.
 
 Only the syscalls named here load an argument, so the kernel's per-syscall cache keeps every
 other syscall free of filter cost.
@@ -46,8 +49,8 @@ NR = {
                "add_key": 248, "request_key": 249, "keyctl": 250,
                "prlimit64": 302, "sched_setparam": 142, "sched_setscheduler": 144, "sched_setaffinity": 203,
                "sched_setattr": 314, "migrate_pages": 256, "move_pages": 279, "setpriority": 141, "ioprio_set": 251,
-               "kcmp": 312, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_open": 434,
-               "pidfd_getfd": 438, "process_madvise": 440, "process_mrelease": 448},
+               "kcmp": 312, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438,
+               "process_madvise": 440, "process_mrelease": 448},
     "aarch64": {"socket": 198, "socketpair": 199, "listen": 201, "io_uring_setup": 425,
                 "shmget": 194, "shmat": 196, "shmctl": 195, "semget": 190, "semop": 193, "semctl": 191,
                 "semtimedop": 192, "msgget": 186, "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "mq_open": 180,
@@ -55,8 +58,8 @@ NR = {
                 "add_key": 217, "request_key": 218, "keyctl": 219,
                 "prlimit64": 261, "sched_setparam": 118, "sched_setscheduler": 119, "sched_setaffinity": 122,
                 "sched_setattr": 274, "migrate_pages": 238, "move_pages": 239, "setpriority": 140, "ioprio_set": 30,
-                "kcmp": 272, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_open": 434,
-                "pidfd_getfd": 438, "process_madvise": 440, "process_mrelease": 448},
+                "kcmp": 272, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438,
+                "process_madvise": 440, "process_mrelease": 448},
 }
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
@@ -65,8 +68,7 @@ IPC = ("shmget", "shmat", "shmctl", "semget", "semop", "semctl", "semtimedop", "
 KEYRING = ("add_key", "request_key", "keyctl")
 SELF_PID = ("prlimit64", "sched_setparam", "sched_setscheduler", "sched_setaffinity", "sched_setattr",
             "migrate_pages", "move_pages")
-NO_SELF = ("kcmp", "process_vm_readv", "process_vm_writev", "pidfd_open", "pidfd_getfd", "process_madvise",
-           "process_mrelease")
+NO_SELF = ("kcmp", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "process_madvise", "process_mrelease")
 
 AF_UNIX, AF_INET, AF_NETLINK, AF_INET6 = 1, 2, 16, 10
 SOCK_STREAM, SOCK_TYPE_MASK = 1, 0xF

@@ -412,8 +412,9 @@ def test_pid_taking_syscalls_cannot_reach_outside(leash, victim):
             "nice-all": lambda: os.setpriority({everyone}, 19),
             "ioprio": lambda: raw({_nr("ioprio_set")}, 1, pid, 3 << 13),
             "vm-read": lambda: raw({_nr("process_vm_readv")}, pid, 0, 0, 0, 0, 0),
-            "pidfd": lambda: raw({_nr("pidfd_open")}, pid, 0),
             "kcmp": lambda: raw({_nr("kcmp")}, pid, os.getpid(), 0, 0, 0),
+            "pidfd-getfd": lambda: raw({_nr("pidfd_getfd")}, os.pidfd_open(pid), 0, 0),
+            "pidfd-signal": lambda: signal.pidfd_send_signal(os.pidfd_open(pid), signal.SIGSTOP),
             "proc-pidfd": lambda: signal.pidfd_send_signal(os.open(f"/proc/{{pid}}", os.O_DIRECTORY), signal.SIGSTOP),
         }}
         for name, attack in attacks.items():
@@ -425,7 +426,7 @@ def test_pid_taking_syscalls_cannot_reach_outside(leash, victim):
     """)
     outcome = dict(line.split() for line in res.output.splitlines())
     assert set(outcome) == {"prlimit", "affinity", "scheduler", "param", "nice", "nice-all", "ioprio", "vm-read",
-                            "pidfd", "kcmp", "proc-pidfd"}, res.output
+                            "kcmp", "pidfd-getfd", "pidfd-signal", "proc-pidfd"}, res.output
     assert set(outcome.values()) == {str(errno.EPERM), str(errno.ENOSYS)}, res.output
     assert _settings_of(victim) == before
 
