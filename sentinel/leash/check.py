@@ -32,16 +32,10 @@ def _layers(prof: Profile, root: bool, uid_change: bool, tool: bool) -> dict:
     missing = prepared.plan_missing(built)
     if not tool:  # the supervisor spawns workers (sentinel/supervisor/spawn.py), with its own layer names
         missing = ["seccomp-net" if m == "seccomp" else m for m in missing]
-    wanted = ["rlimits", "no_new_privs", "seccomp" if tool else "seccomp-net", "landlock-fs", "landlock-tcp",
-              "landlock-scope"]
-    if tool:
-        wanted.insert(1, "keyring")
-    if root:
-        wanted.insert(1, "caps")
-    if root and tool:  # read-only mounts, an IPC namespace and never uid 0: tool launches by root
-        wanted[1:1] = ["ipc-ns", "mount-ro"]
-    if uid_change or root and tool:
-        wanted.insert(1, "uid")
+    rooted = root and tool  # tool launches by root: an IPC namespace, read-only mounts, never uid 0
+    wanted = ["rlimits", *(["keyring"] if tool else []), *(["ipc-ns", "mount-ro"] if rooted else []),
+              *(["caps"] if root else []), *(["uid"] if uid_change or rooted else []), "no_new_privs",
+              "seccomp" if tool else "seccomp-net", "landlock-fs", "landlock-tcp", "landlock-scope"]
     h = cgroups.detect().writable()
     if h.v2 or h.v1:
         wanted.insert(0, "cgroup")
@@ -70,7 +64,7 @@ def report(agent: str | None = None, workspace: Path | None = None) -> dict:
     return {
         "kernel": kernel(),
         "mode": "system" if who.system else "local",
-        "runs_as": who.user or (f"uid {os.getuid()}" if not root else "a uid of its own (tools), never root"),
+        "runs_as": who.user or (f"uid {os.getuid()}" if not root else "a uid of the tools' own (never root)"),
         "sandbox": cfg.sandbox,
         "policy_file": str(settings_cache.policy_file(agent, system=who.system)),
         "egress_proxy": f"{proxy[0]}:{proxy[1]}",
