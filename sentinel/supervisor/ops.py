@@ -55,7 +55,11 @@ def handle(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, An
     if peer is None or not peer.operator:
         who = f"{peer.name} (uid {peer.uid})" if peer else "unknown peer"
         sup._store.audit("operator_refused", {"op": str(op)[:64], "uid": peer.uid if peer else None,
-                                              "user": peer.name if peer else None})
+                                              "user": peer.name if peer else None,
+                                              "sandboxed": peer.sandboxed if peer else None})
+        if peer is not None and peer.sandboxed:
+            return failure("denied", f"permission denied: {who} runs inside a sandbox (no_new_privs); "
+                                     "a sandboxed process never acts as an operator")
         return failure("denied", f"permission denied: {who} is not root or a member of group "
                                  f"{sup.settings.group!r}; only operators may use the supervisor")
     fn = OPS.get(op) if isinstance(op, str) else None

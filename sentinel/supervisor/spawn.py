@@ -27,7 +27,7 @@ import signal
 import threading
 from dataclasses import dataclass, field
 
-from sentinel.leash import cgroups, lsm, privs, wire
+from sentinel.leash import cgroups, lsm, privs, seccomp, wire
 from sentinel.leash.errors import LaunchFailed, SandboxUnavailable
 from sentinel.leash.profile import Profile
 
@@ -88,8 +88,8 @@ def spawn(launch: Launch) -> Spawned:
     if launch.uid == 0 or launch.gid == 0:
         raise LaunchFailed("refusing to launch as uid or gid 0")
     built, applied, missing = _ruleset(launch)
-    seccomp = privs.seccomp_program(bool(launch.profile.network)) if privs.seccomp_supported() else None
-    if seccomp is None:
+    program = seccomp.program(bool(launch.profile.network)) if seccomp.supported() else None
+    if program is None:
         missing.append("seccomp-net")
     group = _group(launch, applied, missing)
     if missing and launch.sandbox == "enforce" and set(missing) - {"cgroup"}:
@@ -101,7 +101,7 @@ def spawn(launch: Launch) -> Spawned:
     pid = os.fork()
     if pid == 0:
         os.close(status_r)
-        _child(launch, built.fd if built else None, seccomp, group, status_w, parent)
+        _child(launch, built.fd if built else None, program, group, status_w, parent)
     os.close(status_w)
     _cleanup(built, None)
     status = _read_status(status_r)
