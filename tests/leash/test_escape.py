@@ -13,7 +13,6 @@ import platform
 import pwd
 import secrets
 import shlex
-import signal
 import socket
 import struct
 import subprocess
