@@ -5,6 +5,7 @@
     redact.py     secret patterns, stable placeholders, redaction of streamed text
     inspect.py    outbound redaction and block rules, inbound flagging and tool calls
     upstream.py   routing provider/model to HTTP upstreams or in-process backends
+    served.py     which in-process models a name may reach, and from which file (no file work)
     layout.py     where state, log and keys live in local and system mode
     server.py     `sentinel muzzle serve` and the in-process listener of local mode
     system.py     Muzzle's system user and file layout (system mode setup)
@@ -53,7 +54,24 @@ def client_for_run(name: str, config: "Config", *, run_id: str, agent: str,
     from sentinel.models.openai_compat import OpenAICompatClient
     from sentinel.muzzle.server import ensure_local
 
+    _check_served([name, *(also or [])], config)
     muzzle = ensure_local(config)
     token = issue_token(agent, run_id, [name, *(also or [])], config.muzzle.token_ttl_s, config.muzzle.budgets,
                         store=muzzle.layout.store_path)
     return OpenAICompatClient(name, name, muzzle.base_url, token, timeout_s=config.limits.model_timeout_s)
+
+
+def _check_served(names: list[str], config: "Config") -> None:
+    """An in-process model this Muzzle will not serve is a usage error before the run starts."""
+    from sentinel.errors import UsageError
+    from sentinel.muzzle.errors import MuzzleError
+    from sentinel.muzzle.served import served_file
+    from sentinel.muzzle.upstream import IN_PROCESS
+
+    for name in names:
+        provider, _, model = name.partition("/")
+        if provider in IN_PROCESS:
+            try:
+                served_file(provider, model, config.muzzle)
+            except MuzzleError as exc:
+                raise UsageError(exc.message) from None
