@@ -5,7 +5,7 @@
     GET  /healthz               liveness, no token needed
 
 One call, in order: bearer token -> grant (401), body (413 over
-`max_request_bytes`, 408 slower than `body_timeout_s`, 400), model allowed
+`max_request_bytes`, 408 when the guard cut off a slow one, 400), model allowed
 (403), budget left (429), route (404), outbound inspection (403 when a block
 rule matches), upstream call (502/504 and upstream statuses), inbound
 inspection, answer, then one log line and the tokens charged to the run.
@@ -33,7 +33,7 @@ from starlette.routing import Route
 
 from sentinel.muzzle.calllog import CallLog, CallRecord
 from sentinel.muzzle.errors import MuzzleError, bad_request, unauthorized
-from sentinel.muzzle.guard import ConnectionGuard
+from sentinel.muzzle.guard import BODY_LATE, ConnectionGuard
 from sentinel.muzzle.inspect import Inspector, StreamInspector, tool_calls_of
 from sentinel.muzzle.layout import Credentials, Layout
 from sentinel.muzzle.redact import Finding, Redactor
@@ -150,7 +150,7 @@ class Muzzle:
         try:
             grant = self.authenticate(request.headers.get("authorization"))
             rec.agent, rec.run = grant.agent, grant.run_id
-            raw = await read_body(request, self.config.muzzle.max_request_bytes, self.config.muzzle.body_timeout_s)
+            raw = await read_body(request, self.config.muzzle.max_request_bytes)
             body = await self.cpu(len(raw), parse_body, raw)
             rec.model, rec.stream = body["model"], bool(body.get("stream"))
             self.authorize(grant, rec.model)
@@ -174,12 +174,17 @@ class Muzzle:
         calls = tool_calls_of(data)
         out_chars = sum(len(str((c.get("message") or {}).get("content") or "")) for c in data["choices"]
                         if isinstance(c, dict)) + sum(len(c["arguments"]) for c in calls)
-        self.note(rec, await self.cpu(out_chars, self.inspector.response, data), inbound=True)
-        rec.tool_calls = [{**c, "arguments": self.redactor.redact(c["arguments"])[0]} for c in calls]
+        findings, rec.tool_calls = await self.cpu(out_chars, self._inspect_reply, data, calls)
+        self.note(rec, findings, inbound=True)
         self.usage(rec, data.get("usage"), body, out_chars)
         data["model"] = rec.model
         self.finish(rec, grant)
         return Response(dumps(data), media_type=JSON)
+
+    def _inspect_reply(self, data: dict[str, Any], calls: list[dict[str, str]]) -> tuple[list[Finding], list[dict]]:
+        """Findings in a whole reply (redacted in place), and its tool calls as the log records them."""
+        findings = self.inspector.response(data)
+        return findings, [{**c, "arguments": self.redactor.redact(c["arguments"])[0]} for c in calls]
 
     async def _stream(self, rec: CallRecord, grant: Grant, route: Any, body: dict[str, Any]) -> Response:
         want_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -271,21 +276,24 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
-async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
-    """The request body, refused (413) past `limit` bytes before any more is read, and (408) when slow."""
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused (413) past `limit` bytes before any more is read; one the guard cut
+    off for being slow is a 408 (for the log: the connection is gone)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise too_large(limit)
     parts, size = [], 0
     try:
-        with anyio.fail_after(timeout_s):
-            async for part in request.stream():
-                size += len(part)
-                if size > limit:
-                    raise too_large(limit)
-                parts.append(part)
-    except TimeoutError:
-        raise MuzzleError(408, "request_timeout", f"the request body did not arrive within {timeout_s:g}s") from None
+        async for part in request.stream():
+            size += len(part)
+            if size > limit:
+                raise too_large(limit)
+            parts.append(part)
+    except ClientDisconnect:
+        if request.scope.get(BODY_LATE):
+            raise MuzzleError(408, "request_timeout", "the request body did not arrive in time "
+                                                      "(the operator's muzzle.body_timeout_s)") from None
+        raise
     return b"".join(parts)
 
 

@@ -9,10 +9,13 @@ never finishes a request cannot hold Muzzle's file descriptors:
                    else its address
     head time      a request's line and headers must arrive within `header_timeout_s` (408)
     head size      at most MAX_HEAD bytes of them (431)
+    body time      its body within `body_timeout_s` after them (408); a timer is armed only when
+                   a read leaves a body unfinished, so the usual request costs none
     drain time     a body left unread by a refusal (413, 408) is discarded for `header_timeout_s`
                    at most, then the connection is closed
 
-The body's size and time are the app's to bound (sentinel.muzzle.app), where the caller's token is known.
+The body's size is the app's to bound (sentinel.muzzle.app), where the caller's token is known; a
+body cut off here reaches the app as a disconnect marked with BODY_LATE in its scope.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
     from sentinel.muzzle.settings import MuzzleSettings
 
 MAX_HEAD = 64 * 1024
+BODY_LATE = "sentinel.body_late"
 _REASONS = {408: "Request Timeout", 429: "Too Many Requests", 431: "Request Header Fields Too Large"}
 
 Owner = Callable[[tuple, tuple], "int | None"]
@@ -81,6 +85,7 @@ class GuardedProtocol(HttpToolsProtocol):
         self.client_key: str | None = None
         self.head_timer: asyncio.TimerHandle | None = None
         self.drain_timer: asyncio.TimerHandle | None = None
+        self.body_timer: asyncio.TimerHandle | None = None
         self.head_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -96,8 +101,7 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._head_done()
-        if self.drain_timer is not None:
-            self.drain_timer.cancel()
+        self._body_done()
         if self.client_key is not None:
             self.guard.leave(self.client_key)
             self.client_key = None
@@ -110,6 +114,9 @@ class GuardedProtocol(HttpToolsProtocol):
             self.head_bytes += len(data)
             if self.head_bytes > MAX_HEAD:
                 self.refuse(MuzzleError(431, "headers_too_large", f"request headers over {MAX_HEAD} bytes"))
+        elif self.body_timer is None and self.drain_timer is None and self.cycle is not None \
+                and self.cycle.more_body and not self.transport.is_closing():
+            self.body_timer = self.loop.call_later(self.guard.settings.body_timeout_s, self._body_late)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -124,13 +131,28 @@ class GuardedProtocol(HttpToolsProtocol):
         """Refused before its body was read (413, 408): the rest is discarded, for a bounded time only."""
         super().on_response_complete()
         if self.cycle is not None and self.cycle.more_body and self.drain_timer is None:
+            self._body_done()
             self.drain_timer = self.loop.call_later(self.guard.settings.header_timeout_s, self.transport.close)
 
     def on_message_complete(self) -> None:
-        if self.drain_timer is not None:
-            self.drain_timer.cancel()
-            self.drain_timer = None
+        self._body_done()
         super().on_message_complete()
+
+    def _body_done(self) -> None:
+        for timer in (self.body_timer, self.drain_timer):
+            if timer is not None:
+                timer.cancel()
+        self.body_timer = self.drain_timer = None
+
+    def _body_late(self) -> None:
+        self.body_timer = None
+        if self.cycle is not None:
+            self.cycle.scope[BODY_LATE] = True  # type: ignore[typeddict-unknown-key]
+            if self.cycle.response_started:
+                self.transport.close()
+                return
+        self.refuse(MuzzleError(408, "request_timeout", f"the request body did not arrive within "
+                                                        f"{self.guard.settings.body_timeout_s:g}s"))
 
     def _await_head(self) -> None:
         self.head_bytes = 0
