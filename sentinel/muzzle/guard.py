@@ -7,7 +7,8 @@ never finishes a request cannot hold Muzzle's file descriptors:
                    a client is the uid owning the other end of a loopback connection (asked of
                    the kernel by sock_diag, so a leashed agent is its uid whatever port it uses),
                    else its address
-    head time      a request's line and headers must arrive within `header_timeout_s` (408)
+    head time      a request's line and headers must arrive within `header_timeout_s` (408); on a
+                   kept-alive connection the timer starts when a read leaves a head unfinished
     head size      at most MAX_HEAD bytes of them (431)
     body time      its body within `body_timeout_s` after them (408); a timer is armed only when
                    a read leaves a body unfinished, so the usual request costs none
@@ -87,6 +88,7 @@ class GuardedProtocol(HttpToolsProtocol):
         self.drain_timer: asyncio.TimerHandle | None = None
         self.body_timer: asyncio.TimerHandle | None = None
         self.head_bytes = 0
+        self.in_head = False  # a request has begun and its head is not complete
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -114,16 +116,18 @@ class GuardedProtocol(HttpToolsProtocol):
             self.head_bytes += len(data)
             if self.head_bytes > MAX_HEAD:
                 self.refuse(MuzzleError(431, "headers_too_large", f"request headers over {MAX_HEAD} bytes"))
+        elif self.in_head and self.head_timer is None and not self.transport.is_closing():
+            self._await_head()  # a kept-alive connection's next head, unfinished after its first read
         elif self.body_timer is None and self.drain_timer is None and self.cycle is not None \
                 and self.cycle.more_body and not self.transport.is_closing():
             self.body_timer = self.loop.call_later(self.guard.settings.body_timeout_s, self._body_late)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        if self.head_timer is None:  # the next request on a kept-alive connection
-            self._await_head()
+        self.in_head = True
 
     def on_headers_complete(self) -> None:
+        self.in_head = False
         self._head_done()
         super().on_headers_complete()
 
