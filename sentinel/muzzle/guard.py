@@ -80,6 +80,8 @@ class ConnectionGuard:
 
 
 class GuardedProtocol(HttpToolsProtocol):
+    """One connection: admitted by its client's count, its heads and bodies read against the clock."""
+
     def __init__(self, *args: Any, guard: ConnectionGuard, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.guard = guard
