@@ -6,7 +6,7 @@
     inspect.py    outbound redaction and block rules, inbound flagging and tool calls
     upstream.py   routing provider/model to HTTP upstreams or in-process backends
     served.py     which in-process models a name may reach, and from which file (no file work)
-    guard.py      connection limits: per-client connections, header time and size
+    guard.py      connection limits: per-client connections, head and body time, head size
     layout.py     where state, log and keys live in local and system mode
     server.py     `sentinel muzzle serve` and the in-process listener of local mode
     system.py     Muzzle's system user and file layout (system mode setup)
