@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -211,10 +212,11 @@ def start_upstream(root: Path, python: str) -> tuple[subprocess.Popen, int]:
     return proc, port
 
 
-def start_muzzle(root: Path, upstream_port: int) -> tuple[subprocess.Popen, Target]:
+def start_muzzle(root: Path, upstream_port: int, name: str = "muzzle",
+                 launcher: list[str] | None = None) -> tuple[subprocess.Popen, Target]:
     import yaml
 
-    home = root / "muzzle-home"
+    home = root / f"{name}-home"
     home.mkdir()
     (home / "config.yaml").write_text(yaml.safe_dump({"providers": {
         "bench": {"base_url": f"http://127.0.0.1:{upstream_port}/v1", "api_key_env": "BENCH_UPSTREAM_KEY"}}}))
@@ -223,10 +225,10 @@ def start_muzzle(root: Path, upstream_port: int) -> tuple[subprocess.Popen, Targ
                             "--models", "bench/m", "--ttl", "2h"], env=env, check=True, capture_output=True,
                            text=True).stdout.strip()
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "sentinel", "muzzle", "serve", "--port", str(port)], env=env,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([*(launcher or [sys.executable, "-m", "sentinel"]), "muzzle", "serve", "--port", str(port)],
+                            env=env, stderr=subprocess.DEVNULL)
     wait_ready(port, "/healthz", 30, proc)
-    return proc, Target("muzzle", port, "/v1", token, "bench/m")
+    return proc, Target(name, port, "/v1", token, "bench/m")
 
 
 def start_litellm(root: Path, exe: str, upstream_port: int) -> tuple[subprocess.Popen, Target]:
@@ -253,6 +255,156 @@ def find_litellm(explicit: str | None) -> str | None:
         if candidate and Path(candidate).is_file():
             return candidate
     return None
+
+
+# -- a 2 MB streamed reply: Muzzle's inbound redaction against the same bytes passed through unredacted --------
+
+LONG_UPSTREAM_APP = r'''
+import json, sys
+TEXT = open(sys.argv[2]).read()
+PIECE = int(sys.argv[3])
+base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+events = [dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""}}])]
+events += [dict(base, choices=[{"index": 0, "delta": {"content": TEXT[i:i + PIECE]}}]) for i in range(0, len(TEXT), PIECE)]
+events.append(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}]))
+BODY = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+
+async def app(scope, receive, send):
+    while (await receive()).get("more_body"):
+        pass
+    if scope["method"] == "GET":
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b'{"object":"list","data":[]}'}); return
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+    for i in range(0, len(BODY), 1 << 16):
+        await send({"type": "http.response.body", "body": BODY[i:i + (1 << 16)], "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
+
+if __name__ == "__main__":
+    import uvicorn
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False, lifespan="off")
+'''
+
+# Muzzle with its stream redactor replaced by one that passes every piece through: the same relay, JSON and
+# checks, no redaction. The difference to the real Muzzle is what streaming redaction costs.
+UNREDACTED_MUZZLE = r'''
+import sys
+import sentinel.muzzle.inspect as inspect
+
+class PassThrough:
+    def __init__(self, redactor, *args, **kwargs):
+        self.findings = []
+    def feed(self, piece):
+        return piece
+    def flush(self):
+        return ""
+
+inspect.StreamRedactor = PassThrough
+from sentinel.cli import main
+sys.argv = ["sentinel", *sys.argv[1:]]
+main()
+'''
+
+
+def long_reply_text(size: int) -> str:
+    """What an agent's model writes at length: markdown, code and config with secrets and secret-like words
+    on most lines, private key blocks, minified JSON lines naming tokens, and base64 blobs (long words)."""
+    parts, n, total = [], 0, 0
+    while total < size:
+        n += 1
+        block = (f"## Step {n}: deploy the service\n"
+                 + ("The deploy script reads its settings from the environment, so never commit the key, the token "
+                    "or the password; rotate a key as soon as it has been pasted anywhere. ") * 4 + "\n"
+                 f"export API_KEY=sk-proj-Ab3dEf6hIj9kLm2nOp5q{n:08d}\n"
+                 f"DB_PASSWORD = hunter2-{n}\n"
+                 f"aws = AKIAIOSFODNN{n % 10_000_000:07d}X  # the access key the job uses\n"
+                 f'{{"client_secret": "cs-{n:010d}", "max_tokens": 4096, "region": "eu-west-1"}}\n'
+                 "```python\nfor item in items:\n    total += item.price * item.count  # keep the running total\n```\n")
+        if n % 20 == 0:  # minified JSON: one long line that names tokens all along
+            block += "[" + ",".join(f'{{"id":{i},"token_count":{i * 7},"label":"item {i}"}}' for i in range(200)) + "]\n"
+        if n % 20 == 10:  # a base64 blob: one long word
+            block += "data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk" * 160 + "\n"
+        if n % 40 == 0:
+            block += ("-----BEGIN RSA PRIVATE KEY-----\n" + "MIIEpAIBAAKCAQEA1bc+/=\n" * 20
+                      + "-----END RSA PRIVATE KEY-----\n")
+        parts.append(block)
+        total += len(block)
+    return "".join(parts)[:size]
+
+
+def _stream_once(port: int, prefix: str, key: str, model: str) -> tuple[float, list[bytes]]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    body = json.dumps({"model": model, "messages": MESSAGES, "stream": True})
+    t = time.perf_counter()
+    conn.request("POST", f"{prefix}/chat/completions", body,
+                 {"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+    resp = conn.getresponse()
+    assert resp.status == 200, (port, resp.status, resp.read()[:300])
+    lines = []
+    while True:
+        line = resp.readline()
+        if not line or line.startswith(b"data: [DONE]"):
+            break
+        if line.startswith(b"data: {"):
+            lines.append(line)
+    elapsed = time.perf_counter() - t
+    conn.close()
+    return elapsed, lines
+
+
+def _content(lines: list[bytes]) -> str:
+    out = []
+    for line in lines:
+        for choice in json.loads(line[6:]).get("choices") or []:
+            out.append((choice.get("delta") or {}).get("content") or "")
+    return "".join(out)
+
+
+def long_reply(root: Path, size: int = 2_000_000, piece: int = 4, rounds: int = 3) -> None:
+    """One 2 MB reply streamed in `piece`-character deltas (about a token each): direct from the upstream,
+    through Muzzle with its stream redactor passing text through, and through Muzzle redacting it."""
+    from sentinel.muzzle.redact import Redactor
+
+    text = long_reply_text(size)
+    (root / "long.txt").write_text(text)
+    app = root / "long_upstream.py"
+    app.write_text(LONG_UPSTREAM_APP)
+    up_port = free_port()
+    procs = [subprocess.Popen([sys.executable, str(app), str(up_port), str(root / "long.txt"), str(piece)], cwd=root)]
+    try:
+        wait_ready(up_port, "/v1/models", 60, procs[0])
+        proc, redacted = start_muzzle(root, up_port, name="long")
+        procs.append(proc)
+        wrapper = root / "unredacted_muzzle.py"
+        wrapper.write_text(UNREDACTED_MUZZLE)
+        proc, plain = start_muzzle(root, up_port, name="long-plain", launcher=[sys.executable, str(wrapper)])
+        procs.append(proc)
+        targets = [("direct", up_port, "/v1", "unused", "m"), ("unredacted", plain.port, "/v1", plain.key, plain.model),
+                   ("redacted", redacted.port, "/v1", redacted.key, redacted.model)]
+        times: dict[str, list[float]] = {name: [] for name, *_ in targets}
+        outputs: dict[str, str] = {}
+        for _ in range(rounds):
+            for name, *where in targets:
+                elapsed, lines = _stream_once(*where)
+                times[name].append(elapsed)
+                outputs[name] = _content(lines)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(15)
+    expected = len(Redactor(b"bench").find(text))
+    found = outputs["redacted"].count("[REDACTED:")
+    assert outputs["direct"] == text and outputs["unredacted"] == text, "the pass-through changed the text"
+    assert found == expected and "hunter2-1\n" not in outputs["redacted"], (found, expected)
+    best = {name: min(ts) for name, ts in times.items()}
+    print(f"\n{size / 1e6:.0f} MB streamed reply in {piece}-character deltas ({len(text) // piece} events), "
+          f"best of {rounds} (s); {found} secrets redacted")
+    print(f"  {'target':<11} {'best':>8} {'median':>8} {'added':>8}")
+    for name, ts in times.items():
+        print(f"  {name:<11} {best[name]:8.2f} {statistics.median(ts):8.2f} {best[name] - best['direct']:8.2f}")
+    added_plain, added = best["unredacted"] - best["direct"], best["redacted"] - best["direct"]
+    print(f"  redacted / unredacted: {best['redacted'] / best['unredacted']:.2f}x total, "
+          f"{added / added_plain:.2f}x added over direct (target: within 2x)")
 
 
 def report(targets: list[Target], whole: dict, ttft: dict, tput: dict) -> None:
@@ -282,11 +434,17 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--litellm", default=None, help="path of the litellm executable (default: /opt/litellm-venv)")
     parser.add_argument("--no-litellm", action="store_true")
+    parser.add_argument("--long-reply", type=int, default=2_000_000, metavar="CHARS",
+                        help="size of the long streamed reply case (0: skip it)")
+    parser.add_argument("--only-long-reply", action="store_true", help="run only the long streamed reply case")
+    parser.add_argument("--long-rounds", type=int, default=3, help="rounds of the long streamed reply case")
     args = parser.parse_args()
 
     procs: list[subprocess.Popen] = []
     with tempfile.TemporaryDirectory(prefix="bench-muzzle-") as tmp:
         root = Path(tmp)
+        if args.only_long_reply:
+            return long_reply(root, args.long_reply or 2_000_000, rounds=args.long_rounds)
         try:
             litellm = None if args.no_litellm else find_litellm(args.litellm)
             # the upstream runs on the fastest interpreter at hand (uvloop/httptools if the peer's venv has them)
@@ -314,6 +472,8 @@ def main() -> None:
             ttft = interleaved(targets, max(1, args.calls // 2), "first_token")
             tput = throughput(targets, args.streams, args.concurrency)
             report(targets, whole, ttft, tput)
+            if args.long_reply:
+                long_reply(root, args.long_reply, rounds=args.long_rounds)
         finally:
             for proc in procs:
                 proc.terminate()

@@ -5,6 +5,8 @@
     redact.py     secret patterns, stable placeholders, redaction of streamed text
     inspect.py    outbound redaction and block rules, inbound flagging and tool calls
     upstream.py   routing provider/model to HTTP upstreams or in-process backends
+    served.py     which in-process models a name may reach, and from which file (no file work)
+    guard.py      connection limits: per-client connections, head and body time, head size
     layout.py     where state, log and keys live in local and system mode
     server.py     `sentinel muzzle serve` and the in-process listener of local mode
     system.py     Muzzle's system user and file layout (system mode setup)
@@ -55,6 +57,7 @@ def client_for_run(name: str, config: "Config", *, run_id: str, agent: str,
     from sentinel.models.openai_compat import OpenAICompatClient
     from sentinel.muzzle.server import ensure_local
 
+    _check_served([name, *(also or [])], config)
     muzzle = ensure_local(config)
     token = issue_token(agent, run_id, [name, *(also or [])], config.muzzle.token_ttl_s, config.muzzle.budgets,
                         store=muzzle.layout.store_path)
@@ -96,3 +99,19 @@ def _check(name: str, config: "Config") -> None:
         script_path(model)
     elif provider != "local" and config.provider(provider) is None:
         resolve(name, config)  # raises the unknown-provider error
+
+
+def _check_served(names: list[str], config: "Config") -> None:
+    """An in-process model this Muzzle will not serve is a usage error before the run starts."""
+    from sentinel.errors import UsageError
+    from sentinel.muzzle.errors import MuzzleError
+    from sentinel.muzzle.served import served_file
+    from sentinel.muzzle.upstream import IN_PROCESS
+
+    for name in names:
+        provider, _, model = name.partition("/")
+        if provider in IN_PROCESS:
+            try:
+                served_file(provider, model, config.muzzle)
+            except MuzzleError as exc:
+                raise UsageError(exc.message) from None

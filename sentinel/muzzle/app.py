@@ -4,10 +4,16 @@
     GET  /v1/models             the models the caller's token may use
     GET  /healthz               liveness, no token needed
 
-One call, in order: bearer token -> grant (401), body (400), model allowed
+One call, in order: bearer token -> grant (401), body (413 over
+`max_request_bytes`, 408 when the guard cut off a slow one, 400), model allowed
 (403), budget left (429), route (404), outbound inspection (403 when a block
 rule matches), upstream call (502/504 and upstream statuses), inbound
 inspection, answer, then one log line and the tokens charged to the run.
+
+Parsing and inspecting a large body or reply (over OFF_LOOP_BYTES) runs on a
+worker thread, at most HEAVY_AT_ONCE at a time, so one caller's megabytes
+never stall every other caller's call; small ones stay inline (a thread hop
+costs more than they do).
 """
 
 from __future__ import annotations
@@ -17,16 +23,17 @@ import contextlib
 import json
 import logging
 import math
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, TypeVar
 
 import anyio
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from sentinel.muzzle.calllog import CallLog, CallRecord
 from sentinel.muzzle.errors import MuzzleError, bad_request, unauthorized
+from sentinel.muzzle.guard import BODY_LATE, ConnectionGuard
 from sentinel.muzzle.inspect import Inspector, StreamInspector, tool_calls_of
 from sentinel.muzzle.layout import Credentials, Layout
 from sentinel.muzzle.redact import Finding, Redactor
@@ -36,7 +43,10 @@ from sentinel.muzzle.upstream import Upstreams
 if TYPE_CHECKING:
     from sentinel.config import Config
 
+T = TypeVar("T")
 JSON = "application/json"
+OFF_LOOP_BYTES = 64 * 1024
+HEAVY_AT_ONCE = 2
 logger = logging.getLogger("sentinel.muzzle")
 
 
@@ -61,6 +71,15 @@ class Muzzle:
         self.inspector = Inspector(self.redactor, config.muzzle)
         self.upstreams = Upstreams(config, credentials)
         self.log = CallLog(layout.log_path)
+        self._heavy: anyio.CapacityLimiter | None = None
+
+    async def cpu(self, size: int, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)`, on a worker thread when `size` (bytes or characters of text) makes it heavy."""
+        if size < OFF_LOOP_BYTES:
+            return fn(*args)
+        if self._heavy is None:
+            self._heavy = anyio.CapacityLimiter(HEAVY_AT_ONCE)
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._heavy)
 
     async def aclose(self) -> None:
         await self.upstreams.aclose()
@@ -131,30 +150,41 @@ class Muzzle:
         try:
             grant = self.authenticate(request.headers.get("authorization"))
             rec.agent, rec.run = grant.agent, grant.run_id
-            body = parse_body(await request.body())
+            raw = await read_body(request, self.config.muzzle.max_request_bytes)
+            body = await self.cpu(len(raw), parse_body, raw)
             rec.model, rec.stream = body["model"], bool(body.get("stream"))
             self.authorize(grant, rec.model)
             route = self.upstreams.route(rec.model)
             rec.upstream = route.label
-            body, findings = self.inspector.request(body)
+            body, findings = await self.cpu(len(raw), self.inspector.request, body)
             self.note(rec, findings, inbound=False)
             if rec.stream:
                 return await self._stream(rec, grant, route, body)
             return await self._whole(rec, grant, route, body)
         except MuzzleError as exc:
             return self.refuse(rec, grant, exc)
+        except ClientDisconnect:
+            rec.status, rec.decision, rec.error = 499, "error:client_closed", "the caller went away mid-request"
+            self.finish(rec, grant)
+            return Response(status_code=499)
 
     async def _whole(self, rec: CallRecord, grant: Grant, route: Any, body: dict[str, Any]) -> Response:
         data = await self.upstreams.complete(route, body)
         rec.mark_first_token()
-        self.note(rec, self.inspector.response(data), inbound=True)
-        rec.tool_calls = [{**c, "arguments": self.redactor.redact(c["arguments"])[0]} for c in tool_calls_of(data)]
+        calls = tool_calls_of(data)
         out_chars = sum(len(str((c.get("message") or {}).get("content") or "")) for c in data["choices"]
-                        if isinstance(c, dict))
-        self.usage(rec, data.get("usage"), body, out_chars + sum(len(c["arguments"]) for c in rec.tool_calls))
+                        if isinstance(c, dict)) + sum(len(c["arguments"]) for c in calls)
+        findings, rec.tool_calls = await self.cpu(out_chars, self._inspect_reply, data, calls)
+        self.note(rec, findings, inbound=True)
+        self.usage(rec, data.get("usage"), body, out_chars)
         data["model"] = rec.model
         self.finish(rec, grant)
         return Response(dumps(data), media_type=JSON)
+
+    def _inspect_reply(self, data: dict[str, Any], calls: list[dict[str, str]]) -> tuple[list[Finding], list[dict]]:
+        """Findings in a whole reply (redacted in place), and its tool calls as the log records them."""
+        findings = self.inspector.response(data)
+        return findings, [{**c, "arguments": self.redactor.redact(c["arguments"])[0]} for c in calls]
 
     async def _stream(self, rec: CallRecord, grant: Grant, route: Any, body: dict[str, Any]) -> Response:
         want_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -173,16 +203,8 @@ class Muzzle:
         logged = False
         try:
             async for batch in chunks:  # one write per upstream read, not one per event
-                parts = []
-                for chunk in batch:
-                    last = chunk
-                    for out in inspector.process(chunk):
-                        if out.get("usage") and not out.get("choices") and not want_usage:
-                            continue
-                        if _carries_output(out):
-                            rec.mark_first_token()
-                        out["model"] = rec.model
-                        parts.append(sse(out))
+                last = batch[-1] if batch else last
+                parts = await self.cpu(_text_size(batch), self._relay_batch, rec, batch, inspector, want_usage)
                 if parts:
                     yield b"".join(parts)
             for out in inspector.finish(last):
@@ -207,6 +229,19 @@ class Muzzle:
                 await _aclose(chunks)
                 if not logged:
                     self._stream_done(rec, grant, body, inspector)
+
+    def _relay_batch(self, rec: CallRecord, batch: list[dict[str, Any]], inspector: StreamInspector,
+                     want_usage: bool) -> list[bytes]:
+        parts = []
+        for chunk in batch:
+            for out in inspector.process(chunk):
+                if out.get("usage") and not out.get("choices") and not want_usage:
+                    continue
+                if _carries_output(out):
+                    rec.mark_first_token()
+                out["model"] = rec.model
+                parts.append(sse(out))
+        return parts
 
     def _stream_done(self, rec: CallRecord, grant: Grant, body: dict[str, Any], inspector: StreamInspector) -> bool:
         self.note(rec, inspector.findings, inbound=True)
@@ -241,6 +276,48 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused (413) past `limit` bytes before any more is read; one the guard cut
+    off for being slow is a 408 (for the log: the connection is gone)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large(limit)
+    parts, size = [], 0
+    try:
+        async for part in request.stream():
+            size += len(part)
+            if size > limit:
+                raise too_large(limit)
+            parts.append(part)
+    except ClientDisconnect:
+        if request.scope.get(BODY_LATE):
+            raise MuzzleError(408, "request_timeout", "the request body did not arrive in time "
+                                                      "(the operator's muzzle.body_timeout_s)") from None
+        raise
+    return b"".join(parts)
+
+
+def too_large(limit: int) -> MuzzleError:
+    return MuzzleError(413, "request_too_large", f"the request body is over {limit} bytes "
+                                                 "(the operator's muzzle.max_request_bytes)")
+
+
+def _text_size(batch: list[dict[str, Any]]) -> int:
+    """Characters of text a batch of chunks carries (what inspecting it costs)."""
+    size = 0
+    for chunk in batch:
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if isinstance(delta, dict):
+                content = delta.get("content")
+                size += len(content) if isinstance(content, str) else 0
+                for call in delta.get("tool_calls") or ():
+                    func = call.get("function") if isinstance(call, dict) else None
+                    args = func.get("arguments") if isinstance(func, dict) else None
+                    size += len(args) if isinstance(args, str) else 0
+    return size
+
+
 def _carries_output(chunk: dict[str, Any]) -> bool:
     for choice in chunk.get("choices") or []:
         delta = choice.get("delta") or {}
@@ -257,13 +334,16 @@ async def _aclose(chunks: Any) -> None:
 
 
 def build_app(config: "Config", layout: Layout) -> Starlette:
+    """The app, with the connection guard its server must use (`app.state.guard.protocol()`)."""
     muzzle = Muzzle(config, layout)
+    guard = ConnectionGuard(config.muzzle)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
             yield
         finally:
+            guard.close()
             await muzzle.aclose()
 
     app = Starlette(routes=[
@@ -273,4 +353,5 @@ def build_app(config: "Config", layout: Layout) -> Starlette:
         Route("/healthz", muzzle.health, methods=["GET"]),
     ], lifespan=lifespan)
     app.state.muzzle = muzzle
+    app.state.guard = guard
     return app

@@ -19,9 +19,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
 
 _NOT_PLACEHOLDER = r"(?!\[REDACTED:)"
 _SECRET_WORDS = (r"(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|AUTH_?KEY|"
@@ -54,7 +55,7 @@ BUILTIN: list[tuple[str, str]] = [
 
 _COARSE_WORDS = ("pass", "secret", "token", "key", "credential")  # every secret word contains one
 # Cheap substring tests that must all pass (each an any-of group) before a pattern's regex runs;
-# `True` means the groups are tested against the lowercased text.
+# `True` means the groups are matched regardless of case.
 TRIGGERS: dict[str, tuple[bool, tuple[tuple[str, ...], ...]]] = {
     "private_key": (False, (("PRIVATE KEY",),)),
     "anthropic_key": (False, (("sk-ant-",),)),
@@ -76,9 +77,23 @@ TRIGGERS: dict[str, tuple[bool, tuple[tuple[str, ...], ...]]] = {
 }
 PER_LINE = {"env_secret", "json_secret"}  # run only on the lines holding a secret word
 
+
+def _any_of(words: Iterable[str], anycase: bool) -> str:
+    alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    return f"(?i:{alternatives})" if anycase else f"(?:{alternatives})"
+
+
+# Each trigger group as one regex, and one regex that finds text no built-in pattern can match
+# (one of each pattern's first group must occur): most streamed pieces stop there.
+_TRIGGER_RX = {kind: tuple(re.compile(_any_of(g, anycase)) for g in groups)
+               for kind, (anycase, groups) in TRIGGERS.items()}
+_ANY_TRIGGER = re.compile("|".join(_any_of(groups[0], anycase) for anycase, groups in TRIGGERS.values()))
+_COARSE = re.compile(_any_of(_COARSE_WORDS, True))
+
 # Where an unfinished secret may start at the end of a stream buffer.
 _HOLD_KEYWORD = re.compile(rf"(?i){_SECRET_WORDS}|bearer")
 _PEM_OPEN = re.compile(r"-----BEGIN[A-Z0-9 ]*")
+_PEM_RUN = re.compile(r"[A-Z0-9 ]*")
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 _CACHE_ENTRIES = 4096
 PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9_]+:[0-9a-f]{8}\]")
@@ -101,8 +116,11 @@ class Redactor:
         lits = [(kind, s) for kind, s in literals if s and len(s) >= 8]
         self._literals = [(kind, re.compile(re.escape(s))) for kind, s in lits]
         self._cache: OrderedDict[str, tuple[str, list[Finding]]] = OrderedDict()
-        self._rules = [(kind, rx, TRIGGERS.get(kind) if i >= len(self._literals) else None)
-                       for i, (kind, rx) in enumerate(self._literals + self._patterns)]
+        self._cache_lock = threading.Lock()  # inspection runs on worker threads too
+        # (order, kind, regex, trigger regexes or None: always run)
+        self._rules = [(order, kind, rx, _TRIGGER_RX.get(kind) if order >= len(self._literals) else None)
+                       for order, (kind, rx) in enumerate(self._literals + self._patterns)]
+        self._untriggered = [rule for rule in self._rules if rule[3] is None]
 
     def placeholder(self, kind: str, secret: str) -> str:
         digest = hmac.new(self._key, secret.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
@@ -111,15 +129,10 @@ class Redactor:
     def find(self, text: str) -> list[Finding]:
         """Non-overlapping findings, leftmost first, longest wins at a tie."""
         spans: list[tuple[int, int, int, str]] = []
-        lower: str | None = None
-        for order, (kind, rx, trigger) in enumerate(self._rules):
-            if trigger is not None:
-                if trigger[0] and lower is None:
-                    lower = text.lower()
-                hay = lower if trigger[0] else text
-                if not all(any(t in hay for t in group) for group in trigger[1]):
-                    continue
-            for start, end in _matches(rx, text, lower if kind in PER_LINE else None):
+        for order, kind, rx, triggers in self._rules if _ANY_TRIGGER.search(text) else self._untriggered:
+            if triggers is not None and not all(t.search(text) for t in triggers):
+                continue
+            for start, end in _matches(rx, text, kind in PER_LINE):
                 if end > start:
                     spans.append((start, -(end - start), order, kind))
         spans.sort()
@@ -137,40 +150,40 @@ class Redactor:
         if len(text) < 64 or len(text) > 1 << 20:
             findings = self.find(text)
             return apply(text, findings), findings
-        hit = self._cache.get(text)
-        if hit is not None:
-            self._cache.move_to_end(text)
-            return hit
+        with self._cache_lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
         findings = self.find(text)
-        hit = self._cache[text] = (apply(text, findings), findings)
-        if len(self._cache) > _CACHE_ENTRIES:
-            self._cache.popitem(last=False)
+        hit = (apply(text, findings), findings)
+        with self._cache_lock:
+            self._cache[text] = hit
+            if len(self._cache) > _CACHE_ENTRIES:
+                self._cache.popitem(last=False)
         return hit
 
 
-def _matches(rx: re.Pattern[str], text: str, lower: str | None) -> Iterable[tuple[int, int]]:
-    """Spans (of the `secret` group if any); with `lower`, only lines holding a secret word are searched."""
+def _matches(rx: re.Pattern[str], text: str, per_line: bool) -> Iterable[tuple[int, int]]:
+    """Spans (of the `secret` group if any); `per_line`: only lines holding a secret word are searched."""
     group = "secret" if "secret" in rx.groupindex else 0
-    if lower is None:
+    if not per_line:
         return [m.span(group) for m in rx.finditer(text)]
     out: list[tuple[int, int]] = []
-    for start, end in _word_lines(lower):
-        out.extend((start + a, start + b) for a, b in (m.span(group) for m in rx.finditer(text[start:end])))
+    for start, end in _word_lines(text):
+        out.extend(m.span(group) for m in rx.finditer(text, start, end))
     return out
 
 
-def _word_lines(lower: str) -> list[tuple[int, int]]:
-    """(start, end) of each line of `lower` containing a coarse secret word, in order."""
-    lines: set[tuple[int, int]] = set()
-    for word in _COARSE_WORDS:
-        pos = lower.find(word)
-        while pos != -1:
-            start = lower.rfind("\n", 0, pos) + 1
-            end = lower.find("\n", pos)
-            end = len(lower) if end == -1 else end
-            lines.add((start, end))
-            pos = lower.find(word, end)
-    return sorted(lines)
+def _word_lines(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each line of `text` containing a coarse secret word, in order."""
+    m = _COARSE.search(text)
+    while m:
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end == -1 else end
+        yield start, end
+        m = _COARSE.search(text, end)
 
 
 def apply(text: str, findings: list[Finding]) -> str:
@@ -187,59 +200,154 @@ def apply(text: str, findings: list[Finding]) -> str:
 
 
 class StreamRedactor:
-    """Redacts a text that arrives in pieces: `feed` returns what is safe to emit now, `flush` the rest."""
+    """Redacts a text that arrives in pieces: `feed` returns what is safe to emit now, `flush` the rest.
+
+    The cost is linear in the text: where an unfinished secret may start is tracked as pieces
+    arrive (`_Hold`, which looks only at the new piece and a short overlap), and the redactor
+    runs only when something can be released, over what is pending since the last release.
+    """
 
     def __init__(self, redactor: Redactor, max_hold: int = 32768):
         self.redactor = redactor
         self.max_hold = max_hold
         self.findings: list[Finding] = []
-        self._buf = ""
+        self._pieces: list[str] = []
+        self._size = 0  # characters pending
+        self._hold = _Hold()
+        self._scan_from = 0  # pending size below which a scan that released nothing is not repeated
 
     def feed(self, piece: str) -> str:
-        buf = self._buf + piece
-        cut = hold_point(buf)
+        if not piece:
+            return ""
+        self._pieces.append(piece)
+        self._size += len(piece)
+        cut = self._hold.advance(piece) - self._hold.pending_start
+        if self._size - cut > self.max_hold:
+            return self._release(self._pending(), None)
+        if cut <= 0 or self._size < self._scan_from:
+            return ""
+        buf = self._pending()
         findings = self.redactor.find(buf)
         for f in findings:
-            if f.start < cut < f.end:
+            if f.start < cut < f.end:  # a secret straddles the cut: hold it whole
                 cut = f.start
-        if len(buf) - cut > self.max_hold:
-            return self._release(buf, findings)
+        if cut <= 0:
+            self._scan_from = 2 * self._size  # rescan only once the pending text has doubled
+            return ""
         done = [f for f in findings if f.end <= cut]
-        self._buf = buf[cut:]
+        self._keep(buf, cut)
         self.findings.extend(done)
         return apply(buf[:cut], done)
 
     def flush(self) -> str:
-        buf, self._buf = self._buf, ""
-        return self._release(buf, self.redactor.find(buf)) if buf else ""
+        return self._release(self._pending(), None) if self._size else ""
 
-    def _release(self, buf: str, findings: list[Finding]) -> str:
+    def _pending(self) -> str:
+        if len(self._pieces) > 1:
+            self._pieces = ["".join(self._pieces)]
+        return self._pieces[0] if self._pieces else ""
+
+    def _keep(self, buf: str, cut: int) -> None:
+        rest = buf[cut:]
+        self._pieces = [rest] if rest else []
+        self._size = len(rest)
+        self._scan_from = 0
+        self._hold.released(cut, rest)
+
+    def _release(self, buf: str, findings: list[Finding] | None) -> str:
         """Emit everything; an unterminated private key block is redacted to the end (fail closed)."""
-        self._buf = ""
+        findings = self.redactor.find(buf) if findings is None else findings
         opener = _unterminated_pem(buf)
         if opener is not None:
             findings = [f for f in findings if f.end <= opener]
             findings.append(Finding("private_key", opener, len(buf),
                                     self.redactor.placeholder("private_key", buf[opener:])))
+        self._keep(buf, len(buf))
+        self._hold.reset()
         self.findings.extend(findings)
         return apply(buf, findings)
 
 
-def hold_point(buf: str) -> int:
-    """The earliest index from which `buf` may still be the start of an unfinished secret."""
-    cut = len(buf)
-    if buf and not buf[-1].isspace():
-        i = len(buf) - 1
-        while i > 0 and not buf[i - 1].isspace():
-            i -= 1
-        cut = i
-    line_start = buf.rfind("\n") + 1
-    if _HOLD_KEYWORD.search(buf, line_start):  # a secret-like name on an unfinished line: wait for its end
-        cut = min(cut, line_start)
-    pem = _unterminated_pem(buf)
-    if pem is not None:
-        cut = min(cut, pem)
-    return cut
+_OVERLAP = 64  # longer than any hold keyword and than the private key markers
+
+
+class _Hold:
+    """Where an unfinished secret may start, tracked piece by piece (positions count from the stream's start).
+
+    The held tail begins at the earliest of: the trailing word; the current line, once it holds a
+    secret-like word; the last private key opener that is not yet closed. Each piece is searched
+    together with the last `_OVERLAP` pending characters, so a marker split across pieces is seen.
+    """
+
+    def __init__(self) -> None:
+        self.end = 0  # characters seen
+        self.pending_start = 0  # where the text not yet released begins
+        self.tail = ""  # the last pending characters, for markers split across pieces
+        self.reset()
+
+    def reset(self) -> None:
+        self.word = self.line = self.end
+        self.line_secret = False
+        self.pem: int | None = None  # start of the last private key opener not yet closed
+        self.pem_private = False  # its opener names PRIVATE
+        self.pem_open = False  # its opener may still grow ([A-Z0-9 ] follow)
+
+    def released(self, cut: int, rest: str) -> None:
+        self.pending_start += cut
+        self.tail = rest[-_OVERLAP:]
+
+    def advance(self, piece: str) -> int:
+        """Take the next piece; return the position before which text may be released."""
+        base = self.end
+        self.end += len(piece)
+        window = self.tail + piece
+        at = base - len(self.tail)  # position of window[0]
+        self.tail = window[-_OVERLAP:]
+        self._word(piece, base)
+        self._line(window, at, piece)
+        self._pem(window, at)
+        cut = self.word
+        if self.line_secret:
+            cut = min(cut, max(self.line, self.pending_start))
+        if self.pem is not None:
+            cut = min(cut, self.pem)
+        return cut
+
+    def _word(self, piece: str, base: int) -> None:
+        if piece[-1].isspace():
+            self.word = self.end
+            return
+        last = piece.rsplit(None, 1)[-1]
+        if len(last) < len(piece):
+            self.word = self.end - len(last)
+
+    def _line(self, window: str, at: int, piece: str) -> None:
+        newline = piece.rfind("\n")
+        if newline >= 0:
+            self.line = self.end - len(piece) + newline + 1
+            self.line_secret = False
+        if not self.line_secret:
+            start = max(self.line, self.pending_start) - at
+            self.line_secret = _HOLD_KEYWORD.search(window, max(0, start)) is not None
+
+    def _pem(self, window: str, at: int) -> None:
+        opener = window.rfind("-----BEGIN")
+        if opener >= 0 and at + opener != self.pem and (self.pem is None or at + opener > self.pem):
+            self.pem, self.pem_private, self.pem_open = at + opener, False, True
+        if self.pem is None:
+            return
+        start = max(0, self.pem - at)
+        if self.pem_open:
+            run = _PEM_OPEN.match(window, start) if self.pem >= at else _PEM_RUN.match(window)
+            assert run is not None
+            self.pem_private = self.pem_private or "PRIVATE" in window[start:run.end()]
+            if run.end() < len(window):
+                self.pem_open = False
+                if not self.pem_private and window[run.end()] == "-":
+                    self.pem = None  # a certificate or public key: not a secret
+                    return
+        if _PEM_END.search(window, start):
+            self.pem = None
 
 
 def _unterminated_pem(buf: str) -> int | None:

@@ -9,6 +9,7 @@ or home replaces it.
 from __future__ import annotations
 
 import atexit
+import resource
 import socket
 import threading
 import time
@@ -22,25 +23,36 @@ if TYPE_CHECKING:
     from sentinel.config import Config
 
 
-def _uvicorn_config(app: Any, *, quiet: bool, **kwargs: Any) -> Any:
+def _uvicorn_config(config: "Config", layout: Layout, *, quiet: bool) -> Any:
+    """uvicorn serving Muzzle's app, each connection through the guard's limits."""
     import uvicorn
 
+    from sentinel.muzzle.app import build_app
+
     extra: dict[str, Any] = {"log_config": None} if quiet else {}
-    return uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_keep_alive=30,
-                          server_header=False, date_header=False, **extra, **kwargs)
+    app = build_app(config, layout)
+    return uvicorn.Config(app, http=app.state.guard.protocol(),
+                          log_level="warning", access_log=False, lifespan="on", timeout_keep_alive=30,
+                          server_header=False, date_header=False, **extra)
 
 
 def serve(config: "Config", layout: Layout, host: str, port: int, *, on_ready: Any = None) -> None:
     """Serve until interrupted (SIGINT/SIGTERM end it cleanly)."""
     import uvicorn
 
-    from sentinel.muzzle.app import build_app
-
     sock = bind(host, port)
-    server = uvicorn.Server(_uvicorn_config(build_app(config, layout), quiet=False))
+    _raise_file_limit()
+    server = uvicorn.Server(_uvicorn_config(config, layout, quiet=False))
     if on_ready:
         on_ready(f"http://{host}:{sock.getsockname()[1]}/v1")
     server.run(sockets=[sock])
+
+
+def _raise_file_limit() -> None:
+    """A served Muzzle may hold many clients' connections: use all the descriptors the hard limit allows."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -80,11 +92,9 @@ class InProcessMuzzle:
     def start(self, timeout_s: float = 10.0) -> "InProcessMuzzle":
         import uvicorn
 
-        from sentinel.muzzle.app import build_app
-
         sock = bind("127.0.0.1", 0)
         self.port = sock.getsockname()[1]
-        self._server = uvicorn.Server(_uvicorn_config(build_app(self.config, self.layout), quiet=True))
+        self._server = uvicorn.Server(_uvicorn_config(self.config, self.layout, quiet=True))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
                                         name="muzzle", daemon=True)
         self._thread.start()

@@ -10,6 +10,12 @@
         - {name: internal_host_key, pattern: 'ik_[a-z0-9]{24}'}
       block:
         - {id: no-rm-root, pattern: 'rm -rf /(\\s|$)', on: response, message: destructive command}
+      scripted: false               # serve scripted/<script> models (tests and demos only)
+      local_models: {coder: /srv/models/coder.gguf}   # GGUF files served as local/<name>
+      max_request_bytes: 16777216   # larger request bodies are refused (413)
+      max_connections_per_client: 64
+      header_timeout_s: 10
+      body_timeout_s: 60
 """
 
 from __future__ import annotations
@@ -70,3 +76,22 @@ class MuzzleSettings(_Strict):
                                                     "(system mode default: /etc/sentinel/muzzle/keys.env).")
     upstream_timeout_s: float = Field(300.0, gt=0, description="Seconds to wait for an upstream answer.")
     connect_timeout_s: float = Field(10.0, gt=0, description="Seconds to wait for an upstream connection.")
+    scripted: bool = Field(False, description="Serve scripted/<script> models, whose name is a file path "
+                                              "(tests and demos only; off in any Muzzle that serves agents).")
+    local_models: dict[str, str] = Field(default_factory=dict, description="GGUF files Muzzle may serve, "
+                                         "as local/<name>; no other path is ever opened for a model name.")
+    max_request_bytes: int = Field(16 << 20, ge=1024, description="Largest request body accepted (413 beyond).")
+    max_connections_per_client: int = Field(64, ge=1, description="Open connections per client: per uid for "
+                                            "loopback clients, else per address (429 beyond).")
+    header_timeout_s: float = Field(10.0, gt=0, description="Seconds a request's line and headers may take (408).")
+    body_timeout_s: float = Field(60.0, gt=0, description="Seconds a request's body may take to arrive (408).")
+
+    @field_validator("local_models")
+    @classmethod
+    def _gguf_files(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, path in value.items():
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]*", name) or name.endswith(".gguf"):
+                raise ValueError(f"{name!r}: a name is letters, digits and ._:- (not a path)")
+            if not path.endswith(".gguf"):
+                raise ValueError(f"{name}: {path!r} is not a .gguf file")
+        return value

@@ -3,7 +3,9 @@
 HTTP upstreams share one `httpx.AsyncClient` (a pooled, keep-alive connection
 per upstream) and stream SSE through as it arrives. The embedded local model
 and the scripted model run in a worker thread via `sentinel.models.resolve`, so
-the event loop never blocks; their output is shaped like an upstream's.
+the event loop never blocks; their output is shaped like an upstream's. Which
+of them a name may reach, and from which file, is `served.served_file`'s check;
+loading them (files) happens on the worker thread too.
 
 Both kinds answer in one shape: `complete()` returns a chat.completion dict and
 `stream()` an async iterator of chat.completion.chunk dicts. Every failure is a
@@ -18,12 +20,14 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 import httpx
 
 from sentinel.errors import SentinelError
 from sentinel.muzzle.errors import MuzzleError, bad_request
+from sentinel.muzzle.served import served_file
 
 if TYPE_CHECKING:
     from sentinel.config import Config
@@ -39,6 +43,7 @@ class Route:
     model: str
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    file: Path | None = None  # an in-process model's file, when the operator's config names one
 
     @property
     def label(self) -> str:
@@ -62,11 +67,12 @@ class Upstreams:
         self._http: httpx.AsyncClient | None = None
         self._backends: dict[str, Any] = {}
         self._locks: dict[str, threading.Lock] = {}
+        self._made = threading.Lock()
 
     def route(self, name: str) -> Route:
         provider, model = split_name(name)
         if provider in IN_PROCESS:
-            return Route(name, provider, model)
+            return Route(name, provider, model, file=served_file(provider, model, self.config.muzzle))
         cfg = self.config.provider(provider)
         if cfg is None:
             raise MuzzleError(404, "model_not_found", f"model {name!r}: unknown provider {provider!r}")
@@ -158,14 +164,15 @@ class Upstreams:
     # -- in-process backends -----------------------------------------------------
 
     def backend(self, route: Route) -> Any:
+        """The in-process backend of a route, made on first use (on a worker thread: it reads files)."""
         if route.name not in self._backends:
-            from sentinel.models import resolve
-
             try:
-                self._backends[route.name] = resolve(route.name, self.config)
+                made = _make_backend(route, self.config)
             except SentinelError as exc:
                 raise MuzzleError(404, "model_not_found", str(exc)) from None
-            self._locks[route.name] = threading.Lock()
+            with self._made:
+                self._locks.setdefault(route.name, threading.Lock())
+                self._backends.setdefault(route.name, made)
         return self._backends[route.name]
 
     def _call_backend(self, route: Route, body: dict[str, Any], on_delta: Any) -> Any:
@@ -183,12 +190,10 @@ class Upstreams:
                 raise MuzzleError(502, "upstream_error", str(exc)) from None
 
     async def _in_process(self, route: Route, body: dict[str, Any]) -> dict[str, Any]:
-        self.backend(route)
         completion = await asyncio.to_thread(self._call_backend, route, body, None)
         return completion_dict(route.name, completion)
 
     async def _in_process_stream(self, route: Route, body: dict[str, Any]) -> AsyncIterator[list[dict[str, Any]]]:
-        self.backend(route)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
@@ -216,6 +221,16 @@ class Upstreams:
         if kind == "error":
             raise value
         yield completion_to_chunks(completion_dict(route.name, value), skip_content=streamed)[1:]
+
+
+def _make_backend(route: Route, config: "Config") -> Any:
+    from sentinel.models import resolve
+
+    if route.file is None:
+        return resolve(route.name, config)
+    from sentinel.models.local import LocalModel
+
+    return LocalModel(route.name, str(route.file))
 
 
 def upstream_status(route: Route, status: int, raw: bytes) -> MuzzleError:

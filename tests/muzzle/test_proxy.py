@@ -120,7 +120,7 @@ def test_concurrent_streams_and_calls(muzzle):
 def test_in_process_scripted_backend_streams_and_calls_tools(muzzle, tmp_path):
     script = tmp_path / "s.yaml"
     script.write_text("- content: thinking\n  tool_calls: [{name: bash, arguments: {command: pwd}}]\n- done\n")
-    h = muzzle()
+    h = muzzle(muzzle_settings={"scripted": True})  # off unless the operator turns it on
     client = h.client(h.token(models=(f"scripted/{script}",)))
     chunks = client.chat.completions.create(model=f"scripted/{script}", stream=True,
                                             messages=[{"role": "user", "content": "q"}])

@@ -102,3 +102,63 @@ def test_an_unterminated_private_key_is_redacted_to_the_end():
     text = "key:\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n"
     out, _ = _streamed(text, [10, 30, 50])
     assert out.startswith("key:\n[REDACTED:private_key:") and "MIIE" not in out
+
+
+def _long_text(blocks):
+    """Prose, config and code lines with secrets, secret-like words on long lines, a key block, one huge line."""
+    rng = random.Random(11)
+    kinds = sorted(SECRETS.items())
+    parts = []
+    for n in range(blocks):
+        kind, secret = kinds[n % len(kinds)]
+        parts.append(f"Step {n}: never paste the key or the token anywhere; " * rng.randint(1, 30) + "\n")
+        parts.append(f"{kind} = {secret} # rotate it\nDB_PASSWORD = pw-{n:06d}-x\nexport API_KEY=k{n:08d}\n")
+        parts.append('{"client_secret": "cs-%08d", "max_tokens": 10}\n' % n)
+    parts.insert(len(parts) // 2, "{" + ",".join(f'"k{i}": "v{i}"' for i in range(3000)) + ', "token": "t"}\n')
+    return "".join(parts)
+
+
+def test_a_long_stream_in_token_sized_pieces_redacts_like_the_whole():
+    text = _long_text(300)
+    whole, found = R.redact(text)
+    rng = random.Random(3)
+    cuts, pos = [], 0
+    while pos < len(text):
+        pos += rng.randint(1, 8)
+        cuts.append(pos)
+    out, s = _streamed(text, [c for c in cuts if c < len(text)])
+    assert out == whole and len(s.findings) == len(found)
+    for secret in [*SECRETS.values(), "pw-000299-x", "cs-00000299"]:
+        assert secret not in out
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+def test_a_secret_split_at_every_offset_is_still_caught(kind):
+    secret = SECRETS[kind]
+    text = "x " * 500 + f"here: {secret} done\n" + "y " * 50
+    at = text.index(secret)
+    for split in range(at, at + len(secret) + 1):
+        out, _ = _streamed(text, [split])
+        assert secret not in out and out == R.redact(text)[0], split
+
+
+class _Counting(Redactor):
+    scanned = 0
+
+    def find(self, text):
+        self.scanned += len(text)
+        return super().find(text)
+
+
+@pytest.mark.parametrize("text", [
+    "the token is " + "word " * 20000 + "\n",                   # a long line held for its secret-like word
+    "x " * 40000,                                              # plain prose
+    "-----BEGIN PRIVATE KEY-----\n" + "QUJD\n" * 6000 + "-----END PRIVATE KEY-----\n",  # a long key block
+    "ab" * 40000 + " ",                                        # one long word
+])
+def test_streaming_redaction_scans_each_character_a_bounded_number_of_times(text):
+    counting = _Counting(b"test-key")
+    s = StreamRedactor(counting)
+    out = "".join(s.feed(text[i:i + 3]) for i in range(0, len(text), 3)) + s.flush()
+    assert out == counting.redact(text)[0]
+    assert counting.scanned - len(text) <= 3 * len(text)  # was quadratic: every piece rescanned what was held
