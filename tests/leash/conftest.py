@@ -7,6 +7,7 @@ import pwd
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -15,6 +16,9 @@ import yaml
 
 from sentinel.leash import launch
 from sentinel.leash.launch import run_tool
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "supervisor"))
+from sx_helpers import make_agent, sentinel_cmd, supervisor, system  # noqa: E402,F401  system-mode fixtures
 
 
 def write_policy(path: Path, **policy) -> None:

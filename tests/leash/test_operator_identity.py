@@ -22,7 +22,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "supervisor"))
 
 from sx_helpers import agent_config, as_user, scripted_bash  # noqa: E402
-from sx_helpers import make_agent, sentinel_cmd, supervisor, system  # noqa: E402,F401,F811
 
 from sentinel.leash import launch, privs  # noqa: E402
 from sentinel.leash.launch import run_tool  # noqa: E402

@@ -97,10 +97,25 @@ def test_an_oversized_body_gets_a_clear_413_in_the_openai_client(muzzle):
     assert _ok(h) == "ok"
 
 
-def test_a_large_body_is_inspected_off_the_event_loop(muzzle):
-    """2 MB dense with secrets, under the cap: inspecting it takes seconds, and another call is answered meanwhile."""
+def test_a_large_body_is_inspected_off_the_event_loop(muzzle, monkeypatch):
+    """2 MB dense with secrets, under the cap: while it is being inspected, another call is answered.
+
+    The inspection of the big body is held until the small call has its answer: were inspection on the
+    event loop, the small call could never be answered and the test would time out."""
+    from sentinel.muzzle.inspect import Inspector
+
     h = muzzle(["ok"])
     big = ("export API_KEY=" + "k" * 20 + " and the token is here\n") * (2 * MB // 50)
+    inspecting, release = threading.Event(), threading.Event()
+    real = Inspector.request
+
+    def held(self, body):
+        if len(json.dumps(body)) > MB:
+            inspecting.set()
+            assert release.wait(30), "the small call was never answered while the big one was held"
+        return real(self, body)
+
+    monkeypatch.setattr(Inspector, "request", held)
     done: dict = {}
 
     def ask_big():
@@ -109,9 +124,10 @@ def test_a_large_body_is_inspected_off_the_event_loop(muzzle):
 
     worker = threading.Thread(target=ask_big)
     worker.start()
-    time.sleep(0.5)  # uploaded and parsed: Muzzle is redacting it now
+    assert inspecting.wait(30)
     small = _ok(h)
     upstream_then = len(h.upstream.requests)
+    release.set()
     worker.join(120)
     assert small == "ok" and "big" in done
     assert upstream_then == 1  # answered while the big body was still being inspected, not after it

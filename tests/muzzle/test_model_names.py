@@ -88,10 +88,24 @@ def test_a_listed_gguf_is_served_by_its_name_or_its_exact_path(tmp_path):
     assert upstreams.route("local/smollm2-135m").file is None  # a packaged model, found by name
 
 
-def test_with_scripts_on_a_script_is_read_off_the_event_loop(muzzle, tmp_path):
-    """The operator turned scripts on (tests, demos): a slow script still stalls only its own call."""
+def test_with_scripts_on_a_script_is_read_off_the_event_loop(muzzle, tmp_path, monkeypatch):
+    """The operator turned scripts on (tests, demos): a slow script stalls only its own call.
+
+    Reading the script is held until the other call has its answer: on the event loop it never would."""
+    from sentinel.models import script as script_mod
+
     script = tmp_path / "slow.yaml"
     script.write_text(_script(3000))
+    reading, release = threading.Event(), threading.Event()
+    real = script_mod.load
+
+    def held(path, *args, **kwargs):
+        if str(path) == str(script):
+            reading.set()
+            assert release.wait(30), "the fast call was never answered while the script was read"
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(script_mod, "load", held)
     h = muzzle(["fast"], muzzle_settings={"scripted": True})
     client = h.client(h.token(models=("*",)))
     slow: dict = {}
@@ -102,9 +116,10 @@ def test_with_scripts_on_a_script_is_read_off_the_event_loop(muzzle, tmp_path):
 
     worker = threading.Thread(target=ask_slow)
     worker.start()
-    time.sleep(0.2)  # the slow call is parsing its script now
+    assert reading.wait(30)
     fast = client.chat.completions.create(model="fake/m", messages=Q).choices[0].message.content
     fast_at = time.monotonic()
+    release.set()
     worker.join(60)
     assert fast == "fast" and slow["content"].startswith("reply 0 ")
     assert fast_at < slow["at"]  # answered while the script was being parsed, not after
