@@ -1,6 +1,7 @@
 """The runner of one authored-tool call, run as `python -I -S -c <this file's text>` in a sandboxed process.
 
-It imports nothing from Sentinel (the sandbox cannot read the package, and it must start fast). Its
+It imports nothing from Sentinel (the sandbox cannot read the package) and nothing it can avoid (it must
+start fast: `posix` rather than `os`). Its
 stdin is one marshal-encoded dict: the tool's code (exactly the text that was hashed), the arguments,
 the output limit, CPU and memory limits and a nonce. It lowers its own rlimits, points fds 1 and 2 at
 /dev/null (the tool's prints are captured instead), runs `run(args)` and writes one frame on a saved
@@ -13,18 +14,18 @@ Anything else (a timeout, a kill, a crash before the frame) is reported by the c
 
 import io
 import marshal
-import os
+import posix  # built in and already loaded: `os` would cost an import at every call
 import sys
 
-ORIGINAL_PID = os.getpid()
+ORIGINAL_PID = posix.getpid()
 
 
 def _frame(fd, nonce, status, text):
-    if os.getpid() != ORIGINAL_PID:
-        os._exit(1)  # a process the tool forked: only the runner itself answers
+    if posix.getpid() != ORIGINAL_PID:
+        posix._exit(1)  # a process the tool forked: only the runner itself answers
     text = text.encode("utf-8", "replace").decode("utf-8")
     payload = text.encode("unicode_escape")
-    os.write(fd, b"\x1eSENTINEL %s %s %d\n" % (nonce.encode(), status.encode(), len(payload)) + payload)
+    posix.write(fd, b"\x1eSENTINEL %s %s %d\n" % (nonce.encode(), status.encode(), len(payload)) + payload)
 
 
 def _limit(text, max_chars):
@@ -62,10 +63,10 @@ def _where(exc):
 def main():
     spec = marshal.loads(sys.stdin.buffer.read())
     nonce, max_chars = spec["nonce"], spec["max_chars"]
-    out = os.dup(1)
-    null = os.open(os.devnull, os.O_RDWR)
+    out = posix.dup(1)
+    null = posix.open("/dev/null", posix.O_RDWR)
     for fd in (0, 1, 2):
-        os.dup2(null, fd)
+        posix.dup2(null, fd)
     printed = io.StringIO()
     sys.stdout = sys.stderr = printed
     _rlimits(spec)

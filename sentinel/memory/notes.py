@@ -26,6 +26,7 @@ import yaml
 SLUG_MAX = 80
 _FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(\r?\n|\Z)", re.DOTALL)
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: reindexing is mostly parsing
 
 
 @dataclass
@@ -89,7 +90,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
     if not match:
         return None, text
     try:
-        loaded = yaml.safe_load(match.group(1))
+        loaded = yaml.load(match.group(1), Loader=_LOADER)
     except yaml.YAMLError:
         return None, text
     return (loaded, text[match.end():]) if isinstance(loaded, dict) else (None, text)

@@ -11,6 +11,7 @@ a note about "approvals" is fine. A finding names the rule and quotes the offend
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -32,25 +33,51 @@ _HIDDEN = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b-\u200d
                      "\u00ad\u034f\u115f\u1160\u3164\uffa0\U000e0000-\U000e007f]")
 ZWJ = "\u200d"
 
-_PHRASES: list[tuple[str, str]] = [
-    ("ignore-instructions", r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(previous|prior|above|earlier|"
-                            r"all|any|your|system|original)\b[^.\n]{0,20}\b(instructions?|prompts?|rules|directives|"
-                            r"guidelines|context)\b"),
-    ("new-instructions", r"(^|\n)\s*(new|updated|real|actual|override)\s+(system\s+)?(instructions?|prompt)\s*:"),
-    ("role-takeover", r"\byou\s+are\s+now\s+(a|an|in|the|my|no\s+longer|dan|called|named)\b|\bfrom\s+now\s+on,?\s+you\s+(are|will|must)\b"),
-    ("chat-template", r"<\|\s*(im_start|im_end|system|endoftext|start_header_id|eot_id)\s*\|>|\[/?INST\]|<<\s*/?SYS\s*>>"
-                      r"|</?\s*(system|assistant)\s*>|^\s*#{1,3}\s*system\s*(prompt|message)?\s*:?\s*$"),
-    ("jailbreak", r"\b(developer|god|jailbreak|dan)\s+mode\b|\bdo\s+anything\s+now\b|\bjailbr(ea|o)k(en)?\b"),
-    ("reveal-prompt", r"\b(reveal|print|show|repeat|output|leak)\b[^.\n]{0,30}\b(system\s+prompt|hidden\s+instructions|"
-                      r"your\s+instructions)\b"),
-    ("self-approval", r"\b(approve|auto-?approve|allow)\s+(all|every|any)\s+(tool\s+calls?|actions?|requests?|commands?)\b"
-                      r"|\bwithout\s+(asking|approval|confirmation|telling)\s+(the\s+)?(operator|user|human|anyone)\b"
-                      r"|\b(disable|turn\s+off|skip|evade|get\s+around)\b[^.\n]{0,30}\b(approvals?|sandbox|leash|"
-                      r"muzzle|policy|policies|safety)\b"),
-    ("exfiltration", r"\b(send|post|upload|exfiltrate|leak|email|curl)\b[^.\n]{0,40}\b(api[\s_-]?keys?|credentials|"
-                     r"secrets?|passwords?|tokens?|ssh\s+keys?|\.env\b|private\s+keys?)"),
+@dataclass(frozen=True)
+class _Rule:
+    name: str
+    needles: tuple[str, ...]  # the regex is tried only when one of these occurs (lowercase, spaces collapsed)
+    pattern: str
+    negatable: bool = False   # "never send secrets" is advice, not an attack
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        return _compiled(self.pattern)
+
+
+_RULES = [
+    _Rule("ignore-instructions", ("ignore", "disregard", "forget", "override", "bypass"),
+          r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(previous|prior|above|earlier|all|any|your|"
+          r"system|original)\b[^.\n]{0,20}\b(instructions?|prompts?|rules|directives|guidelines|context)\b"),
+    _Rule("new-instructions", ("instruction", "prompt"),
+          r"(^|\n)\s*(new|updated|real|actual|override)\s+(system\s+)?(instructions?|prompt)\s*:"),
+    _Rule("role-takeover", ("you are now", "from now on"),
+          r"\byou\s+are\s+now\s+(a|an|in|the|my|no\s+longer|dan|called|named)\b"
+          r"|\bfrom\s+now\s+on,?\s+you\s+(are|will|must)\b"),
+    _Rule("chat-template", ("<|", "inst]", "<<", "system>", "system >", "assistant>", "assistant >", "# system"),
+          r"<\|\s*(im_start|im_end|system|endoftext|start_header_id|eot_id)\s*\|>|\[/?INST\]|<<\s*/?SYS\s*>>"
+          r"|</?\s*(system|assistant)\s*>|^\s*#{1,3}\s*system\s*(prompt|message)?\s*:?\s*$"),
+    _Rule("jailbreak", ("mode", "anything now", "jailbr"),
+          r"\b(developer|god|jailbreak|dan)\s+mode\b|\bdo\s+anything\s+now\b|\bjailbr(ea|o)k(en)?\b"),
+    _Rule("reveal-prompt", ("system prompt", "hidden instructions", "your instructions"),
+          r"\b(reveal|print|show|repeat|output|leak)\b[^.\n]{0,30}\b(system\s+prompt|hidden\s+instructions|"
+          r"your\s+instructions)\b", negatable=True),
+    _Rule("self-approval", ("approve", "allow", "without", "disable", "turn off", "skip", "evade", "get around"),
+          r"\b(approve|auto-?approve|allow)\s+(all|every|any)\s+(tool\s+calls?|actions?|requests?|commands?)\b"
+          r"|\bwithout\s+(asking|approval|confirmation|telling)\s+(the\s+)?(operator|user|human|anyone)\b"
+          r"|\b(disable|turn\s+off|skip|evade|get\s+around)\b[^.\n]{0,30}\b(approvals?|sandbox|leash|muzzle|policy|"
+          r"policies|safety)\b", negatable=True),
+    _Rule("exfiltration", ("key", "credential", "secret", "password", "token", ".env"),
+          r"\b(send|post|upload|exfiltrate|leak|email|curl)\b[^.\n]{0,40}\b(api[\s_-]?keys?|credentials|secrets?|"
+          r"passwords?|tokens?|ssh\s+keys?|\.env\b|private\s+keys?)", negatable=True),
 ]
-_COMPILED = [(rule, re.compile(pattern, re.IGNORECASE | re.MULTILINE)) for rule, pattern in _PHRASES]
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE | re.MULTILINE)
+
+
 _SAFE_NEGATION = re.compile(r"\b(never|do\s+not|don't|must\s+not|not)\s+(\w+\s+){0,3}$", re.IGNORECASE)
 
 
@@ -81,11 +108,14 @@ def _joins_emoji(text: str, i: int) -> bool:
 
 
 def _phrases(text: str) -> Finding | None:
-    for rule, regex in _COMPILED:
-        for match in regex.finditer(text):
+    folded = " ".join(text.lower().split())
+    for rule in _RULES:
+        if not any(needle in folded for needle in rule.needles):
+            continue
+        for match in rule.regex.finditer(text):
             lead = text[max(0, match.start() - 40):match.start()]
-            if rule in ("self-approval", "exfiltration", "reveal-prompt") and _SAFE_NEGATION.search(lead):
-                continue  # "never send secrets", "do not try to get around approvals"
+            if rule.negatable and _SAFE_NEGATION.search(lead):
+                continue
             quoted = " ".join(match.group(0).split())[:80]
-            return Finding(rule, f"{quoted!r}")
+            return Finding(rule.name, f"{quoted!r}")
     return None

@@ -76,7 +76,7 @@ class Memory:
                 return
         except OSError:
             pass
-        paths.write_atomic(self.index_md, text, 0o644)
+        paths.write_atomic(self.index_md, text, 0o644, sync=False)  # derived from the notes
 
     # -- the agent's operations ------------------------------------------------------------------------
 
