@@ -79,8 +79,9 @@ class Synced:
         return bool(self.changed or self.removed)
 
 
-_open: dict[Path, "Index"] = {}
+_open: dict[Path, "Index"] = {}  # most recently used last
 _open_lock = threading.Lock()
+OPEN_MAX = 8  # indexes kept open per process (each holds a database connection and an inotify instance)
 
 
 class Index:
@@ -96,14 +97,22 @@ class Index:
         """The index of a scope folder, shared by every caller in this process."""
         key = scope_dir.resolve()
         with _open_lock:
-            if key not in _open:
+            index = _open.pop(key, None)
+            if index is None:
                 (key / "vault").mkdir(parents=True, exist_ok=True, mode=0o700)
-                _open[key] = cls(key, _connect(key / DB_NAME))
-            return _open[key]
+                index = cls(key, _connect(key / DB_NAME))
+            _open[key] = index
+            while len(_open) > OPEN_MAX:
+                _open.pop(next(iter(_open)))._release()
+            return index
 
     def close(self) -> None:
         with _open_lock:
-            _open.pop(self.scope_dir, None)
+            if _open.get(self.scope_dir) is self:
+                del _open[self.scope_dir]
+        self._release()
+
+    def _release(self) -> None:
         if self.watch is not None:
             self.watch.close()
         self.conn.close()

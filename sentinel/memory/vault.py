@@ -52,7 +52,12 @@ class Memory:
         self.vault = self.root / "vault"
         self.index_md = self.root / "index.md"
         self.note_max_chars = note_max_chars
-        self.index = Index.open(self.root)
+        Index.open(self.root)
+
+    @property
+    def index(self) -> Index:
+        """The scope's recall index (shared in this process; reopened if it was evicted)."""
+        return Index.open(self.root)
 
     @classmethod
     def open(cls, home: Path | None, scope: str, note_max_chars: int = 20000) -> "Memory":

@@ -144,3 +144,13 @@ def test_bad_scopes_are_refused(tmp_path, scope):
 def test_bad_notes_are_corrections(memory, title, content, why):
     with pytest.raises(UsageError, match=why):
         memory.remember(title, content)
+
+
+def test_a_process_keeps_few_indexes_open_and_reopens_an_evicted_one(tmp_path):
+    first = Memory.open(tmp_path, "scope-0")
+    first.remember("Deploy day", "Thursdays")
+    others = [Memory.open(tmp_path, f"scope-{i}") for i in range(1, index_mod.OPEN_MAX + 2)]
+    assert len(index_mod._open) == index_mod.OPEN_MAX
+    assert [h.title for h in first.recall("thursdays", 5)] == ["Deploy day"]
+    for memory in [first, *others]:
+        memory.index.close()
