@@ -161,11 +161,11 @@ class AgentLoop:
             self._pins.pop(call_id, None)
             return self.result(call_id, f"Denied by policy: {decision['reason']}")
         try:
+            if decision["outcome"] == "needs_approval" and not self.approved(call, decision):
+                return
             pinned = self.pinned(call_id, name, decision)
         except CodeChanged as exc:
             return self.result(call_id, f"Error: {exc}")
-        if decision["outcome"] == "needs_approval" and not self.approved(call, decision, pinned):
-            return
         self.execute_call(call_id, name, decision, pinned)
 
     def decide(self, call: dict[str, Any]) -> dict[str, Any]:
@@ -200,12 +200,12 @@ class AgentLoop:
         self._pins[call_id] = pinned = tool.pin()
         return pinned
 
-    def pinned(self, call_id: str, name: str, decision: dict[str, Any]) -> Pinned | None:
+    def pinned(self, call_id: str, name: str, decision: dict[str, Any], keep: bool = False) -> Pinned | None:
         """The code the call will run: exactly what the decision hashed, or CodeChanged."""
         sha = decision.get("code_sha256")
         if sha is None:
             return None
-        pinned = self._pins.pop(call_id, None)
+        pinned = self._pins.get(call_id) if keep else self._pins.pop(call_id, None)
         if pinned is None:  # decided by an earlier session of this run (before a pause): read it again
             tool = self.deps.registry.get(name)
             try:
@@ -215,18 +215,19 @@ class AgentLoop:
         if pinned is None or pinned.sha256 != sha:
             raise CodeChanged(f"the code of tool {name} changed after this call was checked (sha256 {sha[:16]}… "
                               "was checked); it was not run. Call it again to have the new code checked.")
+        if keep:
+            self._pins[call_id] = pinned
         return pinned
 
-    def approved(self, call: dict[str, Any], decision: dict[str, Any], pinned: Pinned | None = None) -> bool:
+    def approved(self, call: dict[str, Any], decision: dict[str, Any]) -> bool:
         """True when an operator approved this exact call; records the denial or pauses otherwise."""
         call_id, run_id = call["id"], self.state.id
         resolved = self.state.resolved.get(call_id)
         if resolved is None:
             store = self.deps.store
-            code = {"code": pinned.files, "code_sha256": pinned.sha256} if pinned is not None else {}
             approval = store.approval_for_call(run_id, call_id) or store.submit_approval(
                 run_id, call_id, decision["tool"], decision["arguments"], decision["reason"], self.deps.approval_ttl_s,
-                **code)
+                **self._shown_code(call_id, call["function"]["name"], decision))
             store.expire()
             approval = store.get_approval(approval.id)
             if approval.status == "pending":
@@ -251,6 +252,11 @@ class AgentLoop:
             return True  # consumed by this run's previous session, which stopped before starting the call
         self.result(call_id, "Denied: the approval does not match this exact call")
         return False
+
+    def _shown_code(self, call_id: str, name: str, decision: dict[str, Any]) -> dict[str, Any]:
+        """What an approval of a pinned tool shows the operator: the files the decision hashed."""
+        pinned = self.pinned(call_id, name, decision, keep=True)
+        return {"code": pinned.files, "code_sha256": pinned.sha256} if pinned is not None else {}
 
     def execute_call(self, call_id: str, name: str, decision: dict[str, Any], pinned: Pinned | None = None) -> None:
         tool = self.deps.registry.get(name)

@@ -135,6 +135,8 @@ def test_code_swapped_between_approval_and_execution_never_runs(leashed, cli, se
     _, out = leashed([create_word_count(), call("word_count", text="a b c"), "ok"], "t", check=3)
     approved_sha = cli.json("approvals", "--json")[0]["code_sha256"]
     (sentinel_home / "tools" / "word_count" / "tool.py").write_text(MARKER)  # swapped while the approval waits
+    assert cli.json("resume", out["id"], "--json", check=3)["status"] == "waiting_approval"  # still asks
+    assert [a["code_sha256"] for a in cli.json("approvals", "--json")] == [approved_sha]
     cli("approve", out["approval_id"], "--json", check=0)
     workspace = sentinel_home / "workspace"
     assert not (workspace / "swapped.txt").exists()
