@@ -17,6 +17,7 @@ The SHA-256 is over both files, each as `<file name> NUL <byte length> NUL <byte
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import os
@@ -105,9 +106,10 @@ def snapshot(home: Path | None, name: str) -> Snapshot:
     return Snapshot(name, files, digest(raw), _manifest(name, files["tool.yaml"]))
 
 
+@functools.lru_cache(maxsize=64)  # a pure function of the text: each call of a tool re-reads, rarely re-parses
 def _manifest(name: str, text: str) -> Manifest:
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise UsageError(f"tools/{name}/tool.yaml: invalid YAML ({getattr(exc, 'problem', None) or exc})") from None
     if not isinstance(data, dict):

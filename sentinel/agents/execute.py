@@ -74,7 +74,7 @@ def run_code(code: str, asked: Limits, args: dict[str, Any], ctx: ToolContext, s
         payload = marshal.dumps(spec)
     except ValueError:
         return "error: the arguments cannot be passed to the tool (only JSON values can)"
-    capture = ctx.output_max_chars * 30 + 8192  # room for the whole frame after unicode escaping
+    capture = ctx.output_max_chars * 3 + 8192  # room for the whole frame (and a truncation note) in the tail
     if ctx.tools_mode == "plain":
         exit_code, output, timed_out = _plain(argv, payload, ctx.workspace, limits)
     else:
@@ -141,8 +141,7 @@ def result(output: str, nonce: str, code: int | None, timed_out: bool, limits: C
         header, _, payload = output[at + len(marker):].partition("\n")
         status, _, length = header.partition(" ")
         if length.isdigit() and int(length) <= len(payload) and status in ("ok", "error"):
-            raw = payload[:int(length)].encode("ascii", errors="replace")
-            text = raw.decode("unicode_escape", errors="replace")
+            text = payload[:int(length)]
             return text if status == "ok" else f"error: {text}"
     return _failure(code, output, limits)
 

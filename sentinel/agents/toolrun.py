@@ -7,7 +7,7 @@ the output limit, CPU and memory limits and a nonce. It lowers its own rlimits, 
 /dev/null (the tool's prints are captured instead), runs `run(args)` and writes one frame on a saved
 copy of fd 1:
 
-    \\x1eSENTINEL <nonce> <ok|error> <length>\\n<payload, unicode-escaped ASCII>
+    \\x1eSENTINEL <nonce> <ok|error> <length in characters>\\n<payload, UTF-8>
 
 Anything else (a timeout, a kill, a crash before the frame) is reported by the caller from the exit.
 """
@@ -23,9 +23,10 @@ ORIGINAL_PID = posix.getpid()
 def _frame(fd, nonce, status, text):
     if posix.getpid() != ORIGINAL_PID:
         posix._exit(1)  # a process the tool forked: only the runner itself answers
-    text = text.encode("utf-8", "replace").decode("utf-8")
-    payload = text.encode("unicode_escape")
-    posix.write(fd, b"\x1eSENTINEL %s %s %d\n" % (nonce.encode(), status.encode(), len(payload)) + payload)
+    payload = text.encode("utf-8", "replace")  # lone surrogates become "?": the reader decodes the same text
+    frame = b"\x1eSENTINEL %s %s %d\n" % (nonce.encode(), status.encode(), len(payload.decode("utf-8"))) + payload
+    while frame:
+        frame = frame[posix.write(fd, frame):]
 
 
 def _limit(text, max_chars):
