@@ -36,9 +36,9 @@ def setup_home(root: Path, steps: int) -> Path:
 
 def engine_run(home: Path) -> tuple[float, str]:
     os.environ["SENTINEL_HOME"] = str(home)
-    from sentinel.engine.runner import Engine
+    from sentinel.local.engine import LocalEngine
 
-    engine = Engine(home)
+    engine = LocalEngine(home)
     began = time.perf_counter()
     outcome = engine.start("benchmark")
     elapsed = time.perf_counter() - began
@@ -51,7 +51,8 @@ def baseline(home: Path, steps: int) -> float:
     """The same model replies and tool calls, without journal, snapshot, policy or registry writes."""
     from sentinel.config import load
     from sentinel.models import resolve
-    from sentinel.tools import ToolContext, default_registry, parse_arguments
+    from sentinel.tools import ToolContext, parse_arguments
+    from sentinel.tools.builtin import default_registry
 
     cfg = load(home)
     model = resolve(cfg.default_model, cfg)

@@ -70,13 +70,17 @@ def configure(sentinel_home):
 
 @pytest.fixture
 def cli(sentinel_home):
-    """Run `sentinel ARGS...` in a fresh process; returns CompletedProcess with text output."""
+    """Run `sentinel ARGS...` in a fresh process, from $SENTINEL_HOME/workspace (local mode's `run` works in
+    the current directory); returns CompletedProcess with text output."""
     import os
 
-    def run(*args, env=None, check=None, timeout=60):
+    workdir = sentinel_home / "workspace"
+    workdir.mkdir(exist_ok=True)
+
+    def run(*args, env=None, check=None, timeout=60, cwd=None):
         full_env = {**os.environ, "SENTINEL_HOME": str(sentinel_home), "FAKE_KEY": "test-key", **(env or {})}
         proc = subprocess.run([sys.executable, "-m", "sentinel", *args], capture_output=True, text=True,
-                              env=full_env, timeout=timeout)
+                              env=full_env, timeout=timeout, cwd=cwd or workdir)
         if check is not None:
             assert proc.returncode == check, f"exit {proc.returncode}\nstdout:{proc.stdout}\nstderr:{proc.stderr}"
         return proc

@@ -102,7 +102,7 @@ def proxy(
 
     s = settings_cache.settings()
     system = os.geteuid() == 0
-    audit = egress.jsonl_audit(Path(s.audit_log)) if s.audit_log else egress.store_audit()
+    audit = egress.jsonl_audit(Path(s.audit_log)) if s.audit_log else _store_audit
     server = egress.EgressProxy(egress.policy_lookup(system, Path(s.policy_dir)), audit)
 
     async def main() -> None:
@@ -120,7 +120,7 @@ def proxy(
 @app.command()
 def egress(uninstall: bool = typer.Option(False, "--uninstall", help="Remove the table (uninstalling Sentinel).")) -> None:
     """Install (idempotently) or remove the per-UID nftables egress rules for every registered agent (root)."""
-    from sentinel.agents.identity import apply_egress
+    from sentinel.supervisor.identity import apply_egress
     from sentinel.cli.system import _store
     from sentinel.leash import nft
 
@@ -134,3 +134,10 @@ def egress(uninstall: bool = typer.Option(False, "--uninstall", help="Remove the
         print(f"egress: {apply_egress(store)}")
     finally:
         store.close()
+
+
+def _store_audit(record: dict) -> None:
+    """The egress proxy's default audit sink: the state database's audit log."""
+    from sentinel.engine import audit
+
+    audit.record("egress", **record)

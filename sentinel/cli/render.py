@@ -1,10 +1,17 @@
-"""Rendering run events: rich progress on a terminal (stderr), silence when piped, JSON on request."""
+"""Rendering the engine's typed events: rich progress on a terminal (stderr), silence when piped, JSON lines.
+
+    progress = Progress()            # a listener: one line per interesting event, on a terminal only
+    engine.start(task, on_event=progress)
+    progress.warnings                # every warning event seen (also shown when piped: they matter)
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 from typing import Any
+
+from sentinel.engine import events as ev
 
 STATUS_EXIT = {"done": 0, "waiting_approval": 3, "failed": 1, "cancelled": 1, "interrupted": 1, "running": 1}
 
@@ -16,15 +23,20 @@ def _short(value: Any, limit: int = 100) -> str:
 
 
 class Progress:
-    """A listener printing one line per interesting event."""
+    """A listener printing one line per interesting event; collects warnings for `--json`."""
 
     def __init__(self, enabled: bool | None = None):
         from rich.console import Console
 
         self.console = Console(stderr=True, highlight=False)
         self.enabled = self.console.is_terminal if enabled is None else enabled
+        self.warnings: list[str] = []
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.Warned):
+            self.warnings.append(event.message)
+            if not self.enabled:  # a skipped safety rule is said even when the progress is quiet
+                self.console.print(f"warning: {event.message}", markup=False)
         if not self.enabled:
             return
         line = describe(event)
@@ -32,36 +44,56 @@ class Progress:
             self.console.print(line)
 
 
-def describe(e: dict[str, Any]) -> str | None:
-    kind = e.get("type")
-    if kind == "assistant":
-        calls = e["message"].get("tool_calls") or []
-        what = f"{len(calls)} tool call(s)" if calls else "final answer"
-        return f"[cyan]● model[/] {e.get('model', '')} [dim]{e.get('latency_ms', 0):.0f} ms[/] → {what}"
-    if kind == "decision":
-        color = {"auto": "green", "needs_approval": "yellow", "deny": "red"}.get(e["outcome"], "white")
-        return f"  [{color}]▸ {e['tool']}[/] {_short(e.get('arguments'), 80)} → [{color}]{e['outcome']}[/] [dim]{_short(e['reason'], 80)}[/]"
-    if kind == "finished":
-        return f"    [dim]↳ {_short(e['result'], 110)}[/]"
-    if kind == "paused":
-        return f"[yellow]⏸ paused[/]: approval [bold]{e['approval_id']}[/] needed for {e['tool']} ({_short(e['reason'], 80)})"
-    if kind == "resolved":
-        verdict = "[green]approved[/]" if e["approved"] else "[red]denied[/]"
-        return f"  {verdict} {e['approval_id']} by {e.get('by') or '?'}"
-    if kind == "status":
-        if e["status"] == "done":
-            return "[green]■ done[/]"
-        return f"[red]✗ {e['status']}[/]: {e.get('error') or ''}"
+def describe(e: ev.Event) -> str | None:
+    """One rich-markup line for an event, or None for events the progress view leaves out."""
+    if isinstance(e, ev.RunStarted):
+        return f"[bold]▶ run {e.run_id}[/] [dim]{e.agent} · {e.model} · workspace {e.workspace}[/]"
+    if isinstance(e, ev.Resumed):
+        return f"[bold]↻ resumed[/] [dim]run {e.run_id}[/]"
+    if isinstance(e, ev.ModelCallEnded):
+        what = f"{len(e.tool_calls)} tool call(s)" if e.tool_calls else "final answer"
+        return f"[cyan]● model[/] {e.model} [dim]{e.latency_ms:.0f} ms[/] → {what}"
+    if isinstance(e, ev.Decision):
+        color = {"auto": "green", "needs_approval": "yellow", "deny": "red"}.get(e.outcome, "white")
+        return (f"  [{color}]▸ {e.tool}[/] {_esc(_short(e.arguments, 80))} → [{color}]{e.outcome}[/] "
+                f"[dim]{_esc(_short(e.reason, 80))}[/]")
+    if isinstance(e, ev.ToolCallEnd):
+        return f"    [dim]↳ {_esc(_short(e.result, 110))}[/]"
+    if isinstance(e, ev.Paused):
+        return (f"[yellow]⏸ paused[/]: approval [bold]{e.approval_id}[/] needed for {e.tool} "
+                f"({_esc(_short(e.reason, 80))})")
+    if isinstance(e, ev.Resolved):
+        verdict = "[green]approved[/]" if e.approved else "[red]denied[/]"
+        return f"  {verdict} {e.approval_id} by {e.by or '?'}"
+    if isinstance(e, ev.ChildStarted):
+        return f"[magenta]⇢ child run[/] {e.child_id} [dim]{e.agent}: {_esc(_short(e.task, 80))}[/]"
+    if isinstance(e, ev.ChildFinished):
+        return f"[magenta]⇠ child run[/] {e.child_id} {e.status}"
+    if isinstance(e, ev.Compaction):
+        return f"[dim]⇊ compacted {e.summarized} messages ({e.chars_before} → {e.chars_after} chars)[/]"
+    if isinstance(e, ev.Warned):
+        return f"[yellow]! warning[/]: {_esc(e.message)}"
+    if isinstance(e, ev.Done):
+        return "[green]■ done[/]"
+    if isinstance(e, ev.Failed):
+        return f"[red]✗ {e.status}[/]: {_esc(e.error or '')}"
     return None
 
 
-def plain(e: dict[str, Any]) -> str:
+def _esc(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def plain(e: ev.Event) -> str:
     """One line per event for `sentinel logs` (no markup)."""
     from rich.text import Text
 
     line = describe(e)
     if line is None:
-        return f"{e.get('type')} {_short({k: v for k, v in e.items() if k not in ('type', 'seq', 't')}, 110)}"
+        fields = {k: v for k, v in e.to_dict().items() if k not in ("type", "seq", "t", "run_id")}
+        return f"{e.type} {_short(fields, 110)}"
     return Text.from_markup(line).plain
 
 

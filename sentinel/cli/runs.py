@@ -10,34 +10,28 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
 from sentinel.cli.render import STATUS_EXIT, Progress, code_listing, plain, print_json
+from sentinel.engine.api import Engine, Outcome
 
 
-def _engine() -> Any:
+def _engine() -> Engine:
     """The supervisor's client when one answers (system mode), else the in-process engine (local mode)."""
-    from sentinel.supervisor.client import connect
+    from sentinel.connect import open_engine
 
-    system = connect()
-    if system is not None:
-        return system
-    from sentinel.engine.runner import Engine
-
-    return Engine()
+    return open_engine()
 
 
-def _system(engine: Any) -> bool:
-    return getattr(engine, "mode", "local") == "system"
-
-
-def _finish(outcome: Any, as_json: bool) -> None:
+def _finish(outcome: Outcome, as_json: bool, progress: Progress | None = None) -> None:
+    warnings = list(dict.fromkeys([*outcome.warnings, *(progress.warnings if progress else [])]))
     if as_json:
         print_json({"id": outcome.id, "status": outcome.status, "output": outcome.output,
                     **({"error": outcome.error} if outcome.error else {}),
-                    **({"approval_id": outcome.approval_id} if outcome.approval_id else {})})
+                    **({"approval_id": outcome.approval_id} if outcome.approval_id else {}),
+                    **({"warnings": warnings} if warnings else {})})
     elif outcome.status == "done":
         print(outcome.output or "")
     elif outcome.status == "waiting_approval":
@@ -53,21 +47,27 @@ def run(task: str = typer.Argument(..., help="What the agent should do."),
         agent: Optional[str] = typer.Option(None, "--agent", "-a", help="Agent profile to run."),
         workspace: Optional[Path] = typer.Option(None, "--workspace", "-w", help="Directory the agent works in."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document: id, status, output.")) -> None:
-    """Run an agent task until it finishes or pauses for approval."""
+    """Run an agent task until it finishes or pauses for approval.
+
+    In local mode the agent works in the current directory unless --workspace names another; in system
+    mode, in its own user's workspace."""
     engine = _engine()
+    progress = Progress(False if as_json else None)
+    if workspace is None and engine.mode == "local":
+        workspace = Path.cwd()
     try:
-        outcome = engine.start(task, model=model, agent=agent, workspace=workspace,
-                               listener=Progress(False if as_json else None))
+        outcome = engine.start(task, model=model, agent=agent, workspace=workspace, on_event=progress)
     finally:
         engine.close()
-    _finish(outcome, as_json)
+    _finish(outcome, as_json, progress)
 
 
-def runs(as_json: bool = typer.Option(False, "--json")) -> None:
+def runs(as_json: bool = typer.Option(False, "--json"),
+         status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status.")) -> None:
     """List runs, newest first."""
     engine = _engine()
     try:
-        rows = engine.runs()
+        rows = engine.runs(status=status)
     finally:
         engine.close()
     if as_json:
@@ -112,7 +112,7 @@ def approvals(as_json: bool = typer.Option(False, "--json")) -> None:
     """List pending approvals."""
     engine = _engine()
     try:
-        pending = engine.pending() if _system(engine) else [a.public() for a in engine.store.pending_approvals()]
+        pending = engine.pending()
     finally:
         engine.close()
     if as_json:
@@ -129,35 +129,34 @@ def approvals(as_json: bool = typer.Option(False, "--json")) -> None:
 def approve(ident: str = typer.Argument(..., help="Approval id, or a run id with one pending approval."),
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Approve a pending tool call; the run resumes in the foreground."""
-    from sentinel.engine.runner import operator_name
-
     engine = _engine()
+    progress = Progress(False if as_json else None)
     try:
-        outcome = engine.approve(ident, by=operator_name(), listener=Progress(False if as_json else None))
+        outcome = engine.approve(ident, on_event=progress)
     finally:
         engine.close()
-    _finish(outcome, as_json)
+    _finish(outcome, as_json, progress)
 
 
 def deny(ident: str = typer.Argument(..., help="Approval id, or a run id with one pending approval."),
          reason: str = typer.Option("", "--reason", "-r", help="Told to the agent as the tool result."),
          as_json: bool = typer.Option(False, "--json")) -> None:
     """Deny a pending tool call; the run resumes with the denial as the tool result."""
-    from sentinel.engine.runner import operator_name
-
     engine = _engine()
+    progress = Progress(False if as_json else None)
     try:
-        outcome = engine.deny(ident, by=operator_name(), reason=reason, listener=Progress(False if as_json else None))
+        outcome = engine.deny(ident, reason=reason, on_event=progress)
     finally:
         engine.close()
-    _finish(outcome, as_json)
+    _finish(outcome, as_json, progress)
 
 
 def resume(run_id: str = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
     """Resume an interrupted or paused run (a finished run just reports its status)."""
     engine = _engine()
+    progress = Progress(False if as_json else None)
     try:
-        outcome = engine.resume(run_id, listener=Progress(False if as_json else None))
+        outcome = engine.resume(run_id, on_event=progress)
     finally:
         engine.close()
     if outcome.status in ("done", "failed", "cancelled") and not as_json:
@@ -169,52 +168,34 @@ def resume(run_id: str = typer.Argument(...), as_json: bool = typer.Option(False
     if outcome.status in ("done", "failed", "cancelled"):
         print_json(outcome.to_dict())
         raise typer.Exit(0)
-    _finish(outcome, as_json)
+    _finish(outcome, as_json, progress)
 
 
 def logs(run_id: Optional[str] = typer.Argument(None, help="Run id (default: the newest run)."),
          follow: bool = typer.Option(False, "--follow", "-f", help="Keep streaming until the run pauses or ends."),
          as_json: bool = typer.Option(False, "--json", help="One JSON event per line.")) -> None:
-    """Print a run's events from its journal."""
+    """Print a run's events (one JSON object per line with --json)."""
     import json
 
-    from sentinel.engine import journal
-    from sentinel.engine.run import Run
-    from sentinel.errors import NotFound
-
     engine = _engine()
-    if _system(engine):
-        return engine.logs(run_id, follow, lambda e: print(json.dumps(e, ensure_ascii=False) if as_json
-                                                            else plain(e), flush=True))
     try:
-        if run_id is None:
-            newest = engine.store.list_runs(limit=1)
-            if not newest:
-                raise NotFound("no runs yet")
-            run_id = newest[0]["id"]
-        run_dir = Path(engine.store.get_run(run_id)["run_dir"])
+        for event in engine.events(run_id, follow=follow):
+            if event.durable:
+                print(json.dumps(event.to_dict(), ensure_ascii=False) if as_json else plain(event), flush=True)
     finally:
         engine.close()
-    offset = 0
-    while True:
-        events, offset = journal.read(run_dir / "journal.jsonl", offset)
-        for e in events:
-            print(json.dumps(e, ensure_ascii=False) if as_json else plain(e), flush=True)
-        if not follow:
-            return
-        last = events[-1]["type"] if events else None
-        if last in ("status", "paused") and not Run.is_leased(run_dir):
-            return
-        time.sleep(0.2)
 
 
 def status(as_json: bool = typer.Option(False, "--json")) -> None:
     """Mode (system: the supervisor answers; local: this process runs the engine), home, defaults, runs."""
     engine = _engine()
     try:
-        data = engine.status() if _system(engine) else _local_status(engine)
+        data = engine.status()
     finally:
         engine.close()
+    from sentinel.cli.hook import gate_status
+
+    data.update(gate_status())
     if as_json:
         return print_json(data)
     for key, value in data.items():
@@ -223,61 +204,16 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
         print("warning: sandbox is best_effort: a sandbox layer that cannot be applied does not stop a launch")
 
 
-def _local_status(engine: Any) -> dict[str, Any]:
-    from sentinel import paths
-    from sentinel.supervisor.client import local_note
-
-    counts: dict[str, int] = {}
-    for r in engine.store.list_runs():
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
-    cfg = engine.config
-    data = {"mode": "local", "home": str(paths.home()), "default_model": cfg.default_model,
-            "default_agent": cfg.default_agent, "sandbox": cfg.sandbox, "tools": cfg.leash.tools,
-            "leash": _leash_summary(),
-            "muzzle": "in-process, on first run (local mode)" if cfg.muzzle.enabled else "disabled (no inspection)",
-            "runs": counts, "pending_approvals": len(engine.store.pending_approvals())}
-    note = local_note()
-    if note:
-        data["note"] = note
-    return data
-
-
-def _leash_summary() -> str:
-    """What the kernel here lets Leash enforce (`sentinel leash check` has the details)."""
-    from sentinel.leash import cgroups, lsm
-
-    abi = lsm.abi_version()
-    landlock = f"Landlock ABI {abi}" if abi else "no Landlock"
-    return f"{landlock}; cgroups {cgroups.describe()}"
-
-
 def cancel(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = typer.Option(False, "--json")) -> None:
     """Cancel a run: its worker is stopped and its pending approvals can never be used."""
     engine = _engine()
     try:
-        outcome = engine.cancel(run_id) if _system(engine) else _local_cancel(engine, run_id)
+        outcome = engine.cancel(run_id)
     finally:
         engine.close()
     if as_json:
         return print_json(outcome.to_dict())
     print(f"run {outcome.id} is {outcome.status}", file=sys.stderr)
-
-
-def _local_cancel(engine: Any, run_id: str) -> Any:
-    from sentinel.engine.run import Run
-    from sentinel.engine.runner import Outcome
-    from sentinel.engine.store import TERMINAL
-    from sentinel.errors import Busy, UsageError
-    from sentinel.supervisor.ops import cancel_approvals
-
-    row = engine.store.get_run(run_id)
-    if row["status"] in TERMINAL:
-        raise UsageError(f"run {run_id} is already {row['status']}")
-    if Run.is_leased(Path(row["run_dir"])):
-        raise Busy(f"run {run_id} is being executed by another process; stop that process first")
-    engine.store.set_status(run_id, "cancelled", error="cancelled")
-    cancel_approvals(engine.store, run_id)
-    return Outcome(run_id, "cancelled", row.get("output"), "cancelled")
 
 
 def register(app: typer.Typer) -> None:

@@ -32,7 +32,7 @@ def _store() -> object:
 def setup(name: Optional[str] = typer.Option(None, "--name", "--leash", help="The agent's name; also its Linux user."),
           as_json: bool = typer.Option(False, "--json")) -> None:
     """Name your agent: creates its Linux user and its ~/.sentinel (written as that user), and makes it the default."""
-    from sentinel.agents import identity
+    from sentinel.supervisor import identity
     from sentinel.supervisor import layout
 
     if name is None:
@@ -53,7 +53,7 @@ def init(leash: str = typer.Option(..., "--leash", help="An existing Linux user 
          muzzle: bool = typer.Option(False, "--muzzle", help="Also check that Muzzle is reachable."),
          as_json: bool = typer.Option(False, "--json")) -> None:
     """Register an existing user with Leash (and check Muzzle) so the supervisor can run it as an agent."""
-    from sentinel.agents import identity
+    from sentinel.supervisor import identity
     from sentinel.supervisor import layout
 
     store = _store()

@@ -51,7 +51,7 @@ def revoke(tool: str = typer.Argument(..., help="Tool name."),
            sha256: Optional[str] = typer.Option(None, "--sha256", help="Only this code hash (default: every hash)."),
            as_json: bool = typer.Option(False, "--json")) -> None:
     """Revoke trust: the tool's next call pauses for approval again."""
-    from sentinel.engine.runner import operator_name
+    from sentinel.local.engine import operator_name
 
     by = operator_name()
     count = _with_trust("trust_revoke",

@@ -13,9 +13,10 @@ from __future__ import annotations
 import fcntl
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from sentinel.engine import journal as journal_mod
+from sentinel.engine.events import Event, Listener, Translator
 from sentinel.engine.state import JOURNAL, RunState
 from sentinel.errors import Busy
 
@@ -24,8 +25,6 @@ LOCK = "lock"
 # with the run: the cost per event stays flat and a resume replays at most a quarter of it.
 SNAPSHOT_MIN_EVENTS = 50
 SNAPSHOT_FRACTION = 4
-
-Listener = Callable[[dict[str, Any]], None]
 
 
 class Run:
@@ -36,6 +35,7 @@ class Run:
         self.journal = journal_mod.Journal(run_dir / JOURNAL)
         self.journal.seq = state.seq
         self.listeners: list[Listener] = []
+        self.events = Translator(state.id, state.decisions, state.sessions)
         self._since_snapshot = 0
 
     @staticmethod
@@ -82,13 +82,22 @@ class Run:
             raise
 
     def record(self, *events: dict[str, Any], sync: bool = True) -> None:
-        for event in self.journal.append(*events, sync=sync):
-            self.state.apply(event)
-            for listener in self.listeners:
-                listener(event)
+        for record in self.journal.append(*events, sync=sync):
+            self.state.apply(record)
+            for event in self.events.feed(record):
+                self.emit(event)
         self._since_snapshot += len(events)
         if self._since_snapshot >= max(SNAPSHOT_MIN_EVENTS, self.state.seq // SNAPSHOT_FRACTION):
             self.snapshot()
+
+    def emit(self, event: Event) -> None:
+        """Hand one typed event to every listener (durable ones come from `record`; transient ones directly)."""
+        for listener in self.listeners:
+            listener(event)
+
+    def base(self) -> dict[str, Any]:
+        """run_id and seq for a transient event emitted now."""
+        return {"run_id": self.state.id, "seq": self.state.seq}
 
     def snapshot(self) -> None:
         offset = os.fstat(self.journal._fd).st_size

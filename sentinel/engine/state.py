@@ -41,6 +41,7 @@ class RunState:
     approvals: dict[str, str] = field(default_factory=dict)   # call_id -> approval id
     resolved: dict[str, dict[str, Any]] = field(default_factory=dict)
     active_s: float = 0.0
+    sessions: int = 0                                        # processes that executed the run
     session_t: float | None = None
     last_t: float | None = None
     seq: int = 0
@@ -54,6 +55,7 @@ class RunState:
         if kind == "session":
             self._close_session()
             self.session_t = t
+            self.sessions += 1
         handler = getattr(self, f"_on_{kind}", None)
         if handler:
             handler(e)

@@ -110,7 +110,7 @@ class Approval:
     def public(self) -> dict[str, Any]:
         data = {"id": self.id, "run_id": self.run_id, "tool": self.tool, "arguments": self.arguments,
                 "reason": self.reason, "status": self.status, "call_id": self.call_id,
-                "created_at": self.created_at}
+                "created_at": self.created_at, "digest": self.digest}
         if self.code_sha256:
             data |= {"code": self.code, "code_sha256": self.code_sha256}
         return data
@@ -230,19 +230,46 @@ class Store:
         self.conn.execute("UPDATE approvals SET status='expired', resolved_at=? WHERE status='pending'"
                           " AND expires_at IS NOT NULL AND expires_at <= ?", (time.time(), time.time()))
 
-    def resolve(self, approval_id: str, approved: bool, by: str, reason: str = "") -> Approval:
-        """Approve or deny a pending approval; exactly one resolver wins, the rest get a UsageError."""
+    def resolve(self, approval_id: str, approved: bool, by: str, reason: str = "",
+                digest: str | None = None) -> Approval:
+        """Approve or deny a pending approval; exactly one resolver wins, the rest get a UsageError.
+
+        `digest`: the call digest the approver was shown; a different one (the call is not what they saw)
+        resolves nothing."""
         self.expire()
-        cur = self.conn.execute(
-            "UPDATE approvals SET status=?, resolved_at=?, resolved_by=?, resolution_reason=?"
-            " WHERE id=? AND status='pending'",
-            ("approved" if approved else "denied", time.time(), by, reason, approval_id))
+        sql, params = ("UPDATE approvals SET status=?, resolved_at=?, resolved_by=?, resolution_reason=?"
+                       " WHERE id=? AND status='pending'",
+                       ["approved" if approved else "denied", time.time(), by, reason, approval_id])
+        if digest is not None:
+            sql, params = sql + " AND digest=?", params + [digest]
+        cur = self.conn.execute(sql, params)
         approval = self.get_approval(approval_id)
         if cur.rowcount != 1:
+            if approval.status == "pending":
+                raise UsageError(f"approval {approval_id}: the digest shown ({str(digest)[:12]}…) is not the "
+                                 f"call's ({approval.digest[:12]}…); reload and decide again")
             raise UsageError(f"approval {approval_id} is {approval.status}, not pending")
         if approved and approval.code_sha256:
             self.trust_tool(self.trust_agent(approval.run_id), approval.tool, approval.code_sha256, by)
         return approval
+
+    def approval_id(self, ident: str) -> str:
+        """An approval id, or a run id with exactly one pending approval."""
+        if ident.startswith("a-"):
+            return ident
+        pending = self.pending_approvals(ident)
+        if not pending:
+            self.get_run(ident)  # NotFound for an unknown id
+            raise UsageError(f"run {ident} has no pending approval")
+        if len(pending) > 1:
+            raise UsageError(f"run {ident} has {len(pending)} pending approvals; name one: "
+                             + ", ".join(a.id for a in pending))
+        return pending[0].id
+
+    def cancel_approvals(self, run_id: str) -> None:
+        """A cancelled run's unresolved or unexecuted approvals can never be consumed."""
+        self.conn.execute("UPDATE approvals SET status='cancelled', resolved_at=? WHERE run_id=?"
+                          " AND status IN ('pending', 'approved')", (time.time(), run_id))
 
     def consume(self, approval_id: str, digest: str) -> bool:
         """Mark an approved call as executed; True exactly once, and only for the approved payload."""

@@ -278,15 +278,6 @@ def jsonl_audit(path: Path) -> Audit:
     return write
 
 
-def store_audit() -> Audit:
-    def write(rec: dict) -> None:
-        from sentinel.engine import audit
-
-        audit.record("egress", **rec)
-
-    return write
-
-
 class Background:
     """The proxy on its own event-loop thread (tests, embedding). `stop()` ends it."""
 

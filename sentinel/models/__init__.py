@@ -1,7 +1,8 @@
 """Model backends, named `provider/model`, resolved lazily.
 
     resolve(name, config)   the backend itself (used by Muzzle as the upstream)
-    for_run(...)            the client a run uses (through Muzzle when enabled)
+
+The client a run uses (through Muzzle) is `sentinel.muzzle.model_for_run`: models never import Muzzle.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from sentinel.models.base import Completion, ModelClient, ModelError, ToolCall
 if TYPE_CHECKING:
     from sentinel.config import Config
 
-__all__ = ["Completion", "ModelClient", "ModelError", "ToolCall", "resolve", "for_run", "split"]
+__all__ = ["Completion", "ModelClient", "ModelError", "ToolCall", "resolve", "split"]
 
 
 def split(name: str) -> tuple[str, str]:
@@ -64,38 +65,3 @@ def resolve(name: str, config: "Config") -> ModelClient:
     from sentinel.models.openai_compat import OpenAICompatClient
 
     return OpenAICompatClient(name, model, cfg.base_url, api_key(cfg), timeout_s=config.limits.model_timeout_s)
-
-
-def for_run(name: str, config: "Config", *, run_id: str, agent: str, also: list[str] | tuple[str, ...] = ()) -> ModelClient:
-    """The client a run's worker uses: an OpenAI-compatible client pointed at Muzzle with a run token.
-
-    System mode: the supervisor issued the token and passed SENTINEL_MODEL_BASE_URL and
-    SENTINEL_MODEL_TOKEN; the worker only ever holds those (DESIGN property 4). Local mode:
-    an in-process Muzzle on an ephemeral loopback port, started on first use. With
-    `muzzle.enabled: false` the backend is used directly (no inspection, no log).
-    `also`: further models the run's token may use (the rule gate's judges).
-    """
-    base_url, token = os.environ.get("SENTINEL_MODEL_BASE_URL"), os.environ.get("SENTINEL_MODEL_TOKEN")
-    if base_url and token:
-        from sentinel.models.openai_compat import OpenAICompatClient
-
-        client = OpenAICompatClient(name, name, base_url, token, timeout_s=config.limits.model_timeout_s)
-        client.via_muzzle = True
-        return client
-    if not config.muzzle.enabled:
-        return resolve(name, config)
-    _check(name, config)
-    from sentinel.muzzle import client_for_run
-
-    client = client_for_run(name, config, run_id=run_id, agent=agent, also=list(also))
-    client.via_muzzle = True
-    return client
-
-
-def _check(name: str, config: "Config") -> None:
-    """A name that can never work is a usage error before the run calls Muzzle."""
-    provider, model = split(name)
-    if provider == "scripted":
-        script_path(model)
-    elif provider != "local" and config.provider(provider) is None:
-        resolve(name, config)  # raises the unknown-provider error

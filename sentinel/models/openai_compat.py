@@ -17,7 +17,7 @@ class OpenAICompatClient:
         self.stream = stream
         self.base_url = base_url
         self.api_key = api_key
-        self.via_muzzle = False  # set by models.for_run when base_url is Muzzle and api_key a run token
+        self.via_muzzle = False  # set by muzzle.model_for_run when base_url is Muzzle and api_key a run token
         self._openai = openai
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout_s, max_retries=1)
 

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sentinel.models import script
+import sentinel.models.script as script
 from sentinel.models.base import Completion, ModelError, OnDelta, ToolCall
 
 

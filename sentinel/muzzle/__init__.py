@@ -12,11 +12,12 @@
 The API the engine and the supervisor use:
 
     issue_token(agent, run_id, models, ttl_s, budgets, store=None) -> str
-    client_for_run(name, config, run_id=..., agent=..., also=[...]) -> OpenAICompatClient   # local mode
+    model_for_run(name, config, run_id=..., agent=..., also=[...]) -> ModelClient   # what a run's loop calls
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -24,9 +25,10 @@ from sentinel.muzzle.settings import Budgets
 
 if TYPE_CHECKING:
     from sentinel.config import Config
+    from sentinel.models import ModelClient
     from sentinel.models.openai_compat import OpenAICompatClient
 
-__all__ = ["Budgets", "issue_token", "client_for_run"]
+__all__ = ["Budgets", "issue_token", "client_for_run", "model_for_run"]
 
 
 def issue_token(agent: str, run_id: str, models: Sequence[str], ttl_s: float = 86400.0,
@@ -57,3 +59,40 @@ def client_for_run(name: str, config: "Config", *, run_id: str, agent: str,
     token = issue_token(agent, run_id, [name, *(also or [])], config.muzzle.token_ttl_s, config.muzzle.budgets,
                         store=muzzle.layout.store_path)
     return OpenAICompatClient(name, name, muzzle.base_url, token, timeout_s=config.limits.model_timeout_s)
+
+
+def model_for_run(name: str, config: "Config", *, run_id: str, agent: str,
+                  also: list[str] | tuple[str, ...] = ()) -> "ModelClient":
+    """The client a run's worker uses: an OpenAI-compatible client pointed at Muzzle with a run token.
+
+    System mode: the supervisor issued the token and passed SENTINEL_MODEL_BASE_URL and
+    SENTINEL_MODEL_TOKEN; the worker only ever holds those (DESIGN property 4). Local mode:
+    an in-process Muzzle on an ephemeral loopback port, started on first use. With
+    `muzzle.enabled: false` the backend is used directly (no inspection, no log).
+    `also`: further models the run's token may use (the rule gate's judges).
+    """
+    from sentinel.models import resolve
+    from sentinel.models.openai_compat import OpenAICompatClient
+
+    base_url, token = os.environ.get("SENTINEL_MODEL_BASE_URL"), os.environ.get("SENTINEL_MODEL_TOKEN")
+    if base_url and token:
+        client = OpenAICompatClient(name, name, base_url, token, timeout_s=config.limits.model_timeout_s)
+        client.via_muzzle = True
+        return client
+    if not config.muzzle.enabled:
+        return resolve(name, config)
+    _check(name, config)
+    client = client_for_run(name, config, run_id=run_id, agent=agent, also=list(also))
+    client.via_muzzle = True
+    return client
+
+
+def _check(name: str, config: "Config") -> None:
+    """A name that can never work is a usage error before the run calls Muzzle."""
+    from sentinel.models import resolve, script_path, split
+
+    provider, model = split(name)
+    if provider == "scripted":
+        script_path(model)
+    elif provider != "local" and config.provider(provider) is None:
+        resolve(name, config)  # raises the unknown-provider error

@@ -4,7 +4,7 @@
 
 Mode: SENTINEL_MODE=local forces local mode; SENTINEL_SOCKET (or SENTINEL_MODE=system) names a
 supervisor that must answer; otherwise the default socket is used when it exists and answers.
-SystemEngine mirrors the local Engine's calls the CLI makes, so each command stays one call.
+SystemEngine implements the engine protocol (`sentinel.engine.api.Engine`) over the socket.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Iterator
 
+from sentinel.engine import events
+from sentinel.engine.api import Outcome
+from sentinel.engine.events import Event, Listener
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
-from sentinel.supervisor import layout, protocol
-
-Listener = Callable[[dict[str, Any]], None]
+from sentinel import frames as protocol
+from sentinel.supervisor import layout
 ERRORS: dict[str, type[SentinelError]] = {"usage": UsageError, "not_found": NotFound, "busy": Busy}
 
 
@@ -60,6 +62,8 @@ def local_note() -> str | None:
 
 
 class SystemEngine:
+    """The engine protocol (`sentinel.engine.api.Engine`) answered by the supervisor over its socket."""
+
     mode = "system"
 
     def __init__(self, path: Path):
@@ -81,37 +85,57 @@ class SystemEngine:
         finally:
             sock.close()
 
-    # -- the Engine calls the CLI makes --------------------------------------------------------------
+    # -- the engine protocol ------------------------------------------------------------------------
 
     def start(self, task: str, *, model: str | None = None, agent: str | None = None,
-              workspace: Path | None = None, listener: Listener | None = None) -> Any:
+              workspace: Path | None = None, on_event: Listener | None = None) -> Outcome:
         ws = str(workspace.expanduser().resolve()) if workspace else None
-        return _outcome(self.call("start", listener, task=task, model=model, agent=agent, workspace=ws,
-                                  follow=True))
+        return Outcome.from_dict(self.call("start", on_event, task=task, model=model, agent=agent, workspace=ws,
+                                           follow=True))
 
-    def resume(self, run_id: str, listener: Listener | None = None) -> Any:
-        return _outcome(self.call("resume", listener, run_id=run_id, follow=True))
+    def resume(self, run_id: str, *, on_event: Listener | None = None) -> Outcome:
+        return Outcome.from_dict(self.call("resume", on_event, run_id=run_id, follow=True))
 
-    def approve(self, ident: str, *, by: str = "", listener: Listener | None = None) -> Any:
-        return _outcome(self.call("approve", listener, ident=ident, follow=True))
+    def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None) -> Outcome:
+        return Outcome.from_dict(self.call("approve", on_event, ident=ident, digest=digest, follow=True))
 
-    def deny(self, ident: str, *, by: str = "", reason: str = "", listener: Listener | None = None) -> Any:
-        return _outcome(self.call("deny", listener, ident=ident, reason=reason, follow=True))
+    def deny(self, ident: str, *, reason: str = "", digest: str | None = None,
+             on_event: Listener | None = None) -> Outcome:
+        return Outcome.from_dict(self.call("deny", on_event, ident=ident, reason=reason, digest=digest,
+                                           follow=True))
 
-    def cancel(self, run_id: str) -> Any:
-        return _outcome(self.call("cancel", run_id=run_id))
+    def cancel(self, run_id: str) -> Outcome:
+        return Outcome.from_dict(self.call("cancel", run_id=run_id))
 
     def show(self, run_id: str) -> dict[str, Any]:
         return self.call("show", run_id=run_id)
 
-    def runs(self) -> list[dict[str, Any]]:
-        return self.call("runs")
+    def runs(self, *, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        rows = self.call("runs", limit=limit)
+        return [r for r in rows if not status or r.get("status") == status]
 
     def pending(self) -> list[dict[str, Any]]:
         return self.call("approvals")
 
-    def logs(self, run_id: str | None, follow: bool, emit: Listener) -> None:
-        self.call("logs", emit, run_id=run_id, follow=follow)
+    def events(self, run_id: str | None = None, *, after: int = 0, follow: bool = False) -> Iterator[Event]:
+        """Streams as the supervisor sends: each event is yielded as soon as its frame arrives."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(self.path))
+            protocol.send(sock, {"op": "logs", "run_id": run_id, "follow": follow, "after": after})
+            while True:
+                message = protocol.recv(sock)
+                if message is None or "event" not in message:
+                    if message is not None and not message.get("ok", True):
+                        _raise(message)
+                    return
+                event = events.parse(message["event"]) if isinstance(message["event"], dict) else None
+                if event is not None and event.seq > after:
+                    yield event
+        except (ConnectionError, protocol.ProtocolError) as exc:
+            raise SentinelError(f"lost the supervisor connection ({exc})") from None
+        finally:
+            sock.close()
 
     def status(self) -> dict[str, Any]:
         return self.call("status")
@@ -123,20 +147,19 @@ def _answer(sock: socket.socket, listener: Listener | None) -> Any:
         if message is None:
             raise ConnectionError("the supervisor closed the connection")
         if "event" in message:
-            if listener is not None:
-                listener(message["event"])
+            event = events.parse(message["event"]) if isinstance(message["event"], dict) else None
+            if listener is not None and event is not None:
+                listener(event)
             continue
         if "started" in message:
             continue
         if message.get("ok"):
             return message.get("result")
-        kind = message.get("kind", "error")
-        if kind == "denied":
-            raise Denied(message.get("error", "permission denied"))
-        raise ERRORS.get(kind, SentinelError)(message.get("error", "the supervisor refused"))
+        _raise(message)
 
 
-def _outcome(data: dict[str, Any]) -> Any:
-    from sentinel.engine.runner import Outcome
-
-    return Outcome(data["id"], data["status"], data.get("output"), data.get("error"), data.get("approval_id"))
+def _raise(message: dict[str, Any]) -> None:
+    kind = message.get("kind", "error")
+    if kind == "denied":
+        raise Denied(message.get("error", "permission denied"))
+    raise ERRORS.get(kind, SentinelError)(message.get("error", "the supervisor refused"))

@@ -12,15 +12,15 @@ run until its worker exits, then reply with the outcome.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel.supervisor import agentfs, layout, registry
-from sentinel.supervisor.protocol import failure, reply
+from sentinel.frames import failure, reply
 
 if TYPE_CHECKING:
     from sentinel.supervisor.server import Conn, Supervisor
@@ -36,10 +36,15 @@ class Watch:
     seq: int = 0
 
     def event(self, event: dict[str, Any]) -> None:
+        """Durable events newer than the last one sent; transient ones (text deltas) as they come."""
         seq = event.get("seq")
-        if isinstance(seq, int) and seq <= self.seq:
+        kind = KINDS.get(str(event.get("type")))
+        if kind is None:
             return
-        self.seq = seq if isinstance(seq, int) else self.seq
+        if kind.durable:
+            if isinstance(seq, int) and seq <= self.seq:
+                return
+            self.seq = seq if isinstance(seq, int) else self.seq
         self.conn.send({"event": event})
 
 
@@ -116,11 +121,15 @@ def _logs(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any
             raise NotFound("no runs yet")
         run_id = newest[0]["id"]
     row = _row(store, str(run_id))
-    events = _events(store, row)
-    for event in events:
-        conn.send({"event": event})
+    after = msg.get("after") if isinstance(msg.get("after"), int) else 0
+    translator, last = Translator(row["id"]), after
+    for record in _events(store, row):
+        for event in translator.feed(record):
+            if event.seq > after:
+                conn.send({"event": event.to_dict()})
+                last = event.seq
     if msg.get("follow") and row["id"] in sup.workers:
-        sup.watch(conn, row["id"], events[-1].get("seq", 0) if events else 0)
+        sup.watch(conn, row["id"], last)
         return None
     return reply(outcome(store, row["id"]))
 
@@ -171,9 +180,11 @@ def _deny(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any
 
 def _resolve(sup: "Supervisor", conn: "Conn", msg: dict[str, Any], approved: bool) -> dict[str, Any] | None:
     store = sup._store
-    approval_id = approval_for(store, str(msg.get("ident") or ""))
+    approval_id = store.approval_id(str(msg.get("ident") or ""))
     reason = str(msg.get("reason") or "")
-    approval = store.resolve(approval_id, approved, conn.peer.name, reason)
+    digest = msg.get("digest")
+    approval = store.resolve(approval_id, approved, conn.peer.name, reason,
+                             digest=str(digest) if digest is not None else None)
     store.audit("approval_resolved", {"run_id": approval.run_id, "approval_id": approval.id, "approved": approved,
                                       "by": conn.peer.name, "uid": conn.peer.uid, "reason": reason})
     return _resume_run(sup, conn, approval.run_id, msg)
@@ -211,7 +222,7 @@ def _cancel(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, A
     if row["status"] in TERMINAL:
         raise UsageError(f"run {row['id']} is already {row['status']}")
     store.set_status(row["id"], "cancelled", error=f"cancelled by {conn.peer.name}")
-    cancel_approvals(store, row["id"])
+    store.cancel_approvals(row["id"])
     sup.cancel(row["id"])
     store.audit("run_cancelled", {"run_id": row["id"], "by": conn.peer.name})
     return reply(outcome(store, row["id"]))
@@ -233,26 +244,6 @@ def _trust_revoke(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-
-def cancel_approvals(store: Store, run_id: str) -> None:
-    """A cancelled run's unresolved or unexecuted approvals can never be consumed."""
-    store.conn.execute("UPDATE approvals SET status='cancelled', resolved_at=? WHERE run_id=?"
-                       " AND status IN ('pending', 'approved')", (time.time(), run_id))
-
-
-def approval_for(store: Store, ident: str) -> str:
-    """An approval id, or a run id with exactly one pending approval."""
-    if ident.startswith("a-"):
-        return ident
-    pending = store.pending_approvals(ident)
-    if not pending:
-        _row(store, ident)
-        raise UsageError(f"run {ident} has no pending approval")
-    if len(pending) > 1:
-        raise UsageError(f"run {ident} has {len(pending)} pending approvals; name one: "
-                         + ", ".join(a.id for a in pending))
-    return pending[0].id
-
 
 def outcome(store: Store, run_id: str) -> dict[str, Any]:
     row = _row(store, run_id)

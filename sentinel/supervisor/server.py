@@ -25,7 +25,8 @@ from typing import Any
 
 from sentinel.engine.store import Store
 from sentinel.errors import Busy, SentinelError, UsageError
-from sentinel.supervisor import auth, layout, ops, protocol, workers
+from sentinel import frames as protocol
+from sentinel.supervisor import auth, layout, ops, workers
 
 READ_CHUNK = 1 << 16
 

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 from sentinel.engine.store import TERMINAL, Store
 from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.supervisor import layout, registry, spawn
-from sentinel.supervisor.protocol import failure, reply
+from sentinel.frames import failure, reply
 
 if TYPE_CHECKING:
     from sentinel.config import Config
@@ -149,7 +149,7 @@ def _muzzle_token(agent: str, run_id: str, model: str | None, url: str | None, c
 def system_judge_models(config: "Config") -> list[str]:
     """Models the operator's rules (/etc/sentinel/rules) judge with: the run's token must allow them, since
     the worker's judge calls go through Muzzle too. An agent's own rules cannot widen its token."""
-    from sentinel.policy.gate import RuleGate
+    from sentinel.policy.gate.layer import RuleGate
     from sentinel.policy.gate.loader import system_rules_dir
 
     rules = system_rules_dir(str(layout.etc_dir() / "rules"))

@@ -140,9 +140,3 @@ class Registry:
             return f"Error: {exc}"
         except OSError as exc:
             return f"Error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
-
-
-def default_registry() -> Registry:
-    from sentinel.tools.builtin import BUILTINS
-
-    return Registry(list(BUILTINS))

@@ -12,7 +12,7 @@ import signal
 import subprocess
 from typing import Any
 
-from sentinel.tools import Tool, ToolContext, ToolError, object_schema
+from sentinel.tools import Registry, Tool, ToolContext, ToolError, object_schema
 from sentinel.tools.fs import Confined, OutsideRoot
 
 MAX_BASH_TIMEOUT_S = 3600.0
@@ -138,3 +138,8 @@ BUILTINS = [
                   "timeout_s": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds before it is killed."}},
                  ["command"]), bash, trigger="bash"),
 ]
+
+
+def default_registry() -> Registry:
+    """A registry of the built-in tools (the worker's wiring adds the agent's own tools to it)."""
+    return Registry(list(BUILTINS))

@@ -4,7 +4,7 @@ The supervisor hands over one end of a socket pair as fd SENTINEL_SUPERVISOR_FD 
 it off stdin, asks the supervisor what to run (`hello`), creates or reopens the run under its own
 $SENTINEL_HOME/runs/<id>/ (every file written as this user), runs the loop with a RemoteStore, relays
 each journal event, and exits when the run pauses, finishes or fails. Model calls go where
-`sentinel.models.for_run` says (Muzzle's URL and run token when the supervisor passed them).
+`sentinel.muzzle.model_for_run` says (Muzzle's URL and run token when the supervisor passed them).
 """
 
 from __future__ import annotations
@@ -71,8 +71,9 @@ def execute(run_id: str) -> int:
         with run:
             if fresh:  # `created` was journaled before anyone listened
                 from sentinel.engine import journal
+                from sentinel.engine.events import Translator
 
-                for event in journal.read(run.journal.path)[0]:
+                for event in Translator(run_id).feed(journal.read(run.journal.path)[0][0]):
                     channel.emit(event)
             run.listeners.append(channel.emit)
             store = RemoteStore(channel, run_id)

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from sentinel.engine import events
 from sentinel.engine.run import Run
 from sentinel.engine.store import Store, call_digest
 from sentinel.errors import SentinelError
@@ -64,7 +65,6 @@ class Deps:
     max_wall_s: float
     granted: frozenset[str] | None = None
     approval_ttl_s: float | None = None
-    on_delta: Callable[[str], None] | None = None
     prompt: Callable[[], str] | None = None  # the system prompt as the agent's files make it now
 
 
@@ -120,9 +120,11 @@ class AgentLoop:
     def call_model(self) -> None:
         self.refresh_prompt()
         tools = self.deps.registry.schemas(self.deps.granted)
+        self.run.emit(events.ModelCallStarted(**self.run.base(), model=self.state.model, step=self.state.steps + 1))
         began = time.monotonic()
         try:
-            completion = self.deps.model.complete(self.state.messages, tools, on_delta=self.deps.on_delta)
+            completion = self.deps.model.complete(self.state.messages, tools,
+                                                  on_delta=self._delta if self.run.listeners else None)
         except ModelError as exc:
             raise Failed(str(exc)) from None
         calls, recovered = completion.tool_calls, False
@@ -148,6 +150,9 @@ class AgentLoop:
             return  # a self-state file broken mid-run: keep the prompt the run already has
         if text != messages[0]["content"]:
             self.run.record({"type": "system", "content": text})
+
+    def _delta(self, text: str) -> None:
+        self.run.emit(events.TextDelta(**self.run.base(), text=text))
 
     # -- one tool call ----------------------------------------------------------
 

@@ -15,9 +15,10 @@ import socket
 from dataclasses import asdict, fields
 from typing import Any
 
+from sentinel.engine.events import Event
 from sentinel.engine.store import Approval
 from sentinel.errors import NotFound, SentinelError, UsageError
-from sentinel.supervisor import protocol
+from sentinel import frames as protocol
 
 _APPROVAL_FIELDS = {f.name for f in fields(Approval)}
 
@@ -40,10 +41,10 @@ class Channel:
         error = answer.get("error", "refused")
         raise {"not_found": NotFound, "usage": UsageError}.get(answer.get("kind"), Refused)(error)
 
-    def emit(self, event: dict[str, Any]) -> None:
-        """Relay one journal event (no reply)."""
+    def emit(self, event: Event) -> None:
+        """Relay one typed event (no reply)."""
         try:
-            protocol.send(self.sock, {"op": "event", "event": event})
+            protocol.send(self.sock, {"op": "event", "event": event.to_dict()})
         except OSError:
             pass  # the journal is the source of truth; a lost relay only costs a live view
 

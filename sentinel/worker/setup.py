@@ -21,7 +21,8 @@ from sentinel.config import Config
 from sentinel.engine.state import RunState
 from sentinel.engine.store import Store
 from sentinel.policy import action
-from sentinel.tools import Registry, ToolContext, default_registry
+from sentinel.tools import Registry, ToolContext
+from sentinel.tools.builtin import default_registry
 from sentinel.worker.loop import Deps
 from sentinel.worker.prompt import system_prompt
 
@@ -31,7 +32,7 @@ def layers_for(config: Config, home: Path, profile: profiles.AgentProfile) -> li
                          (f"agents/{profile.name}.yaml policy", profile.policy))
     layers: list[Any] = [action.GrantsLayer(), action.PolicyLayer(policy)]
     if config.gate.enabled and importlib.util.find_spec("sentinel.policy.gate"):
-        from sentinel.policy.gate import RuleGate
+        from sentinel.policy.gate.layer import RuleGate
 
         gate = RuleGate.for_sentinel(home, config.gate, config)
         if gate is not None:
@@ -44,14 +45,14 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
         from sentinel.leash.launch import ensure_launcher
 
         ensure_launcher()  # fork the launcher before the model client or local model start threads
-    from sentinel.models import for_run
+    from sentinel.muzzle import model_for_run
 
     registry = default_registry()
     selfstate = _add_agent_tools(registry, config, home, profile, state, store)
     layers = layers_for(config, home, profile) + [TrustLayer(store.tool_trusted)]
     gate = next((layer for layer in layers if getattr(layer, "name", "") == "gate"), None)
     judges = gate.judge_models() if gate is not None else []
-    model = for_run(state.model, config, run_id=state.id, agent=profile.name, also=judges)
+    model = model_for_run(state.model, config, run_id=state.id, agent=profile.name, also=judges)
     if gate is not None and getattr(model, "via_muzzle", False):
         gate.route_through_muzzle(model.base_url, model.api_key)  # judge calls are model calls too
     granted = frozenset(profile.tools) if profile.tools is not None else None

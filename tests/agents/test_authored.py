@@ -12,7 +12,8 @@ from sentinel.agents import authored
 from sentinel.agents.execute import Limits
 from sentinel.agents.settings import AuthoredToolSettings
 from sentinel.errors import UsageError
-from sentinel.tools import Registry, ToolContext, default_registry
+from sentinel.tools import Registry, ToolContext
+from sentinel.tools.builtin import default_registry
 
 PARAMS = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 WORDS = 'def run(args):\n    return str(len(args["text"].split()))\n'

@@ -149,7 +149,7 @@ def test_code_swapped_between_approval_and_execution_never_runs(leashed, cli, se
 
 
 def test_code_swapped_between_decision_and_execution_never_runs(configure, scripted_server, sentinel_home):
-    from sentinel.engine.runner import Engine
+    from sentinel.local.engine import LocalEngine
 
     install(sentinel_home, "word_count", WORDS)
     server = scripted_server([call("word_count", text="a b c"), "ok"])
@@ -157,12 +157,12 @@ def test_code_swapped_between_decision_and_execution_never_runs(configure, scrip
     tool_py = sentinel_home / "tools" / "word_count" / "tool.py"
 
     def swap(event):
-        if event["type"] == "decision":
+        if event.type == "decision":
             tool_py.write_text(MARKER)  # after the trusted hash was checked, before the call runs
 
-    engine = Engine(sentinel_home)
+    engine = LocalEngine(sentinel_home)
     try:
-        outcome = engine.start("count", listener=swap)
+        outcome = engine.start("count", on_event=swap)
     finally:
         engine.close()
     assert outcome.status == "done" and results(server) == ["3"]  # the pinned, trusted text ran

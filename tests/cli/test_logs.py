@@ -10,10 +10,20 @@ def test_logs_prints_events_and_follow_stops_at_the_pause(scripted_server, confi
     configure(server=scripted_server(script))
     run_id = cli.json("run", "t", "--json", check=3)["id"]
     lines = cli("logs", run_id, "--follow", "--json", check=0, timeout=20).stdout.splitlines()
-    kinds = [json.loads(line)["type"] for line in lines]
-    assert kinds[0] == "created" and kinds[-1] == "paused" and "decision" in kinds
+    events = [json.loads(line) for line in lines]
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "run_started" and kinds[-1] == "paused" and "decision" in kinds
+    assert "tool_call_begin" not in kinds  # the bash call waits for a person
+    assert all(e["run_id"] == run_id for e in events)
+    assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
     human = cli("logs", check=0).stdout
     assert "paused" in human and "bash" in human
+    cli("approve", run_id, check=0)
+    after = [json.loads(line) for line in cli("logs", run_id, "--json", check=0).stdout.splitlines()]
+    tail = [e["type"] for e in after if e["seq"] > events[-1]["seq"]]
+    assert tail[:4] == ["resumed", "resolved", "tool_call_begin", "tool_call_end"] and tail[-1] == "done"
+    begin = next(e for e in after if e["type"] == "tool_call_begin")
+    assert begin["tool"] == "bash" and begin["arguments"] == {"command": "touch x"}
 
 
 def test_wall_time_limit_fails_the_run(scripted_server, configure, cli):

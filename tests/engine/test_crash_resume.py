@@ -95,7 +95,7 @@ def test_a_run_is_executed_by_one_process_at_a_time(scripted_server, configure, 
               {"content": "done", "delay_ms": 3000}]
     configure(server=scripted_server(script))
     env = {**os.environ, "SENTINEL_HOME": str(sentinel_home), "FAKE_KEY": "k"}
-    proc = subprocess.Popen([sys.executable, "-m", "sentinel", "run", "slow"], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "sentinel", "run", "slow"], env=env, cwd=sentinel_home / "workspace",
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 20
     while time.time() < deadline:

@@ -32,7 +32,7 @@ def test_a_run_reaches_its_model_only_through_muzzle_and_is_logged(scripted_serv
 
 def test_for_run_points_the_client_at_the_in_process_muzzle_with_a_run_token(scripted_server, configure,
                                                                              sentinel_home, monkeypatch):
-    from sentinel.models import for_run
+    from sentinel.muzzle import model_for_run as for_run
     from sentinel.muzzle.tokens import TokenStore
 
     monkeypatch.setenv("FAKE_KEY", "sk-upstream-abcdefghijklmnopqrstuvwx")
@@ -51,7 +51,7 @@ def test_for_run_points_the_client_at_the_in_process_muzzle_with_a_run_token(scr
 
 
 def test_for_run_honours_the_supervisors_env_and_starts_nothing(sentinel_home, monkeypatch):
-    from sentinel.models import for_run
+    from sentinel.muzzle import model_for_run as for_run
     from sentinel.muzzle import server
 
     monkeypatch.setenv("SENTINEL_MODEL_BASE_URL", "http://127.0.0.1:9/v1")
@@ -62,7 +62,7 @@ def test_for_run_honours_the_supervisors_env_and_starts_nothing(sentinel_home, m
 
 
 def test_for_run_without_muzzle_uses_the_backend_directly(configure, sentinel_home, tmp_path):
-    from sentinel.models import for_run
+    from sentinel.muzzle import model_for_run as for_run
     from sentinel.models.scripted import ScriptedModel
 
     script = tmp_path / "s.yaml"
@@ -73,7 +73,7 @@ def test_for_run_without_muzzle_uses_the_backend_directly(configure, sentinel_ho
 
 
 def test_for_run_rejects_impossible_models_before_the_run(configure, sentinel_home):
-    from sentinel.models import for_run
+    from sentinel.muzzle import model_for_run as for_run
 
     configure()
     config = config_mod.load(sentinel_home)

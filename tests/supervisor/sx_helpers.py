@@ -94,7 +94,7 @@ def make_agent(system, sentinel_cmd):
 
     def make(display: str | None = None) -> str:
         display = display or f"Sx {secrets.token_hex(3)}"
-        from sentinel.agents.identity import normalize
+        from sentinel.supervisor.identity import normalize
 
         name = normalize(display)
         system.users.append(name)

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from sentinel.engine.store import Store, call_digest
-from sentinel.supervisor import protocol, registry
+from sentinel import frames as protocol
+from sentinel.supervisor import registry
 from sentinel.supervisor.workers import Worker, handle
 
 ARGS = {"command": "echo hi"}

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from sentinel.tools import ToolContext, ToolError, default_registry, parse_arguments
+from sentinel.tools import ToolContext, ToolError, parse_arguments
+from sentinel.tools.builtin import default_registry
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@
     init_leash(user, store) -> Identity     # `sentinel init --leash USER`: register an existing user
 
 The tree (DESIGN section 3) is written by a process running as the agent's user, confined to its home
-(sentinel/supervisor/spawn.py), never by root (DESIGN property 2). `python -m sentinel.agents.identity
+(sentinel/supervisor/spawn.py), never by root (DESIGN property 2). `python -m sentinel.supervisor.identity
 SPEC_JSON` is that process. Existing files are never overwritten: re-running setup adds, it does not
 rename or delete.
 """
@@ -212,7 +212,7 @@ def write_tree(pw: pwd.struct_passwd, name: str, display: str) -> None:
            "PYTHONDONTWRITEBYTECODE": "1"}
     null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        code, output = spawn.run(spawn.Launch([sys.executable, "-m", "sentinel.agents.identity", spec], env,
+        code, output = spawn.run(spawn.Launch([sys.executable, "-m", "sentinel.supervisor.identity", spec], env,
                                               pw.pw_uid, pw.pw_gid, pw.pw_dir, prof, (null, 1, 2), name="setup"))
     finally:
         os.close(null)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sentinel.agents.identity import check_name, normalize
+from sentinel.supervisor.identity import check_name, normalize
 from sentinel.errors import UsageError
 from sx_helpers import as_user, write_as
 

@@ -1,0 +1,71 @@
+"""The one engine protocol every UI talks to: local mode and the supervisor's client implement it.
+
+    engine = sentinel.connect.open_engine()     # LocalEngine, or SystemEngine when a supervisor answers
+    outcome = engine.start("task", on_event=render)
+    for event in engine.events(run_id, after=seq, follow=True): ...
+
+The CLI, the chat and the web console send these operations and render `sentinel.engine.events`; none of
+them reaches into the store, the journal or the worker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Protocol
+
+from sentinel.engine.events import Event, Listener
+
+
+@dataclass
+class Outcome:
+    """Where a run stands after an operation: done, waiting_approval, failed, interrupted or cancelled."""
+
+    id: str
+    status: str
+    output: str | None = None
+    error: str | None = None
+    approval_id: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Outcome":
+        return cls(data["id"], data["status"], data.get("output"), data.get("error"), data.get("approval_id"),
+                   list(data.get("warnings") or []))
+
+
+class Engine(Protocol):
+    """Operations on runs. `on_event` receives the run's typed events while the call executes it."""
+
+    mode: str  # "local" or "system"
+
+    def start(self, task: str, *, model: str | None = None, agent: str | None = None,
+              workspace: Path | None = None, on_event: Listener | None = None) -> Outcome: ...
+
+    def resume(self, run_id: str, *, on_event: Listener | None = None) -> Outcome: ...
+
+    def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None) -> Outcome:
+        """Approve an approval (or a run's single pending one); `digest`, when given, must match the call's."""
+        ...
+
+    def deny(self, ident: str, *, reason: str = "", digest: str | None = None,
+             on_event: Listener | None = None) -> Outcome: ...
+
+    def cancel(self, run_id: str) -> Outcome: ...
+
+    def runs(self, *, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]: ...
+
+    def show(self, run_id: str) -> dict[str, Any]: ...
+
+    def pending(self) -> list[dict[str, Any]]: ...
+
+    def events(self, run_id: str | None = None, *, after: int = 0, follow: bool = False) -> Iterator[Event]:
+        """A run's durable events after `after` (the newest run when None); with `follow`, until it pauses or ends."""
+        ...
+
+    def status(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...

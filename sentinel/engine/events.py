@@ -1,0 +1,299 @@
+"""The engine's typed events: what happens in a run, in order, for every UI to render.
+
+    translator = Translator(run_id)
+    for event in translator.feed(record): ...     # journal record -> typed events
+    event.to_dict() / parse(dict)                  # the wire form (`--json`, the supervisor socket)
+
+Every UI renders this one stream: CLI progress, `run --json` warnings, `logs --follow`, the chat and the
+web console. Durable events come from journal records and carry the record's sequence number, so a
+client that reconnects asks for events after the last `seq` it saw and misses nothing. Transient
+events (a model call starting, a text delta) are emitted live only; they carry the seq of the last
+durable event and are never replayed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    type: ClassVar[str] = "event"
+    durable: ClassVar[bool] = True
+
+    run_id: str
+    seq: int
+    t: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **dataclasses.asdict(self)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStarted(Event):
+    type: ClassVar[str] = "run_started"
+    task: str = ""
+    agent: str = ""
+    model: str = ""
+    workspace: str = ""
+    parent_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resumed(Event):
+    """A process took the run up again (after a pause, a crash or a restart)."""
+
+    type: ClassVar[str] = "resumed"
+    pid: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessageAdded(Event):
+    """A system or user message joined the conversation (the task, a chat message, a resume note)."""
+
+    type: ClassVar[str] = "message"
+    role: str = ""
+    content: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelCallStarted(Event):
+    type: ClassVar[str] = "model_call_started"
+    durable: ClassVar[bool] = False
+    model: str = ""
+    step: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextDelta(Event):
+    type: ClassVar[str] = "text_delta"
+    durable: ClassVar[bool] = False
+    text: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelCallEnded(Event):
+    """The model answered: its text and the tool calls it asked for (none means the answer is final)."""
+
+    type: ClassVar[str] = "model_call_ended"
+    model: str = ""
+    latency_ms: float = 0.0
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    recovered: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision(Event):
+    """The verdict on one tool call, with every layer's outcome and reason."""
+
+    type: ClassVar[str] = "decision"
+    call_id: str = ""
+    tool: str = ""
+    arguments: Any = None
+    outcome: str = ""
+    reason: str = ""
+    layers: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallBegin(Event):
+    type: ClassVar[str] = "tool_call_begin"
+    call_id: str = ""
+    tool: str = ""
+    arguments: Any = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallEnd(Event):
+    """A tool call got its one result: its output, a denial, or the note that it was interrupted."""
+
+    type: ClassVar[str] = "tool_call_end"
+    call_id: str = ""
+    tool: str = ""
+    result: str = ""
+    interrupted: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Paused(Event):
+    type: ClassVar[str] = "paused"
+    call_id: str = ""
+    approval_id: str = ""
+    tool: str = ""
+    reason: str = ""
+    arguments: Any = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resolved(Event):
+    type: ClassVar[str] = "resolved"
+    call_id: str = ""
+    approval_id: str = ""
+    approved: bool = False
+    reason: str = ""
+    by: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChildStarted(Event):
+    type: ClassVar[str] = "child_started"
+    child_id: str = ""
+    agent: str = ""
+    task: str = ""
+    call_id: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChildFinished(Event):
+    type: ClassVar[str] = "child_finished"
+    child_id: str = ""
+    status: str = ""
+    output: str | None = None
+    call_id: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compaction(Event):
+    type: ClassVar[str] = "compaction"
+    summarized: int = 0           # messages folded into the summary
+    chars_before: int = 0
+    chars_after: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Warned(Event):
+    """Something the operator should see that did not stop the run (a rule skipped: judge unreachable)."""
+
+    type: ClassVar[str] = "warning"
+    message: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Done(Event):
+    type: ClassVar[str] = "done"
+    output: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Failed(Event):
+    """The run stopped without an answer: `failed`, `cancelled`, or `interrupted` (resumable)."""
+
+    type: ClassVar[str] = "failed"
+    status: str = "failed"
+    error: str | None = None
+
+
+KINDS: dict[str, type[Event]] = {cls.type: cls for cls in (
+    RunStarted, Resumed, MessageAdded, ModelCallStarted, TextDelta, ModelCallEnded, Decision, ToolCallBegin,
+    ToolCallEnd, Paused, Resolved, ChildStarted, ChildFinished, Compaction, Warned, Done, Failed)}
+
+Listener = Callable[[Event], None]
+
+
+def parse(data: dict[str, Any]) -> Event | None:
+    """An event from its wire form; None for a kind this version does not know (newer peer)."""
+    cls = KINDS.get(str(data.get("type")))
+    if cls is None:
+        return None
+    names = {f.name for f in dataclasses.fields(cls)}
+    try:
+        return cls(**{k: v for k, v in data.items() if k in names})
+    except TypeError:
+        return None
+
+
+def layer_warnings(layers: list[dict[str, Any]] | None) -> list[str]:
+    """The warnings a decision's layers attached (e.g. a rule skipped because its judge is unreachable)."""
+    return [str(w) for layer in layers or [] for w in layer.get("warnings") or []]
+
+
+class Translator:
+    """Turns one run's journal records, in order, into typed events.
+
+    `decisions` may be the live RunState's decisions, so a call decided before a pause still gets its
+    arguments on the ToolCallBegin emitted after the resume."""
+
+    def __init__(self, run_id: str = "", decisions: dict[str, dict[str, Any]] | None = None,
+                 sessions: int = 0):
+        self.run_id = run_id
+        self.known = decisions if decisions is not None else {}   # read only
+        self.decisions: dict[str, dict[str, Any]] = {}
+        self.sessions = sessions
+        self.seq = 0
+
+    def feed(self, record: dict[str, Any]) -> list[Event]:
+        self.seq = int(record.get("seq", self.seq))
+        handler = getattr(self, f"_{record.get('type')}", None)
+        return handler(record, {"run_id": self.run_id, "seq": self.seq, "t": record.get("t")}) if handler else []
+
+    def _created(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        self.run_id = base["run_id"] = r.get("id", self.run_id)
+        return [RunStarted(**base, task=r.get("task", ""), agent=r.get("agent", ""), model=r.get("model", ""),
+                           workspace=r.get("workspace", ""), parent_id=r.get("parent_id"))]
+
+    def _session(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        self.sessions += 1
+        return [Resumed(**base, pid=r.get("pid"))] if self.sessions > 1 else []
+
+    def _message(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        msg = r.get("message") or {}
+        return [MessageAdded(**base, role=str(msg.get("role", "")), content=str(msg.get("content") or ""))]
+
+    def _assistant(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        msg = r.get("message") or {}
+        return [ModelCallEnded(**base, model=r.get("model") or "", latency_ms=r.get("latency_ms") or 0.0,
+                               content=msg.get("content") or "", tool_calls=msg.get("tool_calls") or [],
+                               recovered=bool(r.get("recovered")))]
+
+    def _decision(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        self.decisions[r["call_id"]] = {"tool": r.get("tool"), "arguments": r.get("arguments")}
+        layers = r.get("layers") or []
+        out: list[Event] = [Decision(**base, call_id=r["call_id"], tool=r.get("tool", ""),
+                                     arguments=r.get("arguments"), outcome=r.get("outcome", ""),
+                                     reason=r.get("reason", ""), layers=layers)]
+        return out + [Warned(**base, message=f"{r.get('tool', '')}: {w}") for w in layer_warnings(layers)]
+
+    def _decided(self, call_id: str) -> dict[str, Any]:
+        return self.decisions.get(call_id) or self.known.get(call_id) or {}
+
+    def _started(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        decided = self._decided(r["call_id"])
+        return [ToolCallBegin(**base, call_id=r["call_id"], tool=r.get("tool") or decided.get("tool") or "",
+                              arguments=decided.get("arguments"))]
+
+    def _finished(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        tool = r.get("tool") or self._decided(r["call_id"]).get("tool") or ""
+        return [ToolCallEnd(**base, call_id=r["call_id"], tool=tool, result=r.get("result", ""),
+                            interrupted=bool(r.get("interrupted")))]
+
+    def _paused(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        decided = self._decided(r["call_id"])
+        return [Paused(**base, call_id=r["call_id"], approval_id=r.get("approval_id", ""),
+                       tool=r.get("tool", ""), reason=r.get("reason", ""), arguments=decided.get("arguments"))]
+
+    def _resolved(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        return [Resolved(**base, call_id=r["call_id"], approval_id=r.get("approval_id", ""),
+                         approved=bool(r.get("approved")), reason=r.get("reason") or "", by=r.get("by"))]
+
+    def _child_started(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        return [ChildStarted(**base, child_id=r.get("child_id", ""), agent=r.get("agent", ""),
+                             task=r.get("task", ""), call_id=r.get("call_id", ""))]
+
+    def _child_finished(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        return [ChildFinished(**base, child_id=r.get("child_id", ""), status=r.get("status", ""),
+                              output=r.get("output"), call_id=r.get("call_id", ""))]
+
+    def _compaction(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        return [Compaction(**base, summarized=r.get("summarized", 0), chars_before=r.get("chars_before", 0),
+                           chars_after=r.get("chars_after", 0))]
+
+    def _warning(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        return [Warned(**base, message=r.get("message", ""))]
+
+    def _status(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        if r.get("status") == "done":
+            return [Done(**base, output=r.get("output"))]
+        return [Failed(**base, status=r.get("status", "failed"), error=r.get("error"))]

@@ -1,0 +1,1 @@
+"""Local mode: the engine protocol executed in the calling process (no root, no daemon)."""

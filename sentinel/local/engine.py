@@ -1,0 +1,211 @@
+"""Local mode: the engine protocol run in this process, on the current user's $SENTINEL_HOME.
+
+    engine = LocalEngine()
+    outcome = engine.start("task", on_event=render)      # executes until the run pauses or ends
+
+Each operation leases the run, wires the worker's loop for it (`sentinel.worker.setup`) and executes it
+here until it pauses or ends. The supervisor (system mode) runs the same loop in a worker process
+instead; both sides implement `sentinel.engine.api.Engine`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from sentinel import config as config_mod
+from sentinel import paths
+from sentinel.agents import profile as profiles
+from sentinel.engine import journal
+from sentinel.engine.api import Outcome
+from sentinel.engine.events import Event, Listener, Translator
+from sentinel.engine.run import Run
+from sentinel.engine.state import JOURNAL, RunState
+from sentinel.engine.store import TERMINAL, Store, new_id
+from sentinel.errors import Busy, NotFound, UsageError
+
+FOLLOW_POLL_S = 0.2
+
+
+class LocalEngine:
+    mode = "local"
+
+    def __init__(self, home: Path | None = None, store: Store | None = None, note: str | None = None):
+        self.home = home or paths.home()
+        self.config = config_mod.load(self.home)
+        self.store = store or Store.open(paths.state_dir(self.home) / "sentinel.db")
+        self.note = note  # why local mode was chosen, when a supervisor exists but is out of reach
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- operations -------------------------------------------------------------
+
+    def start(self, task: str, *, model: str | None = None, agent: str | None = None,
+              workspace: Path | None = None, on_event: Listener | None = None, mission: str | None = None,
+              parent_id: str | None = None) -> Outcome:
+        if not task.strip():
+            raise UsageError("TASK: must not be empty")
+        profile = profiles.load(agent or self.config.default_agent, self.home)
+        model_name = model or profile.model or self.config.default_model
+        from sentinel.models import split
+
+        split(model_name)  # a bad name is a usage error before anything is persisted
+        ws = (workspace or paths.workspace_dir(self.home)).expanduser().resolve()
+        if workspace is not None and not ws.is_dir():
+            raise UsageError(f"--workspace: {ws} is not a directory")
+        ws.mkdir(parents=True, exist_ok=True)
+        run_id = new_id("r-")
+        run_dir = paths.runs_dir(self.home) / run_id
+        self.store.create_run(run_id, agent=profile.name, task=task, model=model_name, workspace=ws,
+                              run_dir=run_dir, parent_id=parent_id)
+        run = Run.create(run_dir, {"id": run_id, "task": task, "agent": profile.name, "model": model_name,
+                                   "workspace": str(ws), "mission": mission or profile.mission or "",
+                                   "parent_id": parent_id})
+        if on_event:  # `created` was journaled before anyone could listen
+            for event in Translator(run_id).feed(journal.read(run_dir / JOURNAL)[0][0]):
+                on_event(event)
+        return self._execute(run, profile, on_event)
+
+    def resume(self, run_id: str, *, on_event: Listener | None = None) -> Outcome:
+        row = self.store.get_run(run_id)
+        if row["status"] in TERMINAL:
+            return self._outcome_of(row)
+        run = Run.open(Path(row["run_dir"]))
+        if run.state.status in TERMINAL:  # the journal finished but the registry missed it
+            run.close()
+            self.store.set_status(run_id, run.state.status, output=run.state.output, error=run.state.error)
+            return self._outcome_of(self.store.get_run(run_id))
+        return self._execute(run, profiles.load(run.state.agent, self.home), on_event)
+
+    def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
+                by: str | None = None) -> Outcome:
+        approval = self.store.resolve(self.store.approval_id(ident), True, by or operator_name(), digest=digest)
+        return self.resume(approval.run_id, on_event=on_event)
+
+    def deny(self, ident: str, *, reason: str = "", digest: str | None = None, on_event: Listener | None = None,
+             by: str | None = None) -> Outcome:
+        approval = self.store.resolve(self.store.approval_id(ident), False, by or operator_name(), reason,
+                                      digest=digest)
+        return self.resume(approval.run_id, on_event=on_event)
+
+    def cancel(self, run_id: str) -> Outcome:
+        row = self.store.get_run(run_id)
+        if row["status"] in TERMINAL:
+            raise UsageError(f"run {run_id} is already {row['status']}")
+        if Run.is_leased(Path(row["run_dir"])):
+            raise Busy(f"run {run_id} is being executed by another process; stop that process first")
+        self.store.set_status(run_id, "cancelled", error="cancelled")
+        self.store.cancel_approvals(run_id)
+        return Outcome(run_id, "cancelled", row.get("output"), "cancelled")
+
+    # -- queries --------------------------------------------------------------
+
+    def show(self, run_id: str) -> dict[str, Any]:
+        row = self.store.get_run(run_id)
+        state = RunState.load(Path(row["run_dir"]))
+        status = self._live_status(row)
+        decisions = [{"call_id": d["call_id"], "tool": d["tool"], "arguments": d.get("arguments"),
+                      "outcome": d["outcome"], "reason": d["reason"], "layers": d.get("layers", []),
+                      "approval": state.resolved.get(d["call_id"])}
+                     for d in state.decisions.values()]
+        return {"id": run_id, "status": status, "task": row["task"], "agent": row["agent"], "model": row["model"],
+                "workspace": row["workspace"], "parent_id": row.get("parent_id"), "output": state.output,
+                "error": state.error or row.get("error"), "steps": state.steps, "created_at": row["created_at"],
+                "messages": state.messages, "decisions": decisions,
+                "pending_approvals": [a.public() for a in self.store.pending_approvals(run_id)]}
+
+    def runs(self, *, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        wanted = [status] if status and status != "interrupted" else ["running"] if status else None
+        rows = self.store.list_runs(limit=limit, status=wanted)
+        for row in rows:
+            if row["status"] == "running":
+                row["status"] = self._live_status(self.store.get_run(row["id"]))
+        return [r for r in rows if not status or r["status"] == status]
+
+    def pending(self) -> list[dict[str, Any]]:
+        return [a.public() for a in self.store.pending_approvals()]
+
+    def events(self, run_id: str | None = None, *, after: int = 0, follow: bool = False) -> Iterator[Event]:
+        run_dir = self._run_dir(run_id)
+        translator, offset = Translator(run_dir.name), 0
+        while True:
+            records, offset = journal.read(run_dir / JOURNAL, offset)
+            for record in records:
+                for event in translator.feed(record):
+                    if event.seq > after:
+                        yield event
+            if not follow:
+                return
+            last = records[-1]["type"] if records else None
+            if last in ("status", "paused") and not Run.is_leased(run_dir):
+                return
+            time.sleep(FOLLOW_POLL_S)
+
+    def status(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for r in self.runs():
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        cfg = self.config
+        data = {"mode": "local", "home": str(self.home), "default_model": cfg.default_model,
+                "default_agent": cfg.default_agent, "sandbox": cfg.sandbox, "tools": cfg.leash.tools,
+                "leash": leash_summary(),
+                "muzzle": "in-process, on first run (local mode)" if cfg.muzzle.enabled else "disabled (no inspection)",
+                "runs": counts, "pending_approvals": len(self.store.pending_approvals())}
+        if self.note:
+            data["note"] = self.note
+        return data
+
+    # -- internals ------------------------------------------------------------
+
+    def _run_dir(self, run_id: str | None) -> Path:
+        if run_id is None:
+            newest = self.store.list_runs(limit=1)
+            if not newest:
+                raise NotFound("no runs yet")
+            run_id = newest[0]["id"]
+        return Path(self.store.get_run(run_id)["run_dir"])
+
+    def _live_status(self, row: dict[str, Any]) -> str:
+        """A run marked running whose process is gone is `interrupted` (resume it)."""
+        if row["status"] == "running" and not Run.is_leased(Path(row["run_dir"])):
+            return "interrupted"
+        return row["status"]
+
+    def _execute(self, run: Run, profile: profiles.AgentProfile, on_event: Listener | None) -> Outcome:
+        from sentinel.worker.loop import AgentLoop
+        from sentinel.worker.setup import build_deps, initial_messages
+
+        with run:
+            if on_event:
+                run.listeners.append(on_event)
+            deps = build_deps(self.config, self.home, profile, run.state, self.store)
+            if not run.state.messages:  # new, or stopped between `created` and its first messages
+                run.record(*initial_messages(self.home, profile, deps, run.state.task))
+            AgentLoop(run, deps).execute()
+            state = run.state
+        approval = next(iter(a.id for a in self.store.pending_approvals(state.id)), None)
+        return Outcome(state.id, state.status, state.output, state.error, approval)
+
+    def _outcome_of(self, row: dict[str, Any]) -> Outcome:
+        return Outcome(row["id"], row["status"], row.get("output"), row.get("error"))
+
+
+def leash_summary() -> str:
+    """What the kernel here lets Leash enforce (`sentinel leash check` has the details)."""
+    from sentinel.leash import cgroups, lsm
+
+    abi = lsm.abi_version()
+    landlock = f"Landlock ABI {abi}" if abi else "no Landlock"
+    return f"{landlock}; cgroups {cgroups.describe()}"
+
+
+def operator_name() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())

@@ -1,0 +1,96 @@
+"""The package has no import cycles and no arrow up: each module imports only its own layer or lower ones.
+
+Lazy imports inside functions count too: a cycle that only closes at run time is still a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "sentinel"
+
+# Top to bottom. A module belongs to the first layer whose prefix matches its dotted name; `*.settings`
+# modules are configuration and sit with config.
+LAYERS: list[tuple[str, ...]] = [
+    ("sentinel.__main__", "sentinel.cli", "sentinel.chat", "sentinel.web"),
+    ("sentinel.connect",),
+    ("sentinel.local", "sentinel.supervisor", "sentinel.watchers", "sentinel.workflows"),
+    ("sentinel.worker",),
+    ("sentinel.agents", "sentinel.memory"),
+    ("sentinel.engine",),
+    ("sentinel.policy", "sentinel.muzzle", "sentinel.hooks"),
+    ("sentinel.models", "sentinel.tools"),
+    ("sentinel.leash",),
+    ("sentinel.config", "sentinel.paths", "sentinel.errors", "sentinel.frames", "sentinel"),
+]
+
+
+# Cycles being taken apart (each by the change that reworks its package); nothing may join this list.
+KNOWN_CYCLES = {"sentinel.supervisor"}
+
+
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _layer(module: str) -> int:
+    if module.endswith(".settings"):
+        return len(LAYERS) - 1
+    best = None
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if module == prefix or (prefix != "sentinel" and module.startswith(prefix + ".")):
+                if best is None or len(prefix) > best[1]:
+                    best = (index, len(prefix))
+    assert best is not None, f"{module} is in no layer: add it to LAYERS"
+    return best[0]
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_name(p): p for p in ROOT.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(anchor + ([node.module] if node.module else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            else:
+                continue
+            graph[module] |= {t for t in targets if t in modules and t != module}
+    return graph
+
+
+def test_no_module_imports_a_higher_layer():
+    upward = [f"{m} -> {t}" for m, targets in _graph().items() for t in targets if _layer(t) < _layer(m)]
+    assert not upward, "imports up the layers:\n" + "\n".join(sorted(upward))
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    seen: dict[str, int] = {}  # 1 on the stack, 2 done
+    cycles: list[list[str]] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        seen[node] = 1
+        for nxt in sorted(graph[node]):
+            if seen.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in seen:
+                visit(nxt, stack + [nxt])
+        seen[node] = 2
+
+    for node in sorted(graph):
+        if node not in seen:
+            visit(node, [node])
+    new = [c for c in cycles if not any(all(m.startswith(k + ".") or m == k for m in c) for k in KNOWN_CYCLES)]
+    assert not new, "import cycles:\n" + "\n".join(" -> ".join(c) for c in new)
