@@ -73,10 +73,7 @@ class Synced:
     changed: int = 0
     removed: int = 0
     flagged: list[Row] = field(default_factory=list)  # notes flagged by this sync (newly or after an edit)
-
-    @property
-    def changes(self) -> bool:
-        return bool(self.changed or self.removed)
+    relisted: bool = False  # a note came, went, or changed its title, tags or quarantine (index.md is stale)
 
 
 _open: dict[Path, "Index"] = {}  # most recently used last
@@ -133,14 +130,17 @@ class Index:
                         self._delete(rel)
                         result.removed += 1
                 elif paths is not None or known.get(rel) != stat:  # an event is news even when mtime ties
+                    before = self.row(rel)
                     row = self._reindex(rel, stat)
                     result.changed += 1
+                    result.relisted |= _listing(before) != _listing(row)
                     if row is not None and row.flagged:
                         result.flagged.append(row)
             if paths is None:
                 for rel in set(known) - set(on_disk):
                     self._delete(rel)
                     result.removed += 1
+            result.relisted |= bool(result.removed)
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")
@@ -257,6 +257,11 @@ def _connect(path: Path) -> sqlite3.Connection:
             conn.execute("ROLLBACK")
             raise
     return conn
+
+
+def _listing(row: Row | None) -> tuple | None:
+    """What index.md shows of a note."""
+    return (row.title, row.tags, row.flagged) if row else None
 
 
 def _is_note(rel: str) -> bool:

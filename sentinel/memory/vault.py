@@ -67,7 +67,7 @@ class Memory:
 
     def sync(self) -> Synced:
         synced = self.index.sync()
-        if synced.changes or not self.index_md.exists():
+        if synced.relisted or not self.index_md.exists():
             self._write_index()
         return synced
 
@@ -113,8 +113,9 @@ class Memory:
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         paths.write_atomic(target, notes_mod.render(note), 0o644)
         row = self.index.refresh(note.rel)
-        self._write_index()
         assert row is not None
+        if existing is None or (existing.title, existing.tags, existing.flagged) != (row.title, row.tags, row.flagged):
+            self._write_index()  # only what index.md lists: a body edit leaves it as it is
         return Saved(row, existing is None)
 
     def _free_name(self, slug: str) -> str:
