@@ -14,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sentinel import paths
 from sentinel.errors import ConfigError, pydantic_detail
+from sentinel.agents.settings import AuthoredToolSettings
 from sentinel.leash.settings import LeashSettings
+from sentinel.memory.settings import MemorySettings
 from sentinel.muzzle.settings import MuzzleSettings
 from sentinel.policy.settings import GateSettings
 
@@ -46,6 +48,8 @@ class Limits(_Strict):
 class ToolSettings(_Strict):
     bash_timeout_s: float = Field(120.0, gt=0, description="Default timeout of one bash call.")
     output_max_chars: int = Field(20000, ge=256, description="Tool output beyond this is truncated with a note.")
+    authored: AuthoredToolSettings = Field(default_factory=AuthoredToolSettings,
+                                           description="Limits of agent-authored tools and the operator's maxima.")
 
 
 class Config(_Strict):
@@ -61,6 +65,7 @@ class Config(_Strict):
     muzzle: MuzzleSettings = Field(default_factory=MuzzleSettings)
     leash: LeashSettings = Field(default_factory=LeashSettings)
     gate: GateSettings = Field(default_factory=GateSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
 
     def provider(self, name: str) -> Provider | None:
         if name in self.providers:

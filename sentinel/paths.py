@@ -33,3 +33,24 @@ def state_dir(root: Path | None = None) -> Path:
 
 def workspace_dir(root: Path | None = None) -> Path:
     return (root or home()) / "workspace"
+
+
+def write_atomic(path: Path, text: str, mode: int = 0o600, sync: bool = True) -> None:
+    """Replace `path` with `text` in one step (temp file in the same directory, fsync, rename), so a
+    reader never sees half a file; a symlink at `path` is replaced, never followed. `sync=False` skips
+    the fsync for files rebuilt from others (a crash may lose the new version, never leave half of it)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            if sync:
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -20,6 +20,9 @@ GROUPS = [
     ("muzzle", "sentinel.cli.muzzle", "The inspecting model proxy."),
     ("rules", "sentinel.cli.rules", "The rule gate: list, lint, test, stats, drafts."),
     ("hook", "sentinel.cli.hook", "Run the rule gate as a hook for external coding agents."),
+    ("agent", "sentinel.cli.agent", "Agent profiles: create, list, show, add-skill, set-model."),
+    ("memory", "sentinel.cli.memory", "Memory vaults: list, show, search, forget notes."),
+    ("trust", "sentinel.cli.trust", "Trusted code of agent-authored tools: list, revoke."),
 ]
 # Modules whose `register(app)` adds top-level commands.
 COMMAND_MODULES = ["sentinel.cli.runs", "sentinel.cli.system", "sentinel.cli.chat"]

@@ -102,3 +102,12 @@ def plain(e: ev.Event) -> str:
 
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def code_listing(approval: dict[str, Any]) -> str:
+    """The code an approval of an agent-authored tool would run, file by file, with its SHA-256."""
+    lines = [f"    code sha256 {approval['code_sha256']}"]
+    for name, text in (approval.get("code") or {}).items():
+        lines.append(f"    --- {name}")
+        lines += [f"    | {line}" for line in text.rstrip("\n").splitlines()]
+    return "\n".join(lines)

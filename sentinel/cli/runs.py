@@ -14,7 +14,7 @@ from typing import Optional
 
 import typer
 
-from sentinel.cli.render import STATUS_EXIT, Progress, plain, print_json
+from sentinel.cli.render import STATUS_EXIT, Progress, code_listing, plain, print_json
 from sentinel.engine.api import Engine, Outcome
 
 
@@ -98,6 +98,10 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
     console.print(f"task: {data['task']}")
     for d in data["decisions"]:
         console.print(f"  {d['tool']} {d['call_id']}: [bold]{d['outcome']}[/] — {d['reason']}")
+    for a in data.get("pending_approvals", []):
+        if a.get("code_sha256"):
+            console.print(f"pending approval {a['id']} would run this code:", markup=False)
+            console.print(code_listing(a), markup=False)
     if data["output"]:
         console.print(f"output: {data['output']}")
     if data["error"]:
@@ -112,11 +116,14 @@ def approvals(as_json: bool = typer.Option(False, "--json")) -> None:
     finally:
         engine.close()
     if as_json:
-        return print_json([{k: a[k] for k in ("id", "run_id", "tool", "arguments", "reason")} for a in pending])
+        return print_json([{k: a[k] for k in ("id", "run_id", "tool", "arguments", "reason", "code", "code_sha256")
+                            if k in a} for a in pending])
     if not pending:
         print("no pending approvals")
     for a in pending:
         print(f"{a['id']}  run {a['run_id']}  {a['tool']} {a['arguments']}  — {a['reason']}")
+        if a.get("code_sha256"):
+            print(code_listing(a))
 
 
 def approve(ident: str = typer.Argument(..., help="Approval id, or a run id with one pending approval."),

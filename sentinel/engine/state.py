@@ -86,13 +86,21 @@ class RunState:
     def _on_model(self, e: dict[str, Any]) -> None:
         self.model = e["model"]
 
+    def _on_system(self, e: dict[str, Any]) -> None:
+        """The system prompt changed (self-state edited during the run): later model calls see the new one."""
+        prompt = {"role": "system", "content": e["content"]}
+        if self.messages and self.messages[0].get("role") == "system":
+            self.messages[0] = prompt
+        else:
+            self.messages.insert(0, prompt)
+
     def _on_assistant(self, e: dict[str, Any]) -> None:
         self.messages.append(e["message"])
         self.steps += 1
 
     def _on_decision(self, e: dict[str, Any]) -> None:
-        self.decisions[e["call_id"]] = {k: e[k] for k in ("call_id", "tool", "arguments", "outcome", "reason", "layers")
-                                        if k in e}
+        self.decisions[e["call_id"]] = {k: e[k] for k in ("call_id", "tool", "arguments", "outcome", "reason", "layers",
+                                                          "code_sha256") if k in e}
 
     def _on_started(self, e: dict[str, Any]) -> None:
         self.started[e["call_id"]] = self.started.get(e["call_id"], 0) + 1

@@ -65,15 +65,31 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'task';
         CREATE INDEX runs_kind_updated ON runs(kind, updated_at);
     """),
+    # An approval of an agent-authored tool carries the code the operator is shown (JSON: file -> text) and
+    # its SHA-256, which the approval's digest binds too.
+    ("006_approval_code", """
+        ALTER TABLE approvals ADD COLUMN code TEXT;
+        ALTER TABLE approvals ADD COLUMN code_sha256 TEXT;
+    """),
 ]
 
 TERMINAL = ("done", "failed", "cancelled")
 
 
-def call_digest(tool: str, arguments: dict[str, Any]) -> str:
-    """SHA-256 over the exact tool name and canonical arguments an approval is bound to."""
-    canonical = json.dumps({"tool": tool, "arguments": arguments}, sort_keys=True, separators=(",", ":"))
+def call_digest(tool: str, arguments: dict[str, Any], code_sha256: str | None = None) -> str:
+    """SHA-256 over the exact tool name and canonical arguments an approval is bound to (and, for an
+    agent-authored tool, the SHA-256 of its code: an approval never runs code other than what was shown)."""
+    bound: dict[str, Any] = {"tool": tool, "arguments": arguments}
+    if code_sha256 is not None:
+        bound["code_sha256"] = code_sha256
+    canonical = json.dumps(bound, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def trust_key(agent: str, user: str | None) -> str:
+    """Whom a trusted code hash belongs to: the agent as `--agent` names it (USER/PROFILE in system mode
+    when the profile is not the user's head agent)."""
+    return agent if not user or user == agent else f"{user}/{agent}"
 
 
 def new_id(prefix: str) -> str:
@@ -93,11 +109,16 @@ class Approval:
     created_at: float
     resolved_by: str | None = None
     resolution_reason: str | None = None
+    code: dict[str, str] | None = None   # an authored tool's files, as shown to the operator
+    code_sha256: str | None = None
 
     def public(self) -> dict[str, Any]:
-        return {"id": self.id, "run_id": self.run_id, "tool": self.tool, "arguments": self.arguments,
+        data = {"id": self.id, "run_id": self.run_id, "tool": self.tool, "arguments": self.arguments,
                 "reason": self.reason, "status": self.status, "call_id": self.call_id,
                 "created_at": self.created_at, "digest": self.digest}
+        if self.code_sha256:
+            data |= {"code": self.code, "code_sha256": self.code_sha256}
+        return data
 
 
 class Store:
@@ -189,14 +210,16 @@ class Store:
     # -- approvals ----------------------------------------------------------
 
     def submit_approval(self, run_id: str, call_id: str, tool: str, arguments: dict[str, Any], reason: str,
-                        ttl_s: float | None = None) -> Approval:
+                        ttl_s: float | None = None, code: dict[str, str] | None = None,
+                        code_sha256: str | None = None) -> Approval:
         """Enqueue (or find) the approval for one tool call: a duplicate submit returns the first."""
         now = time.time()
         self.conn.execute(
-            "INSERT INTO approvals (id, run_id, call_id, tool, arguments, digest, reason, status, created_at, expires_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (run_id, call_id) DO NOTHING",
+            "INSERT INTO approvals (id, run_id, call_id, tool, arguments, digest, reason, status, created_at, expires_at,"
+            " code, code_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) ON CONFLICT (run_id, call_id) DO NOTHING",
             (new_id("a-"), run_id, call_id, tool, json.dumps(arguments, sort_keys=True),
-             call_digest(tool, arguments), reason, now, now + ttl_s if ttl_s else None))
+             call_digest(tool, arguments, code_sha256), reason, now, now + ttl_s if ttl_s else None,
+             json.dumps(code) if code is not None else None, code_sha256))
         row = self.conn.execute("SELECT * FROM approvals WHERE run_id=? AND call_id=?", (run_id, call_id)).fetchone()
         return _approval(row)
 
@@ -240,6 +263,8 @@ class Store:
                 raise UsageError(f"approval {approval_id}: the digest shown ({str(digest)[:12]}…) is not the "
                                  f"call's ({approval.digest[:12]}…); reload and decide again")
             raise UsageError(f"approval {approval_id} is {approval.status}, not pending")
+        if approved and approval.code_sha256:
+            self.trust_tool(self.trust_agent(approval.run_id), approval.tool, approval.code_sha256, by)
         return approval
 
     def approval_id(self, ident: str) -> str:
@@ -267,6 +292,42 @@ class Store:
             (time.time(), approval_id, digest))
         return cur.rowcount == 1
 
+    # -- tool trust (DESIGN section 5, layer 5) -------------------------------------------------------------
+
+    def trust_agent(self, run_id: str) -> str:
+        row = self.get_run(run_id)
+        return trust_key(row["agent"], row.get("user"))
+
+    def trust_tool(self, agent: str, tool: str, code_sha256: str, by: str) -> None:
+        """Record an operator's trust in one exact code hash of an agent's tool (approving does this)."""
+        self.conn.execute("INSERT INTO tool_trust (agent, tool, code_sha256, trusted_by, trusted_at)"
+                          " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", (agent, tool, code_sha256, by, time.time()))
+        self.audit("tool_trusted", {"agent": agent, "tool": tool, "code_sha256": code_sha256, "by": by})
+
+    def tool_trusted(self, run_id: str, tool: str, code_sha256: str) -> bool:
+        """Does the agent of this run trust this exact code of `tool`?"""
+        row = self.conn.execute("SELECT 1 FROM tool_trust WHERE agent=? AND tool=? AND code_sha256=?",
+                                (self.trust_agent(run_id), tool, code_sha256)).fetchone()
+        return row is not None
+
+    def trusted_tools(self, agent: str | None = None) -> list[dict[str, Any]]:
+        sql, params = "SELECT agent, tool, code_sha256, trusted_by, trusted_at FROM tool_trust", []
+        if agent:
+            sql, params = sql + " WHERE agent=?", [agent]
+        return [dict(r) for r in self.conn.execute(sql + " ORDER BY agent, tool, trusted_at", params)]
+
+    def revoke_trust(self, tool: str, *, agent: str | None = None, code_sha256: str | None = None,
+                     by: str = "") -> int:
+        """Forget trusted hashes of `tool` (of one agent, one hash, or all); the next call pauses again."""
+        sql, params = "DELETE FROM tool_trust WHERE tool=?", [tool]
+        for column, value in (("agent", agent), ("code_sha256", code_sha256)):
+            if value:
+                sql, params = sql + f" AND {column}=?", params + [value]
+        count = self.conn.execute(sql, params).rowcount
+        self.audit("tool_trust_revoked", {"agent": agent, "tool": tool, "code_sha256": code_sha256, "by": by,
+                                          "revoked": count})
+        return count
+
     # -- audit ----------------------------------------------------------------
 
     def audit(self, kind: str, record: dict[str, Any]) -> None:
@@ -284,4 +345,4 @@ class Store:
 def _approval(row: sqlite3.Row) -> Approval:
     return Approval(row["id"], row["run_id"], row["call_id"], row["tool"], json.loads(row["arguments"]),
                     row["digest"], row["reason"], row["status"], row["created_at"], row["resolved_by"],
-                    row["resolution_reason"])
+                    row["resolution_reason"], json.loads(row["code"]) if row["code"] else None, row["code_sha256"])

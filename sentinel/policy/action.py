@@ -88,6 +88,8 @@ class ActionPolicy(BaseModel):
 
     default: Outcome = "needs_approval"
     tools: dict[str, Outcome] = Field(default_factory=dict)
+    authored_tools: Outcome = Field("auto", description="Agent-authored tools not listed in `tools` (layer 5, "
+                                                         "trust, still pauses code nobody has approved).")
     paths: PathPolicy = Field(default_factory=PathPolicy)
     bash: BashPolicy = Field(default_factory=BashPolicy)
 
@@ -180,7 +182,8 @@ class PolicyLayer:
         if ctx.tool == "bash" and "command" in ctx.arguments:
             results.append(self.policy.decide_bash(str(ctx.arguments["command"])))
         else:
-            outcome = self.policy.tools.get(ctx.tool, self.policy.default)
+            fallback = self.policy.authored_tools if ctx.code_sha256 else self.policy.default
+            outcome = self.policy.tools.get(ctx.tool, fallback)
             results.append(LayerResult("policy", outcome, f"tool {ctx.tool} is {outcome} by policy",
                                        rule_id=f"tools.{ctx.tool}"))
         return results

@@ -35,6 +35,7 @@ class CallContext:
     workspace: Path = Path(".")
     read_only: bool = False   # the tool has no side effects
     granted: frozenset[str] | None = None  # None: every registered tool
+    code_sha256: str | None = None  # an agent-authored tool: the SHA-256 of the code this call would run
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ only root and members of the operator group get past `handle`.
 
     status, agents, runs, show, approvals           read
     start, approve, deny, resume, cancel            act (the approver's name comes from the kernel, not the client)
+    trust_list, trust_revoke                        trusted code of agent-authored tools (approve records trust)
     logs                                            read, optionally following a run live
     sessions, catalog                               read: chat sessions; what a chat completes
     send, interrupt                                 act on a chat session: its next message; stop its turn
@@ -317,6 +318,21 @@ def _skill_names(value: Any) -> list[str]:
     return names
 
 
+def _trust_list(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
+    agent = msg.get("agent")
+    return reply(sup._store.trusted_tools(str(agent) if agent else None))
+
+
+def _trust_revoke(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
+    tool = msg.get("tool")
+    if not isinstance(tool, str) or not tool:
+        raise UsageError("TOOL: must not be empty")
+    agent, sha = msg.get("agent"), msg.get("code_sha256")
+    count = sup._store.revoke_trust(tool, agent=str(agent) if agent else None, code_sha256=str(sha) if sha else None,
+                                    by=conn.peer.name)
+    return reply({"revoked": count})
+
+
 # -- helpers ----------------------------------------------------------------------------------------
 
 def outcome(store: Store, run_id: str) -> dict[str, Any]:
@@ -361,4 +377,5 @@ OPS: dict[str, Handler] = {
     "status": _status, "agents": _agents, "runs": _runs, "show": _show, "approvals": _approvals, "logs": _logs,
     "start": _start, "approve": _approve, "deny": _deny, "resume": _resume, "cancel": _cancel,
     "sessions": _sessions, "send": _send, "interrupt": _interrupt, "catalog": _catalog,
+    "trust_list": _trust_list, "trust_revoke": _trust_revoke,
 }

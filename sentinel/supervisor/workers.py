@@ -9,6 +9,7 @@ operator socket can approve or deny.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sys
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from sentinel.supervisor.server import Conn
 
 WORKER_STATUSES = ("running", "waiting_approval", "done", "failed", "idle")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -244,9 +246,21 @@ def _submit(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
     if not isinstance(msg["arguments"], dict):
         raise UsageError("arguments must be an object")
     ttl = msg.get("ttl_s")
+    code, sha = msg.get("code"), msg.get("code_sha256")
+    if sha is not None and not (isinstance(sha, str) and _SHA256.match(sha)):
+        raise UsageError("code_sha256 must be 64 lowercase hex digits")
+    if code is not None and not (isinstance(code, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                                 for k, v in code.items())):
+        raise UsageError("code must map file names to text")
     approval = store.submit_approval(_own(worker, msg), str(msg["call_id"]), str(msg["tool"]), msg["arguments"],
-                                     str(msg["reason"]), float(ttl) if ttl else None)
+                                     str(msg["reason"]), float(ttl) if ttl else None, code=code, code_sha256=sha)
     return _dict(approval)
+
+
+def _tool_trusted(store: Store, worker: Worker, msg: dict[str, Any]) -> bool:
+    """Read-only: is this code hash trusted for the agent of the worker's own run? (Nothing records trust
+    here; only an operator's approval on the operator socket does.)"""
+    return store.tool_trusted(_own(worker, msg), str(msg["tool"]), str(msg["code_sha256"]))
 
 
 def _get(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
@@ -284,4 +298,5 @@ CHANNEL_OPS: dict[str, Callable[[Store, Worker, dict[str, Any]], Any]] = {
     "hello": _hello, "created": _created, "error": _error, "set_status": _set_status,
     "approval_for_call": _approval_for_call, "submit_approval": _submit, "get_approval": _get,
     "pending_approvals": _pending, "expire": _expire, "consume": _consume, "audit": _audit,
+    "tool_trusted": _tool_trusted,
 }

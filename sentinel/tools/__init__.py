@@ -31,6 +31,16 @@ class ToolContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Pinned:
+    """Content a tool will run, read once: decisions and approvals bind `sha256`, `run` executes exactly
+    `files`. Tools whose code can change between the decision and the call (authored tools) pin it."""
+
+    sha256: str
+    files: dict[str, str]
+    run: Callable[[dict[str, Any], ToolContext], str]
+
+
 @dataclass
 class Tool:
     name: str
@@ -39,9 +49,15 @@ class Tool:
     func: Callable[[dict[str, Any], ToolContext], str]
     read_only: bool = False
     trigger: str = "any"  # what the rule gate sees: file_write | bash | read | any
+    pin: Callable[[], Pinned] | None = None  # set for tools that run pinned content (see Pinned)
 
     def schema(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+def object_schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments: an object with these properties and no others."""
+    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 
 
 def parse_arguments(raw: str | dict[str, Any], tool: Tool) -> dict[str, Any]:
@@ -114,10 +130,10 @@ class Registry:
     def schemas(self, only: set[str] | None = None) -> list[dict[str, Any]]:
         return [t.schema() for n, t in self.tools.items() if only is None or n in only]
 
-    def run(self, name: str, args: dict[str, Any], ctx: ToolContext) -> str:
+    def run(self, name: str, args: dict[str, Any], ctx: ToolContext, pinned: Pinned | None = None) -> str:
         tool = self.tools[name]
         try:
-            return tool.func(args, ctx)
+            return pinned.run(args, ctx) if pinned is not None else tool.func(args, ctx)
         except ToolError as exc:
             return f"Error: {exc}"
         except SentinelError as exc:

@@ -12,7 +12,7 @@ import signal
 import subprocess
 from typing import Any
 
-from sentinel.tools import Registry, Tool, ToolContext, ToolError
+from sentinel.tools import Registry, Tool, ToolContext, ToolError, object_schema
 from sentinel.tools.fs import Confined, OutsideRoot
 
 MAX_BASH_TIMEOUT_S = 3600.0
@@ -121,8 +121,7 @@ def _run_plain(argv: list[str], ctx: ToolContext, timeout: float) -> tuple[int |
         raise
 
 
-def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+_schema = object_schema
 
 
 _PATH = {"type": "string", "description": "Path relative to the workspace."}

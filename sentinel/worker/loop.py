@@ -11,7 +11,11 @@ and Failed. Every effect is journaled before and after it happens:
 - every tool call id gets exactly one result before the next model call;
 - a call that needs approval pauses the run there; calls before it have run,
   calls after it are decided on resume;
-- an approval is consumed exactly once, and only for the exact payload approved.
+- an approval is consumed exactly once, and only for the exact payload approved;
+- a tool that pins its code (an agent-authored tool) is read and hashed once before it is decided;
+  the call runs exactly that text, and an approval binds its hash too, so code changed after the
+  decision or the approval never runs;
+- before each model call the system prompt is rebuilt from the agent's files; a change is journaled.
 
 A chat session (`kind: chat`) does not end with its answer: it becomes `idle`
 and the next user message (`sentinel.worker.turn`) starts another turn.
@@ -22,15 +26,16 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from sentinel.engine import events
 from sentinel.engine.run import Run
 from sentinel.engine.store import Store, call_digest
+from sentinel.errors import SentinelError
 from sentinel.models import ModelClient, ModelError
 from sentinel.models.toolcalls import recover
 from sentinel.policy.decide import CallContext, Layer, decide
-from sentinel.tools import Registry, ToolContext, ToolError, parse_arguments
+from sentinel.tools import Pinned, Registry, Tool, ToolContext, ToolError, parse_arguments
 
 
 class Paused(Exception):
@@ -48,6 +53,10 @@ class Failed(Exception):
         self.error = error
 
 
+class CodeChanged(Exception):
+    """A pinned tool's files no longer hash to what the decision (and any approval) saw."""
+
+
 @dataclass
 class Deps:
     model: ModelClient
@@ -59,6 +68,7 @@ class Deps:
     max_wall_s: float
     granted: frozenset[str] | None = None
     approval_ttl_s: float | None = None
+    prompt: Callable[[], str] | None = None  # the system prompt as the agent's files make it now
 
 
 INTERRUPTED = ("Error: this call was interrupted before it finished (the process running it stopped) and was "
@@ -70,6 +80,7 @@ class AgentLoop:
         self.run = run
         self.deps = deps
         self.state = run.state
+        self._pins: dict[str, Pinned] = {}  # call id -> the code its decision hashed (this process only)
 
     # -- the loop -----------------------------------------------------------
 
@@ -117,6 +128,7 @@ class AgentLoop:
     # -- the model ------------------------------------------------------------
 
     def call_model(self) -> None:
+        self.refresh_prompt()
         tools = self.deps.registry.schemas(self.deps.granted)
         self.run.emit(events.ModelCallStarted(**self.run.base(), model=self.state.model, step=self.state.steps + 1))
         began = time.monotonic()
@@ -137,6 +149,18 @@ class AgentLoop:
         if not calls:
             raise Finished(completion.content)
 
+    def refresh_prompt(self) -> None:
+        """Self-state changed during the run (a skill attached, the soul rewritten): journal the new prompt."""
+        messages = self.state.messages
+        if self.deps.prompt is None or not messages or messages[0].get("role") != "system":
+            return
+        try:
+            text = self.deps.prompt()
+        except SentinelError:
+            return  # a self-state file broken mid-run: keep the prompt the run already has
+        if text != messages[0]["content"]:
+            self.run.record({"type": "system", "content": text})
+
     def _delta(self, text: str) -> None:
         self.run.emit(events.TextDelta(**self.run.base(), text=text))
 
@@ -149,10 +173,15 @@ class AgentLoop:
             return self._after_crash(call)
         decision = self.state.decisions.get(call_id) or self.decide(call)
         if decision["outcome"] == "deny":
+            self._pins.pop(call_id, None)
             return self.result(call_id, f"Denied by policy: {decision['reason']}")
-        if decision["outcome"] == "needs_approval" and not self.approved(call, decision):
-            return
-        self.execute_call(call_id, name, decision)
+        try:
+            if decision["outcome"] == "needs_approval" and not self.approved(call, decision):
+                return
+            pinned = self.pinned(call_id, name, decision)
+        except CodeChanged as exc:
+            return self.result(call_id, f"Error: {exc}")
+        self.execute_call(call_id, name, decision, pinned)
 
     def decide(self, call: dict[str, Any]) -> dict[str, Any]:
         call_id, name, raw = call["id"], call["function"]["name"], call["function"]["arguments"]
@@ -165,16 +194,45 @@ class AgentLoop:
         else:
             try:
                 args = parse_arguments(raw, tool)
-            except ToolError as exc:
+                pinned = self._pin(call_id, tool)
+            except (ToolError, SentinelError) as exc:
                 event |= {"arguments": raw, "outcome": "deny", "layers": [], "reason": str(exc)}
             else:
-                ctx = self.context(call_id, name, args)
+                ctx = self.context(call_id, name, args, pinned.sha256 if pinned else None)
                 event |= {"arguments": args, **decide(ctx, self.deps.layers).to_dict()}
+                if pinned is not None:
+                    event["code_sha256"] = pinned.sha256
         self.run.record(event)
         self.deps.store.audit("decision", {"run_id": self.state.id, "agent": self.state.agent,
                                            **{k: v for k, v in event.items() if k != "type"},
                                            "sandbox": self.deps.tool_ctx.sandbox})
         return self.state.decisions[call_id]
+
+    def _pin(self, call_id: str, tool: Tool) -> Pinned | None:
+        """Read a pinned tool's code once, for the decision and (in this process) the call itself."""
+        if tool.pin is None:
+            return None
+        self._pins[call_id] = pinned = tool.pin()
+        return pinned
+
+    def pinned(self, call_id: str, name: str, decision: dict[str, Any], keep: bool = False) -> Pinned | None:
+        """The code the call will run: exactly what the decision hashed, or CodeChanged."""
+        sha = decision.get("code_sha256")
+        if sha is None:
+            return None
+        pinned = self._pins.get(call_id) if keep else self._pins.pop(call_id, None)
+        if pinned is None:  # decided by an earlier session of this run (before a pause): read it again
+            tool = self.deps.registry.get(name)
+            try:
+                pinned = tool.pin() if tool is not None and tool.pin is not None else None
+            except SentinelError as exc:
+                raise CodeChanged(f"{exc}; the call was not run") from None
+        if pinned is None or pinned.sha256 != sha:
+            raise CodeChanged(f"the code of tool {name} changed after this call was checked (sha256 {sha[:16]}… "
+                              "was checked); it was not run. Call it again to have the new code checked.")
+        if keep:
+            self._pins[call_id] = pinned
+        return pinned
 
     def approved(self, call: dict[str, Any], decision: dict[str, Any]) -> bool:
         """True when an operator approved this exact call; records the denial or pauses otherwise."""
@@ -183,7 +241,8 @@ class AgentLoop:
         if resolved is None:
             store = self.deps.store
             approval = store.approval_for_call(run_id, call_id) or store.submit_approval(
-                run_id, call_id, decision["tool"], decision["arguments"], decision["reason"], self.deps.approval_ttl_s)
+                run_id, call_id, decision["tool"], decision["arguments"], decision["reason"], self.deps.approval_ttl_s,
+                **self._shown_code(call_id, call["function"]["name"], decision))
             store.expire()
             approval = store.get_approval(approval.id)
             if approval.status == "pending":
@@ -200,7 +259,7 @@ class AgentLoop:
             why = f": {resolved['reason']}" if resolved.get("reason") else ""
             self.result(call_id, f"Denied by the operator{why}")
             return False
-        digest = call_digest(decision["tool"], decision["arguments"])
+        digest = call_digest(decision["tool"], decision["arguments"], decision.get("code_sha256"))
         if self.deps.store.consume(resolved["approval_id"], digest):
             return True
         approval = self.deps.store.get_approval(resolved["approval_id"])
@@ -209,23 +268,28 @@ class AgentLoop:
         self.result(call_id, "Denied: the approval does not match this exact call")
         return False
 
-    def execute_call(self, call_id: str, name: str, decision: dict[str, Any]) -> None:
+    def _shown_code(self, call_id: str, name: str, decision: dict[str, Any]) -> dict[str, Any]:
+        """What an approval of a pinned tool shows the operator: the files the decision hashed."""
+        pinned = self.pinned(call_id, name, decision, keep=True)
+        return {"code": pinned.files, "code_sha256": pinned.sha256} if pinned is not None else {}
+
+    def execute_call(self, call_id: str, name: str, decision: dict[str, Any], pinned: Pinned | None = None) -> None:
         tool = self.deps.registry.get(name)
         assert tool is not None  # decide() denies unknown tools
         self.run.record({"type": "started", "call_id": call_id, "tool": name})
-        output = self.deps.registry.run(name, decision["arguments"], self.deps.tool_ctx)
+        output = self.deps.registry.run(name, decision["arguments"], self.deps.tool_ctx, pinned)
         notes = [layer["note"] for layer in decision.get("layers", []) if layer.get("note")]
         notes += self.after_notes(call_id, name, decision["arguments"], output)
         if notes:
             output += "".join(f"\n\n[sentinel note] {n}" for n in notes)
         self.result(call_id, output)
 
-    def context(self, call_id: str, name: str, args: dict[str, Any]) -> CallContext:
+    def context(self, call_id: str, name: str, args: dict[str, Any], code_sha256: str | None = None) -> CallContext:
         tool = self.deps.registry.get(name)
         return CallContext(run_id=self.state.id, agent=self.state.agent, tool=name, arguments=args, call_id=call_id,
                            task=self.state.task, mission=self.state.mission or self.state.task,
                            workspace=self.deps.tool_ctx.workspace, read_only=bool(tool and tool.read_only),
-                           granted=self.deps.granted)
+                           granted=self.deps.granted, code_sha256=code_sha256)
 
     def after_notes(self, call_id: str, name: str, args: dict[str, Any], output: str) -> list[str]:
         """Context that layers synthesize once the tool ran (the gate's `post: true` info rules)."""

@@ -1,4 +1,5 @@
-"""The system prompt: the agent's soul plus a tool-use scaffold that small models can follow."""
+"""The system prompt: the agent's soul, its self-state parts (user.md, memory index, skills) in that order,
+then a tool-use scaffold that small models can follow."""
 
 from __future__ import annotations
 
@@ -19,14 +20,21 @@ Your workspace is {workspace}; paths are relative to it.
 {tools}"""
 
 
+def _type(prop: dict[str, Any]) -> str:
+    kind = prop.get("type", "any")
+    return "|".join(kind) if isinstance(kind, list) else str(kind)
+
+
 def _signature(tool: dict[str, Any]) -> str:
     props = tool["parameters"].get("properties", {})
     required = set(tool["parameters"].get("required", []))
-    params = ", ".join(f"{k}{'' if k in required else '?'}: {v.get('type', 'any')}" for k, v in props.items())
+    params = ", ".join(f"{k}{'' if k in required else '?'}: {_type(v)}" for k, v in props.items())
     return f"- {tool['name']}({params}): {tool['description']}"
 
 
-def system_prompt(soul: str, tools: list[dict[str, Any]], workspace: str, name: str | None = None) -> str:
+def system_prompt(soul: str, tools: list[dict[str, Any]], workspace: str, name: str | None = None,
+                  parts: list[tuple[str, str]] = ()) -> str:
     listing = "\n".join(_signature(t) for t in tools) or "(none)"
     header = f"Your name is {name}.\n\n" if name else ""
-    return f"{header}{soul.strip()}\n\n" + SCAFFOLD.format(workspace=workspace, tools=listing)
+    body = "".join(f"\n\n## {heading}\n\n{text.strip()}" for heading, text in parts)
+    return f"{header}{soul.strip()}{body}\n\n" + SCAFFOLD.format(workspace=workspace, tools=listing)

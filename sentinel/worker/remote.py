@@ -4,8 +4,9 @@
     store = RemoteStore(channel, run_id)    # what AgentLoop uses as deps.store in system mode
 
 Every call is one request frame and one reply frame. The supervisor answers only what a worker may
-ask about its own run (status, its approvals, consume, audit); it never resolves an approval for a
-worker, so no code running as the agent's user can approve anything.
+ask about its own run (status, its approvals, consume, audit, whether a code hash is trusted); it
+never resolves an approval or records trust for a worker, so no code running as the agent's user can
+approve anything or trust its own code.
 """
 
 from __future__ import annotations
@@ -71,9 +72,15 @@ class RemoteStore:
         return _approval(self.channel.call("approval_for_call", run_id=run_id, call_id=call_id))
 
     def submit_approval(self, run_id: str, call_id: str, tool: str, arguments: dict[str, Any], reason: str,
-                        ttl_s: float | None = None) -> Approval:
+                        ttl_s: float | None = None, code: dict[str, str] | None = None,
+                        code_sha256: str | None = None) -> Approval:
         return _approval(self.channel.call("submit_approval", run_id=run_id, call_id=call_id, tool=tool,
-                                           arguments=arguments, reason=reason, ttl_s=ttl_s))
+                                           arguments=arguments, reason=reason, ttl_s=ttl_s, code=code,
+                                           code_sha256=code_sha256))
+
+    def tool_trusted(self, run_id: str, tool: str, code_sha256: str) -> bool:
+        """Asked, never told: the supervisor answers from its own trust table for this run's agent."""
+        return bool(self.channel.call("tool_trusted", run_id=run_id, tool=tool, code_sha256=code_sha256))
 
     def get_approval(self, approval_id: str) -> Approval:
         return _approval(self.channel.call("get_approval", approval_id=approval_id))

@@ -1,4 +1,10 @@
-"""Wiring for one run's loop: model client, tools, decision layers, tool context, first messages."""
+"""Wiring for one run's loop: model client, tools, decision layers, tool context, first messages.
+
+The registry holds the built-ins, the agent's self-state tools (sentinel/agents/selfstate.py), the
+skill tools, the tool-management tools and every valid tool the agent authored; the layers end with
+the trust layer. The system prompt is a function of the agent's files (`Deps.prompt`), rebuilt by
+the loop before each model call.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +13,15 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from sentinel.agents import profile as profiles
+from sentinel.agents.authored import AuthoredTools
+from sentinel.agents.selfstate import SelfState
+from sentinel.agents.skills import SkillTools
+from sentinel.agents.trust import TrustLayer
 from sentinel.config import Config
 from sentinel.engine.state import RunState
 from sentinel.engine.store import Store
 from sentinel.policy import action
-from sentinel.tools import ToolContext
+from sentinel.tools import Registry, ToolContext
 from sentinel.tools.builtin import default_registry
 from sentinel.worker.loop import Deps
 from sentinel.worker.prompt import system_prompt
@@ -39,7 +49,8 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     from sentinel.muzzle import model_for_run
 
     registry = default_registry()
-    layers = layers_for(config, home, profile)
+    selfstate = _add_agent_tools(registry, config, home, profile, state, store)
+    layers = layers_for(config, home, profile) + [TrustLayer(store.tool_trusted)]
     gate = next((layer for layer in layers if getattr(layer, "name", "") == "gate"), None)
     judges = gate.judge_models() if gate is not None else []
     model = model_for_run(state.model, config, run_id=state.id, agent=profile.name, also=judges)
@@ -49,14 +60,37 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     tool_ctx = ToolContext(workspace=Path(state.workspace), run_id=state.id, agent=profile.name,
                            bash_timeout_s=config.tools.bash_timeout_s, output_max_chars=config.tools.output_max_chars,
                            sandbox=config.sandbox, tools_mode=config.leash.tools)
+
+    def prompt() -> str:
+        soul, parts = selfstate.prompt_parts()
+        return system_prompt(soul, registry.schemas(granted), str(tool_ctx.workspace), profile.display_name, parts)
+
     return Deps(model=model, registry=registry, layers=layers, store=store, tool_ctx=tool_ctx,
-                max_steps=config.limits.max_steps, max_wall_s=config.limits.max_wall_s, granted=granted)
+                max_steps=config.limits.max_steps, max_wall_s=config.limits.max_wall_s, granted=granted, prompt=prompt)
+
+
+def _add_agent_tools(registry: Registry, config: Config, home: Path, profile: profiles.AgentProfile,
+                     state: RunState, store: Store) -> SelfState:
+    """Self-state, skill and tool-management tools, then the agent's own tools (broken ones are audited)."""
+
+    def audit(kind: str, record: dict[str, Any]) -> None:
+        store.audit(kind, {"run_id": state.id, "agent": profile.name, **record})
+
+    selfstate = SelfState(home, profile.name, config, audit)
+    skill_tools = SkillTools(home, attached=lambda: selfstate.profile().skills, attach=selfstate.attach_skill)
+    for tool in [*selfstate.tools(), *skill_tools.tools()]:
+        registry.add(tool)
+    authored = AuthoredTools(home, registry, config.tools.authored,
+                             trusted=lambda tool, sha: store.tool_trusted(state.id, tool, sha))
+    for tool in authored.tools():
+        registry.add(tool)
+    for name, problem in authored.register_all().items():
+        audit("tool_broken", {"tool": name, "problem": problem})
+    return selfstate
 
 
 def initial_messages(home: Path, profile: profiles.AgentProfile, deps: Deps, task: str,
                      skills: Sequence[str] = ()) -> list[dict[str, Any]]:
-    soul = profiles.soul_text(profile, home)
-    prompt = system_prompt(soul, deps.registry.schemas(deps.granted), str(deps.tool_ctx.workspace),
-                           profile.display_name)
-    return [{"type": "message", "message": {"role": "system", "content": prompt}}, *skill_records(home, skills),
+    assert deps.prompt is not None
+    return [{"type": "message", "message": {"role": "system", "content": deps.prompt()}}, *skill_records(home, skills),
             {"type": "message", "message": {"role": "user", "content": task}}]

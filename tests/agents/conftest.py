@@ -5,4 +5,4 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "supervisor"))
 
-from sx_helpers import make_agent, sentinel_cmd, system  # noqa: E402,F401
+from sx_helpers import make_agent, sentinel_cmd, supervisor, system  # noqa: E402,F401

@@ -1,0 +1,205 @@
+"""An agent's self-state: its soul, its model of the operator (user.md), its memory, as tools and as prompt.
+
+    self = SelfState(home, "researcher", config, audit)
+    self.tools()            edit_soul, update_user, remember, recall (all `auto` in the default policy)
+    self.prompt_parts()     (soul, [(heading, text), ...]) in the order a system prompt loads them:
+                            the soul, user.md, the memory index of the agent's scope, its attached skills
+
+Everything bound for the system prompt passes the injection scanner first. A flagged soul falls back
+to the starter soul, a flagged user.md or skill is left out, a flagged note is quarantined by the
+memory index; each finding is audited once per process (`prompt_quarantined`, `memory_quarantined`).
+The profile is re-read on every call, so a skill attached during a run is in the next prompt.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from sentinel import paths
+from sentinel.agents import profile as profiles
+from sentinel.errors import SentinelError
+from sentinel.memory.scan import scan
+from sentinel.tools import Tool, ToolContext, ToolError
+from sentinel.tools import object_schema as _schema
+
+if TYPE_CHECKING:
+    from sentinel.config import Config
+    from sentinel.memory.index import Row
+    from sentinel.memory.vault import Memory
+
+Audit = Callable[[str, dict[str, Any]], None]
+SOUL_MAX = 20000
+USER_APPEND_MAX = 4000
+USER_PROMPT_MAX = 8000
+USER_HEADER = "# The operator\n\nWhat I know about the person I work for.\n"
+
+
+def user_path(home: Path | None = None) -> Path:
+    return (home or paths.home()) / "user.md"
+
+
+class SelfState:
+    def __init__(self, home: Path, agent: str, config: "Config", audit: Audit | None = None):
+        self.home = home
+        self.agent = agent
+        self.config = config
+        self.audit = audit or (lambda kind, record: None)
+        self._reported: set[tuple[str, str]] = set()
+
+    # -- what the agent is now -------------------------------------------------------------------
+
+    def profile(self) -> profiles.AgentProfile:
+        return profiles.load(self.agent, self.home, check=False)
+
+    def attach_skill(self, name: str) -> None:
+        attached = self.profile().skills
+        if name not in attached:
+            profiles.update(self.agent, self.home, skills=[*attached, name])
+
+    def memory(self) -> "Memory":
+        from sentinel.memory.vault import Memory
+
+        return Memory.open(self.home, self.profile().scope, self.config.memory.note_max_chars)
+
+    def prompt_parts(self) -> tuple[str, list[tuple[str, str]]]:
+        from sentinel.agents import skills
+
+        profile = self.profile()
+        soul = profiles.soul_text(profile, self.home)
+        if not self._clean(f"agents/{profile.name}.soul.md", soul):
+            soul = profiles.starter_soul(profile, self.home)
+        parts: list[tuple[str, str]] = []
+        user = _tail(_read(user_path(self.home)), USER_PROMPT_MAX)
+        if user.strip() and self._clean("user.md", user):
+            parts.append(("The operator (user.md)", user))
+        parts.append((f"Memory (scope {profile.scope})", self._memory_part()))
+        for name in profile.skills:
+            skill = skills.get(name, self.home)
+            if skill is not None and self._clean(f"skills/{name}/SKILL.md", skill.body):
+                parts.append((f"Skill: {skill.name}", skill.body))
+        return soul, parts
+
+    def _memory_part(self) -> str:
+        memory = self.memory()
+        index = memory.prompt_index(self.config.memory.index_max_chars)
+        self._report_flagged(memory, memory.index.rows(flagged=True))
+        hint = "Save durable facts with `remember`; search your notes with `recall`."
+        return f"{index}\n\n{hint}" if index else f"(no notes yet)\n\n{hint}"
+
+    def _clean(self, source: str, text: str) -> bool:
+        finding = scan(text)
+        if finding is None:
+            return True
+        key = (source, str(finding))
+        if key not in self._reported:
+            self._reported.add(key)
+            self.audit("prompt_quarantined", {"source": source, "finding": str(finding)})
+        return False
+
+    def _report_flagged(self, memory: "Memory", rows: "list[Row]") -> None:
+        for row in rows:
+            key = (f"memory/{memory.scope}/vault/{row.rel}", row.flagged or "")
+            if key not in self._reported:
+                self._reported.add(key)
+                self.audit("memory_quarantined", {"scope": memory.scope, "note": row.rel, "title": row.title,
+                                                  "finding": row.flagged})
+
+    # -- the tools ---------------------------------------------------------------------------------
+
+    def tools(self) -> list[Tool]:
+        limit = self.config.memory.recall_max
+        return [
+            Tool("edit_soul", "Rewrite your own soul (persona and standing instructions). The previous version "
+                              "is kept as a backup; the new soul applies from your next model call.",
+                 _schema({"content": {"type": "string", "description": "The whole new soul, in Markdown."}},
+                         ["content"]), self.edit_soul),
+            Tool("update_user", "Append what you learned about the operator (preferences, context) to user.md.",
+                 _schema({"content": {"type": "string"}}, ["content"]), self.update_user),
+            Tool("remember", "Save a durable note to your memory; a note with the same title is updated.",
+                 _schema({"title": {"type": "string"}, "content": {"type": "string"},
+                          "tags": {"type": ["array", "string"], "items": {"type": "string"}}},
+                         ["title", "content"]), self.remember),
+            Tool("recall", "Full-text search of your memory notes; returns the best matches with a snippet.",
+                 _schema({"query": {"type": "string"},
+                          "limit": {"type": "integer", "minimum": 1, "maximum": limit}}, ["query"]),
+                 self.recall, read_only=True, trigger="read"),
+        ]
+
+    def edit_soul(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        content = args["content"]
+        if not content.strip():
+            raise ToolError("content must not be empty: send the whole new soul")
+        if len(content) > SOUL_MAX:
+            raise ToolError(f"the soul is {len(content)} characters; keep it under {SOUL_MAX}")
+        _refuse_flagged("the new soul", content)
+        profile = self.profile()
+        target = profiles.soul_path(profile.name, self.home)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        backup = target.with_name(target.name + ".bak")
+        paths.write_atomic(backup, profiles.soul_text(profile, self.home), 0o600)
+        paths.write_atomic(target, content.rstrip() + "\n", 0o600)
+        return (f"Soul updated ({len(content)} characters); the previous version is in agents/{backup.name}. "
+                "It applies from your next model call.")
+
+    def update_user(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        content = args["content"].strip()
+        if not content:
+            raise ToolError("content must not be empty")
+        if len(content) > USER_APPEND_MAX:
+            raise ToolError(f"{len(content)} characters; append at most {USER_APPEND_MAX} at a time")
+        _refuse_flagged("this text", content)
+        path = user_path(self.home)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
+            if f.tell() == 0:
+                f.write(USER_HEADER)
+            f.write(f"\n{content}\n")
+        return "Appended to user.md."
+
+    def remember(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        memory = self.memory()
+        saved = memory.remember(args["title"], args["content"], args.get("tags"), source_run=ctx.run_id or None)
+        where = f"memory/{memory.scope}/vault/{saved.row.rel}"
+        verb = "Saved" if saved.created else "Updated"
+        if saved.row.flagged:
+            self._report_flagged(memory, [saved.row])
+            return (f"{verb} note {saved.row.title!r} ({where}), but it is quarantined by the injection scanner "
+                    f"({saved.row.flagged}): it will not be loaded or recalled.")
+        return f"{verb} note {saved.row.title!r} ({where})."
+
+    def recall(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        query = args["query"]
+        memory = self.memory()
+        hits = memory.recall(query, int(args.get("limit") or self.config.memory.recall_limit))
+        self._report_flagged(memory, memory.index.rows(flagged=True))
+        if not hits:
+            return f"No notes in memory scope {memory.scope!r} match {query!r}."
+        lines = [f"{len(hits)} note(s) in memory scope {memory.scope!r} match {query!r}:"]
+        for i, hit in enumerate(hits, 1):
+            tags = f" [tags: {', '.join(hit.tags)}]" if hit.tags else ""
+            lines.append(f"{i}. {hit.title} (memory/{memory.scope}/vault/{hit.rel}){tags}\n   {hit.snippet}")
+        return "\n".join(lines)
+
+
+def _refuse_flagged(what: str, text: str) -> None:
+    finding = scan(text)
+    if finding:
+        raise ToolError(f"{what} is flagged by the injection scanner ({finding}); rewrite it without that")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        raise SentinelError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _tail(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[len(text) - limit:]
+    return "(… earlier lines omitted)\n" + cut[cut.find("\n") + 1:]
