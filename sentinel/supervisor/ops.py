@@ -13,25 +13,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel.supervisor import agentfs, layout, registry
+from sentinel.supervisor.hub import Client, Hub
 from sentinel.frames import failure, reply
 
-if TYPE_CHECKING:
-    from sentinel.supervisor.server import Conn, Supervisor
-
-Handler = Callable[["Supervisor", "Conn", dict[str, Any]], "dict[str, Any] | None"]
+Handler = Callable[[Hub, Client, dict[str, Any]], "dict[str, Any] | None"]
 
 
 @dataclass
 class Watch:
     """A client following a run: gets each journal event newer than what it has seen."""
 
-    conn: "Conn"
+    conn: Client
     seq: int = 0
 
     def event(self, event: dict[str, Any]) -> None:
@@ -47,12 +45,12 @@ class Watch:
         self.conn.send({"event": event})
 
 
-def handle(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any] | None:
+def handle(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     peer = conn.peer
     op = msg.get("op")
     if peer is None or not peer.operator:
         who = f"{peer.name} (uid {peer.uid})" if peer else "unknown peer"
-        sup._store.audit("operator_refused", {"op": str(op)[:64], "uid": peer.uid if peer else None,
+        sup.store.audit("operator_refused", {"op": str(op)[:64], "uid": peer.uid if peer else None,
                                               "user": peer.name if peer else None})
         return failure("denied", f"permission denied: {who} is not root or a member of group "
                                  f"{sup.settings.group!r}; only operators may use the supervisor")
@@ -73,8 +71,8 @@ def handle(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, An
 
 # -- reads ------------------------------------------------------------------------------------------
 
-def _status(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
-    store = sup._store
+def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    store = sup.store
     counts: dict[str, int] = {}
     for row in store.list_runs():
         counts[row["status"]] = counts.get(row["status"], 0) + 1
@@ -85,16 +83,16 @@ def _status(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, A
                   "workers": sorted(sup.workers), "runs": counts, "pending_approvals": len(store.pending_approvals())})
 
 
-def _agents(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
-    return reply([a.public() for a in registry.all_agents(sup._store)])
+def _agents(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    return reply([a.public() for a in registry.all_agents(sup.store)])
 
 
-def _runs(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
-    return reply(sup._store.list_runs(limit=msg.get("limit")))
+def _runs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    return reply(sup.store.list_runs(limit=msg.get("limit")))
 
 
-def _show(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
-    store = sup._store
+def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    store = sup.store
     row = _row(store, str(msg.get("run_id")))
     state = _state(store, row)
     decisions = [{"call_id": d["call_id"], "tool": d["tool"], "arguments": d.get("arguments"),
@@ -107,12 +105,12 @@ def _show(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any
                   "decisions": decisions, "pending_approvals": [a.public() for a in store.pending_approvals(row["id"])]})
 
 
-def _approvals(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
-    return reply([a.public() for a in sup._store.pending_approvals(msg.get("run_id"))])
+def _approvals(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    return reply([a.public() for a in sup.store.pending_approvals(msg.get("run_id"))])
 
 
-def _logs(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any] | None:
-    store = sup._store
+def _logs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+    store = sup.store
     run_id = msg.get("run_id")
     if not run_id:
         newest = store.list_runs(limit=1)
@@ -135,8 +133,8 @@ def _logs(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any
 
 # -- acts -------------------------------------------------------------------------------------------
 
-def _start(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any] | None:
-    store = sup._store
+def _start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+    store = sup.store
     task = msg.get("task")
     if not isinstance(task, str) or not task.strip():
         raise UsageError("TASK: must not be empty")
@@ -169,16 +167,16 @@ def _workspace(value: Any) -> str | None:
     return str(path)
 
 
-def _approve(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any] | None:
+def _approve(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     return _resolve(sup, conn, msg, approved=True)
 
 
-def _deny(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any] | None:
+def _deny(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     return _resolve(sup, conn, msg, approved=False)
 
 
-def _resolve(sup: "Supervisor", conn: "Conn", msg: dict[str, Any], approved: bool) -> dict[str, Any] | None:
-    store = sup._store
+def _resolve(sup: Hub, conn: Client, msg: dict[str, Any], approved: bool) -> dict[str, Any] | None:
+    store = sup.store
     approval_id = store.approval_id(str(msg.get("ident") or ""))
     reason = str(msg.get("reason") or "")
     digest = msg.get("digest")
@@ -189,12 +187,12 @@ def _resolve(sup: "Supervisor", conn: "Conn", msg: dict[str, Any], approved: boo
     return _resume_run(sup, conn, approval.run_id, msg)
 
 
-def _resume(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any] | None:
+def _resume(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     return _resume_run(sup, conn, str(msg.get("run_id")), msg)
 
 
-def _resume_run(sup: "Supervisor", conn: "Conn", run_id: str, msg: dict[str, Any]) -> dict[str, Any] | None:
-    store = sup._store
+def _resume_run(sup: Hub, conn: Client, run_id: str, msg: dict[str, Any]) -> dict[str, Any] | None:
+    store = sup.store
     row = _row(store, run_id)
     if row["status"] in TERMINAL:
         return reply(outcome(store, run_id))
@@ -207,16 +205,16 @@ def _resume_run(sup: "Supervisor", conn: "Conn", run_id: str, msg: dict[str, Any
     return _follow(sup, conn, run_id, msg)
 
 
-def _follow(sup: "Supervisor", conn: "Conn", run_id: str, msg: dict[str, Any]) -> dict[str, Any] | None:
+def _follow(sup: Hub, conn: Client, run_id: str, msg: dict[str, Any]) -> dict[str, Any] | None:
     if not msg.get("follow"):
-        return reply(outcome(sup._store, run_id))
+        return reply(outcome(sup.store, run_id))
     conn.send({"started": run_id})
     sup.watch(conn, run_id)
     return None
 
 
-def _cancel(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
-    store = sup._store
+def _cancel(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    store = sup.store
     row = _row(store, str(msg.get("run_id")))
     if row["status"] in TERMINAL:
         raise UsageError(f"run {row['id']} is already {row['status']}")
@@ -237,9 +235,7 @@ def outcome(store: Store, run_id: str) -> dict[str, Any]:
 
 
 def _row(store: Store, run_id: str) -> dict[str, Any]:
-    from sentinel.supervisor.workers import run_row
-
-    return run_row(store, run_id)
+    return store.get_run(run_id)
 
 
 def _owner(store: Store, row: dict[str, Any]) -> tuple[str, int] | None:

@@ -19,7 +19,6 @@ import signal
 import socket
 import stat
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,21 +26,13 @@ from sentinel.engine.store import Store
 from sentinel.errors import Busy, SentinelError, UsageError
 from sentinel import frames as protocol
 from sentinel.supervisor import auth, layout, ops, workers
+from sentinel.supervisor.hub import Settings
 
 READ_CHUNK = 1 << 16
 
 
 class Stop(Exception):
     pass
-
-
-@dataclass
-class Settings:
-    state_dir: Path = field(default_factory=layout.state_dir)
-    socket_path: Path = field(default_factory=layout.socket_path)
-    group: str = field(default_factory=layout.operator_group)
-    resume: bool = True
-    model_ports: list[int] = field(default_factory=list)
 
 
 class Conn:
@@ -106,10 +97,12 @@ class Conn:
 
 
 class Supervisor:
+    """The Hub (sentinel/supervisor/hub.py) the handlers answer through."""
+
     def __init__(self, settings: Settings):
         self.settings = settings
         self.sel = selectors.DefaultSelector()
-        self.store: Store | None = None
+        self._db: Store | None = None
         self.listener: socket.socket | None = None
         self.workers: dict[str, workers.Worker] = {}
         self.watchers: dict[str, list[ops.Watch]] = {}
@@ -121,7 +114,7 @@ class Supervisor:
         if os.geteuid() != 0:
             raise UsageError("the supervisor runs as root (system mode); without root, use local mode")
         os.umask(0o077)
-        self.store = open_store(self.settings.state_dir)
+        self._db = open_store(self.settings.state_dir)
         self.listener = listen(self.settings.socket_path, ensure_group(self.settings.group))
         self.sel.register(self.listener, selectors.EVENT_READ, ("listen", None))
         self.recover()
@@ -130,7 +123,7 @@ class Supervisor:
         from sentinel.leash import cgroups
 
         cgroups.sweep()  # groups of workers that died with a previous supervisor
-        store = self._store
+        store = self.store
         for row in store.list_runs(status=["running"]):
             if row["id"] not in self.workers:
                 store.set_status(row["id"], "interrupted", error="the supervisor stopped while its worker ran")
@@ -146,9 +139,9 @@ class Supervisor:
                 store.set_status(run_id, "interrupted", error=f"resume on start failed: {exc}")
 
     @property
-    def _store(self) -> Store:
-        assert self.store is not None
-        return self.store
+    def store(self) -> Store:
+        assert self._db is not None, "the supervisor is not open"
+        return self._db
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -197,7 +190,7 @@ class Supervisor:
 
     def dispatch(self, conn: Conn, message: dict[str, Any]) -> None:
         if conn.worker is not None:
-            answer = workers.handle(self._store, conn.worker, message, self.relay)
+            answer = workers.handle(self.store, conn.worker, message, self.relay)
             if answer is not None:
                 conn.send(answer)
             return
@@ -227,19 +220,19 @@ class Supervisor:
     def launch(self, run_id: str) -> workers.Worker:
         if run_id in self.workers:
             raise Busy(f"run {run_id} is already being executed (worker pid {self.workers[run_id].spawned.pid})")
-        self._store.set_status(run_id, "running")
+        self.store.set_status(run_id, "running")
         try:
-            worker, channel = workers.start(self._store, self.settings.state_dir, run_id, self.config,
+            worker, channel = workers.start(self.store, self.settings.state_dir, run_id, self.config,
                                             workers.model_ports(self.config, self.settings.model_ports),
                                             self.settings.group)
         except SentinelError as exc:
-            self._store.set_status(run_id, "interrupted", error=f"worker could not start: {exc}")
+            self.store.set_status(run_id, "interrupted", error=f"worker could not start: {exc}")
             raise
         worker.conn = Conn(self, channel, worker=worker)
         self.workers[run_id] = worker
         self.sel.register(channel, selectors.EVENT_READ, ("conn", worker.conn))
         self.sel.register(worker.spawned.pidfd, selectors.EVENT_READ, ("pidfd", run_id))
-        self._store.audit("worker_started", {"run_id": run_id, "agent": worker.agent.name, "uid": worker.uid,
+        self.store.audit("worker_started", {"run_id": run_id, "agent": worker.agent.name, "uid": worker.uid,
                                              "pid": worker.spawned.pid, "applied": worker.spawned.applied,
                                              "missing": worker.spawned.missing})
         return worker
@@ -251,18 +244,18 @@ class Supervisor:
         if worker.conn is not None and not worker.conn.closed:
             self.readable(worker.conn)  # what it wrote before exiting
             worker.conn.close()
-        row = workers.run_row(self._store, run_id)
+        row = self.store.get_run(run_id)
         if row["status"] == "running":
             why = worker.error or f"worker exited with code {code}"
-            self._store.set_status(run_id, "interrupted", error=why)
-        self._store.audit("worker_exited", {"run_id": run_id, "code": code, "pid": worker.spawned.pid})
-        if worker.relaunch and row["status"] == "waiting_approval" and not self._store.pending_approvals(run_id):
+            self.store.set_status(run_id, "interrupted", error=why)
+        self.store.audit("worker_exited", {"run_id": run_id, "code": code, "pid": worker.spawned.pid})
+        if worker.relaunch and row["status"] == "waiting_approval" and not self.store.pending_approvals(run_id):
             try:
                 self.launch(run_id)  # the watchers stay and follow the new worker
                 return
             except SentinelError:
                 pass
-        outcome = ops.outcome(self._store, run_id)
+        outcome = ops.outcome(self.store, run_id)
         for watch in self.watchers.pop(run_id, []):
             watch.conn.finish(protocol.reply(outcome))
 
@@ -270,8 +263,8 @@ class Supervisor:
         for watch in self.watchers.get(run_id, []):
             watch.event(event)
 
-    def watch(self, conn: Conn, run_id: str, since_seq: int = 0) -> None:
-        self.watchers.setdefault(run_id, []).append(ops.Watch(conn, since_seq))
+    def watch(self, client: Any, run_id: str, since_seq: int = 0) -> None:
+        self.watchers.setdefault(run_id, []).append(ops.Watch(client, since_seq))
 
     def cancel(self, run_id: str) -> bool:
         worker = self.workers.get(run_id)
@@ -294,8 +287,8 @@ class Supervisor:
                     os.unlink(self.settings.socket_path)
             except OSError:
                 pass
-        if self.store is not None:
-            self.store.close()
+        if self._db is not None:
+            self._db.close()
 
 
 # -- state, group and socket set-up ---------------------------------------------------------------------

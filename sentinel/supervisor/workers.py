@@ -19,11 +19,11 @@ from urllib.parse import urlparse
 from sentinel.engine.store import TERMINAL, Store
 from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.supervisor import layout, registry, spawn
+from sentinel.supervisor.hub import Client
 from sentinel.frames import failure, reply
 
 if TYPE_CHECKING:
     from sentinel.config import Config
-    from sentinel.supervisor.server import Conn
 
 WORKER_STATUSES = ("running", "waiting_approval", "done", "failed")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -40,7 +40,7 @@ class Worker:
     uid: int
     home: str
     spawned: spawn.Spawned
-    conn: "Conn | None" = None
+    conn: Client | None = None
     pid: int | None = None
     error: str | None = None
     applied: list[str] = field(default_factory=list)
@@ -108,7 +108,7 @@ def worker_launch(run_id: str, row: dict[str, Any], pw: Any, config: "Config", p
 def start(store: Store, state_dir: Path, run_id: str, config: "Config", ports: list[int],
           group: str) -> tuple[Worker, socket.socket]:
     """Spawn the worker of a run; returns it and the supervisor's end of its channel."""
-    row = run_row(store, run_id)
+    row = store.get_run(run_id)
     agent = registry.get(store, row.get("user") or "")
     if agent is None:
         raise UsageError(f"run {run_id} belongs to no registered system agent")
@@ -156,13 +156,6 @@ def system_judge_models(config: "Config") -> list[str]:
     return RuleGate.for_sentinel(layout.etc_dir(), config.gate, config, system_rules=rules).judge_models()
 
 
-def run_row(store: Store, run_id: str) -> dict[str, Any]:
-    row = store.conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
-    if row is None:
-        raise NotFound(f"no run {run_id!r} (see `sentinel runs`)")
-    return dict(row)
-
-
 # -- the channel ------------------------------------------------------------------------------------
 
 def handle(store: Store, worker: Worker, msg: dict[str, Any], relay: Callable[[str, dict], None]) -> dict | None:
@@ -204,7 +197,7 @@ def _own_approval(store: Store, worker: Worker, approval_id: str) -> Any:
 
 def _hello(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
     worker.pid = int(msg.get("pid") or 0) or None
-    row = run_row(store, worker.run_id)
+    row = store.get_run(worker.run_id)
     return {"id": row["id"], "task": row["task"], "profile": row["agent"], "model": row["model"] or None,
             "workspace": row["workspace"] or None, "parent_id": row["parent_id"]}
 
@@ -225,7 +218,7 @@ def _set_status(store: Store, worker: Worker, msg: dict[str, Any]) -> None:
     status = msg["status"]
     if status not in WORKER_STATUSES:
         raise Refused(f"a worker may not set status {status!r}")
-    if run_row(store, worker.run_id)["status"] in TERMINAL:
+    if store.get_run(worker.run_id)["status"] in TERMINAL:
         raise Refused(f"run {worker.run_id} is already finished")
     store.set_status(_own(worker, msg), status, output=msg.get("output"), error=msg.get("error"))
 
