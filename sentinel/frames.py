@@ -2,59 +2,115 @@
 
 Requests are `{"op": NAME, ...}`. A reply is `{"ok": true, "result": ...}` or
 `{"ok": false, "error": "one line", "kind": "usage" | "not_found" | "denied" | "busy" | "error"}`.
-Streaming operations send `{"event": {...}}` frames (and `{"started": RUN_ID}`) before their reply.
+Streaming operations send `{"event": {...}}` frames (and `{"started": RUN_ID}`) before their reply;
+`show` sends its long lists as `{"part": NAME, "items": [...]}` frames.
+
+Parsing is bounded: a frame is at most MAX_FRAME bytes and nested at most MAX_DEPTH deep (checked on the
+bytes before json builds anything), so no peer can make a reader recurse. `loads` applies the same bound
+to any JSON an untrusted party wrote (an agent's journal lines).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import struct
 from typing import Any
 
 HEADER = struct.Struct("!I")
 MAX_FRAME = 16 * 1024 * 1024
+MAX_DEPTH = 64
+
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')
+_NOT_BRACKET = re.compile(rb"[^\[\]{}]++")
+_OPENERS = frozenset(b"[{")
 
 
 class ProtocolError(Exception):
     """A peer sent something that is not a frame we accept."""
 
 
+class BadFrame(ProtocolError):
+    """A whole frame that is not an acceptable message; the stream itself is still in step."""
+
+
+def too_deep(text: bytes, limit: int = MAX_DEPTH) -> bool:
+    """True when the JSON in `text` nests deeper than `limit` (or closes more than it opened).
+
+    Strings are cut out and the brackets walked in steps of `limit`: a step whose openers cannot take
+    the depth past the limit is added up with two counts; only a step that might is walked bracket by
+    bracket, so a deep nest is caught within its first `limit` brackets."""
+    if text.count(b"[") + text.count(b"{") <= limit:
+        return False
+    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", text))
+    depth = 0
+    for start in range(0, len(brackets), limit):
+        step = brackets[start:start + limit]
+        opened = step.count(b"[") + step.count(b"{")
+        if depth + opened <= limit:
+            depth += 2 * opened - len(step)
+        else:
+            for byte in step:
+                depth += 1 if byte in _OPENERS else -1
+                if depth > limit:
+                    return True
+        if depth < 0:
+            return True
+    return False
+
+
+def loads(text: bytes | str, limit: int = MAX_DEPTH) -> Any:
+    """json.loads with a nesting bound; ValueError for anything it refuses."""
+    raw = text.encode() if isinstance(text, str) else text
+    if too_deep(raw, limit):
+        raise ValueError(f"JSON nested deeper than {limit} levels")
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
 def encode(message: dict[str, Any]) -> bytes:
     payload = json.dumps(message, ensure_ascii=False, default=str, separators=(",", ":")).encode()
     if len(payload) > MAX_FRAME:
-        raise ProtocolError("frame too large")
+        raise ProtocolError(f"frame too large ({len(payload)} bytes; at most {MAX_FRAME})")
     return HEADER.pack(len(payload)) + payload
 
 
 class Decoder:
-    """Incremental decoder for a non-blocking socket: feed bytes, get whole messages."""
+    """Incremental decoder for a non-blocking socket: feed bytes, get whole messages (a BadFrame in place of
+    a frame that is not an acceptable message). ProtocolError: the stream cannot go on (a frame too large)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_frame: int = MAX_FRAME) -> None:
         self.buf = bytearray()
+        self.max_frame = max_frame
 
-    def feed(self, data: bytes) -> list[dict[str, Any]]:
+    def feed(self, data: bytes) -> list["dict[str, Any] | BadFrame"]:
         self.buf += data
-        out = []
+        out: list[dict[str, Any] | BadFrame] = []
         while len(self.buf) >= HEADER.size:
             (size,) = HEADER.unpack_from(self.buf)
-            if size > MAX_FRAME:
-                raise ProtocolError("frame too large")
+            if size > self.max_frame:
+                raise ProtocolError(f"frame too large ({size} bytes; at most {self.max_frame})")
             if len(self.buf) < HEADER.size + size:
                 break
             payload = bytes(self.buf[HEADER.size:HEADER.size + size])
             del self.buf[:HEADER.size + size]
-            out.append(_parse(payload))
+            try:
+                out.append(_parse(payload))
+            except BadFrame as exc:
+                out.append(exc)
         return out
 
 
 def _parse(payload: bytes) -> dict[str, Any]:
     try:
-        message = json.loads(payload)
-    except ValueError:
-        raise ProtocolError("frame is not JSON") from None
+        message = loads(payload)
+    except ValueError as exc:
+        raise BadFrame(f"frame is not acceptable JSON ({exc})") from None
     if not isinstance(message, dict):
-        raise ProtocolError("frame is not a JSON object")
+        raise BadFrame("frame is not a JSON object")
     return message
 
 

@@ -142,6 +142,8 @@ class SystemEngine:
 
 
 def _answer(sock: socket.socket, listener: Listener | None) -> Any:
+    """The reply, after handing streamed events to `listener` and gathering streamed parts into it."""
+    parts: dict[str, list[Any]] = {}
     while True:
         message = protocol.recv(sock)
         if message is None:
@@ -151,10 +153,17 @@ def _answer(sock: socket.socket, listener: Listener | None) -> Any:
             if listener is not None and event is not None:
                 listener(event)
             continue
+        if "part" in message:
+            parts.setdefault(str(message["part"]), []).extend(message.get("items") or [])
+            continue
         if "started" in message:
             continue
         if message.get("ok"):
-            return message.get("result")
+            result = message.get("result")
+            if isinstance(result, dict):
+                for name, items in parts.items():
+                    result[name] = list(result.get(name) or []) + items
+            return result
         _raise(message)
 
 

@@ -6,11 +6,16 @@ only root and members of the operator group get past `handle`.
     logs                                            read, optionally following a run live
 
 `start`, `approve`, `deny`, `resume` and `logs` with `follow` stream `{"event": ...}` frames of the
-run until its worker exits, then reply with the outcome.
+run until its worker exits, then reply with the outcome. `show` streams a run's messages and decisions
+as `{"part": ...}` frames, so no reply grows past the frame limit however long the run.
+
+Every field is checked for its type before use (a wrong one is a usage error naming it); anything else
+a handler raises becomes one error reply in server.py, never the end of the supervisor.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -23,6 +28,10 @@ from sentinel.supervisor.hub import Client, Hub
 from sentinel.frames import failure, reply
 
 Handler = Callable[[Hub, Client, dict[str, Any]], "dict[str, Any] | None"]
+
+MAX_ROWS = 1000            # runs listed in one reply
+PART_BYTES = 2 << 20       # one `part` frame of show: items up to about this size
+ITEM_BYTES = 1 << 20       # one message or decision in a show reply; longer strings are cut
 
 
 @dataclass
@@ -88,42 +97,45 @@ def _agents(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _runs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    return reply(sup.store.list_runs(limit=msg.get("limit")))
+    limit = _count(msg, "limit")
+    return reply(sup.store.list_runs(limit=min(limit or MAX_ROWS, MAX_ROWS)))
 
 
 def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     store = sup.store
-    row = _row(store, str(msg.get("run_id")))
+    row = _row(store, _text(msg, "run_id"))
     state = _state(store, row)
     decisions = [{"call_id": d["call_id"], "tool": d["tool"], "arguments": d.get("arguments"),
                   "outcome": d["outcome"], "reason": d["reason"], "layers": d.get("layers", []),
                   "approval": state.resolved.get(d["call_id"])} for d in state.decisions.values()]
+    _stream(conn, "messages", state.messages)
+    _stream(conn, "decisions", decisions)
     return reply({"id": row["id"], "status": row["status"], "task": row["task"], "agent": row["agent"],
                   "user": row.get("user"), "model": row["model"], "workspace": row["workspace"],
                   "output": row.get("output") or state.output, "error": row.get("error") or state.error,
-                  "steps": state.steps, "created_at": row["created_at"], "messages": state.messages,
-                  "decisions": decisions, "pending_approvals": [a.public() for a in store.pending_approvals(row["id"])]})
+                  "steps": state.steps, "created_at": row["created_at"], "messages": [], "decisions": [],
+                  "pending_approvals": [a.public() for a in store.pending_approvals(row["id"])]})
 
 
 def _approvals(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    return reply([a.public() for a in sup.store.pending_approvals(msg.get("run_id"))])
+    return reply([a.public() for a in sup.store.pending_approvals(_text(msg, "run_id", required=False))])
 
 
 def _logs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     store = sup.store
-    run_id = msg.get("run_id")
+    run_id = _text(msg, "run_id", required=False)
     if not run_id:
         newest = store.list_runs(limit=1)
         if not newest:
             raise NotFound("no runs yet")
         run_id = newest[0]["id"]
-    row = _row(store, str(run_id))
-    after = msg.get("after") if isinstance(msg.get("after"), int) else 0
+    row = _row(store, run_id)
+    after = _count(msg, "after") or 0
     translator, last = Translator(row["id"]), after
     for record in _events(store, row):
         for event in translator.feed(record):
             if event.seq > after:
-                conn.send({"event": event.to_dict()})
+                conn.send({"event": fit(event.to_dict(), ITEM_BYTES)})
                 last = event.seq
     if msg.get("follow") and row["id"] in sup.workers:
         sup.watch(conn, row["id"], last)
@@ -135,17 +147,17 @@ def _logs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
 
 def _start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     store = sup.store
-    task = msg.get("task")
-    if not isinstance(task, str) or not task.strip():
+    task = _text(msg, "task")
+    if not task.strip():
         raise UsageError("TASK: must not be empty")
-    agent, profile = registry.resolve(store, msg.get("agent"))
+    agent, profile = registry.resolve(store, _text(msg, "agent", required=False))
     pw = registry.account(agent, sup.settings.group)
-    model = msg.get("model") or ""
+    model = _text(msg, "model", required=False) or ""
     if model:
         from sentinel.models import split
 
         split(model)
-    workspace = _workspace(msg.get("workspace"))
+    workspace = _workspace(_text(msg, "workspace", required=False))
     run_id = new_id("r-")
     sentinel_home = layout.agent_sentinel_home(pw.pw_dir)
     store.create_run(run_id, agent=profile, task=task, model=model, workspace=workspace or "",
@@ -177,18 +189,16 @@ def _deny(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
 
 def _resolve(sup: Hub, conn: Client, msg: dict[str, Any], approved: bool) -> dict[str, Any] | None:
     store = sup.store
-    approval_id = store.approval_id(str(msg.get("ident") or ""))
-    reason = str(msg.get("reason") or "")
-    digest = msg.get("digest")
-    approval = store.resolve(approval_id, approved, conn.peer.name, reason,
-                             digest=str(digest) if digest is not None else None)
+    approval_id = store.approval_id(_text(msg, "ident"))
+    reason = _text(msg, "reason", required=False) or ""
+    approval = store.resolve(approval_id, approved, conn.peer.name, reason, digest=_text(msg, "digest", required=False))
     store.audit("approval_resolved", {"run_id": approval.run_id, "approval_id": approval.id, "approved": approved,
                                       "by": conn.peer.name, "uid": conn.peer.uid, "reason": reason})
     return _resume_run(sup, conn, approval.run_id, msg)
 
 
 def _resume(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
-    return _resume_run(sup, conn, str(msg.get("run_id")), msg)
+    return _resume_run(sup, conn, _text(msg, "run_id"), msg)
 
 
 def _resume_run(sup: Hub, conn: Client, run_id: str, msg: dict[str, Any]) -> dict[str, Any] | None:
@@ -215,7 +225,7 @@ def _follow(sup: Hub, conn: Client, run_id: str, msg: dict[str, Any]) -> dict[st
 
 def _cancel(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     store = sup.store
-    row = _row(store, str(msg.get("run_id")))
+    row = _row(store, _text(msg, "run_id"))
     if row["status"] in TERMINAL:
         raise UsageError(f"run {row['id']} is already {row['status']}")
     store.set_status(row["id"], "cancelled", error=f"cancelled by {conn.peer.name}")
@@ -226,6 +236,63 @@ def _cancel(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- helpers ----------------------------------------------------------------------------------------
+
+def _text(msg: dict[str, Any], name: str, *, required: bool = True) -> Any:
+    """A string field (None when optional and absent); anything else is a usage error naming it."""
+    value = msg.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{name}: must be a string" + ("" if value is not None else " (missing)"))
+    return value
+
+
+def _count(msg: dict[str, Any], name: str) -> int | None:
+    value = msg.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"{name}: must be a whole number, not {json.dumps(value)[:40]}")
+    return value
+
+
+def _stream(conn: Client, name: str, items: list[Any]) -> None:
+    """Send `items` as `{"part": name, "items": [...]}` frames of about PART_BYTES each."""
+    batch: list[Any] = []
+    size = 0
+    for item in items:
+        item = fit(item, ITEM_BYTES)
+        cost = len(json.dumps(item, ensure_ascii=False, default=str))
+        if batch and size + cost > PART_BYTES:
+            conn.send({"part": name, "items": batch})
+            batch, size = [], 0
+        batch.append(item)
+        size += cost
+    if batch:
+        conn.send({"part": name, "items": batch})
+
+
+def fit(item: Any, budget: int) -> Any:
+    """`item` if it encodes within `budget` bytes; else a copy with its long strings cut (saying so)."""
+    size = len(json.dumps(item, ensure_ascii=False, default=str))
+    if size <= budget:
+        return item
+    cut = _cut(item, max(256, budget // 16))
+    if len(json.dumps(cut, ensure_ascii=False, default=str)) <= budget:
+        return cut
+    note = f"[{size} bytes: too large to show here; the run's journal has it]"
+    return {"role": item.get("role"), "content": note} if isinstance(item, dict) else note
+
+
+def _cut(value: Any, keep: int) -> Any:
+    if isinstance(value, str) and len(value) > keep:
+        return value[:keep] + f"… [cut by the supervisor: {len(value) - keep} more characters]"
+    if isinstance(value, dict):
+        return {k: _cut(v, keep) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut(v, keep) for v in value]
+    return value
+
 
 def outcome(store: Store, run_id: str) -> dict[str, Any]:
     row = _row(store, run_id)

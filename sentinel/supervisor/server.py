@@ -29,9 +29,10 @@ from sentinel.supervisor import auth, layout, ops, workers
 from sentinel.supervisor.hub import Settings
 
 READ_CHUNK = 1 << 16
+STRANGER_FRAME = 64 * 1024  # a peer that is no operator is refused; it may not make us read more than this
 
 
-class Stop(Exception):
+class Stop(BaseException):
     pass
 
 
@@ -41,7 +42,8 @@ class Conn:
     def __init__(self, sup: "Supervisor", sock: socket.socket, peer: auth.Peer | None = None,
                  worker: workers.Worker | None = None):
         self.sup, self.sock, self.peer, self.worker = sup, sock, peer, worker
-        self.decoder = protocol.Decoder()
+        stranger = worker is None and (peer is None or not peer.operator)
+        self.decoder = protocol.Decoder(STRANGER_FRAME if stranger else protocol.MAX_FRAME)
         self.out = bytearray()
         self.closing = False
         self.closed = False
@@ -50,7 +52,11 @@ class Conn:
     def send(self, message: dict[str, Any]) -> None:
         if self.closed:
             return
-        self.out += protocol.encode(message)
+        try:
+            self.out += protocol.encode(message)
+        except protocol.ProtocolError as exc:  # a reply that cannot be one frame is a failure, not a crash
+            self.sup.store.audit("reply_refused", {"error": str(exc), "run_id": _run_of(message)})
+            self.out += protocol.encode(protocol.failure("error", f"the supervisor could not send its reply: {exc}"))
         self.flush()
 
     def finish(self, message: dict[str, Any]) -> None:
@@ -71,9 +77,10 @@ class Conn:
             return self.close()
         self.sup.interest(self)
 
-    def read(self) -> list[dict[str, Any]] | None:
-        """Messages available now; None at end of stream or on a protocol error."""
-        messages: list[dict[str, Any]] = []
+    def read(self) -> list[dict[str, Any] | protocol.BadFrame] | None:
+        """Messages available now (a BadFrame for a frame that is not one); None at end of stream or when
+        the stream cannot go on."""
+        messages: list[dict[str, Any] | protocol.BadFrame] = []
         while True:
             try:
                 data = self.sock.recv(READ_CHUNK)
@@ -188,14 +195,25 @@ class Supervisor:
         if messages is None:
             conn.close()
 
-    def dispatch(self, conn: Conn, message: dict[str, Any]) -> None:
-        if conn.worker is not None:
-            answer = workers.handle(self.store, conn.worker, message, self.relay)
-            if answer is not None:
-                conn.send(answer)
+    def dispatch(self, conn: Conn, message: dict[str, Any] | protocol.BadFrame) -> None:
+        """Answer one frame. Whatever a request does, the loop goes on: a failure is one error reply."""
+        worker = conn.worker
+        try:
+            if isinstance(message, protocol.BadFrame):
+                self.store.audit("bad_frame", {"error": str(message), "run_id": worker.run_id if worker else None,
+                                               "uid": conn.peer.uid if conn.peer else None})
+                answer: dict[str, Any] | None = protocol.failure("usage", str(message))
+            elif worker is not None:
+                answer = workers.handle(self.store, worker, message, self.relay)
+            else:
+                answer = ops.handle(self, conn, message)
+        except Exception as exc:  # noqa: BLE001 - a handler bug fails one request, never the supervisor
+            answer = failed(self.store, message, exc, worker.run_id if worker else None)
+        if answer is None:
             return
-        answer = ops.handle(self, conn, message)
-        if answer is not None:
+        if worker is not None:
+            conn.send(answer)
+        else:
             conn.finish(answer)
 
     def interest(self, conn: Conn) -> None:
@@ -289,6 +307,22 @@ class Supervisor:
                 pass
         if self._db is not None:
             self._db.close()
+
+
+def failed(store: Store, message: Any, exc: Exception, run_id: str | None = None) -> dict[str, Any]:
+    """The one error reply (and audit record) for a request whose handler raised."""
+    op = str(message.get("op"))[:64] if isinstance(message, dict) else None
+    detail = f"{type(exc).__name__}: {str(exc)[:300]}"
+    try:
+        store.audit("request_failed", {"op": op, "error": detail, "run_id": run_id})
+    except Exception:  # noqa: BLE001 - the store itself may be what failed; the reply still goes out
+        pass
+    return protocol.failure("error", f"the supervisor could not handle {op!r} ({detail})")
+
+
+def _run_of(message: dict[str, Any]) -> str | None:
+    result = message.get("result")
+    return result.get("id") if isinstance(result, dict) and isinstance(result.get("id"), str) else None
 
 
 # -- state, group and socket set-up ---------------------------------------------------------------------
