@@ -1,7 +1,8 @@
 """One name for the agent and its Linux user: normalization, the user account, and its ~/.sentinel tree.
 
     normalize("Bars Agent") -> "bars_agent"
-    setup(display, store)   -> Identity     # `sentinel setup`: create (or reuse) the user, write its tree
+    setup(display, store)   -> Identity     # `sentinel setup`: system mode's own needs (install.py), then
+                                            # create (or reuse) the agent's user and write its tree
     init_leash(user, store) -> Identity     # `sentinel init --leash USER`: register an existing user
 
 The tree (DESIGN section 3) is written by a process running as the agent's user, confined to its home
@@ -46,10 +47,11 @@ class Identity:
     home: str
     uid: int
     created: bool
+    system: tuple[str, ...] = ()  # what setup found or did for system mode itself (install.prepare)
 
     def public(self) -> dict[str, Any]:
         return {"name": self.name, "display_name": self.display_name, "user": self.name, "home": self.home,
-                "uid": self.uid, "created": self.created}
+                "uid": self.uid, "created": self.created, "system": list(self.system)}
 
 
 # -- names ------------------------------------------------------------------------------------------
@@ -94,9 +96,12 @@ def setup(display: str, store: Any, home_base: Path, operator_group: str) -> Ide
     """Create the agent's user (or reuse one Sentinel created), write its tree as that user, make it default."""
     from sentinel.supervisor import registry
 
+    from sentinel.supervisor import install
+
     _need_root("setup")
     display = display.strip() or DEFAULT_NAME
     name = check_name(display)
+    prepared = tuple(install.prepare())
     known = registry.get(store, name)
     pw = _account(name)
     if pw is not None and known is None:
@@ -118,7 +123,7 @@ def setup(display: str, store: Any, home_base: Path, operator_group: str) -> Ide
     apply_egress(store)
     registry.set_default(store, name)
     store.audit("agent_setup", {"agent": name, "display_name": display, "uid": pw.pw_uid, "created": created})
-    return Identity(name, display, pw.pw_dir, pw.pw_uid, created)
+    return Identity(name, display, pw.pw_dir, pw.pw_uid, created, prepared)
 
 
 def init_leash(user: str, store: Any, operator_group: str) -> Identity:

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
-from sentinel.supervisor import agentfs, layout, registry
+from sentinel.supervisor import agentfs, layout, registry, runmodel
 from sentinel.supervisor.hub import Client, Hub
 from sentinel.frames import failure, reply
 
@@ -89,6 +89,7 @@ def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
                   "operator_group": sup.settings.group, "you": conn.peer.name if conn.peer else None,
                   "default_agent": registry.default(store), "agents": [a.name for a in registry.all_agents(store)],
                   "sandbox": sup.config.sandbox, "resume_interrupted": sup.settings.resume,
+                  "default_model": sup.config.default_model, "muzzle": sup.muzzle_state(),
                   "workers": sorted(sup.workers), "runs": counts, "pending_approvals": len(store.pending_approvals())})
 
 
@@ -152,18 +153,16 @@ def _start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None
         raise UsageError("TASK: must not be empty")
     agent, profile = registry.resolve(store, _text(msg, "agent", required=False))
     pw = registry.account(agent, sup.settings.group)
-    model = _text(msg, "model", required=False) or ""
-    if model:
-        from sentinel.models import split
-
-        split(model)
-    workspace = _workspace(_text(msg, "workspace", required=False))
-    run_id = new_id("r-")
+    model = runmodel.choose(sup.config, agent.name, profile, _text(msg, "model", required=False), pw.pw_dir,
+                            pw.pw_uid)
     sentinel_home = layout.agent_sentinel_home(pw.pw_dir)
-    store.create_run(run_id, agent=profile, task=task, model=model, workspace=workspace or "",
+    workspace = _workspace(_text(msg, "workspace", required=False)) or str(sentinel_home / "workspace")
+    run_id = new_id("r-")
+    store.create_run(run_id, agent=profile, task=task, model=model, workspace=workspace,
                      run_dir=sentinel_home / "runs" / run_id)
     store.conn.execute("UPDATE runs SET user=? WHERE id=?", (agent.name, run_id))
-    store.audit("run_started", {"run_id": run_id, "agent": agent.name, "profile": profile, "by": conn.peer.name})
+    store.audit("run_started", {"run_id": run_id, "agent": agent.name, "profile": profile, "model": model,
+                                "by": conn.peer.name})
     sup.launch(run_id)
     return _follow(sup, conn, run_id, msg)
 

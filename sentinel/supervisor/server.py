@@ -4,7 +4,9 @@ after the fork (sentinel/supervisor/spawn.py).
 
     sup = Supervisor(Settings(...)); sup.open(); sup.serve()     # `sentinel supervisor`
 
-Start-up recovery: runs left `running` by a previous supervisor (even one killed with -9, whose
+Start-up: the worker's execute-only interpreter is refreshed (interp.py) and Muzzle is made to answer
+(muzzled.py: the supervisor starts it as its own user when none does, and restarts it with backoff).
+Then recovery: runs left `running` by a previous supervisor (even one killed with -9, whose
 workers died with it through pdeathsig) become `interrupted`; with `resume` on, they and paused
 runs whose approval was resolved are resumed at once. Pending approvals are rows in the database
 and simply stay pending.
@@ -19,17 +21,21 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from sentinel.engine.store import Store
 from sentinel.errors import Busy, SentinelError, UsageError
 from sentinel import frames as protocol
-from sentinel.supervisor import auth, layout, ops, workers
+from sentinel.supervisor import auth, interp, layout, ops, workers
 from sentinel.supervisor.hub import Settings
+from sentinel.supervisor.muzzled import MuzzleKeeper
 
 READ_CHUNK = 1 << 16
 STRANGER_FRAME = 64 * 1024  # a peer that is no operator is refused; it may not make us read more than this
+MUZZLE_START_S = 30.0       # how long start-up waits for Muzzle to answer
+MUZZLE_LAUNCH_S = 10.0      # how long a launch waits for a Muzzle that is (re)starting
 
 
 class Stop(BaseException):
@@ -114,6 +120,10 @@ class Supervisor:
         self.workers: dict[str, workers.Worker] = {}
         self.watchers: dict[str, list[ops.Watch]] = {}
         self.config = _system_config()
+        self.muzzle = MuzzleKeeper(self.config, settings.state_dir / "logs")
+        self.site = workers.Site(settings.state_dir, self.config,
+                                 workers.model_ports(self.config, settings.model_ports), settings.group)
+        self._muzzle_pidfd: int | None = None
 
     # -- start-up -------------------------------------------------------------------------------
 
@@ -122,9 +132,28 @@ class Supervisor:
             raise UsageError("the supervisor runs as root (system mode); without root, use local mode")
         os.umask(0o077)
         self._db = open_store(self.settings.state_dir)
+        self.site.interpreter = interp.ensure(self.settings.state_dir)
         self.listener = listen(self.settings.socket_path, ensure_group(self.settings.group))
         self.sel.register(self.listener, selectors.EVENT_READ, ("listen", None))
+        if self.muzzle_url(MUZZLE_START_S) is None:
+            print(f"sentinel supervisor: warning: {self.muzzle.why_down()}", file=sys.stderr, flush=True)
         self.recover()
+
+    def muzzle_url(self, wait_s: float) -> str | None:
+        """Muzzle's URL once it answers (starting ours if none does); the loop then watches our Muzzle."""
+        url = self.muzzle.url(wait_s)
+        self._watch_muzzle()
+        return url
+
+    def _watch_muzzle(self) -> None:
+        child = self.muzzle.child
+        pidfd = child.pidfd if child is not None else None
+        if pidfd != self._muzzle_pidfd:
+            if self._muzzle_pidfd is not None:
+                self.sel.unregister(self._muzzle_pidfd)
+            if pidfd is not None:
+                self.sel.register(pidfd, selectors.EVENT_READ, ("muzzle", None))
+            self._muzzle_pidfd = pidfd
 
     def recover(self) -> None:
         from sentinel.leash import cgroups
@@ -160,7 +189,9 @@ class Supervisor:
             signal.signal(sig, stop)
         try:
             while True:
-                self.tick(None)
+                self.tick(self.muzzle.due())
+                self.muzzle.tick()
+                self._watch_muzzle()
         except Stop:
             pass
         finally:
@@ -173,6 +204,11 @@ class Supervisor:
                 self.accept()
             elif kind == "pidfd":
                 self.exited(obj)
+            elif kind == "muzzle":
+                self.sel.unregister(self._muzzle_pidfd)
+                self._muzzle_pidfd = None
+                code = self.muzzle.exited()
+                self.store.audit("muzzle_exited", {"code": code, "restart_in_s": self.muzzle.due()})
             elif events & selectors.EVENT_WRITE:
                 obj.flush()
             if kind == "conn" and events & selectors.EVENT_READ and not obj.closed:
@@ -240,9 +276,10 @@ class Supervisor:
             raise Busy(f"run {run_id} is already being executed (worker pid {self.workers[run_id].spawned.pid})")
         self.store.set_status(run_id, "running")
         try:
-            worker, channel = workers.start(self.store, self.settings.state_dir, run_id, self.config,
-                                            workers.model_ports(self.config, self.settings.model_ports),
-                                            self.settings.group)
+            url = self.muzzle_url(MUZZLE_LAUNCH_S)
+            if url is None:
+                raise SentinelError(self.muzzle.why_down())
+            worker, channel = workers.start(self.store, self.site, run_id, url)
         except SentinelError as exc:
             self.store.set_status(run_id, "interrupted", error=f"worker could not start: {exc}")
             raise
@@ -277,6 +314,9 @@ class Supervisor:
         for watch in self.watchers.pop(run_id, []):
             watch.conn.finish(protocol.reply(outcome))
 
+    def muzzle_state(self) -> str:
+        return self.muzzle.describe()
+
     def relay(self, run_id: str, event: dict[str, Any]) -> None:
         for watch in self.watchers.get(run_id, []):
             watch.event(event)
@@ -298,6 +338,10 @@ class Supervisor:
             worker.relaunch = False
             worker.spawned.kill()
             self.exited(run_id)
+        if self._muzzle_pidfd is not None:
+            self.sel.unregister(self._muzzle_pidfd)
+            self._muzzle_pidfd = None
+        self.muzzle.stop()
         if self.listener is not None:
             self.listener.close()
             try:

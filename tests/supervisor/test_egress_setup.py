@@ -32,7 +32,7 @@ def test_setup_puts_every_agent_uid_in_the_egress_table(system, make_agent, netn
     assert listing.returncode == 0, listing.stderr
     for name in (first, second):
         assert str(pwd.getpwnam(name).pw_uid) in listing.stdout
-    assert "8787" in listing.stdout and "8790" in listing.stdout  # Muzzle and the egress proxy
+    assert str(system.muzzle_port) in listing.stdout and "8790" in listing.stdout  # Muzzle and the egress proxy
     assert listing.stdout.count("table inet sentinel") == 1  # replaced, not duplicated
 
 
