@@ -20,6 +20,7 @@ GROUPS = [
     ("muzzle", "sentinel.cli.muzzle", "The inspecting model proxy."),
     ("rules", "sentinel.cli.rules", "The rule gate: list, lint, test, stats, drafts."),
     ("hook", "sentinel.cli.hook", "Run the rule gate as a hook for external coding agents."),
+    ("agent", "sentinel.cli.agent", "Agent profiles: souls, models, skills, tools, memory scopes."),
 ]
 # Modules whose `register(app)` adds top-level commands.
 COMMAND_MODULES = ["sentinel.cli.runs", "sentinel.cli.system"]

@@ -66,9 +66,23 @@ def _starter_config(etc: Path) -> str:
 
 
 def _group(name: str) -> str:
-    from sentinel.supervisor.server import ensure_group
-
     return f"operators: group {name} (gid {ensure_group(name)})"
+
+
+def ensure_group(name: str) -> int:
+    """The operator group's gid, creating the (system) group if it does not exist."""
+    import grp
+
+    from sentinel.errors import UsageError
+
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        pass
+    proc = subprocess.run(["groupadd", "--system", name], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise UsageError(f"cannot create operator group {name!r}: {proc.stderr.strip()}")
+    return grp.getgrnam(name).gr_gid
 
 
 def systemd_running() -> bool:

@@ -14,13 +14,11 @@ and simply stay pending.
 
 from __future__ import annotations
 
-import grp
 import os
 import selectors
 import signal
 import socket
 import stat
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from sentinel.engine.store import Store
 from sentinel.errors import Busy, SentinelError, UsageError
 from sentinel import frames as protocol
 from sentinel.supervisor import auth, interp, layout, ops, workers
+from sentinel.supervisor.install import ensure_group
 from sentinel.supervisor.hub import Settings
 from sentinel.supervisor.muzzled import MuzzleKeeper
 
@@ -132,12 +131,24 @@ class Supervisor:
             raise UsageError("the supervisor runs as root (system mode); without root, use local mode")
         os.umask(0o077)
         self._db = open_store(self.settings.state_dir)
+        self.prune_egress()
         self.site.interpreter = interp.ensure(self.settings.state_dir)
         self.listener = listen(self.settings.socket_path, ensure_group(self.settings.group))
         self.sel.register(self.listener, selectors.EVENT_READ, ("listen", None))
         if self.muzzle_url(MUZZLE_START_S) is None:
             print(f"sentinel supervisor: warning: {self.muzzle.why_down()}", file=sys.stderr, flush=True)
         self.recover()
+
+    def prune_egress(self) -> None:
+        """The per-UID egress table holds exactly the registered agents' uids (a removed agent's uid, which the
+        next user created may get, is dropped)."""
+        from sentinel.supervisor.identity import apply_egress
+
+        try:
+            applied = apply_egress(self.store)
+        except SentinelError as exc:
+            applied = f"not applied ({exc})"
+        self.store.audit("egress_applied", {"egress": applied})
 
     def muzzle_url(self, wait_s: float) -> str | None:
         """Muzzle's URL once it answers (starting ours if none does); the loop then watches our Muzzle."""
@@ -390,18 +401,6 @@ def open_store(state_dir: Path) -> Store:
         if path.exists():
             os.chmod(path, 0o600)
     return store
-
-
-def ensure_group(name: str) -> int:
-    """The operator group's gid, creating the (system) group if it does not exist."""
-    try:
-        return grp.getgrnam(name).gr_gid
-    except KeyError:
-        pass
-    proc = subprocess.run(["groupadd", "--system", name], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise UsageError(f"cannot create operator group {name!r}: {proc.stderr.strip()}")
-    return grp.getgrnam(name).gr_gid
 
 
 def listen(path: Path, gid: int) -> socket.socket:
