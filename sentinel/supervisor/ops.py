@@ -106,11 +106,8 @@ def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     store = sup.store
     row = _row(store, _text(msg, "run_id"))
     state = _state(store, row)
-    decisions = [{"call_id": d["call_id"], "tool": d["tool"], "arguments": d.get("arguments"),
-                  "outcome": d["outcome"], "reason": d["reason"], "layers": d.get("layers", []),
-                  "approval": state.resolved.get(d["call_id"])} for d in state.decisions.values()]
-    _stream(conn, "messages", state.messages)
-    _stream(conn, "decisions", decisions)
+    _stream(conn, "messages", state.messages)  # the agent's conversation, as its journal has it
+    _stream(conn, "decisions", store.verdicts(row["id"]))  # verdicts from the supervisor's store only
     return reply({"id": row["id"], "status": row["status"], "task": row["task"], "agent": row["agent"],
                   "user": row.get("user"), "model": row["model"], "workspace": row["workspace"],
                   "output": row.get("output") or state.output, "error": row.get("error") or state.error,

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from sentinel.config import Config
 
 WORKER_STATUSES = ("running", "waiting_approval", "done", "failed")
+OUTCOMES = ("auto", "needs_approval", "deny")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 # What a worker may write into the audit log: its own findings, never an operator's kind of record
 # (approval_resolved, run_started, operator_refused, ...). Extend it with the worker's new findings.
@@ -235,14 +236,33 @@ def _set_status(store: Store, worker: Worker, msg: dict[str, Any]) -> None:
                      error=_text(msg.get("error"), "error", optional=True))
 
 
+def _record_decision(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
+    decision = msg["decision"]
+    if not isinstance(decision, dict) or decision.get("outcome") not in OUTCOMES:
+        raise UsageError(f"decision must be an object whose outcome is one of {', '.join(OUTCOMES)}")
+    for name in ("tool", "reason"):
+        _text(decision.get(name), f"decision.{name}")
+    return store.record_decision(_own(worker, msg), _text(msg["call_id"], "call_id"), decision)
+
+
+def _decision_for_call(store: Store, worker: Worker, msg: dict[str, Any]) -> dict | None:
+    return store.decision_for_call(_own(worker, msg), _text(msg["call_id"], "call_id"))
+
+
 def _approval_for_call(store: Store, worker: Worker, msg: dict[str, Any]) -> dict | None:
     approval = store.approval_for_call(_own(worker, msg), str(msg["call_id"]))
     return _dict(approval)
 
 
 def _submit(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
+    """An approval only for a call decided `needs_approval`, exactly as decided."""
     if not isinstance(msg["arguments"], dict):
         raise UsageError("arguments must be an object")
+    decided = store.decision_for_call(_own(worker, msg), str(msg["call_id"]))
+    if decided is None or decided.get("outcome") != "needs_approval":
+        raise Refused(f"call {str(msg['call_id'])[:64]} was not decided needs_approval; nothing to approve")
+    if (decided.get("tool"), decided.get("arguments")) != (msg["tool"], msg["arguments"]):
+        raise Refused(f"call {msg['call_id']}: an approval is asked only for the call as it was decided")
     ttl = msg.get("ttl_s")
     approval = store.submit_approval(_own(worker, msg), str(msg["call_id"]), str(msg["tool"]), msg["arguments"],
                                      str(msg["reason"]), float(ttl) if ttl else None)
@@ -293,6 +313,7 @@ def _dict(approval: Any) -> dict | None:
 
 CHANNEL_OPS: dict[str, Callable[[Store, Worker, dict[str, Any]], Any]] = {
     "hello": _hello, "error": _error, "set_status": _set_status,
+    "record_decision": _record_decision, "decision_for_call": _decision_for_call,
     "approval_for_call": _approval_for_call, "submit_approval": _submit, "get_approval": _get,
     "pending_approvals": _pending, "expire": _expire, "consume": _consume, "audit": _audit,
 }

@@ -11,7 +11,10 @@ and Failed. Every effect is journaled before and after it happens:
 - every tool call id gets exactly one result before the next model call;
 - a call that needs approval pauses the run there; calls before it have run,
   calls after it are decided on resume;
-- an approval is consumed exactly once, and only for the exact payload approved.
+- an approval is consumed exactly once, and only for the exact payload approved;
+- a call's decision and its resolution come from the store (the supervisor's in
+  system mode), never from the journal, which the agent's user can write: a
+  decision is recorded there once and taken from there on resume.
 """
 
 from __future__ import annotations
@@ -137,7 +140,7 @@ class AgentLoop:
         call_id, name = call["id"], call["function"]["name"]
         if call_id in self.state.started:
             return self._after_crash(call)
-        decision = self.state.decisions.get(call_id) or self.decide(call)
+        decision = self.deps.store.decision_for_call(self.state.id, call_id) or self.decide(call)
         if decision["outcome"] == "deny":
             return self.result(call_id, f"Denied by policy: {decision['reason']}")
         if decision["outcome"] == "needs_approval" and not self.approved(call, decision):
@@ -160,40 +163,38 @@ class AgentLoop:
             else:
                 ctx = self.context(call_id, name, args)
                 event |= {"arguments": args, **decide(ctx, self.deps.layers).to_dict()}
-        self.run.record(event)
-        self.deps.store.audit("decision", {"run_id": self.state.id, "agent": self.state.agent,
-                                           **{k: v for k, v in event.items() if k != "type"},
+        stood = self.deps.store.record_decision(self.state.id, call_id, {k: v for k, v in event.items() if k != "type"})
+        self.run.record({"type": "decision", **stood})
+        self.deps.store.audit("decision", {"run_id": self.state.id, "agent": self.state.agent, **stood,
                                            "sandbox": self.deps.tool_ctx.sandbox})
-        return self.state.decisions[call_id]
+        return stood
 
     def approved(self, call: dict[str, Any], decision: dict[str, Any]) -> bool:
-        """True when an operator approved this exact call; records the denial or pauses otherwise."""
+        """True when an operator approved this exact call; records the denial or pauses otherwise.
+        The resolution is read from the store every time: a `resolved` line in the journal is only a record."""
         call_id, run_id = call["id"], self.state.id
-        resolved = self.state.resolved.get(call_id)
-        if resolved is None:
-            store = self.deps.store
-            approval = store.approval_for_call(run_id, call_id) or store.submit_approval(
-                run_id, call_id, decision["tool"], decision["arguments"], decision["reason"], self.deps.approval_ttl_s)
-            store.expire()
-            approval = store.get_approval(approval.id)
-            if approval.status == "pending":
-                if self.state.approvals.get(call_id) != approval.id or self.state.status != "waiting_approval":
-                    self.run.record({"type": "paused", "call_id": call_id, "approval_id": approval.id,
-                                     "tool": decision["tool"], "reason": decision["reason"]})
-                raise Paused(approval.id)
-            ok = approval.status in ("approved", "consumed")
-            reason = approval.resolution_reason or ("approval expired" if approval.status == "expired" else "")
-            self.run.record({"type": "resolved", "call_id": call_id, "approval_id": approval.id, "approved": ok,
-                             "reason": reason, "by": approval.resolved_by})
-            resolved = self.state.resolved[call_id]
-        if not resolved["approved"]:
-            why = f": {resolved['reason']}" if resolved.get("reason") else ""
+        store = self.deps.store
+        approval = store.approval_for_call(run_id, call_id) or store.submit_approval(
+            run_id, call_id, decision["tool"], decision["arguments"], decision["reason"], self.deps.approval_ttl_s)
+        store.expire()
+        approval = store.get_approval(approval.id)
+        if approval.status == "pending":
+            if self.state.approvals.get(call_id) != approval.id or self.state.status != "waiting_approval":
+                self.run.record({"type": "paused", "call_id": call_id, "approval_id": approval.id,
+                                 "tool": decision["tool"], "reason": decision["reason"]})
+            raise Paused(approval.id)
+        ok = approval.status in ("approved", "consumed")
+        reason = approval.resolution_reason or ("approval expired" if approval.status == "expired" else "")
+        resolved = {"approval_id": approval.id, "approved": ok, "reason": reason, "by": approval.resolved_by}
+        if self.state.resolved.get(call_id) != resolved:
+            self.run.record({"type": "resolved", "call_id": call_id, **resolved})
+        if not ok:
+            why = f": {reason}" if reason else ""
             self.result(call_id, f"Denied by the operator{why}")
             return False
         digest = call_digest(decision["tool"], decision["arguments"])
-        if self.deps.store.consume(resolved["approval_id"], digest):
+        if store.consume(approval.id, digest):
             return True
-        approval = self.deps.store.get_approval(resolved["approval_id"])
         if approval.status == "consumed" and approval.digest == digest and call_id not in self.state.started:
             return True  # consumed by this run's previous session, which stopped before starting the call
         self.result(call_id, "Denied: the approval does not match this exact call")
@@ -224,7 +225,7 @@ class AgentLoop:
 
     def _after_crash(self, call: dict[str, Any]) -> None:
         tool = self.deps.registry.get(call["function"]["name"])
-        decision = self.state.decisions.get(call["id"])
+        decision = self.deps.store.decision_for_call(self.state.id, call["id"])
         if tool is not None and tool.read_only and decision:
             return self.execute_call(call["id"], tool.name, decision)
         self.result(call["id"], INTERRUPTED, interrupted=True)
