@@ -5,15 +5,14 @@ Requests are `{"op": NAME, ...}`. A reply is `{"ok": true, "result": ...}` or
 Streaming operations send `{"event": {...}}` frames (and `{"started": RUN_ID}`) before their reply;
 `show` sends its long lists as `{"part": NAME, "items": [...]}` frames.
 
-Parsing is bounded: a frame is at most MAX_FRAME bytes and nested at most MAX_DEPTH deep (checked on the
-bytes before json builds anything), so no peer can make a reader recurse. `loads` applies the same bound
-to any JSON an untrusted party wrote (an agent's journal lines).
+Parsing is bounded: a frame is at most MAX_FRAME bytes and nested at most MAX_DEPTH deep, so nothing a
+peer sends makes a reader (or a later json.dumps of it) recurse without end. `loads` applies the same
+bound to any JSON an untrusted party wrote (an agent's journal lines).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import socket
 import struct
 from typing import Any
@@ -21,11 +20,6 @@ from typing import Any
 HEADER = struct.Struct("!I")
 MAX_FRAME = 16 * 1024 * 1024
 MAX_DEPTH = 64
-
-_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')
-_NOT_BRACKET = re.compile(rb"[^\[\]{}]++")
-_OPENERS = frozenset(b"[{")
-
 
 class ProtocolError(Exception):
     """A peer sent something that is not a frame we accept."""
@@ -35,40 +29,29 @@ class BadFrame(ProtocolError):
     """A whole frame that is not an acceptable message; the stream itself is still in step."""
 
 
-def too_deep(text: bytes, limit: int = MAX_DEPTH) -> bool:
-    """True when the JSON in `text` nests deeper than `limit` (or closes more than it opened).
-
-    Strings are cut out and the brackets walked in steps of `limit`: a step whose openers cannot take
-    the depth past the limit is added up with two counts; only a step that might is walked bracket by
-    bracket, so a deep nest is caught within its first `limit` brackets."""
-    if text.count(b"[") + text.count(b"{") <= limit:
-        return False
-    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", text))
-    depth = 0
-    for start in range(0, len(brackets), limit):
-        step = brackets[start:start + limit]
-        opened = step.count(b"[") + step.count(b"{")
-        if depth + opened <= limit:
-            depth += 2 * opened - len(step)
-        else:
-            for byte in step:
-                depth += 1 if byte in _OPENERS else -1
-                if depth > limit:
-                    return True
-        if depth < 0:
-            return True
-    return False
-
-
 def loads(text: bytes | str, limit: int = MAX_DEPTH) -> Any:
-    """json.loads with a nesting bound; ValueError for anything it refuses."""
-    raw = text.encode() if isinstance(text, str) else text
-    if too_deep(raw, limit):
-        raise ValueError(f"JSON nested deeper than {limit} levels")
+    """json.loads with a nesting bound; ValueError for anything it refuses. The C decoder stops deep nesting
+    by itself (RecursionError); what it builds is then walked without recursion, stopping past `limit`."""
     try:
-        return json.loads(raw)
+        value = json.loads(text)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
+    if too_deep(value, limit):
+        raise ValueError(f"JSON nested deeper than {limit} levels")
+    return value
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True when lists and objects in `value` nest deeper than `limit`."""
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return False
 
 
 def encode(message: dict[str, Any]) -> bytes:
