@@ -2,7 +2,10 @@
 
     python benchmarks/bench_hook.py [--runs N]
 
-(a) no rule in scope (eight rules exist, none matches README.md): target < 2x `python -c pass`
+(a) no rule in scope (eight rules exist, none matches README.md), run by the command
+    `sentinel hook install` writes (`python -I -S .../launch.py`): target <= 1.3x `python -I -c pass`
+    of the same interpreter, measured in the same run; the `sentinel` console script beside it
+    (editable install's path finder, `site`) for comparison
 (b) eight rules in scope, each judged by a scripted Ollama-native judge on loopback that
     answers in 100 ms (max_parallel 8, ollama_concurrency 8): target < 250 ms
 
@@ -58,6 +61,13 @@ def median_ms(argv: list[str], stdin: str | None, runs: int, env: dict[str, str]
 
 
 def hook_argv() -> list[str]:
+    """The command `sentinel hook install` writes into the agents' configs."""
+    from sentinel.hooks.install import hook_command
+
+    return hook_command().split() + ["hook", "claude-code", "pre-tool-use"]
+
+
+def script_argv() -> list[str]:
     script = Path(sys.executable).with_name("sentinel")
     base = [str(script)] if script.exists() else [sys.executable, "-m", "sentinel"]
     return base + ["hook", "claude-code", "pre-tool-use"]
@@ -79,17 +89,19 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         if Path("/usr/bin/python3").exists():
             rows.append(("/usr/bin/python3 -c pass", median_ms(["/usr/bin/python3", "-c", "pass"], None, args.runs, env)[0]))
-        bare = median_ms([sys.executable, "-c", "pass"], None, args.runs, env)[0]
-        rows.append((f"{sys.executable} -c pass", bare))
+        rows.append((f"{sys.executable} -c pass", median_ms([sys.executable, "-c", "pass"], None, args.runs, env)[0]))
+        bare = median_ms([sys.executable, "-I", "-c", "pass"], None, args.runs, env)[0]
+        rows.append((f"{sys.executable} -I -c pass (target base)", bare))
+        rows.append(("(a') console script, no rule in scope", median_ms(script_argv(), idle, args.runs, env)[0]))
         a, proc_a = median_ms(hook_argv(), idle, args.runs, env)
         calls_before = len(judge.requests)
         b, proc_b = median_ms(hook_argv(), hit, max(5, args.runs // 2), env)
-        rows += [("(a) hook, no rule in scope", a), ("(b) hook, 8 rules in scope, judge 100 ms", b)]
+        rows += [("(a) installed hook command, no rule in scope", a), ("(b) hook, 8 rules in scope, judge 100 ms", b)]
     for label, ms in rows:
-        print(f"{label:48s} {ms:8.1f} ms")
-    ok_a = a < 2 * bare and proc_a.returncode == 0 and not proc_a.stdout
+        print(f"{label:62s} {ms:8.1f} ms")
+    ok_a = a <= 1.3 * bare and proc_a.returncode == 0 and not proc_a.stdout
     ok_b = b < 250 and "deny" in proc_b.stdout and calls_before == 0
-    print(f"(a) {a / bare:.2f}x the bare interpreter (target < 2x): {'PASS' if ok_a else 'FAIL'}")
+    print(f"(a) {a / bare:.2f}x `python -I -c pass` (target <= 1.3x): {'PASS' if ok_a else 'FAIL'}")
     print(f"(b) {b:.0f} ms for 8 overlapping judge calls (target < 250 ms): {'PASS' if ok_b else 'FAIL'}")
     return 0 if ok_a and ok_b else 1
 

@@ -8,15 +8,27 @@ must answer; otherwise the default socket is used when it exists and answers.
 
 from __future__ import annotations
 
+import os
+
 from sentinel.engine.api import Engine
 
 
-def open_engine() -> Engine:
-    from sentinel.supervisor.client import connect, local_note
+def open_engine(*, local_if_refused: bool = False) -> Engine:
+    """`local_if_refused`: a user the supervisor refuses (an agent's own user is never an operator) works in
+    local mode on their own $SENTINEL_HOME instead of failing, unless SENTINEL_SOCKET or SENTINEL_MODE=system
+    demands the supervisor."""
+    from sentinel.supervisor.client import Denied, connect, local_note
 
-    system = connect()
+    try:
+        system = connect()
+    except Denied as exc:
+        if not local_if_refused or os.environ.get("SENTINEL_SOCKET") or os.environ.get("SENTINEL_MODE") == "system":
+            raise
+        system, note = None, f"local mode ({exc})"
+    else:
+        note = local_note()
     if system is not None:
         return system
     from sentinel.local.engine import LocalEngine
 
-    return LocalEngine(note=local_note())
+    return LocalEngine(note=note)

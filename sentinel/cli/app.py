@@ -23,7 +23,7 @@ GROUPS = [
     ("agent", "sentinel.cli.agent", "Agent profiles: souls, models, skills, tools, memory scopes."),
 ]
 # Modules whose `register(app)` adds top-level commands.
-COMMAND_MODULES = ["sentinel.cli.runs", "sentinel.cli.system"]
+COMMAND_MODULES = ["sentinel.cli.runs", "sentinel.cli.system", "sentinel.cli.chat"]
 
 
 def build() -> typer.Typer:

@@ -1,4 +1,4 @@
-"""`sentinel hook install AGENT`: write that agent's hook config in the current repository.
+"""`sentinel hook install AGENT`, `sentinel hook status`, `sentinel hook compat`.
 
 (`sentinel hook AGENT EVENT` itself never reaches typer: the console script sends it to
 `sentinel.hooks.entry` directly, see `sentinel/cli/__init__.py`.)
@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -23,5 +24,43 @@ def install(agent: str = typer.Argument(..., help="claude-code, copilot-cli, cur
     """Write AGENT's hook config (and .claude/sentinel/ with a starter config) in the repository."""
     from sentinel.hooks.install import install_agent
 
-    for path in install_agent(agent, (repo or Path.cwd()).resolve(), command):
+    from sentinel.hooks.trust import take_steps
+
+    root = (repo or Path.cwd()).resolve()
+    for path in install_agent(agent, root, command):
         print(f"wrote {path}")
+    for step in take_steps(agent, str(root)):
+        print(step)
+
+
+@app.command()
+def status(repo: Optional[Path] = typer.Option(None, "--repo", help="Repository root (default: the cwd)."),
+           as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")) -> None:
+    """Per installed agent: is the hook installed, trusted by the agent and reachable? Names the missing step."""
+    from sentinel.hooks.trust import check, installed_agents
+
+    root = str((repo or Path.cwd()).resolve())
+    checks = [check(agent, root) for agent in installed_agents(root)]
+    if as_json:
+        print(json.dumps({"repo": root, "agents": [c.to_dict() for c in checks]}, indent=2))
+    elif not checks:
+        print(f"no agent hook installed in {root} (sentinel hook install AGENT)")
+    for c in checks if not as_json else []:
+        print(c.line())
+    raise typer.Exit(0 if all(c.active for c in checks) else 1)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []})
+def compat(ctx: typer.Context) -> None:
+    """Install the coding-agent CLIs from npm and prove the hooks inside them (see --help)."""
+    from sentinel.hooks.compat.run import main
+
+    raise typer.Exit(main(list(ctx.args)))
+
+
+def gate_status() -> dict:
+    """For `sentinel status`: each configured judge probed, and the hooks installed around the cwd."""
+    from sentinel.hooks.trust import summary
+    from sentinel.policy.gate.probe import probe_configured
+
+    return {"judges": probe_configured(), **summary(str(Path.cwd()))}

@@ -13,7 +13,8 @@ from typing import Any
 
 from sentinel.engine import events as ev
 
-STATUS_EXIT = {"done": 0, "waiting_approval": 3, "failed": 1, "cancelled": 1, "interrupted": 1, "running": 1}
+STATUS_EXIT = {"done": 0, "idle": 0, "waiting_approval": 3, "failed": 1, "cancelled": 1, "interrupted": 1,
+               "running": 1}
 
 
 def _short(value: Any, limit: int = 100) -> str:
@@ -75,6 +76,8 @@ def describe(e: ev.Event) -> str | None:
         return f"[yellow]! warning[/]: {_esc(e.message)}"
     if isinstance(e, ev.Done):
         return "[green]■ done[/]"
+    if isinstance(e, ev.Idle):
+        return f"[red]■ turn ended[/]: {_esc(e.error)}" if e.error else "[green]■ answered[/] [dim](waiting)[/]"
     if isinstance(e, ev.Failed):
         return f"[red]✗ {e.status}[/]: {_esc(e.error or '')}"
     return None

@@ -114,7 +114,7 @@ def test_rule(rule_id: str = typer.Argument(..., help="Rule id."),
               dry_run: bool = typer.Option(False, "--dry-run", help="Show the rendered prompt; no model call."),
               repo: Optional[Path] = RepoOpt, home: bool = HomeOpt, as_json: bool = JsonOpt) -> None:
     """Evaluate one rule against one payload and show the verdict."""
-    from sentinel.policy.gate.rulestest import run_test
+    from sentinel.hooks.rulestest import run_test
 
     t = _target(repo, home)
     try:
@@ -130,18 +130,18 @@ def test_rule(rule_id: str = typer.Argument(..., help="Rule id."),
 
 @app.command()
 def stats(repo: Optional[Path] = RepoOpt, home: bool = HomeOpt, as_json: bool = JsonOpt) -> None:
-    """Per rule from the telemetry: evaluations, violations, errors, p50 and p95 latency."""
+    """Per rule from the telemetry: evaluations, violations, low-confidence answers, errors, p50 and p95 latency."""
     from sentinel.policy.gate import telemetry
 
     t = _target(repo, home)
-    rows = telemetry.stats(telemetry.read(t.bundle.paths.log_file))
+    rows = telemetry.stats(telemetry.read(t.bundle.paths.log_file), t.bundle.config.confidence_threshold)
     if as_json:
         return _print_json({"log_file": t.bundle.paths.log_file, "rules": rows})
     if not rows:
         print(f"no evaluations logged in {t.bundle.paths.log_file}")
         return
-    _table(["rule", "evaluations", "violations", "errors", "p50 ms", "p95 ms"],
-           [[r["rule_id"], r["evaluations"], r["violations"], r["errors"], f"{r['p50_ms']:.0f}",
+    _table(["rule", "evaluations", "violations", "low confidence", "errors", "p50 ms", "p95 ms"],
+           [[r["rule_id"], r["evaluations"], r["violations"], r["low_confidence"], r["errors"], f"{r['p50_ms']:.0f}",
              f"{r['p95_ms']:.0f}"] for r in rows])
 
 

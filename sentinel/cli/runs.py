@@ -32,7 +32,7 @@ def _finish(outcome: Outcome, as_json: bool, progress: Progress | None = None) -
                     **({"error": outcome.error} if outcome.error else {}),
                     **({"approval_id": outcome.approval_id} if outcome.approval_id else {}),
                     **({"warnings": warnings} if warnings else {})})
-    elif outcome.status == "done":
+    elif outcome.status == "done" or (outcome.status == "idle" and not outcome.error):
         print(outcome.output or "")
     elif outcome.status == "waiting_approval":
         print(f"run {outcome.id} is waiting for approval {outcome.approval_id}: "
@@ -186,6 +186,9 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
         data = engine.status()
     finally:
         engine.close()
+    from sentinel.cli.hook import gate_status
+
+    data.update(gate_status())
     if as_json:
         return print_json(data)
     for key, value in data.items():

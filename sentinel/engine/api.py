@@ -4,6 +4,9 @@
     outcome = engine.start("task", on_event=render)
     for event in engine.events(run_id, after=seq, follow=True): ...
 
+    session = engine.start("hello", chat=True, on_event=render)     # a chat session: `idle` after each answer
+    engine.send(session.id, "and then?", on_event=render)           # the next turn, until its answer or a pause
+
 The CLI, the chat and the web console send these operations and render `sentinel.engine.events`; none of
 them reaches into the store, the journal or the worker.
 """
@@ -12,14 +15,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterator, Protocol, Sequence
 
 from sentinel.engine.events import Event, Listener
 
 
 @dataclass
 class Outcome:
-    """Where a run stands after an operation: done, waiting_approval, failed, interrupted or cancelled."""
+    """Where a run stands after an operation: done, waiting_approval, failed, interrupted or cancelled; a chat
+    session is `idle` between turns (never done: it waits for the next message)."""
 
     id: str
     status: str
@@ -43,7 +47,28 @@ class Engine(Protocol):
     mode: str  # "local" or "system"
 
     def start(self, task: str, *, model: str | None = None, agent: str | None = None,
-              workspace: Path | None = None, on_event: Listener | None = None) -> Outcome: ...
+              workspace: Path | None = None, on_event: Listener | None = None, chat: bool = False,
+              skills: Sequence[str] = ()) -> Outcome:
+        """Start a run (with `chat`, a chat session whose first message is `task`); `skills` join its context."""
+        ...
+
+    def send(self, run_id: str, text: str, *, skills: Sequence[str] = (), model: str | None = None,
+             on_event: Listener | None = None) -> Outcome:
+        """Add a user message to an idle chat session and execute the turn until its answer or a pause."""
+        ...
+
+    def interrupt(self, run_id: str) -> Outcome:
+        """Stop a chat session's current turn (its work stops, its pending approval can never be used); the
+        session becomes idle and its next message continues the conversation."""
+        ...
+
+    def sessions(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+        """Chat sessions, most recently active first: id, title (the first message), agent, model, status."""
+        ...
+
+    def catalog(self, agent: str | None = None) -> dict[str, list[dict[str, str]]]:
+        """What a chat completes: `agents`, `skills` and `workflows`, each a list of {name, description}."""
+        ...
 
     def resume(self, run_id: str, *, on_event: Listener | None = None) -> Outcome: ...
 

@@ -178,6 +178,16 @@ class Done(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Idle(Event):
+    """A chat session's turn is over: answered (`output`), or stopped or failed (`error`); it waits for the next
+    message."""
+
+    type: ClassVar[str] = "idle"
+    output: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Failed(Event):
     """The run stopped without an answer: `failed`, `cancelled`, or `interrupted` (resumable)."""
 
@@ -188,7 +198,7 @@ class Failed(Event):
 
 KINDS: dict[str, type[Event]] = {cls.type: cls for cls in (
     RunStarted, Resumed, MessageAdded, ModelCallStarted, TextDelta, ModelCallEnded, Decision, ToolCallBegin,
-    ToolCallEnd, Paused, Resolved, ChildStarted, ChildFinished, Compaction, Warned, Done, Failed)}
+    ToolCallEnd, Paused, Resolved, ChildStarted, ChildFinished, Compaction, Warned, Done, Idle, Failed)}
 
 Listener = Callable[[Event], None]
 
@@ -296,4 +306,6 @@ class Translator:
     def _status(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
         if r.get("status") == "done":
             return [Done(**base, output=r.get("output"))]
+        if r.get("status") == "idle":
+            return [Idle(**base, output=r.get("output"), error=r.get("error"))]
         return [Failed(**base, status=r.get("status", "failed"), error=r.get("error"))]

@@ -100,6 +100,8 @@ class Run:
         return {"run_id": self.state.id, "seq": self.state.seq}
 
     def snapshot(self) -> None:
+        if self.journal.seq != self.state.seq:
+            return  # Ctrl-C landed between a journal write and its apply: the next load replays the tail
         offset = os.fstat(self.journal._fd).st_size
         self.state.save(self.dir, offset)
         self._since_snapshot = 0

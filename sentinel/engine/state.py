@@ -31,6 +31,7 @@ class RunState:
     workspace: str = ""
     mission: str = ""
     parent_id: str | None = None
+    kind: str = "task"                                       # "chat": a session that waits for the next message
     status: str = "running"
     output: str | None = None
     error: str | None = None
@@ -45,6 +46,9 @@ class RunState:
     sessions: int = 0                                        # processes that executed the run
     session_t: float | None = None
     last_t: float | None = None
+    turn_steps: int = 0                                      # steps and active seconds when the last user
+    turn_s: float = 0.0                                      # message arrived: limits count from there
+    skills: list[str] = field(default_factory=list)          # skills attached to the conversation
     seq: int = 0
     offset: int = 0
 
@@ -69,11 +73,19 @@ class RunState:
         self.session_t = None
 
     def _on_created(self, e: dict[str, Any]) -> None:
-        for key in ("id", "task", "agent", "model", "workspace", "mission", "parent_id"):
+        for key in ("id", "task", "agent", "model", "workspace", "mission", "parent_id", "kind"):
             setattr(self, key, e.get(key, getattr(self, key)))
 
     def _on_message(self, e: dict[str, Any]) -> None:
         self.messages.append(e["message"])
+        if e.get("skill"):
+            self.skills.append(e["skill"])
+        elif e["message"].get("role") == "user":
+            self._close_session()  # the time a session waited for this message is not work
+            self.turn_steps, self.turn_s = self.steps, self.active_s
+
+    def _on_model(self, e: dict[str, Any]) -> None:
+        self.model = e["model"]
 
     def _on_assistant(self, e: dict[str, Any]) -> None:
         self.messages.append(e["message"])
@@ -108,6 +120,13 @@ class RunState:
     def elapsed_s(self, now: float) -> float:
         current = now - self.session_t if self.session_t is not None else 0.0
         return self.active_s + max(0.0, current)
+
+    def answer(self) -> str | None:
+        """The final answer the conversation ends with (an assistant message without tool calls), if it does."""
+        last = self.messages[-1] if self.messages else {}
+        if last.get("role") == "assistant" and not last.get("tool_calls"):
+            return last.get("content") or ""
+        return None
 
     def open_calls(self) -> list[dict[str, Any]]:
         """Tool calls of the last assistant message that have no result yet, in order."""

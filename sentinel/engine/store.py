@@ -63,6 +63,11 @@ MIGRATIONS: list[tuple[str, str]] = [
             agent TEXT NOT NULL, tool TEXT NOT NULL, code_sha256 TEXT NOT NULL, trusted_by TEXT NOT NULL,
             trusted_at REAL NOT NULL, PRIMARY KEY (agent, tool, code_sha256));
     """),
+    # Chat sessions (sentinel chat): runs that wait for the next message (status `idle`) instead of ending.
+    ("006_chat_sessions", """
+        ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'task';
+        CREATE INDEX runs_kind_updated ON runs(kind, updated_at);
+    """),
     # The verdict on each tool call (the decision event as JSON), recorded once: never read from a journal.
     ("007_decisions", """
         CREATE TABLE decisions (
@@ -151,12 +156,12 @@ class Store:
     # -- runs ---------------------------------------------------------------
 
     def create_run(self, run_id: str, *, agent: str, task: str, model: str, workspace: Path, run_dir: Path,
-                   parent_id: str | None = None) -> None:
+                   parent_id: str | None = None, kind: str = "task") -> None:
         now = time.time()
         self.conn.execute(
-            "INSERT INTO runs (id, parent_id, agent, task, model, status, workspace, run_dir, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
-            (run_id, parent_id, agent, task, model, str(workspace), str(run_dir), now, now))
+            "INSERT INTO runs (id, parent_id, agent, task, model, status, workspace, run_dir, created_at, updated_at,"
+            " kind) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+            (run_id, parent_id, agent, task, model, str(workspace), str(run_dir), now, now, kind))
 
     def set_status(self, run_id: str, status: str, *, output: str | None = None, error: str | None = None) -> None:
         self.conn.execute("UPDATE runs SET status=?, output=COALESCE(?, output), error=?, updated_at=? WHERE id=?",
@@ -180,6 +185,15 @@ class Store:
             sql += " LIMIT ?"
             params.append(limit)
         return [dict(r) for r in self.conn.execute(sql, params)]
+
+    def list_sessions(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Chat sessions, the most recently active first; `title` is the first message."""
+        sql = ("SELECT id, agent, user, model, status, task AS title, error, created_at, updated_at FROM runs"
+               " WHERE kind='chat' ORDER BY updated_at DESC")
+        return [dict(r) for r in self.conn.execute(sql + (" LIMIT ?" if limit else ""), [limit] if limit else [])]
+
+    def set_model(self, run_id: str, model: str) -> None:
+        self.conn.execute("UPDATE runs SET model=?, updated_at=? WHERE id=?", (model, time.time(), run_id))
 
     # -- decisions ----------------------------------------------------------
 

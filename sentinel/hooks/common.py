@@ -2,6 +2,8 @@
 
     Reply(stdout, stderr, code)   what the hook process prints and its exit status
     phase(event)                  pre | post | stop | None, from whatever the agent calls its event
+    tool_action(name, args, cfg, naming, server, tool)
+                                  the Action of one tool call under the agent's own MCP naming
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ if TYPE_CHECKING:
 
 PHASES = {
     "pre": {"pretooluse", "beforetool", "beforeshellexecution", "beforemcpexecution", "prerruncommand",
-            "preruncommand", "prewritecode", "premcptooluse", "prereadcode", "beforereadfile", "pre"},
+            "preruncommand", "prewritecode", "premcptooluse", "prereadcode", "beforereadfile", "pre", "toolcall"},
     "post": {"posttooluse", "aftertool", "aftershellexecution", "aftermcpexecution", "afterfileedit",
-             "postruncommand", "postwritecode", "postmcptooluse", "postreadcode", "post"},
-    "stop": {"stop", "sessionend", "taskcomplete", "afteragent", "agentstop", "stophook"},
+             "postruncommand", "postwritecode", "postmcptooluse", "postreadcode", "post", "toolresult"},
+    "stop": {"stop", "sessionend", "taskcomplete", "afteragent", "agentstop", "stophook", "agentend",
+             "postcascaderesponse"},
 }
 
 
@@ -62,6 +65,47 @@ def loads_maybe(value: Any) -> Any:
     return value
 
 
+def tool_action(name: str, args: Any, cfg: Any, naming: tuple[str, str] | None = None, server: str = "",
+                tool: str = "") -> Any:
+    """A tool call as an Action. The tool map decides first; then MCP under the agent's own naming
+    (`naming` = (prefix, separator): Claude Code `mcp__s__t`, Gemini `mcp_s_t`, Cline `s__t`, Copilot
+    `s-t`), with the server the client names itself (`server`, `tool`) preferred over splitting the
+    name; then the config's `mcp_prefix` / `mcp_separator`."""
+    from sentinel.policy.gate import action as actions
+
+    data = args if isinstance(args, dict) else {}
+    if name not in cfg.tool_map:
+        if server:
+            return actions.mcp(name, data, server, tool or _after_server(name, naming, server))
+        if naming is not None:
+            prefix, sep = naming
+            rest = name[len(prefix):] if name.startswith(prefix) else ""
+            head, found, tail = rest.partition(sep)
+            if found and head and tail:
+                return actions.mcp(name, data, head, tail)
+    return actions.classify(name, data, cfg.tool_map, cfg.mcp_prefix, cfg.mcp_separator)
+
+
+def _after_server(name: str, naming: tuple[str, str] | None, server: str) -> str:
+    head = (naming[0] + server + naming[1]) if naming else ""
+    return name[len(head):] if head and name.startswith(head) else name
+
+
+def patch_text(tool_input: Any) -> str:
+    """The apply_patch envelope, however the client wraps it (Codex `command`, Cline `input`)."""
+    if isinstance(tool_input, str):
+        return tool_input
+    if not isinstance(tool_input, dict):
+        return ""
+    for key in ("command", "input", "patch"):
+        value = tool_input.get(key)
+        if isinstance(value, list):
+            value = "\n".join(str(v) for v in value)
+        if isinstance(value, str) and "*** " in value:
+            return value
+    return ""
+
+
 def output_text(value: Any) -> str:
     if value is None:
         return ""
@@ -94,6 +138,7 @@ def warn_text(verdict: Any) -> str:
 def advisory(verdict: Any) -> str:
     """Warnings and context as one message (for agents with a context channel)."""
     parts = [warn_text(verdict)] if verdict.warnings else []
+    parts += list(getattr(verdict, "held", ()))
     if verdict.contexts:
         parts.append(verdict.context_text())
     return "\n\n".join(parts)
@@ -105,7 +150,7 @@ def stderr_advisory(verdict: Any) -> Reply:
     return Reply(stderr=text + "\n") if text else SILENT
 
 
-def render_exit2(phase: str, verdict: Any) -> Reply:
+def render_exit2(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> Reply:
     """Answer for agents whose only channels are exit 2 (block) and stderr (Codex, Windsurf, Amazon Q)."""
     if verdict.blocks and phase == "pre":
         return exit2(block_text(verdict))
@@ -149,3 +194,12 @@ def merge_event(hooks: dict[str, Any], event: str, entry: dict[str, Any]) -> Non
     """Replace our previous entry for `event` (idempotent install), keep everyone else's."""
     existing = [e for e in hooks.get(event) or [] if not is_ours(e)]
     hooks[event] = existing + [entry]
+
+
+def drop_ours(hooks: dict[str, Any], event: str) -> None:
+    """Remove our entry for an event we no longer hook (an earlier install's), keep everyone else's."""
+    kept = [e for e in hooks.get(event) or [] if not is_ours(e)]
+    if kept:
+        hooks[event] = kept
+    else:
+        hooks.pop(event, None)

@@ -91,7 +91,7 @@ def malformed(adapter, phase: str, problem: str, start: str) -> common.Reply:
         bundle = load_repo(root)
         strict = bundle.strict_on_error if bundle.config_error else not bundle.config.fail_open
     if strict and phase == "pre":
-        return adapter.render(phase, _blocked("malformed-payload", f"{problem}; strict mode (fail_open: false)"))
+        return adapter.render(phase, _blocked("malformed-payload", f"{problem}; strict mode (fail_open: false)"), None)
     return common.Reply(stderr=f"sentinel: {problem}; allowed (fail_open)\n")
 
 
@@ -114,50 +114,76 @@ def run(adapter, phase: str, payload: dict) -> common.Reply:
     notes = "".join(f"sentinel: skipped rule: {e}\n" for e in bundle.errors)
     if bundle.config_error:
         if bundle.strict_on_error and phase == "pre":
-            return _with_notes(adapter.render(phase, _blocked("config", bundle.config_error)), notes)
+            return _with_notes(adapter.render(phase, _blocked("config", bundle.config_error), payload), notes)
         return common.Reply(stderr=notes + f"sentinel: {bundle.config_error}; gate off (fail_open)\n")
     if phase == "stop":
         from sentinel.hooks.background import on_stop
 
         return _with_notes(on_stop(adapter, root, session_id, transcript, bundle), notes)
     try:
-        action = adapter.action(payload, bundle.config, phase)
+        found = adapter.action(payload, bundle.config, phase)
     except ValueError as exc:
         return _with_notes(malformed(adapter, phase, f"malformed payload: {exc}", root), notes)
-    if action is None:
-        return _with_notes(common.SILENT, notes)
-    action.locate(root)
-    return _with_notes(_evaluate(adapter, phase, action, bundle, session_id, transcript), notes)
+    acts = [a.locate(root) for a in (found if isinstance(found, list) else [found] if found is not None else [])]
+    return _with_notes(_evaluate(adapter, phase, acts, bundle, payload, session_id, transcript), notes)
 
 
-def _evaluate(adapter, phase: str, action, bundle, session_id: str, transcript: str | None) -> common.Reply:
+def _evaluate(adapter, phase: str, acts: list, bundle, payload: dict, session_id: str,
+              transcript: str | None) -> common.Reply:
+    """Every action of the call (a patch touches several files) against the rules in its scope."""
     from sentinel.policy.gate.rules import applicable
 
-    matching = applicable(bundle.rules, action, phase)
-    if not matching:
-        return common.SILENT  # scope first: no rule in scope, no model call, no engine import
-    from sentinel.policy.gate.engine import Gate
+    deferred = getattr(adapter, "DEFER_WARNINGS", False)
+    scoped = [(a, m) for a in acts for m in [applicable(bundle.rules, a, phase)] if m]
+    if not scoped:  # scope first: no rule in scope, no model call, no engine import
+        if deferred and phase == "post":
+            return _held(adapter, phase, bundle, session_id, None, payload)
+        return common.SILENT
+    from sentinel.policy.gate.engine import Gate, Verdict
     from sentinel.policy.gate.judges import Judges
 
-    gate = Gate(bundle.config, matching, bundle.paths, Judges(bundle.config))
-    if phase == "post":
-        verdict = gate.post(action, session_id=session_id)
-    else:
-        verdict = gate.pre(action, session_id=session_id, intent=_intent(matching, transcript))
-    reply = adapter.render(phase, verdict)
+    gate = Gate(bundle.config, bundle.rules, bundle.paths, Judges(bundle.config))
+    verdict = Verdict()
+    for act, matching in scoped:
+        one = gate.post(act, session_id=session_id) if phase == "post" else \
+            gate.pre(act, session_id=session_id, intent=_intent(matching, transcript))
+        verdict.merge(one)
+    if deferred and phase == "pre" and not verdict.blocks and verdict.warnings:
+        from sentinel.hooks import pending
+
+        pending.hold(bundle.paths.session_dir(session_id), common.warn_text(verdict))
+    elif deferred and phase == "post":
+        return _held(adapter, phase, bundle, session_id, verdict, payload)
     errors = "".join(f"sentinel: {e}\n" for e in verdict.errors)
-    return _with_notes(reply, errors)
+    return _with_notes(adapter.render(phase, verdict, payload), errors)
+
+
+def _held(adapter, phase: str, bundle, session_id: str, verdict, payload: dict) -> common.Reply:
+    """After the tool ran: warnings held from before it (agents whose pre-tool answer reaches no model)."""
+    from sentinel.hooks import pending
+
+    held = pending.take(bundle.paths.session_dir(session_id))
+    if verdict is None:
+        if not held:
+            return common.SILENT
+        from sentinel.policy.gate.engine import Verdict
+
+        verdict = Verdict()
+    verdict.held.extend(held)
+    errors = "".join(f"sentinel: {e}\n" for e in verdict.errors)
+    return _with_notes(adapter.render(phase, verdict, payload), errors)
 
 
 def _intent(matching: list, transcript: str | None):
-    """The alignment kind's (original request, mission) from the transcript, read only when needed."""
+    """The alignment kind's intent from the session: the first user request is the mission (what the
+    session was started for), the latest one the request being served; read only when needed."""
     if not any(r.kind == "alignment" for r in matching):
         return None
     from sentinel.policy.gate.alignment import Intent
-    from sentinel.policy.gate.transcript import last_user_prompt
+    from sentinel.policy.gate.transcript import user_requests
 
-    prompt = last_user_prompt(transcript)
-    return Intent(prompt, prompt)
+    first, last = user_requests(transcript)
+    return Intent(last, first)
 
 
 def _path_hint(payload: dict) -> str:

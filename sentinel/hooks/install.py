@@ -30,6 +30,15 @@ STARTER_CONFIG = """\
 """
 
 
+def hook_command() -> str:
+    """What agents run on every tool call: this interpreter on the lean launcher (`launch.py`), which
+    skips `site` and the editable install's path finder; `sentinel` itself elsewhere."""
+    launcher = Path(__file__).with_name("launch.py")
+    if launcher.is_file() and " " not in sys.executable + str(launcher):
+        return f"{sys.executable} -I -S {launcher}"
+    return default_command()
+
+
 def default_command() -> str:
     beside = Path(sys.executable).with_name("sentinel")
     if beside.is_file() and os.access(beside, os.X_OK):
@@ -58,7 +67,7 @@ def install_agent(agent: str, root: Path, command: str | None = None) -> list[st
     if not root.is_dir():
         raise UsageError(f"--repo: {root} is not a directory")
     try:
-        written = adapter.install(str(root), command or default_command())
+        written = adapter.install(str(root), command or hook_command())
     except ValueError as exc:  # an existing hook config that is not a JSON object
         raise UsageError(str(exc).splitlines()[0]) from None
     return written + scaffold(root)

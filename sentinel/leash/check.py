@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from sentinel import paths
-from sentinel.leash import cgroups, lsm, nft, prepared, privs, settings_cache
+from sentinel.leash import cgroups, lsm, nft, prepared, seccomp, settings_cache
 from sentinel.leash.launch import identity
 from sentinel.leash.profile import Profile, tool_profile, worker_profile
 
@@ -18,25 +18,24 @@ def kernel() -> dict:
         "landlock_abi": abi,
         "landlock": {"filesystem": abi >= 1, "tcp_ports": abi >= 4, "scope_signals_abstract_unix": abi >= 6},
         "cgroup": {"hierarchies": cgroups.describe(h), "usable_by_this_user": cgroups.describe(h.writable())},
-        "seccomp": privs.seccomp_supported(),
+        "seccomp": seccomp.supported(),
         "nftables": {"available": nft.available(),
                      "installed": nft.installed() if nft.available() and os.geteuid() == 0 else None},
     }
 
 
-def _layers(prof: Profile, root: bool, uid_change: bool, readonly_mounts: bool) -> dict:
+def _layers(prof: Profile, root: bool, uid_change: bool, tool: bool) -> dict:
     built = lsm.build(lsm.RulesetSpec(read=prof.read, write=prof.write, tcp_connect=prof.tcp_connect)) \
         if lsm.abi_version() else None
     if built is not None:
         os.close(built.fd)
     missing = prepared.plan_missing(built)
-    wanted = ["rlimits", "no_new_privs", "seccomp-net", "landlock-fs", "landlock-tcp", "landlock-scope"]
-    if root:
-        wanted.insert(1, "caps")
-    if root and readonly_mounts:  # tool launches only; the supervisor spawns workers without it
-        wanted.insert(1, "mount-ro")
-    if uid_change:
-        wanted.insert(1, "uid")
+    if not tool:  # the supervisor spawns workers (sentinel/supervisor/spawn.py), with its own layer names
+        missing = ["seccomp-net" if m == "seccomp" else m for m in missing]
+    rooted = root and tool  # tool launches by root: an IPC namespace, read-only mounts, never uid 0
+    wanted = ["rlimits", *(["keyring"] if tool else []), *(["ipc-ns", "mount-ro"] if rooted else []),
+              *(["caps"] if root else []), *(["uid"] if uid_change or rooted else []), "no_new_privs",
+              "seccomp" if tool else "seccomp-net", "landlock-fs", "landlock-tcp", "landlock-scope"]
     h = cgroups.detect().writable()
     if h.v2 or h.v1:
         wanted.insert(0, "cgroup")
@@ -65,12 +64,12 @@ def report(agent: str | None = None, workspace: Path | None = None) -> dict:
     return {
         "kernel": kernel(),
         "mode": "system" if who.system else "local",
-        "runs_as": who.user or f"uid {os.getuid()}",
+        "runs_as": who.user or (f"uid {os.getuid()}" if not root else "a uid of the tools' own (never root)"),
         "sandbox": cfg.sandbox,
         "policy_file": str(settings_cache.policy_file(agent, system=who.system)),
         "egress_proxy": f"{proxy[0]}:{proxy[1]}",
         "profiles": {
-            "tool": {**_layers(tool, root, who.system, readonly_mounts=True), **_describe(tool)},
-            "worker": {**_layers(worker, root, who.system, readonly_mounts=False), **_describe(worker)},
+            "tool": {**_layers(tool, root, who.system, tool=True), **_describe(tool)},
+            "worker": {**_layers(worker, root, who.system, tool=False), **_describe(worker)},
         },
     }

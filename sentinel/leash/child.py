@@ -1,15 +1,21 @@
 """The launch child: a single-threaded fork of the keeper that confines itself, then execve.
 
 The keeper forks it ahead of the request (so the fork is off the launch path); it then starts its
-own session, resets signal dispositions and, as root, locks securebits, empties the capability
-bounding set and enters a mount namespace where everything is read-only; it rehearses the request
-path on a made-up plan (so the copy-on-write faults of a fresh fork are taken now, not during the
-launch), and waits for its plan. With the plan it continues in DESIGN order:
+own session, resets signal dispositions, joins a new session keyring and, as root, locks
+securebits, empties the capability bounding set and enters its own IPC namespace and a mount
+namespace where everything is read-only; it rehearses the request path on a made-up plan (so the
+copy-on-write faults of a fresh fork are taken now, not during the launch), and waits for its plan.
+With the plan it continues in DESIGN order:
 
-    cgroups (the keeper's, inherited) -> rlimits -> [bounding set + securebits, done above] ->
-    read-only mounts with the writable paths bound back (root; the namespace was entered above) ->
-    setgroups([]) -> setresgid -> setresuid -> clear capabilities (root) -> pdeathsig again ->
-    no_new_privs -> seccomp -> Landlock -> chdir -> execve
+    cgroups (the keeper's, inherited) -> rlimits -> [session keyring, IPC namespace, bounding set +
+    securebits, done above] -> read-only mounts with the writable paths bound back (root; the
+    namespace was entered above) -> setgroups([]) -> setresgid -> setresuid -> clear capabilities
+    (root) -> pdeathsig again -> no_new_privs -> seccomp -> Landlock -> chdir -> execve
+
+As root it always changes uid: to the agent's user, or else to a uid of the tool's own
+(privs.tool_uid), with its writable paths idmapped so root's workspace works as before; a
+tool never runs as root, whose uid every local service (the supervisor's operator socket, D-Bus,
+systemd) would take for an operator.
 
 It reports to the keeper over a close-on-exec status pipe: one JSON line with the layers applied
 and missing, then either nothing (execve succeeded, the pipe closed) or an error line. It never
@@ -25,7 +31,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from sentinel.leash import mounts, privs, wire
+from sentinel.leash import mounts, privs, seccomp, wire
 
 EXIT_SANDBOX = 126
 EXIT_EXEC = 127
@@ -48,13 +54,15 @@ class ChildPlan:
     gid: int | None = None
     seccomp_allow_tcp: bool | None = None  # None: no seccomp filter (unsupported architecture)
     writable: list[str] = field(default_factory=list)
+    idmap_fd: int | None = None            # root's workspace for a tool uid: see sentinel/leash/mounts.py
+    idmap_error: str | None = None         # why there is no idmap_fd when one is needed
+    expose: list[str] = field(default_factory=list)
     ruleset_fd: int | None = None
     ruleset_layers: list[str] = field(default_factory=list)
     enforce: bool = True
     resolved: str | None = None            # argv[0] found on PATH before the layers go on
     trace: dict[str, float] | None = None
-    early_caps_error: str | None = None
-    early_mounts_error: str | None = None
+    early_errors: dict[str, str] = field(default_factory=dict)  # request-independent layers that failed
     applied: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
 
@@ -69,15 +77,13 @@ def prefork(sock: socket.socket, root: bool) -> None:
         os.setsid()  # own session: no controlling terminal (no TIOCSTI), one process group to kill
         for sig in RESET_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)
-        early = _drop_bounding_early() if root else None
-        early_mounts = _readonly_early() if root else None
+        early = _early(root)
         _rehearse(root)
         msg, fds = wire.recv(sock, maxfds=8)
         if msg is not None:
             sock.close()
             plan = plan_from_wire(msg, fds, keeper_pid=os.getppid(), root=root)
-            plan.early_caps_error = early
-            plan.early_mounts_error = early_mounts
+            plan.early_errors = early
             run(plan)
     finally:
         os._exit(EXIT_SANDBOX)
@@ -98,38 +104,52 @@ def _rehearse(root: bool) -> None:
     plan = plan_from_wire(json.loads(json.dumps(sample)), [0, 1, 2, 3, 4], keeper_pid=0, root=root)
     privs.clamped_rlimits(_rlimits(plan))
     privs.capabilities()
-    privs.seccomp_fprog(_seccomp_program(plan))
+    if seccomp.supported():
+        privs.seccomp_fprog(_seccomp_program(plan))
     _resolve(plan.argv[0], plan.env)
     plan.trace["child:start"] = time.monotonic()
     json.dumps({"applied": plan.ruleset_layers, "missing": plan.missing, "trace": plan.trace})
 
 
-def _readonly_early() -> str | None:
+def _early(root: bool) -> dict[str, str]:
+    """The request-independent layers, applied while waiting: {layer: error} for each that failed."""
+    steps = [("keyring", privs.join_new_session_keyring)]
+    if root:
+        steps += [("caps", _drop_bounding), ("mount-ro", _readonly), ("ipc-ns", _own_ipc)]
+    errors = {}
+    for name, fn in steps:
+        try:
+            fn()
+        except OSError as exc:
+            errors[name] = exc.strerror or str(exc)
+    return errors
+
+
+def _readonly() -> None:
     if not mounts.supported():
-        return "not supported on this architecture"
-    try:
-        mounts.readonly_root()
-        return None
-    except OSError as exc:
-        return exc.strerror or str(exc)
+        raise OSError(0, "not supported on this architecture")
+    mounts.readonly_root()
 
 
-def _drop_bounding_early() -> str | None:
-    try:
-        privs.lock_securebits()
-        privs.drop_bounding_set()
-        return None
-    except OSError as exc:
-        return exc.strerror or str(exc)
+def _own_ipc() -> None:
+    privs.unshare(privs.CLONE_NEWIPC)
+
+
+def _drop_bounding() -> None:
+    privs.lock_securebits()
+    privs.drop_bounding_set()
 
 
 def plan_from_wire(msg: dict, fds: list[int], keeper_pid: int, root: bool) -> ChildPlan:
-    """fds: stdin, stdout, stderr, status pipe, then the Landlock ruleset if any."""
+    """fds: stdin, stdout, stderr, status pipe, then the Landlock ruleset if any. The idmap fd is
+    the keeper's own, inherited through fork: the plan names it."""
     return ChildPlan(argv=msg["argv"], env=msg["env"], cwd=msg["cwd"], stdio=(fds[0], fds[1], fds[2]),
                      status_fd=fds[3], keeper_pid=keeper_pid, rlimits=msg.get("rlimits", {}),
                      nproc_relative=msg.get("nproc_relative", False), root=root, uid=msg.get("uid"),
                      gid=msg.get("gid"), seccomp_allow_tcp=msg.get("seccomp_allow_tcp"),
-                     writable=msg.get("writable", []), ruleset_fd=fds[4] if len(fds) > 4 else None,
+                     writable=msg.get("writable", []), idmap_fd=msg.get("idmap_fd"),
+                     idmap_error=msg.get("idmap_error"), expose=msg.get("expose", []),
+                     ruleset_fd=fds[4] if len(fds) > 4 else None,
                      ruleset_layers=msg.get("ruleset_layers", []), enforce=msg.get("enforce", True),
                      trace={} if msg.get("trace") else None)
 
@@ -152,9 +172,13 @@ def _confine_and_exec(plan: ChildPlan) -> None:
     _stdio(plan)
     plan.resolved = _resolve(plan.argv[0], plan.env)
     _layer(plan, "rlimits", lambda: privs.set_rlimits(_rlimits(plan)))
+    _layer(plan, "keyring", lambda: _early_layer(plan, "keyring"))
     if plan.root:
+        _layer(plan, "ipc-ns", lambda: _early_layer(plan, "ipc-ns"))
         _layer(plan, "mount-ro", lambda: _mounts(plan))
-        _layer(plan, "caps", lambda: _early_caps(plan))
+        _layer(plan, "caps", lambda: _early_layer(plan, "caps"))
+    if plan.idmap_fd is not None:
+        os.close(plan.idmap_fd)
     if plan.uid is not None:
         _layer(plan, "uid", lambda: _switch_user(plan.uid, plan.gid))
     if plan.root:
@@ -164,7 +188,7 @@ def _confine_and_exec(plan: ChildPlan) -> None:
         raise _Refused("keeper exited during launch")
     _layer(plan, "no_new_privs", privs.set_no_new_privs)
     if plan.seccomp_allow_tcp is not None:
-        _layer(plan, "seccomp-net", lambda: privs.install_seccomp(_seccomp_program(plan)))
+        _layer(plan, "seccomp", lambda: privs.install_seccomp(_seccomp_program(plan)))
     if plan.ruleset_fd is not None:
         _landlock(plan)
     try:
@@ -196,7 +220,7 @@ def _stdio(plan: ChildPlan) -> None:
         if fd != target:
             os.dup2(fd, target)
         os.set_inheritable(target, True)
-    keep = sorted({plan.status_fd, plan.ruleset_fd} - {None})
+    keep = sorted({plan.status_fd, plan.ruleset_fd, plan.idmap_fd} - {None})
     low = 3
     for fd in keep:
         os.closerange(low, fd)
@@ -222,20 +246,20 @@ def _tasks_running() -> int:
 
 
 def _mounts(plan: ChildPlan) -> None:
-    if plan.early_mounts_error:
-        raise OSError(1, plan.early_mounts_error)
-    mounts.bind_writable(plan.writable)
+    _early_layer(plan, "mount-ro")
+    if plan.idmap_error:
+        raise OSError(1, f"no idmapped mounts for the tool's uid: {plan.idmap_error}")
+    mounts.bind_writable(plan.writable, plan.idmap_fd, plan.expose)
 
 
 def _seccomp_program(plan: ChildPlan) -> bytes:
-    # uid 0 owns the system: without read-only mounts, refuse metadata changes by syscall instead
-    deny_metadata = plan.root and plan.uid is None and "mount-ro" not in plan.applied
-    return privs.seccomp_program(bool(plan.seccomp_allow_tcp), deny_metadata=deny_metadata)
+    # SysV IPC and POSIX message queues are refused unless the command has an IPC namespace of its own
+    return seccomp.program(bool(plan.seccomp_allow_tcp), tool=True, private_ipc="ipc-ns" in plan.applied)
 
 
-def _early_caps(plan: ChildPlan) -> None:
-    if plan.early_caps_error:
-        raise OSError(1, plan.early_caps_error)
+def _early_layer(plan: ChildPlan, name: str) -> None:
+    if name in plan.early_errors:
+        raise OSError(1, plan.early_errors[name])
 
 
 def _switch_user(uid: int, gid: int) -> None:

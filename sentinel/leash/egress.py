@@ -244,7 +244,7 @@ def policy_lookup(system: bool, policy_dir: Path | None = None) -> Lookup:
     """System mode: the uid's user name -> its policy file. Local mode: $SENTINEL_HOME/leash.yaml."""
     import pwd
 
-    from sentinel.leash import policy
+    from sentinel.leash import policy, privs
 
     def lookup(uid: int | None) -> Grant | None:
         if system:
@@ -257,8 +257,8 @@ def policy_lookup(system: bool, policy_dir: Path | None = None) -> Lookup:
             path = policy.policy_path(name, system=True, policy_dir=policy_dir)
             if not path.exists():
                 return None
-        else:
-            if uid is not None and uid != os.getuid():
+        else:  # the operator's own tools: its uid, or as root the uid root's tools run as
+            if uid is not None and uid != os.getuid() and not (os.getuid() == 0 and privs.is_tool_uid(uid)):
                 return None
             name, path = "local", policy.policy_path(None, system=False)
         pol = policy.load(path)

@@ -20,7 +20,7 @@ import socket
 import struct
 import time
 
-from sentinel.leash import cgroups, child, prefault, privs, wire
+from sentinel.leash import cgroups, child, mounts, prefault, privs, seccomp, wire
 
 DRAIN_AFTER_KILL_S = 1.0
 MAX_LAUNCHES = 500  # a keeper leaves after this many launches: bounds anything that could accumulate
@@ -34,13 +34,32 @@ class Refused(Exception):
     """The launch was refused before anything ran; the message goes back to the caller."""
 
 
+class ToolIdentity:
+    """Who a tool root starts without an agent user runs as: a uid of its own (privs.tool_uid), and the
+    user namespace that idmaps root's workspace to it (or why there is none). Made once per launcher,
+    as root, before any keeper is forked; every keeper and launch child inherits the fd."""
+
+    uid: int | None = None
+    idmap_fd: int | None = None
+    error: str | None = None
+
+    @classmethod
+    def prepare(cls, launcher_pid: int) -> None:
+        cls.uid = privs.tool_uid(launcher_pid)
+        try:
+            cls.idmap_fd = mounts.idmap_userns(cls.uid, cls.uid)
+        except OSError as exc:
+            cls.error = exc.strerror or str(exc)
+
+
 def keep(ctl: socket.socket, notify_fd: int, idle_timeout_s: float | None) -> None:
     """Serve launch requests from the shared control socket, one at a time, until the caller hangs up,
     this keeper has been idle for `idle_timeout_s` (None: never), or a launch left something behind."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     privs.set_pdeathsig(signal.SIGKILL)
     privs.set_child_subreaper()
-    _close_strays(keep={ctl.fileno(), notify_fd})  # the launcher's pipe end and pidfds
+    kept = {ctl.fileno(), notify_fd, ToolIdentity.idmap_fd} - {None}
+    _close_strays(kept)  # the launcher's pipe end and pidfds
     group = _join_group()
     prefault.prefault()
     note = _Notes(notify_fd)
@@ -59,7 +78,7 @@ def keep(ctl: socket.socket, notify_fd: int, idle_timeout_s: float | None) -> No
             _wait_all(None, group)
             if group is not None and group.members() - {os.getpid()}:
                 return
-            _close_strays(keep={ctl.fileno(), notify_fd})
+            _close_strays(kept)
     finally:
         note.send(LEAVING)
         _wait_all(None, group)
@@ -199,17 +218,15 @@ class Launch:
                 _close(fd)
 
     def _run(self) -> dict:
-        uid = self.req.get("uid")
         self._cgroup()
         stdio, out_r = self._stdio()
         status_r, status_w = os.pipe2(os.O_CLOEXEC)
         network = bool(self.prof.get("network"))
         plan = {"argv": self.req["argv"], "env": self.req.get("env") or {}, "cwd": self.req["cwd"],
-                "rlimits": self.prof.get("rlimits", {}), "nproc_relative": uid is None, "uid": uid,
-                "gid": self.req.get("gid"), "enforce": self.enforce, "trace": bool(self.timing),
-                "seccomp_allow_tcp": network if privs.seccomp_supported() else None,
+                "rlimits": self.prof.get("rlimits", {}), "enforce": self.enforce, "trace": bool(self.timing),
+                "seccomp_allow_tcp": network if seccomp.supported() else None,
                 "writable": self.req.get("writable", []),
-                "ruleset_layers": self.req.get("ruleset_layers", [])}
+                "ruleset_layers": self.req.get("ruleset_layers", []), **self._who()}
         fds = [*stdio, status_w] + ([self.fds["ruleset"]] if "ruleset" in self.fds else [])
         self.mark("plan")
         wire.send(self.child_sock, plan, fds)
@@ -219,6 +236,20 @@ class Launch:
         if out_r is not None:
             os.close(stdio[1])
         return self._watch(self.pid, status_r, out_r)
+
+    def _who(self) -> dict:
+        """The plan's identity: the caller's agent user; as root without one, the tool's own uid with
+        its idmapping (never uid 0); otherwise the caller's uid, whose other tasks RLIMIT_NPROC counts."""
+        uid = self.req.get("uid")
+        if uid is not None:
+            return {"uid": uid, "gid": self.req.get("gid")}
+        if os.geteuid() != 0:
+            return {"uid": None, "gid": None, "nproc_relative": True}
+        tool = ToolIdentity
+        if tool.uid is None:
+            raise Refused("no uid prepared for tools started by root; refusing to run one as root")
+        return {"uid": tool.uid, "gid": tool.uid, "idmap_fd": tool.idmap_fd, "idmap_error": tool.error,
+                "expose": self.req.get("expose", [])}
 
     def _cgroup(self) -> None:
         if self.group is None:

@@ -6,8 +6,9 @@
     launch(argv, prof)  the same for any Profile, with output captured or the caller's stdio passed
 
 Who the command runs as: when the caller is root and `agent` names a Linux user, that user (system
-mode: uid drop, capabilities dropped); otherwise the caller's own uid (local mode; as root, with
-every capability dropped). The environment is a minimal one plus `env`, never the caller's.
+mode: uid drop, capabilities dropped); as root otherwise, a uid of the tool's own that works in
+root's workspace through idmapped mounts (never root: see sentinel/leash/child.py); otherwise the
+caller's own uid (local mode). The environment is a minimal one plus `env`, never the caller's.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentinel.leash import prepared, wire
+from sentinel.leash import prepared, privs, wire
 from sentinel.leash.errors import LaunchFailed, SandboxUnavailable
 from sentinel.leash.profile import DEFAULT_PATH, Profile, tool_profile
 from sentinel.errors import UsageError
@@ -65,6 +66,14 @@ def identity(agent: str | None) -> Identity:
     if pw.pw_uid == 0:
         raise UsageError(f"leash: agent user {agent!r} is root; leashed users must be unprivileged")
     return Identity(pw.pw_uid, pw.pw_gid, agent)
+
+
+def tool_uid() -> int | None:
+    """The uid tools run as when this process (root) starts them without an agent user; None when not root."""
+    if os.geteuid() != 0:
+        return None
+    ensure_launcher()
+    return privs.tool_uid(_pid)
 
 
 def ensure_launcher() -> None:
@@ -168,6 +177,8 @@ def launch(argv: list[str], prof: Profile, *, cwd: Path, env: dict[str, str], ti
             "profile": prof.keeper_fields(), "uid": who.uid, "gid": who.gid, "sandbox": sandbox,
             "capture": stdio is None, "output_max_chars": output_max_chars, "missing": missing,
             "ruleset_layers": ruleset.applied if ruleset else [], "writable": write, "fd_roles": []}
+    if os.geteuid() == 0 and who.uid is None:
+        spec["expose"] = prepared.exposed(tuple(prof.read + write + [str(cwd)]))
     fds: list[int] = []
     if ruleset is not None:
         spec["fd_roles"].append("ruleset")

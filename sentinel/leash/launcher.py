@@ -24,7 +24,7 @@ import socket
 import sys
 from dataclasses import dataclass
 
-from sentinel.leash import cgroups, keeper, lsm, privs
+from sentinel.leash import cgroups, keeper, lsm, privs, seccomp
 
 SPARES = 2  # two, so the keeper that just served has time to fork its next launch child
 EXTRA_IDLE_S = 60.0
@@ -55,12 +55,14 @@ def _setup(ctl: socket.socket, parent: int) -> None:
     os.closerange(3, keep)
     os.closerange(keep + 1, 1 << 20)
     lsm.abi_version()  # warm the caches every keeper inherits
-    if privs.seccomp_supported():
+    if seccomp.supported():
         for allow_tcp in (False, True):
-            for deny_metadata in (False, True):
-                privs.seccomp_program(allow_tcp, deny_metadata)
+            for private_ipc in (False, True):
+                seccomp.program(allow_tcp, tool=True, private_ipc=private_ipc)
     cgroups.detect()
     cgroups.sweep()  # groups of launchers killed with their callers
+    if os.geteuid() == 0:
+        keeper.ToolIdentity.prepare(os.getpid())
 
 
 @dataclass

@@ -12,25 +12,36 @@ can do this, so it applies when the launcher runs as root:
     bind_writable(dirs)  per request: for each writable directory, a detached recursive clone of it
                          (open_tree), made read-write (mount_setattr), attached on top of it (move_mount).
 
-The namespace goes away with the last process in it. Needs Linux 5.12 (mount_setattr). Every call
-checks its return value.
+A tool root starts without an agent user runs as an unprivileged uid of its own (privs.tool_uid),
+never as root, yet must work in root's workspace as root would. Its writable trees are then
+*idmapped* through a user namespace mapping root to that uid (idmap_userns): files root owns
+appear as the tool's, and files the tool creates are stored as root's. Root-only ancestors of the
+paths it uses (`/root` above `/root/.sentinel/workspace`) are idmapped the same way, read-only,
+so it can reach them; Landlock still decides what it may read there.
+
+The namespace goes away with the last process in it. Needs Linux 5.12 (mount_setattr), and for
+idmapping a filesystem that supports it (ext4, xfs, btrfs, tmpfs, ...). Every call checks its
+return value.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import platform
+import socket
+import stat
 
 from sentinel.leash import privs
 
-CLONE_NEWNS = 0x00020000
+CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
 MS_REC, MS_PRIVATE = 0x4000, 1 << 18
 AT_FDCWD = -100
 AT_EMPTY_PATH, AT_RECURSIVE = 0x1000, 0x8000
 OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC = 1, os.O_CLOEXEC
 MOVE_MOUNT_F_EMPTY_PATH = 0x4
-MOUNT_ATTR_RDONLY = 0x1
+MOUNT_ATTR_RDONLY, MOUNT_ATTR_IDMAP = 0x1, 0x00100000
 _SYSCALLS = {"x86_64": (428, 429, 442), "aarch64": (428, 429, 442)}  # open_tree, move_mount, mount_setattr
 
 
@@ -45,33 +56,124 @@ def supported() -> bool:
 
 def readonly_root() -> None:
     """Enter a private mount namespace in which every mount is read-only."""
-    _, _, nr_setattr = _SYSCALLS[platform.machine()]
     libc = privs.libc()
-    ctypes.set_errno(0)
-    privs.check(libc.unshare(ctypes.c_int(CLONE_NEWNS)), "unshare")
+    privs.unshare(CLONE_NEWNS)
     privs.check(libc.mount(None, b"/", None, ctypes.c_ulong(MS_REC | MS_PRIVATE), None), "mount --make-rprivate")
-    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
-    privs.check(libc.syscall(ctypes.c_long(nr_setattr), ctypes.c_int(AT_FDCWD), b"/", ctypes.c_uint(AT_RECURSIVE),
-                        ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))), "mount_setattr")
+    _setattr(AT_FDCWD, b"/", AT_RECURSIVE, _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0), "mount_setattr /")
 
 
-def bind_writable(dirs: list[str]) -> None:
-    """Make each existing directory in `dirs` (and what is mounted beneath it) writable again."""
-    nr_open_tree, nr_move_mount, nr_setattr = _SYSCALLS[platform.machine()]
-    libc = privs.libc()
-    attr = _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
-    for path in dirs:
-        if not os.path.isdir(path):
-            continue  # a file (/dev/null) is written through its device, not its mount; a missing path grants nothing
-        raw = os.fsencode(path)
-        ctypes.set_errno(0)
-        fd = privs.check(libc.syscall(ctypes.c_long(nr_open_tree), ctypes.c_int(AT_FDCWD), raw,
-                                 ctypes.c_uint(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)), f"open_tree {path}")
-        try:
-            privs.check(libc.syscall(ctypes.c_long(nr_setattr), ctypes.c_int(fd), b"",
-                                ctypes.c_uint(AT_EMPTY_PATH | AT_RECURSIVE), ctypes.byref(attr),
-                                ctypes.c_size_t(ctypes.sizeof(attr))), f"mount_setattr {path}")
-            privs.check(libc.syscall(ctypes.c_long(nr_move_mount), ctypes.c_int(fd), b"", ctypes.c_int(AT_FDCWD), raw,
-                                ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH)), f"move_mount {path}")
-        finally:
+def bind_writable(dirs: list[str], idmap_fd: int | None = None, expose: list[str] = ()) -> None:
+    """Make each existing directory in `dirs` (and what is mounted beneath it) writable again; with
+    `idmap_fd`, idmapped, and each of `expose` reachable (read-only, idmapped). Trees are cloned
+    before any ancestor is exposed, so each is a clone of the real mount, never of an idmapped one."""
+    trees = []
+    try:
+        for path in dirs:
+            if os.path.isdir(path):  # a file (/dev/null) is written through its device; a missing path grants nothing
+                trees.append((path, _clone(path, _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0), idmap_fd)))
+        if idmap_fd is not None:
+            for path in expose:
+                fd = _clone(path, _MountAttr(0, 0, 0, 0), idmap_fd)
+                try:
+                    _move(fd, path)
+                finally:
+                    os.close(fd)
+        for path, fd in trees:
+            _move(fd, path)
+    finally:
+        for _, fd in trees:
             os.close(fd)
+
+
+def _clone(path: str, attr: _MountAttr, idmap_fd: int | None) -> int:
+    """A detached copy of the mounts at and beneath `path` with `attr` applied; idmapped with `idmap_fd`,
+    and then, if a mount beneath it cannot be idmapped, of `path`'s own mount only."""
+    if idmap_fd is not None:
+        attr.attr_set |= MOUNT_ATTR_IDMAP
+        attr.userns_fd = idmap_fd
+    for flags in (AT_RECURSIVE, 0) if idmap_fd is not None else (AT_RECURSIVE,):
+        fd = _open_tree(path, flags)
+        try:
+            _setattr(fd, b"", AT_EMPTY_PATH | flags, attr, f"mount_setattr {path}")
+            return fd
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno != errno.EINVAL or not flags:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _open_tree(path: str, recursive: int) -> int:
+    nr_open_tree = _SYSCALLS[platform.machine()][0]
+    ctypes.set_errno(0)
+    return privs.check(privs.libc().syscall(ctypes.c_long(nr_open_tree), ctypes.c_int(AT_FDCWD), os.fsencode(path),
+                                            ctypes.c_uint(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | recursive)),
+                       f"open_tree {path}")
+
+
+def _setattr(dirfd: int, path: bytes, flags: int, attr: _MountAttr, what: str) -> None:
+    nr_setattr = _SYSCALLS[platform.machine()][2]
+    ctypes.set_errno(0)
+    privs.check(privs.libc().syscall(ctypes.c_long(nr_setattr), ctypes.c_int(dirfd), path, ctypes.c_uint(flags),
+                                     ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))), what)
+
+
+def _move(fd: int, path: str) -> None:
+    nr_move_mount = _SYSCALLS[platform.machine()][1]
+    ctypes.set_errno(0)
+    privs.check(privs.libc().syscall(ctypes.c_long(nr_move_mount), ctypes.c_int(fd), b"", ctypes.c_int(AT_FDCWD),
+                                     os.fsencode(path), ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH)), f"move_mount {path}")
+
+
+def idmap_userns(uid: int, gid: int) -> int:
+    """An fd (close-on-exec) for a new user namespace mapping root to `uid`/`gid`, for idmapped mounts.
+    A helper child unshares it and waits while we write its maps (only a process outside it may), then
+    exits; the namespace lives on through the fd. Call from a single-threaded process."""
+    ours, theirs = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ours.close()
+            privs.unshare(CLONE_NEWUSER)
+            theirs.send(b"u")
+            theirs.recv(1)
+        finally:
+            os._exit(0)
+    theirs.close()
+    try:
+        if ours.recv(1) != b"u":
+            raise OSError(errno.EPERM, "unshare(CLONE_NEWUSER) failed")
+        for name, ident in (("uid_map", uid), ("gid_map", gid)):
+            with open(f"/proc/{pid}/{name}", "w") as f:
+                f.write(f"0 {ident} 1\n")
+        return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        ours.close()
+        os.waitpid(pid, 0)
+
+
+def root_only_ancestors(paths: list[str]) -> list[str]:
+    """The topmost ancestor of each path that only root's uid or gid may search (`/root`), once each:
+    what a tool running as another uid must have exposed to reach those paths."""
+    found: list[str] = []
+    for path in paths:
+        parts = os.path.normpath(path).split(os.sep)[1:-1]
+        current = ""
+        for part in parts:
+            current += os.sep + part
+            if any(current == f or current.startswith(f + os.sep) for f in found):
+                break
+            try:
+                st = os.stat(current)
+            except OSError:
+                break
+            if _root_only(st):
+                found.append(current)
+                break
+    return found
+
+
+def _root_only(st: os.stat_result) -> bool:
+    mode = st.st_mode
+    return (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH
+            and (st.st_uid == 0 and bool(mode & stat.S_IXUSR) or st.st_gid == 0 and bool(mode & stat.S_IXGRP)))

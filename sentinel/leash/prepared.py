@@ -1,4 +1,5 @@
-"""What the caller prepares once and reuses across launches: Landlock ruleset fds and private TMPDIRs.
+"""What the caller prepares once and reuses across launches: Landlock ruleset fds, private TMPDIRs and,
+as root, the root-only directories a tool's own uid must have exposed.
 
 A ruleset fd is built in the caller (paths are opened by the caller, before any uid change), cached
 by its exact rules plus the identity (device, inode) of every writable path, so a recreated
@@ -9,13 +10,14 @@ A private TMPDIR is made per (uid, first writable path) and removed when the cal
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import shutil
 import tempfile
 import threading
 from collections import OrderedDict
 
-from sentinel.leash import lsm, privs
+from sentinel.leash import lsm, mounts, seccomp
 
 MAX_RULESETS = 32
 OPTIONAL_LAYERS = ("cgroup",)
@@ -59,9 +61,15 @@ def ruleset(read: list[str], write: list[str], tcp_connect: list[int]) -> lsm.Bu
 def plan_missing(built: lsm.Built | None) -> list[str]:
     """Layers known to be missing before launching (kernel support)."""
     missing = ["landlock-fs", "landlock-tcp", "landlock-scope"] if built is None else list(built.missing)
-    if not privs.seccomp_supported():
-        missing.append("seccomp-net")
+    if not seccomp.supported():
+        missing.append("seccomp")
     return missing
+
+
+@functools.lru_cache(MAX_RULESETS)
+def exposed(paths: tuple[str, ...]) -> list[str]:
+    """The root-only ancestors of `paths` (mounts.root_only_ancestors), looked up once per set of paths."""
+    return mounts.root_only_ancestors(list(paths))
 
 
 def refusal(missing: list[str]) -> str:

@@ -1,4 +1,5 @@
-"""Process-level kernel controls through ctypes: prctl, capabilities, securebits, rlimits, seccomp.
+"""Process-level kernel controls through ctypes: prctl, capabilities, securebits, rlimits, namespaces,
+the session keyring, installing a seccomp filter.
 
 Only ever called in the single-threaded launch child (sentinel/leash/child.py). Every call checks
 its return value and raises OSError.
@@ -9,9 +10,9 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import platform
 import resource
-import struct
+
+from sentinel.leash import seccomp
 
 PR_SET_PDEATHSIG = 1
 PR_SET_SECCOMP = 22
@@ -22,6 +23,9 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 SECCOMP_MODE_FILTER = 2
+CLONE_NEWIPC = 0x08000000
+KEYCTL_JOIN_SESSION_KEYRING = 1
+EPERM, ENOSYS = 1, 38
 
 # NOROOT, NO_SETUID_FIXUP, KEEP_CAPS and NO_CAP_AMBIENT_RAISE off-or-on and locked: a uid-0 process
 # gains no capabilities on execve, keep_caps stays off, ambient capabilities cannot be raised.
@@ -33,6 +37,13 @@ SECBIT_NO_CAP_AMBIENT_RAISE = 1 << 6
 SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED = 1 << 7
 SECUREBITS = (SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED
               | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED)
+
+# A tool root starts without an agent user runs as TOOL_UID_BASE + its launcher's pid (uid and gid):
+# a range no distribution or systemd hands out (above the nspawn container range, below 2^31), with
+# no passwd entry, so the tool holds no operator's identity (sentinel/leash/mounts.py keeps root's
+# workspace working for it).
+TOOL_UID_BASE = 0x7C000000
+TOOL_UID_SPAN = 1 << 22  # PID_MAX_LIMIT
 
 
 @functools.lru_cache(1)
@@ -53,6 +64,14 @@ def prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 
     ctypes.set_errno(0)
     return check(libc().prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), ctypes.c_ulong(arg3),
                                 ctypes.c_ulong(arg4), ctypes.c_ulong(arg5)))
+
+
+def tool_uid(launcher_pid: int) -> int:
+    return TOOL_UID_BASE + launcher_pid
+
+
+def is_tool_uid(uid: int | None) -> bool:
+    return uid is not None and TOOL_UID_BASE <= uid < TOOL_UID_BASE + TOOL_UID_SPAN
 
 
 def set_pdeathsig(sig: int) -> None:
@@ -127,68 +146,30 @@ def clamped_rlimits(limits: dict[str, int]) -> list[tuple[int, int]]:
     return out
 
 
+def unshare(flags: int) -> None:
+    ctypes.set_errno(0)
+    check(libc().unshare(ctypes.c_int(flags)), "unshare")
+
+
+def join_new_session_keyring() -> None:
+    """Join a new, empty, anonymous session keyring (a name would join an existing keyring of that name).
+    Without keyrings in the kernel (ENOSYS), or with the keyring syscalls already refused to this process
+    and all it starts (EPERM: an outer sandbox's seccomp filter, Docker's or a nested Sentinel's), there
+    is nothing to share: that is not an error."""
+    ctypes.set_errno(0)
+    res = libc().syscall(ctypes.c_long(seccomp.syscall_nr("keyctl")), ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING),
+                         ctypes.c_void_p(None))
+    if res < 0 and ctypes.get_errno() not in (ENOSYS, EPERM):
+        check(res, "keyctl(JOIN_SESSION_KEYRING)")
+
+
 def set_rlimits(limits: dict[str, int]) -> None:
     """Lower soft and hard limits together."""
     for which, value in clamped_rlimits(limits):
         resource.setrlimit(which, (value, value))
 
 
-# -- seccomp: deny UDP/raw IP sockets (Landlock cannot) and io_uring (which creates sockets unseen) ----
-
-_ARCH = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}  # audit arch, socket, io_uring_setup
-# chmod, chown, utime and xattr-set families: Landlock does not cover metadata changes, and a tool
-# running as the file owner (uid 0 in local mode as root) could otherwise chmod /etc/shadow.
-_METADATA = {"x86_64": (90, 91, 268, 452, 92, 93, 94, 260, 132, 235, 261, 280, 188, 189, 190, 197, 198, 199, 463, 466),
-             "aarch64": (52, 53, 452, 54, 55, 88, 5, 6, 7, 14, 15, 16, 463, 466)}
-_EPERM = 1
-_AF_INET, _AF_INET6, _SOCK_STREAM, _SOCK_TYPE_MASK = 2, 10, 1, 0xF
-_RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
-_EACCES, _ENOSYS = 13, 38
-
-
-def seccomp_supported() -> bool:
-    return platform.machine() in _ARCH
-
-
-def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
-    return struct.pack("=HBBI", code, jt, jf, k & 0xFFFFFFFF)
-
-
-@functools.lru_cache(4)
-def seccomp_program(allow_tcp: bool, deny_metadata: bool = False) -> bytes:
-    """Classic BPF: socket(AF_INET*, not SOCK_STREAM) -> EACCES (all AF_INET* if not allow_tcp);
-    io_uring_setup -> ENOSYS; syscalls of a foreign ABI (i386, x32) -> ENOSYS; with deny_metadata,
-    the chmod/chown/utime/setxattr families -> EPERM."""
-    arch, nr_socket, nr_uring = _ARCH[platform.machine()]
-    ld_w, jeq, jge, ret, alu_and = 0x20, 0x15, 0x35, 0x06, 0x54
-    deny_inet = _RET_ERRNO | _EACCES
-    prog = [
-        _insn(ld_w, 0, 0, 4),                         # 0 arch
-        _insn(jeq, 1, 0, arch),                       # 1
-        _insn(ret, 0, 0, _RET_ERRNO | _ENOSYS),       # 2 foreign ABI
-        _insn(ld_w, 0, 0, 0),                         # 3 nr
-        _insn(jge, 0, 1, 0x40000000),                 # 4 x32 syscalls
-        _insn(ret, 0, 0, _RET_ERRNO | _ENOSYS),       # 5
-        _insn(jeq, 0, 1, nr_uring),                   # 6
-        _insn(ret, 0, 0, _RET_ERRNO | _ENOSYS),       # 7
-    ]
-    for nr in _METADATA[platform.machine()] if deny_metadata else ():
-        prog += [_insn(jeq, 0, 1, nr), _insn(ret, 0, 0, _RET_ERRNO | _EPERM)]
-    prog += [
-        _insn(jeq, 1, 0, nr_socket),                  # 8
-        _insn(ret, 0, 0, _RET_ALLOW),                 # 9
-        _insn(ld_w, 0, 0, 16),                        # 10 args[0] (domain, low word)
-        _insn(jeq, 2, 0, _AF_INET),                   # 11 -> 14
-        _insn(jeq, 1, 0, _AF_INET6),                  # 12 -> 14
-        _insn(ret, 0, 0, _RET_ALLOW),                 # 13 other families
-        _insn(ld_w, 0, 0, 24),                        # 14 args[1] (type, low word)
-        _insn(alu_and, 0, 0, _SOCK_TYPE_MASK),        # 15
-        _insn(jeq, 0, 1, _SOCK_STREAM),               # 16
-        _insn(ret, 0, 0, _RET_ALLOW if allow_tcp else deny_inet),  # 17
-        _insn(ret, 0, 0, deny_inet),                  # 18
-    ]
-    return b"".join(prog)
-
+# -- seccomp (the filters themselves are in sentinel/leash/seccomp.py) ----------------------------------
 
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]

@@ -2,6 +2,8 @@
 
     engine = LocalEngine()
     outcome = engine.start("task", on_event=render)      # executes until the run pauses or ends
+    session = engine.start("hi", chat=True)               # a chat session: `idle` after each answer
+    engine.send(session.id, "and now?")                   # the next turn
 
 Each operation leases the run, wires the worker's loop for it (`sentinel.worker.setup`) and executes it
 here until it pauses or ends. The supervisor (system mode) runs the same loop in a worker process
@@ -13,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from sentinel import config as config_mod
 from sentinel import paths
@@ -27,6 +29,9 @@ from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, UsageError
 
 FOLLOW_POLL_S = 0.2
+STOPPED = "turn stopped by the operator"
+WAITING_HINT = {"waiting_approval": ": answer its pending approval first",
+                "interrupted": ": resume its interrupted turn first", "running": ": another process is running a turn"}
 
 
 class LocalEngine:
@@ -45,33 +50,58 @@ class LocalEngine:
 
     def start(self, task: str, *, model: str | None = None, agent: str | None = None,
               workspace: Path | None = None, on_event: Listener | None = None, mission: str | None = None,
-              parent_id: str | None = None) -> Outcome:
+              parent_id: str | None = None, chat: bool = False, skills: Sequence[str] = ()) -> Outcome:
         if not task.strip():
             raise UsageError("TASK: must not be empty")
         profile = profiles.load(agent or self.config.default_agent, self.home)
         model_name = model or profile.model or self.config.default_model
-        from sentinel.models import split
-
-        split(model_name)  # a bad name is a usage error before anything is persisted
+        self._check(model_name, skills)  # bad input is a usage error before anything is persisted
         ws = (workspace or paths.workspace_dir(self.home)).expanduser().resolve()
         if workspace is not None and not ws.is_dir():
             raise UsageError(f"--workspace: {ws} is not a directory")
         ws.mkdir(parents=True, exist_ok=True)
         run_id = new_id("r-")
         run_dir = paths.runs_dir(self.home) / run_id
+        kind = "chat" if chat else "task"
         self.store.create_run(run_id, agent=profile.name, task=task, model=model_name, workspace=ws,
-                              run_dir=run_dir, parent_id=parent_id)
+                              run_dir=run_dir, parent_id=parent_id, kind=kind)
         run = Run.create(run_dir, {"id": run_id, "task": task, "agent": profile.name, "model": model_name,
                                    "workspace": str(ws), "mission": mission or profile.mission or "",
-                                   "parent_id": parent_id})
+                                   "parent_id": parent_id, "kind": kind})
         if on_event:  # `created` was journaled before anyone could listen
             for event in Translator(run_id).feed(journal.read(run_dir / JOURNAL)[0][0]):
                 on_event(event)
-        return self._execute(run, profile, on_event)
+        return self._execute(run, profile, on_event, skills=skills)
+
+    def send(self, run_id: str, text: str, *, skills: Sequence[str] = (), model: str | None = None,
+             on_event: Listener | None = None) -> Outcome:
+        if not text.strip():
+            raise UsageError("message: must not be empty")
+        row = self._session(run_id)
+        status = self._live_status(row)
+        if status != "idle":
+            raise UsageError(f"session {run_id} is {status}, not waiting for a message{WAITING_HINT.get(status, '')}")
+        self._check(model, skills)
+        run = Run.open(Path(row["run_dir"]))
+        if model:
+            self.store.set_model(run_id, model)
+        return self._execute(run, profiles.load(run.state.agent, self.home), on_event, skills=skills,
+                             message=text, model=model)
+
+    def interrupt(self, run_id: str) -> Outcome:
+        row = self._session(run_id)
+        if row["status"] in TERMINAL:
+            raise UsageError(f"session {run_id} is already {row['status']}")
+        with Run.open(Path(row["run_dir"])) as run:  # Busy while another process executes the turn
+            self.store.cancel_approvals(run_id)
+            if run.state.status != "idle" or row["status"] != "idle":
+                run.record({"type": "status", "status": "idle", "error": STOPPED})
+                self.store.set_status(run_id, "idle", error=STOPPED)
+        return self._outcome_of(self.store.get_run(run_id))
 
     def resume(self, run_id: str, *, on_event: Listener | None = None) -> Outcome:
         row = self.store.get_run(run_id)
-        if row["status"] in TERMINAL:
+        if row["status"] in TERMINAL or row["status"] == "idle":
             return self._outcome_of(row)
         run = Run.open(Path(row["run_dir"]))
         if run.state.status in TERMINAL:  # the journal finished but the registry missed it
@@ -83,13 +113,13 @@ class LocalEngine:
     def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
                 by: str | None = None) -> Outcome:
         approval = self.store.resolve(self.store.approval_id(ident), True, by or operator_name(), digest=digest)
-        return self.resume(approval.run_id, on_event=on_event)
+        return self._take_up(approval.run_id, on_event)
 
     def deny(self, ident: str, *, reason: str = "", digest: str | None = None, on_event: Listener | None = None,
              by: str | None = None) -> Outcome:
         approval = self.store.resolve(self.store.approval_id(ident), False, by or operator_name(), reason,
                                       digest=digest)
-        return self.resume(approval.run_id, on_event=on_event)
+        return self._take_up(approval.run_id, on_event)
 
     def cancel(self, run_id: str) -> Outcome:
         row = self.store.get_run(run_id)
@@ -108,7 +138,8 @@ class LocalEngine:
         state = RunState.load(Path(row["run_dir"]))
         status = self._live_status(row)
         decisions = self.store.verdicts(run_id)  # as recorded, never as the journal retells them
-        return {"id": run_id, "status": status, "task": row["task"], "agent": row["agent"], "model": row["model"],
+        return {"id": run_id, "status": status, "kind": row.get("kind") or "task", "task": row["task"],
+                "agent": row["agent"], "model": row["model"], "skills": state.skills,
                 "workspace": row["workspace"], "parent_id": row.get("parent_id"), "output": state.output,
                 "error": state.error or row.get("error"), "steps": state.steps, "created_at": row["created_at"],
                 "messages": state.messages, "decisions": decisions,
@@ -125,9 +156,21 @@ class LocalEngine:
     def pending(self) -> list[dict[str, Any]]:
         return [a.public() for a in self.store.pending_approvals()]
 
+    def sessions(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+        rows = self.store.list_sessions(limit)
+        for row in rows:
+            if row["status"] == "running":
+                row["status"] = self._live_status(self.store.get_run(row["id"]))
+        return rows
+
+    def catalog(self, agent: str | None = None) -> dict[str, list[dict[str, str]]]:
+        from sentinel.agents import catalog
+
+        return catalog.catalog(self.home)
+
     def events(self, run_id: str | None = None, *, after: int = 0, follow: bool = False) -> Iterator[Event]:
         run_dir = self._run_dir(run_id)
-        translator, offset = Translator(run_dir.name), 0
+        translator, offset, last = Translator(run_dir.name), 0, None
         while True:
             records, offset = journal.read(run_dir / JOURNAL, offset)
             for record in records:
@@ -136,7 +179,7 @@ class LocalEngine:
                         yield event
             if not follow:
                 return
-            last = records[-1]["type"] if records else None
+            last = records[-1]["type"] if records else last
             if last in ("status", "paused") and not Run.is_leased(run_dir):
                 return
             time.sleep(FOLLOW_POLL_S)
@@ -171,16 +214,50 @@ class LocalEngine:
             return "interrupted"
         return row["status"]
 
-    def _execute(self, run: Run, profile: profiles.AgentProfile, on_event: Listener | None) -> Outcome:
+    def _take_up(self, run_id: str, on_event: Listener | None) -> Outcome:
+        """Resume a run whose approval was just resolved; when another process took it up first (a chat that
+        was asking about that approval), follow that process until the run stops."""
+        try:
+            return self.resume(run_id, on_event=on_event)
+        except Busy:
+            seen = max((e.seq for e in self.events(run_id)), default=0)
+            for event in self.events(run_id, after=seen, follow=True):
+                if on_event:
+                    on_event(event)
+        row = self.store.get_run(run_id)
+        approval = next(iter(a.id for a in self.store.pending_approvals(run_id)), None)
+        return Outcome(run_id, self._live_status(row), row.get("output"), row.get("error"), approval)
+
+    def _session(self, run_id: str) -> dict[str, Any]:
+        row = self.store.get_run(run_id)
+        if row.get("kind") != "chat":
+            raise UsageError(f"run {run_id} is not a chat session (`sentinel chats` lists them)")
+        return row
+
+    def _check(self, model: str | None, skills: Sequence[str]) -> None:
+        from sentinel.agents import catalog
+        from sentinel.models import split
+
+        if model:
+            split(model)
+        for name in skills:
+            if catalog.skill(name, self.home) is None:
+                raise UsageError(f"skill {name!r}: no skills/{name}/SKILL.md here or bundled")
+
+    def _execute(self, run: Run, profile: profiles.AgentProfile, on_event: Listener | None, *,
+                 skills: Sequence[str] = (), message: str | None = None, model: str | None = None) -> Outcome:
         from sentinel.worker.loop import AgentLoop
         from sentinel.worker.setup import build_deps, initial_messages
+        from sentinel.worker.turn import begin_turn
 
         with run:
             if on_event:
                 run.listeners.append(on_event)
+            if message is not None:
+                begin_turn(run, self.home, message, skills=skills, model=model)
             deps = build_deps(self.config, self.home, profile, run.state, self.store)
             if not run.state.messages:  # new, or stopped between `created` and its first messages
-                run.record(*initial_messages(self.home, profile, deps, run.state.task))
+                run.record(*initial_messages(self.home, profile, deps, run.state.task, skills))
             AgentLoop(run, deps).execute()
             state = run.state
         approval = next(iter(a.id for a in self.store.pending_approvals(state.id)), None)

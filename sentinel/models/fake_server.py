@@ -22,11 +22,13 @@ from sentinel.models import script
 
 class ScriptedServer:
     def __init__(self, replies: list[script.Reply] | list[Any], *, host: str = "127.0.0.1", port: int = 0,
-                 model: str = "scripted", require_key: str | None = None, chunk_chars: int = 4):
+                 model: str = "scripted", require_key: str | None = None, chunk_chars: int = 4,
+                 chunk_delay_s: float = 0.0):
         self.replies = replies if replies and isinstance(replies[0], script.Reply) else script.parse(replies)
         self.model = model
         self.require_key = require_key
         self.chunk_chars = chunk_chars
+        self.chunk_delay_s = chunk_delay_s  # between streamed chunks, so a client's streaming can be seen
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -165,6 +167,7 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             for chunk in chunks:
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
+                time.sleep(server.chunk_delay_s)
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
             self.close_connection = True

@@ -44,6 +44,7 @@ class LayerResult:
     reason: str = ""
     rule_id: str | None = None
     note: str | None = None   # warn/info text carried into the tool result
+    warnings: tuple[str, ...] | None = None  # one line each: what the operator must hear (a rule skipped)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}

@@ -15,21 +15,22 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 Trigger = Literal["file_write", "bash", "mcp"]
 
 # Tool name -> trigger for the agents of seed 000, plus Gemini CLI, Copilot CLI and Codex names.
+# MCP names follow each agent's own naming (sentinel.hooks.agents); `apply_patch` is parsed per file.
 DEFAULT_TOOL_MAP: dict[str, str] = {
     # Claude Code (and Codex, Cursor's preToolUse)
     "Write": "file_write", "Edit": "file_write", "MultiEdit": "file_write", "NotebookEdit": "file_write",
-    "Bash": "bash",
+    "Bash": "bash", "PowerShell": "bash",
     # Copilot (VS Code)
     "create_file": "file_write", "replace_string_in_file": "file_write",
     "multi_replace_string_in_file": "file_write", "run_in_terminal": "bash",
     # Copilot CLI
-    "create": "file_write", "edit": "file_write", "str_replace": "file_write", "bash": "bash",
+    "create": "file_write", "edit": "file_write", "str_replace": "file_write", "bash": "bash", "powershell": "bash",
     # Cursor
-    "edit_file": "file_write", "run_terminal_cmd": "bash",
+    "edit_file": "file_write", "run_terminal_cmd": "bash", "StrReplace": "file_write",
     # Windsurf
     "write_to_file": "file_write", "run_command": "bash",
-    # Cline
-    "replace_in_file": "file_write", "execute_command": "bash",
+    # Cline (classic, then 3.x; its apply_patch is parsed per file, like Codex's)
+    "replace_in_file": "file_write", "execute_command": "bash", "run_commands": "bash", "editor": "file_write",
     # Amazon Q
     "fs_write": "file_write", "execute_bash": "bash",
     # Gemini CLI

@@ -39,6 +39,33 @@ def open_beneath(home: str | Path, rel: str, uid: int) -> int | None:
     return fd
 
 
+def list_beneath(home: str | Path, rel: str, uid: int) -> list[str]:
+    """Entry names of the directory home/rel if it is one owned by uid; [] otherwise."""
+    try:
+        root = os.open(home, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return []
+    try:
+        fd = openat2(root, rel, os.O_RDONLY | os.O_DIRECTORY, 0, STRICT)
+    except (OSError, ValueError):
+        return []
+    finally:
+        os.close(root)
+    try:
+        return sorted(os.listdir(fd)) if os.fstat(fd).st_uid == uid else []
+    finally:
+        os.close(fd)
+
+
+def read_text(home: str | Path, rel: str, uid: int, limit: int = 64 * 1024) -> str | None:
+    """The first `limit` bytes of home/rel as text, read as open_beneath allows; None when it may not be read."""
+    fd = open_beneath(home, rel, uid)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return f.read(limit).decode(errors="replace")
+
+
 def journal_rel(run_id: str) -> str:
     return f".sentinel/runs/{run_id}/{JOURNAL}"
 

@@ -1,8 +1,9 @@
 """Who is on the other end of a unix socket (SO_PEERCRED), and whether they are an operator.
 
 Operators are root and members of the operator group (`sentinel`), by primary or supplementary
-membership in the group database. The socket's file mode (0660 root:sentinel) is the first gate;
-this check is the second, and the one every request passes.
+membership in the group database, outside any sandbox (sentinel/leash/peer.py): a tool never speaks
+for an operator, even one running as an operator's uid. The socket's file mode (0660 root:sentinel)
+is the first gate; this check is the second, and the one every request passes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import socket
 import struct
 from dataclasses import dataclass
 
+from sentinel.leash import peer
+
 
 @dataclass(frozen=True)
 class Peer:
@@ -21,13 +24,15 @@ class Peer:
     gid: int
     name: str
     operator: bool
+    sandboxed: bool = False
 
 
 def peer_of(sock: socket.socket, group: str) -> Peer:
     raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     pid, uid, gid = struct.unpack("3i", raw)
     name = user_name(uid)
-    return Peer(pid, uid, gid, name, is_operator(uid, name, group))
+    sandboxed = peer.sandboxed(sock)
+    return Peer(pid, uid, gid, name, not sandboxed and is_operator(uid, name, group), sandboxed)
 
 
 def user_name(uid: int) -> str:

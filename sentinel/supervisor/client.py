@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from sentinel.engine import events
 from sentinel.engine.api import Outcome
@@ -112,10 +112,25 @@ class SystemEngine:
     # -- the engine protocol ------------------------------------------------------------------------
 
     def start(self, task: str, *, model: str | None = None, agent: str | None = None,
-              workspace: Path | None = None, on_event: Listener | None = None) -> Outcome:
+              workspace: Path | None = None, on_event: Listener | None = None, chat: bool = False,
+              skills: Sequence[str] = ()) -> Outcome:
         ws = str(workspace.expanduser().resolve()) if workspace else None
         return Outcome.from_dict(self.call("start", on_event, task=task, model=model, agent=agent, workspace=ws,
-                                           follow=True))
+                                           follow=True, chat=chat, skills=list(skills)))
+
+    def send(self, run_id: str, text: str, *, skills: Sequence[str] = (), model: str | None = None,
+             on_event: Listener | None = None) -> Outcome:
+        return Outcome.from_dict(self.call("send", on_event, run_id=run_id, text=text, skills=list(skills),
+                                           model=model, follow=True))
+
+    def interrupt(self, run_id: str) -> Outcome:
+        return Outcome.from_dict(self.call("interrupt", run_id=run_id))
+
+    def sessions(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+        return self.call("sessions", limit=limit)
+
+    def catalog(self, agent: str | None = None) -> dict[str, list[dict[str, str]]]:
+        return self.call("catalog", agent=agent)
 
     def resume(self, run_id: str, *, on_event: Listener | None = None) -> Outcome:
         return Outcome.from_dict(self.call("resume", on_event, run_id=run_id, follow=True))

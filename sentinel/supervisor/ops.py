@@ -4,10 +4,12 @@ only root and members of the operator group get past `handle`.
     status, agents, runs, show, approvals           read
     start, approve, deny, resume, cancel            act (the approver's name comes from the kernel, not the client)
     logs                                            read, optionally following a run live
+    sessions, catalog                               read: chat sessions; what a chat completes
+    send, interrupt                                 act on a chat session: its next message; stop its turn
 
-`start`, `approve`, `deny`, `resume` and `logs` with `follow` stream `{"event": ...}` frames of the
-run until its worker exits, then reply with the outcome. `show` streams a run's messages and decisions
-as `{"part": ...}` frames, so no reply grows past the frame limit however long the run.
+`start`, `approve`, `deny`, `resume`, `send` and `logs` with `follow` stream `{"event": ...}` frames of
+the run until its worker exits, then reply with the outcome. `show` streams a run's messages and
+decisions as `{"part": ...}` frames, so no reply grows past the frame limit however long the run.
 
 Every field is checked for its type before use (a wrong one is a usage error naming it); anything else
 a handler raises becomes one error reply in server.py, never the end of the supervisor.
@@ -60,7 +62,11 @@ def handle(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None
     if peer is None or not peer.operator:
         who = f"{peer.name} (uid {peer.uid})" if peer else "unknown peer"
         sup.store.audit("operator_refused", {"op": str(op)[:64], "uid": peer.uid if peer else None,
-                                              "user": peer.name if peer else None})
+                                              "user": peer.name if peer else None,
+                                              "sandboxed": peer.sandboxed if peer else None})
+        if peer is not None and peer.sandboxed:
+            return failure("denied", f"permission denied: {who} runs inside a sandbox (no_new_privs); "
+                                     "a sandboxed process never acts as an operator")
         return failure("denied", f"permission denied: {who} is not root or a member of group "
                                  f"{sup.settings.group!r}; only operators may use the supervisor")
     fn = OPS.get(op) if isinstance(op, str) else None
@@ -154,13 +160,14 @@ def _start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None
                             pw.pw_uid)
     sentinel_home = layout.agent_sentinel_home(pw.pw_dir)
     workspace = _workspace(_text(msg, "workspace", required=False)) or str(sentinel_home / "workspace")
+    skills = _skill_names(msg.get("skills"))
     run_id = new_id("r-")
     store.create_run(run_id, agent=profile, task=task, model=model, workspace=workspace,
-                     run_dir=sentinel_home / "runs" / run_id)
+                     run_dir=sentinel_home / "runs" / run_id, kind="chat" if msg.get("chat") else "task")
     store.conn.execute("UPDATE runs SET user=? WHERE id=?", (agent.name, run_id))
     store.audit("run_started", {"run_id": run_id, "agent": agent.name, "profile": profile, "model": model,
                                 "by": conn.peer.name})
-    sup.launch(run_id)
+    sup.launch(run_id).inbox = {"skills": skills} if skills else {}
     return _follow(sup, conn, run_id, msg)
 
 
@@ -200,7 +207,7 @@ def _resume(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | Non
 def _resume_run(sup: Hub, conn: Client, run_id: str, msg: dict[str, Any]) -> dict[str, Any] | None:
     store = sup.store
     row = _row(store, run_id)
-    if row["status"] in TERMINAL:
+    if row["status"] in TERMINAL or row["status"] == "idle":  # an idle chat session waits for `send`
         return reply(outcome(store, run_id))
     if row["status"] == "waiting_approval" and store.pending_approvals(run_id):
         return reply(outcome(store, run_id))
@@ -229,6 +236,87 @@ def _cancel(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     sup.cancel(row["id"])
     store.audit("run_cancelled", {"run_id": row["id"], "by": conn.peer.name})
     return reply(outcome(store, row["id"]))
+
+
+# -- chat sessions ----------------------------------------------------------------------------------
+
+def _sessions(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    limit = _count(msg, "limit")
+    return reply(sup.store.list_sessions(min(limit or MAX_ROWS, MAX_ROWS)))
+
+
+def _send(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+    """A chat session's next message: its worker records it (with any skills) and runs the turn."""
+    store = sup.store
+    row = _chat_row(store, _text(msg, "run_id"))
+    text = _text(msg, "text")
+    if not text.strip():
+        raise UsageError("message: must not be empty")
+    if row["status"] != "idle" or row["id"] in sup.workers:
+        raise UsageError(f"session {row['id']} is {row['status']}, not waiting for a message")
+    skills = _skill_names(msg.get("skills"))
+    model = _text(msg, "model", required=False)
+    if model:  # the operator's config decides what the session may switch to
+        runmodel.allowed(sup.config, row.get("user") or "", model, f"--model: {model}")
+        store.set_model(row["id"], model)
+    sup.launch(row["id"]).inbox = {"message": text, "skills": skills}
+    store.audit("message_sent", {"run_id": row["id"], "by": conn.peer.name, "chars": len(text)})
+    return _follow(sup, conn, row["id"], msg)
+
+
+def _interrupt(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    """Stop a session's turn: its worker is killed, its approvals can never be used, the session is idle."""
+    store = sup.store
+    row = _chat_row(store, _text(msg, "run_id"))
+    if row["status"] in TERMINAL:
+        raise UsageError(f"session {row['id']} is already {row['status']}")
+    worker = sup.workers.get(row["id"])
+    if worker is not None:
+        worker.stopped, worker.relaunch = True, False
+        sup.cancel(row["id"])
+    store.cancel_approvals(row["id"])
+    store.set_status(row["id"], "idle", error=f"turn stopped by {conn.peer.name}")
+    store.audit("turn_stopped", {"run_id": row["id"], "by": conn.peer.name})
+    return reply(outcome(store, row["id"]))
+
+
+def _catalog(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    """Agents, skills and workflows a chat with this agent can name (read beneath the agent's home)."""
+    from sentinel import paths
+    from sentinel.agents import catalog
+
+    store = sup.store
+    agent, _ = registry.resolve(store, _text(msg, "agent", required=False))
+    pw = registry.account(agent, sup.settings.group)
+    home, uid = pw.pw_dir, pw.pw_uid
+    skills = {s["name"]: s for s in catalog.skills_in(paths.data_dir("skills"))}
+    for name in filter(catalog.SKILL_NAME.match, agentfs.list_beneath(home, ".sentinel/skills", uid)):
+        text = agentfs.read_text(home, f".sentinel/skills/{name}/SKILL.md", uid)
+        if text is not None:
+            skills[name] = {"name": name, "description": catalog.parse_skill(name, text).description}
+    profiles = [f"{agent.name}/{n[:-5]}" for n in agentfs.list_beneath(home, ".sentinel/agents", uid)
+                if n.endswith(".yaml") and n[:-5] != agent.name]
+    workflows = [n[:-5] for n in agentfs.list_beneath(home, ".sentinel/workflows", uid) if n.endswith(".yaml")]
+    return reply({"agents": [{"name": n, "description": ""} for n in
+                             [a.name for a in registry.all_agents(store)] + profiles],
+                  "skills": sorted(skills.values(), key=lambda s: s["name"]),
+                  "workflows": [{"name": n, "description": ""} for n in workflows]})
+
+
+def _chat_row(store: Store, run_id: str) -> dict[str, Any]:
+    row = _row(store, run_id)
+    if row.get("kind") != "chat":
+        raise UsageError(f"run {row['id']} is not a chat session (`sentinel chats` lists them)")
+    return row
+
+
+def _skill_names(value: Any) -> list[str]:
+    from sentinel.agents.catalog import SKILL_NAME
+
+    names = value or []
+    if not isinstance(names, list) or not all(isinstance(n, str) and SKILL_NAME.match(n) for n in names):
+        raise UsageError("skills: must be a list of skill names")
+    return names
 
 
 # -- helpers ----------------------------------------------------------------------------------------
@@ -329,4 +417,5 @@ def _state(store: Store, row: dict[str, Any]) -> Any:
 OPS: dict[str, Handler] = {
     "status": _status, "agents": _agents, "runs": _runs, "show": _show, "approvals": _approvals, "logs": _logs,
     "start": _start, "approve": _approve, "deny": _deny, "resume": _resume, "cancel": _cancel,
+    "sessions": _sessions, "send": _send, "interrupt": _interrupt, "catalog": _catalog,
 }

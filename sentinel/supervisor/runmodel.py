@@ -26,18 +26,18 @@ PROFILE_BYTES = 64 * 1024  # a profile is a few lines; root parses no more of an
 def choose(config: "Config", agent: str, profile: str, requested: str | None, home: str, uid: int) -> str:
     where = layout.etc_dir() / "config.yaml"
     if requested:
-        _allowed(config, agent, requested, f"--model: {requested}")
+        allowed(config, agent, requested, f"--model: {requested}")
         return requested
     chosen = profile_model(home, profile, uid)
     if chosen:
-        _allowed(config, agent, chosen, f"agent {agent}: its profile agents/{profile}.yaml asks for model {chosen}")
+        allowed(config, agent, chosen, f"agent {agent}: its profile agents/{profile}.yaml asks for model {chosen}")
         return chosen
     default = config.system.default_for(agent, config.default_model)
-    _allowed(config, agent, default, f"{where}: the default model {default} of agent {agent}")
+    allowed(config, agent, default, f"{where}: the default model {default} of agent {agent}")
     return default
 
 
-def _allowed(config: "Config", agent: str, model: str, what: str) -> None:
+def allowed(config: "Config", agent: str, model: str, what: str) -> None:
     from sentinel.models import split
 
     try:

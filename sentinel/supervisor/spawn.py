@@ -29,7 +29,7 @@ import signal
 import threading
 from dataclasses import dataclass, field
 
-from sentinel.leash import cgroups, lsm, privs, wire
+from sentinel.leash import cgroups, lsm, privs, seccomp, wire
 from sentinel.leash.errors import LaunchFailed, SandboxUnavailable
 from sentinel.leash.profile import Profile
 
@@ -92,10 +92,8 @@ def spawn(launch: Launch) -> Spawned:
     if launch.uid == 0 or launch.gid == 0:
         raise LaunchFailed("refusing to launch as uid or gid 0")
     built, applied, missing = _ruleset(launch) if launch.confine else (None, [], [])
-    seccomp = privs.seccomp_program(bool(launch.profile.network)) if privs.seccomp_supported() else None
-    if not launch.confine:
-        seccomp = None
-    elif seccomp is None:
+    program = seccomp.program(bool(launch.profile.network)) if launch.confine and seccomp.supported() else None
+    if launch.confine and program is None:
         missing.append("seccomp-net")
     group = _group(launch, applied, missing)
     if missing and launch.sandbox == "enforce" and set(missing) - {"cgroup"}:
@@ -107,7 +105,7 @@ def spawn(launch: Launch) -> Spawned:
     pid = os.fork()
     if pid == 0:
         os.close(status_r)
-        _child(launch, built.fd if built else None, seccomp, group, status_w, parent)
+        _child(launch, built.fd if built else None, program, group, status_w, parent)
     os.close(status_w)
     _cleanup(built, None)
     status = _read_status(status_r)

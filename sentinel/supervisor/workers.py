@@ -31,7 +31,7 @@ from sentinel.frames import failure, reply
 if TYPE_CHECKING:
     from sentinel.config import Config
 
-WORKER_STATUSES = ("running", "waiting_approval", "done", "failed")
+WORKER_STATUSES = ("running", "waiting_approval", "done", "failed", "idle")
 OUTCOMES = ("auto", "needs_approval", "deny")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 # What a worker may write into the audit log: its own findings, never an operator's kind of record
@@ -68,6 +68,8 @@ class Worker:
     applied: list[str] = field(default_factory=list)
     relaunch: bool = False  # an approval of this run was resolved while this worker was still winding down
     greeting: dict[str, Any] | None = None  # the `hello` answer (with the run token): handed over once
+    inbox: dict[str, Any] = field(default_factory=dict)  # a chat session's next message and skills, for `hello`
+    stopped: bool = False   # an operator stopped this turn: the dying worker's last frames change nothing
 
 
 # -- spawning ---------------------------------------------------------------------------------------
@@ -137,7 +139,7 @@ def start(store: Store, site: Site, run_id: str, muzzle_url: str) -> tuple[Worke
         theirs.close()
         os.close(log_fd)
     greeting = {"id": row["id"], "task": row["task"], "profile": row["agent"], "model": row["model"],
-                "workspace": row["workspace"] or None, "parent_id": row["parent_id"],
+                "workspace": row["workspace"] or None, "parent_id": row["parent_id"], "kind": row.get("kind") or "task",
                 "config": worker_config(site.config), "endpoint": {"base_url": muzzle_url, "token": token}}
     worker = Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied, greeting=greeting)
     return worker, ours
@@ -167,7 +169,7 @@ def _muzzle_token(agent: str, run_id: str, model: str, config: "Config") -> str:
 def system_judge_models(config: "Config") -> list[str]:
     """Models the operator's rules (/etc/sentinel/rules) judge with: the run's token must allow them, since
     the worker's judge calls go through Muzzle too. An agent's own rules cannot widen its token."""
-    from sentinel.policy.gate import RuleGate
+    from sentinel.policy.gate.layer import RuleGate
     from sentinel.policy.gate.loader import system_rules_dir
 
     rules = system_rules_dir(str(layout.etc_dir() / "rules"))
@@ -187,6 +189,8 @@ def handle(store: Store, worker: Worker, msg: dict[str, Any], relay: Callable[[s
             relay(worker.run_id, {**event, "run_id": worker.run_id})
         return None
     fn = CHANNEL_OPS.get(op) if isinstance(op, str) else None
+    if worker.stopped:  # killed by `interrupt`: what it wrote before dying must not pause or end the session
+        return failure("denied", f"an operator stopped the turn of run {worker.run_id}")
     if fn is None:
         store.audit("worker_refused", {"run_id": worker.run_id, "op": str(op)[:64], "agent": worker.agent.name})
         return failure("denied", f"a worker may not {op!r}")
@@ -219,7 +223,7 @@ def _hello(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
     greeting, worker.greeting = worker.greeting, None
     if greeting is None:
         raise Refused(f"the worker of run {worker.run_id} already said hello")
-    return greeting
+    return {**greeting, **worker.inbox}
 
 
 def _error(store: Store, worker: Worker, msg: dict[str, Any]) -> None:

@@ -115,6 +115,10 @@ def _run_plain(argv: list[str], ctx: ToolContext, timeout: float) -> tuple[int |
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         return None, out.decode("utf-8", errors="replace"), True
+    except BaseException:  # Ctrl-C stops the turn: the command and everything it started stop with it
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
 
 
 def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:

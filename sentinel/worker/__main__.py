@@ -33,7 +33,7 @@ def _channel() -> Any:
 
 
 PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
-FIXED = ("id", "task", "model", "workspace", "parent_id")  # what the supervisor fixed; the journal only claims it
+FIXED = ("id", "task", "workspace", "parent_id")  # what the supervisor fixed; the journal only claims it (and model)
 
 
 def _undumpable() -> None:
@@ -62,7 +62,7 @@ def _open_run(spec: dict[str, Any], home: Path) -> tuple[Any, Any, bool]:
     paths.runs_dir(home).mkdir(parents=True, exist_ok=True, mode=0o700)
     run = Run.create(run_dir, {"id": spec["id"], "task": spec["task"], "agent": profile.name, "model": spec["model"],
                                "workspace": str(workspace), "mission": spec.get("mission") or profile.mission or "",
-                               "parent_id": spec.get("parent_id")})
+                               "parent_id": spec.get("parent_id"), "kind": spec.get("kind") or "task"})
     return run, profile, True
 
 
@@ -93,6 +93,7 @@ def execute(run_id: str) -> int:
     from sentinel.worker.loop import AgentLoop
     from sentinel.worker.remote import RemoteStore
     from sentinel.worker.setup import build_deps, initial_messages
+    from sentinel.worker.turn import begin_turn
 
     channel = _channel()
     try:
@@ -112,11 +113,15 @@ def execute(run_id: str) -> int:
                 for event in Translator(run_id).feed(journal.read(run.journal.path)[0][0]):
                     channel.emit(event)
             run.listeners.append(channel.emit)
+            skills = [str(s) for s in spec.get("skills") or []]
+            if spec.get("message") and not fresh:  # a chat session's next message (`send`)
+                begin_turn(run, home, str(spec["message"]), skills=skills, model=spec.get("model"))
+            run.state.model = spec["model"]  # the supervisor's, whatever the journal says
             store = RemoteStore(channel, run_id)
             deps = build_deps(config, home, profile, run.state, store,  # type: ignore[arg-type]
                               endpoint=endpoint, operator=True)
             if not run.state.messages:  # new, or stopped between `created` and its first messages
-                run.record(*initial_messages(home, profile, deps, spec["task"]))
+                run.record(*initial_messages(home, profile, deps, spec["task"], skills))
             AgentLoop(run, deps).execute()
         return 0
     except SentinelError as exc:

@@ -15,6 +15,9 @@ and Failed. Every effect is journaled before and after it happens:
 - a call's decision and its resolution come from the store (the supervisor's in
   system mode), never from the journal, which the agent's user can write: a
   decision is recorded there once and taken from there on resume.
+
+A chat session (`kind: chat`) does not end with its answer: it becomes `idle`
+and the next user message (`sentinel.worker.turn`) starts another turn.
 """
 
 from __future__ import annotations
@@ -82,18 +85,24 @@ class AgentLoop:
         except Paused:
             self.deps.store.set_status(self.state.id, "waiting_approval")
         except Finished as done:
-            self._finish("done", output=done.output)
-        except Failed as failed:
-            self._finish("failed", error=failed.error)
+            self._finish("idle" if self.chat else "done", output=done.output)
+        except Failed as failed:  # a chat session survives a failed turn: the next message tries again
+            self._finish("idle" if self.chat else "failed", error=failed.error)
         finally:
             self.run.snapshot()
         return self.state.status
+
+    @property
+    def chat(self) -> bool:
+        return self.state.kind == "chat"
 
     def step(self) -> None:
         if calls := self.state.open_calls():
             for call in calls:
                 self.settle(call)
             return
+        if (answer := self.state.answer()) is not None:
+            raise Finished(answer)  # answered before the process stopped: never ask the model twice
         self.check_limits()
         self.call_model()
 
@@ -102,9 +111,10 @@ class AgentLoop:
         self.deps.store.set_status(self.state.id, status, output=output, error=error)
 
     def check_limits(self) -> None:
-        if self.state.steps >= self.deps.max_steps:
+        """Limits count from the last user message: a run's task, or a chat session's latest message."""
+        if self.state.steps - self.state.turn_steps >= self.deps.max_steps:
             raise Failed(f"step limit reached ({self.deps.max_steps} model calls; limits.max_steps)")
-        if self.state.elapsed_s(time.time()) > self.deps.max_wall_s:
+        if self.state.elapsed_s(time.time()) - self.state.turn_s > self.deps.max_wall_s:
             raise Failed(f"time limit reached ({self.deps.max_wall_s:g}s of work; limits.max_wall_s)")
 
     # -- the model ------------------------------------------------------------

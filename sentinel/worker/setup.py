@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from sentinel.agents import profile as profiles
 from sentinel.config import Config
@@ -15,6 +15,7 @@ from sentinel.tools import ToolContext
 from sentinel.tools.builtin import default_registry
 from sentinel.worker.loop import Deps
 from sentinel.worker.prompt import system_prompt
+from sentinel.worker.turn import skill_records
 
 
 def layers_for(config: Config, home: Path, profile: profiles.AgentProfile, operator: bool = False) -> list[Any]:
@@ -27,7 +28,7 @@ def layers_for(config: Config, home: Path, profile: profiles.AgentProfile, opera
     if operator and profile.policy:
         layers.append(action.PolicyLayer(action.load(("the operator's config.yaml policy", config.policy))))
     if config.gate.enabled and importlib.util.find_spec("sentinel.policy.gate"):
-        from sentinel.policy.gate import RuleGate
+        from sentinel.policy.gate.layer import RuleGate
 
         gate = RuleGate.for_sentinel(home, config.gate, config)
         if gate is not None:
@@ -60,9 +61,10 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
                 max_steps=config.limits.max_steps, max_wall_s=config.limits.max_wall_s, granted=granted)
 
 
-def initial_messages(home: Path, profile: profiles.AgentProfile, deps: Deps, task: str) -> list[dict[str, Any]]:
+def initial_messages(home: Path, profile: profiles.AgentProfile, deps: Deps, task: str,
+                     skills: Sequence[str] = ()) -> list[dict[str, Any]]:
     soul = profiles.soul_text(profile, home)
     prompt = system_prompt(soul, deps.registry.schemas(deps.granted), str(deps.tool_ctx.workspace),
                            profile.display_name)
-    return [{"type": "message", "message": {"role": "system", "content": prompt}},
+    return [{"type": "message", "message": {"role": "system", "content": prompt}}, *skill_records(home, skills),
             {"type": "message", "message": {"role": "user", "content": task}}]

@@ -73,7 +73,7 @@ def test_cli_install_command(tmp_path, monkeypatch):
 
     from sentinel.cli.hook import app
 
-    result = CliRunner().invoke(app, ["gemini-cli", "--repo", str(tmp_path), "--command", "sen"])
+    result = CliRunner().invoke(app, ["install", "gemini-cli", "--repo", str(tmp_path), "--command", "sen"])
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / ".gemini/settings.json").read_text())
     assert data["hooks"]["BeforeTool"][0]["hooks"][0] == {"type": "command", "command": "sen hook gemini-cli BeforeTool",

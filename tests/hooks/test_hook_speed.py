@@ -48,3 +48,23 @@ def test_rule_in_scope_uses_stdlib_http_only(repo, judge):
                           "tool_input": {"file_path": str(root / "src/a.py"), "content": ""}})
     info, out = probe(payload)
     assert info["heavy"] == [] and info["http"] and "deny" in out
+
+
+def test_installed_command_skips_site_and_still_decides(repo, judge):
+    """The command `hook install` writes runs without `site` (no editable finder) and still blocks."""
+    import os
+
+    from sentinel.hooks.install import hook_command
+
+    j = judge({"": {"violation": True, "confidence": 1, "reason": "no"}})
+    root = repo({"b": {"trigger": "file_write", "scope": ["src/**"], "prompt": "x"}},
+                {"backends": {"ollama": {"url": j.url}}})
+    argv = hook_command().split()
+    assert argv[1:3] == ["-I", "-S"]
+    payload = json.dumps({"cwd": str(root), "tool_name": "Write",
+                          "tool_input": {"file_path": str(root / "src/a.py"), "content": ""}})
+    env = {k: v for k, v in os.environ.items() if k != "SENTINEL_GATE_JUDGE"}
+    for _ in range(2):  # cold (rules cache built: yaml, pydantic from site-packages), then warm
+        proc = subprocess.run(argv + ["hook", "claude-code", "pre-tool-use"], input=payload, capture_output=True,
+                              text=True, timeout=30, env=env)
+        assert proc.returncode == 0 and "deny" in proc.stdout, proc.stderr

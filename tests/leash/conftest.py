@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sentinel.leash import launch
 from sentinel.leash.launch import run_tool
 
 
@@ -64,8 +65,8 @@ def leash(request, sentinel_home, shared_dir):
     workspace = shared_dir / "ws"
     workspace.mkdir()
     (shared_dir / "outside").mkdir()
-    if request.param == "local":
-        yield Runner("local", workspace, sentinel_home / "leash.yaml", None, os.getuid())
+    if request.param == "local":  # as root, tools run as a uid of their own, never root
+        yield Runner("local", workspace, sentinel_home / "leash.yaml", None, launch.tool_uid() or os.getuid())
         return
     user = request.getfixturevalue("leashed_user")
     os.chown(workspace, user.pw_uid, user.pw_gid)

@@ -125,3 +125,16 @@ def test_socket_owner_is_found(proxy):
     finally:
         for s in (cli, conn, srv):
             s.close()
+
+
+def test_local_lookup_grants_only_the_operators_own_tools(sentinel_home):
+    import os
+
+    from sentinel.leash import privs
+
+    (sentinel_home / "leash.yaml").write_text("network: true\nallow_domains: [example.com]\n")
+    lookup = egress.policy_lookup(system=False)
+    assert lookup(os.getuid()).allow == ["example.com"]
+    assert lookup(os.getuid() + 1) is None
+    tool = privs.tool_uid(os.getpid())  # as root, tools run as a uid of their own
+    assert (lookup(tool) is not None) == (os.getuid() == 0)

@@ -6,12 +6,23 @@ as root, in system mode (a throwaway leashed user).
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
+import platform
+import pwd
 import secrets
+import shlex
+import signal
 import socket
+import struct
+import subprocess
+import textwrap
 import time
+from pathlib import Path
 
 import pytest
+import yaml
 
 
 def denied(output: str) -> int:
@@ -119,23 +130,25 @@ def test_tcp_denied_without_network(leash, listener):
     assert "CONNECTED" not in res.output and "BASHTCP" not in res.output, res.output
 
 
-def test_tcp_only_to_the_proxy_port_with_network(leash, listener, sentinel_home):
+@pytest.fixture
+def networked(leash, listener, sentinel_home):
+    """Network granted, with `listener` as the egress proxy's port; yields another listening port, not allowed."""
+    cfg = sentinel_home / "config.yaml"
+    data = yaml.safe_load(cfg.read_text()) if cfg.exists() else {}
+    data.setdefault("leash", {})["proxy_port"] = listener
+    cfg.write_text(yaml.safe_dump(data))
+    leash.policy(network=True, allow_domains=["example.com"])
     other = socket.socket()
     other.bind(("127.0.0.1", 0))
     other.listen(8)
-    try:
-        cfg = sentinel_home / "config.yaml"
-        import yaml
+    yield other.getsockname()[1]
+    other.close()
 
-        data = yaml.safe_load(cfg.read_text()) if cfg.exists() else {}
-        data.setdefault("leash", {})["proxy_port"] = listener
-        cfg.write_text(yaml.safe_dump(data))
-        leash.policy(network=True, allow_domains=["example.com"])
-        res = leash(CONNECT.format(listener) + "; " + CONNECT.format(other.getsockname()[1]) + "; echo $https_proxy")
-        assert res.output.count("CONNECTED") == 1, res.output
-        assert f"http://127.0.0.1:{listener}" in res.output
-    finally:
-        other.close()
+
+def test_tcp_only_to_the_proxy_port_with_network(leash, listener, networked):
+    res = leash(CONNECT.format(listener) + "; " + CONNECT.format(networked) + "; echo $https_proxy")
+    assert res.output.count("CONNECTED") == 1, res.output
+    assert f"http://127.0.0.1:{listener}" in res.output
 
 
 def test_udp_and_dns_fail(leash):
@@ -222,3 +235,255 @@ def test_setsid_grandchild_is_killed_on_timeout(leash, alive):
     res = leash(f"(setsid sleep {marker} >/dev/null 2>&1 &); sleep {marker}", timeout_s=0.5)
     assert res.timed_out
     assert alive(f"sleep {marker}") == []
+
+
+# -- issue 19: SysV IPC, the kernel keyring, pid-taking syscalls, socket protocols, root's identity -----
+
+def py(leash, code: str, head: str = "", **kw):
+    """Run Python source (`head`, then `code` dedented) under the tool profile: the system interpreter, so
+    nothing of Sentinel is imported inside. A traceback fails the test: an attack must run to be refused."""
+    res = leash(f"/usr/bin/python3 -I -c {shlex.quote(head + textwrap.dedent(code))}", **kw)
+    assert "Traceback" not in res.output, res.output
+    return res
+
+
+def as_tool_uid(leash, code: str) -> str:
+    """Run Python source outside the sandbox as the uid the tools run as (same uid: only Leash stands in the way)."""
+    proc = subprocess.run(["/usr/bin/python3", "-I", "-c", code], capture_output=True, text=True, timeout=20,
+                          **_as(leash.uid))
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _as(uid: int) -> dict:
+    if uid == os.getuid():
+        return {}
+    try:
+        return {"user": uid, "group": pwd.getpwuid(uid).pw_gid}
+    except KeyError:
+        return {"user": uid, "group": uid}  # a tool uid of root's: its gid is the same number
+
+
+LIBC = "import ctypes, struct; l = ctypes.CDLL(None, use_errno=True); l.shmat.restype = ctypes.c_void_p\n"
+
+
+def test_sysv_ipc_created_outside_is_out_of_reach(leash):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    shm = libc.shmget(0, 4096, 0o1000 | 0o666)  # IPC_PRIVATE, IPC_CREAT; mode 0666: only Leash stands in the way
+    queue = libc.msgget(0, 0o1000 | 0o666)
+    sem = libc.semget(0, 1, 0o1000 | 0o666)
+    assert min(shm, queue, sem) >= 0
+    addr = libc.shmat(shm, None, 0)
+    ctypes.memmove(addr, b"SECRET", 6)
+    try:
+        res = py(leash, head=LIBC, code=f"""
+            a = l.shmat({shm}, None, 0)
+            if a not in (None, 2**64 - 1):
+                ctypes.memmove(a, b"PWNED!", 6)
+            print("shmat", "DONE" if a not in (None, 2**64 - 1) else ctypes.get_errno())
+            msg = ctypes.create_string_buffer(struct.pack("l", 1) + b"forged")
+            print("msgsnd", "DONE" if l.msgsnd({queue}, msg, 6, 0o4000) == 0 else ctypes.get_errno())
+            op = struct.pack("HhH", 0, 1, 0o4000)  # sembuf: V on semaphore 0, IPC_NOWAIT
+            print("semop", "DONE" if l.semop({sem}, op, 1) == 0 else ctypes.get_errno())
+            print("shmctl", "DONE" if l.shmctl({shm}, 0, None) == 0 else ctypes.get_errno())  # IPC_RMID
+        """)
+        refused = str(errno.EINVAL) if "ipc-ns" in res.applied else str(errno.EPERM)  # not there, or not allowed
+        assert dict(line.split() for line in res.output.splitlines()) == {
+            "shmat": refused, "msgsnd": refused, "semop": refused, "shmctl": refused}, res.output
+        assert ctypes.string_at(addr, 6) == b"SECRET"
+        buf = ctypes.create_string_buffer(64)
+        assert libc.msgrcv(queue, buf, 56, 0, 0o4000) == -1 and ctypes.get_errno() == errno.ENOMSG
+        assert libc.semctl(sem, 0, 12) == 0  # GETVAL: untouched
+        assert libc.shmctl(shm, 2, ctypes.create_string_buffer(256)) == 0  # IPC_STAT: still there
+    finally:
+        libc.shmdt(ctypes.c_void_p(addr))
+        libc.shmctl(shm, 0, None)
+        libc.msgctl(queue, 0, None)
+        libc.semctl(sem, 0, 0)
+
+
+def test_posix_message_queue_and_shared_memory_created_outside_are_out_of_reach(leash):
+    name = f"/sentinel-test-{secrets.token_hex(4)}".encode()
+    shm = f"/dev/shm{name.decode()}"
+    libc = ctypes.CDLL(None, use_errno=True)
+    old = os.umask(0)
+    try:
+        mq = libc.mq_open(name, os.O_CREAT | os.O_RDWR, 0o666, None)
+        with open(shm, "w") as f:  # what shm_open makes
+            f.write("SECRET")
+    finally:
+        os.umask(old)
+    assert mq >= 0, os.strerror(ctypes.get_errno())
+    try:
+        res = py(leash, head=LIBC, code=f"""
+            q = l.mq_open({name!r}, 1)  # O_WRONLY
+            print("mq_open", "DONE" if q >= 0 and l.mq_send(q, b"forged", 6, 0) == 0 else ctypes.get_errno())
+            print("mq_unlink", "DONE" if l.mq_unlink({name!r}) == 0 else ctypes.get_errno())
+            try:
+                open({shm!r}, "r+").write("PWNED!"); print("shm DONE")
+            except OSError as exc:
+                print("shm", exc.errno)
+        """)
+        private = "ipc-ns" in res.applied  # not there; or refused (glibc reports mq_unlink's EPERM as EACCES)
+        outcome = dict(line.split() for line in res.output.splitlines())
+        assert outcome.pop("shm") in (str(errno.EACCES), str(errno.EROFS)), res.output  # Landlock, mounts as root
+        assert outcome == {"mq_open": str(errno.ENOENT if private else errno.EPERM),
+                           "mq_unlink": str(errno.ENOENT if private else errno.EACCES)}, res.output
+        assert Path(shm).read_text() == "SECRET"
+        attr = ctypes.create_string_buffer(64)  # struct mq_attr: flags, maxmsg, msgsize, curmsgs
+        assert libc.mq_getattr(mq, attr) == 0 and struct.unpack_from("4l", attr)[3] == 0
+    finally:
+        os.close(mq)
+        libc.mq_unlink(name)
+        os.unlink(shm)
+
+
+def test_ipc_inside_a_root_launch_stays_inside(leash):
+    if os.geteuid() != 0:
+        pytest.skip("without root, SysV IPC is refused outright (seccomp)")
+    res = py(leash, head=LIBC, code="""
+        i = l.shmget(0, 4096, 0o1000 | 0o600)
+        print("SHM" if i >= 0 and l.shmat(i, None, 0) not in (None, 2**64 - 1) else ctypes.get_errno())
+        print(open("/proc/sysvipc/shm").read().count("\\n") - 1)
+    """)
+    assert res.output.split() == ["SHM", "1"], res.output  # its own namespace: only its own segment
+
+
+KEYCTL = ("import ctypes, sys; l = ctypes.CDLL(None, use_errno=True); l.syscall.restype = ctypes.c_long\n"
+          "ADD, REQUEST, KEYCTL = {add}, {request}, {keyctl}\n")
+
+
+def _keyctl_header() -> str:
+    from sentinel.leash import seccomp
+
+    return KEYCTL.format(add=seccomp.syscall_nr("add_key"), request=seccomp.syscall_nr("request_key"),
+                         keyctl=seccomp.syscall_nr("keyctl"))
+
+
+def test_kernel_keyring_is_not_shared(leash):
+    desc, planted = f"sentinel-test-{secrets.token_hex(4)}", f"sentinel-planted-{secrets.token_hex(4)}"
+    head = _keyctl_header()
+    serial = int(as_tool_uid(leash, head + f"print(l.syscall(ADD, b'user', {desc.encode()!r}, b'SECRET', 6, -4))"))
+    assert serial > 0  # in the user keyring (@u) of the tool's own uid
+    try:
+        res = py(leash, head=head, code=f"""
+            buf = ctypes.create_string_buffer(64)
+            attempts = {{"read": (KEYCTL, 11, {serial}, buf, 64),  # KEYCTL_READ
+                        "search": (KEYCTL, 10, -4, b"user", {desc.encode()!r}, 0),  # KEYCTL_SEARCH in @u
+                        "request": (REQUEST, b"user", {desc.encode()!r}, None, 0),
+                        "add": (ADD, b"user", {planted.encode()!r}, b"x", 1, -4),
+                        "session": (KEYCTL, 0, -3, 0)}}  # KEYCTL_GET_KEYRING_ID of the session keyring
+            for name, args in attempts.items():
+                print(name, "DONE" if l.syscall(*args) >= 0 else ctypes.get_errno())
+        """)
+        refused = str(errno.EPERM)
+        assert dict(line.split() for line in res.output.splitlines()) == {
+            "read": refused, "search": refused, "request": refused, "add": refused, "session": refused}, res.output
+        assert "keyring" in res.applied
+        found = as_tool_uid(leash, head + f"print(l.syscall(KEYCTL, 10, -4, b'user', {planted.encode()!r}, 0))")
+        assert int(found) < 0  # nothing outlives the command
+    finally:
+        as_tool_uid(leash, head + f"l.syscall(KEYCTL, 21, {serial})")  # KEYCTL_INVALIDATE
+
+
+@pytest.fixture
+def victim(leash):
+    """A process of the tool's own uid outside the sandbox."""
+    proc = subprocess.Popen(["sleep", "60"], **_as(leash.uid))
+    yield proc.pid
+    proc.kill()
+    proc.wait()
+
+
+def test_pid_taking_syscalls_cannot_reach_outside(leash, victim):
+    before = _settings_of(victim)
+    everyone = "os.PRIO_USER, os.getuid()" if os.geteuid() == 0 else "os.PRIO_PROCESS, pid"  # only a throwaway uid
+    res = py(leash, head=LIBC, code=f"""
+        import os, resource, signal
+        pid = {victim}
+        raw = lambda nr, *args: None if l.syscall(nr, *args) >= 0 else ctypes.get_errno()
+        attacks = {{
+            "prlimit": lambda: resource.prlimit(pid, resource.RLIMIT_CPU, (0, 0)),
+            "affinity": lambda: os.sched_setaffinity(pid, {{0}}),
+            "scheduler": lambda: os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0)),
+            "param": lambda: os.sched_setparam(pid, os.sched_param(0)),
+            "nice": lambda: os.setpriority(os.PRIO_PROCESS, pid, 19),
+            "nice-all": lambda: os.setpriority({everyone}, 19),
+            "ioprio": lambda: raw({_nr("ioprio_set")}, 1, pid, 3 << 13),
+            "vm-read": lambda: raw({_nr("process_vm_readv")}, pid, 0, 0, 0, 0, 0),
+            "kcmp": lambda: raw({_nr("kcmp")}, pid, os.getpid(), 0, 0, 0),
+            "pidfd-getfd": lambda: raw({_nr("pidfd_getfd")}, os.pidfd_open(pid), 0, 0),
+            "pidfd-signal": lambda: signal.pidfd_send_signal(os.pidfd_open(pid), signal.SIGSTOP),
+            "proc-pidfd": lambda: signal.pidfd_send_signal(os.open(f"/proc/{{pid}}", os.O_DIRECTORY), signal.SIGSTOP),
+        }}
+        for name, attack in attacks.items():
+            try:
+                err = attack()
+            except OSError as exc:
+                err = exc.errno
+            print(name, "DONE" if err is None else err)
+    """)
+    outcome = dict(line.split() for line in res.output.splitlines())
+    assert set(outcome) == {"prlimit", "affinity", "scheduler", "param", "nice", "nice-all", "ioprio", "vm-read",
+                            "kcmp", "pidfd-getfd", "pidfd-signal", "proc-pidfd"}, res.output
+    assert set(outcome.values()) == {str(errno.EPERM), str(errno.ENOSYS)}, res.output
+    assert _settings_of(victim) == before
+
+
+def _settings_of(pid: int) -> tuple:
+    """A process's limits, affinity, policy, nice and I/O priority, read from outside."""
+    with open(f"/proc/{pid}/limits") as f:
+        limits = f.read()
+    ioprio = ctypes.CDLL(None, use_errno=True).syscall({"x86_64": 252, "aarch64": 31}[platform.machine()], 1, pid)
+    return (limits, os.sched_getaffinity(pid), os.sched_getscheduler(pid), os.getpriority(os.PRIO_PROCESS, pid),
+            ioprio)
+
+
+def _nr(name: str) -> int:
+    from sentinel.leash import seccomp
+
+    return seccomp.syscall_nr(name)
+
+
+def test_a_command_still_sets_its_own_limits_and_priority(leash):
+    res = leash("ulimit -n 64 && ulimit -n && nice -n 5 nice && ionice -c 3 true && taskset -c 0 true && "
+                "/usr/bin/python3 -c 'import os, resource; resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32)); "
+                "os.sched_setaffinity(0, {0}); os.setpriority(os.PRIO_PROCESS, 0, 7); print(os.nice(0))'")
+    assert res.exit_code == 0 and res.output.split() == ["64", "5", "7"], res.output
+
+
+def test_other_protocols_and_listening_fail_with_network(leash, listener, networked):
+    res = py(leash, f"""
+        import socket
+        inet, inet6, stream = socket.AF_INET, socket.AF_INET6, socket.SOCK_STREAM
+        attempts = {{"mptcp": (inet, stream, 262), "sctp": (inet, stream, 132), "mptcp6": (inet6, stream, 262),
+                    "vsock": (40, stream, 0)}}
+        for name, args in attempts.items():
+            try:
+                socket.socket(*args).connect(("127.0.0.1", {networked}))
+                print(name, "CONNECTED")
+            except OSError as exc:
+                print(name, exc.errno)
+        s = socket.socket()
+        try:
+            s.listen(); print("listen LISTENING", s.getsockname()[1])
+        except OSError as exc:
+            print("listen", exc.errno)
+        socket.create_connection(("127.0.0.1", {listener}), 2); print("proxy CONNECTED")
+    """)
+    outcome = dict(line.split()[:2] for line in res.output.splitlines())
+    assert outcome == {"mptcp": "93", "sctp": "93", "mptcp6": "93", "vsock": "97", "listen": "13",
+                       "proxy": "CONNECTED"}, res.output
+
+
+def test_unix_servers_and_routing_queries_work_without_network(leash):
+    res = py(leash, """
+        import os, socket
+        srv = socket.socket(socket.AF_UNIX); srv.bind("s.sock"); srv.listen()
+        cli = socket.socket(socket.AF_UNIX); cli.connect("s.sock"); srv.accept()[0].sendall(b"unix ok")
+        print(cli.recv(16).decode(), len(socket.if_nameindex()) > 0)
+        a, b = socket.socketpair(); a.sendall(b"pair"); print(b.recv(4).decode())
+    """)
+    assert res.output.split() == ["unix", "ok", "True", "pair"], res.output
+

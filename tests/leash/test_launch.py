@@ -164,3 +164,18 @@ def test_keeper_take_times_out_and_sees_the_caller_hang_up():
     assert keeper._take(theirs, None) == (None, True)
     for s in (theirs, a, b, conn):
         s.close()
+
+
+def test_a_tool_can_run_a_leashed_command_itself(ws):
+    """Nesting holds: Sentinel's own launcher works inside a tool (an agent at work on a project that uses it)."""
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    inner = ws / "inner"
+    inner.mkdir()
+    res = run(ws, ["/bin/sh", "-c", f"SENTINEL_HOME=$TMPDIR/home PYTHONPATH={repo} {sys.executable} -m sentinel leash "
+                                    f"exec --workspace {inner} -- sh -c 'echo nested > f'"],
+              timeout_s=60, extra_read=[str(repo)])
+    assert res.exit_code == 0, res.output
+    assert (inner / "f").read_text() == "nested\n"

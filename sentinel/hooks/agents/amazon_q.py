@@ -1,6 +1,12 @@
 """Amazon Q Developer CLI: hooks in an agent config (.amazonq/cli-agents/*.json); payload
 {hook_event_name, cwd, tool_name, tool_input}; MCP tools are named `@server/tool`.
-Block: exit 2, stderr is returned to the model."""
+Block: exit 2, stderr is returned to the model. Checked against Q's documentation only.
+
+Q runs the hooks of one agent only: the one named by `--agent`, else `chat.defaultAgent`, else its
+built-in default. The installer writes its own agent, `sentinel`, starting from the built-in
+default's settings (tools, allowedTools, resources, legacy MCP config), and leaves the user's
+default as it was: `q chat --agent sentinel`, or `q settings chat.defaultAgent sentinel`, selects it.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +17,14 @@ if TYPE_CHECKING:
 
 from sentinel.hooks import common
 from sentinel.policy.gate import action as actions
-from sentinel.policy.gate.action import Action, classify
+from sentinel.policy.gate.action import Action
 
 NAME = "amazon-q"
+# Q's built-in default agent (docs/default-agent-behavior.md), so choosing `sentinel` changes nothing else.
+DEFAULT_AGENT = {"name": "sentinel", "description": "Q's default agent, guarded by the Sentinel rule gate",
+                 "tools": ["*"], "allowedTools": ["fs_read"],
+                 "resources": ["file://AmazonQ.md", "file://README.md", "file://.amazonq/rules/**/*.md"],
+                 "useLegacyMcpJson": True}
 
 
 def event_of(payload: dict[str, Any]) -> str | None:
@@ -33,7 +44,7 @@ def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
         server, _, tool = name[1:].partition("/")
         act = actions.mcp(name, args, server, tool)
     else:
-        act = classify(name, args, cfg.tool_map, cfg.mcp_prefix, cfg.mcp_separator)
+        act = common.tool_action(name, args, cfg)
     act.tool_output = common.output_text(payload.get("tool_response"))
     return act
 
@@ -43,11 +54,14 @@ render = common.render_exit2
 
 def install(root: str, command: str) -> list[str]:
     path = os.path.join(root, ".amazonq", "cli-agents", "sentinel.json")
-    data = common.read_json(path) or {"name": "sentinel", "description": "Default agent guarded by the Sentinel rule gate",
-                                      "tools": ["*"], "allowedTools": []}
+    data = common.read_json(path) or dict(DEFAULT_AGENT)
     hooks = data.setdefault("hooks", {})
-    common.merge_event(hooks, "preToolUse", {"matcher": "*", "command": f"{command} hook {NAME} preToolUse",
-                                             "timeout_ms": 30000})
-    common.merge_event(hooks, "postToolUse", {"matcher": "*", "command": f"{command} hook {NAME} postToolUse",
-                                              "timeout_ms": 30000})
+    for event, timeout in (("preToolUse", 30000), ("postToolUse", 30000), ("stop", 10000)):
+        entry = {"command": f"{command} hook {NAME} {event}", "timeout_ms": timeout}
+        common.merge_event(hooks, event, {"matcher": "*", **entry} if event != "stop" else entry)
     return [common.write_json(path, data)]
+
+
+def trust_steps(root: str) -> list[str]:
+    return ["Amazon Q runs these hooks only in the `sentinel` agent: start it with `q chat --agent sentinel`, "
+            "or make it the default with `q settings chat.defaultAgent sentinel`"]

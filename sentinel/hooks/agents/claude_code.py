@@ -1,4 +1,5 @@
-"""Claude Code: PreToolUse / PostToolUse / Stop with `tool_name` + `tool_input` on stdin.
+"""Claude Code: PreToolUse / PostToolUse / Stop with `tool_name` + `tool_input` on stdin; MCP tools are
+`mcp__<server>__<tool>`, and the client names the server itself in `mcp_server.name`.
 
 Block: exit 0 with hookSpecificOutput.permissionDecision "deny" and the reason. Warnings
 and context go to hookSpecificOutput.additionalContext (never permissionDecision
@@ -13,10 +14,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 from sentinel.hooks import common
-from sentinel.policy.gate.action import Action, classify
+from sentinel.policy.gate.action import Action
 
 NAME = "claude-code"
 EVENT_NAMES = {"pre": "PreToolUse", "post": "PostToolUse"}
+MCP_NAMING = ("mcp__", "__")
 
 
 def session(payload: dict[str, Any]) -> tuple[str | None, str, str | None]:
@@ -24,15 +26,21 @@ def session(payload: dict[str, Any]) -> tuple[str | None, str, str | None]:
 
 
 def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
+    server = payload.get("mcp_server")
+    return tool_call(payload, cfg, MCP_NAMING, str(server.get("name") or "") if isinstance(server, dict) else "")
+
+
+def tool_call(payload: dict[str, Any], cfg: Any, naming: tuple[str, str], server: str = "", tool: str = "") -> Action:
+    """`tool_name` + `tool_input` (+ `tool_response`): the shape Claude Code, Codex and Gemini CLI share."""
     name = payload.get("tool_name")
     if not isinstance(name, str) or not name:
         raise ValueError("payload has no tool_name")
-    act = classify(name, payload.get("tool_input"), cfg.tool_map, cfg.mcp_prefix, cfg.mcp_separator)
+    act = common.tool_action(name, payload.get("tool_input"), cfg, naming, server, tool)
     act.tool_output = common.output_text(payload.get("tool_response"))
     return act
 
 
-def render(phase: str, verdict: Any) -> common.Reply:
+def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> common.Reply:
     event = EVENT_NAMES.get(phase, "PreToolUse")
     if verdict.blocks and phase == "pre":
         out = {"hookSpecificOutput": {"hookEventName": event, "permissionDecision": "deny",

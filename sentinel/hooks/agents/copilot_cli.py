@@ -1,7 +1,14 @@
-"""GitHub Copilot CLI: {"toolName", "toolArgs" (a JSON string), "cwd"}; hooks in .github/hooks/*.json.
+"""GitHub Copilot CLI: hooks in .github/hooks/*.json (version 1): preToolUse, postToolUse, agentStop.
 
-Block: stdout {"permissionDecision": "deny", "permissionDecisionReason": ...}. Copilot CLI
-has no context channel for a pre-tool hook: warnings go to stderr.
+Payload {sessionId, timestamp, cwd, toolName, toolArgs} with toolArgs an object (older builds: a JSON
+string); PascalCase event names switch to Claude Code's snake_case payload, also understood. Tools:
+`bash`, `powershell`, `create{path, file_text}`, `edit{path, old_str, new_str}`; MCP tools are
+`<server>-<tool>` (no server identity is sent: the name is split at its first hyphen).
+
+Block: stdout {"permissionDecision": "deny", "permissionDecisionReason"} (the model reads `Denied by
+preToolUse hook: <reason>`). Warnings and context: {"additionalContext"}. agentStop carries the
+transcript, so the Stop work (session summary, scribe) runs there. Project hooks load only in a
+trusted folder.
 """
 
 from __future__ import annotations
@@ -12,39 +19,44 @@ if TYPE_CHECKING:
     from typing import Any
 
 from sentinel.hooks import common
-from sentinel.policy.gate.action import Action, classify
+from sentinel.policy.gate.action import Action
 
 NAME = "copilot-cli"
+MCP_NAMING = ("", "-")
+HOOKS_FILE = os.path.join(".github", "hooks", "sentinel.json")
 
 
 def session(payload: dict[str, Any]) -> tuple[str | None, str, str | None]:
-    return payload.get("cwd"), str(payload.get("sessionId") or payload.get("session_id") or ""), None
+    transcript = payload.get("transcriptPath") or payload.get("transcript_path")
+    return payload.get("cwd"), str(payload.get("sessionId") or payload.get("session_id") or ""), transcript
 
 
 def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
-    name = payload.get("toolName")
+    name = payload.get("toolName") or payload.get("tool_name")
     if not isinstance(name, str) or not name:
         raise ValueError("payload has no toolName")
-    args = common.loads_maybe(payload.get("toolArgs"))
-    act = classify(name, args if isinstance(args, dict) else {}, cfg.tool_map, cfg.mcp_prefix, cfg.mcp_separator)
-    act.tool_output = common.output_text((payload.get("toolResult") or {}).get("textResultForLlm")
-                                         if isinstance(payload.get("toolResult"), dict) else payload.get("toolResult"))
+    args = common.loads_maybe(payload.get("toolArgs", payload.get("tool_input")))
+    act = common.tool_action(name, args, cfg, MCP_NAMING)
+    result = payload.get("toolResult", payload.get("tool_response"))
+    act.tool_output = common.output_text(result.get("textResultForLlm") if isinstance(result, dict) else result)
     return act
 
 
-def render(phase: str, verdict: Any) -> common.Reply:
+def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> common.Reply:
     if verdict.blocks and phase == "pre":
         out = {"permissionDecision": "deny", "permissionDecisionReason": common.block_text(verdict)}
         return common.Reply(stdout=common.as_json(out))
-    return common.stderr_advisory(verdict)
+    text = common.advisory(verdict)
+    return common.Reply(stdout=common.as_json({"additionalContext": text})) if text else common.SILENT
 
 
 def install(root: str, command: str) -> list[str]:
-    path = os.path.join(root, ".github", "hooks", "sentinel.json")
+    path = os.path.join(root, HOOKS_FILE)
+
     def hook(event: str, timeout: int) -> dict[str, Any]:
         return {"type": "command", "bash": f"{command} hook {NAME} {event}", "timeoutSec": timeout}
 
     data = {"version": 1, "hooks": {"preToolUse": [hook("preToolUse", 30)],
                                     "postToolUse": [hook("postToolUse", 30)],
-                                    "sessionEnd": [hook("sessionEnd", 10)]}}
+                                    "agentStop": [hook("agentStop", 10)]}}
     return [common.write_json(path, data)]

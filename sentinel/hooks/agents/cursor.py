@@ -1,12 +1,20 @@
 """Cursor agent hooks: one payload per event (`hook_event_name`): beforeShellExecution {command},
-beforeMCPExecution {tool_name, tool_input (JSON string), url|command}, preToolUse {tool_name,
-tool_input}, afterFileEdit, stop. Config: .cursor/hooks.json (version 1).
+beforeMCPExecution {tool_name, tool_input (JSON string), url | command}, preToolUse {tool_name,
+tool_input}, postToolUse, afterFileEdit, stop. Config: .cursor/hooks.json (version 1). Checked
+against Cursor's documentation only (Cursor has no headless client to drive).
 
-Block: stdout {"permission": "deny", "user_message", "agent_message"}. Pass: no output.
+Shell and MCP calls reach both preToolUse and their own event: they are judged at their own event
+only (preToolUse skips `Shell` and `MCP:*`), so a call costs one judge call, not two. The MCP payload
+names the server by its url or command only: the server's name is looked up in the project's and
+the user's `.cursor/mcp.json`, so `server:tool` scopes match.
+
+Block: stdout {"permission": "deny", "user_message", "agent_message"}. Pass: no output. Unknown
+shapes fail open.
 """
 
 from __future__ import annotations
 
+import json
 import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -14,9 +22,12 @@ if TYPE_CHECKING:
 
 from sentinel.hooks import common
 from sentinel.policy.gate import action as actions
-from sentinel.policy.gate.action import Action, classify
+from sentinel.policy.gate.action import Action
 
 NAME = "cursor"
+MCP_TOOL_PREFIX = "MCP:"  # preToolUse's name for an MCP call (judged at beforeMCPExecution)
+EVENTS = ("beforeShellExecution", "beforeMCPExecution", "preToolUse", "postToolUse", "stop")
+SEEN_ELSEWHERE = ("Shell",)  # judged at beforeShellExecution
 
 
 def event_of(payload: dict[str, Any]) -> str | None:
@@ -34,9 +45,8 @@ def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
         return actions.bash("shell", {"command": payload.get("command")}, str(payload.get("command") or ""))
     if event == "beforemcpexecution":
         args = common.loads_maybe(payload.get("tool_input"))
-        server = str(payload.get("server") or payload.get("url") or payload.get("command") or "")
         tool = str(payload.get("tool_name") or "")
-        return actions.mcp(tool, args if isinstance(args, dict) else {}, server, tool)
+        return actions.mcp(tool, args if isinstance(args, dict) else {}, mcp_server(payload), tool)
     if event == "afterfileedit":
         return actions.file_write("edit", {"edits": payload.get("edits")}, str(payload.get("file_path") or ""))
     if event in ("beforereadfile",):
@@ -44,13 +54,38 @@ def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
     name = payload.get("tool_name")
     if not isinstance(name, str) or not name:
         raise ValueError("payload has no tool_name")
+    if phase == "pre" and (name in SEEN_ELSEWHERE or name.startswith(MCP_TOOL_PREFIX)):
+        return None
     args = common.loads_maybe(payload.get("tool_input"))
-    act = classify(name, args if isinstance(args, dict) else {}, cfg.tool_map, cfg.mcp_prefix, cfg.mcp_separator)
+    act = common.tool_action(name, args, cfg)
     act.tool_output = common.output_text(payload.get("tool_output"))
     return act
 
 
-def render(phase: str, verdict: Any) -> common.Reply:
+def mcp_server(payload: dict[str, Any]) -> str:
+    """The server's name: sent as `server` if ever, else found by its url or command in mcp.json."""
+    if isinstance(payload.get("server"), str) and payload["server"]:
+        return payload["server"]
+    url, command = str(payload.get("url") or ""), str(payload.get("command") or "")
+    roots = [r for r in (payload.get("workspace_roots") or []) if isinstance(r, str)]
+    for path in [os.path.join(r, ".cursor", "mcp.json") for r in roots] + [os.path.expanduser("~/.cursor/mcp.json")]:
+        for name, entry in _servers(path).items():
+            line = " ".join([str(entry.get("command") or "")] + [str(a) for a in entry.get("args") or []]).strip()
+            if (url and entry.get("url") == url) or (command and command in (entry.get("command"), line)):
+                return name
+    return url or command
+
+
+def _servers(path: str) -> dict[str, dict[str, Any]]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            servers = json.load(fh).get("mcpServers")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {k: v for k, v in servers.items() if isinstance(v, dict)} if isinstance(servers, dict) else {}
+
+
+def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> common.Reply:
     if verdict.blocks and phase == "pre":
         text = common.block_text(verdict)
         return common.Reply(stdout=common.as_json({"permission": "deny", "user_message": text,
@@ -63,6 +98,8 @@ def install(root: str, command: str) -> list[str]:
     data = common.read_json(path)
     data.setdefault("version", 1)
     hooks = data.setdefault("hooks", {})
-    for event in ("beforeShellExecution", "beforeMCPExecution", "preToolUse", "stop"):
-        common.merge_event(hooks, event, {"command": f"{command} hook {NAME} {event}"})
+    for event in EVENTS:
+        # failClosed false: a crash or timeout of the hook follows the gate's own fail_open, never a block
+        common.merge_event(hooks, event, {"command": f"{command} hook {NAME} {event}", "timeout": 30,
+                                          "failClosed": False})
     return [common.write_json(path, data)]

@@ -1,5 +1,7 @@
 """Windsurf Cascade hooks: `agent_action_name` (pre_run_command, pre_write_code, pre_mcp_tool_use, ...)
-with a `tool_info` object and no tool name. Config: .windsurf/hooks.json. Block: exit 2, stderr shown."""
+with a `tool_info` object and no tool name. Config: .windsurf/hooks.json. Block: exit 2, stderr shown.
+Checked against Windsurf's documentation only: the `tool_info` keys are unverified, so several
+spellings are read and an unknown shape passes (fail open)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from sentinel.policy.gate.action import Action
 
 NAME = "windsurf"
 EVENTS = ("pre_run_command", "pre_write_code", "pre_mcp_tool_use")
+STOP = "post_cascade_response"  # Cascade's turn end: the Stop hook
 
 
 def event_of(payload: dict[str, Any]) -> str | None:
@@ -55,4 +58,5 @@ def install(root: str, command: str) -> list[str]:
     hooks = data.setdefault("hooks", {})
     for event in EVENTS:
         common.merge_event(hooks, event, {"command": f"{command} hook {NAME} {event}", "show_output": True})
+    common.merge_event(hooks, STOP, {"command": f"{command} hook {NAME} {STOP}", "show_output": True})
     return [common.write_json(path, data)]

@@ -13,22 +13,13 @@
     context.py    the session context accumulator (Stop)
     scribe.py     convention extraction and draft rules; drafts.py: review of drafts
     layer.py      RuleGate: the gate as a Layer of Sentinel's own tool-call decisions
+    probe.py      probe_judges: can each configured judge be reached? (`sentinel status`)
     fakejudge.py  a scripted judge server (Ollama native + OpenAI-compatible) for tests and benchmarks
 
-Nothing is imported here at module load: the hook entry point must start fast.
+Nothing is imported here, not even lazily: the hook entry point must start fast, and a package
+that re-exports its modules ties them into one import cycle. Import from the module that owns a name
+(`from sentinel.policy.gate.layer import RuleGate`).
 """
-
-from __future__ import annotations
-
-__all__ = ["RuleGate", "GUARD_ENV"]
 
 # Set in the environment of a judge subprocess (claude/copilot CLI): the hook passes at once.
 GUARD_ENV = "SENTINEL_GATE_JUDGE"
-
-
-def __getattr__(name: str) -> object:
-    if name == "RuleGate":
-        from sentinel.policy.gate.layer import RuleGate
-
-        return RuleGate
-    raise AttributeError(name)

@@ -1,6 +1,7 @@
 """The internal action: what every agent's tool call becomes before the gate looks at it.
 
     classify(tool_name, tool_input, tool_map, mcp_prefix, mcp_separator) -> Action
+    patch(tool_name, tool_input, text) -> [Action]     one file_write per file of an apply_patch envelope
 
 An Action has a trigger (file_write | bash | mcp | other) and a target (the file
 path relative to the repository, the command string, or `server:tool`), plus the
@@ -13,8 +14,10 @@ import json
 import os
 
 FILE_PATH_KEYS = ("file_path", "path", "filePath", "notebook_path", "target_file", "TargetFile", "absolute_path")
-CONTENT_KEYS = ("content", "file_text", "new_string", "new_str", "new_source", "code_edit", "CodeContent",
-                "diff", "text")
+CONTENT_KEYS = ("content", "file_text", "new_string", "new_str", "new_text", "new_source", "code_edit",
+                "CodeContent", "diff", "text")
+# The apply_patch envelope (Codex, Cline): "*** Begin Patch", then per file a header and its lines.
+PATCH_HEADERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
 
 
 class Action:
@@ -95,7 +98,27 @@ def bash(tool_name: str, tool_input: dict, command: str = "") -> Action:
     cmd = command or first_str(tool_input, ("command", "cmd", "command_line", "CommandLine"))
     if not cmd and isinstance(tool_input.get("command"), list):
         cmd = " ".join(str(p) for p in tool_input["command"])
+    if not cmd and isinstance(tool_input.get("commands"), list):  # Cline's run_commands: several at once
+        cmd = "\n".join(str(p) for p in tool_input["commands"])
     return Action("bash", tool_name, tool_input, command=cmd)
+
+
+def parse_patch(text: str) -> list[tuple[str, str]]:
+    """(path, added text) per file an apply_patch envelope touches; a move counts for both paths."""
+    files: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        header = next((h for h in PATCH_HEADERS if line.startswith(h)), None)
+        if header is not None:
+            files.append((line[len(header):].strip(), []))
+        elif files and line.startswith("+"):
+            files[-1][1].append(line[1:])
+    return [(path, "\n".join(lines)) for path, lines in files if path]
+
+
+def patch(tool_name: str, tool_input: dict, text: str) -> list[Action]:
+    """One file_write per file of the patch, so a rule on any of its paths sees that path."""
+    return [Action("file_write", tool_name, tool_input, file_path=path, content=content)
+            for path, content in parse_patch(text)]
 
 
 def mcp(tool_name: str, tool_input: dict, server: str, tool: str) -> Action:

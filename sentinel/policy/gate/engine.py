@@ -50,7 +50,16 @@ class Verdict:
     def __init__(self) -> None:
         self.findings: list[Finding] = []
         self.errors: list[str] = []   # failed evaluations that were skipped (fail_open)
+        self.held: list[str] = []     # warnings found before the tool ran, delivered after it (hooks)
         self.calls = 0                # model calls made
+
+    def merge(self, other: "Verdict") -> "Verdict":
+        """Fold in the verdict of another action of the same call (a patch touching several files)."""
+        self.findings.extend(other.findings)
+        self.errors.extend(other.errors)
+        self.held.extend(other.held)
+        self.calls += other.calls
+        return self
 
     def _of(self, severity: str) -> list[Finding]:
         return [f for f in self.findings if f.severity == severity]
@@ -69,7 +78,7 @@ class Verdict:
 
     @property
     def silent(self) -> bool:
-        return not self.findings
+        return not self.findings and not self.held
 
     def block_reason(self) -> str:
         return "; ".join(f"[{f.rule_id}] {f.reason}" for f in self.blocks)
@@ -200,7 +209,8 @@ class Gate:
     def _failed(self, rule: Rule, error: str, action: Action, verdict: Verdict) -> dict[str, Any]:
         backend = self.backend_of(rule)
         if self.cfg.fail_open:
-            verdict.errors.append(f"rule {rule.id}: {error} (skipped: fail_open)")
+            judge = f"{backend}/{self.cfg.model_for(backend, rule.model)}"
+            verdict.errors.append(f"rule {rule.id} skipped: judge {judge} failed: {error} (skipped: fail_open)")
         else:
             verdict.findings.append(Finding(rule.id, rule.severity, f"could not be evaluated ({error}); strict mode",
                                             kind="error"))

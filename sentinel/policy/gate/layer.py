@@ -8,7 +8,8 @@ the path relative to the run's workspace), `bash` is bash (target: the command),
 names (`mcp_prefix`) are mcp, anything else only meets `trigger: any` rules. `block` ->
 deny with the judge's reason; `warn` -> auto with the warning as the note; `info` ->
 auto with the context as the note; alignment rules report as layer "alignment"
-(reject -> deny). No rule, or no rule in scope: no model call and no result.
+(reject -> deny). No rule, or no rule in scope: no model call and no result. A rule whose judge
+failed is skipped (fail_open) and named, with its judge, in the result's `warnings`.
 
 Judge calls go through `judges` (anything with `.get(backend_name) -> JudgeBackend`):
 by default `Judges(config, providers)`, where `providers` resolves a backend name to a
@@ -122,8 +123,8 @@ def results(verdict: Verdict, evaluated: list[str]) -> list[LayerResult]:
                                    note=f"Warning from rule {f.rule_id}: {f.reason}"))
         else:
             out.append(LayerResult(layer, "auto", "context", rule_id=f.rule_id, note=f.reason))
-    for error in verdict.errors:
-        out.append(LayerResult("gate", "auto", error))
+    if verdict.errors:  # fail_open skipped these rules: the operator must hear it, not only `show`
+        out.append(LayerResult("gate", "auto", "; ".join(verdict.errors), warnings=tuple(verdict.errors)))
     decided = {f.rule_id for f in verdict.findings}
     passed = [rule_id for rule_id in evaluated if rule_id not in decided]
     if passed and not out:

@@ -76,8 +76,9 @@ def percentile(values: list[float], pct: float) -> float:
     return float(ordered[int(rank) - 1])
 
 
-def stats(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per rule: evaluations, violations, errors, p50 and p95 latency (ms)."""
+def stats(lines: list[dict[str, Any]], threshold: float = 0.7) -> list[dict[str, Any]]:
+    """Per rule: evaluations, violations (at or above `threshold`: what blocked or warned), low-confidence
+    answers (a violation below it: let through, worth a look when tuning), errors, p50 and p95 latency."""
     by_rule: dict[str, list[dict[str, Any]]] = {}
     for line in lines:
         by_rule.setdefault(line["rule_id"], []).append(line)
@@ -86,7 +87,13 @@ def stats(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
         items = by_rule[rule_id]
         latencies = [float(i.get("elapsed_ms") or 0) for i in items if not i.get("static")]
         out.append({"rule_id": rule_id, "evaluations": len(items),
-                    "violations": sum(1 for i in items if i.get("violation") is True),
+                    "violations": sum(1 for i in items if i.get("violation") is True and not _low(i, threshold)),
+                    "low_confidence": sum(1 for i in items if i.get("violation") is True and _low(i, threshold)),
                     "errors": sum(1 for i in items if i.get("error")),
                     "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95)})
     return out
+
+
+def _low(line: dict[str, Any], threshold: float) -> bool:
+    confidence = line.get("confidence")
+    return isinstance(confidence, (int, float)) and confidence < threshold

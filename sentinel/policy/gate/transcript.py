@@ -106,15 +106,32 @@ def budget(events: list[str], max_chars: int) -> str:
     return "\n".join(reversed(kept))
 
 
-def last_user_prompt(path: str | None) -> str | None:
-    """The user's latest typed message (the original request for the alignment rule kind)."""
+def user_requests(path: str | None) -> tuple[str | None, str | None]:
+    """(first, latest) typed user request of the transcript: the session's mission and the request
+    being served now (the alignment rule kind). Only the head and the tail of the file are read."""
     if not path or not os.path.exists(path):
-        return None
+        return None, None
     with open(path, "rb") as fh:
         size = fh.seek(0, os.SEEK_END)
+        fh.seek(0)
+        head = fh.read(TAIL_BYTES).decode("utf-8", errors="replace")
         fh.seek(max(0, size - TAIL_BYTES))
-        text = fh.read().decode("utf-8", errors="replace")
-    for entry in reversed(_parse(text)):
+        tail = fh.read().decode("utf-8", errors="replace")
+    if size > TAIL_BYTES:  # a torn last line of the head is skipped by the parser
+        first = next(_typed_requests(_parse(head)), None)
+    else:
+        first = next(_typed_requests(_parse(tail)), None)
+    last = next(_typed_requests(reversed(_parse(tail))), None)
+    return first, last or first
+
+
+def last_user_prompt(path: str | None) -> str | None:
+    """The user's latest typed message."""
+    return user_requests(path)[1]
+
+
+def _typed_requests(entries: Any) -> Any:
+    for entry in entries:
         if entry.get("isMeta"):
             continue
         role, blocks = _blocks(entry)
@@ -123,5 +140,4 @@ def last_user_prompt(path: str | None) -> str | None:
         texts = [str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
         joined = " ".join(t for t in texts if t.strip()).strip()
         if joined and not joined.startswith("<"):
-            return joined[:2000]
-    return None
+            yield joined[:2000]

@@ -12,7 +12,7 @@ import yaml
 
 from sentinel.config import Config
 from sentinel.policy.decide import CallContext, decide
-from sentinel.policy.gate import RuleGate
+from sentinel.policy.gate.layer import RuleGate
 from sentinel.policy.gate.alignment import category
 from sentinel.policy.gate.action import Action
 from sentinel.policy.settings import GateSettings

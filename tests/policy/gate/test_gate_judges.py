@@ -121,6 +121,7 @@ def test_openai_backend_retries_without_temperature_for_reasoning_models(judge):
     backend = judges(backends={"gpt": {"url": j.base_url}}).get("gpt")
     assert backend.complete(req("gpt-5-mini"))["reason"] == "ok"
     assert ["temperature" in b for b in j.requests] == [True, False]
+    assert [b["max_tokens"] for b in j.requests] == [req("gpt-5-mini").max_tokens] * 2  # every answer is bounded
     j2 = judge(lambda body: Failure(401, "bad key"))
     with pytest.raises(JudgeError, match="HTTP 401: bad key"):
         judges(backends={"gpt": {"url": j2.base_url}}).get("gpt").complete(req())

@@ -8,7 +8,7 @@ import yaml
 
 from sentinel.config import Config
 from sentinel.policy.decide import CallContext, decide
-from sentinel.policy.gate import RuleGate
+from sentinel.policy.gate.layer import RuleGate
 from sentinel.policy.settings import GateSettings
 
 VIOLATION = {"violation": True, "confidence": 0.9, "reason": "touches billing"}
@@ -123,3 +123,16 @@ def test_system_rules_come_first_and_win(sentinel_home, judge, tmp_path):
                               system_rules=str(system))
     assert [(r.id, r.severity) for r in g.rules] == [("billing", "block")]
     assert any("already defined" in e for e in g.errors)
+
+
+def test_unreachable_judge_is_a_warning_naming_rule_and_judge(sentinel_home, tmp_path):
+    """Fail-open must not be silent: the skipped block rule is named, with its judge, on the layer's verdict."""
+    home_rules(sentinel_home, {"billing": BILLING})
+    g = RuleGate.for_sentinel(sentinel_home, GateSettings.model_validate(
+        {"backends": {"ollama": {"url": "http://127.0.0.1:9"}}, "timeout_ms": 2000}), Config(), system_rules=None)
+    d = decide(ctx("write_file", tmp_path, path="src/billing/invoice.py", content="TAX = 1"), [g])
+    assert d.outcome == "auto"  # seed 000: fail open
+    (result,) = [r for r in d.layers if r.warnings]
+    (warning,) = result.warnings
+    assert warning.startswith("rule billing skipped: judge ollama/gemma3:4b failed") and "\n" not in warning
+    assert result.to_dict()["warnings"] == (warning,)

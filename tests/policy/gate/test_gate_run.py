@@ -67,3 +67,23 @@ def test_judge_calls_of_a_run_go_through_muzzle(scripted_server, configure, cli,
     assert sent["model"] == "m" and sent["response_format"]["type"] == "json_schema"
     calls = cli.json("muzzle", "log", "--json", "--run", run_id)
     assert "judge/m" in {c["model"] for c in calls} and "fake/m" in {c["model"] for c in calls}
+
+
+def test_a_rule_whose_judge_is_unreachable_is_skipped_out_loud(scripted_server, configure, cli, sentinel_home):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    (sentinel_home / "rules").mkdir()
+    (sentinel_home / "rules" / "billing.yaml").write_text(yaml.safe_dump(
+        {"trigger": "file_write", "scope": ["src/billing/**"], "prompt": "billing FILE {{file_path}}"}))
+    configure({"gate": {"backends": {"ollama": {"url": f"http://127.0.0.1:{dead}"}}, "timeout_ms": 2000}},
+              server=scripted_server(SCRIPT[:1] + ["Done."]))
+    proc = cli("run", "set the tax to zero", "--json", check=0)
+    out = yaml.safe_load(proc.stdout)
+    assert out["status"] == "done"  # fail-open, as the gate's design says ...
+    assert any("billing" in w and "skipped" in w for w in out["warnings"])  # ... but never silently
+    assert "warning:" in proc.stderr and "billing" in proc.stderr
+    logged = [line for line in cli("logs", out["id"]).stdout.splitlines() if "warning" in line]
+    assert logged and "billing" in logged[0]

@@ -147,3 +147,10 @@ def test_stats_per_rule():
     (a,) = telemetry.stats(lines)
     assert (a["evaluations"], a["violations"], a["errors"], a["p50_ms"], a["p95_ms"]) == (5, 2, 1, 30.0, 200.0)
     assert telemetry.percentile([10, 20, 30, 40], 50) == 20.0
+
+
+def test_stats_count_low_confidence_apart_from_violations():
+    """A violation below confidence_threshold let the action through: counted apart, not as a violation."""
+    lines = [{"rule_id": "a", "elapsed_ms": 5, "violation": True, "confidence": c} for c in (0.95, 0.7, 0.4, 0.2)]
+    (a,) = telemetry.stats(lines, threshold=0.7)
+    assert (a["violations"], a["low_confidence"]) == (2, 2)

@@ -13,7 +13,8 @@ import os
 import subprocess
 from typing import Any
 
-from sentinel.policy.gate.judges import GUARD_ENV, JudgeError, Request
+from sentinel.policy.gate import GUARD_ENV
+from sentinel.policy.gate.judges.base import JudgeError, Request
 from sentinel.policy.gate.prompts import parse_json_text
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from sentinel.policy.gate.judges import JudgeError, Request
+from sentinel.policy.gate.judges.base import JudgeError, Request
 from sentinel.policy.gate.prompts import parse_json_text
 
 _LOCK = threading.Lock()

@@ -14,7 +14,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from sentinel.policy.gate.judges import JudgeError, Request
+from sentinel.policy.gate.judges.base import JudgeError, Request
 
 
 class OllamaJudge:

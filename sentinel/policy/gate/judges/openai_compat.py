@@ -2,7 +2,8 @@
 
 `openai` is imported when the first call is made, never when the gate loads. Each call
 uses its own short-lived client (closed afterwards: no pooled sockets outlive a call).
-Reasoning models that refuse `temperature` get one retry without it.
+Reasoning models that refuse `temperature` get one retry without it. `max_tokens` bounds every
+answer (a verdict is a few dozen tokens; an unbounded judge can ramble past the timeout).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 from typing import Any
 
 from sentinel.models.openai_compat import body_error
-from sentinel.policy.gate.judges import JudgeError, Request
+from sentinel.policy.gate.judges.base import JudgeError, Request
 
 
 class OpenAIJudge:
@@ -25,7 +26,7 @@ class OpenAIJudge:
     @staticmethod
     def kwargs(request: Request) -> dict[str, Any]:
         return {"model": request.model, "messages": request.messages(), "temperature": request.temperature,
-                "response_format": {"type": "json_schema",
+                "max_tokens": request.max_tokens, "response_format": {"type": "json_schema",
                                     "json_schema": {**request.schema, "strict": True}}}
 
     def complete(self, request: Request) -> dict[str, Any]:

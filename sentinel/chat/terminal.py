@@ -1,0 +1,139 @@
+"""The chat's two front ends: a terminal (prompt_toolkit in, rich out) and plain lines (stdin not a TTY).
+
+    io = TerminalIO(history_file, completer)   # ↑/↓ history kept in a file, completion menus, colors
+    io = LineIO()                              # `printf 'task\\ny\\n' | sentinel chat`: one line per input
+    io.read("› ") -> str | None                # None: Ctrl-D or end of input
+    io.confirm("approve? [y/N] ", closed) -> "yes" | "no" | "closed" | "eof"
+
+`closed()` is asked while a y/N prompt waits: when it turns true (someone resolved the approval
+elsewhere), the prompt closes by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from sentinel.chat.view import PlainView, TerminalView, View
+
+CLOSE_POLL_S = 0.5
+YES = ("y", "yes")
+
+
+def answer(text: str) -> str:
+    return "yes" if text.strip().lower() in YES else "no"
+
+
+class TerminalIO:
+    interactive = True
+
+    def __init__(self, history: Path, completer: Any):
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory
+        from rich.console import Console
+
+        from sentinel.chat.complete import STYLE, Lexer
+
+        history.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.console = Console(highlight=False)
+        self.session: Any = PromptSession(history=FileHistory(str(history)), completer=completer,
+                                          complete_while_typing=True, lexer=Lexer(), style=STYLE)
+
+    def view(self) -> View:
+        return TerminalView(self.console)
+
+    def read(self, prompt: str) -> str | None:
+        while True:
+            try:
+                return self.session.prompt([("class:prompt", prompt)])
+            except KeyboardInterrupt:
+                continue  # Ctrl-C at the prompt clears the line; only Ctrl-D leaves
+            except EOFError:
+                return None
+
+    def confirm(self, question: str, closed: Callable[[], bool]) -> str:
+        from prompt_toolkit import PromptSession
+
+        session: Any = PromptSession()
+        gone = object()
+
+        async def watch() -> None:
+            while True:
+                await asyncio.sleep(CLOSE_POLL_S)
+                if closed():
+                    session.app.exit(result=gone)
+                    return
+
+        try:
+            text = session.prompt(question, pre_run=lambda: session.app.create_background_task(watch()))
+        except EOFError:
+            return "eof"
+        return "closed" if text is gone else answer(text)
+
+    def say(self, markup: str) -> None:
+        self.console.print(markup)
+
+    def plain(self, text: str) -> None:
+        self.console.print(text, markup=False)
+
+    def error(self, text: str) -> None:
+        from rich.markup import escape
+
+        self.console.print(f"[red]error[/]: {escape(text)}")
+
+    def approval(self, approval: dict[str, Any]) -> None:
+        from rich.console import Group
+        from rich.panel import Panel
+        from rich.syntax import Syntax
+        from rich.text import Text
+
+        args = approval.get("arguments")
+        shown = args["command"] if approval.get("tool") == "bash" and isinstance(args, dict) and "command" in args \
+            else json.dumps(args, ensure_ascii=False, indent=2)
+        parts: list[Any] = [Text(shown), Text(f"why: {approval.get('reason', '')}", style="dim")]
+        if approval.get("code"):  # an agent-authored tool not trusted yet: the code about to run
+            parts.append(Syntax(str(approval["code"]), "python", line_numbers=True))
+        title = f"approval {approval['id']} · {approval.get('tool', '')}"
+        self.console.print(Panel(Group(*parts), title=title, title_align="left", border_style="yellow"))
+
+
+class LineIO:
+    """One line of stdin per message or answer, no prompt_toolkit: the chat can be scripted."""
+
+    interactive = False
+
+    def view(self) -> View:
+        return PlainView()
+
+    def read(self, prompt: str) -> str | None:
+        line = sys.stdin.readline()
+        return None if line == "" else line.rstrip("\n")
+
+    def confirm(self, question: str, closed: Callable[[], bool]) -> str:
+        print(question, end="", file=sys.stderr, flush=True)
+        line = sys.stdin.readline()
+        if line == "":
+            print(file=sys.stderr)
+            return "eof"
+        return "closed" if closed() else answer(line)
+
+    def say(self, markup: str) -> None:
+        from rich.text import Text
+
+        print(Text.from_markup(markup).plain, file=sys.stderr, flush=True)
+
+    def plain(self, text: str) -> None:
+        print(text, flush=True)
+
+    def error(self, text: str) -> None:
+        print(f"error: {text}", file=sys.stderr, flush=True)
+
+    def approval(self, approval: dict[str, Any]) -> None:
+        args = json.dumps(approval.get("arguments"), ensure_ascii=False)
+        print(f"approval {approval['id']}: {approval.get('tool')} {args} ({approval.get('reason', '')})",
+              file=sys.stderr, flush=True)
+        if approval.get("code"):
+            print(str(approval["code"]), file=sys.stderr, flush=True)

@@ -1,0 +1,69 @@
+"""Chat commands: chat, chats, restore. The shell itself lives in `sentinel.chat`."""
+
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import typer
+
+from sentinel.cli.render import print_json
+
+
+def _engine():  # noqa: ANN202 - sentinel.engine.api.Engine
+    from sentinel.connect import open_engine
+
+    return open_engine(local_if_refused=True)
+
+
+def _shell(*, new: bool = False, session: str | None = None, agent: str | None = None,
+           model: str | None = None) -> None:
+    from sentinel import paths
+    from sentinel.chat.shell import run
+
+    engine = _engine()
+    try:
+        run(engine, paths.state_dir() / "chat_history", new=new, session=session, agent=agent, model=model)
+    finally:
+        engine.close()
+
+
+def chat(new: bool = typer.Option(False, "--new", help="Start a fresh session instead of resuming the newest."),
+         agent: Optional[str] = typer.Option(None, "--agent", "-a", help="Agent to talk to."),
+         model: Optional[str] = typer.Option(None, "--model", "-m", help="provider/model for this session.")) -> None:
+    """Talk to an agent: resumes your most recent session (or starts one); /help inside lists the commands.
+
+    The agent works in its own workspace ($SENTINEL_HOME/workspace), not the current directory.
+
+    With stdin not a terminal, each line is a message or the answer to an approval, so a chat can be scripted."""
+    _shell(new=new, agent=agent, model=model)
+
+
+def chats(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List chat sessions, the most recently active first."""
+    engine = _engine()
+    try:
+        rows = engine.sessions()
+    finally:
+        engine.close()
+    if as_json:
+        return print_json(rows)
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("id", "status", "agent", "last active", "title", box=None)
+    for r in rows:
+        table.add_row(r["id"], r["status"], r.get("agent") or "",
+                      time.strftime("%Y-%m-%d %H:%M", time.localtime(r["updated_at"])),
+                      " ".join(str(r["title"]).split())[:60])
+    Console().print(table)
+
+
+def restore(session_id: str = typer.Argument(..., help="Session id (see `sentinel chats`).")) -> None:
+    """Reopen a chat session by id."""
+    _shell(session=session_id)
+
+
+def register(app: typer.Typer) -> None:
+    for fn in (chat, chats, restore):
+        app.command(fn.__name__)(fn)

@@ -1,0 +1,186 @@
+"""`sentinel hook compat`: install the five CLIs from npm into a cache, drive each through the scenario,
+print the matrix client x case (held | broken | no tool) and the hook's latency as each client sees it.
+
+Bounded (every client run has a timeout, the whole run a deadline), loopback only (the scripted model
+and judge listen on 127.0.0.1; clients are told to send no other traffic), and it cleans up what it
+starts: each client runs with its own HOME, and any process still carrying that HOME once the client
+has exited (Cline's hub daemon) is stopped by its pid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sentinel.hooks.compat import clients, scenario
+from sentinel.hooks.compat.servers import ScriptedAPI
+
+CLIENT_TIMEOUT_S = 180
+TIMING_SHIM = """#!/bin/sh
+# Sentinel compat run: times the hook as the client sees it (exec to exit), then passes through.
+t0=$(date +%s%N)
+{command} "$@"
+rc=$?
+echo "$(( ($(date +%s%N) - t0) / 1000 ))" >> {log}
+exit $rc
+"""
+
+
+def install(agent: str, version: str | None, cache: Path) -> tuple[Path, str]:
+    """npm install PACKAGE@VERSION into the cache (once); returns (its .bin directory, the version)."""
+    package, pinned, exe = clients.PINNED[agent]
+    wanted = version or pinned
+    if wanted == "latest":
+        found = subprocess.run(["npm", "view", package, "version"], capture_output=True, text=True, timeout=120)
+        wanted = found.stdout.strip() or pinned
+    prefix = cache / f"{package.replace('/', '_').replace('@', '')}@{wanted}"
+    bin_dir = prefix / "node_modules" / ".bin"
+    if not (bin_dir / exe).exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(prefix),
+                               f"{package}@{wanted}"], capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0:
+            raise RuntimeError(f"npm install {package}@{wanted} failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return bin_dir, wanted
+
+
+def sentinel_command() -> str:
+    from sentinel.hooks.install import default_command
+
+    return default_command()
+
+
+def hook_command() -> str:
+    from sentinel.hooks.install import hook_command as installed
+
+    return installed()
+
+
+def stop_leftovers(home: Path) -> list[int]:
+    """Processes that still carry this run's HOME (started by the client, e.g. Cline's hub daemon)."""
+    stopped = []
+    marker = f"HOME={home}".encode()
+    for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                if marker not in fh.read().split(b"\0"):
+                    continue
+            os.kill(int(pid), signal.SIGTERM)
+            stopped.append(int(pid))
+        except (OSError, ProcessLookupError):
+            continue
+    return stopped
+
+
+def run_case(agent: str, bin_dir: Path, case: str, work: Path, with_sentinel: bool = True) -> dict[str, Any]:
+    from sentinel.policy.gate.fakejudge import FakeJudge, by_substring
+
+    base = Path(tempfile.mkdtemp(prefix=f"{agent}-{case}-", dir=work))
+    root, home, timing = base / "project", base / "home", base / "hook-us.txt"
+    home.mkdir()
+    with FakeJudge(by_substring(scenario.VERDICTS)) as judge, ScriptedAPI(str(root)) as api:
+        scenario.make_project(root, judge.url)
+        setup = clients.SETUPS[agent](bin_dir, api.url, root, home, scenario.PROMPTS[case])
+        env = {**{k: v for k, v in os.environ.items() if k not in ("SENTINEL_GATE_JUDGE",)}, "HOME": str(home),
+               "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "NO_COLOR": "1", **setup.env}
+        shim = base / "sentinel-timed"
+        shim.write_text(TIMING_SHIM.format(command=hook_command(), log=timing))
+        shim.chmod(0o755)
+        notes = []
+        try:
+            for argv in setup.before:
+                subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=120)
+            if with_sentinel:  # as documented: sentinel hook install AGENT, in the project
+                done = subprocess.run([*sentinel_command().split(), "hook", "install", agent, "--command", str(shim)],
+                                      cwd=root, env=env, capture_output=True, text=True, timeout=120)
+                notes += [line for line in done.stdout.splitlines() if line.startswith("to do:")]
+            began = time.monotonic()
+            proc = subprocess.run(setup.argv, cwd=root, env=env, capture_output=True, text=True,
+                                  timeout=CLIENT_TIMEOUT_S, stdin=subprocess.DEVNULL)
+            seconds = time.monotonic() - began
+            outcome = "held" if scenario.held(case, root, api.seen()) else "broken"
+            if case != "allow-shell" and not api.called:
+                outcome = "no tool"  # the client never offered the tool the case needs
+        except subprocess.TimeoutExpired:
+            outcome, seconds, proc = "timeout", float(CLIENT_TIMEOUT_S), None
+        finally:
+            stop_leftovers(home)
+        hook_ms = [int(x) / 1000 for x in timing.read_text().split()] if timing.exists() else []
+    return {"agent": agent, "case": case, "outcome": outcome, "seconds": round(seconds, 1), "hook_ms": hook_ms,
+            "judge_calls": len(judge.requests), "notes": notes, "exit": proc.returncode if proc else None,
+            "dir": str(base)}
+
+
+def matrix(results: list[dict[str, Any]], agents: list[str], versions: dict[str, str]) -> str:
+    head = ["case"] + [f"{a} {versions[a]}" for a in agents]
+    rows = [head, ["---"] * len(head)]
+    for case in scenario.CASES:
+        rows.append([case] + [next((r["outcome"] for r in results if r["agent"] == a and r["case"] == case), "-")
+                              for a in agents])
+    lat = []
+    for a in agents:
+        ms = [m for r in results if r["agent"] == a for m in r["hook_ms"]]
+        lat.append(f"{statistics.median(ms):.0f} ms (n={len(ms)})" if ms else "-")
+    rows.append(["hook latency, median as the client sees it"] + lat)
+    return "\n".join("| " + " | ".join(r) + " |" for r in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="sentinel hook compat", description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", default=",".join(clients.PINNED), help="Comma-separated clients.")
+    parser.add_argument("--cases", default=",".join(scenario.CASES), help="Comma-separated cases.")
+    parser.add_argument("--latest", action="store_true", help="The newest version of each client, not the pinned one.")
+    parser.add_argument("--without-sentinel", action="store_true", help="Baseline: no hook installed.")
+    parser.add_argument("--cache", type=Path, default=clients.cache_dir(), help="Where the CLIs are installed.")
+    parser.add_argument("--json", action="store_true", help="Print one JSON document.")
+    parser.add_argument("--deadline", type=float, default=3600, help="Seconds for the whole run.")
+    args = parser.parse_args(argv)
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        print("sentinel hook compat: needs node and npm on PATH", file=sys.stderr)
+        return 2
+    agents = [a for a in args.agents.split(",") if a]
+    unknown = [a for a in agents if a not in clients.PINNED]
+    if unknown:
+        print(f"--agents: unknown client {unknown[0]!r} (known: {', '.join(clients.PINNED)})", file=sys.stderr)
+        return 2
+    cases = [c for c in args.cases.split(",") if c in scenario.CASES]
+    end = time.monotonic() + args.deadline
+    results, versions = [], {}
+    with tempfile.TemporaryDirectory(prefix="sentinel-compat-") as tmp:
+        for agent in agents:
+            try:
+                bin_dir, versions[agent] = install(agent, "latest" if args.latest else None, args.cache)
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                versions[agent] = "not installed"
+                print(f"{agent}: {exc}", file=sys.stderr)
+                continue
+            for case in cases:
+                if time.monotonic() > end:
+                    break
+                result = run_case(agent, bin_dir, case, Path(tmp), not args.without_sentinel)
+                results.append(result)
+                if not args.json:
+                    print(f"{agent} {versions[agent]} {case}: {result['outcome']} ({result['seconds']} s)",
+                          file=sys.stderr, flush=True)
+    if args.json:
+        print(json.dumps({"versions": versions, "results": results}, indent=2))
+    else:
+        print(matrix(results, agents, versions))
+        for note in sorted({n for r in results for n in r["notes"]}):
+            print(note)
+    return 0 if all(r["outcome"] == "held" for r in results) or args.without_sentinel else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

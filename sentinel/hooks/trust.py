@@ -1,0 +1,316 @@
+"""Is the gate really there? Per agent: installed, trusted, reachable - and the step that is missing.
+
+    take_steps(agent, root, command) -> [str]   trust steps taken non-interactively, or the exact
+                                               step the user must take (printed by `hook install`)
+    check(agent, root) -> Check                 `sentinel hook status` (and `sentinel status`)
+    installed_agents(root) -> [str]
+
+Several clients skip an untrusted project hook silently, so a gate the user believes in can be
+absent. What can be taken safely is taken: the Codex hook hash of Sentinel's own hooks, read from
+Codex itself (`codex app-server`, `hooks/list`, then `config/value/write`), once the user trusts
+the project. Trusting a whole folder or project (Codex, Gemini CLI, Copilot CLI, Cursor) enables
+everything else it configures too, so that step is left to the user and named exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from typing import Any
+
+CODEX_TIMEOUT_S = 20
+
+
+class Check:
+    def __init__(self, agent: str, installed: bool, trusted: bool | None, reachable: bool | None,
+                 missing: list[str], latency_ms: float | None = None):
+        self.agent = agent
+        self.installed = installed
+        self.trusted = trusted          # None: the client keeps no trust state Sentinel can read
+        self.reachable = reachable
+        self.missing = missing
+        self.latency_ms = latency_ms
+
+    @property
+    def active(self) -> bool:
+        return self.installed and self.trusted is not False and self.reachable is not False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"agent": self.agent, "installed": self.installed, "trusted": self.trusted,
+                "reachable": self.reachable, "active": self.active, "missing": self.missing,
+                "latency_ms": self.latency_ms}
+
+    def line(self) -> str:
+        def word(value: bool | None, yes: str, no: str) -> str:
+            return "unknown" if value is None else (yes if value else no)
+
+        state = "gate active" if self.active else "GATE INACTIVE"
+        parts = [f"{self.agent}: {state}", f"installed {word(self.installed, 'yes', 'no')}",
+                 f"trusted {word(self.trusted, 'yes', 'no')}", f"reachable {word(self.reachable, 'yes', 'no')}"
+                 + (f" ({self.latency_ms:.0f} ms)" if self.latency_ms is not None else "")]
+        return "; ".join(parts) + "".join(f"\n  step: {m}" for m in self.missing)
+
+
+# -- where each agent's hook config lives, and the command inside it -----------------------------
+
+CONFIG = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini-cli": ".gemini/settings.json",
+          "copilot-cli": ".github/hooks/sentinel.json", "cursor": ".cursor/hooks.json",
+          "windsurf": ".windsurf/hooks.json", "cline": ".clinerules/hooks/PreToolUse",
+          "amazon-q": ".amazonq/cli-agents/sentinel.json"}
+PRE_EVENT = {"claude-code": "pre-tool-use", "codex": "pre-tool-use", "gemini-cli": "BeforeTool",
+             "copilot-cli": "preToolUse", "cursor": "preToolUse", "windsurf": "pre_run_command",
+             "cline": "PreToolUse", "amazon-q": "preToolUse"}
+
+
+def hook_command(agent: str, root: str) -> str | None:
+    """The command the agent runs, as installed (without ` hook AGENT EVENT`), or None."""
+    try:
+        with open(os.path.join(root, CONFIG[agent]), encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    marker = f" hook {agent} "
+    for line in text.splitlines() if agent == "cline" else _strings(json.loads(text or "{}")):
+        head, found, _ = line.partition(marker)
+        if found:
+            return head.replace("exec ", "", 1).strip()
+    return None
+
+
+def _strings(data: Any) -> list[str]:
+    if isinstance(data, str):
+        return [data]
+    if isinstance(data, dict):
+        return [s for v in data.values() for s in _strings(v)]
+    if isinstance(data, list):
+        return [s for v in data for s in _strings(v)]
+    return []
+
+
+def installed_agents(root: str) -> list[str]:
+    out = []
+    for agent in CONFIG:
+        try:
+            if hook_command(agent, root):
+                out.append(agent)
+        except ValueError:
+            out.append(agent)  # a config that is not JSON: reported by check()
+    return out
+
+
+def reachable(agent: str, root: str, command: str) -> tuple[bool, float | None, str]:
+    """Run the installed command as the agent would, on a payload that judges nothing."""
+    try:
+        argv = shlex.split(command) + ["hook", agent, PRE_EVENT[agent]]
+    except ValueError:
+        return False, None, f"the hook command does not parse: {command}"
+    if shutil.which(argv[0]) is None:
+        return False, None, f"the hook command {argv[0]} is not there: reinstall with `sentinel hook install {agent}`"
+    began = time.monotonic()
+    try:
+        proc = subprocess.run(argv, input="{}", capture_output=True, text=True, timeout=30, cwd=root,
+                              env={**os.environ, "SENTINEL_GATE_JUDGE": "1"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, None, f"the hook command failed to run ({exc.__class__.__name__}): {command}"
+    ms = (time.monotonic() - began) * 1000
+    if proc.returncode != 0:
+        return False, ms, f"the hook command exits {proc.returncode}: {(proc.stderr or '').strip()[:200]}"
+    return True, ms, ""
+
+
+# -- trust, per client -------------------------------------------------------------------------
+
+
+def _home(*parts: str) -> str:
+    return os.path.join(os.path.expanduser("~"), *parts)
+
+
+def _read_json(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def _under(root: str, folder: str) -> bool:
+    folder = os.path.abspath(os.path.expanduser(folder))
+    return root == folder or root.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def gemini_trust(root: str) -> tuple[bool | None, list[str]]:
+    if os.environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
+        return True, []
+    settings = _read_json(_home(".gemini", "settings.json")) or {}
+    folder_trust = ((settings.get("security") or {}).get("folderTrust") or {}) if isinstance(settings, dict) else {}
+    if folder_trust.get("enabled") is False:
+        return True, []
+    trusted = _read_json(_home(".gemini", "trustedFolders.json")) or {}
+    for folder, level in (trusted.items() if isinstance(trusted, dict) else []):
+        if level == "TRUST_FOLDER" and _under(root, folder) or level == "TRUST_PARENT" and \
+                _under(root, os.path.dirname(os.path.abspath(folder))):
+            return True, []
+    return False, [f"Gemini CLI loads project hooks only in a trusted folder: run `gemini` in {root} and choose "
+                   f"\"Trust folder\", or add \"{root}\": \"TRUST_FOLDER\" to ~/.gemini/trustedFolders.json"]
+
+
+def copilot_trust(root: str) -> tuple[bool | None, list[str]]:
+    if os.environ.get("COPILOT_ALLOW_ALL") == "true" and os.path.abspath(os.getcwd()) == root:
+        return True, []  # Copilot trusts the cwd under exactly this value ("1" does not)
+    config = _read_json(_home(".copilot", "config.json")) or {}
+    folders = config.get("trusted_folders") or config.get("trustedFolders") or [] if isinstance(config, dict) else []
+    if any(isinstance(f, str) and _under(root, f) for f in folders):
+        return True, []
+    return False, [f"Copilot CLI loads project hooks only in a trusted folder: run `copilot` in {root} and choose "
+                   "to trust it (remembered in ~/.copilot/config.json trusted_folders)"]
+
+
+def codex_state(root: str) -> dict[str, Any]:
+    """Codex's own view of this project's hooks: {"project_trusted", "hooks": [{key, command, trustStatus,
+    currentHash}]}, from `codex app-server` when codex is installed, else from ~/.codex/config.toml."""
+    binary = shutil.which("codex")
+    if binary:
+        found = _codex_app_server(binary, root, [])
+        if found is not None:
+            return found
+    import tomllib
+
+    try:
+        with open(os.path.join(os.environ.get("CODEX_HOME") or _home(".codex"), "config.toml"), "rb") as fh:
+            config = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        config = {}
+    level = ((config.get("projects") or {}).get(root) or {}).get("trust_level")
+    state = ((config.get("hooks") or {}).get("state") or {})
+    prefix = os.path.join(root, ".codex", "hooks.json") + ":"
+    hooks = [{"key": k, "trustStatus": "trusted" if v.get("trusted_hash") else "untrusted", "command": "sentinel hook"}
+             for k, v in state.items() if k.startswith(prefix)]
+    return {"project_trusted": level == "trusted", "hooks": hooks, "verified": False}
+
+
+def _codex_app_server(binary: str, root: str, writes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """One short `codex app-server` session: optional config writes, then hooks/list for `root`."""
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"clientInfo": {"name": "sentinel", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "initialized"}]
+    lines += [{"jsonrpc": "2.0", "id": 10 + i, "method": "config/value/write", "params": w} for i, w in enumerate(writes)]
+    lines.append({"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [root]}})
+    try:
+        proc = subprocess.Popen([binary, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, cwd=root)
+    except OSError:
+        return None
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in lines))
+        proc.stdin.flush()
+        deadline = time.monotonic() + CODEX_TIMEOUT_S
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                return None
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if msg.get("id") == 2:
+                data = ((msg.get("result") or {}).get("data") or [{}])[0]
+                hooks = [h for h in data.get("hooks") or [] if h.get("source") == "project"]
+                warned = "trusted project" in json.dumps(data.get("warnings") or []) or not os.path.exists(
+                    os.path.join(root, ".codex"))
+                return {"project_trusted": bool(hooks) or not warned and _codex_project_trusted(root),
+                        "hooks": hooks, "verified": True}
+        return None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _codex_project_trusted(root: str) -> bool:
+    import tomllib
+
+    try:
+        with open(os.path.join(os.environ.get("CODEX_HOME") or _home(".codex"), "config.toml"), "rb") as fh:
+            config = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+    return ((config.get("projects") or {}).get(root) or {}).get("trust_level") == "trusted"
+
+
+CODEX_PROJECT_STEP = ("Codex loads .codex/hooks.json only in a trusted project: run `codex` in {root} and trust it, "
+                      "or add [projects.\"{root}\"] trust_level = \"trusted\" to ~/.codex/config.toml; then run "
+                      "`sentinel hook install codex` again to trust Sentinel's hooks")
+CODEX_HOOK_STEP = ("Codex skips an untrusted hook silently: run `sentinel hook install codex` again (it trusts "
+                   "Sentinel's own hooks through Codex), or review them with /hooks in `codex`")
+
+
+def codex_trust(root: str, take: bool = False) -> tuple[bool | None, list[str]]:
+    state = codex_state(root)
+    if not state["project_trusted"]:
+        return False, [CODEX_PROJECT_STEP.format(root=root)]
+    ours = [h for h in state["hooks"] if "hook codex" in str(h.get("command"))]
+    untrusted = [h for h in ours if h.get("trustStatus") != "trusted"]
+    if untrusted and take and state.get("verified") and shutil.which("codex"):
+        writes = [{"keyPath": "hooks.state", "mergeStrategy": "upsert",
+                   "value": {h["key"]: {"trusted_hash": h["currentHash"]}}} for h in untrusted if h.get("currentHash")]
+        state = _codex_app_server(shutil.which("codex") or "codex", root, writes) or state
+        ours = [h for h in state["hooks"] if "hook codex" in str(h.get("command"))]
+        untrusted = [h for h in ours if h.get("trustStatus") != "trusted"]
+    if not ours or untrusted:
+        names = ", ".join(h.get("key", "?").rsplit("/", 1)[-1] for h in untrusted) or "Sentinel's hooks"
+        return False, [f"{CODEX_HOOK_STEP} (untrusted: {names})"]
+    return True, []
+
+
+OTHER_STEPS = {
+    "cursor": "Cursor loads project hooks only in a trusted workspace: open {root} in Cursor and trust it",
+    "amazon-q": "Amazon Q runs these hooks only in the `sentinel` agent: `q chat --agent sentinel`, or "
+                "`q settings chat.defaultAgent sentinel`",
+    "cline": "the Cline extension runs hooks once \"Enable Hooks\" is checked in its settings (the CLI always runs them)",
+}
+
+
+def trust_of(agent: str, root: str, take: bool = False) -> tuple[bool | None, list[str]]:
+    if agent == "codex":
+        return codex_trust(root, take)
+    if agent == "gemini-cli":
+        return gemini_trust(root)
+    if agent == "copilot-cli":
+        return copilot_trust(root)
+    if agent in OTHER_STEPS:
+        return None, [OTHER_STEPS[agent].format(root=root)]
+    return True, []  # claude-code (no step in -p; an interactive session asks once), windsurf
+
+
+def take_steps(agent: str, root: str) -> list[str]:
+    """After install: what was done, and what the user still has to do (one line each)."""
+    trusted, missing = trust_of(agent, root, take=True)
+    if trusted and agent == "codex":
+        return ["trusted Sentinel's hooks in Codex (~/.codex/config.toml hooks.state)"]
+    return [f"to do: {m}" for m in missing]
+
+
+def check(agent: str, root: str) -> Check:
+    try:
+        command = hook_command(agent, root)
+    except ValueError:
+        return Check(agent, False, None, None, [f"{CONFIG[agent]} is not valid JSON: fix it, then "
+                                                f"`sentinel hook install {agent}`"])
+    if not command:
+        return Check(agent, False, None, None, [f"`sentinel hook install {agent}` in {root}"])
+    trusted, missing = trust_of(agent, root)
+    ok, ms, problem = reachable(agent, root, command)
+    return Check(agent, True, trusted, ok, missing + ([problem] if problem else []), ms)
+
+
+def summary(start: str) -> dict[str, Any]:
+    """For `sentinel status`: the hook state of the repository around `start` (nothing outside one)."""
+    from sentinel.policy.gate.loader import find_repo
+
+    root = find_repo(start)
+    agents = installed_agents(root) if root else []
+    return {"hooks": [check(agent, root).line() for agent in agents]} if root and agents else {}

@@ -1,0 +1,184 @@
+"""The real REPL in a pseudo-terminal against the scripted model: what a person at a terminal sees and does."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+APPROVE = r"approve\? \[y/N\]"
+COUNT = {"content": "Counting.", "tool_calls": [{"name": "bash", "arguments": {"command": "echo ran >> counter.txt"}}]}
+ANSWER = "It ran: counter.txt has a line."
+
+
+def _sessions(cli):
+    return cli.json("chats", "--json", env={"SENTINEL_MODE": "local"})
+
+
+def test_done_when_approve_inline_quit_resume_banner_chats_and_new(model, pty_chat, cli, sentinel_home):
+    server = model([COUNT, ANSWER])
+    chat = pty_chat()
+    chat.say("count the runs")
+    chat.expect(r"echo ran >> counter\.txt")  # the call is shown before the question
+    chat.expect(APPROVE)
+    chat.send("y\r")
+    chat.expect(ANSWER)
+    assert chat.quit() == 0
+    counter = sentinel_home / "workspace" / "counter.txt"
+    assert counter.read_text() == "ran\n"  # ran once, in the workspace (not the directory chat started in)
+
+    again = pty_chat()
+    again.expect(r"↻ session r-\w+ «count the runs»")
+    assert again.quit() == 0
+    (first,) = _sessions(cli)
+    assert (first["title"], first["status"]) == ("count the runs", "idle")
+
+    fresh = pty_chat("chat", "--new")
+    fresh.expect("new session")
+    fresh.say("count once more")
+    fresh.expect(APPROVE)
+    fresh.send("n\r")  # the denial goes back to the model as the call's result
+    fresh.expect(ANSWER)
+    assert fresh.quit() == 0
+    assert counter.read_text() == "ran\n"
+    assert server.requests[-1]["messages"][-1]["content"] == "Denied by the operator: denied in the chat"
+    assert [s["title"] for s in _sessions(cli)] == ["count once more", "count the runs"]
+
+
+def test_a_reply_streams_as_it_arrives(model, pty_chat):
+    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima"
+    model([words], chunk_delay_s=0.1)
+    chat = pty_chat()
+    chat.say("spell")
+    chat.expect("alpha bravo")
+    assert "lima" not in chat.text  # the start is on screen while the rest is still on its way
+    chat.expect("kilo lima")
+    assert chat.quit() == 0
+
+
+def test_typing_slash_he_offers_help(model, pty_chat):
+    model(["hi"])
+    chat = pty_chat()
+    chat.prompt()
+    chat.send("/he")
+    chat.expect(r"/help\s+these commands")
+    chat.send("\x15")  # Ctrl-U
+    assert chat.leave() == 0
+
+
+def test_history_survives_a_restart(model, pty_chat):
+    model(["noted", "noted again"])
+    chat = pty_chat()
+    chat.say("remember the blue door")
+    chat.expect("noted")
+    assert chat.quit() == 0
+    again = pty_chat()
+    again.prompt()
+    again.send("\x1b[A")  # ↑
+    again.expect("remember the blue door")
+    again.send("\x15")
+    assert again.leave() == 0
+
+
+def test_restore_reopens_a_session_by_id(model, pty_chat, cli):
+    server = model(["first", "second", "third"])
+    one = pty_chat()
+    one.say("the first session")
+    one.expect("first")
+    assert one.quit() == 0
+    two = pty_chat("chat", "--new")
+    two.say("the second session")
+    two.expect("first")
+    assert two.quit() == 0
+    oldest = _sessions(cli)[-1]["id"]
+    back = pty_chat("restore", oldest)
+    back.expect(f"↻ session {oldest} «the first session»")
+    back.say("still there?")
+    back.expect("second")
+    assert back.quit() == 0
+    sent = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
+    assert sent == ["the first session", "still there?"]
+
+
+def test_yes_typed_while_output_streams_is_honoured(model, pty_chat, sentinel_home):
+    preamble = "I will count to ten first: one two three four five six seven eight nine ten."
+    model([{**COUNT, "content": preamble}, ANSWER], chunk_delay_s=0.08)
+    chat = pty_chat()
+    chat.say("count")
+    chat.expect("one two")
+    assert "ten." not in chat.text
+    chat.send("y\r")  # typed while the text still streams, before the question is on screen
+    chat.expect(ANSWER)
+    assert chat.quit() == 0
+    assert (sentinel_home / "workspace" / "counter.txt").read_text() == "ran\n"
+
+
+def test_ctrl_c_stops_the_turn_and_its_command_not_the_shell(model, pty_chat, sentinel_home):
+    slow = {"tool_calls": [{"name": "bash", "arguments": {"command": "touch began; sleep 2; echo late > late.txt"}}]}
+    server = model([slow, "after the stop"])
+    chat = pty_chat()
+    chat.say("take your time")
+    chat.expect(APPROVE)
+    chat.send("y\r")
+    chat.expect("approved")
+    deadline = time.monotonic() + 20
+    while not (sentinel_home / "workspace" / "began").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    chat.send("\x03")  # Ctrl-C while the command runs
+    chat.expect("turn stopped")
+    chat.say("never mind")
+    chat.expect("after the stop")
+    time.sleep(2.5)
+    assert not (sentinel_home / "workspace" / "late.txt").exists()  # the command was killed with the turn
+    tool = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert len(tool) == 1 and "stopped this turn while this call ran" in tool[0]["content"]
+    assert chat.quit() == 0
+
+
+def test_ctrl_c_at_the_question_cancels_the_approval_for_good(model, pty_chat, cli, sentinel_home):
+    model([COUNT, ANSWER])
+    chat = pty_chat()
+    chat.say("count")
+    chat.expect(APPROVE)
+    pending = cli.json("approvals", "--json", env={"SENTINEL_MODE": "local"})
+    chat.send("\x03")
+    chat.expect("turn stopped")
+    assert chat.quit() == 0
+    assert cli.json("approvals", "--json", env={"SENTINEL_MODE": "local"}) == []
+    late = cli("approve", pending[0]["id"], env={"SENTINEL_MODE": "local"})
+    assert late.returncode == 2 and "not pending" in late.stderr
+    assert not (sentinel_home / "workspace" / "counter.txt").exists()
+
+
+def test_an_approval_resolved_elsewhere_closes_the_question(model, pty_chat, cli, sentinel_home):
+    model([COUNT, ANSWER])
+    chat = pty_chat()
+    chat.say("count")
+    chat.expect(APPROVE)
+    (approval,) = cli.json("approvals", "--json", env={"SENTINEL_MODE": "local"})
+    cli("approve", approval["id"], env={"SENTINEL_MODE": "local"}, check=0)
+    chat.expect("resolved elsewhere")
+    chat.expect(ANSWER)
+    chat.send("y\r")  # too late: the question is gone, so this is just an empty-ish message line
+    assert chat.quit() == 0
+    assert (sentinel_home / "workspace" / "counter.txt").read_text() == "ran\n"
+
+
+def test_kill_9_mid_turn_loses_nothing_and_reopening_resumes(model, pty_chat, cli, sentinel_home):
+    write = {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "kept\n"}}]}
+    server = model([write, {"content": "Notes written.", "delay_ms": 1500}])
+    chat = pty_chat()
+    chat.say("write the notes")
+    chat.expect("Wrote")
+    os.kill(chat.child.pid, signal.SIGKILL)  # while the next model call is in flight
+    chat.killed()
+    (session,) = _sessions(cli)
+    assert session["status"] == "interrupted"
+    again = pty_chat()
+    again.expect(f"↻ session {session['id']}")
+    again.expect("Notes written.")
+    assert again.quit() == 0
+    shown = cli.json("show", session["id"], "--json", env={"SENTINEL_MODE": "local"})
+    assert [m["role"] for m in shown["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    assert (sentinel_home / "workspace" / "notes.txt").read_text() == "kept\n"
+    assert sum(1 for r in server.requests if r["messages"][-1]["role"] == "user") == 1  # the first call, once
