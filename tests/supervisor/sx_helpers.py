@@ -136,9 +136,13 @@ def make_agent(system, sentinel_cmd):
 
 
 def agent_config(user: str, server, extra: dict | None = None) -> None:
-    """Serve `server` to `user`'s runs. A system-mode run never reads the agent's own config.yaml: this writes
-    the operator's (under SENTINEL_ETC_DIR), read by the supervisor and Muzzle when they start."""
+    """Serve `server` to `user`: to its system-mode runs through the operator's config.yaml (under
+    SENTINEL_ETC_DIR, read by the supervisor and Muzzle when they start; a system-mode run never reads the
+    agent's own), and to the user's own local-mode commands through its ~/.sentinel/config.yaml."""
     serve_model(Path(os.environ["SENTINEL_ETC_DIR"]), server, extra)
+    own_config(user, {"default_agent": user, "default_model": "fake/m",
+                      "providers": {"fake": {"base_url": server.base_url}},
+                      "muzzle": {"enabled": False}, "leash": {"tools": "plain"}, **(extra or {})})
 
 
 def own_config(user: str, cfg: dict) -> None:
