@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Set up Sentinel on a fresh Debian machine, then run one agent task on the embedded default model.
 # Run as root (CI does); on a workstation: sudo bash installer/install.sh
+# With --system it also sets up system mode: the operator group, Muzzle's user, keys file and state,
+# a starter /etc/sentinel/config.yaml, and the systemd units (installed and enabled where systemd runs;
+# elsewhere `sentinel supervisor` starts Muzzle itself).
 #
 # Environment:
 #   SENTINEL_VENV=DIR            where the virtualenv goes (default /opt/sentinel/venv)
@@ -15,6 +18,14 @@ build="${SENTINEL_LLAMA_BUILD:-portable}"
 # Pinned: what we build must not float (installer/constraints.txt pins everything else).
 LLAMA_CPP_PYTHON=0.3.36
 PIP_VERSION=25.3
+
+system=0
+for arg in "$@"; do
+    case "$arg" in
+        --system) system=1 ;;
+        *) echo "error: installer/install.sh: unknown option '$arg' (the only one is --system)" >&2; exit 2 ;;
+    esac
+done
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "error: installer/install.sh needs root (apt-get, /opt/sentinel); try: sudo bash installer/install.sh" >&2
@@ -62,3 +73,10 @@ chmod -R a+rX "$venv"
 
 echo "==> first run on the embedded default model (no server, no key)"
 sentinel run "In one short sentence, what is a sandbox?"
+
+if [ "$system" = 1 ]; then
+    echo "==> system mode: operator group, Muzzle's user and keys, /etc/sentinel, systemd units"
+    "$venv/bin/python" -m sentinel.supervisor.install
+    echo "next: name providers and models in /etc/sentinel/config.yaml (keys in /etc/sentinel/muzzle/keys.env), then"
+    echo "      sudo sentinel setup --name \"Your Agent\" && sudo sentinel supervisor"
+fi

@@ -19,6 +19,7 @@ from sentinel.leash.settings import LeashSettings
 from sentinel.memory.settings import MemorySettings
 from sentinel.muzzle.settings import MuzzleSettings
 from sentinel.policy.settings import GateSettings
+from sentinel.supervisor.settings import SystemSettings
 
 DEFAULT_MODEL = "local/smollm2-135m"
 
@@ -66,6 +67,8 @@ class Config(_Strict):
     leash: LeashSettings = Field(default_factory=LeashSettings)
     gate: GateSettings = Field(default_factory=GateSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    system: SystemSettings = Field(default_factory=SystemSettings,
+                                   description="System mode only (/etc/sentinel/config.yaml): the models runs may use.")
 
     def provider(self, name: str) -> Provider | None:
         if name in self.providers:

@@ -2,7 +2,12 @@
 
 Requests are `{"op": NAME, ...}`. A reply is `{"ok": true, "result": ...}` or
 `{"ok": false, "error": "one line", "kind": "usage" | "not_found" | "denied" | "busy" | "error"}`.
-Streaming operations send `{"event": {...}}` frames (and `{"started": RUN_ID}`) before their reply.
+Streaming operations send `{"event": {...}}` frames (and `{"started": RUN_ID}`) before their reply;
+`show` sends its long lists as `{"part": NAME, "items": [...]}` frames.
+
+Parsing is bounded: a frame is at most MAX_FRAME bytes and nested at most MAX_DEPTH deep, so nothing a
+peer sends makes a reader (or a later json.dumps of it) recurse without end. `loads` applies the same
+bound to any JSON an untrusted party wrote (an agent's journal lines).
 """
 
 from __future__ import annotations
@@ -14,47 +19,81 @@ from typing import Any
 
 HEADER = struct.Struct("!I")
 MAX_FRAME = 16 * 1024 * 1024
-
+MAX_DEPTH = 64
 
 class ProtocolError(Exception):
     """A peer sent something that is not a frame we accept."""
 
 
+class BadFrame(ProtocolError):
+    """A whole frame that is not an acceptable message; the stream itself is still in step."""
+
+
+def loads(text: bytes | str, limit: int = MAX_DEPTH) -> Any:
+    """json.loads with a nesting bound; ValueError for anything it refuses. The C decoder stops deep nesting
+    by itself (RecursionError); what it builds is then walked without recursion, stopping past `limit`."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    if too_deep(value, limit):
+        raise ValueError(f"JSON nested deeper than {limit} levels")
+    return value
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True when lists and objects in `value` nest deeper than `limit`."""
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return False
+
+
 def encode(message: dict[str, Any]) -> bytes:
     payload = json.dumps(message, ensure_ascii=False, default=str, separators=(",", ":")).encode()
     if len(payload) > MAX_FRAME:
-        raise ProtocolError("frame too large")
+        raise ProtocolError(f"frame too large ({len(payload)} bytes; at most {MAX_FRAME})")
     return HEADER.pack(len(payload)) + payload
 
 
 class Decoder:
-    """Incremental decoder for a non-blocking socket: feed bytes, get whole messages."""
+    """Incremental decoder for a non-blocking socket: feed bytes, get whole messages (a BadFrame in place of
+    a frame that is not an acceptable message). ProtocolError: the stream cannot go on (a frame too large)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_frame: int = MAX_FRAME) -> None:
         self.buf = bytearray()
+        self.max_frame = max_frame
 
-    def feed(self, data: bytes) -> list[dict[str, Any]]:
+    def feed(self, data: bytes) -> list["dict[str, Any] | BadFrame"]:
         self.buf += data
-        out = []
+        out: list[dict[str, Any] | BadFrame] = []
         while len(self.buf) >= HEADER.size:
             (size,) = HEADER.unpack_from(self.buf)
-            if size > MAX_FRAME:
-                raise ProtocolError("frame too large")
+            if size > self.max_frame:
+                raise ProtocolError(f"frame too large ({size} bytes; at most {self.max_frame})")
             if len(self.buf) < HEADER.size + size:
                 break
             payload = bytes(self.buf[HEADER.size:HEADER.size + size])
             del self.buf[:HEADER.size + size]
-            out.append(_parse(payload))
+            try:
+                out.append(_parse(payload))
+            except BadFrame as exc:
+                out.append(exc)
         return out
 
 
 def _parse(payload: bytes) -> dict[str, Any]:
     try:
-        message = json.loads(payload)
-    except ValueError:
-        raise ProtocolError("frame is not JSON") from None
+        message = loads(payload)
+    except ValueError as exc:
+        raise BadFrame(f"frame is not acceptable JSON ({exc})") from None
     if not isinstance(message, dict):
-        raise ProtocolError("frame is not a JSON object")
+        raise BadFrame("frame is not a JSON object")
     return message
 
 

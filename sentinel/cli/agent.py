@@ -1,8 +1,10 @@
-"""`sentinel agent`: create, list and show agent profiles; attach skills; set the model.
+"""`sentinel agent`: create, list and show agent profiles; attach skills; set the model; remove an agent.
 
 Profiles live in $SENTINEL_HOME/agents/ of the user running the command (in system mode, run it as the
 agent's user: `sudo -u naomi sentinel agent create ...`). Every problem is one line naming the file,
-field or argument.
+field or argument. `agent remove` (root) unregisters a system-mode agent: its unfinished runs are
+cancelled, its uid leaves the per-UID egress table, and with --user its Linux user, home and Leash policy
+are deleted too (only for a user `sentinel setup` created).
 """
 
 from __future__ import annotations
@@ -121,3 +123,27 @@ def set_model(name: str = typer.Argument(...), model: str = typer.Argument(..., 
     if as_json:
         return print_json(_describe(name))
     print(f"{name}: model {model}")
+
+
+@app.command("remove")
+def remove(name: str = typer.Argument(..., help="The agent (its Linux user name)."),
+           user: bool = typer.Option(False, "--user", help="Also delete its Linux user, home and Leash policy."),
+           as_json: bool = typer.Option(False, "--json")) -> None:
+    """Remove a system-mode agent: its registration, its egress entry and (--user) its Linux user."""
+    import os
+    import pwd
+
+    from sentinel.cli.system import _store
+    from sentinel.supervisor import identity
+
+    store = _store()  # root only
+    try:
+        by = os.environ.get("SUDO_USER") or pwd.getpwuid(os.getuid()).pw_name
+        done = identity.remove(name, store, user=user, by=by)
+    finally:
+        store.close()
+    if as_json:
+        return print_json(done)
+    cancelled = done["runs_cancelled"]
+    print(f"agent {name} removed" + (f"; cancelled {', '.join(cancelled)}" if cancelled else "")
+          + f"; egress: {done['egress']}" + ("; Linux user and home deleted" if done["user_deleted"] else ""))

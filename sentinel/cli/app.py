@@ -20,7 +20,7 @@ GROUPS = [
     ("muzzle", "sentinel.cli.muzzle", "The inspecting model proxy."),
     ("rules", "sentinel.cli.rules", "The rule gate: list, lint, test, stats, drafts."),
     ("hook", "sentinel.cli.hook", "Run the rule gate as a hook for external coding agents."),
-    ("agent", "sentinel.cli.agent", "Agent profiles: create, list, show, add-skill, set-model."),
+    ("agent", "sentinel.cli.agent", "Agent profiles: create, list, show, add-skill, set-model, remove."),
     ("memory", "sentinel.cli.memory", "Memory vaults: list, show, search, forget notes."),
     ("trust", "sentinel.cli.trust", "Trusted code of agent-authored tools: list, revoke."),
 ]

@@ -31,10 +31,10 @@ def parse_ttl(text: str) -> float:
 
 def _context(system: bool) -> tuple[Any, Any]:
     from sentinel import config as config_mod
-    from sentinel.muzzle.layout import SYSTEM_CONFIG_DIR, local_layout, system_layout
+    from sentinel.muzzle.layout import local_layout, system_config_dir, system_layout
 
     if system:
-        cfg = config_mod.load(SYSTEM_CONFIG_DIR)
+        cfg = config_mod.load(system_config_dir())
         return cfg, system_layout(cfg)
     cfg = config_mod.load()
     return cfg, local_layout(cfg)
@@ -139,7 +139,7 @@ def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run's c
 @app.command("setup-system")
 def setup_system() -> None:
     """Create Muzzle's system user, state directory and keys file (root; idempotent)."""
-    from sentinel.muzzle.system import setup
+    from sentinel.muzzle.system import setup_for
 
-    done = setup()
+    done = setup_for(_context(True)[0])
     print(f"muzzle user {done.user}: keys {done.keys_file} (0600), state {done.state_dir} (0700)")

@@ -45,6 +45,8 @@ def setup(name: Optional[str] = typer.Option(None, "--name", "--leash", help="Th
     if as_json:
         return print_json(who.public())
     verb = "created" if who.created else "already existed; its tree is up to date"
+    for line in who.system:
+        print(line)
     print(f"agent {who.display_name}: Linux user {who.name} (uid {who.uid}, home {who.home}) {verb}")
     print(f"default agent: {who.name}  —  try: sentinel run \"say hello\" --agent {who.name}")
 

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sentinel.frames import loads
+
 
 class Journal:
     def __init__(self, path: Path):
@@ -74,7 +76,9 @@ def read(path: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
     for line in data[:end].splitlines():
         if line.strip():
             try:
-                events.append(json.loads(line))
+                event = loads(line)
             except ValueError:
                 continue
+            if isinstance(event, dict) and isinstance(event.get("type"), str):
+                events.append(event)
     return events, offset + end

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sentinel.engine import journal
+from sentinel.frames import loads
 
 SNAPSHOT = "snapshot.json"
 JOURNAL = "journal.jsonl"
@@ -158,7 +159,7 @@ class RunState:
     @classmethod
     def _from_snapshot(cls, path: Path) -> "RunState | None":
         try:
-            data = json.loads(path.read_text())
+            data = loads(path.read_bytes())
             return cls(**data)
         except (FileNotFoundError, ValueError, TypeError):
             return None

@@ -1,4 +1,4 @@
-"""The state database: run registry, approval queue, audit log (SQLite, WAL).
+"""The state database: run registry, decisions, approval queue, audit log (SQLite, WAL).
 
 Local mode keeps it at $SENTINEL_HOME/state/sentinel.db; the supervisor keeps
 its own root-only copy under /var/lib/sentinel/. Schema changes are named,
@@ -7,6 +7,9 @@ forward-only migrations recorded in `_migrations`.
 Approval invariants live in single UPDATE statements, so they hold across
 processes: a pending approval is resolved once (approve or deny, first wins),
 only an approved one whose digest matches can be consumed, and only once.
+
+A call's decision is recorded here once, first write wins: on resume the loop takes it from here, never
+from the run's journal (in system mode the agent's own file, so a claim), and `show` reports it from here.
 """
 
 from __future__ import annotations
@@ -70,6 +73,12 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("006_approval_code", """
         ALTER TABLE approvals ADD COLUMN code TEXT;
         ALTER TABLE approvals ADD COLUMN code_sha256 TEXT;
+    """),
+    # The verdict on each tool call (the decision event as JSON), recorded once: never read from a journal.
+    ("007_decisions", """
+        CREATE TABLE decisions (
+            run_id TEXT NOT NULL, call_id TEXT NOT NULL, outcome TEXT NOT NULL, decision TEXT NOT NULL,
+            t REAL NOT NULL, PRIMARY KEY (run_id, call_id));
     """),
 ]
 
@@ -207,6 +216,34 @@ class Store:
     def set_model(self, run_id: str, model: str) -> None:
         self.conn.execute("UPDATE runs SET model=?, updated_at=? WHERE id=?", (model, time.time(), run_id))
 
+    # -- decisions ----------------------------------------------------------
+
+    def record_decision(self, run_id: str, call_id: str, decision: dict[str, Any]) -> dict[str, Any]:
+        """Record a call's decision unless it has one; returns the one that stands (the first)."""
+        self.conn.execute("INSERT INTO decisions (run_id, call_id, outcome, decision, t) VALUES (?, ?, ?, ?, ?)"
+                          " ON CONFLICT (run_id, call_id) DO NOTHING",
+                          (run_id, call_id, decision["outcome"], json.dumps({**decision, "call_id": call_id}),
+                           time.time()))
+        stood = self.decision_for_call(run_id, call_id)
+        assert stood is not None
+        return stood
+
+    def decision_for_call(self, run_id: str, call_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT decision FROM decisions WHERE run_id=? AND call_id=?",
+                                (run_id, call_id)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def verdicts(self, run_id: str) -> list[dict[str, Any]]:
+        """Each decided call of a run with its operator resolution, in order (what `show` reports)."""
+        out = []
+        for row in self.conn.execute("SELECT decision FROM decisions WHERE run_id=? ORDER BY t, rowid", (run_id,)):
+            d = json.loads(row[0])
+            approval = self.approval_for_call(run_id, d["call_id"])
+            out.append({"call_id": d["call_id"], "tool": d.get("tool"), "arguments": d.get("arguments"),
+                        "outcome": d.get("outcome"), "reason": d.get("reason"), "layers": d.get("layers", []),
+                        "approval": _resolution(approval)})
+        return out
+
     # -- approvals ----------------------------------------------------------
 
     def submit_approval(self, run_id: str, call_id: str, tool: str, arguments: dict[str, Any], reason: str,
@@ -340,6 +377,14 @@ class Store:
             sql, params = sql + " WHERE run_id=?", [run_id]
         return [{"t": r["t"], "kind": r["kind"], **json.loads(r["record"])}
                 for r in self.conn.execute(sql + " ORDER BY id", params)]
+
+
+def _resolution(approval: Approval | None) -> dict[str, Any] | None:
+    """An approval as `show` reports it: None while there is none or it is pending."""
+    if approval is None or approval.status == "pending":
+        return None
+    return {"approval_id": approval.id, "approved": approval.status in ("approved", "consumed"),
+            "status": approval.status, "reason": approval.resolution_reason or "", "by": approval.resolved_by}
 
 
 def _approval(row: sqlite3.Row) -> Approval:

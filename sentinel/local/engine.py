@@ -137,10 +137,7 @@ class LocalEngine:
         row = self.store.get_run(run_id)
         state = RunState.load(Path(row["run_dir"]))
         status = self._live_status(row)
-        decisions = [{"call_id": d["call_id"], "tool": d["tool"], "arguments": d.get("arguments"),
-                      "outcome": d["outcome"], "reason": d["reason"], "layers": d.get("layers", []),
-                      "approval": state.resolved.get(d["call_id"])}
-                     for d in state.decisions.values()]
+        decisions = self.store.verdicts(run_id)  # as recorded, never as the journal retells them
         return {"id": run_id, "status": status, "kind": row.get("kind") or "task", "task": row["task"],
                 "agent": row["agent"], "model": row["model"], "skills": state.skills,
                 "workspace": row["workspace"], "parent_id": row.get("parent_id"), "output": state.output,

@@ -19,7 +19,6 @@ The API the engine and the supervisor use:
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -65,20 +64,20 @@ def client_for_run(name: str, config: "Config", *, run_id: str, agent: str,
 
 
 def model_for_run(name: str, config: "Config", *, run_id: str, agent: str,
-                  also: list[str] | tuple[str, ...] = ()) -> "ModelClient":
+                  also: list[str] | tuple[str, ...] = (), endpoint: tuple[str, str] | None = None) -> "ModelClient":
     """The client a run's worker uses: an OpenAI-compatible client pointed at Muzzle with a run token.
 
-    System mode: the supervisor issued the token and passed SENTINEL_MODEL_BASE_URL and
-    SENTINEL_MODEL_TOKEN; the worker only ever holds those (DESIGN property 4). Local mode:
-    an in-process Muzzle on an ephemeral loopback port, started on first use. With
-    `muzzle.enabled: false` the backend is used directly (no inspection, no log).
+    System mode: the supervisor issued the token and handed `endpoint` (Muzzle's URL, the token) to the
+    worker over its channel; the worker only ever holds those (DESIGN property 4) and never starts a
+    Muzzle of its own. Local mode: an in-process Muzzle on an ephemeral loopback port, started on first
+    use. With `muzzle.enabled: false` the backend is used directly (no inspection, no log).
     `also`: further models the run's token may use (the rule gate's judges).
     """
     from sentinel.models import resolve
     from sentinel.models.openai_compat import OpenAICompatClient
 
-    base_url, token = os.environ.get("SENTINEL_MODEL_BASE_URL"), os.environ.get("SENTINEL_MODEL_TOKEN")
-    if base_url and token:
+    if endpoint is not None:
+        base_url, token = endpoint
         client = OpenAICompatClient(name, name, base_url, token, timeout_s=config.limits.model_timeout_s)
         client.via_muzzle = True
         return client

@@ -8,6 +8,7 @@
             keys     /etc/sentinel/muzzle/keys.env (0600, Muzzle's user), then `api_key_file`
 
 Only Muzzle reads keys; a worker is handed Muzzle's URL and a run token (DESIGN property 4).
+SENTINEL_ETC_DIR moves /etc/sentinel and SENTINEL_MUZZLE_USER names Muzzle's system user (tests).
 """
 
 from __future__ import annotations
@@ -49,11 +50,22 @@ def local_layout(config: "Config", home: Path | None = None) -> Layout:
     return Layout(home, state, log, Path(s.keys_file).expanduser() if s.keys_file else None)
 
 
+def system_config_dir() -> Path:
+    """The operator's configuration directory (/etc/sentinel)."""
+    return Path(os.environ.get("SENTINEL_ETC_DIR") or SYSTEM_CONFIG_DIR)
+
+
+def system_user() -> str:
+    return os.environ.get("SENTINEL_MUZZLE_USER") or SYSTEM_USER
+
+
 def system_layout(config: "Config") -> Layout:
     s = config.muzzle
     state = Path(s.state_dir) if s.state_dir else SYSTEM_STATE_DIR
     log = Path(s.log_path) if s.log_path else state / "muzzle.jsonl"
-    return Layout(SYSTEM_CONFIG_DIR, state, log, Path(s.keys_file) if s.keys_file else SYSTEM_KEYS_FILE, True)
+    etc = system_config_dir()
+    keys = Path(s.keys_file) if s.keys_file else etc / SYSTEM_KEYS_FILE.relative_to(SYSTEM_CONFIG_DIR)
+    return Layout(etc, state, log, keys, True)
 
 
 def read_env_file(path: Path) -> dict[str, str]:

@@ -19,8 +19,13 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from sentinel.errors import SentinelError
-from sentinel.muzzle.layout import SYSTEM_KEYS_FILE, SYSTEM_STATE_DIR, SYSTEM_USER
+from sentinel.muzzle.layout import SYSTEM_KEYS_FILE, SYSTEM_STATE_DIR, SYSTEM_USER, system_layout, system_user
+
+if TYPE_CHECKING:
+    from sentinel.config import Config
 
 KEYS_HEADER = """\
 # Upstream model API keys, read only by Muzzle (user sentinel-muzzle). One NAME=value per line;
@@ -90,3 +95,10 @@ def setup(*, user: str = SYSTEM_USER, keys_file: Path = SYSTEM_KEYS_FILE,
     _keys_file(keys_file, entry.pw_uid, entry.pw_gid)
     _dir(state_dir, entry.pw_uid, entry.pw_gid, 0o700)
     return SystemSetup(user, entry.pw_uid, entry.pw_gid, keys_file, state_dir)
+
+
+def setup_for(config: "Config") -> SystemSetup:
+    """`setup` at the places the operator's config names (its keys file and state directory)."""
+    layout = system_layout(config)
+    assert layout.keys_file is not None
+    return setup(user=system_user(), keys_file=layout.keys_file, state_dir=layout.state_dir)

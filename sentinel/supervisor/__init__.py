@@ -1,11 +1,11 @@
 """The root supervisor (system mode): run registry, approval queue, operator socket, worker spawning.
 
     layout.py     where system state lives (/var/lib/sentinel, /run/sentinel, /etc/sentinel) and overrides
-    protocol.py   length-prefixed JSON frames over unix sockets (operator socket and worker channels)
     auth.py       SO_PEERCRED: who is on the other end, and whether they are an operator
     registry.py   the agents Sentinel created or registered, and the default agent
     agentfs.py    reading an agent's files as root without following anything the agent planted
     spawn.py      fork + confine (Leash layer functions, DESIGN order) + execve as the agent's user
+    hub.py        the narrow interface the handlers see of the loop (settings, store, launch, watch)
     workers.py    one worker per active run: spawn, its channel (a Store restricted to its own run), exit
     ops.py        what operators may ask: start, approve, deny, resume, cancel, runs, show, logs, status
     server.py     the single-threaded selector loop tying them together; restart recovery

@@ -7,13 +7,13 @@ supervisor never writes here (DESIGN property 2): the worker, running as the age
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
 from sentinel.engine.state import JOURNAL, RunState
+from sentinel.frames import loads
 from sentinel.tools.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, openat2
 
 STRICT = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
@@ -71,7 +71,8 @@ def journal_rel(run_id: str) -> str:
 
 
 def read_journal(home: str | Path, run_id: str, uid: int, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
-    """Events from byte `offset` on and the offset after the last whole line (a torn tail is left)."""
+    """Events from byte `offset` on and the offset after the last whole line (a torn tail is left).
+    A line that is not a bounded JSON object with a `type` is skipped."""
     fd = open_beneath(home, journal_rel(run_id), uid)
     if fd is None:
         return [], offset
@@ -82,7 +83,7 @@ def read_journal(home: str | Path, run_id: str, uid: int, offset: int = 0) -> tu
     events = []
     for line in data[:end].splitlines():
         try:
-            event = json.loads(line)
+            event = loads(line)  # nesting bounded: an agent's line never makes root recurse
         except ValueError:
             continue
         if isinstance(event, dict) and isinstance(event.get("type"), str):

@@ -3,7 +3,9 @@
     connect() -> SystemEngine | None     None means local mode
 
 Mode: SENTINEL_MODE=local forces local mode; SENTINEL_SOCKET (or SENTINEL_MODE=system) names a
-supervisor that must answer; otherwise the default socket is used when it exists and answers.
+supervisor that must answer; otherwise the default socket is used when it exists and answers. A user
+the socket's directory hides from (not root, not in the operator group) gets local mode, with a note in
+`status`, or, when a supervisor was asked for, one line saying why not; never a traceback.
 SystemEngine implements the engine protocol (`sentinel.engine.api.Engine`) over the socket.
 """
 
@@ -35,15 +37,17 @@ def connect() -> "SystemEngine | None":
         return None
     explicit = bool(os.environ.get("SENTINEL_SOCKET")) or mode == "system"
     path = layout.socket_path()
-    if not explicit and not path.exists():
+    seen = _visible(path)
+    if not explicit and not seen:
         return None
+    if seen is None:
+        raise Denied(_not_yours(path))
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
     except PermissionError:
         sock.close()
-        raise Denied(f"permission denied on the supervisor socket {path}: only root and members of group "
-                     f"{layout.operator_group()!r} may use it (SENTINEL_MODE=local for local mode)") from None
+        raise Denied(_not_yours(path)) from None
     except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
         sock.close()
         if explicit:
@@ -56,9 +60,29 @@ def connect() -> "SystemEngine | None":
 def local_note() -> str | None:
     """Why local mode was chosen on a machine that has a supervisor directory, if it does."""
     path = layout.socket_path()
-    if path.parent.exists() and not path.exists():
-        return "a supervisor directory exists but its socket is missing or not accessible to you"
+    seen = _visible(path)
+    if seen is None:
+        return (f"a supervisor runs system mode here, for root and members of group {layout.operator_group()!r} "
+                "only; you are in local mode, in your own account")
+    if not seen and _visible(path.parent):
+        return "a supervisor directory exists but its socket is missing (is `sentinel supervisor` running?)"
     return None
+
+
+def _visible(path: Path) -> bool | None:
+    """Whether `path` exists; None when a directory on the way hides it from this user."""
+    try:
+        os.stat(path)
+        return True
+    except PermissionError:
+        return None
+    except OSError:
+        return False
+
+
+def _not_yours(path: Path) -> str:
+    return (f"permission denied on the supervisor socket {path}: only root and members of group "
+            f"{layout.operator_group()!r} may use it (SENTINEL_MODE=local for local mode)")
 
 
 class SystemEngine:
@@ -157,6 +181,8 @@ class SystemEngine:
 
 
 def _answer(sock: socket.socket, listener: Listener | None) -> Any:
+    """The reply, after handing streamed events to `listener` and gathering streamed parts into it."""
+    parts: dict[str, list[Any]] = {}
     while True:
         message = protocol.recv(sock)
         if message is None:
@@ -166,10 +192,17 @@ def _answer(sock: socket.socket, listener: Listener | None) -> Any:
             if listener is not None and event is not None:
                 listener(event)
             continue
+        if "part" in message:
+            parts.setdefault(str(message["part"]), []).extend(message.get("items") or [])
+            continue
         if "started" in message:
             continue
         if message.get("ok"):
-            return message.get("result")
+            result = message.get("result")
+            if isinstance(result, dict):
+                for name, items in parts.items():
+                    result[name] = list(result.get(name) or []) + items
+            return result
         _raise(message)
 
 

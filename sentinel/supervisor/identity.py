@@ -1,7 +1,9 @@
 """One name for the agent and its Linux user: normalization, the user account, and its ~/.sentinel tree.
 
     normalize("Bars Agent") -> "bars_agent"
-    setup(display, store)   -> Identity     # `sentinel setup`: create (or reuse) the user, write its tree
+    remove(name, store, user=True)          # `sentinel agent remove NAME --user`
+    setup(display, store)   -> Identity     # `sentinel setup`: system mode's own needs (install.py), then
+                                            # create (or reuse) the agent's user and write its tree
     init_leash(user, store) -> Identity     # `sentinel init --leash USER`: register an existing user
 
 The tree (DESIGN section 3) is written by a process running as the agent's user, confined to its home
@@ -46,10 +48,11 @@ class Identity:
     home: str
     uid: int
     created: bool
+    system: tuple[str, ...] = ()  # what setup found or did for system mode itself (install.prepare)
 
     def public(self) -> dict[str, Any]:
         return {"name": self.name, "display_name": self.display_name, "user": self.name, "home": self.home,
-                "uid": self.uid, "created": self.created}
+                "uid": self.uid, "created": self.created, "system": list(self.system)}
 
 
 # -- names ------------------------------------------------------------------------------------------
@@ -94,9 +97,12 @@ def setup(display: str, store: Any, home_base: Path, operator_group: str) -> Ide
     """Create the agent's user (or reuse one Sentinel created), write its tree as that user, make it default."""
     from sentinel.supervisor import registry
 
+    from sentinel.supervisor import install
+
     _need_root("setup")
     display = display.strip() or DEFAULT_NAME
     name = check_name(display)
+    prepared = tuple(install.prepare())
     known = registry.get(store, name)
     pw = _account(name)
     if pw is not None and known is None:
@@ -118,7 +124,7 @@ def setup(display: str, store: Any, home_base: Path, operator_group: str) -> Ide
     apply_egress(store)
     registry.set_default(store, name)
     store.audit("agent_setup", {"agent": name, "display_name": display, "uid": pw.pw_uid, "created": created})
-    return Identity(name, display, pw.pw_dir, pw.pw_uid, created)
+    return Identity(name, display, pw.pw_dir, pw.pw_uid, created, prepared)
 
 
 def init_leash(user: str, store: Any, operator_group: str) -> Identity:
@@ -146,20 +152,84 @@ def init_leash(user: str, store: Any, operator_group: str) -> Identity:
 
 def apply_egress(store: Any) -> str:
     """Per-UID nftables rules for every registered agent, installed idempotently: leashed UIDs reach only
-    Muzzle and the egress proxy on loopback, and no UDP (DNS included). SENTINEL_EGRESS=off skips it;
-    SENTINEL_EGRESS_NETNS puts the table in a network namespace (tests)."""
+    Muzzle and the egress proxy on loopback, and no UDP (DNS included). The table is replaced whole, so a
+    uid that is no longer an agent's (removed, or its user deleted and the uid free for the next user) is
+    pruned. SENTINEL_EGRESS=off skips it; SENTINEL_EGRESS_NETNS puts the table in a network namespace (tests)."""
     from sentinel import config as config_mod
     from sentinel.leash import nft
-    from sentinel.supervisor import layout, registry
+    from sentinel.supervisor import layout
 
     if os.environ.get("SENTINEL_EGRESS") == "off":
         return "off"
     if not nft.available():
         raise UsageError("egress: nft is not installed (apt-get install nftables), or set SENTINEL_EGRESS=off")
     cfg = config_mod.load(layout.etc_dir())
-    uids = sorted({a.uid for a in registry.all_agents(store) if a.uid is not None})
-    nft.install(uids, [cfg.muzzle.port, cfg.leash.proxy_port], netns=os.environ.get("SENTINEL_EGRESS_NETNS"))
+    nft.install(agent_uids(store), [cfg.muzzle.port, cfg.leash.proxy_port],
+                netns=os.environ.get("SENTINEL_EGRESS_NETNS"))
     return "nftables"
+
+
+def agent_uids(store: Any) -> list[int]:
+    """The uids of registered agents whose Linux user still exists with the uid it was registered with."""
+    from sentinel.supervisor import registry
+
+    uids = set()
+    for agent in registry.all_agents(store):
+        pw = _account(agent.user)
+        if pw is not None and agent.uid == pw.pw_uid:
+            uids.add(pw.pw_uid)
+    return sorted(uids)
+
+
+def remove(name: str, store: Any, *, user: bool = False, by: str = "root") -> dict[str, Any]:
+    """Unregister an agent: its runs that are not finished are cancelled (approvals with them), the egress
+    table loses its uid, and with `user` its Linux user, home and Leash policy go too. Refused while one
+    of its runs is executing, and `user` only for a user `sentinel setup` created."""
+    from sentinel.errors import NotFound
+    from sentinel.supervisor import layout, registry
+
+    _need_root("agent remove")
+    agent = registry.get(store, name)
+    if agent is None:
+        known = ", ".join(a.name for a in registry.all_agents(store)) or "none"
+        raise NotFound(f"NAME: no system agent {name!r} (registered: {known})")
+    if user and agent.origin != "setup":
+        raise UsageError(f"--user: {name} was an existing user registered with `init --leash`; Sentinel deletes "
+                         "only users it created (remove without --user, then userdel it yourself)")
+    rows = store.conn.execute("SELECT id, status FROM runs WHERE user=? AND status NOT IN ('done', 'failed', "
+                              "'cancelled')", (name,)).fetchall()
+    running = [r["id"] for r in rows if r["status"] == "running"]
+    if running:
+        raise UsageError(f"agent {name} has runs executing ({', '.join(running)}): cancel them first "
+                         "(sentinel cancel RUN)")
+    for row in rows:
+        store.set_status(row["id"], "cancelled", error=f"agent {name} was removed")
+        store.cancel_approvals(row["id"])
+    store.conn.execute("DELETE FROM agents WHERE name=?", (name,))
+    if registry.default(store) == name:
+        store.conn.execute("DELETE FROM meta WHERE key=?", (registry.DEFAULT_KEY,))
+    egress = apply_egress(store)
+    deleted = _userdel(name, layout.etc_dir() / "leash" / f"{name}.yaml") if user else False
+    record = {"agent": name, "uid": agent.uid, "runs_cancelled": [r["id"] for r in rows], "user_deleted": deleted,
+              "egress": egress, "by": by}
+    store.audit("agent_removed", record)
+    return record
+
+
+def _userdel(name: str, policy: Path) -> bool:
+    pw = _account(name)
+    if pw is None:
+        return False
+    proc = subprocess.run(["userdel", "--remove", name], capture_output=True, text=True)
+    if proc.returncode not in (0, 12):  # 12: the home could not be removed (already gone)
+        raise UsageError(f"userdel {name}: {(proc.stderr.strip().splitlines() or [str(proc.returncode)])[-1]}")
+    if _group_exists(name):
+        subprocess.run(["groupdel", name], capture_output=True, text=True)
+    try:
+        policy.unlink()
+    except FileNotFoundError:
+        pass
+    return True
 
 
 def _need_root(what: str) -> None:

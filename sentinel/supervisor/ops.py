@@ -9,32 +9,39 @@ only root and members of the operator group get past `handle`.
     send, interrupt                                 act on a chat session: its next message; stop its turn
 
 `start`, `approve`, `deny`, `resume`, `send` and `logs` with `follow` stream `{"event": ...}` frames of
-the run until its worker exits, then reply with the outcome.
+the run until its worker exits, then reply with the outcome. `show` streams a run's messages and
+decisions as `{"part": ...}` frames, so no reply grows past the frame limit however long the run.
+
+Every field is checked for its type before use (a wrong one is a usage error naming it); anything else
+a handler raises becomes one error reply in server.py, never the end of the supervisor.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
-from sentinel.supervisor import agentfs, layout, registry
+from sentinel.supervisor import agentfs, layout, registry, runmodel
+from sentinel.supervisor.hub import Client, Hub
 from sentinel.frames import failure, reply
 
-if TYPE_CHECKING:
-    from sentinel.supervisor.server import Conn, Supervisor
+Handler = Callable[[Hub, Client, dict[str, Any]], "dict[str, Any] | None"]
 
-Handler = Callable[["Supervisor", "Conn", dict[str, Any]], "dict[str, Any] | None"]
+MAX_ROWS = 1000            # runs listed in one reply
+PART_BYTES = 2 << 20       # one `part` frame of show: items up to about this size
+ITEM_BYTES = 1 << 20       # one message or decision in a show reply; longer strings are cut
 
 
 @dataclass
 class Watch:
     """A client following a run: gets each journal event newer than what it has seen."""
 
-    conn: "Conn"
+    conn: Client
     seq: int = 0
 
     def event(self, event: dict[str, Any]) -> None:
@@ -50,12 +57,12 @@ class Watch:
         self.conn.send({"event": event})
 
 
-def handle(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any] | None:
+def handle(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     peer = conn.peer
     op = msg.get("op")
     if peer is None or not peer.operator:
         who = f"{peer.name} (uid {peer.uid})" if peer else "unknown peer"
-        sup._store.audit("operator_refused", {"op": str(op)[:64], "uid": peer.uid if peer else None,
+        sup.store.audit("operator_refused", {"op": str(op)[:64], "uid": peer.uid if peer else None,
                                               "user": peer.name if peer else None,
                                               "sandboxed": peer.sandboxed if peer else None})
         if peer is not None and peer.sandboxed:
@@ -80,8 +87,8 @@ def handle(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, An
 
 # -- reads ------------------------------------------------------------------------------------------
 
-def _status(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
-    store = sup._store
+def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    store = sup.store
     counts: dict[str, int] = {}
     for row in store.list_runs():
         counts[row["status"]] = counts.get(row["status"], 0) + 1
@@ -89,50 +96,51 @@ def _status(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, A
                   "operator_group": sup.settings.group, "you": conn.peer.name if conn.peer else None,
                   "default_agent": registry.default(store), "agents": [a.name for a in registry.all_agents(store)],
                   "sandbox": sup.config.sandbox, "resume_interrupted": sup.settings.resume,
+                  "default_model": sup.config.default_model, "muzzle": sup.muzzle_state(),
                   "workers": sorted(sup.workers), "runs": counts, "pending_approvals": len(store.pending_approvals())})
 
 
-def _agents(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
-    return reply([a.public() for a in registry.all_agents(sup._store)])
+def _agents(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    return reply([a.public() for a in registry.all_agents(sup.store)])
 
 
-def _runs(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
-    return reply(sup._store.list_runs(limit=msg.get("limit")))
+def _runs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    limit = _count(msg, "limit")
+    return reply(sup.store.list_runs(limit=min(limit or MAX_ROWS, MAX_ROWS)))
 
 
-def _show(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
-    store = sup._store
-    row = _row(store, str(msg.get("run_id")))
+def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    store = sup.store
+    row = _row(store, _text(msg, "run_id"))
     state = _state(store, row)
-    decisions = [{"call_id": d["call_id"], "tool": d["tool"], "arguments": d.get("arguments"),
-                  "outcome": d["outcome"], "reason": d["reason"], "layers": d.get("layers", []),
-                  "approval": state.resolved.get(d["call_id"])} for d in state.decisions.values()]
+    _stream(conn, "messages", state.messages)  # the agent's conversation, as its journal has it
+    _stream(conn, "decisions", store.verdicts(row["id"]))  # verdicts from the supervisor's store only
     return reply({"id": row["id"], "status": row["status"], "task": row["task"], "agent": row["agent"],
                   "user": row.get("user"), "model": row["model"], "workspace": row["workspace"],
                   "output": row.get("output") or state.output, "error": row.get("error") or state.error,
-                  "steps": state.steps, "created_at": row["created_at"], "messages": state.messages,
-                  "decisions": decisions, "pending_approvals": [a.public() for a in store.pending_approvals(row["id"])]})
+                  "steps": state.steps, "created_at": row["created_at"], "messages": [], "decisions": [],
+                  "pending_approvals": [a.public() for a in store.pending_approvals(row["id"])]})
 
 
-def _approvals(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
-    return reply([a.public() for a in sup._store.pending_approvals(msg.get("run_id"))])
+def _approvals(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    return reply([a.public() for a in sup.store.pending_approvals(_text(msg, "run_id", required=False))])
 
 
-def _logs(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any] | None:
-    store = sup._store
-    run_id = msg.get("run_id")
+def _logs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+    store = sup.store
+    run_id = _text(msg, "run_id", required=False)
     if not run_id:
         newest = store.list_runs(limit=1)
         if not newest:
             raise NotFound("no runs yet")
         run_id = newest[0]["id"]
-    row = _row(store, str(run_id))
-    after = msg.get("after") if isinstance(msg.get("after"), int) else 0
+    row = _row(store, run_id)
+    after = _count(msg, "after") or 0
     translator, last = Translator(row["id"]), after
     for record in _events(store, row):
         for event in translator.feed(record):
             if event.seq > after:
-                conn.send({"event": event.to_dict()})
+                conn.send({"event": fit(event.to_dict(), ITEM_BYTES)})
                 last = event.seq
     if msg.get("follow") and row["id"] in sup.workers:
         sup.watch(conn, row["id"], last)
@@ -142,26 +150,24 @@ def _logs(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any
 
 # -- acts -------------------------------------------------------------------------------------------
 
-def _start(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any] | None:
-    store = sup._store
-    task = msg.get("task")
-    if not isinstance(task, str) or not task.strip():
+def _start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+    store = sup.store
+    task = _text(msg, "task")
+    if not task.strip():
         raise UsageError("TASK: must not be empty")
-    agent, profile = registry.resolve(store, msg.get("agent"))
+    agent, profile = registry.resolve(store, _text(msg, "agent", required=False))
     pw = registry.account(agent, sup.settings.group)
-    model = msg.get("model") or ""
-    if model:
-        from sentinel.models import split
-
-        split(model)
-    workspace = _workspace(msg.get("workspace"))
+    model = runmodel.choose(sup.config, agent.name, profile, _text(msg, "model", required=False), pw.pw_dir,
+                            pw.pw_uid)
+    sentinel_home = layout.agent_sentinel_home(pw.pw_dir)
+    workspace = _workspace(_text(msg, "workspace", required=False)) or str(sentinel_home / "workspace")
     skills = _skill_names(msg.get("skills"))
     run_id = new_id("r-")
-    sentinel_home = layout.agent_sentinel_home(pw.pw_dir)
-    store.create_run(run_id, agent=profile, task=task, model=model, workspace=workspace or "",
+    store.create_run(run_id, agent=profile, task=task, model=model, workspace=workspace,
                      run_dir=sentinel_home / "runs" / run_id, kind="chat" if msg.get("chat") else "task")
     store.conn.execute("UPDATE runs SET user=? WHERE id=?", (agent.name, run_id))
-    store.audit("run_started", {"run_id": run_id, "agent": agent.name, "profile": profile, "by": conn.peer.name})
+    store.audit("run_started", {"run_id": run_id, "agent": agent.name, "profile": profile, "model": model,
+                                "by": conn.peer.name})
     sup.launch(run_id).inbox = {"skills": skills} if skills else {}
     return _follow(sup, conn, run_id, msg)
 
@@ -177,32 +183,30 @@ def _workspace(value: Any) -> str | None:
     return str(path)
 
 
-def _approve(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any] | None:
+def _approve(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     return _resolve(sup, conn, msg, approved=True)
 
 
-def _deny(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any] | None:
+def _deny(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     return _resolve(sup, conn, msg, approved=False)
 
 
-def _resolve(sup: "Supervisor", conn: "Conn", msg: dict[str, Any], approved: bool) -> dict[str, Any] | None:
-    store = sup._store
-    approval_id = store.approval_id(str(msg.get("ident") or ""))
-    reason = str(msg.get("reason") or "")
-    digest = msg.get("digest")
-    approval = store.resolve(approval_id, approved, conn.peer.name, reason,
-                             digest=str(digest) if digest is not None else None)
+def _resolve(sup: Hub, conn: Client, msg: dict[str, Any], approved: bool) -> dict[str, Any] | None:
+    store = sup.store
+    approval_id = store.approval_id(_text(msg, "ident"))
+    reason = _text(msg, "reason", required=False) or ""
+    approval = store.resolve(approval_id, approved, conn.peer.name, reason, digest=_text(msg, "digest", required=False))
     store.audit("approval_resolved", {"run_id": approval.run_id, "approval_id": approval.id, "approved": approved,
                                       "by": conn.peer.name, "uid": conn.peer.uid, "reason": reason})
     return _resume_run(sup, conn, approval.run_id, msg)
 
 
-def _resume(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any] | None:
-    return _resume_run(sup, conn, str(msg.get("run_id")), msg)
+def _resume(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+    return _resume_run(sup, conn, _text(msg, "run_id"), msg)
 
 
-def _resume_run(sup: "Supervisor", conn: "Conn", run_id: str, msg: dict[str, Any]) -> dict[str, Any] | None:
-    store = sup._store
+def _resume_run(sup: Hub, conn: Client, run_id: str, msg: dict[str, Any]) -> dict[str, Any] | None:
+    store = sup.store
     row = _row(store, run_id)
     if row["status"] in TERMINAL or row["status"] == "idle":  # an idle chat session waits for `send`
         return reply(outcome(store, run_id))
@@ -215,17 +219,17 @@ def _resume_run(sup: "Supervisor", conn: "Conn", run_id: str, msg: dict[str, Any
     return _follow(sup, conn, run_id, msg)
 
 
-def _follow(sup: "Supervisor", conn: "Conn", run_id: str, msg: dict[str, Any]) -> dict[str, Any] | None:
+def _follow(sup: Hub, conn: Client, run_id: str, msg: dict[str, Any]) -> dict[str, Any] | None:
     if not msg.get("follow"):
-        return reply(outcome(sup._store, run_id))
+        return reply(outcome(sup.store, run_id))
     conn.send({"started": run_id})
     sup.watch(conn, run_id)
     return None
 
 
-def _cancel(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
-    store = sup._store
-    row = _row(store, str(msg.get("run_id")))
+def _cancel(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    store = sup.store
+    row = _row(store, _text(msg, "run_id"))
     if row["status"] in TERMINAL:
         raise UsageError(f"run {row['id']} is already {row['status']}")
     store.set_status(row["id"], "cancelled", error=f"cancelled by {conn.peer.name}")
@@ -237,36 +241,34 @@ def _cancel(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, A
 
 # -- chat sessions ----------------------------------------------------------------------------------
 
-def _sessions(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
-    limit = msg.get("limit")
-    return reply(sup._store.list_sessions(limit if isinstance(limit, int) else None))
+def _sessions(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    limit = _count(msg, "limit")
+    return reply(sup.store.list_sessions(min(limit or MAX_ROWS, MAX_ROWS)))
 
 
-def _send(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any] | None:
+def _send(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     """A chat session's next message: its worker records it (with any skills) and runs the turn."""
-    store = sup._store
-    row = _chat_row(store, msg.get("run_id"))
-    text = msg.get("text")
-    if not isinstance(text, str) or not text.strip():
+    store = sup.store
+    row = _chat_row(store, _text(msg, "run_id"))
+    text = _text(msg, "text")
+    if not text.strip():
         raise UsageError("message: must not be empty")
     if row["status"] != "idle" or row["id"] in sup.workers:
         raise UsageError(f"session {row['id']} is {row['status']}, not waiting for a message")
     skills = _skill_names(msg.get("skills"))
-    model = msg.get("model")
-    if model:
-        from sentinel.models import split
-
-        split(str(model))
-        store.set_model(row["id"], str(model))
+    model = _text(msg, "model", required=False)
+    if model:  # the operator's config decides what the session may switch to
+        runmodel.allowed(sup.config, row.get("user") or "", model, f"--model: {model}")
+        store.set_model(row["id"], model)
     sup.launch(row["id"]).inbox = {"message": text, "skills": skills}
     store.audit("message_sent", {"run_id": row["id"], "by": conn.peer.name, "chars": len(text)})
     return _follow(sup, conn, row["id"], msg)
 
 
-def _interrupt(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
+def _interrupt(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     """Stop a session's turn: its worker is killed, its approvals can never be used, the session is idle."""
-    store = sup._store
-    row = _chat_row(store, msg.get("run_id"))
+    store = sup.store
+    row = _chat_row(store, _text(msg, "run_id"))
     if row["status"] in TERMINAL:
         raise UsageError(f"session {row['id']} is already {row['status']}")
     worker = sup.workers.get(row["id"])
@@ -279,13 +281,13 @@ def _interrupt(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str
     return reply(outcome(store, row["id"]))
 
 
-def _catalog(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
+def _catalog(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     """Agents, skills and workflows a chat with this agent can name (read beneath the agent's home)."""
     from sentinel import paths
     from sentinel.agents import catalog
 
-    store = sup._store
-    agent, _ = registry.resolve(store, msg.get("agent"))
+    store = sup.store
+    agent, _ = registry.resolve(store, _text(msg, "agent", required=False))
     pw = registry.account(agent, sup.settings.group)
     home, uid = pw.pw_dir, pw.pw_uid
     skills = {s["name"]: s for s in catalog.skills_in(paths.data_dir("skills"))}
@@ -302,8 +304,8 @@ def _catalog(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, 
                   "workflows": [{"name": n, "description": ""} for n in workflows]})
 
 
-def _chat_row(store: Store, run_id: Any) -> dict[str, Any]:
-    row = _row(store, str(run_id))
+def _chat_row(store: Store, run_id: str) -> dict[str, Any]:
+    row = _row(store, run_id)
     if row.get("kind") != "chat":
         raise UsageError(f"run {row['id']} is not a chat session (`sentinel chats` lists them)")
     return row
@@ -318,22 +320,79 @@ def _skill_names(value: Any) -> list[str]:
     return names
 
 
-def _trust_list(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
+def _trust_list(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     agent = msg.get("agent")
-    return reply(sup._store.trusted_tools(str(agent) if agent else None))
+    return reply(sup.store.trusted_tools(str(agent) if agent else None))
 
 
-def _trust_revoke(sup: "Supervisor", conn: "Conn", msg: dict[str, Any]) -> dict[str, Any]:
+def _trust_revoke(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     tool = msg.get("tool")
     if not isinstance(tool, str) or not tool:
         raise UsageError("TOOL: must not be empty")
     agent, sha = msg.get("agent"), msg.get("code_sha256")
-    count = sup._store.revoke_trust(tool, agent=str(agent) if agent else None, code_sha256=str(sha) if sha else None,
+    count = sup.store.revoke_trust(tool, agent=str(agent) if agent else None, code_sha256=str(sha) if sha else None,
                                     by=conn.peer.name)
     return reply({"revoked": count})
 
 
 # -- helpers ----------------------------------------------------------------------------------------
+
+def _text(msg: dict[str, Any], name: str, *, required: bool = True) -> Any:
+    """A string field (None when optional and absent); anything else is a usage error naming it."""
+    value = msg.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{name}: must be a string" + ("" if value is not None else " (missing)"))
+    return value
+
+
+def _count(msg: dict[str, Any], name: str) -> int | None:
+    value = msg.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"{name}: must be a whole number, not {json.dumps(value)[:40]}")
+    return value
+
+
+def _stream(conn: Client, name: str, items: list[Any]) -> None:
+    """Send `items` as `{"part": name, "items": [...]}` frames of about PART_BYTES each."""
+    batch: list[Any] = []
+    size = 0
+    for item in items:
+        item = fit(item, ITEM_BYTES)
+        cost = len(json.dumps(item, ensure_ascii=False, default=str))
+        if batch and size + cost > PART_BYTES:
+            conn.send({"part": name, "items": batch})
+            batch, size = [], 0
+        batch.append(item)
+        size += cost
+    if batch:
+        conn.send({"part": name, "items": batch})
+
+
+def fit(item: Any, budget: int) -> Any:
+    """`item` if it encodes within `budget` bytes; else a copy with its long strings cut (saying so)."""
+    size = len(json.dumps(item, ensure_ascii=False, default=str))
+    if size <= budget:
+        return item
+    cut = _cut(item, max(256, budget // 16))
+    if len(json.dumps(cut, ensure_ascii=False, default=str)) <= budget:
+        return cut
+    note = f"[{size} bytes: too large to show here; the run's journal has it]"
+    return {"role": item.get("role"), "content": note} if isinstance(item, dict) else note
+
+
+def _cut(value: Any, keep: int) -> Any:
+    if isinstance(value, str) and len(value) > keep:
+        return value[:keep] + f"… [cut by the supervisor: {len(value) - keep} more characters]"
+    if isinstance(value, dict):
+        return {k: _cut(v, keep) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut(v, keep) for v in value]
+    return value
+
 
 def outcome(store: Store, run_id: str) -> dict[str, Any]:
     row = _row(store, run_id)
@@ -343,9 +402,7 @@ def outcome(store: Store, run_id: str) -> dict[str, Any]:
 
 
 def _row(store: Store, run_id: str) -> dict[str, Any]:
-    from sentinel.supervisor.workers import run_row
-
-    return run_row(store, run_id)
+    return store.get_run(run_id)
 
 
 def _owner(store: Store, row: dict[str, Any]) -> tuple[str, int] | None:

@@ -4,7 +4,9 @@ after the fork (sentinel/supervisor/spawn.py).
 
     sup = Supervisor(Settings(...)); sup.open(); sup.serve()     # `sentinel supervisor`
 
-Start-up recovery: runs left `running` by a previous supervisor (even one killed with -9, whose
+Start-up: the worker's execute-only interpreter is refreshed (interp.py) and Muzzle is made to answer
+(muzzled.py: the supervisor starts it as its own user when none does, and restarts it with backoff).
+Then recovery: runs left `running` by a previous supervisor (even one killed with -9, whose
 workers died with it through pdeathsig) become `interrupted`; with `resume` on, they and paused
 runs whose approval was resolved are resumed at once. Pending approvals are rows in the database
 and simply stay pending.
@@ -12,36 +14,31 @@ and simply stay pending.
 
 from __future__ import annotations
 
-import grp
 import os
 import selectors
 import signal
 import socket
 import stat
-import subprocess
-from dataclasses import dataclass, field
+import sys
 from pathlib import Path
 from typing import Any
 
 from sentinel.engine.store import Store
 from sentinel.errors import Busy, SentinelError, UsageError
 from sentinel import frames as protocol
-from sentinel.supervisor import auth, layout, ops, workers
+from sentinel.supervisor import auth, interp, layout, ops, workers
+from sentinel.supervisor.install import ensure_group
+from sentinel.supervisor.hub import Settings
+from sentinel.supervisor.muzzled import MuzzleKeeper
 
 READ_CHUNK = 1 << 16
+STRANGER_FRAME = 64 * 1024  # a peer that is no operator is refused; it may not make us read more than this
+MUZZLE_START_S = 30.0       # how long start-up waits for Muzzle to answer
+MUZZLE_LAUNCH_S = 10.0      # how long a launch waits for a Muzzle that is (re)starting
 
 
-class Stop(Exception):
+class Stop(BaseException):
     pass
-
-
-@dataclass
-class Settings:
-    state_dir: Path = field(default_factory=layout.state_dir)
-    socket_path: Path = field(default_factory=layout.socket_path)
-    group: str = field(default_factory=layout.operator_group)
-    resume: bool = True
-    model_ports: list[int] = field(default_factory=list)
 
 
 class Conn:
@@ -50,7 +47,8 @@ class Conn:
     def __init__(self, sup: "Supervisor", sock: socket.socket, peer: auth.Peer | None = None,
                  worker: workers.Worker | None = None):
         self.sup, self.sock, self.peer, self.worker = sup, sock, peer, worker
-        self.decoder = protocol.Decoder()
+        stranger = worker is None and (peer is None or not peer.operator)
+        self.decoder = protocol.Decoder(STRANGER_FRAME if stranger else protocol.MAX_FRAME)
         self.out = bytearray()
         self.closing = False
         self.closed = False
@@ -59,7 +57,11 @@ class Conn:
     def send(self, message: dict[str, Any]) -> None:
         if self.closed:
             return
-        self.out += protocol.encode(message)
+        try:
+            self.out += protocol.encode(message)
+        except protocol.ProtocolError as exc:  # a reply that cannot be one frame is a failure, not a crash
+            self.sup.store.audit("reply_refused", {"error": str(exc), "run_id": _run_of(message)})
+            self.out += protocol.encode(protocol.failure("error", f"the supervisor could not send its reply: {exc}"))
         self.flush()
 
     def finish(self, message: dict[str, Any]) -> None:
@@ -80,9 +82,10 @@ class Conn:
             return self.close()
         self.sup.interest(self)
 
-    def read(self) -> list[dict[str, Any]] | None:
-        """Messages available now; None at end of stream or on a protocol error."""
-        messages: list[dict[str, Any]] = []
+    def read(self) -> list[dict[str, Any] | protocol.BadFrame] | None:
+        """Messages available now (a BadFrame for a frame that is not one); None at end of stream or when
+        the stream cannot go on."""
+        messages: list[dict[str, Any] | protocol.BadFrame] = []
         while True:
             try:
                 data = self.sock.recv(READ_CHUNK)
@@ -106,14 +109,20 @@ class Conn:
 
 
 class Supervisor:
+    """The Hub (sentinel/supervisor/hub.py) the handlers answer through."""
+
     def __init__(self, settings: Settings):
         self.settings = settings
         self.sel = selectors.DefaultSelector()
-        self.store: Store | None = None
+        self._db: Store | None = None
         self.listener: socket.socket | None = None
         self.workers: dict[str, workers.Worker] = {}
         self.watchers: dict[str, list[ops.Watch]] = {}
         self.config = _system_config()
+        self.muzzle = MuzzleKeeper(self.config, settings.state_dir / "logs")
+        self.site = workers.Site(settings.state_dir, self.config,
+                                 workers.model_ports(self.config, settings.model_ports), settings.group)
+        self._muzzle_pidfd: int | None = None
 
     # -- start-up -------------------------------------------------------------------------------
 
@@ -121,16 +130,47 @@ class Supervisor:
         if os.geteuid() != 0:
             raise UsageError("the supervisor runs as root (system mode); without root, use local mode")
         os.umask(0o077)
-        self.store = open_store(self.settings.state_dir)
+        self._db = open_store(self.settings.state_dir)
+        self.prune_egress()
+        self.site.interpreter = interp.ensure(self.settings.state_dir)
         self.listener = listen(self.settings.socket_path, ensure_group(self.settings.group))
         self.sel.register(self.listener, selectors.EVENT_READ, ("listen", None))
+        if self.muzzle_url(MUZZLE_START_S) is None:
+            print(f"sentinel supervisor: warning: {self.muzzle.why_down()}", file=sys.stderr, flush=True)
         self.recover()
+
+    def prune_egress(self) -> None:
+        """The per-UID egress table holds exactly the registered agents' uids (a removed agent's uid, which the
+        next user created may get, is dropped)."""
+        from sentinel.supervisor.identity import apply_egress
+
+        try:
+            applied = apply_egress(self.store)
+        except SentinelError as exc:
+            applied = f"not applied ({exc})"
+        self.store.audit("egress_applied", {"egress": applied})
+
+    def muzzle_url(self, wait_s: float) -> str | None:
+        """Muzzle's URL once it answers (starting ours if none does); the loop then watches our Muzzle."""
+        url = self.muzzle.url(wait_s)
+        self._watch_muzzle()
+        return url
+
+    def _watch_muzzle(self) -> None:
+        child = self.muzzle.child
+        pidfd = child.pidfd if child is not None else None
+        if pidfd != self._muzzle_pidfd:
+            if self._muzzle_pidfd is not None:
+                self.sel.unregister(self._muzzle_pidfd)
+            if pidfd is not None:
+                self.sel.register(pidfd, selectors.EVENT_READ, ("muzzle", None))
+            self._muzzle_pidfd = pidfd
 
     def recover(self) -> None:
         from sentinel.leash import cgroups
 
         cgroups.sweep()  # groups of workers that died with a previous supervisor
-        store = self._store
+        store = self.store
         for row in store.list_runs(status=["running"]):
             if row["id"] not in self.workers:
                 store.set_status(row["id"], "interrupted", error="the supervisor stopped while its worker ran")
@@ -146,9 +186,9 @@ class Supervisor:
                 store.set_status(run_id, "interrupted", error=f"resume on start failed: {exc}")
 
     @property
-    def _store(self) -> Store:
-        assert self.store is not None
-        return self.store
+    def store(self) -> Store:
+        assert self._db is not None, "the supervisor is not open"
+        return self._db
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -160,7 +200,9 @@ class Supervisor:
             signal.signal(sig, stop)
         try:
             while True:
-                self.tick(None)
+                self.tick(self.muzzle.due())
+                self.muzzle.tick()
+                self._watch_muzzle()
         except Stop:
             pass
         finally:
@@ -173,6 +215,11 @@ class Supervisor:
                 self.accept()
             elif kind == "pidfd":
                 self.exited(obj)
+            elif kind == "muzzle":
+                self.sel.unregister(self._muzzle_pidfd)
+                self._muzzle_pidfd = None
+                code = self.muzzle.exited()
+                self.store.audit("muzzle_exited", {"code": code, "restart_in_s": self.muzzle.due()})
             elif events & selectors.EVENT_WRITE:
                 obj.flush()
             if kind == "conn" and events & selectors.EVENT_READ and not obj.closed:
@@ -195,14 +242,25 @@ class Supervisor:
         if messages is None:
             conn.close()
 
-    def dispatch(self, conn: Conn, message: dict[str, Any]) -> None:
-        if conn.worker is not None:
-            answer = workers.handle(self._store, conn.worker, message, self.relay)
-            if answer is not None:
-                conn.send(answer)
+    def dispatch(self, conn: Conn, message: dict[str, Any] | protocol.BadFrame) -> None:
+        """Answer one frame. Whatever a request does, the loop goes on: a failure is one error reply."""
+        worker = conn.worker
+        try:
+            if isinstance(message, protocol.BadFrame):
+                self.store.audit("bad_frame", {"error": str(message), "run_id": worker.run_id if worker else None,
+                                               "uid": conn.peer.uid if conn.peer else None})
+                answer: dict[str, Any] | None = protocol.failure("usage", str(message))
+            elif worker is not None:
+                answer = workers.handle(self.store, worker, message, self.relay)
+            else:
+                answer = ops.handle(self, conn, message)
+        except Exception as exc:  # noqa: BLE001 - a handler bug fails one request, never the supervisor
+            answer = failed(self.store, message, exc, worker.run_id if worker else None)
+        if answer is None:
             return
-        answer = ops.handle(self, conn, message)
-        if answer is not None:
+        if worker is not None:
+            conn.send(answer)
+        else:
             conn.finish(answer)
 
     def interest(self, conn: Conn) -> None:
@@ -227,19 +285,20 @@ class Supervisor:
     def launch(self, run_id: str) -> workers.Worker:
         if run_id in self.workers:
             raise Busy(f"run {run_id} is already being executed (worker pid {self.workers[run_id].spawned.pid})")
-        self._store.set_status(run_id, "running")
+        self.store.set_status(run_id, "running")
         try:
-            worker, channel = workers.start(self._store, self.settings.state_dir, run_id, self.config,
-                                            workers.model_ports(self.config, self.settings.model_ports),
-                                            self.settings.group)
+            url = self.muzzle_url(MUZZLE_LAUNCH_S)
+            if url is None:
+                raise SentinelError(self.muzzle.why_down())
+            worker, channel = workers.start(self.store, self.site, run_id, url)
         except SentinelError as exc:
-            self._store.set_status(run_id, "interrupted", error=f"worker could not start: {exc}")
+            self.store.set_status(run_id, "interrupted", error=f"worker could not start: {exc}")
             raise
         worker.conn = Conn(self, channel, worker=worker)
         self.workers[run_id] = worker
         self.sel.register(channel, selectors.EVENT_READ, ("conn", worker.conn))
         self.sel.register(worker.spawned.pidfd, selectors.EVENT_READ, ("pidfd", run_id))
-        self._store.audit("worker_started", {"run_id": run_id, "agent": worker.agent.name, "uid": worker.uid,
+        self.store.audit("worker_started", {"run_id": run_id, "agent": worker.agent.name, "uid": worker.uid,
                                              "pid": worker.spawned.pid, "applied": worker.spawned.applied,
                                              "missing": worker.spawned.missing})
         return worker
@@ -251,27 +310,30 @@ class Supervisor:
         if worker.conn is not None and not worker.conn.closed:
             self.readable(worker.conn)  # what it wrote before exiting
             worker.conn.close()
-        row = workers.run_row(self._store, run_id)
+        row = self.store.get_run(run_id)
         if row["status"] == "running":
             why = worker.error or f"worker exited with code {code}"
-            self._store.set_status(run_id, "interrupted", error=why)
-        self._store.audit("worker_exited", {"run_id": run_id, "code": code, "pid": worker.spawned.pid})
-        if worker.relaunch and row["status"] == "waiting_approval" and not self._store.pending_approvals(run_id):
+            self.store.set_status(run_id, "interrupted", error=why)
+        self.store.audit("worker_exited", {"run_id": run_id, "code": code, "pid": worker.spawned.pid})
+        if worker.relaunch and row["status"] == "waiting_approval" and not self.store.pending_approvals(run_id):
             try:
                 self.launch(run_id)  # the watchers stay and follow the new worker
                 return
             except SentinelError:
                 pass
-        outcome = ops.outcome(self._store, run_id)
+        outcome = ops.outcome(self.store, run_id)
         for watch in self.watchers.pop(run_id, []):
             watch.conn.finish(protocol.reply(outcome))
+
+    def muzzle_state(self) -> str:
+        return self.muzzle.describe()
 
     def relay(self, run_id: str, event: dict[str, Any]) -> None:
         for watch in self.watchers.get(run_id, []):
             watch.event(event)
 
-    def watch(self, conn: Conn, run_id: str, since_seq: int = 0) -> None:
-        self.watchers.setdefault(run_id, []).append(ops.Watch(conn, since_seq))
+    def watch(self, client: Any, run_id: str, since_seq: int = 0) -> None:
+        self.watchers.setdefault(run_id, []).append(ops.Watch(client, since_seq))
 
     def cancel(self, run_id: str) -> bool:
         worker = self.workers.get(run_id)
@@ -287,6 +349,10 @@ class Supervisor:
             worker.relaunch = False
             worker.spawned.kill()
             self.exited(run_id)
+        if self._muzzle_pidfd is not None:
+            self.sel.unregister(self._muzzle_pidfd)
+            self._muzzle_pidfd = None
+        self.muzzle.stop()
         if self.listener is not None:
             self.listener.close()
             try:
@@ -294,8 +360,24 @@ class Supervisor:
                     os.unlink(self.settings.socket_path)
             except OSError:
                 pass
-        if self.store is not None:
-            self.store.close()
+        if self._db is not None:
+            self._db.close()
+
+
+def failed(store: Store, message: Any, exc: Exception, run_id: str | None = None) -> dict[str, Any]:
+    """The one error reply (and audit record) for a request whose handler raised."""
+    op = str(message.get("op"))[:64] if isinstance(message, dict) else None
+    detail = f"{type(exc).__name__}: {str(exc)[:300]}"
+    try:
+        store.audit("request_failed", {"op": op, "error": detail, "run_id": run_id})
+    except Exception:  # noqa: BLE001 - the store itself may be what failed; the reply still goes out
+        pass
+    return protocol.failure("error", f"the supervisor could not handle {op!r} ({detail})")
+
+
+def _run_of(message: dict[str, Any]) -> str | None:
+    result = message.get("result")
+    return result.get("id") if isinstance(result, dict) and isinstance(result.get("id"), str) else None
 
 
 # -- state, group and socket set-up ---------------------------------------------------------------------
@@ -319,18 +401,6 @@ def open_store(state_dir: Path) -> Store:
         if path.exists():
             os.chmod(path, 0o600)
     return store
-
-
-def ensure_group(name: str) -> int:
-    """The operator group's gid, creating the (system) group if it does not exist."""
-    try:
-        return grp.getgrnam(name).gr_gid
-    except KeyError:
-        pass
-    proc = subprocess.run(["groupadd", "--system", name], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise UsageError(f"cannot create operator group {name!r}: {proc.stderr.strip()}")
-    return grp.getgrnam(name).gr_gid
 
 
 def listen(path: Path, gid: int) -> socket.socket:

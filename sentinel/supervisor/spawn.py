@@ -9,7 +9,9 @@ The forked child confines itself with Leash's layer functions in the order of DE
     setresuid -> clear capabilities -> pdeathsig again -> no_new_privs -> seccomp -> Landlock -> execve
 
 The Landlock ruleset is built here before the fork, by root, with the paths opened before any uid
-change. The child reports over a close-on-exec pipe: `{"ok": ...}` just before execve, or an error,
+change. `executable` (a path the child opens as root) is what execve runs, by descriptor, with argv[0]
+unchanged: the worker's execute-only interpreter (interp.py). `confine=False` skips seccomp and
+Landlock for a service that is no agent (Muzzle, as its own user). The child reports over a close-on-exec pipe: `{"ok": ...}` just before execve, or an error,
 and the parent waits for that pipe to close, so a spawn that returns has passed every layer.
 Never called with threads running (checked): setuid in a multithreaded process is unsafe, and
 preexec_fn is never used.
@@ -48,6 +50,8 @@ class Launch:
     stdio: tuple[int, int, int]
     sandbox: str = "enforce"
     name: str = "sentinel-worker"
+    executable: str | None = None
+    confine: bool = True
 
 
 @dataclass
@@ -87,9 +91,9 @@ def spawn(launch: Launch) -> Spawned:
         raise LaunchFailed("refusing to fork a process running threads (privileges are changed after fork)")
     if launch.uid == 0 or launch.gid == 0:
         raise LaunchFailed("refusing to launch as uid or gid 0")
-    built, applied, missing = _ruleset(launch)
-    program = seccomp.program(bool(launch.profile.network)) if seccomp.supported() else None
-    if program is None:
+    built, applied, missing = _ruleset(launch) if launch.confine else (None, [], [])
+    program = seccomp.program(bool(launch.profile.network)) if launch.confine and seccomp.supported() else None
+    if launch.confine and program is None:
         missing.append("seccomp-net")
     group = _group(launch, applied, missing)
     if missing and launch.sandbox == "enforce" and set(missing) - {"cgroup"}:
@@ -188,7 +192,8 @@ def _child(launch: Launch, ruleset_fd: int | None, seccomp: bytes | None, group:
            status_w: int, parent: int) -> None:
     applied: list[str] = []
     try:
-        status_w, ruleset_fd = _arrange_fds(launch.stdio, status_w, ruleset_fd)
+        exe = os.open(launch.executable, os.O_PATH | os.O_CLOEXEC) if launch.executable else None
+        status_w, ruleset_fd, exe = _arrange_fds(launch.stdio, status_w, ruleset_fd, exe)
         os.setsid()
         for sig in RESET_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)
@@ -212,29 +217,67 @@ def _child(launch: Launch, ruleset_fd: int | None, seccomp: bytes | None, group:
             lsm.restrict_self(ruleset_fd)
             os.close(ruleset_fd)
         os.chdir(launch.cwd)
+        _check_reachable(launch)
         _report(status_w, {"ok": True, "applied": ["rlimits", "caps", "uid", "no_new_privs", *applied]})
-        os.execve(launch.argv[0], launch.argv, launch.env)
+        os.execve(exe if exe is not None else launch.argv[0], launch.argv, launch.env)
     except BaseException as exc:  # noqa: BLE001 - a forked child must never unwind into the supervisor
         detail = getattr(exc, "strerror", None) or str(exc)
-        _report(status_w, {"error": f"worker launch failed: {type(exc).__name__}: {detail}"})
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        _report(status_w, {"error": f"launch failed: {type(exc).__name__}: {detail}{where}"})
     os._exit(EXIT_REFUSED)
 
 
-def _arrange_fds(stdio: tuple[int, int, int], status_w: int, ruleset_fd: int | None) -> tuple[int, int | None]:
-    """stdio onto 0-2, the status pipe and ruleset kept (close-on-exec), every other fd closed."""
+def _check_reachable(launch: Launch) -> None:
+    """As the new user: the interpreter and the package must be reachable, else one line naming the first
+    path that is not, and the fix (an install under a home the user cannot enter is the usual cause)."""
+    import pwd
+    import sys
+
+    from sentinel import paths
+
+    wanted = [(os.path.realpath(launch.argv[0]), os.X_OK), (sys.prefix, os.R_OK | os.X_OK),
+              (str(paths.PACKAGE_DIR), os.R_OK | os.X_OK)]
+    for path, mode in wanted:
+        blocked = _first_unreachable(path, mode)
+        if blocked is not None:
+            try:
+                user = pwd.getpwuid(os.getuid()).pw_name
+            except KeyError:
+                user = f"uid {os.getuid()}"
+            raise PermissionError(1, f"user {user} cannot reach {blocked} (needed for {path}); install Sentinel "
+                                     "where every user can read it (e.g. /opt/sentinel/venv, "
+                                     "`chmod -R a+rX` the install) or make that directory readable")
+
+
+def _first_unreachable(path: str, mode: int) -> str | None:
+    """The first directory on the way to `path` this process cannot enter, or `path` itself if its `mode`
+    is refused; None when all is well."""
+    parts = path.split("/")
+    for i in range(2, len(parts)):
+        directory = "/".join(parts[:i])
+        if not os.access(directory, os.X_OK):
+            return directory
+    return None if os.access(path, mode) else path
+
+
+def _arrange_fds(stdio: tuple[int, int, int], status_w: int, ruleset_fd: int | None,
+                 exe: int | None) -> tuple[int, int | None, int | None]:
+    """stdio onto 0-2; the status pipe, ruleset and executable kept (close-on-exec); every other fd closed."""
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, HIGH_FD) for fd in stdio]
     status_w = fcntl.fcntl(status_w, fcntl.F_DUPFD_CLOEXEC, HIGH_FD + 3)
     if ruleset_fd is not None:
         ruleset_fd = fcntl.fcntl(ruleset_fd, fcntl.F_DUPFD_CLOEXEC, HIGH_FD + 4)
+    if exe is not None:
+        exe = fcntl.fcntl(exe, fcntl.F_DUPFD_CLOEXEC, HIGH_FD + 5)
     for target, fd in enumerate(high):
         os.dup2(fd, target)  # dup2 clears close-on-exec on the target: 0-2 are inherited
-    keep = sorted({status_w, ruleset_fd} - {None})
+    keep = sorted({status_w, ruleset_fd, exe} - {None})
     low = 3
     for fd in keep:
         os.closerange(low, fd)
         low = fd + 1
     os.closerange(low, 1 << 20)
-    return status_w, ruleset_fd
+    return status_w, ruleset_fd, exe
 
 
 def _switch_user(uid: int, gid: int) -> None:

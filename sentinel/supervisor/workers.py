@@ -1,13 +1,19 @@
 """One worker per active run: spawning it as the agent's user, answering its channel, noticing its exit.
 
 The channel is the supervisor's end of a socket pair whose other end is the worker's fd 0. A worker
-may ask only about its own run (CHANNEL_OPS); each op checks the run id and that any approval it
-names belongs to the run. There is no op that resolves an approval: only an operator on the
-operator socket can approve or deny.
+may ask only about its own run (CHANNEL_OPS) and claim only what a worker may claim: each op checks the
+run id and that any approval it names belongs to the run; audit records only of WORKER_AUDIT_KINDS,
+stamped as the worker's; no op changes the run's model, task, workspace or grants (the supervisor
+fixed them at start). There is no op that resolves an approval: only an operator on the operator
+socket can approve or deny.
+
+`hello` answers once per worker: the run, the operator's settings it runs under, and Muzzle's URL with
+the run token, so the token never sits in an environment another process could read.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -20,19 +26,36 @@ from urllib.parse import urlparse
 from sentinel.engine.store import TERMINAL, Store
 from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.supervisor import layout, registry, spawn
+from sentinel.supervisor.hub import Client
 from sentinel.frames import failure, reply
 
 if TYPE_CHECKING:
     from sentinel.config import Config
-    from sentinel.supervisor.server import Conn
 
 WORKER_STATUSES = ("running", "waiting_approval", "done", "failed", "idle")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+OUTCOMES = ("auto", "needs_approval", "deny")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+# What a worker may write into the audit log: its own findings, never an operator's kind of record
+# (approval_resolved, run_started, operator_refused, ...). Extend it with the worker's new findings.
+WORKER_AUDIT_KINDS = frozenset({"decision", "prompt_quarantined", "memory_quarantined", "tool_broken"})
+MAX_AUDIT_BYTES = 256 * 1024
+MAX_TEXT = 1 << 20  # a run's output or error as a worker reports it
 
 
 class Refused(SentinelError):
     pass
+
+
+@dataclass
+class Site:
+    """What every worker launch needs from the supervisor."""
+
+    state_dir: Path
+    config: "Config"
+    ports: list[int]
+    group: str
+    interpreter: Path | None = None  # the execute-only copy (interp.py); None runs sys.executable itself
 
 
 @dataclass
@@ -42,11 +65,11 @@ class Worker:
     uid: int
     home: str
     spawned: spawn.Spawned
-    conn: "Conn | None" = None
-    pid: int | None = None
+    conn: Client | None = None
     error: str | None = None
     applied: list[str] = field(default_factory=list)
     relaunch: bool = False  # an approval of this run was resolved while this worker was still winding down
+    greeting: dict[str, Any] | None = None  # the `hello` answer (with the run token): handed over once
     inbox: dict[str, Any] = field(default_factory=dict)  # a chat session's next message and skills, for `hello`
     stopped: bool = False   # an operator stopped this turn: the dying worker's last frames change nothing
 
@@ -57,44 +80,29 @@ def model_ports(config: "Config", extra: list[int]) -> list[int]:
     """TCP ports a worker may connect to: Muzzle's, plus any the operator allowed (root-side settings only:
     an agent's own config.yaml can never widen its worker's network rule)."""
     ports = [config.muzzle.port] if config.muzzle.enabled and config.muzzle.port else []
-    url = muzzle_url(config)
+    url = os.environ.get("SENTINEL_MUZZLE_URL")
     if url and urlparse(url).port:
         ports.append(urlparse(url).port)
     return sorted(set(ports + list(extra)))
 
 
-def muzzle_url(config: "Config") -> str | None:
-    """Where workers reach their model: SENTINEL_MUZZLE_URL, or the system Muzzle (`sentinel muzzle serve
-    --system`, running as its own user with the credentials) when it answers on its configured port."""
-    url = os.environ.get("SENTINEL_MUZZLE_URL")
-    if url or not config.muzzle.enabled:
-        return url
-    import urllib.request
-
-    base = f"http://{config.muzzle.host}:{config.muzzle.port}"
-    try:
-        with urllib.request.urlopen(f"{base}/healthz", timeout=0.5) as resp:
-            return f"{base}/v1" if resp.status == 200 else None
-    except OSError:
-        return None
-
-
-def worker_env(run_id: str, pw: Any, token: str | None, url: str | None = None) -> dict[str, str]:
+def worker_env(run_id: str, pw: Any) -> dict[str, str]:
+    """A scrubbed environment with nothing secret in it: the token travels over the channel (`hello`)."""
     home = Path(pw.pw_dir)
-    env = {"HOME": str(home), "USER": pw.pw_name, "LOGNAME": pw.pw_name, "PATH": DEFAULT_PATH,
-           "LANG": "C.UTF-8", "SENTINEL_HOME": str(layout.agent_sentinel_home(home)),
-           "TMPDIR": str(layout.agent_sentinel_home(home) / "tmp"), "SENTINEL_SUPERVISOR_FD": "0",
-           "SENTINEL_RUN_ID": run_id, "PYTHONDONTWRITEBYTECODE": "1"}
-    if url and token:
-        env |= {"SENTINEL_MODEL_BASE_URL": url, "SENTINEL_MODEL_TOKEN": token}
-    return env
+    return {"HOME": str(home), "USER": pw.pw_name, "LOGNAME": pw.pw_name, "PATH": DEFAULT_PATH,
+            "LANG": "C.UTF-8", "SENTINEL_HOME": str(layout.agent_sentinel_home(home)),
+            "TMPDIR": str(layout.agent_sentinel_home(home) / "tmp"), "SENTINEL_SUPERVISOR_FD": "0",
+            "SENTINEL_RUN_ID": run_id}
 
 
-def worker_launch(run_id: str, row: dict[str, Any], pw: Any, config: "Config", ports: list[int],
-                  channel_fd: int, log_fd: int, token: str | None, url: str | None = None) -> spawn.Launch:
+def worker_launch(run_id: str, row: dict[str, Any], pw: Any, site: Site, channel_fd: int,
+                  log_fd: int) -> spawn.Launch:
+    """`python -I -B -m sentinel.worker RUN_ID` from `/`: nothing the agent planted in its home or the
+    environment is imported, and the execute-only interpreter makes it non-dumpable from its first instruction."""
     from sentinel.leash import policy as leash_policy
     from sentinel.leash.profile import worker_profile
 
+    config, ports = site.config, site.ports
     home = Path(pw.pw_dir)
     sentinel_home = layout.agent_sentinel_home(home)
     policy_dir = layout.etc_dir() / "leash"
@@ -103,47 +111,59 @@ def worker_launch(run_id: str, row: dict[str, Any], pw: Any, config: "Config", p
     proxy = (config.leash.proxy_host, config.leash.proxy_port)
     prof = worker_profile(sentinel_home, workspace, pol, muzzle_port=ports[0] if ports else proxy[1], proxy=proxy)
     prof.tcp_connect = sorted(set(prof.tcp_connect) | set(ports))
-    env = worker_env(run_id, pw, token, url)
-    return spawn.Launch([sys.executable, "-m", "sentinel.worker", run_id], env,
-                        pw.pw_uid, pw.pw_gid, str(home), prof, (channel_fd, log_fd, log_fd), sandbox=config.sandbox,
-                        name=f"sentinel-{run_id}")
+    if site.interpreter is not None:
+        prof.read.append(str(site.interpreter))
+    return spawn.Launch([sys.executable, "-I", "-B", "-m", "sentinel.worker", run_id], worker_env(run_id, pw),
+                        pw.pw_uid, pw.pw_gid, "/", prof, (channel_fd, log_fd, log_fd), sandbox=config.sandbox,
+                        name=f"sentinel-{run_id}",
+                        executable=str(site.interpreter) if site.interpreter is not None else None)
 
 
-def start(store: Store, state_dir: Path, run_id: str, config: "Config", ports: list[int],
-          group: str) -> tuple[Worker, socket.socket]:
+def start(store: Store, site: Site, run_id: str, muzzle_url: str) -> tuple[Worker, socket.socket]:
     """Spawn the worker of a run; returns it and the supervisor's end of its channel."""
-    row = run_row(store, run_id)
+    row = store.get_run(run_id)
     agent = registry.get(store, row.get("user") or "")
     if agent is None:
         raise UsageError(f"run {run_id} belongs to no registered system agent")
-    pw = registry.account(agent, group)
+    pw = registry.account(agent, site.group)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    logs = state_dir / "logs"
+    logs = site.state_dir / "logs"
     logs.mkdir(mode=0o700, exist_ok=True)
     log_fd = os.open(logs / f"{run_id}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
                      0o600)
     try:
-        url = muzzle_url(config)
-        token = _muzzle_token(agent.name, run_id, row.get("model"), url, config)
-        launch = worker_launch(run_id, row, pw, config, ports, theirs.fileno(), log_fd, token, url)
-        spawned = spawn.spawn(launch)
+        token = _muzzle_token(agent.name, run_id, row["model"], site.config)
+        spawned = spawn.spawn(worker_launch(run_id, row, pw, site, theirs.fileno(), log_fd))
     except BaseException:
         ours.close()
         raise
     finally:
         theirs.close()
         os.close(log_fd)
-    return Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied), ours
+    greeting = {"id": row["id"], "task": row["task"], "profile": row["agent"], "model": row["model"],
+                "workspace": row["workspace"] or None, "parent_id": row["parent_id"], "kind": row.get("kind") or "task",
+                "config": worker_config(site.config), "endpoint": {"base_url": muzzle_url, "token": token}}
+    worker = Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied, greeting=greeting)
+    return worker, ours
 
 
-def _muzzle_token(agent: str, run_id: str, model: str | None, url: str | None, config: "Config") -> str | None:
-    """A per-run token for the system Muzzle workers use (none when there is no system Muzzle)."""
-    if not url:
-        return None
+def worker_config(config: "Config") -> dict[str, Any]:
+    """The operator's settings a worker runs under (an agent's own config.yaml is never read for a run):
+    all but providers, Muzzle's and the system section, which only the supervisor and Muzzle use."""
+    data = config.model_dump(mode="json", exclude={"providers", "muzzle", "system"})
+    data["leash"]["policy_dir"] = str(layout.etc_dir() / "leash")
+    return data
+
+
+def _muzzle_token(agent: str, run_id: str, model: str, config: "Config") -> str:
+    """The run's token: exactly its model and the operator's judge models (19.9: never `*`)."""
     from sentinel.muzzle import issue_token
     from sentinel.muzzle.layout import system_layout
 
-    models = [model, *system_judge_models(config)] if model else ["*"]
+    if not model:
+        raise UsageError(f"run {run_id} has no model (it was started before models were fixed at start); "
+                         "start it again")
+    models = list(dict.fromkeys([model, *system_judge_models(config)]))
     return issue_token(agent, run_id, models, config.muzzle.token_ttl_s, config.muzzle.budgets,
                        store=system_layout(config).store_path)
 
@@ -160,13 +180,6 @@ def system_judge_models(config: "Config") -> list[str]:
     return RuleGate.for_sentinel(layout.etc_dir(), config.gate, config, system_rules=rules).judge_models()
 
 
-def run_row(store: Store, run_id: str) -> dict[str, Any]:
-    row = store.conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
-    if row is None:
-        raise NotFound(f"no run {run_id!r} (see `sentinel runs`)")
-    return dict(row)
-
-
 # -- the channel ------------------------------------------------------------------------------------
 
 def handle(store: Store, worker: Worker, msg: dict[str, Any], relay: Callable[[str, dict], None]) -> dict | None:
@@ -175,7 +188,7 @@ def handle(store: Store, worker: Worker, msg: dict[str, Any], relay: Callable[[s
     if op == "event":
         event = msg.get("event")
         if isinstance(event, dict):
-            relay(worker.run_id, event)
+            relay(worker.run_id, {**event, "run_id": worker.run_id})
         return None
     fn = CHANNEL_OPS.get(op) if isinstance(op, str) else None
     if worker.stopped:  # killed by `interrupt`: what it wrote before dying must not pause or end the session
@@ -209,32 +222,37 @@ def _own_approval(store: Store, worker: Worker, approval_id: str) -> Any:
 
 
 def _hello(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
-    worker.pid = int(msg.get("pid") or 0) or None
-    row = run_row(store, worker.run_id)
-    return {"id": row["id"], "task": row["task"], "profile": row["agent"], "model": row["model"] or None,
-            "workspace": row["workspace"] or None, "parent_id": row["parent_id"], "kind": row.get("kind") or "task",
-            **worker.inbox}
-
-
-def _created(store: Store, worker: Worker, msg: dict[str, Any]) -> None:
-    from sentinel.models import split
-
-    split(str(msg["model"]))
-    store.conn.execute("UPDATE runs SET model=?, workspace=? WHERE id=? AND status='running'",
-                       (str(msg["model"]), str(msg["workspace"]), worker.run_id))
+    greeting, worker.greeting = worker.greeting, None
+    if greeting is None:
+        raise Refused(f"the worker of run {worker.run_id} already said hello")
+    return {**greeting, **worker.inbox}
 
 
 def _error(store: Store, worker: Worker, msg: dict[str, Any]) -> None:
-    worker.error = str(msg.get("message", ""))[:2000]
+    worker.error = _text(msg.get("message"), "message")[:2000]
 
 
 def _set_status(store: Store, worker: Worker, msg: dict[str, Any]) -> None:
     status = msg["status"]
     if status not in WORKER_STATUSES:
         raise Refused(f"a worker may not set status {status!r}")
-    if run_row(store, worker.run_id)["status"] in TERMINAL:
+    if store.get_run(worker.run_id)["status"] in TERMINAL:
         raise Refused(f"run {worker.run_id} is already finished")
-    store.set_status(_own(worker, msg), status, output=msg.get("output"), error=msg.get("error"))
+    store.set_status(_own(worker, msg), status, output=_text(msg.get("output"), "output", optional=True),
+                     error=_text(msg.get("error"), "error", optional=True))
+
+
+def _record_decision(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
+    decision = msg["decision"]
+    if not isinstance(decision, dict) or decision.get("outcome") not in OUTCOMES:
+        raise UsageError(f"decision must be an object whose outcome is one of {', '.join(OUTCOMES)}")
+    for name in ("tool", "reason"):
+        _text(decision.get(name), f"decision.{name}")
+    return store.record_decision(_own(worker, msg), _text(msg["call_id"], "call_id"), decision)
+
+
+def _decision_for_call(store: Store, worker: Worker, msg: dict[str, Any]) -> dict | None:
+    return store.decision_for_call(_own(worker, msg), _text(msg["call_id"], "call_id"))
 
 
 def _approval_for_call(store: Store, worker: Worker, msg: dict[str, Any]) -> dict | None:
@@ -243,8 +261,14 @@ def _approval_for_call(store: Store, worker: Worker, msg: dict[str, Any]) -> dic
 
 
 def _submit(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
+    """An approval only for a call decided `needs_approval`, exactly as decided."""
     if not isinstance(msg["arguments"], dict):
         raise UsageError("arguments must be an object")
+    decided = store.decision_for_call(_own(worker, msg), str(msg["call_id"]))
+    if decided is None or decided.get("outcome") != "needs_approval":
+        raise Refused(f"call {str(msg['call_id'])[:64]} was not decided needs_approval; nothing to approve")
+    if (decided.get("tool"), decided.get("arguments")) != (msg["tool"], msg["arguments"]):
+        raise Refused(f"call {msg['call_id']}: an approval is asked only for the call as it was decided")
     ttl = msg.get("ttl_s")
     code, sha = msg.get("code"), msg.get("code_sha256")
     if sha is not None and not (isinstance(sha, str) and _SHA256.match(sha)):
@@ -281,11 +305,22 @@ def _consume(store: Store, worker: Worker, msg: dict[str, Any]) -> bool:
 
 
 def _audit(store: Store, worker: Worker, msg: dict[str, Any]) -> None:
-    record = msg["record"]
+    kind, record = msg["kind"], msg["record"]
+    if kind not in WORKER_AUDIT_KINDS:
+        raise Refused(f"a worker may not write audit records of kind {str(kind)[:40]!r}")
     if not isinstance(record, dict):
         raise UsageError("record must be an object")
-    store.audit(str(msg["kind"])[:40], {**record, "run_id": worker.run_id, "agent": worker.agent.name,
-                                        "source": "worker"})
+    if len(json.dumps(record, default=str)) > MAX_AUDIT_BYTES:
+        raise UsageError(f"record larger than {MAX_AUDIT_BYTES} bytes")
+    store.audit(kind, {**record, "run_id": worker.run_id, "agent": worker.agent.name, "source": "worker"})
+
+
+def _text(value: Any, name: str, optional: bool = False) -> Any:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{name} must be a string")
+    return value[:MAX_TEXT]
 
 
 def _dict(approval: Any) -> dict | None:
@@ -295,7 +330,8 @@ def _dict(approval: Any) -> dict | None:
 
 
 CHANNEL_OPS: dict[str, Callable[[Store, Worker, dict[str, Any]], Any]] = {
-    "hello": _hello, "created": _created, "error": _error, "set_status": _set_status,
+    "hello": _hello, "error": _error, "set_status": _set_status,
+    "record_decision": _record_decision, "decision_for_call": _decision_for_call,
     "approval_for_call": _approval_for_call, "submit_approval": _submit, "get_approval": _get,
     "pending_approvals": _pending, "expire": _expire, "consume": _consume, "audit": _audit,
     "tool_trusted": _tool_trusted,

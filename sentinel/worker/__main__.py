@@ -1,10 +1,13 @@
 """`python -m sentinel.worker RUN_ID`: one run's agent loop, as the agent's user, spawned by the supervisor.
 
-The supervisor hands over one end of a socket pair as fd SENTINEL_SUPERVISOR_FD (0). The worker moves
-it off stdin, asks the supervisor what to run (`hello`), creates or reopens the run under its own
-$SENTINEL_HOME/runs/<id>/ (every file written as this user), runs the loop with a RemoteStore, relays
-each journal event, and exits when the run pauses, finishes or fails. Model calls go where
-`sentinel.muzzle.model_for_run` says (Muzzle's URL and run token when the supervisor passed them).
+The supervisor execs it from an interpreter this user cannot read, so the kernel made it non-dumpable
+at execve (no other process of this uid can trace it, read its memory or take its descriptors); it
+makes sure of that before anything secret arrives. It hands over one end of a socket pair as fd
+SENTINEL_SUPERVISOR_FD (0). The worker moves it off stdin and asks the supervisor what to run
+(`hello`): the run as the supervisor fixed it (task, model, workspace), the operator's settings to
+run under (the agent's own config.yaml is not read), and Muzzle's URL with the run token. It creates
+or reopens the run under its own $SENTINEL_HOME/runs/<id>/ (every file written as this user), runs the
+loop with a RemoteStore, relays each journal event, and exits when the run pauses, finishes or fails.
 """
 
 from __future__ import annotations
@@ -29,31 +32,63 @@ def _channel() -> Any:
     return Channel(sock)
 
 
-def _open_run(channel: Any, spec: dict[str, Any], home: Path, config: Any) -> tuple[Any, Any, bool]:
+PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
+FIXED = ("id", "task", "workspace", "parent_id")  # what the supervisor fixed; the journal only claims it (and model)
+
+
+def _undumpable() -> None:
+    """Be sure no other process of this uid can trace this one before the run token arrives."""
+    from sentinel.leash import privs
+
+    privs.prctl(PR_SET_DUMPABLE, 0)
+    if privs.prctl(PR_GET_DUMPABLE) != 0:
+        raise SentinelError("the worker could not make itself non-dumpable; refusing to take the run token")
+
+
+def _open_run(spec: dict[str, Any], home: Path) -> tuple[Any, Any, bool]:
     from sentinel import paths
     from sentinel.agents import profile as profiles
     from sentinel.engine.run import Run
-    from sentinel.models import split
 
     run_dir = paths.runs_dir(home) / spec["id"]
     if (run_dir / "journal.jsonl").exists():
         run = Run.open(run_dir)
-        return run, profiles.load(run.state.agent, home), False
+        for key in FIXED:  # the journal is the agent's file: what it says of these is a claim
+            setattr(run.state, key, spec[key] if key != "workspace" else _workspace(spec, home))
+        return run, profiles.load(spec["profile"], home), False
     profile = profiles.load(spec["profile"], home)
-    model = spec.get("model") or profile.model or config.default_model
-    split(model)
-    workspace = Path(spec["workspace"]) if spec.get("workspace") else paths.workspace_dir(home)
+    workspace = _workspace(spec, home)
     workspace.mkdir(parents=True, exist_ok=True)
-    channel.call("created", model=model, workspace=str(workspace))
     paths.runs_dir(home).mkdir(parents=True, exist_ok=True, mode=0o700)
-    run = Run.create(run_dir, {"id": spec["id"], "task": spec["task"], "agent": profile.name, "model": model,
+    run = Run.create(run_dir, {"id": spec["id"], "task": spec["task"], "agent": profile.name, "model": spec["model"],
                                "workspace": str(workspace), "mission": spec.get("mission") or profile.mission or "",
                                "parent_id": spec.get("parent_id"), "kind": spec.get("kind") or "task"})
     return run, profile, True
 
 
+def _workspace(spec: dict[str, Any], home: Path) -> Path:
+    from sentinel import paths
+
+    return Path(spec["workspace"]) if spec.get("workspace") else paths.workspace_dir(home)
+
+
+def _settings(spec: dict[str, Any]) -> tuple[Any, tuple[str, str]]:
+    """The operator's settings and Muzzle's endpoint, as the supervisor sent them."""
+    from pydantic import ValidationError
+
+    from sentinel.config import Config
+
+    endpoint = spec.get("endpoint") or {}
+    if not endpoint.get("base_url") or not endpoint.get("token"):
+        raise SentinelError("the supervisor gave no Muzzle endpoint: start Muzzle (sentinel muzzle serve --system) "
+                            "or let sentinel supervisor start it")
+    try:
+        return Config.model_validate(spec["config"]), (endpoint["base_url"], endpoint["token"])
+    except ValidationError as exc:
+        raise SentinelError(f"the supervisor's settings are not valid here: {exc.errors()[0]['msg']}") from None
+
+
 def execute(run_id: str) -> int:
-    from sentinel import config as config_mod
     from sentinel import paths
     from sentinel.worker.loop import AgentLoop
     from sentinel.worker.remote import RemoteStore
@@ -62,13 +97,14 @@ def execute(run_id: str) -> int:
 
     channel = _channel()
     try:
-        spec = channel.call("hello", pid=os.getpid())
+        _undumpable()
+        spec = channel.call("hello")
         if spec["id"] != run_id:
             raise SentinelError(f"supervisor sent run {spec['id']}, expected {run_id}")
+        config, endpoint = _settings(spec)
         home = paths.home()
         (home / "tmp").mkdir(parents=True, exist_ok=True, mode=0o700)
-        config = config_mod.load(home)
-        run, profile, fresh = _open_run(channel, spec, home, config)
+        run, profile, fresh = _open_run(spec, home)
         with run:
             if fresh:  # `created` was journaled before anyone listened
                 from sentinel.engine import journal
@@ -80,9 +116,11 @@ def execute(run_id: str) -> int:
             skills = [str(s) for s in spec.get("skills") or []]
             if spec.get("message") and not fresh:  # a chat session's next message (`send`)
                 begin_turn(run, home, str(spec["message"]), skills=skills, model=spec.get("model"))
+            run.state.model = spec["model"]  # the supervisor's, whatever the journal says
             store = RemoteStore(channel, run_id)
-            deps = build_deps(config, home, profile, run.state, store)  # type: ignore[arg-type]
-            if fresh:
+            deps = build_deps(config, home, profile, run.state, store,  # type: ignore[arg-type]
+                              endpoint=endpoint, operator=True)
+            if not run.state.messages:  # new, or stopped between `created` and its first messages
                 run.record(*initial_messages(home, profile, deps, spec["task"], skills))
             AgentLoop(run, deps).execute()
         return 0

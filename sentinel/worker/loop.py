@@ -15,7 +15,10 @@ and Failed. Every effect is journaled before and after it happens:
 - a tool that pins its code (an agent-authored tool) is read and hashed once before it is decided;
   the call runs exactly that text, and an approval binds its hash too, so code changed after the
   decision or the approval never runs;
-- before each model call the system prompt is rebuilt from the agent's files; a change is journaled.
+- before each model call the system prompt is rebuilt from the agent's files; a change is journaled;
+- a call's decision and its resolution come from the store (the supervisor's in
+  system mode), never from the journal, which the agent's user can write: a
+  decision is recorded there once and taken from there on resume.
 
 A chat session (`kind: chat`) does not end with its answer: it becomes `idle`
 and the next user message (`sentinel.worker.turn`) starts another turn.
@@ -171,7 +174,7 @@ class AgentLoop:
         call_id, name = call["id"], call["function"]["name"]
         if call_id in self.state.started:
             return self._after_crash(call)
-        decision = self.state.decisions.get(call_id) or self.decide(call)
+        decision = self.deps.store.decision_for_call(self.state.id, call_id) or self.decide(call)
         if decision["outcome"] == "deny":
             self._pins.pop(call_id, None)
             return self.result(call_id, f"Denied by policy: {decision['reason']}")
@@ -202,11 +205,11 @@ class AgentLoop:
                 event |= {"arguments": args, **decide(ctx, self.deps.layers).to_dict()}
                 if pinned is not None:
                     event["code_sha256"] = pinned.sha256
-        self.run.record(event)
-        self.deps.store.audit("decision", {"run_id": self.state.id, "agent": self.state.agent,
-                                           **{k: v for k, v in event.items() if k != "type"},
+        stood = self.deps.store.record_decision(self.state.id, call_id, {k: v for k, v in event.items() if k != "type"})
+        self.run.record({"type": "decision", **stood})
+        self.deps.store.audit("decision", {"run_id": self.state.id, "agent": self.state.agent, **stood,
                                            "sandbox": self.deps.tool_ctx.sandbox})
-        return self.state.decisions[call_id]
+        return stood
 
     def _pin(self, call_id: str, tool: Tool) -> Pinned | None:
         """Read a pinned tool's code once, for the decision and (in this process) the call itself."""
@@ -235,34 +238,32 @@ class AgentLoop:
         return pinned
 
     def approved(self, call: dict[str, Any], decision: dict[str, Any]) -> bool:
-        """True when an operator approved this exact call; records the denial or pauses otherwise."""
+        """True when an operator approved this exact call; records the denial or pauses otherwise.
+        The resolution is read from the store every time: a `resolved` line in the journal is only a record."""
         call_id, run_id = call["id"], self.state.id
-        resolved = self.state.resolved.get(call_id)
-        if resolved is None:
-            store = self.deps.store
-            approval = store.approval_for_call(run_id, call_id) or store.submit_approval(
-                run_id, call_id, decision["tool"], decision["arguments"], decision["reason"], self.deps.approval_ttl_s,
-                **self._shown_code(call_id, call["function"]["name"], decision))
-            store.expire()
-            approval = store.get_approval(approval.id)
-            if approval.status == "pending":
-                if self.state.approvals.get(call_id) != approval.id or self.state.status != "waiting_approval":
-                    self.run.record({"type": "paused", "call_id": call_id, "approval_id": approval.id,
-                                     "tool": decision["tool"], "reason": decision["reason"]})
-                raise Paused(approval.id)
-            ok = approval.status in ("approved", "consumed")
-            reason = approval.resolution_reason or ("approval expired" if approval.status == "expired" else "")
-            self.run.record({"type": "resolved", "call_id": call_id, "approval_id": approval.id, "approved": ok,
-                             "reason": reason, "by": approval.resolved_by})
-            resolved = self.state.resolved[call_id]
-        if not resolved["approved"]:
-            why = f": {resolved['reason']}" if resolved.get("reason") else ""
+        store = self.deps.store
+        approval = store.approval_for_call(run_id, call_id) or store.submit_approval(
+            run_id, call_id, decision["tool"], decision["arguments"], decision["reason"], self.deps.approval_ttl_s,
+            **self._shown_code(call_id, call["function"]["name"], decision))
+        store.expire()
+        approval = store.get_approval(approval.id)
+        if approval.status == "pending":
+            if self.state.approvals.get(call_id) != approval.id or self.state.status != "waiting_approval":
+                self.run.record({"type": "paused", "call_id": call_id, "approval_id": approval.id,
+                                 "tool": decision["tool"], "reason": decision["reason"]})
+            raise Paused(approval.id)
+        ok = approval.status in ("approved", "consumed")
+        reason = approval.resolution_reason or ("approval expired" if approval.status == "expired" else "")
+        resolved = {"approval_id": approval.id, "approved": ok, "reason": reason, "by": approval.resolved_by}
+        if self.state.resolved.get(call_id) != resolved:
+            self.run.record({"type": "resolved", "call_id": call_id, **resolved})
+        if not ok:
+            why = f": {reason}" if reason else ""
             self.result(call_id, f"Denied by the operator{why}")
             return False
         digest = call_digest(decision["tool"], decision["arguments"], decision.get("code_sha256"))
-        if self.deps.store.consume(resolved["approval_id"], digest):
+        if store.consume(approval.id, digest):
             return True
-        approval = self.deps.store.get_approval(resolved["approval_id"])
         if approval.status == "consumed" and approval.digest == digest and call_id not in self.state.started:
             return True  # consumed by this run's previous session, which stopped before starting the call
         self.result(call_id, "Denied: the approval does not match this exact call")
@@ -298,7 +299,7 @@ class AgentLoop:
 
     def _after_crash(self, call: dict[str, Any]) -> None:
         tool = self.deps.registry.get(call["function"]["name"])
-        decision = self.state.decisions.get(call["id"])
+        decision = self.deps.store.decision_for_call(self.state.id, call["id"])
         if tool is not None and tool.read_only and decision:
             return self.execute_call(call["id"], tool.name, decision)
         self.result(call["id"], INTERRUPTED, interrupted=True)

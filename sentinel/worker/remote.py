@@ -4,9 +4,10 @@
     store = RemoteStore(channel, run_id)    # what AgentLoop uses as deps.store in system mode
 
 Every call is one request frame and one reply frame. The supervisor answers only what a worker may
-ask about its own run (status, its approvals, consume, audit, whether a code hash is trusted); it
-never resolves an approval or records trust for a worker, so no code running as the agent's user can
-approve anything or trust its own code.
+ask about its own run (status, its decisions, its approvals, consume, audit, whether a code hash is
+trusted); it never resolves an approval or records trust for a worker, so no code running as the agent's
+user can approve anything or trust its own code. A decision the worker records stands once recorded: on
+resume the loop reads it back from the supervisor.
 """
 
 from __future__ import annotations
@@ -67,6 +68,12 @@ class RemoteStore:
 
     def set_status(self, run_id: str, status: str, *, output: str | None = None, error: str | None = None) -> None:
         self.channel.call("set_status", run_id=run_id, status=status, output=output, error=error)
+
+    def record_decision(self, run_id: str, call_id: str, decision: dict[str, Any]) -> dict[str, Any]:
+        return self.channel.call("record_decision", run_id=run_id, call_id=call_id, decision=decision)
+
+    def decision_for_call(self, run_id: str, call_id: str) -> dict[str, Any] | None:
+        return self.channel.call("decision_for_call", run_id=run_id, call_id=call_id)
 
     def approval_for_call(self, run_id: str, call_id: str) -> Approval | None:
         return _approval(self.channel.call("approval_for_call", run_id=run_id, call_id=call_id))

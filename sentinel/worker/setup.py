@@ -28,10 +28,15 @@ from sentinel.worker.prompt import system_prompt
 from sentinel.worker.turn import skill_records
 
 
-def layers_for(config: Config, home: Path, profile: profiles.AgentProfile) -> list[Any]:
+def layers_for(config: Config, home: Path, profile: profiles.AgentProfile, operator: bool = False) -> list[Any]:
+    """Grants, the action policy, the rule gate. `operator`: `config` is the operator's (system mode) and the
+    profile is the agent's own file, so the operator's policy is decided on its own as well: the profile's
+    `policy:` can make a call stricter, never looser (the strictest layer wins)."""
     policy = action.load(("config.yaml policy", config.policy),
                          (f"agents/{profile.name}.yaml policy", profile.policy))
     layers: list[Any] = [action.GrantsLayer(), action.PolicyLayer(policy)]
+    if operator and profile.policy:
+        layers.append(action.PolicyLayer(action.load(("the operator's config.yaml policy", config.policy))))
     if config.gate.enabled and importlib.util.find_spec("sentinel.policy.gate"):
         from sentinel.policy.gate.layer import RuleGate
 
@@ -41,7 +46,10 @@ def layers_for(config: Config, home: Path, profile: profiles.AgentProfile) -> li
     return layers
 
 
-def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: Store) -> Deps:
+def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: Store, *,
+               endpoint: tuple[str, str] | None = None, operator: bool = False) -> Deps:
+    """`endpoint`: Muzzle's URL and the run token the supervisor handed over (system mode); `operator`: see
+    layers_for."""
     if config.leash.tools == "sandboxed":
         from sentinel.leash.launch import ensure_launcher
 
@@ -50,10 +58,10 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
 
     registry = default_registry()
     selfstate = _add_agent_tools(registry, config, home, profile, state, store)
-    layers = layers_for(config, home, profile) + [TrustLayer(store.tool_trusted)]
+    layers = layers_for(config, home, profile, operator) + [TrustLayer(store.tool_trusted)]
     gate = next((layer for layer in layers if getattr(layer, "name", "") == "gate"), None)
     judges = gate.judge_models() if gate is not None else []
-    model = model_for_run(state.model, config, run_id=state.id, agent=profile.name, also=judges)
+    model = model_for_run(state.model, config, run_id=state.id, agent=profile.name, also=judges, endpoint=endpoint)
     if gate is not None and getattr(model, "via_muzzle", False):
         gate.route_through_muzzle(model.base_url, model.api_key)  # judge calls are model calls too
     granted = frozenset(profile.tools) if profile.tools is not None else None

@@ -50,13 +50,12 @@ def test_for_run_points_the_client_at_the_in_process_muzzle_with_a_run_token(scr
     assert str(again._client.base_url) == base and again._client.api_key != client._client.api_key
 
 
-def test_for_run_honours_the_supervisors_env_and_starts_nothing(sentinel_home, monkeypatch):
+def test_for_run_uses_the_supervisors_endpoint_and_starts_nothing(sentinel_home):
     from sentinel.muzzle import model_for_run as for_run
     from sentinel.muzzle import server
 
-    monkeypatch.setenv("SENTINEL_MODEL_BASE_URL", "http://127.0.0.1:9/v1")
-    monkeypatch.setenv("SENTINEL_MODEL_TOKEN", "smz_from_supervisor")
-    client = for_run("openai/gpt-5-mini", config_mod.load(sentinel_home), run_id="r", agent="a")
+    client = for_run("openai/gpt-5-mini", config_mod.load(sentinel_home), run_id="r", agent="a",
+                     endpoint=("http://127.0.0.1:9/v1", "smz_from_supervisor"))
     assert str(client._client.base_url) == "http://127.0.0.1:9/v1/" and client._client.api_key == "smz_from_supervisor"
     assert client.model == "openai/gpt-5-mini" and "muzzle" not in server._CURRENT
 

@@ -1,6 +1,7 @@
 """System-mode test helpers and fixtures (re-exported by tests/supervisor/conftest.py and tests/agents/conftest.py):
-a throwaway state dir, /etc dir, socket dir and operator group; agents created with `sentinel setup` and deleted
-(userdel -r) afterwards; a real `sentinel supervisor` subprocess."""
+a throwaway state dir, /etc dir, socket dir, operator group and Muzzle user; agents created with `sentinel setup`
+and deleted (userdel -r) afterwards; a real `sentinel supervisor` subprocess, which starts the real Muzzle as its
+own user on a free port of this test's own."""
 
 from __future__ import annotations
 
@@ -49,31 +50,61 @@ def delete_user(name: str) -> None:
         pass
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.fixture
 def system(tmp_path, monkeypatch):
-    """Environment for system mode: state, etc and socket paths and an operator group, all throwaway."""
-    sock_dir = Path(tempfile.mkdtemp(prefix="sx-run-", dir="/tmp"))
-    os.chmod(sock_dir, 0o755)
+    """Environment for system mode: state, etc and socket paths, an operator group and Muzzle's user and port,
+    all throwaway. The etc dir is readable by Muzzle's user and the agents, as /etc/sentinel is."""
+    base = Path(tempfile.mkdtemp(prefix="sx-", dir="/tmp"))
+    os.chmod(base, 0o755)
+    (base / "etc").mkdir(mode=0o755)
     group = f"sxops{secrets.token_hex(3)}"
-    env = {"SENTINEL_SYSTEM_DIR": str(tmp_path / "sys"), "SENTINEL_ETC_DIR": str(tmp_path / "etc"),
-           "SENTINEL_SOCKET": str(sock_dir / "sentinel.sock"), "SENTINEL_OPERATOR_GROUP": group,
-           # workers here reach a scripted model on a random loopback port: no host-wide egress table
+    muzzle_user = f"sxmz{secrets.token_hex(3)}"
+    env = {"SENTINEL_SYSTEM_DIR": str(tmp_path / "sys"), "SENTINEL_ETC_DIR": str(base / "etc"),
+           "SENTINEL_SOCKET": str(base / "run" / "sentinel.sock"), "SENTINEL_OPERATOR_GROUP": group,
+           "SENTINEL_MUZZLE_USER": muzzle_user,
+           # no host-wide egress table from tests (tests/supervisor/test_egress_setup.py uses a netns)
            "SENTINEL_EGRESS": "off"}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
+    (base / "run").mkdir(mode=0o755)
     users: list[str] = []
 
     class System:
         pass
 
     s = System()
-    s.env, s.group, s.socket, s.state = env, group, sock_dir / "sentinel.sock", tmp_path / "sys"
-    s.users = users
+    s.env, s.group, s.socket, s.state = env, group, base / "run" / "sentinel.sock", tmp_path / "sys"
+    s.etc, s.base, s.users, s.muzzle_user = base / "etc", base, users, muzzle_user
+    s.muzzle_port = free_port()
+    operator_config(s.etc, {"muzzle": {"port": s.muzzle_port, "state_dir": str(base / "muzzle")}})
     yield s
-    for name in users:
+    for name in users + [muzzle_user]:
         delete_user(name)
     _run("groupdel", group)
-    shutil.rmtree(sock_dir, ignore_errors=True)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def operator_config(etc: Path, extra: dict) -> dict:
+    """Merge `extra` into the operator's config.yaml (one level deep) and return the whole config."""
+    path = etc / "config.yaml"
+    cfg = yaml.safe_load(path.read_text()) if path.exists() else {}
+    for key, value in extra.items():
+        cfg[key] = {**cfg[key], **value} if isinstance(value, dict) and isinstance(cfg.get(key), dict) else value
+    path.write_text(yaml.safe_dump(cfg))
+    os.chmod(path, 0o644)
+    return cfg
+
+
+def serve_model(etc: Path, server, extra: dict | None = None) -> None:
+    """The operator's config: the scripted model as provider `fake`, the default model, plain tools."""
+    operator_config(etc, {"providers": {"fake": {"base_url": server.base_url}}, "default_model": "fake/m",
+                                 "leash": {"tools": "plain"}, **(extra or {})})
 
 
 @pytest.fixture
@@ -105,19 +136,26 @@ def make_agent(system, sentinel_cmd):
 
 
 def agent_config(user: str, server, extra: dict | None = None) -> None:
-    """The agent's config.yaml, written as the agent: the scripted model, plain tools, no in-process Muzzle."""
-    cfg = {"default_agent": user, "default_model": "fake/m",
-           "providers": {"fake": {"base_url": server.base_url}},
-           "muzzle": {"enabled": False}, "leash": {"tools": "plain"}, **(extra or {})}
+    """Serve `server` to `user`: to its system-mode runs through the operator's config.yaml (under
+    SENTINEL_ETC_DIR, read by the supervisor and Muzzle when they start; a system-mode run never reads the
+    agent's own), and to the user's own local-mode commands through its ~/.sentinel/config.yaml."""
+    serve_model(Path(os.environ["SENTINEL_ETC_DIR"]), server, extra)
+    own_config(user, {"default_agent": user, "default_model": "fake/m",
+                      "providers": {"fake": {"base_url": server.base_url}},
+                      "muzzle": {"enabled": False}, "leash": {"tools": "plain"}, **(extra or {})})
+
+
+def own_config(user: str, cfg: dict) -> None:
+    """The agent's own ~/.sentinel/config.yaml, written as the agent (what a system-mode run must ignore)."""
     write_as(user, Path(pwd.getpwnam(user).pw_dir) / ".sentinel" / "config.yaml", yaml.safe_dump(cfg))
 
 
 class SupervisorProc:
-    def __init__(self, system, ports: list[int], extra: list[str] = ()):
-        self.system, self.ports, self.extra, self.proc = system, ports, list(extra), None
+    def __init__(self, system, extra: list[str] = ()):
+        self.system, self.extra, self.proc = system, list(extra), None
 
     def start(self) -> "SupervisorProc":
-        args = [PY, "-m", "sentinel", "supervisor"] + [f"--allow-model-port={p}" for p in self.ports] + self.extra
+        args = [PY, "-m", "sentinel", "supervisor"] + self.extra
         self.proc = subprocess.Popen(args, env={**os.environ, **self.system.env}, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 20
@@ -159,10 +197,12 @@ def _answers(path: Path) -> bool:
 
 @pytest.fixture
 def supervisor(system):
+    """start(ports=(), extra=()) -> a running `sentinel supervisor`. Workers reach models only through Muzzle,
+    so `ports` (once the scripted servers' ports) is accepted and not needed."""
     procs: list[SupervisorProc] = []
 
-    def start(ports: list[int], extra: list[str] = ()) -> SupervisorProc:
-        proc = SupervisorProc(system, ports, extra).start()
+    def start(ports: list[int] = (), extra: list[str] = ()) -> SupervisorProc:
+        proc = SupervisorProc(system, extra).start()
         procs.append(proc)
         return proc
 

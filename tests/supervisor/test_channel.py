@@ -35,6 +35,8 @@ def ask(store, worker, op, **args):
 
 
 def submit(store, worker, call_id="c1", run_id="r-mine", args=ARGS):
+    decision = {"tool": "bash", "arguments": args, "outcome": "needs_approval", "reason": "r", "layers": []}
+    ask(store, worker, "record_decision", run_id=run_id, call_id=call_id, decision=decision)
     return ask(store, worker, "submit_approval", run_id=run_id, call_id=call_id, tool="bash", arguments=args,
                reason="needs approval")
 
@@ -80,6 +82,8 @@ def test_consumed_once_and_only_for_the_approved_payload(store, worker):
 def test_denied_and_expired_are_never_consumed(store, worker):
     denied = submit(store, worker, call_id="c1")["result"]
     store.resolve(denied["id"], False, "root", "no")
+    submit(store, worker, call_id="c2")
+    store.conn.execute("DELETE FROM approvals WHERE call_id='c2'")
     expiring = handle(store, worker, {"op": "submit_approval", "call_id": "c2", "tool": "bash", "arguments": ARGS,
                                       "reason": "r", "ttl_s": 0.01}, lambda *a: None)["result"]
     time.sleep(0.05)
@@ -90,11 +94,37 @@ def test_denied_and_expired_are_never_consumed(store, worker):
         store.resolve(expiring["id"], True, "root")
 
 
+def test_an_approval_is_asked_only_for_a_call_decided_so_and_as_decided(store, worker):
+    auto = {"tool": "bash", "arguments": ARGS, "outcome": "auto", "reason": "fine", "layers": []}
+    ask(store, worker, "record_decision", call_id="c-auto", decision=auto)
+    for call_id in ("c-auto", "c-never-decided"):
+        answer = ask(store, worker, "submit_approval", call_id=call_id, tool="bash", arguments=ARGS, reason="r")
+        assert answer["kind"] == "denied"
+    submit(store, worker, call_id="c1")
+    other = ask(store, worker, "submit_approval", call_id="c9", tool="bash", arguments={"command": "rm -rf ~"},
+                reason="r")
+    assert other["kind"] == "denied"
+    store.conn.execute("DELETE FROM approvals")
+    swapped = ask(store, worker, "submit_approval", call_id="c1", tool="bash", arguments={"command": "rm -rf ~"},
+                  reason="r")
+    assert swapped["kind"] == "denied" and store.pending_approvals() == []
+
+
+def test_a_recorded_decision_stands(store, worker):
+    first = {"tool": "bash", "arguments": ARGS, "outcome": "needs_approval", "reason": "r", "layers": []}
+    assert ask(store, worker, "record_decision", call_id="c1", decision=first)["result"]["outcome"] == "needs_approval"
+    again = ask(store, worker, "record_decision", call_id="c1", decision={**first, "outcome": "auto"})
+    assert again["result"]["outcome"] == "needs_approval"
+    assert ask(store, worker, "decision_for_call", call_id="c1")["result"]["outcome"] == "needs_approval"
+    assert ask(store, worker, "decision_for_call", call_id="c1", run_id="r-other")["kind"] == "denied"
+    assert ask(store, worker, "record_decision", call_id="c2", decision={"outcome": "yes"})["kind"] == "usage"
+
+
 def test_frames_round_trip_and_garbage_is_refused():
     decoder = protocol.Decoder()
     data = protocol.encode({"op": "x", "n": 1}) + protocol.encode({"op": "y"})
     assert decoder.feed(data[:5]) == [] and [m["op"] for m in decoder.feed(data[5:])] == ["x", "y"]
-    with pytest.raises(protocol.ProtocolError):
-        protocol.Decoder().feed(b"\x00\x00\x00\x02[]")
+    [bad] = protocol.Decoder().feed(b"\x00\x00\x00\x02[]")  # a bad frame, but the stream is still in step
+    assert isinstance(bad, protocol.BadFrame)
     with pytest.raises(protocol.ProtocolError):
         protocol.Decoder().feed(b"\xff\xff\xff\xff")

@@ -1,5 +1,7 @@
-"""The issue's done-when scenario: setup "Bars Agent", run under the supervisor as bars_agent, pause,
-kill -9 the supervisor, restart, the agent's own approve is refused, root's approve finishes the run."""
+"""The system-mode done-when, with no other step: the operator configures a provider in /etc/sentinel/config.yaml,
+then `sentinel setup --name "Bars Agent"`, `sentinel supervisor` (which starts Muzzle itself: no systemd here),
+`sentinel run ... --agent bars_agent` pauses with exit 3; the run survives kill -9 of the supervisor and a
+restart, the agent's own approve is refused, root's approve finishes the run. Tools run sandboxed (the default)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sx_helpers import agent_config, as_user, scripted_bash
+from sx_helpers import as_user, operator_config, scripted_bash
 
 pytestmark = pytest.mark.root
 
@@ -17,12 +19,12 @@ pytestmark = pytest.mark.root
 def test_bars_agent_end_to_end(system, make_agent, sentinel_cmd, supervisor, scripted_server):
     if _exists("bars_agent"):
         pytest.skip("a user bars_agent already exists on this machine")
+    server = scripted_server(scripted_bash("echo ran >> counter.txt; id -u; id -G"))
+    operator_config(system.etc, {"providers": {"fake": {"base_url": server.base_url}}, "default_model": "fake/m"})
     name = make_agent("Bars Agent")
     assert name == "bars_agent"
     pw = pwd.getpwnam(name)
-    server = scripted_server(scripted_bash("echo ran >> counter.txt; id -u; id -G"))
-    agent_config(name, server)
-    sup = supervisor([server.port])
+    sup = supervisor()
 
     assert sentinel_cmd("status", "--json", check=0) and json.loads(sentinel_cmd("status", "--json").stdout)["mode"] == "system"
     out = json.loads(sentinel_cmd("run", "take notes", "--agent", "bars_agent", "--json", check=3).stdout)
@@ -32,7 +34,7 @@ def test_bars_agent_end_to_end(system, make_agent, sentinel_cmd, supervisor, scr
     assert not (ws / "counter.txt").exists()
 
     sup.kill9()
-    supervisor([server.port])
+    supervisor()
     pending = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
     assert [(a["id"], a["tool"]) for a in pending] == [(out["approval_id"], "bash")]
 

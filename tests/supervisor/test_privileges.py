@@ -116,10 +116,10 @@ def test_a_journal_the_agent_rewrote_does_not_change_what_runs(make_agent, senti
         assert tamper.returncode == 0, tamper.stderr
     sentinel_cmd("approve", out["approval_id"], check=0)
     ws = Path(pw.pw_dir) / ".sentinel" / "workspace"
-    assert not (ws / "evil.txt").exists() and not (ws / "ran.txt").exists()
+    assert not (ws / "evil.txt").exists()  # the edited call never runs...
+    assert (ws / "ran.txt").read_text() == "ran\n"  # ...what runs is the call as decided and approved
     shown = json.loads(sentinel_cmd("show", out["id"], "--json").stdout)
-    results = [m["content"] for m in shown["messages"] if m["role"] == "tool"]
-    assert results[-1] == "Denied: the approval does not match this exact call"
+    assert [d["arguments"] for d in shown["decisions"] if d["tool"] == "bash"] == [{"command": "echo ran > ran.txt"}]
 
 
 def test_concurrent_approvers_resolve_once_and_the_call_runs_once(system, make_agent, sentinel_cmd, supervisor,

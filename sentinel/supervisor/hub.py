@@ -1,0 +1,68 @@
+"""What the supervisor's handlers may use of it: the narrow interface below server.py.
+
+    ops.py      answers an operator client through a Hub
+    workers.py  answers a worker's channel with the store alone
+
+server.py implements Hub (the Supervisor) and Client (its framed connections); the handlers never
+import it, so nothing below the loop depends on the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
+
+from sentinel.supervisor import layout
+
+if TYPE_CHECKING:
+    from sentinel.config import Config
+    from sentinel.engine.store import Store
+    from sentinel.supervisor.auth import Peer
+
+
+@dataclass
+class Settings:
+    state_dir: Path = field(default_factory=layout.state_dir)
+    socket_path: Path = field(default_factory=layout.socket_path)
+    group: str = field(default_factory=layout.operator_group)
+    resume: bool = True
+    model_ports: list[int] = field(default_factory=list)
+
+
+class Client(Protocol):
+    """One framed connection as a handler sees it."""
+
+    peer: "Peer | None"
+    closed: bool
+
+    def send(self, message: dict[str, Any]) -> None: ...
+
+    def finish(self, message: dict[str, Any]) -> None:
+        """Send a final reply and close once it is written."""
+        ...
+
+
+class Running(Protocol):
+    """A run's live worker as a handler sees it."""
+
+    relaunch: bool
+
+
+class Hub(Protocol):
+    settings: Settings
+    config: "Config"
+    workers: Mapping[str, Running]
+
+    @property
+    def store(self) -> "Store": ...
+
+    def launch(self, run_id: str) -> Any: ...
+
+    def watch(self, client: Client, run_id: str, since_seq: int = 0) -> None: ...
+
+    def cancel(self, run_id: str) -> bool: ...
+
+    def muzzle_state(self) -> str:
+        """Where workers reach Muzzle and whether it answers (for `status`)."""
+        ...

@@ -1,0 +1,116 @@
+"""System mode's own setup (`sentinel setup`, `installer/install.sh --system`): the units are checked statically
+(no systemd runs here), installed only where systemd runs, and everything else is set up idempotently."""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sentinel.supervisor import install
+
+UNIT_DIR = Path(__file__).resolve().parents[2] / "installer"
+
+
+def _unit(name: str) -> dict[str, dict[str, list[str]]]:
+    """A systemd unit as section -> key -> values (keys may repeat)."""
+    sections: dict[str, dict[str, list[str]]] = {}
+    current = None
+    for raw in (UNIT_DIR / name).read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = sections.setdefault(line[1:-1], {})
+            continue
+        assert current is not None and "=" in line, f"{name}: {raw!r} is outside a section or has no '='"
+        key, _, value = line.partition("=")
+        current.setdefault(key, []).append(value)
+    return sections
+
+
+@pytest.mark.parametrize("name", install.UNITS)
+def test_each_unit_is_well_formed_and_starts_a_real_command(name):
+    unit = _unit(name)
+    assert set(unit) == {"Unit", "Service", "Install"}
+    assert unit["Install"]["WantedBy"] == ["multi-user.target"] and unit["Unit"]["Description"]
+    [exec_start] = unit["Service"]["ExecStart"]
+    binary, *args = exec_start.split()
+    assert binary == f"{install.INSTALLED_VENV}/bin/sentinel"
+    from typer.testing import CliRunner
+
+    from sentinel.cli.app import build
+
+    assert CliRunner().invoke(build(), [*args, "--help"]).exit_code == 0, exec_start
+    assert unit["Service"]["NoNewPrivileges"] == ["yes"]
+
+
+def test_the_units_fit_system_mode():
+    from sentinel.muzzle.layout import SYSTEM_USER
+
+    muzzle, sup = _unit("sentinel-muzzle.service"), _unit("sentinel-supervisor.service")
+    assert muzzle["Service"]["User"] == [SYSTEM_USER] and muzzle["Service"]["CapabilityBoundingSet"] == [""]
+    assert "--system" in muzzle["Service"]["ExecStart"][0]
+    assert "sentinel-muzzle.service" in sup["Unit"]["Wants"][0] and "sentinel-muzzle.service" in sup["Unit"]["After"][0]
+    caps = set(sup["Service"]["CapabilityBoundingSet"][0].split())
+    assert {"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_NET_ADMIN"} <= caps  # workers, Muzzle, egress
+    assert sup["Service"]["KillMode"] == ["mixed"] and "StateDirectory" in sup["Service"]
+    assert install.render("sentinel-supervisor.service", "/srv/venv").count("/srv/venv/bin/sentinel") == 1
+
+
+def test_units_are_installed_only_where_systemd_runs(tmp_path, monkeypatch):
+    tmp_path = tmp_path / "units"
+    tmp_path.mkdir()
+    monkeypatch.setattr(install, "systemd_running", lambda: False)
+    [line] = install.install_units(tmp_path)
+    assert "not running" in line and "sentinel supervisor" in line and list(tmp_path.iterdir()) == []
+    calls = []
+    monkeypatch.setattr(install, "systemd_running", lambda: True)
+    monkeypatch.setattr(install.subprocess, "run", lambda argv, **kw: calls.append(argv) or
+                        subprocess.CompletedProcess(argv, 0, "", ""))
+    [line] = install.install_units(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(install.UNITS) and "enabled" in line
+    assert calls[-1][1:] == ["enable", "--now", *install.UNITS]
+    import sys
+
+    assert f"{sys.prefix}/bin/sentinel" in (tmp_path / "sentinel-supervisor.service").read_text()
+
+
+def test_the_installer_takes_only_system(tmp_path):
+    script = UNIT_DIR / "install.sh"
+    proc = subprocess.run(["bash", str(script), "--bogus"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2 and "--system" in proc.stderr
+    assert "-m sentinel.supervisor.install" in script.read_text()
+
+
+def test_a_starter_config_is_written_once(tmp_path):
+    assert "a commented starter" in install._starter_config(tmp_path / "etc")
+    config = tmp_path / "etc" / "config.yaml"
+    assert stat.S_IMODE(config.stat().st_mode) == 0o644 and "system:" in config.read_text()
+    config.write_text("default_model: fake/m\n")
+    assert "(kept)" in install._starter_config(tmp_path / "etc") and config.read_text() == "default_model: fake/m\n"
+    from sentinel import config as config_mod
+
+    config.write_text(install.STARTER_CONFIG)
+    assert config_mod.load(tmp_path / "etc").default_model  # the starter itself is a valid config
+
+
+@pytest.mark.root
+def test_prepare_sets_up_system_mode_once_and_keeps_what_exists(system):
+    config = system.etc / "config.yaml"
+    first = install.prepare()
+    assert any("(kept)" in line for line in first) and any("systemd" in line for line in first)
+    assert grp.getgrnam(system.group)
+    muzzle = pwd.getpwnam(system.muzzle_user)
+    keys = system.etc / "muzzle" / "keys.env"
+    assert keys.stat().st_uid == muzzle.pw_uid and stat.S_IMODE(keys.stat().st_mode) == 0o600
+    before = config.read_text()
+    keys.write_text("OPENAI_API_KEY=kept\n")
+    install.prepare()
+    assert config.read_text() == before and keys.read_text() == "OPENAI_API_KEY=kept\n"
+    assert os.environ["SENTINEL_MUZZLE_USER"] == system.muzzle_user
