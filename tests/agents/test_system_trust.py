@@ -30,7 +30,7 @@ def test_authored_tool_trust_in_system_mode(system, make_agent, sentinel_cmd, su
     second = scripted_server([call("word_count", text="a b"), "done"])
     sandboxed = {"leash": {"tools": "sandboxed"}}
     agent_config(name, first, sandboxed)
-    supervisor([first.port, second.port])
+    sup = supervisor()
 
     out = json.loads(sentinel_cmd("run", "count", "--agent", name, "--json", check=3).stdout)
     [pending] = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
@@ -51,7 +51,9 @@ def test_authored_tool_trust_in_system_mode(system, make_agent, sentinel_cmd, su
     assert [(t["agent"], t["tool"], t["code_sha256"], t["trusted_by"]) for t in trusted] == [
         (name, "word_count", pending["code_sha256"], "root")]
 
-    agent_config(name, second, sandboxed)
+    agent_config(name, second, sandboxed)  # the operator serves another script: read when the supervisor starts
+    sup.stop()
+    supervisor()
     out = json.loads(sentinel_cmd("run", "count again", "--agent", name, "--json", check=0).stdout)
     assert out["status"] == "done" and _tool_results(second) == [f"2 words as uid {uid}"]
 
