@@ -102,8 +102,16 @@ def snapshot(home: Path | None, name: str) -> Snapshot:
             raw[file] = f.read(FILE_MAX + 1)
         if len(raw[file]) > FILE_MAX:
             raise UsageError(f"tool {name!r}: tools/{name}/{file} is larger than {FILE_MAX} bytes")
-    files = {k: v.decode("utf-8", errors="replace") for k, v in raw.items()}
+    try:  # what an approval shows must be exactly what is hashed and run: no lossy decoding
+        files = {k: v.decode("utf-8") for k, v in raw.items()}
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"tool {name!r}: a file is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     return Snapshot(name, files, digest(raw), _manifest(name, files["tool.yaml"]))
+
+
+def code_digest(files: dict[str, str]) -> str:
+    """The trust key of the files an approval shows (the same SHA-256 `snapshot` takes of the bytes)."""
+    return digest({name: files[name].encode() for name in FILES})
 
 
 @functools.lru_cache(maxsize=64)  # a pure function of the text: each call of a tool re-reads, rarely re-parses

@@ -80,8 +80,11 @@ def check_name(name: str, where: str = "NAME") -> str:
 
 # -- loading ----------------------------------------------------------------------------------------
 
-def load(name: str | None, home: Path | None = None, *, check: bool = True) -> AgentProfile:
-    """The profile `name` (the default agent when None), validated against what exists."""
+def load(name: str | None, home: Path | None = None, *, check: bool = True,
+         config: "Config | None" = None, check_model: bool = True) -> AgentProfile:
+    """The profile `name` (the default agent when None), validated against what exists and against `config`
+    (the configured models; default: the config of `home`). A system-mode worker passes the operator's
+    settings and `check_model=False`: the supervisor fixed the run's model against the operator's models."""
     name = name or DEFAULT_AGENT
     check_name(name, "agent")
     path = profile_path(name, home)
@@ -102,18 +105,19 @@ def load(name: str | None, home: Path | None = None, *, check: bool = True) -> A
     if profile.name != name:
         raise ConfigError(path, f"name: {profile.name!r} does not match the file name {name!r}")
     if check:
-        validate(profile, path, home)
+        validate(profile, path, home, config, check_model=check_model)
     return profile
 
 
-def validate(profile: AgentProfile, path: Path, home: Path | None = None, config: "Config | None" = None) -> None:
+def validate(profile: AgentProfile, path: Path, home: Path | None = None, config: "Config | None" = None, *,
+             check_model: bool = True) -> None:
     """Every reference in a profile names something that exists: a ConfigError for the first that does not."""
     from sentinel import config as config_mod
     from sentinel.memory.vault import SCOPE
 
     home = home or paths.home()
     config = config or config_mod.load(home)
-    if profile.model is not None:
+    if profile.model is not None and check_model:
         problem = model_problem(profile.model, config)
         if problem:
             raise ConfigError(path, f"model: {problem}")

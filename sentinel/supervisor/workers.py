@@ -276,9 +276,20 @@ def _submit(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
     if code is not None and not (isinstance(code, dict) and all(isinstance(k, str) and isinstance(v, str)
                                                                  for k, v in code.items())):
         raise UsageError("code must map file names to text")
+    if sha != decided.get("code_sha256") or (code is None) != (sha is None):
+        raise Refused(f"call {msg['call_id']}: the code hash must be the one the call was decided with")
+    if code is not None and not _shows(code, sha):
+        raise Refused(f"call {msg['call_id']}: the code shown is not the code whose hash was decided")
     approval = store.submit_approval(_own(worker, msg), str(msg["call_id"]), str(msg["tool"]), msg["arguments"],
                                      str(msg["reason"]), float(ttl) if ttl else None, code=code, code_sha256=sha)
     return _dict(approval)
+
+
+def _shows(code: dict[str, str], sha: str) -> bool:
+    """The operator is shown exactly the files whose SHA-256 the approval binds."""
+    from sentinel.agents.authored import FILES, code_digest
+
+    return set(code) == set(FILES) and code_digest(code) == sha
 
 
 def _tool_trusted(store: Store, worker: Worker, msg: dict[str, Any]) -> bool:

@@ -45,7 +45,7 @@ def _undumpable() -> None:
         raise SentinelError("the worker could not make itself non-dumpable; refusing to take the run token")
 
 
-def _open_run(spec: dict[str, Any], home: Path) -> tuple[Any, Any, bool]:
+def _open_run(spec: dict[str, Any], home: Path, config: Any) -> tuple[Any, Any, bool]:
     from sentinel import paths
     from sentinel.agents import profile as profiles
     from sentinel.engine.run import Run
@@ -55,8 +55,8 @@ def _open_run(spec: dict[str, Any], home: Path) -> tuple[Any, Any, bool]:
         run = Run.open(run_dir)
         for key in FIXED:  # the journal is the agent's file: what it says of these is a claim
             setattr(run.state, key, spec[key] if key != "workspace" else _workspace(spec, home))
-        return run, profiles.load(spec["profile"], home), False
-    profile = profiles.load(spec["profile"], home)
+        return run, profiles.load(spec["profile"], home, config=config, check_model=False), False
+    profile = profiles.load(spec["profile"], home, config=config, check_model=False)
     workspace = _workspace(spec, home)
     workspace.mkdir(parents=True, exist_ok=True)
     paths.runs_dir(home).mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -104,7 +104,7 @@ def execute(run_id: str) -> int:
         config, endpoint = _settings(spec)
         home = paths.home()
         (home / "tmp").mkdir(parents=True, exist_ok=True, mode=0o700)
-        run, profile, fresh = _open_run(spec, home)
+        run, profile, fresh = _open_run(spec, home, config)
         with run:
             if fresh:  # `created` was journaled before anyone listened
                 from sentinel.engine import journal

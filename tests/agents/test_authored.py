@@ -89,6 +89,17 @@ def test_the_hash_covers_both_files_and_edit_tool_changes_it(tools, tmp_path):
     assert "word_count" not in registry.names() and not (tmp_path / "tools" / "word_count").exists()
 
 
+def test_what_an_approval_shows_hashes_to_the_trust_key_and_undecodable_code_is_refused(tools, tmp_path):
+    made, registry, ctx = tools
+    create(made, ctx)
+    snap = authored.snapshot(tmp_path, "word_count")
+    assert authored.code_digest(snap.files) == snap.sha256  # the supervisor checks an approval's code this way
+    path = tmp_path / "tools" / "word_count" / "tool.py"
+    path.write_bytes(path.read_bytes() + b"# \xff\xfe hidden from a lossy decoder\n")
+    with pytest.raises(UsageError, match="not UTF-8"):
+        authored.snapshot(tmp_path, "word_count")
+
+
 def test_broken_tools_on_disk_are_skipped_not_fatal(tmp_path):
     bad = tmp_path / "tools" / "bad"
     bad.mkdir(parents=True)

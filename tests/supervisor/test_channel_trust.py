@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from sentinel.agents.authored import code_digest
 from sentinel.engine.store import Store, call_digest
 from sentinel.supervisor import registry
 from sentinel.supervisor.workers import Worker, handle
 
-SHA = "a" * 64
 CODE = {"tool.yaml": "name: t\n", "tool.py": "def run(args):\n    return 'x'\n"}
+SHA = code_digest(CODE)
 
 
 @pytest.fixture
@@ -33,6 +34,13 @@ def ask(store, worker, op, **args):
     return handle(store, worker, {"op": op, **args}, lambda run_id, event: None)
 
 
+def decided(store, worker, call_id, arguments, sha=SHA):
+    """The worker records the decision first, as the loop does: an approval is only for a decided call."""
+    decision = {"tool": "t", "arguments": arguments, "outcome": "needs_approval", "reason": "untrusted",
+                "layers": [], "code_sha256": sha}
+    assert ask(store, worker, "record_decision", call_id=call_id, decision=decision)["ok"]
+
+
 @pytest.mark.parametrize("op", ["trust_tool", "trust", "record_trust", "trust_revoke", "revoke_trust", "sql"])
 def test_a_worker_can_never_record_or_revoke_trust(store, worker, op):
     store.trust_tool("naomi", "keep", SHA, "root")
@@ -52,6 +60,7 @@ def test_tool_trusted_answers_for_the_workers_own_agent_only(store, worker):
 
 
 def test_an_approval_carries_the_code_binds_its_hash_and_approving_trusts_it(store, worker):
+    decided(store, worker, "c1", {"x": 1})
     submitted = ask(store, worker, "submit_approval", call_id="c1", tool="t", arguments={"x": 1}, reason="untrusted",
                     code=CODE, code_sha256=SHA)["result"]
     assert submitted["code"] == CODE and submitted["code_sha256"] == SHA
@@ -67,6 +76,8 @@ def test_an_approval_carries_the_code_binds_its_hash_and_approving_trusts_it(sto
 
 
 def test_a_denied_approval_trusts_nothing_and_bad_code_fields_are_refused(store, worker):
+    decided(store, worker, "c1", {})
+    decided(store, worker, "c2", {})
     a = ask(store, worker, "submit_approval", call_id="c1", tool="t", arguments={}, reason="r", code=CODE,
             code_sha256=SHA)["result"]
     store.resolve(a["id"], False, "root")
@@ -75,3 +86,16 @@ def test_a_denied_approval_trusts_nothing_and_bad_code_fields_are_refused(store,
         answer = ask(store, worker, "submit_approval", call_id="c2", tool="t", arguments={}, reason="r", code=code,
                      code_sha256=sha)
         assert answer["ok"] is False and answer["kind"] == "usage"
+
+
+def test_an_approval_never_shows_other_code_than_the_hash_decided(store, worker):
+    """A worker that shows the operator harmless code while the decided hash is of other code is refused."""
+    decided(store, worker, "c3", {})
+    harmless = {**CODE, "tool.py": "def run(args):\n    return 'harmless'\n"}
+    for code, sha in ((harmless, SHA), (harmless, code_digest(harmless)), (None, SHA), (CODE, None)):
+        answer = ask(store, worker, "submit_approval", call_id="c3", tool="t", arguments={}, reason="r", code=code,
+                     code_sha256=sha)
+        assert answer["ok"] is False, (code, sha)
+    assert store.approval_for_call("r-mine", "c3") is None
+    assert ask(store, worker, "submit_approval", call_id="c3", tool="t", arguments={}, reason="r", code=CODE,
+               code_sha256=SHA)["ok"]
