@@ -16,9 +16,10 @@ from sentinel import paths
 from sentinel.errors import ConfigError, pydantic_detail
 from sentinel.leash.settings import LeashSettings
 from sentinel.muzzle.settings import MuzzleSettings
+from sentinel.models.settings import LocalSettings
 from sentinel.policy.settings import GateSettings
 
-DEFAULT_MODEL = "local/smollm2-135m"
+DEFAULT_MODEL = "local/qwen2.5-coder-1.5b"
 
 BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
     "ollama": {"base_url": "http://localhost:11434/v1", "api_key_env": None},
@@ -61,6 +62,7 @@ class Config(_Strict):
     muzzle: MuzzleSettings = Field(default_factory=MuzzleSettings)
     leash: LeashSettings = Field(default_factory=LeashSettings)
     gate: GateSettings = Field(default_factory=GateSettings)
+    local: LocalSettings = Field(default_factory=LocalSettings)
 
     def provider(self, name: str) -> Provider | None:
         if name in self.providers:

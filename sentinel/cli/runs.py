@@ -208,6 +208,9 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
         data = engine.status() if _system(engine) else _local_status(engine)
     finally:
         engine.close()
+    from sentinel.muzzle import model_hosts
+
+    data["model_hosts"] = model_hosts(system=_system(engine))
     if as_json:
         return print_json(data)
     for key, value in data.items():

@@ -13,12 +13,13 @@ The API the engine and the supervisor use:
 
     issue_token(agent, run_id, models, ttl_s, budgets, store=None) -> str
     client_for_run(name, config, run_id=..., agent=..., also=[...]) -> OpenAICompatClient   # local mode
+    model_hosts(system=False) -> [{model, pid, rss_mb, state, ...}]   # the `local/*` model hosts Muzzle runs
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from sentinel.muzzle.settings import Budgets
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from sentinel.config import Config
     from sentinel.models.openai_compat import OpenAICompatClient
 
-__all__ = ["Budgets", "issue_token", "client_for_run"]
+__all__ = ["Budgets", "issue_token", "client_for_run", "model_hosts"]
 
 
 def issue_token(agent: str, run_id: str, models: Sequence[str], ttl_s: float = 86400.0,
@@ -57,3 +58,13 @@ def client_for_run(name: str, config: "Config", *, run_id: str, agent: str,
     token = issue_token(agent, run_id, [name, *(also or [])], config.muzzle.token_ttl_s, config.muzzle.budgets,
                         store=muzzle.layout.store_path)
     return OpenAICompatClient(name, name, muzzle.base_url, token, timeout_s=config.limits.model_timeout_s)
+
+
+def model_hosts(*, system: bool = False) -> list[dict[str, Any]]:
+    """Each model host under Muzzle's state directory (local mode: $SENTINEL_HOME/state; system mode: Muzzle's)."""
+    from sentinel import config as config_mod
+    from sentinel.models.hosts import status
+    from sentinel.muzzle.layout import local_layout, system_layout
+
+    config = config_mod.load()
+    return status((system_layout(config) if system else local_layout(config)).state_dir)

@@ -2,8 +2,9 @@
 
     AgentLoop(run, deps).execute() -> final status
 
-`execute` loops over `step`; control leaves the loop through Paused, Finished
-and Failed. Every effect is journaled before and after it happens:
+`execute` loops over `step`; control leaves the loop through Paused, Finished,
+Failed and Unavailable (the model went away: the run stops `interrupted`, to be
+resumed). Every effect is journaled before and after it happens:
 
 - a tool call is journaled `started` before it runs and `finished` after; on
   resume a call that started but never finished is not re-run (read-only tools
@@ -23,7 +24,7 @@ from typing import Any, Callable
 
 from sentinel.engine.run import Run
 from sentinel.engine.store import Store, call_digest
-from sentinel.models import ModelClient, ModelError
+from sentinel.models import ModelClient, ModelError, ModelUnavailable
 from sentinel.models.toolcalls import recover
 from sentinel.policy.decide import CallContext, Layer, decide
 from sentinel.tools import Registry, ToolContext, ToolError, parse_arguments
@@ -40,6 +41,11 @@ class Finished(Exception):
 
 
 class Failed(Exception):
+    def __init__(self, error: str):
+        self.error = error
+
+
+class Unavailable(Exception):
     def __init__(self, error: str):
         self.error = error
 
@@ -82,6 +88,8 @@ class AgentLoop:
             self._finish("done", output=done.output)
         except Failed as failed:
             self._finish("failed", error=failed.error)
+        except Unavailable as gone:
+            self._finish("interrupted", error=gone.error)
         finally:
             self.run.snapshot()
         return self.state.status
@@ -111,6 +119,8 @@ class AgentLoop:
         began = time.monotonic()
         try:
             completion = self.deps.model.complete(self.state.messages, tools, on_delta=self.deps.on_delta)
+        except ModelUnavailable as exc:
+            raise Unavailable(str(exc)) from None
         except ModelError as exc:
             raise Failed(str(exc)) from None
         calls, recovered = completion.tool_calls, False

@@ -70,7 +70,7 @@ def test_plain_text_tool_calls_are_recovered(text, expected):
     assert all(c.id.startswith("call_3_") for c in calls)
 
 
-def test_the_embedded_local_model_answers_in_process():
+def test_the_embedded_local_model_answers_from_its_host():
     model = resolve("local/smollm2-135m", Config())
     out = model.complete([{"role": "user", "content": "Say hello."}], [])
     assert out.content.strip() and out.usage["completion_tokens"] > 0
