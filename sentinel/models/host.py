@@ -151,7 +151,8 @@ class Keeper:
                 return 0  # idle: exit with the child
             if code == LOAD_FAILED or not ready:
                 self.update(state="failed", pid=None, error=self.status["error"] or f"the model process ended "
-                            f"while loading ({self._cause(code)})")
+                            f"while loading ({self._cause(code)}; its memory limit is {self.memory_mb} MB: "
+                            "local.memory_mb)")
                 return 1
             now = time.monotonic()
             self.crashes = [t for t in self.crashes if now - t < CRASH_WINDOW_S] + [now]
