@@ -72,11 +72,11 @@ def signal_name(code: int) -> str:
 
 
 class Keeper:
-    def __init__(self, args: argparse.Namespace):
+    def __init__(self, args: argparse.Namespace, argv: list[str]):
         self.args = args
         self.sock_path = Path(args.socket)
         self.memory_mb = args.memory_mb or default_memory_mb()
-        self.status: dict[str, Any] = {"model": args.model, "keeper_pid": os.getpid(), "pid": None,
+        self.status: dict[str, Any] = {"model": args.model, "argv": argv, "keeper_pid": os.getpid(), "pid": None,
                                        "state": "starting", "tool_mode": args.tool_mode, "memory_mb": self.memory_mb,
                                        "limit": None, "restarts": 0, "last_exit": None, "error": None,
                                        "started_at": time.time()}
@@ -378,7 +378,7 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     if args.serve is not None:
         return serve(args)
-    return Keeper(args).run()
+    return Keeper(args, argv).run()
 
 
 if __name__ == "__main__":

@@ -89,30 +89,36 @@ class Hosts:
     def socket(self, model: str) -> Path:
         return self.dir / f"{slug(model)}.sock"
 
+    def argv(self, model: str) -> list[str]:
+        """The host's launch options; a warm host started with other options is replaced."""
+        s = self.settings
+        return ["--model", model, "--socket", str(self.socket(model)), "--tool-mode", s.tool_mode,
+                "--idle-s", str(s.idle_s), "--context-tokens", str(s.context_tokens), "--max-tokens", str(s.max_tokens),
+                *(["--memory-mb", str(s.memory_mb)] if s.memory_mb else []),
+                *(["--threads", str(s.threads)] if s.threads else [])]
+
     def ensure(self, model: str) -> Ready:
         """A loaded host for `model`; blocks while one starts or loads (the first use may assemble the weights)."""
-        sock = self.socket(model)
+        sock, argv = self.socket(model), self.argv(model)
         status = read_status(sock)
-        if status and status.get("state") == "ready" and status.get("pid") and _alive(status["pid"]):
+        if status and status.get("argv") == argv and status.get("state") == "ready" and _alive(status.get("pid") or 0):
             return Ready(sock, status["pid"])
         with self._lock:  # one start per model at a time in this process; the keeper's lock does across processes
+            status = read_status(sock)
+            if status and status.get("argv") not in (None, argv) and keeper_alive(sock):
+                stop(sock)  # the configuration changed (tool mode, limits): load the model again with it
             if not keeper_alive(sock):
-                self._start(model, sock)
+                self._start(sock, argv)
             return self._wait(model, sock)
 
-    def _start(self, model: str, sock: Path) -> None:
+    def _start(self, sock: Path, argv: list[str]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.dir, 0o700)  # only this user (Muzzle's, in system mode) can reach a host
         status_path(sock).unlink(missing_ok=True)  # a failed host's status: this is a fresh attempt
-        s = self.settings
-        argv = [sys.executable, "-m", "sentinel.models.host", "--model", model, "--socket", str(sock),
-                "--tool-mode", s.tool_mode, "--idle-s", str(s.idle_s), "--context-tokens", str(s.context_tokens),
-                "--max-tokens", str(s.max_tokens),
-                *(["--memory-mb", str(s.memory_mb)] if s.memory_mb else []),
-                *(["--threads", str(s.threads)] if s.threads else [])]
         _SPAWNED[:] = [p for p in _SPAWNED if p.poll() is None]  # reap keepers that exited
         with open(sock.with_suffix(".log"), "ab") as log:
-            _SPAWNED.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+            _SPAWNED.append(subprocess.Popen([sys.executable, "-m", "sentinel.models.host", *argv],
+                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                                              start_new_session=True))  # outlives this process; not its signals
 
     def _wait(self, model: str, sock: Path) -> Ready:
@@ -155,10 +161,18 @@ class Hosts:
                                 "call: resume the run to continue")
 
 
+def stop(sock: Path, timeout_s: float = 5.0) -> None:
+    """Stop the host on `sock` (its keeper takes its model process with it) and wait until it is gone."""
+    stop_all_of([sock], timeout_s)
+
+
 def stop_all(state_dir: Path, timeout_s: float = 5.0) -> None:
-    """Stop every model host under `state_dir` (its keeper takes its model process with it)."""
+    """Stop every model host under `state_dir`."""
     directory = hosts_dir(state_dir)
-    socks = [p.with_suffix(".sock") for p in directory.glob("*.lock")] if directory.is_dir() else []
+    stop_all_of([p.with_suffix(".sock") for p in directory.glob("*.lock")] if directory.is_dir() else [], timeout_s)
+
+
+def stop_all_of(socks: list[Path], timeout_s: float) -> None:
     for sock in socks:
         status = read_status(sock)
         if status and status.get("keeper_pid") and keeper_alive(sock):

@@ -41,7 +41,7 @@ def test_claude_cli_gets_schema_model_and_guard(tmp_path):
     argv = record.read_text().split("\0")
     assert argv[0] == "-p" and "RULE: x" in argv[1]
     assert argv[argv.index("--model") + 1] == "haiku"
-    assert json.loads(argv[argv.index("--json-schema") + 1])["required"] == ["violation", "confidence", "reason"]
+    assert json.loads(argv[argv.index("--json-schema") + 1])["required"] == ["reason", "violation", "confidence"]
     assert "guard=1" in argv
 
 
@@ -93,7 +93,7 @@ def test_local_backend_passes_schema_as_grammar(monkeypatch):
     assert out["reason"] == "fine"
     assert seen["name"] == "local/smollm2-135m" and seen["temperature"] == 0.0
     assert seen["response_format"]["type"] == "json_object"
-    assert seen["response_format"]["schema"]["required"] == ["violation", "confidence", "reason"]
+    assert seen["response_format"]["schema"]["required"] == ["reason", "violation", "confidence"]
     assert judges().get("local").gpu and judges().get("ollama").gpu and not judges().get("claude").gpu
 
 
