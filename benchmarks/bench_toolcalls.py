@@ -23,6 +23,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -141,15 +142,16 @@ def bench(model: str, mode: str, tasks: list[tuple[str, str, dict[str, Any]]], r
     home.mkdir(parents=True)
     (home / "config.yaml").write_text(yaml.safe_dump({
         "default_model": model, "limits": {"max_steps": 1}, "leash": {"tools": "plain"},
-        "local": {"tool_mode": mode, "max_tokens": 256}}))
+        "local": {"tool_mode": mode, "max_tokens": 160}}))
     os.environ["SENTINEL_HOME"] = str(home)
     rows = []
     try:
         warm = home / "warm"
         warm.mkdir()
         first_call(home, "Say OK.", warm)  # load the model before the first timed task
-        for i, (task, tool, expected) in enumerate(tasks):
-            ws = home / f"ws{i}"
+        ws = home / "workspace"  # one path for every task: the system prompt names it, and its prefix is reused
+        for task, tool, expected in tasks:
+            shutil.rmtree(ws, ignore_errors=True)
             for rel, text in FILES.items():
                 (ws / rel).parent.mkdir(parents=True, exist_ok=True)
                 (ws / rel).write_text(text)
@@ -176,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", type=int, default=None, help="the first N tasks only")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # still stop the model hosts (finally below)
     tasks = TASKS[: args.only] if args.only else TASKS
     root = Path(tempfile.mkdtemp(prefix="bench-toolcalls-"))
     results = []

@@ -32,6 +32,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -261,17 +262,21 @@ class Server:
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(self._stream(messages, tools, kwargs, usage), media_type="text/event-stream")
         try:
-            completion = await self._call(messages, tools, kwargs, None)
+            completion = await self._call(messages, tools, kwargs, None, threading.Event())
         except ModelError as exc:
             return JSONResponse({"error": {"message": str(exc), "type": "api_error"}}, 500)
         return JSONResponse(completion_dict(self.engine.name, completion))
 
-    async def _call(self, messages: list[Any], tools: list[Any], kwargs: dict[str, Any], on_delta: Any) -> Any:
+    async def _call(self, messages: list[Any], tools: list[Any], kwargs: dict[str, Any], on_delta: Any,
+                    stop: threading.Event) -> Any:
         async with self.lock:
+            if stop.is_set():
+                return None  # the caller left while waiting for its turn
             self.busy += 1
             self.streamed = 0
             try:
-                return await asyncio.to_thread(self.engine.complete, messages, tools, on_delta=on_delta, **kwargs)
+                return await asyncio.to_thread(self.engine.complete, messages, tools, on_delta=on_delta, stop=stop,
+                                               **kwargs)
             finally:
                 self.busy -= 1
                 self.last = time.monotonic()
@@ -288,13 +293,17 @@ class Server:
             self.streamed += 1
             loop.call_soon_threadsafe(queue.put_nowait, piece)
 
-        task = asyncio.ensure_future(self._call(messages, tools, kwargs, on_delta))
+        stop = threading.Event()
+        task = asyncio.ensure_future(self._call(messages, tools, kwargs, on_delta, stop))
         task.add_done_callback(lambda _: queue.put_nowait(None))
-        yield _sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
-        streamed = False
-        while (piece := await queue.get()) is not None:
-            streamed = True
-            yield _sse({**base, "choices": [{"index": 0, "delta": {"content": piece}}]})
+        try:
+            yield _sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
+            streamed = False
+            while (piece := await queue.get()) is not None:
+                streamed = True
+                yield _sse({**base, "choices": [{"index": 0, "delta": {"content": piece}}]})
+        finally:
+            stop.set()  # when the caller went away mid-stream, the model stops generating for nobody
         try:
             completion = task.result()
         except ModelError as exc:

@@ -107,23 +107,24 @@ class Hosts:
             status = read_status(sock)
             if status and status.get("argv") not in (None, argv) and keeper_alive(sock):
                 stop(sock)  # the configuration changed (tool mode, limits): load the model again with it
-            if not keeper_alive(sock):
-                self._start(sock, argv)
-            return self._wait(model, sock)
+            keeper = None if keeper_alive(sock) else self._start(sock, argv)
+            return self._wait(model, sock, keeper)
 
-    def _start(self, sock: Path, argv: list[str]) -> None:
+    def _start(self, sock: Path, argv: list[str]) -> subprocess.Popen[bytes]:
         self.dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.dir, 0o700)  # only this user (Muzzle's, in system mode) can reach a host
         status_path(sock).unlink(missing_ok=True)  # a failed host's status: this is a fresh attempt
         _SPAWNED[:] = [p for p in _SPAWNED if p.poll() is None]  # reap keepers that exited
         with open(sock.with_suffix(".log"), "ab") as log:
-            _SPAWNED.append(subprocess.Popen([sys.executable, "-m", "sentinel.models.host", *argv],
-                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                                             start_new_session=True))  # outlives this process; not its signals
+            # cwd "/": `-m` puts the working directory first on sys.path, and a checkout there must not win
+            keeper = subprocess.Popen([sys.executable, "-m", "sentinel.models.host", *argv], cwd="/",
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                                      start_new_session=True)  # outlives this process; not its signals
+        _SPAWNED.append(keeper)
+        return keeper
 
-    def _wait(self, model: str, sock: Path) -> Ready:
+    def _wait(self, model: str, sock: Path, keeper: subprocess.Popen[bytes] | None) -> Ready:
         deadline = time.monotonic() + self.load_timeout_s
-        seen_keeper = False
         while time.monotonic() < deadline:
             status = read_status(sock) or {}
             state = status.get("state")
@@ -131,11 +132,10 @@ class Hosts:
                 return Ready(sock, status["pid"])
             if state == "failed":
                 raise ModelError(f"local/{model}: {status.get('error') or 'the model host failed'}")
-            alive = keeper_alive(sock)
-            seen_keeper = seen_keeper or alive
-            if seen_keeper and not alive and read_status(sock) is None:
-                raise ModelUnavailable(f"local/{model}: the model host exited while starting "
-                                       f"(see {sock.with_suffix('.log')})")
+            gone = keeper.poll() is not None if keeper is not None else not keeper_alive(sock)
+            if gone and read_status(sock) == (status or None):
+                raise ModelUnavailable(f"local/{model}: the model host exited while starting: "
+                                       f"{last_line(sock.with_suffix('.log'))}")
             time.sleep(0.02)
         raise ModelUnavailable(f"local/{model}: the model host did not become ready within "
                                f"{self.load_timeout_s:g}s (see {sock.with_suffix('.log')})")
@@ -183,6 +183,14 @@ def stop_all_of(socks: list[Path], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while any(keeper_alive(s) for s in socks) and time.monotonic() < deadline:
         time.sleep(0.01)
+
+
+def last_line(log: Path) -> str:
+    try:
+        lines = log.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        lines = []
+    return f"{lines[-1]} (see {log})" if lines else f"see {log}"
 
 
 def _alive(pid: int) -> bool:

@@ -64,8 +64,9 @@ class Engine:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None,
                  response_format: dict[str, Any] | None = None, max_tokens: int | None = None,
-                 temperature: float = 0.0) -> Completion:
-        """One chat completion; `tools` are function schemas (name, description, parameters)."""
+                 temperature: float = 0.0, stop: threading.Event | None = None) -> Completion:
+        """One chat completion; `tools` are function schemas (name, description, parameters). Setting `stop`
+        (the caller went away) ends the generation at the next token."""
         names = {t["name"] for t in tools if isinstance(t, dict) and t.get("name")}
         kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
         grammar_format = _grammar_format(response_format)
@@ -79,7 +80,7 @@ class Engine:
         else:
             kwargs["messages"] = to_plain_chat(messages)
         with self.lock:
-            text, usage = self._generate(kwargs, on_delta)
+            text, usage = self._generate(kwargs, on_delta, stop)
         calls = recover(text, names, 0) if names and response_format is None else []
         if calls:
             text = text.split(_TOOL_CALL)[0].strip() if self.tool_mode == "native" else ""
@@ -88,13 +89,16 @@ class Engine:
         return Completion(text, [ToolCall(f"call_{os.urandom(4).hex()}", c.name, c.arguments) for c in calls],
                           usage, self.name)
 
-    def _generate(self, kwargs: dict[str, Any], on_delta: OnDelta | None) -> tuple[str, dict[str, int]]:
+    def _generate(self, kwargs: dict[str, Any], on_delta: OnDelta | None,
+                  stop: threading.Event | None) -> tuple[str, dict[str, int]]:
         parts: list[str] = []
         usage: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0}
         # a native call's tags and a grammar reply's JSON are not prose: the caller gets them as calls
         held = self.tool_mode == "grammar" and "response_format" in kwargs
         try:
             for chunk in self.llama.create_chat_completion(stream=True, **kwargs):
+                if stop is not None and stop.is_set():
+                    break
                 piece = chunk["choices"][0]["delta"].get("content") or "" if chunk["choices"] else ""
                 if not piece:
                     continue
