@@ -4,7 +4,7 @@
       tool_mode: scaffold     # scaffold | native | grammar (see docs/models.md for the figures)
       memory_mb: null         # the model host's memory limit; null: 75% of the machine's memory
       idle_s: 900             # a model host with no call for this long exits (the next call starts one)
-      threads: null           # llama.cpp threads; null: every CPU
+      threads: null           # llama.cpp threads; null: half the CPUs (see docs/models.md)
       context_tokens: 8192    # llama.cpp context window
       max_tokens: 1024        # the longest reply, unless a call asks for less
 """
@@ -25,6 +25,6 @@ class LocalSettings(BaseModel):
     memory_mb: int | None = Field(None, ge=256, description="Memory limit of a model host (cgroup, else rlimit); "
                                                             "null: 75% of the machine's memory.")
     idle_s: float = Field(900.0, gt=0, description="Seconds without a call before a model host exits.")
-    threads: int | None = Field(None, ge=1, description="llama.cpp threads (null: every CPU).")
+    threads: int | None = Field(None, ge=1, description="llama.cpp threads (null: half the CPUs).")
     context_tokens: int = Field(8192, ge=512, description="llama.cpp context window in tokens.")
     max_tokens: int = Field(1024, ge=1, description="The longest reply of a local model, unless a call asks for less.")
