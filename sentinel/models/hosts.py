@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from sentinel.models.base import Completion, ModelError, ModelUnavailable, OnDelta
 from sentinel.models.host import status_path
+from sentinel.models.weights import cache_dir
 
 if TYPE_CHECKING:
     from sentinel.models.settings import LocalSettings
@@ -118,10 +119,25 @@ class Hosts:
         with open(sock.with_suffix(".log"), "ab") as log:
             # cwd "/": `-m` puts the working directory first on sys.path, and a checkout there must not win
             keeper = subprocess.Popen([sys.executable, "-m", "sentinel.models.host", *argv], cwd="/",
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                                      start_new_session=True)  # outlives this process; not its signals
+                                      env=self._env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=log, start_new_session=True)  # outlives this process; not its signals
         _SPAWNED.append(keeper)
         return keeper
+
+    def _env(self) -> dict[str, str]:
+        """The model cache falls back to the hosts' state directory when the user's cache is not writable
+        (Muzzle's system user started with another HOME)."""
+        env = dict(os.environ)
+        if "SENTINEL_MODEL_CACHE" not in env:
+            try:
+                cache = cache_dir()
+                cache.mkdir(parents=True, exist_ok=True)
+                writable = os.access(cache, os.W_OK)
+            except OSError:
+                writable = False
+            if not writable:
+                env["SENTINEL_MODEL_CACHE"] = str(self.dir.parent / "models")
+        return env
 
     def _wait(self, model: str, sock: Path, keeper: subprocess.Popen[bytes] | None) -> Ready:
         deadline = time.monotonic() + self.load_timeout_s
