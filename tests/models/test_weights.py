@@ -79,3 +79,11 @@ def test_only_models_the_extra_installs_are_advertised():
     with pytest.raises(ModelError, match=r"local/gemma3-270m: unknown local model \(known: qwen2.5-coder-1.5b, "
                                          r"smollm2-135m, or a .gguf path\)"):
         weights.path_of("gemma3-270m")
+
+
+def test_a_gguf_path_keeps_working(tmp_path):
+    gguf = tmp_path / "mine.gguf"
+    gguf.write_bytes(b"GGUF")
+    assert weights.path_of(str(gguf)) == gguf
+    with pytest.raises(ModelError, match=r"local/.*nothere.gguf: no such GGUF file"):
+        weights.path_of(str(tmp_path / "nothere.gguf"))
