@@ -371,7 +371,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m sentinel.models.host", description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="catalog name or PATH.gguf (without `local/`)")
     p.add_argument("--socket", required=True, help="Unix socket path; the status file is beside it (.json)")
-    p.add_argument("--tool-mode", default="scaffold", choices=("scaffold", "native", "grammar"))
+    p.add_argument("--tool-mode", default="native", choices=("scaffold", "native", "grammar"))
     p.add_argument("--memory-mb", type=int, default=None)
     p.add_argument("--idle-s", type=float, default=900.0)
     p.add_argument("--threads", type=int, default=None)

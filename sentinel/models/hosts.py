@@ -98,12 +98,20 @@ class Hosts:
                 *(["--memory-mb", str(s.memory_mb)] if s.memory_mb else []),
                 *(["--threads", str(s.threads)] if s.threads else [])]
 
+    def warm(self, model: str) -> Ready | None:
+        """The host for `model` if it is loaded and serving now (two small reads: fine on an event loop)."""
+        sock = self.socket(model)
+        status = read_status(sock)
+        if status and status.get("argv") == self.argv(model) and status.get("state") == "ready" \
+                and _alive(status.get("pid") or 0):
+            return Ready(sock, status["pid"])
+        return None
+
     def ensure(self, model: str) -> Ready:
         """A loaded host for `model`; blocks while one starts or loads (the first use may assemble the weights)."""
+        if ready := self.warm(model):
+            return ready
         sock, argv = self.socket(model), self.argv(model)
-        status = read_status(sock)
-        if status and status.get("argv") == argv and status.get("state") == "ready" and _alive(status.get("pid") or 0):
-            return Ready(sock, status["pid"])
         with self._lock:  # one start per model at a time in this process; the keeper's lock does across processes
             status = read_status(sock)
             if status and status.get("argv") not in (None, argv) and keeper_alive(sock):

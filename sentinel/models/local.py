@@ -35,7 +35,7 @@ _TOOL_CALL = "<tool_call>"
 
 
 class Engine:
-    def __init__(self, model: str, *, tool_mode: str = "scaffold", n_ctx: int = 8192, threads: int | None = None):
+    def __init__(self, model: str, *, tool_mode: str = "native", n_ctx: int = 8192, threads: int | None = None):
         if tool_mode not in TOOL_MODES:
             raise ModelError(f"local tool mode {tool_mode!r}: expected one of {', '.join(TOOL_MODES)}")
         self.name = f"local/{model}"
@@ -79,22 +79,24 @@ class Engine:
             kwargs["tools"] = [{"type": "function", "function": t} for t in tools]
         else:
             kwargs["messages"] = to_plain_chat(messages)
+        wants_calls = bool(names) and response_format is None
         with self.lock:
-            text, usage = self._generate(kwargs, on_delta, stop)
-        calls = recover(text, names, 0) if names and response_format is None else []
+            text, usage = self._generate(kwargs, on_delta, stop, wants_calls or grammar_format is not None)
+        calls = recover(text, names, 0) if wants_calls else []
         if calls:
-            text = text.split(_TOOL_CALL)[0].strip() if self.tool_mode == "native" else ""
+            text = text.split(_TOOL_CALL)[0].strip() if text.lstrip()[:1] not in ("{", "[", "`", "<") else ""
         elif self.tool_mode == "grammar" and names and response_format is None:
             text = _answer_of(text)
         return Completion(text, [ToolCall(f"call_{os.urandom(4).hex()}", c.name, c.arguments) for c in calls],
                           usage, self.name)
 
-    def _generate(self, kwargs: dict[str, Any], on_delta: OnDelta | None,
-                  stop: threading.Event | None) -> tuple[str, dict[str, int]]:
+    def _generate(self, kwargs: dict[str, Any], on_delta: OnDelta | None, stop: threading.Event | None,
+                  calls: bool) -> tuple[str, dict[str, int]]:
+        """Stream prose as it comes; a reply that opens like a call (`{`, `[`, a fence, a tag) is held back, so the
+        caller gets it once, as a tool call, and never also as text (the model would see its call twice)."""
         parts: list[str] = []
         usage: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0}
-        # a native call's tags and a grammar reply's JSON are not prose: the caller gets them as calls
-        held = self.tool_mode == "grammar" and "response_format" in kwargs
+        streaming: bool | None = None if calls else True  # None: not known before the first visible character
         try:
             for chunk in self.llama.create_chat_completion(stream=True, **kwargs):
                 if stop is not None and stop.is_set():
@@ -104,8 +106,12 @@ class Engine:
                     continue
                 parts.append(piece)
                 usage["completion_tokens"] += 1
-                held = held or _TOOL_CALL in "".join(parts[-4:])
-                if on_delta and not held:
+                if streaming is None and (head := "".join(parts).lstrip()):
+                    streaming = head[0] not in "{[`<"
+                    piece = "".join(parts)
+                if streaming and calls and _TOOL_CALL in "".join(parts[-4:]):
+                    streaming = False
+                if on_delta and streaming:
                     on_delta(piece)
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"model {self.name}: {exc}") from None

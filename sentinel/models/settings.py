@@ -1,7 +1,7 @@
 """The `local:` section of config.yaml: how `local/*` models run (owned by sentinel/models).
 
     local:
-      tool_mode: scaffold     # scaffold | native | grammar (see docs/models.md for the figures)
+      tool_mode: native       # native | scaffold | grammar (see docs/models.md for the figures)
       memory_mb: null         # the model host's memory limit; null: 75% of the machine's memory
       idle_s: 900             # a model host with no call for this long exits (the next call starts one)
       threads: null           # llama.cpp threads; null: half the CPUs (see docs/models.md)
@@ -20,7 +20,7 @@ class LocalSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tool_mode: Literal["scaffold", "native", "grammar"] = Field(
-        "scaffold", description="How a local model makes tool calls: plain-text JSON (scaffold), the model's chat "
+        "native", description="How a local model makes tool calls: plain-text JSON (scaffold), the model's chat "
                                 "template (native), or the scaffold constrained by a grammar.")
     memory_mb: int | None = Field(None, ge=256, description="Memory limit of a model host (cgroup, else rlimit); "
                                                             "null: 75% of the machine's memory.")

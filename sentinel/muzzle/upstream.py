@@ -114,7 +114,7 @@ class Upstreams:
         if not route.hosted:
             return self.http
         try:
-            ready = await asyncio.to_thread(self.hosts.ensure, route.model)
+            ready = self.hosts.warm(route.model) or await asyncio.to_thread(self.hosts.ensure, route.model)
         except ModelUnavailable as exc:
             raise MuzzleError(503, "model_unavailable", str(exc)) from None
         except ModelError as exc:
