@@ -357,7 +357,7 @@ def host_hop(model: str, calls: int) -> None:
             ready = hosts.ensure(model)
             cold_s = time.monotonic() - began
             engine = Engine(model)
-            http = httpx.Client(transport=httpx.HTTPTransport(uds=str(ready.socket)), timeout=300)
+            http = httpx.Client(transport=httpx.HTTPTransport(uds=ready.address), timeout=300)
             url = "http://host/v1/chat/completions"
 
             def via_host() -> None:
@@ -399,7 +399,7 @@ def host_hop(model: str, calls: int) -> None:
                 while True:
                     try:
                         ready = hosts.ensure(model)
-                        with httpx.Client(transport=httpx.HTTPTransport(uds=str(ready.socket)), timeout=300) as c:
+                        with httpx.Client(transport=httpx.HTTPTransport(uds=ready.address), timeout=300) as c:
                             c.post(url, json=body).raise_for_status()
                         break
                     except (httpx.HTTPError, OSError):

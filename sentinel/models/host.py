@@ -41,6 +41,20 @@ CRASH_WINDOW_S, CRASH_LIMIT = 60.0, 3
 LOAD_FAILED = 3  # the child's exit code when the model cannot be loaded
 
 
+_DIR_FDS: dict[str, int] = {}
+
+
+def address(sock: Path) -> str:
+    """A path to bind or connect `sock` by: itself, or through /proc/self/fd when it is longer than a Unix
+    socket address may be (108 bytes; a deep $SENTINEL_HOME easily is)."""
+    if len(os.fsencode(str(sock))) < 100:
+        return str(sock)
+    parent = str(sock.parent)
+    if parent not in _DIR_FDS:
+        _DIR_FDS[parent] = os.open(parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    return f"/proc/self/fd/{_DIR_FDS[parent]}/{sock.name}"
+
+
 def status_path(sock: Path) -> Path:
     return sock.with_suffix(".json")
 
@@ -121,8 +135,8 @@ class Keeper:
     def _listen(self) -> socket.socket:
         self.sock_path.unlink(missing_ok=True)  # a dead keeper's socket: we hold the lock, so nobody serves it
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(self.sock_path))
-        os.chmod(self.sock_path, 0o600)
+        listener.bind(address(self.sock_path))
+        os.chmod(self.sock_path, 0o600)  # (the directory is 0700 as well)
         listener.listen(256)
         return listener
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentinel.models.base import Completion, ModelError, ModelUnavailable, OnDelta
-from sentinel.models.host import status_path
+from sentinel.models.host import address, status_path
 from sentinel.models.weights import cache_dir
 
 if TYPE_CHECKING:
@@ -43,6 +43,11 @@ _SPAWNED: list[subprocess.Popen[bytes]] = []
 class Ready:
     socket: Path
     pid: int
+
+    @property
+    def address(self) -> str:
+        """What to connect to (see `host.address`)."""
+        return address(self.socket)
 
 
 def hosts_dir(state_dir: Path) -> Path:
@@ -272,7 +277,7 @@ class HostedModel:
         from sentinel.models.openai_compat import OpenAICompatClient
 
         ready = self.hosts.ensure(self.model)
-        http = httpx.Client(transport=httpx.HTTPTransport(uds=str(ready.socket)), timeout=self.timeout_s)
+        http = httpx.Client(transport=httpx.HTTPTransport(uds=ready.address), timeout=self.timeout_s)
         try:
             client = OpenAICompatClient(self.name, self.name, HOST_URL, None, timeout_s=self.timeout_s,
                                         http_client=http)

