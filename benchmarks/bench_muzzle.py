@@ -484,5 +484,110 @@ def main() -> None:
                     proc.kill()
 
 
+# -- the model host hop (issue: the embedded model in its own process) ------------------------------
+
+HOST_HOP_DOC = """Host hop: what running a local model in its own process costs, against the same model in-process.
+
+    /opt/sentinel/venv/bin/python benchmarks/bench_muzzle.py --host-hop [--model smollm2-135m] [--calls 200]
+
+Both sides use one llama.cpp build and the same GGUF, at temperature 0, interleaved call by call:
+  - added latency p50/p99 of a short completion (1 token, prompt prefix cached): Muzzle's hop to the
+    host (HTTP over its Unix socket, JSON, the host's thread handoff) minus the in-process call
+  - generation tokens/s of a streamed 64-token reply, through the host and in-process
+  - restart time: SIGKILL the host's model process, then time until the next call is answered
+Target: <= 2 ms added at p50; tokens/s unchanged within noise."""
+
+
+def host_hop(model: str, calls: int) -> None:
+    import statistics
+
+    import httpx
+
+    from sentinel.models.hosts import Hosts, stop_all
+    from sentinel.models.local import Engine
+    from sentinel.models.settings import LocalSettings
+
+    short = [{"role": "user", "content": "Reply with the single word: ok"}]
+    story = [{"role": "user", "content": "Write a long story about a lighthouse keeper."}]
+    body = {"model": model, "messages": short, "max_tokens": 1, "temperature": 0}
+    with tempfile.TemporaryDirectory(prefix="bench-host-") as tmp:
+        hosts = Hosts(Path(tmp), LocalSettings(idle_s=600))
+        try:
+            began = time.monotonic()
+            ready = hosts.ensure(model)
+            cold_s = time.monotonic() - began
+            engine = Engine(model)
+            http = httpx.Client(transport=httpx.HTTPTransport(uds=ready.address), timeout=300)
+            url = "http://host/v1/chat/completions"
+
+            def via_host() -> None:
+                http.post(url, json=body).raise_for_status()
+
+            def in_process() -> None:
+                engine.complete(short, [], max_tokens=1)
+
+            for fn in (via_host, in_process):  # warm: the prompt is cached on both sides
+                fn()
+            samples: dict[str, list[float]] = {"host": [], "in-process": []}
+            for _ in range(calls):
+                for name, fn in (("host", via_host), ("in-process", in_process)):
+                    t = time.perf_counter()
+                    fn()
+                    samples[name].append((time.perf_counter() - t) * 1000)
+            added = [h - i for h, i in zip(samples["host"], samples["in-process"])]
+
+            def tps_host() -> float:
+                t, n = time.perf_counter(), 0
+                with http.stream("POST", url, json={**body, "messages": story, "max_tokens": 64, "stream": True}) as r:
+                    for line in r.iter_lines():
+                        n += line.startswith("data:") and '"content":"' in line and '"content":""' not in line
+                return n / (time.perf_counter() - t)
+
+            def tps_local() -> float:
+                t, pieces = time.perf_counter(), []
+                engine.complete(story, [], max_tokens=64, on_delta=pieces.append)
+                return len(pieces) / (time.perf_counter() - t)
+
+            tps = {"host": [], "in-process": []}
+            for _ in range(3):
+                tps["host"].append(tps_host())
+                tps["in-process"].append(tps_local())
+            restarts = []
+            for _ in range(3):
+                os.kill(hosts.ensure(model).pid, 9)
+                t = time.monotonic()
+                while True:
+                    try:
+                        ready = hosts.ensure(model)
+                        with httpx.Client(transport=httpx.HTTPTransport(uds=ready.address), timeout=300) as c:
+                            c.post(url, json=body).raise_for_status()
+                        break
+                    except (httpx.HTTPError, OSError):
+                        time.sleep(0.01)
+                restarts.append(time.monotonic() - t)
+            http.close()
+            engine.close()
+        finally:
+            stop_all(Path(tmp))
+    print(f"model local/{model}; load average {os.getloadavg()[0]:.1f} (2 shared cores: other work runs meanwhile)")
+    print(f"  first use (start host, load): {cold_s:.2f} s")
+    for name, values in samples.items():
+        print(f"  short completion {name:10}  p50 {pct(values, 50):7.2f} ms  p99 {pct(values, 99):7.2f} ms")
+    print(f"  added by the host hop       p50 {statistics.median(added):7.2f} ms  p99 {pct(added, 99):7.2f} ms")
+    for name, values in tps.items():
+        print(f"  generation {name:10}  {statistics.median(values):6.1f} tokens/s (median of 3)")
+    print(f"  restart after SIGKILL until answered: median {statistics.median(restarts):.2f} s "
+          f"(runs: {', '.join(f'{r:.2f}' for r in restarts)})")
+
+
 if __name__ == "__main__":
-    main()
+    if "--host-hop" in sys.argv:
+        hop = argparse.ArgumentParser(description=HOST_HOP_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+        hop.add_argument("--host-hop", action="store_true")
+        hop.add_argument("--model", default="smollm2-135m")
+        hop.add_argument("--calls", type=int, default=200)
+        hop_args = hop.parse_args()
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        host_hop(hop_args.model, hop_args.calls)
+    else:
+        main()

@@ -71,8 +71,16 @@ fi
 ln -sf "$venv/bin/sentinel" /usr/local/bin/sentinel
 chmod -R a+rX "$venv"
 
-echo "==> first run on the embedded default model (no server, no key)"
-sentinel run "In one short sentence, what is a sandbox?"
+echo "==> first task on the embedded default model (no server, no key): it must make a tool call"
+# The first use assembles the model from its packages (SHA-256 checked) and starts its model host.
+workspace="$(mktemp -d /tmp/sentinel-first-run.XXXXXX)"
+sentinel run --workspace "$workspace" "Create a file hello.txt containing the word hi"
+if grep -qx 'hi' "$workspace/hello.txt" 2>/dev/null; then
+    echo "==> the agent wrote $workspace/hello.txt: $(cat "$workspace/hello.txt")"
+else
+    echo "error: the first task did not write $workspace/hello.txt containing hi (see: sentinel runs; sentinel show ID)" >&2
+    exit 1
+fi
 
 if [ "$system" = 1 ]; then
     echo "==> system mode: operator group, Muzzle's user and keys, /etc/sentinel, systemd units"

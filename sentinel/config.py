@@ -18,10 +18,11 @@ from sentinel.agents.settings import AuthoredToolSettings
 from sentinel.leash.settings import LeashSettings
 from sentinel.memory.settings import MemorySettings
 from sentinel.muzzle.settings import MuzzleSettings
+from sentinel.models.settings import LocalSettings
 from sentinel.policy.settings import GateSettings
 from sentinel.supervisor.settings import SystemSettings
 
-DEFAULT_MODEL = "local/smollm2-135m"
+DEFAULT_MODEL = "local/qwen2.5-coder-1.5b"
 
 BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
     "ollama": {"base_url": "http://localhost:11434/v1", "api_key_env": None},
@@ -69,6 +70,7 @@ class Config(_Strict):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     system: SystemSettings = Field(default_factory=SystemSettings,
                                    description="System mode only (/etc/sentinel/config.yaml): the models runs may use.")
+    local: LocalSettings = Field(default_factory=LocalSettings)
 
     def provider(self, name: str) -> Provider | None:
         if name in self.providers:

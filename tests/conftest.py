@@ -17,6 +17,15 @@ def sentinel_home(tmp_path, monkeypatch):
     return home
 
 
+@pytest.fixture(autouse=True)
+def stop_model_hosts(sentinel_home):
+    """Model hosts outlive the run that started them: stop the ones a test started under its home."""
+    yield
+    from sentinel.models.hosts import stop_all
+
+    stop_all(sentinel_home / "state")
+
+
 def pytest_collection_modifyitems(config, items):
     if os.geteuid() == 0:
         return

@@ -195,7 +195,7 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
         engine.close()
     from sentinel.cli.hook import gate_status
 
-    data.update(gate_status())
+    data.update(gate_status())  # the hooks of the repository you are in: this terminal's, not the engine's
     if as_json:
         return print_json(data)
     for key, value in data.items():

@@ -193,7 +193,8 @@ class LocalEngine:
                 "default_agent": cfg.default_agent, "sandbox": cfg.sandbox, "tools": cfg.leash.tools,
                 "leash": leash_summary(),
                 "muzzle": "in-process, on first run (local mode)" if cfg.muzzle.enabled else "disabled (no inspection)",
-                "runs": counts, "pending_approvals": len(self.store.pending_approvals())}
+                "runs": counts, "pending_approvals": len(self.store.pending_approvals()),
+                "model_hosts": model_hosts(self.config)}
         if self.note:
             data["note"] = self.note
         return data
@@ -265,6 +266,14 @@ class LocalEngine:
 
     def _outcome_of(self, row: dict[str, Any]) -> Outcome:
         return Outcome(row["id"], row["status"], row.get("output"), row.get("error"))
+
+
+def model_hosts(config: Any) -> list[dict[str, Any]]:
+    """The `local/*` model hosts this user's runs use (model, pid, RSS, state)."""
+    from sentinel.models.hosts import status
+    from sentinel.muzzle.layout import local_layout
+
+    return status(local_layout(config).state_dir)
 
 
 def leash_summary() -> str:

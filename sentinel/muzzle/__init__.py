@@ -20,7 +20,7 @@ The API the engine and the supervisor use:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from sentinel.muzzle.settings import Budgets
 
@@ -105,11 +105,11 @@ def _check_served(names: list[str], config: "Config") -> None:
     from sentinel.errors import UsageError
     from sentinel.muzzle.errors import MuzzleError
     from sentinel.muzzle.served import served_file
-    from sentinel.muzzle.upstream import IN_PROCESS
+    from sentinel.muzzle.upstream import HOSTED, IN_PROCESS
 
     for name in names:
         provider, _, model = name.partition("/")
-        if provider in IN_PROCESS:
+        if provider in (*IN_PROCESS, HOSTED):
             try:
                 served_file(provider, model, config.muzzle)
             except MuzzleError as exc:

@@ -69,7 +69,7 @@ class Muzzle:
         extra = [(p.name, p.pattern) for p in config.muzzle.redact]
         self.redactor = Redactor(self.store.redaction_key(), extra, credentials.known_secrets())
         self.inspector = Inspector(self.redactor, config.muzzle)
-        self.upstreams = Upstreams(config, credentials)
+        self.upstreams = Upstreams(config, credentials, layout.state_dir)
         self.log = CallLog(layout.log_path)
         self._heavy: anyio.CapacityLimiter | None = None
 

@@ -1,11 +1,14 @@
 """Upstreams: route `provider/model` to an OpenAI-compatible endpoint or an in-process backend, and call it.
 
 HTTP upstreams share one `httpx.AsyncClient` (a pooled, keep-alive connection
-per upstream) and stream SSE through as it arrives. The embedded local model
-and the scripted model run in a worker thread via `sentinel.models.resolve`, so
-the event loop never blocks; their output is shaped like an upstream's. Which
-of them a name may reach, and from which file, is `served.served_file`'s check;
-loading them (files) happens on the worker thread too.
+per upstream) and stream SSE through as it arrives. `local/*` models are HTTP
+upstreams too: each runs in its own model host (`sentinel.models.hosts`),
+reached on a Unix socket under Muzzle's state directory and started on first
+use; when a host's model process dies mid-call, that call fails with
+`model_unavailable` naming the cause, and the next call finds a fresh process.
+The scripted model runs in a worker thread via `sentinel.models.resolve`, so
+the event loop never blocks; its output is shaped like an upstream's. Which
+model a name may reach, and from which file, is `served.served_file`'s check.
 
 Both kinds answer in one shape: `complete()` returns a chat.completion dict and
 `stream()` an async iterator of chat.completion.chunk dicts. Every failure is a
@@ -18,7 +21,6 @@ import asyncio
 import inspect
 import json
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
@@ -26,6 +28,9 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 import httpx
 
 from sentinel.errors import SentinelError
+from sentinel.models.base import ModelError, ModelUnavailable
+from sentinel.models.hosts import HOST_URL
+from sentinel.models.shapes import chunk_base, completion_dict, completion_to_chunks
 from sentinel.muzzle.errors import MuzzleError, bad_request
 from sentinel.muzzle.served import served_file
 
@@ -33,7 +38,8 @@ if TYPE_CHECKING:
     from sentinel.config import Config
     from sentinel.muzzle.layout import Credentials
 
-IN_PROCESS = ("local", "scripted")
+IN_PROCESS = ("scripted",)
+HOSTED = "local"
 
 
 @dataclass(frozen=True)
@@ -44,10 +50,13 @@ class Route:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     file: Path | None = None  # an in-process model's file, when the operator's config names one
+    hosted: bool = False  # a local model: its host's Unix socket is the transport
 
     @property
     def label(self) -> str:
         """What the log names as the upstream: never a key."""
+        if self.hosted:
+            return f"{self.provider} (model host)"
         return f"{self.provider} (in-process)" if self.base_url is None else f"{self.provider} {self.base_url}"
 
 
@@ -61,10 +70,16 @@ def split_name(name: Any) -> tuple[str, str]:
 
 
 class Upstreams:
-    def __init__(self, config: "Config", credentials: "Credentials"):
+    def __init__(self, config: "Config", credentials: "Credentials", state_dir: Path | None = None):
+        from sentinel import paths
+        from sentinel.models.hosts import Hosts
+
         self.config = config
         self.credentials = credentials
+        self.hosts = Hosts(state_dir or paths.state_dir(), config.local, load_timeout_s=config.muzzle.upstream_timeout_s)
         self._http: httpx.AsyncClient | None = None
+        self._host_http: dict[str, httpx.AsyncClient] = {}
+        self._ready: dict[str, Any] = {}
         self._backends: dict[str, Any] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._made = threading.Lock()
@@ -73,6 +88,9 @@ class Upstreams:
         provider, model = split_name(name)
         if provider in IN_PROCESS:
             return Route(name, provider, model, file=served_file(provider, model, self.config.muzzle))
+        if provider == HOSTED:  # the host loads a listed file by its path, a packaged model by its name
+            file = served_file(provider, model, self.config.muzzle)
+            return Route(name, provider, str(file) if file else model, HOST_URL, hosted=True, file=file)
         cfg = self.config.provider(provider)
         if cfg is None:
             raise MuzzleError(404, "model_not_found", f"model {name!r}: unknown provider {provider!r}")
@@ -92,6 +110,38 @@ class Upstreams:
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+        for client in self._host_http.values():
+            await client.aclose()
+        self._host_http.clear()
+
+    async def _client(self, route: Route) -> httpx.AsyncClient:
+        """The pooled client for an HTTP upstream; for a local model, its host's (started and loaded if needed)."""
+        if not route.hosted:
+            return self.http
+        try:
+            ready = self.hosts.warm(route.model) or await asyncio.to_thread(self.hosts.ensure, route.model)
+        except ModelUnavailable as exc:
+            raise MuzzleError(503, "model_unavailable", str(exc)) from None
+        except ModelError as exc:
+            raise MuzzleError(502, "upstream_error", str(exc)) from None
+        self._ready[route.model] = ready
+        key = ready.address
+        if key not in self._host_http:
+            s = self.config.muzzle
+            self._host_http[key] = httpx.AsyncClient(
+                transport=httpx.AsyncHTTPTransport(uds=key),
+                timeout=httpx.Timeout(s.upstream_timeout_s, connect=s.connect_timeout_s), trust_env=False)
+        return self._host_http[key]
+
+    async def _host_died(self, route: Route, exc: Exception) -> MuzzleError | None:
+        """For a local model whose process went away during the call: the failure naming the model and the cause."""
+        ready = self._ready.get(route.model)
+        if not route.hosted or ready is None:
+            return None
+        cause = await asyncio.to_thread(self.hosts.cause, route.model, ready)
+        if cause is None:
+            return None
+        return MuzzleError(503, "model_unavailable", str(self.hosts.unavailable(route.model, cause)))
 
     # -- calls ------------------------------------------------------------------
 
@@ -109,25 +159,26 @@ class Upstreams:
 
     # -- HTTP -------------------------------------------------------------------
 
-    def _request(self, route: Route, body: dict[str, Any]) -> httpx.Request:
+    def _request(self, client: httpx.AsyncClient, route: Route, body: dict[str, Any]) -> httpx.Request:
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
         if route.api_key:
             headers["authorization"] = f"Bearer {route.api_key}"
         data = json.dumps({**body, "model": route.model}, ensure_ascii=False, separators=(",", ":")).encode()
-        return self.http.build_request("POST", f"{route.base_url}/chat/completions", content=data, headers=headers)
+        return client.build_request("POST", f"{route.base_url}/chat/completions", content=data, headers=headers)
 
     async def _send(self, route: Route, body: dict[str, Any], stream: bool) -> httpx.Response:
+        client = await self._client(route)
         try:
             try:
-                return await self.http.send(self._request(route, body), stream=stream)
+                return await client.send(self._request(client, route, body), stream=stream)
             except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
                 # a pooled connection the upstream had just closed, or a full accept queue: once more, fresh
-                return await self.http.send(self._request(route, body), stream=stream)
+                return await client.send(self._request(client, route, body), stream=stream)
         except httpx.TimeoutException:
             raise MuzzleError(504, "upstream_timeout", f"upstream {route.label}: timed out") from None
         except httpx.HTTPError as exc:
-            raise MuzzleError(502, "upstream_unreachable",
-                              f"upstream {route.label}: cannot reach it ({exc.__class__.__name__})") from None
+            raise await self._host_died(route, exc) or MuzzleError(
+                502, "upstream_unreachable", f"upstream {route.label}: cannot reach it ({exc.__class__.__name__})") from None
 
     async def _http_complete(self, route: Route, body: dict[str, Any]) -> dict[str, Any]:
         resp = await self._send(route, body, stream=False)
@@ -156,8 +207,8 @@ class Upstreams:
         except httpx.TimeoutException:
             raise MuzzleError(504, "upstream_timeout", f"upstream {route.label}: timed out mid-stream") from None
         except httpx.HTTPError as exc:
-            raise MuzzleError(502, "upstream_unreachable",
-                              f"upstream {route.label}: stream broke ({exc.__class__.__name__})") from None
+            raise await self._host_died(route, exc) or MuzzleError(
+                502, "upstream_unreachable", f"upstream {route.label}: stream broke ({exc.__class__.__name__})") from None
         finally:
             await resp.aclose()
 
@@ -176,8 +227,6 @@ class Upstreams:
         return self._backends[route.name]
 
     def _call_backend(self, route: Route, body: dict[str, Any], on_delta: Any) -> Any:
-        from sentinel.models import ModelError
-
         backend = self.backend(route)
         tools = [t.get("function", t) for t in body.get("tools") or [] if isinstance(t, dict)]
         kwargs: dict[str, Any] = {"on_delta": on_delta}
@@ -224,13 +273,10 @@ class Upstreams:
 
 
 def _make_backend(route: Route, config: "Config") -> Any:
+    """An in-process backend (scripts: `local/*` models run in their hosts), made on a worker thread."""
     from sentinel.models import resolve
 
-    if route.file is None:
-        return resolve(route.name, config)
-    from sentinel.models.local import LocalModel
-
-    return LocalModel(route.name, str(route.file))
+    return resolve(route.name, config)
 
 
 def upstream_status(route: Route, status: int, raw: bytes) -> MuzzleError:
@@ -299,41 +345,3 @@ async def _prepend(first: list[dict[str, Any]] | None,
             yield chunk
     finally:
         await rest.aclose()  # type: ignore[attr-defined]  # releases the upstream connection at once
-
-
-# -- shapes ---------------------------------------------------------------------
-
-
-def chunk_base(model: str) -> dict[str, Any]:
-    return {"id": f"chatcmpl-muzzle-{time.monotonic_ns():x}", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": model}
-
-
-def completion_dict(model: str, completion: Any) -> dict[str, Any]:
-    """A sentinel Completion as an OpenAI chat.completion."""
-    message: dict[str, Any] = {"role": "assistant", "content": completion.content or None}
-    if completion.tool_calls:
-        message["tool_calls"] = [c.to_message() for c in completion.tool_calls]
-    usage = dict(completion.usage or {})
-    if usage:
-        usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
-    return {"id": f"chatcmpl-muzzle-{time.monotonic_ns():x}", "object": "chat.completion", "created": int(time.time()),
-            "model": model, "choices": [{"index": 0, "message": message,
-                                         "finish_reason": "tool_calls" if completion.tool_calls else "stop"}],
-            "usage": usage or None}
-
-
-def completion_to_chunks(data: dict[str, Any], *, skip_content: bool = False) -> list[dict[str, Any]]:
-    """A whole chat.completion as the chunks a stream of it would carry (role, content, calls, finish, usage)."""
-    base = {**chunk_base(data.get("model", "")), "id": data.get("id") or chunk_base("")["id"]}
-    choice = (data.get("choices") or [{}])[0]
-    msg = choice.get("message") or {}
-    out = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
-    if msg.get("content") and not skip_content:
-        out.append({**base, "choices": [{"index": 0, "delta": {"content": msg["content"]}}]})
-    for i, call in enumerate(msg.get("tool_calls") or []):
-        out.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [{**call, "index": i}]}}]})
-    out.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice.get("finish_reason") or "stop"}]})
-    if data.get("usage"):
-        out.append({**base, "choices": [], "usage": data["usage"]})
-    return out

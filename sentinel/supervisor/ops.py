@@ -97,7 +97,16 @@ def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
                   "default_agent": registry.default(store), "agents": [a.name for a in registry.all_agents(store)],
                   "sandbox": sup.config.sandbox, "resume_interrupted": sup.settings.resume,
                   "default_model": sup.config.default_model, "muzzle": sup.muzzle_state(),
-                  "workers": sorted(sup.workers), "runs": counts, "pending_approvals": len(store.pending_approvals())})
+                  "workers": sorted(sup.workers), "runs": counts, "pending_approvals": len(store.pending_approvals()),
+                  "model_hosts": _model_hosts(sup)})
+
+
+def _model_hosts(sup: Hub) -> list[dict[str, Any]]:
+    """The `local/*` model hosts Muzzle runs (read from Muzzle's state directory)."""
+    from sentinel.models.hosts import status
+    from sentinel.muzzle.layout import system_layout
+
+    return status(system_layout(sup.config).state_dir)
 
 
 def _agents(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:

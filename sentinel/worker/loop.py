@@ -2,8 +2,9 @@
 
     AgentLoop(run, deps).execute() -> final status
 
-`execute` loops over `step`; control leaves the loop through Paused, Finished
-and Failed. Every effect is journaled before and after it happens:
+`execute` loops over `step`; control leaves the loop through Paused, Finished,
+Failed and Unavailable (the model went away: the run stops `interrupted`, to be
+resumed). Every effect is journaled before and after it happens:
 
 - a tool call is journaled `started` before it runs and `finished` after; on
   resume a call that started but never finished is not re-run (read-only tools
@@ -35,7 +36,7 @@ from sentinel.engine import events
 from sentinel.engine.run import Run
 from sentinel.engine.store import Store, call_digest
 from sentinel.errors import SentinelError
-from sentinel.models import ModelClient, ModelError
+from sentinel.models import ModelClient, ModelError, ModelUnavailable
 from sentinel.models.toolcalls import recover
 from sentinel.policy.decide import CallContext, Layer, decide
 from sentinel.tools import Pinned, Registry, Tool, ToolContext, ToolError, parse_arguments
@@ -58,6 +59,11 @@ class Failed(Exception):
 
 class CodeChanged(Exception):
     """A pinned tool's files no longer hash to what the decision (and any approval) saw."""
+
+
+class Unavailable(Exception):
+    def __init__(self, error: str):
+        self.error = error
 
 
 @dataclass
@@ -99,6 +105,8 @@ class AgentLoop:
             self._finish("idle" if self.chat else "done", output=done.output)
         except Failed as failed:  # a chat session survives a failed turn: the next message tries again
             self._finish("idle" if self.chat else "failed", error=failed.error)
+        except Unavailable as gone:  # resumable: the model host or upstream is back on the next try
+            self._finish("idle" if self.chat else "interrupted", error=gone.error)
         finally:
             self.run.snapshot()
         return self.state.status
@@ -138,6 +146,8 @@ class AgentLoop:
         try:
             completion = self.deps.model.complete(self.state.messages, tools,
                                                   on_delta=self._delta if self.run.listeners else None)
+        except ModelUnavailable as exc:
+            raise Unavailable(str(exc)) from None
         except ModelError as exc:
             raise Failed(str(exc)) from None
         calls, recovered = completion.tool_calls, False

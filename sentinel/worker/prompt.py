@@ -11,8 +11,10 @@ SCAFFOLD = """\
 You have tools. To use one, make a tool call. If you cannot make native tool calls,
 reply with ONLY a JSON object on its own, for example:
 {{"tool": "list_dir", "arguments": {{"path": "."}}}}
-Use one tool at a time and wait for its result. When the task is complete, reply with
-your final answer as plain text and no tool call.
+Use one tool at a time and wait for its result. Only the tools listed below exist: run a
+shell command (ls, cat, grep, mkdir, rm, ...) with the bash tool, for example:
+{{"tool": "bash", "arguments": {{"command": "mkdir build"}}}}
+When the task is complete, reply with your final answer as plain text and no tool call.
 
 Your workspace is {workspace}; paths are relative to it.
 

@@ -70,7 +70,26 @@ def test_plain_text_tool_calls_are_recovered(text, expected):
     assert all(c.id.startswith("call_3_") for c in calls)
 
 
-def test_the_embedded_local_model_answers_in_process():
+def test_the_embedded_local_model_answers_from_its_host():
     model = resolve("local/smollm2-135m", Config())
     out = model.complete([{"role": "user", "content": "Say hello."}], [])
     assert out.content.strip() and out.usage["completion_tokens"] > 0
+
+
+def test_a_host_socket_deeper_than_a_unix_address_allows_still_connects(tmp_path):
+    import socket as socketlib
+
+    from sentinel.models.host import address
+
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    sock = deep / "qwen2.5-coder-1.5b.sock"
+    assert len(str(sock)) > 108
+    server = socketlib.socket(socketlib.AF_UNIX)
+    server.bind(address(sock))
+    server.listen(1)
+    client = socketlib.socket(socketlib.AF_UNIX)
+    client.connect(address(sock))
+    assert sock.exists()
+    client.close()
+    server.close()

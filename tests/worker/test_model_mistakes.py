@@ -67,3 +67,19 @@ def test_several_calls_in_one_turn_run_up_to_the_pause_and_the_rest_after(script
     assert (ws / "a.txt").exists() and not (ws / "b.txt").exists() and not (ws / "c.txt").exists()
     cli("approve", out["id"], check=0)
     assert (ws / "b.txt").exists() and (ws / "c.txt").exists()
+
+
+def test_an_unreachable_upstream_stops_the_run_resumable(scripted_server, configure, cli, tmp_path):
+    """The model going away is not the run's fault: it stops `interrupted` with one line, and resume finishes it."""
+    server = scripted_server(["finished after the outage"])
+    port = server.port
+    server.stop()  # the provider is down while the run starts
+    configure(server=server)
+    proc = cli("run", "do it", "-w", str(tmp_path), check=1)
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert "interrupted: model fake/m: " in proc.stderr and "cannot reach" in proc.stderr
+    run_id = cli.json("runs", "--json")[0]["id"]
+    assert cli.json("runs", "--json")[0]["status"] == "interrupted"
+    scripted_server(["finished after the outage"], port=port)  # the provider is back
+    resumed = cli.json("resume", run_id, "--json")
+    assert resumed["status"] == "done" and resumed["output"] == "finished after the outage"

@@ -60,7 +60,7 @@ VALIDATE_SYSTEM = (
     "(kebab-case), a trigger (file_write, bash, mcp, any), a severity (start with warn), scope and exclude glob "
     "patterns, and a prompt that shows a judge the action with template variables ({{action_summary}}, "
     "{{file_path}}, {{content_snippet}}, {{command}}, {{mcp_tool}}, {{mcp_arguments}}), states the rule, and ends "
-    "with: Respond ONLY with JSON: {\"violation\": true/false, \"confidence\": 0.0-1.0, \"reason\": \"one line\"}. "
+    "with: Respond ONLY with JSON: {\"reason\": \"one line\", \"violation\": true/false, \"confidence\": 0.0-1.0}. "
     "Answer only with JSON: {\"redundant\": bool, \"reason\": \"...\", \"rule\": {...}}."
 )
 _SLUG = re.compile(r"[^a-z0-9]+")

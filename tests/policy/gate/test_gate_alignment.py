@@ -68,7 +68,7 @@ def test_fixture_table_wiring(gate):
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
     schema = fmt["json_schema"]["schema"]
     assert schema["properties"]["decision"]["enum"] == ["approve", "reject"]
-    assert schema["required"] == ["decision", "reason"] and schema["additionalProperties"] is False
+    assert schema["required"] == ["reason", "decision"] and schema["additionalProperties"] is False
     user = body["messages"][-1]["content"]
     first = TABLE[0]
     assert f"AGENT MISSION: {first['agent_mission']}" in user

@@ -58,7 +58,7 @@ def test_block_with_judge_reason_and_ollama_request_shape(repo, judge):
     (body,) = j.requests
     assert j.paths == ["/api/chat"]
     assert body["model"] == "gemma3:12b" and body["stream"] is False and body["think"] is False
-    assert body["format"]["required"] == ["violation", "confidence", "reason"]
+    assert body["format"]["required"] == ["reason", "violation", "confidence"]
     assert body["format"]["properties"]["violation"]["type"] == "boolean"
     assert body["options"]["temperature"] == 0
     assert "src/core/billing/invoice.ts" in body["messages"][-1]["content"]
@@ -115,7 +115,7 @@ def test_unreachable_judge_and_bad_answers_are_errors(repo, judge):
     verdict = gate.pre(write(root, "src/core/billing/a.ts"))
     assert verdict.silent and len(verdict.errors) == 3
     text = " ".join(verdict.errors)
-    assert "non-JSON" in text and "'confidence'" in text and "ollama2" in text
+    assert "non-JSON" in text and "answer has no 'reason'" in text and "ollama2" in text
 
 
 def test_timeout_ms_bounds_each_call(repo, judge):

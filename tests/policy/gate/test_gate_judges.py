@@ -41,7 +41,7 @@ def test_claude_cli_gets_schema_model_and_guard(tmp_path):
     argv = record.read_text().split("\0")
     assert argv[0] == "-p" and "RULE: x" in argv[1]
     assert argv[argv.index("--model") + 1] == "haiku"
-    assert json.loads(argv[argv.index("--json-schema") + 1])["required"] == ["violation", "confidence", "reason"]
+    assert json.loads(argv[argv.index("--json-schema") + 1])["required"] == ["reason", "violation", "confidence"]
     assert "guard=1" in argv
 
 
@@ -75,25 +75,25 @@ def test_cli_timeout(tmp_path):
 
 
 def test_local_backend_passes_schema_as_grammar(monkeypatch):
-    from sentinel.models import local
+    from sentinel import models
     from sentinel.models.base import Completion
 
     seen = {}
 
-    class FakeLocal:
-        def __init__(self, name, model, *, max_tokens, temperature):
-            seen.update(name=name, temperature=temperature)
+    class FakeHosted:
+        def __init__(self, name, model, config):
+            seen.update(name=name)
 
-        def complete(self, messages, tools, *, on_delta=None, response_format=None):
-            seen.update(messages=messages, response_format=response_format)
+        def complete(self, messages, tools, *, on_delta=None, response_format=None, max_tokens=None, temperature=None):
+            seen.update(messages=messages, response_format=response_format, temperature=temperature)
             return Completion('{"violation": false, "confidence": 0.9, "reason": "fine"}')
 
-    monkeypatch.setattr(local, "LocalModel", FakeLocal)
+    monkeypatch.setattr(models, "hosted", FakeHosted)
     out = judges().get("local").complete(req("smollm2-135m"))
     assert out["reason"] == "fine"
     assert seen["name"] == "local/smollm2-135m" and seen["temperature"] == 0.0
     assert seen["response_format"]["type"] == "json_object"
-    assert seen["response_format"]["schema"]["required"] == ["violation", "confidence", "reason"]
+    assert seen["response_format"]["schema"]["required"] == ["reason", "violation", "confidence"]
     assert judges().get("local").gpu and judges().get("ollama").gpu and not judges().get("claude").gpu
 
 

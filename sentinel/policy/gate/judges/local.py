@@ -1,8 +1,8 @@
-"""The embedded local model (`local/...`): llama.cpp in-process, answers constrained by a grammar
+"""The embedded local model (`local/...`) in its model host, answers constrained by a grammar
 built from the JSON schema (llama-cpp-python's `response_format` with a `schema`).
 
-llama.cpp contexts are not thread-safe: calls are serialised, and the backend takes
-part in the priority lock like Ollama (it shares the machine's accelerator).
+The host serves one call at a time; the backend takes part in the priority lock like
+Ollama (it shares the machine's accelerator).
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ class LocalJudge:
     name = "local"
 
     def complete(self, request: Request) -> dict[str, Any]:
-        from sentinel.models.base import ModelError
-        from sentinel.models.local import LocalModel
+        from sentinel import config as config_mod
+        from sentinel import models
 
-        model = LocalModel(f"local/{request.model}", request.model, max_tokens=request.max_tokens,
-                           temperature=request.temperature)
+        model = models.hosted(f"local/{request.model}", request.model, config_mod.load())
         fmt = {"type": "json_object", "schema": request.schema["schema"]}
         try:
             with _LOCK:
-                out = model.complete(request.messages(), [], response_format=fmt)
-        except ModelError as exc:
+                out = model.complete(request.messages(), [], response_format=fmt, max_tokens=request.max_tokens,
+                                     temperature=request.temperature)
+        except models.ModelError as exc:
             raise JudgeError(str(exc)) from None
         try:
             return parse_json_text(out.content)
