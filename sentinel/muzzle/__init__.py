@@ -20,7 +20,7 @@ The API the engine and the supervisor use:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from sentinel.muzzle.settings import Budgets
 
