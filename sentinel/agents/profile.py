@@ -145,10 +145,12 @@ def model_problem(model: str, config: "Config") -> str | None:
     if not sep or not provider or not rest:
         return f"{model!r} is not provider/model (e.g. local/smollm2-135m)"
     if provider == "local":
-        from sentinel.models.local import KNOWN
+        from sentinel.models.weights import CATALOG
 
-        if rest not in KNOWN and not rest.endswith(".gguf"):
-            return f"no local model {rest!r} (known: {', '.join(sorted(KNOWN))}, or a .gguf path)"
+        known = {*CATALOG, *config.muzzle.local_models}
+        if rest not in known and not rest.endswith(".gguf"):
+            return (f"no local model {rest!r} (known: {', '.join(sorted(known))}, or a GGUF listed in "
+                    "muzzle.local_models)")
         return None
     if provider == "scripted" or config.provider(provider) is not None:
         return None
