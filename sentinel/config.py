@@ -17,6 +17,7 @@ from sentinel.errors import ConfigError, pydantic_detail
 from sentinel.leash.settings import LeashSettings
 from sentinel.muzzle.settings import MuzzleSettings
 from sentinel.policy.settings import GateSettings
+from sentinel.web.settings import WebSettings
 
 DEFAULT_MODEL = "local/smollm2-135m"
 
@@ -61,6 +62,7 @@ class Config(_Strict):
     muzzle: MuzzleSettings = Field(default_factory=MuzzleSettings)
     leash: LeashSettings = Field(default_factory=LeashSettings)
     gate: GateSettings = Field(default_factory=GateSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
 
     def provider(self, name: str) -> Provider | None:
         if name in self.providers:

@@ -22,7 +22,7 @@ GROUPS = [
     ("hook", "sentinel.cli.hook", "Run the rule gate as a hook for external coding agents."),
 ]
 # Modules whose `register(app)` adds top-level commands.
-COMMAND_MODULES = ["sentinel.cli.runs", "sentinel.cli.system"]
+COMMAND_MODULES = ["sentinel.cli.runs", "sentinel.cli.system", "sentinel.cli.web"]
 
 
 def build() -> typer.Typer:

@@ -140,6 +140,10 @@ class SystemEngine:
     def status(self) -> dict[str, Any]:
         return self.call("status")
 
+    def web_token(self) -> dict[str, Any]:
+        """A one-time sign-in token for the web console, issued to operators only: {token, operator}."""
+        return self.call("web_token")
+
 
 def _answer(sock: socket.socket, listener: Listener | None) -> Any:
     while True:

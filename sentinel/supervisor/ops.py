@@ -4,6 +4,7 @@ only root and members of the operator group get past `handle`.
     status, agents, runs, show, approvals           read
     start, approve, deny, resume, cancel            act (the approver's name comes from the kernel, not the client)
     logs                                            read, optionally following a run live
+    web_token                                       a one-time sign-in token for `sentinel web` (console.py)
 
 `start`, `approve`, `deny`, `resume` and `logs` with `follow` stream `{"event": ...}` frames of the
 run until its worker exits, then reply with the outcome.
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
-from sentinel.supervisor import agentfs, layout, registry
+from sentinel.supervisor import agentfs, console, layout, registry
 from sentinel.frames import failure, reply
 
 if TYPE_CHECKING:
@@ -270,4 +271,5 @@ def _state(store: Store, row: dict[str, Any]) -> Any:
 OPS: dict[str, Handler] = {
     "status": _status, "agents": _agents, "runs": _runs, "show": _show, "approvals": _approvals, "logs": _logs,
     "start": _start, "approve": _approve, "deny": _deny, "resume": _resume, "cancel": _cancel,
+    "web_token": console.web_token,
 }
