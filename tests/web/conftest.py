@@ -1,5 +1,6 @@
 """Web console fixtures: scripted runs paused on a `bash` call, a console served in this process (fast, for the
-HTTP attacks) and `sentinel web` as a real subprocess (for the browser)."""
+HTTP attacks) and `sentinel web` as a real subprocess (for the browser and system mode); system-mode fixtures
+come from tests/supervisor/sx_helpers.py."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "supervisor"))
+
+from sx_helpers import make_agent, sentinel_cmd, supervisor, system  # noqa: E402,F401
 
 BASH = [{"tool_calls": [{"name": "bash", "arguments": {"command": "echo ran >> ran.txt"}}]}, "All done."]
 
@@ -41,16 +46,6 @@ def paused(scripted_server, configure, sentinel_home):
         return out
 
     return start
-
-
-def pending() -> list[dict]:
-    from sentinel.local.engine import LocalEngine
-
-    engine = LocalEngine()
-    try:
-        return engine.pending()
-    finally:
-        engine.close()
 
 
 @dataclass

@@ -8,7 +8,7 @@ import json
 import threading
 import time
 
-from conftest import pending
+from console_helpers import pending
 
 
 class Frames:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import pending
+from console_helpers import pending
 
 ROUTES = ["/", "/runs", "/runs/table", "/watchers", "/stream", "/static/console.js"]
 

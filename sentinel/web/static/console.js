@@ -7,6 +7,7 @@
   const csrf = document.querySelector('meta[name="csrf-token"]').content;
   const runId = body.dataset.run || "";
   let after = Number(body.dataset.after || 0);
+  const LINGER_MS = 3000;
   const REFRESH_DECISIONS = new Set(["decision", "paused", "resolved", "tool_call_end", "done", "failed"]);
 
   function element(html) {
@@ -40,6 +41,7 @@
     const note = card.querySelector(".note");
     const buttons = card.querySelectorAll("button");
     buttons.forEach((b) => { b.disabled = true; });
+    card.classList.add("deciding");
     note.className = "note";
     note.textContent = action === "approve" ? "Approving…" : "Denying…";
     const data = {digest: card.dataset.digest};
@@ -53,6 +55,8 @@
       note.className = "note error";
       note.textContent = err.message;
       buttons.forEach((b) => { b.disabled = false; });
+    } finally {
+      card.classList.remove("deciding");
     }
   }
 
@@ -81,8 +85,13 @@
   function onPending(d) {
     const ids = new Set(d.ids);
     for (const card of cards()) {
-      if (ids.has(card.dataset.id)) continue;
-      if (!card.classList.contains("decided")) flash(`${card.dataset.id} was resolved elsewhere`);
+      if (ids.has(card.dataset.id) || card.dataset.leaving) continue;
+      if (card.classList.contains("deciding") || card.classList.contains("decided")) {
+        card.dataset.leaving = "1";  // decided here: leave the answer in view for a moment
+        setTimeout(() => { card.remove(); showEmpty(); }, LINGER_MS);
+        continue;
+      }
+      flash(`${card.dataset.id} was resolved elsewhere`);
       card.remove();
     }
     showEmpty();
