@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
@@ -75,9 +77,15 @@ def launch_for(engine: Engine) -> Launch:
     return Launch.new(operator_name())
 
 
-def serve(port: int | None = None) -> None:
+def _server(app: Any, **extra: Any) -> Any:
     import uvicorn
 
+    return uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none",
+                                         server_header=False, date_header=False, timeout_graceful_shutdown=1,
+                                         **extra))
+
+
+def serve(port: int | None = None) -> None:
     from sentinel import config as config_mod
     from sentinel.connect import open_engine
     from sentinel.muzzle.server import bind
@@ -96,6 +104,35 @@ def serve(port: int | None = None) -> None:
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: web.host is {settings.host}: the console is reachable from the network over plain HTTP",
               file=sys.stderr, flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none",
-                                           server_header=False, date_header=False, timeout_graceful_shutdown=1))
-    server.run(sockets=[sock])
+    _server(app).run(sockets=[sock])
+
+
+class InThread:
+    """A console on 127.0.0.1:<ephemeral> in a daemon thread of this process (tests and benchmarks).
+
+        console = InThread(engines, WebSettings(poll_s=0.1)).start()
+        console.url ... console.stop()"""
+
+    def __init__(self, engines: Engines, settings: WebSettings, operator: str = "tester"):
+        from sentinel.muzzle.server import bind
+
+        self.sock = bind("127.0.0.1", 0, name="web console")
+        self.port = self.sock.getsockname()[1]
+        self.launch = Launch.new(operator)
+        self.url = self.launch.url("127.0.0.1", self.port)
+        self.server = _server(build_app(engines, self.launch, self.port, settings), log_config=None)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True,
+                                       name="console")
+
+    def start(self, timeout_s: float = 10.0) -> "InThread":
+        self.thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise SentinelError("web console: the in-process server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)

@@ -8,8 +8,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,37 +97,21 @@ def _console_of(url: str) -> Console:
 @pytest.fixture
 def console(sentinel_home):
     """start(**web_settings) -> Console served by uvicorn in a thread of this process (local mode)."""
-    import uvicorn
-
     from sentinel.local.engine import LocalEngine
-    from sentinel.muzzle.server import bind
-    from sentinel.web.app import build_app, engines_for
-    from sentinel.web.guard import Launch
+    from sentinel.web.app import InThread, engines_for
     from sentinel.web.settings import WebSettings
 
-    servers = []
+    started: list[tuple[InThread, Console]] = []
 
     def start(**settings) -> Console:
-        sock = bind("127.0.0.1", 0, name="web console")
-        port = sock.getsockname()[1]
-        launch = Launch.new("tester")
-        app = build_app(engines_for(LocalEngine()), launch, port, WebSettings(**{"poll_s": 0.1, **settings}))
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none",
-                                               log_config=None, timeout_graceful_shutdown=1))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "the console did not start"
-            time.sleep(0.01)
-        servers.append((server, thread, _console_of(launch.url("127.0.0.1", port))))
-        return servers[-1][2]
+        server = InThread(engines_for(LocalEngine()), WebSettings(**{"poll_s": 0.1, **settings})).start()
+        started.append((server, _console_of(server.url)))
+        return started[-1][1]
 
     yield start
-    for server, thread, c in servers:
+    for server, c in started:
         c.close()
-        server.should_exit = True
-        thread.join(10)
+        server.stop()
 
 
 class WebProcess:
