@@ -50,10 +50,7 @@ def build_app(engines: Engines, launch: Launch, port: int, settings: WebSettings
                     exception_handlers={SentinelError: views.sentinel_error})
     app.state.console = console
     hosts = [*settings.allowed_hosts, *([settings.host] if settings.host not in WILDCARDS else [])]
-    guard = Guard(launch, port, hosts)
-    guarded = guard.wrap(app)
-    guarded.guard = guard  # type: ignore[attr-defined]  (tests reach the sessions through it)
-    return guarded
+    return Guard(launch, port, hosts).wrap(app)
 
 
 def engines_for(engine: Engine) -> Engines:

@@ -38,7 +38,7 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _status(value: Any) -> str:
+def status_label(value: Any) -> str:
     return STATUS_LABELS.get(str(value), str(value))
 
 
@@ -47,7 +47,7 @@ class Templates:
         self.env = jinja2.Environment(loader=jinja2.PackageLoader("sentinel.web", "templates"),
                                       autoescape=True, undefined=jinja2.StrictUndefined,
                                       trim_blocks=True, lstrip_blocks=True)
-        self.env.filters.update(pretty=_pretty, when=_when, short=_short, status=_status)
+        self.env.filters.update(pretty=_pretty, when=_when, short=_short, status=status_label)
 
     def render(self, name: str, **context: Any) -> str:
         return self.env.get_template(name).render(**context)

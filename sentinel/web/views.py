@@ -186,10 +186,12 @@ async def decide(engines: Engines, approval_id: str, approved: bool, digest: str
         with contextlib.suppress(RuntimeError):  # the server stopped while the run went on
             loop.call_soon_threadsafe(set_once)
 
+    def first(event: Any) -> None:
+        settle("resumed", None)
+
     def work() -> None:
         try:
             with engines.open() as engine:
-                first = lambda event: settle("resumed", None)  # noqa: E731
                 if approved:
                     outcome = engine.approve(approval_id, digest=digest, on_event=first)
                 else:
@@ -261,7 +263,7 @@ async def _inbox_frames(c: Console, run_id: str | None, queue: asyncio.Queue[byt
         if run_id and run_id in snap.runs:
             row = snap.runs[run_id]
             queue.put_nowait(_frame("status", {"run_id": run_id, "status": row.get("status"),
-                                               "label": render._status(row.get("status"))}))
+                                               "label": render.status_label(row.get("status"))}))
         queue.put_nowait(_frame("trouble", {"error": snap.error}))
 
 
