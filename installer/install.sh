@@ -42,10 +42,11 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # python3-venv/-dev: Debian's interpreter (readable by leashed users, unlike a per-user pyenv);
 # libcap-dev: python-prctl; build-essential+cmake: llama-cpp-python; bubblewrap: the Leash benchmark's peer;
-# nftables+iproute2: per-UID egress rules and their tests; binutils: the portable-build check.
+# nftables+iproute2: per-UID egress rules and their tests; binutils: the portable-build check;
+# chromium: the browser the web console's tests drive (Playwright, no browser download).
 apt-get install -y -qq --no-install-recommends \
     python3 python3-venv python3-dev libcap-dev build-essential cmake git binutils \
-    bubblewrap nftables iproute2 procps util-linux >/dev/null
+    bubblewrap nftables iproute2 procps util-linux chromium >/dev/null
 
 echo "==> virtualenv at $venv"
 if [ ! -x "$venv/bin/python" ]; then

@@ -21,6 +21,7 @@ from sentinel.muzzle.settings import MuzzleSettings
 from sentinel.models.settings import LocalSettings
 from sentinel.policy.settings import GateSettings
 from sentinel.supervisor.settings import SystemSettings
+from sentinel.web.settings import WebSettings
 
 DEFAULT_MODEL = "local/qwen2.5-coder-1.5b"
 
@@ -71,6 +72,7 @@ class Config(_Strict):
     system: SystemSettings = Field(default_factory=SystemSettings,
                                    description="System mode only (/etc/sentinel/config.yaml): the models runs may use.")
     local: LocalSettings = Field(default_factory=LocalSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
 
     def provider(self, name: str) -> Provider | None:
         if name in self.providers:

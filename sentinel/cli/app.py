@@ -25,7 +25,7 @@ GROUPS = [
     ("trust", "sentinel.cli.trust", "Trusted code of agent-authored tools: list, revoke."),
 ]
 # Modules whose `register(app)` adds top-level commands.
-COMMAND_MODULES = ["sentinel.cli.runs", "sentinel.cli.system", "sentinel.cli.chat"]
+COMMAND_MODULES = ["sentinel.cli.runs", "sentinel.cli.system", "sentinel.cli.chat", "sentinel.cli.web"]
 
 
 def build() -> typer.Typer:

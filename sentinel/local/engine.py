@@ -180,8 +180,8 @@ class LocalEngine:
             if not follow:
                 return
             last = records[-1]["type"] if records else last
-            if last in ("status", "paused") and not Run.is_leased(run_dir):
-                return
+            if not Run.is_leased(run_dir) and (last in ("status", "paused") or not records):
+                return  # paused, ended, or nobody executes it any more (interrupted)
             time.sleep(FOLLOW_POLL_S)
 
     def status(self) -> dict[str, Any]:

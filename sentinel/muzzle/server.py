@@ -55,7 +55,7 @@ def _raise_file_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, name: str = "muzzle") -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # proto given explicitly: asyncio sets TCP_NODELAY only on sockets whose proto is IPPROTO_TCP,
     # and without it every response waits out a 40 ms delayed ACK
@@ -65,7 +65,7 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise SentinelError(f"muzzle: cannot listen on {host}:{port} ({exc.strerror})") from None
+        raise SentinelError(f"{name}: cannot listen on {host}:{port} ({exc.strerror})") from None
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock

@@ -10,6 +10,7 @@
     ops.py        what operators may ask: start, approve, deny, resume, cancel, runs, show, logs, status
     server.py     the single-threaded selector loop tying them together; restart recovery
     client.py     the CLI side of the operator socket
+    console.py    the web console's one-time sign-in tokens, issued to operators only
 
 Code here runs as root; nothing here writes into an agent's home.
 """

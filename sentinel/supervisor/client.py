@@ -179,6 +179,10 @@ class SystemEngine:
     def status(self) -> dict[str, Any]:
         return self.call("status")
 
+    def web_token(self) -> dict[str, Any]:
+        """A one-time sign-in token for the web console, issued to operators only: {token, operator}."""
+        return self.call("web_token")
+
 
 def _answer(sock: socket.socket, listener: Listener | None) -> Any:
     """The reply, after handing streamed events to `listener` and gathering streamed parts into it."""

@@ -7,6 +7,7 @@ only root and members of the operator group get past `handle`.
     logs                                            read, optionally following a run live
     sessions, catalog                               read: chat sessions; what a chat completes
     send, interrupt                                 act on a chat session: its next message; stop its turn
+    web_token                                       a one-time sign-in token for `sentinel web` (console.py)
 
 `start`, `approve`, `deny`, `resume`, `send` and `logs` with `follow` stream `{"event": ...}` frames of
 the run until its worker exits, then reply with the outcome. `show` streams a run's messages and
@@ -26,7 +27,7 @@ from typing import Any, Callable
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
-from sentinel.supervisor import agentfs, layout, registry, runmodel
+from sentinel.supervisor import agentfs, console, layout, registry, runmodel
 from sentinel.supervisor.hub import Client, Hub
 from sentinel.frames import failure, reply
 
@@ -444,4 +445,5 @@ OPS: dict[str, Handler] = {
     "start": _start, "approve": _approve, "deny": _deny, "resume": _resume, "cancel": _cancel,
     "sessions": _sessions, "send": _send, "interrupt": _interrupt, "catalog": _catalog,
     "trust_list": _trust_list, "trust_revoke": _trust_revoke,
+    "web_token": console.web_token,
 }

@@ -1,0 +1,214 @@
+"""Who may use the console: one sign-in per launch, then a session cookie; every change carries a CSRF token.
+
+    guard = Guard(Launch.new(port, token), hosts=["127.0.0.1", "localhost"])
+    app = guard.wrap(starlette_app)          # ASGI middleware in front of every route
+
+Checks, in order, on every request:
+
+1. `Host` names this console (loopback names and the configured ones, with its port): a page on another
+   site whose name was rebound to 127.0.0.1 (DNS rebinding) is refused, 403.
+2. An `Origin`, when sent, is this console's; a change (POST) must send one. No CORS: no request from
+   another origin is ever answered with Access-Control headers; OPTIONS is refused.
+3. `PREFIX/login?token=T` trades the launch's one-time token for a session cookie (HttpOnly,
+   SameSite=Strict, Path=PREFIX/) and redirects; a used or wrong token is refused, 403.
+4. Anything else needs the session cookie (401 without it), and a POST also the session's CSRF token
+   in `X-CSRF-Token` (403 without it).
+
+PREFIX (`/s/<random>`) is a per-launch secret path as well: browsers send cookies to every port of a
+host, so a server an agent ran on another loopback port could collect the cookie if the operator's
+browser ever visited it; scoped to a path the agent cannot know, the cookie never goes there.
+Pages set `Referrer-Policy: no-referrer` so the path never leaks through a link either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+from html import escape
+from http.cookies import SimpleCookie
+from typing import Any, Awaitable, Callable
+from urllib.parse import parse_qs
+
+COOKIE = "sentinel_console"
+CSRF_HEADER = "x-csrf-token"
+SAFE_METHODS = ("GET", "HEAD")
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+# Every response: no framing, no sniffing, no referrer, nothing cached, scripts and styles from here only.
+HEADERS = [
+    (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                                 b"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+
+Scope = dict[str, Any]
+ASGI = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
+
+
+def _digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode()).digest()
+
+
+@dataclass
+class Session:
+    operator: str
+    csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    created: float = field(default_factory=time.time)
+
+
+@dataclass
+class Launch:
+    """One run of `sentinel web`: its secret path, its one-time sign-in token and who it was issued to."""
+
+    prefix: str
+    token: str
+    operator: str
+
+    @classmethod
+    def new(cls, operator: str, token: str | None = None) -> "Launch":
+        return cls(f"/s/{secrets.token_urlsafe(18)}", token or secrets.token_urlsafe(32), operator)
+
+    def url(self, host: str, port: int) -> str:
+        shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+        return f"http://{shown}:{port}{self.prefix}/login?token={self.token}"
+
+
+class Refusal(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Guard:
+    """The ASGI middleware holding the launch's token and sessions (in memory: they die with the process)."""
+
+    def __init__(self, launch: Launch, port: int, hosts: list[str]):
+        self.launch = launch
+        self.prefix = launch.prefix
+        self._token = _digest(launch.token)
+        self._token_used = False
+        self.sessions: dict[bytes, Session] = {}
+        self.hosts = allowed_hosts(hosts, port)
+        self.origins = {f"http://{h}" for h in self.hosts}
+
+    def wrap(self, app: ASGI) -> ASGI:
+        async def guarded(scope: Scope, receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                return await app(scope, receive, send)
+            send = _with_headers(send)
+            try:
+                self.check_origin(scope)
+                if scope["method"] == "GET" and scope["path"] == f"{self.prefix}/login":
+                    return await self.sign_in(scope, send)
+                scope.setdefault("state", {})["session"] = self.check_session(scope)
+            except Refusal as refusal:
+                return await _refuse(scope, send, refusal)
+            await app(scope, receive, send)
+
+        return guarded
+
+    # -- the checks ------------------------------------------------------------------------------
+
+    def check_origin(self, scope: Scope) -> None:
+        """The request names this console (Host) and, if it says where it comes from, comes from it."""
+        headers = _headers(scope)
+        host = headers.get("host", "")
+        if host.lower() not in self.hosts:
+            raise Refusal(403, f"Host {host!r} is not this console's: open the URL `sentinel web` printed")
+        origin = headers.get("origin")
+        if origin is not None and origin.lower() not in self.origins:
+            raise Refusal(403, f"Origin {origin!r} is not this console's; cross-origin requests are refused")
+        if scope["method"] not in SAFE_METHODS and scope["method"] != "POST":
+            raise Refusal(405, f"method {scope['method']} is not allowed")
+
+    def check_session(self, scope: Scope) -> Session:
+        """The session cookie, under the secret prefix; for a change, also its CSRF token and an Origin."""
+        headers = _headers(scope)
+        session = self.session_of(headers) if scope["path"].startswith(self.prefix + "/") else None
+        if session is None:
+            raise Refusal(401, "not signed in: open the URL `sentinel web` printed (it works once)")
+        if scope["method"] == "POST":
+            if "origin" not in headers:
+                raise Refusal(403, "a change must come from this console's page (no Origin header)")
+            if not hmac.compare_digest(headers.get(CSRF_HEADER, "").encode(), session.csrf.encode()):
+                raise Refusal(403, "missing or wrong CSRF token: reload the page")
+        return session
+
+    def session_of(self, headers: dict[str, str]) -> Session | None:
+        cookie = SimpleCookie()
+        try:
+            cookie.load(headers.get("cookie", ""))
+        except Exception:  # a malformed Cookie header is no session
+            return None
+        morsel = cookie.get(COOKIE)
+        return self.sessions.get(_digest(morsel.value)) if morsel else None
+
+    async def sign_in(self, scope: Scope, send: Any) -> None:
+        """Trade the one-time token for a session: exactly once per launch."""
+        home = f"{self.prefix}/".encode()
+        if self.session_of(_headers(scope)) is not None:
+            return await _redirect(send, home, [])
+        token = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token") or [""])[0]
+        if self._token_used or not hmac.compare_digest(_digest(token), self._token):
+            return await _refuse(scope, send, Refusal(403, "this sign-in link was already used or is not this "
+                                                           "console's: run `sentinel web` again for a new one"))
+        self._token_used = True
+        secret = secrets.token_urlsafe(32)
+        self.sessions[_digest(secret)] = Session(self.launch.operator)
+        cookie = f"{COOKIE}={secret}; Path={self.prefix}/; HttpOnly; SameSite=Strict"
+        await _redirect(send, home, [(b"set-cookie", cookie.encode())])
+
+
+def allowed_hosts(names: list[str], port: int) -> set[str]:
+    """`Host` values the console answers to: each name with this port (a name given with a port is kept)."""
+    out = set()
+    for name in (*LOOPBACK, *names):
+        name = name.lower()
+        if name.count(":") > 1 and not name.startswith("["):  # a bare IPv6 address
+            name = f"[{name}]"
+        has_port = name.rsplit("]", 1)[-1].count(":") == 1
+        out.add(name if has_port else f"{name}:{port}")
+    return out
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
+def _with_headers(send: Any) -> Any:
+    async def wrapped(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *HEADERS]}
+        await send(message)
+
+    return wrapped
+
+
+async def _redirect(send: Any, location: bytes, extra: list[tuple[bytes, bytes]]) -> None:
+    await send({"type": "http.response.start", "status": 303,
+                "headers": [(b"location", location), (b"content-length", b"0"), *extra]})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _refuse(scope: Scope, send: Any, refusal: Refusal) -> None:
+    """One line: JSON for the page's script, a small page for a browser navigation."""
+    accept = _headers(scope).get("accept", "")
+    if "text/html" in accept and scope["method"] == "GET":
+        body = (f"<!doctype html><meta charset=utf-8><title>Sentinel console</title>"
+                f"<p>{escape(refusal.message)}</p>").encode()
+        kind = b"text/html; charset=utf-8"
+    else:
+        body, kind = json.dumps({"error": refusal.message}).encode(), b"application/json"
+    await send({"type": "http.response.start", "status": refusal.status,
+                "headers": [(b"content-type", kind), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

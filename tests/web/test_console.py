@@ -1,0 +1,186 @@
+"""What the operator sees and does in the console: the inbox, runs with their children, a run's decisions and
+events, live updates from decisions made elsewhere, and decisions that resolve exactly what was shown."""
+
+from __future__ import annotations
+
+import html
+import json
+import threading
+import time
+
+from console_helpers import pending
+
+
+class Frames:
+    """Server-sent events read from one streamed response."""
+
+    def __init__(self, response):
+        self.lines = response.iter_lines()
+
+    def until(self, done, timeout: float = 15.0) -> list[tuple[str, dict]]:
+        """Read until `done(kind, data)` holds; returns every (kind, data) read."""
+        seen, kind, deadline = [], None, time.monotonic() + timeout
+        for line in self.lines:
+            if line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: "):
+                seen.append((kind, json.loads(line[6:])))
+                if done(kind, seen[-1][1]):
+                    return seen
+            assert time.monotonic() < deadline, f"no such frame; saw {[k for k, _ in seen]}"
+        raise AssertionError("the stream ended")
+
+
+def _engine():
+    from sentinel.local.engine import LocalEngine
+
+    return LocalEngine()
+
+
+def test_the_inbox_shows_each_pending_call_with_its_run_and_digest(paused, console):
+    (run_id, approval_id), = paused()
+    session = console().signed_in()
+    page = session.get("/", headers={"accept": "text/html"}).text
+    approval = pending()[0]
+    for shown in (approval_id, run_id, "bash", "echo ran &gt;&gt; ran.txt", "note that it ran",
+                  f'data-digest="{approval["digest"]}"', html.escape(approval["reason"])):
+        assert shown in page, shown
+
+
+def test_runs_list_children_under_their_parent_and_filter_by_status(paused, console, sentinel_home):
+    (parent, _), = paused(task="plan the work")
+    engine = _engine()
+    child = engine.start("do one part", workspace=sentinel_home / "workspace", parent_id=parent)
+    engine.close()
+    other = engine = _engine()
+    done = other.start("x", workspace=sentinel_home / "workspace")
+    other.approve(done.approval_id)
+    other.close()
+    session = console().signed_in()
+    rows = session.get("/runs/table").text
+    order = [rid for rid in (done.id, parent, child.id) if rid in rows]
+    assert order == [done.id, parent, child.id]
+    assert rows.index(parent) < rows.index(child.id) and 'class="depth-1' in rows
+    waiting = session.get("/runs/table?status=done").text
+    assert done.id in waiting and parent not in waiting
+    card = session.get("/", headers={"accept": "text/html"}).text
+    assert 'parent chain:' in card and f"/runs/{parent}" in card  # the child's approval names its parent
+    run_page = session.get(f"/runs/{parent}").text
+    assert "Child runs" in run_page and child.id in run_page
+
+
+def test_a_run_page_shows_decisions_with_every_layer_and_its_events(paused, console):
+    (run_id, approval_id), = paused()
+    session = console().signed_in()
+    page = session.get(f"/runs/{run_id}").text
+    assert 'id="decisions"' in page and "needs_approval" in page and "<td>policy" in page
+    assert f"paused</b> for approval <code>{approval_id}</code>" in page
+    assert page.count('class="ev ev-') >= 5 and approval_id in page
+    assert 'data-after="' in page
+
+
+def test_new_approvals_and_decisions_made_elsewhere_reach_an_open_page_live(paused, console):
+    paused(0)
+    session = console().signed_in()
+    with session.http.stream("GET", session.console.base + "/stream") as stream:
+        frames = Frames(stream)
+        frames.until(lambda k, d: k == "pending" and d["ids"] == [])
+        started: list = []
+        threading.Thread(target=lambda: started.extend(paused())).start()
+        card = next(d for k, d in frames.until(lambda k, d: k == "pending" and d["ids"]) if k == "approval")
+        assert "bash" in card["html"] and 'data-digest="' in card["html"]
+        approval_id = card["id"]
+        engine = _engine()  # the CLI's engine: a decision made outside the console
+        engine.deny(approval_id, reason="no")
+        engine.close()
+        frames.until(lambda k, d: k == "pending" and approval_id not in d["ids"])
+
+
+def test_approving_streams_the_run_to_its_end_and_the_run_ran_once(paused, console, sentinel_home):
+    (run_id, approval_id), = paused()
+    c = console()
+    session = c.signed_in()
+    page = session.get(f"/runs/{run_id}").text
+    after = int(page.split('data-after="')[1].split('"')[0])
+    with session.http.stream("GET", f"{c.base}/stream?run={run_id}&after={after}") as stream:
+        reader = Frames(stream)
+        reader.until(lambda k, d: k == "status")
+        answer = session.decide(approval_id, digest=pending()[0]["digest"])
+        assert answer.status_code == 200 and answer.json()["decision"] == "approved"
+        frames = reader.until(lambda k, d: k == "event" and d["type"] == "done")
+    kinds = [d["type"] for k, d in frames if k == "event"]
+    assert kinds[0] in ("resumed", "resolved") and "tool_call_end" in kinds and min(
+        d["seq"] for k, d in frames if k == "event") > after
+    assert (sentinel_home / "workspace" / "ran.txt").read_text() == "ran\n"
+    again = session.decide(approval_id, digest=pending()[0]["digest"] if pending() else "0" * 64)
+    assert again.status_code == 409
+
+
+def test_a_denial_tells_the_agent_the_reason(paused, console):
+    (run_id, approval_id), = paused()
+    session = console().signed_in()
+    answer = session.decide(approval_id, "deny", digest=pending()[0]["digest"], reason="use the staging box")
+    assert answer.status_code == 200 and answer.json()["decision"] == "denied"
+    engine = _engine()
+    deadline = time.monotonic() + 20
+    while (shown := engine.show(run_id))["status"] != "done" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    engine.close()
+    assert [m["content"] for m in shown["messages"] if m["role"] == "tool"] == [
+        "Denied by the operator: use the staging box"]
+    assert shown["decisions"][0]["approval"]["approved"] is False
+
+
+def test_what_the_agent_wrote_is_shown_as_text(scripted_server, configure, sentinel_home, console):
+    evil = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+    configure(server=scripted_server([{"tool_calls": [{"name": "bash", "arguments": {"command": evil}}]}, evil]))
+    engine = _engine()
+    engine.start(f"task {evil}", workspace=sentinel_home)
+    engine.close()
+    session = console().signed_in()
+    for path in ("/", "/runs"):
+        text = session.get(path).text
+        assert "<script>alert" not in text and "<img src=x" not in text and "&lt;script&gt;" in text
+
+
+def test_an_untrusted_tools_code_and_hash_are_on_its_card():
+    from sentinel.web.render import Templates
+
+    approval = {"id": "a-1", "run_id": "r-1", "tool": "fetch_rates", "arguments": {"currency": "EUR"},
+                "reason": "untrusted tool code", "digest": "d" * 64, "created_at": 0.0, "run": {"id": "r-1"},
+                "chain": [], "code": {"tool.py": "import os\nos.system('<rm>')\n"}, "code_sha256": "c" * 64}
+    card = Templates().render("_approval.html", prefix="/s/p", a=approval)
+    assert "c" * 64 in card and "tool.py" in card and "os.system(&#39;&lt;rm&gt;&#39;)" in card
+    del approval["code"], approval["code_sha256"]
+    assert "untrusted tool" not in Templates().render("_approval.html", prefix="/s/p", a=approval).split("</header>")[1]
+
+
+def test_watcher_firings_and_the_inbox_render_when_the_engine_offers_them():
+    from sentinel.web.render import Templates
+
+    base = {"prefix": "/s/p", "csrf": "t", "operator": "op", "mode": "local", "pending_count": 0, "poll_error": None}
+    none = Templates().render("watchers.html", firings=None, inbox=None, **base)
+    assert "no watchers yet" in none
+    page = Templates().render("watchers.html", firings=[{"id": "f-1", "watcher": "rates", "outcome": "notified"}],
+                              inbox=[{"id": "n-1", "message": "EUR < 1.05"}], **base)
+    assert "rates" in page and "notified" in page and "EUR &lt; 1.05" in page
+
+
+def test_sentinel_web_reports_a_busy_port_in_one_line(cli):
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        proc = cli("web", "--port", str(taken.getsockname()[1]), timeout=30)
+    finally:
+        taken.close()
+    assert proc.returncode == 1 and proc.stderr.startswith("error: web console: cannot listen on 127.0.0.1:")
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_a_bad_web_section_in_config_is_one_line(configure, cli):
+    configure({"web": {"port": "eighty"}})
+    proc = cli("web", timeout=30)
+    assert proc.returncode == 2 and "config.yaml: web.port" in proc.stderr and "Traceback" not in proc.stderr
