@@ -11,6 +11,7 @@ Bundled skills ship with the package (`skills/` in the checkout); an agent's own
 `$SENTINEL_HOME/skills/`. A skill carries no code, so `create_skill` and `list_skills` are `auto`.
 
     get(name, home) -> Skill | None     the agent's own skill, else the bundled one
+    parse(name, text, path)             a skill from SKILL.md text read by the caller
     names(home) / all_skills(home)      everything an agent may attach
     SkillTools(home, attached, attach).tools()
                                         create_skill (writes it, then `attach`es it), list_skills
@@ -55,15 +56,21 @@ def bundled_dir() -> Path:
     return paths.data_dir("skills")
 
 
+def parse(name: str, text: str, path: Path, bundled: bool = False) -> Skill:
+    """A skill from its SKILL.md text (read by whoever may read it: the supervisor reads an agent's
+    skills beneath the agent's home itself)."""
+    meta, body = split_frontmatter(text[:BODY_MAX + 4096])
+    meta = meta or {}
+    return Skill(name, " ".join(str(meta.get("description") or "").split()), body.strip("\n"), path, bundled)
+
+
 def _read(directory: Path, name: str, bundled: bool) -> Skill | None:
     path = directory / name / "SKILL.md"
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    meta, body = split_frontmatter(text)
-    meta = meta or {}
-    return Skill(name, " ".join(str(meta.get("description") or "").split()), body.strip("\n"), path, bundled)
+    return parse(name, text, path, bundled)
 
 
 def get(name: str, home: Path | None = None) -> Skill | None:
@@ -78,6 +85,12 @@ def names(home: Path | None = None) -> set[str]:
         if directory.is_dir():
             found |= {p.parent.name for p in directory.glob("*/SKILL.md") if NAME.match(p.parent.name)}
     return found
+
+
+def bundled() -> list[Skill]:
+    directory = bundled_dir()
+    found = sorted(p.parent.name for p in directory.glob("*/SKILL.md")) if directory.is_dir() else []
+    return [s for s in (_read(directory, n, True) for n in found if NAME.match(n)) if s is not None]
 
 
 def all_skills(home: Path | None = None) -> list[Skill]:

@@ -236,13 +236,13 @@ class LocalEngine:
         return row
 
     def _check(self, model: str | None, skills: Sequence[str]) -> None:
-        from sentinel.agents import catalog
+        from sentinel.agents import skills as skill_files
         from sentinel.models import split
 
         if model:
             split(model)
         for name in skills:
-            if catalog.skill(name, self.home) is None:
+            if skill_files.get(name, self.home) is None:
                 raise UsageError(f"skill {name!r}: no skills/{name}/SKILL.md here or bundled")
 
     def _execute(self, run: Run, profile: profiles.AgentProfile, on_event: Listener | None, *,

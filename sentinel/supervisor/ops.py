@@ -293,24 +293,24 @@ def _interrupt(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 
 def _catalog(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     """Agents, skills and workflows a chat with this agent can name (read beneath the agent's home)."""
-    from sentinel import paths
-    from sentinel.agents import catalog
+    from sentinel.agents import catalog, skills as skill_files
 
     store = sup.store
     agent, _ = registry.resolve(store, _text(msg, "agent", required=False))
     pw = registry.account(agent, sup.settings.group)
     home, uid = pw.pw_dir, pw.pw_uid
-    skills = {s["name"]: s for s in catalog.skills_in(paths.data_dir("skills"))}
-    for name in filter(catalog.SKILL_NAME.match, agentfs.list_beneath(home, ".sentinel/skills", uid)):
-        text = agentfs.read_text(home, f".sentinel/skills/{name}/SKILL.md", uid)
+    skills = {s.name: s for s in skill_files.bundled()}
+    for name in filter(skill_files.NAME.match, agentfs.list_beneath(home, ".sentinel/skills", uid)):
+        relative = f".sentinel/skills/{name}/SKILL.md"
+        text = agentfs.read_text(home, relative, uid)
         if text is not None:
-            skills[name] = {"name": name, "description": catalog.parse_skill(name, text).description}
+            skills[name] = skill_files.parse(name, text, Path(home, relative))
     profiles = [f"{agent.name}/{n[:-5]}" for n in agentfs.list_beneath(home, ".sentinel/agents", uid)
                 if n.endswith(".yaml") and n[:-5] != agent.name]
     workflows = [n[:-5] for n in agentfs.list_beneath(home, ".sentinel/workflows", uid) if n.endswith(".yaml")]
     return reply({"agents": [{"name": n, "description": ""} for n in
                              [a.name for a in registry.all_agents(store)] + profiles],
-                  "skills": sorted(skills.values(), key=lambda s: s["name"]),
+                  "skills": catalog.listing(list(skills.values())),
                   "workflows": [{"name": n, "description": ""} for n in workflows]})
 
 
@@ -322,10 +322,10 @@ def _chat_row(store: Store, run_id: str) -> dict[str, Any]:
 
 
 def _skill_names(value: Any) -> list[str]:
-    from sentinel.agents.catalog import SKILL_NAME
+    from sentinel.agents.skills import NAME
 
     names = value or []
-    if not isinstance(names, list) or not all(isinstance(n, str) and SKILL_NAME.match(n) for n in names):
+    if not isinstance(names, list) or not all(isinstance(n, str) and NAME.match(n) for n in names):
         raise UsageError("skills: must be a list of skill names")
     return names
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from sentinel.agents import catalog
+from sentinel.agents import skills as skill_files
 from sentinel.engine.run import Run
 
 CANCELLED = "Cancelled: the operator stopped this turn before this call ran."
@@ -25,7 +25,7 @@ def skill_records(home: Path, names: Sequence[str]) -> list[dict[str, Any]]:
     message); a skill that does not exist becomes a warning, never a lost turn."""
     records: list[dict[str, Any]] = []
     for name in dict.fromkeys(names):
-        found = catalog.skill(name, home)
+        found = skill_files.get(name, home)
         if found is None:
             records.append({"type": "warning", "message": f"skill {name!r} not found; not attached"})
             continue
