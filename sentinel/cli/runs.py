@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -199,9 +199,21 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
     if as_json:
         return print_json(data)
     for key, value in data.items():
-        print(f"{key}: {value}")
+        print(_status_line(key, value))
     if data.get("sandbox") == "best_effort":
         print("warning: sandbox is best_effort: a sandbox layer that cannot be applied does not stop a launch")
+
+
+def _status_line(key: str, value: Any) -> str:
+    """`key: value` for people: a mapping as `k v, ...`, a list one item per indented line, empty as none."""
+    def flat(item: Any) -> str:
+        if isinstance(item, dict):
+            return ", ".join(f"{k} {v}" for k, v in item.items() if v is not None) or "none"
+        return str(item)
+
+    if isinstance(value, list):
+        return f"{key}: none" if not value else "\n".join([f"{key}:"] + [f"  {flat(v)}" for v in value])
+    return f"{key}: {flat(value) if isinstance(value, dict) else value}"
 
 
 def cancel(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = typer.Option(False, "--json")) -> None:

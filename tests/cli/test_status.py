@@ -16,3 +16,10 @@ def test_best_effort_sandbox_is_shown(cli, configure):
     out = cli("status", check=0).stdout
     assert "sandbox: best_effort" in out and "warning: sandbox is best_effort" in out
     assert "muzzle: disabled" in out
+
+
+def test_plain_status_reads_as_lines_not_python_reprs(cli, configure):
+    configure()
+    out = cli("status", check=0).stdout
+    assert "runs: none" in out and "model_hosts: none" in out
+    assert "{" not in out and "[" not in out  # no dict or list reprs for a person to decode
