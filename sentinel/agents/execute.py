@@ -1,10 +1,12 @@
 """Running one authored-tool call: out of process, as the agent's user, under the Leash tool profile.
 
     run_code(code, limits, args, ctx, settings) -> str     the tool's string, or "error: ..."
+    warm(ctx, limits, settings)                            start a spare for such calls now
 
 The worker never executes authored code. It sends the pinned text of tool.py (the exact bytes the
 decision hashed) with the JSON arguments to a fresh interpreter (`python -I -S`, standard library
-only) running sentinel/agents/toolrun.py, under the same Landlock, seccomp and egress rules as the
+only; usually a spare launched ahead of the call, see sentinel/agents/spares.py) running
+sentinel/agents/toolrun.py, under the same Landlock, seccomp and egress rules as the
 worker's other tools, plus the tool's CPU-time, wall-clock, memory (cgroup and RLIMIT_AS) and process
 limits, each capped by the operator's maxima (`tools.authored` in config.yaml). Every failure comes
 back as one `error: ...` string for the model; nothing here raises into the run.

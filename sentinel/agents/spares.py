@@ -62,14 +62,15 @@ def start(call: Call, idle_s: float) -> None:
 def hand_over(key: str, payload: bytes) -> ToolResult | None:
     """Run the call on the spare if one fits `key` and is still waiting; None when the call must launch
     cold: no spare, another shape, or a spare gone before it read anything (so the code never ran)."""
-    pending = _take()
-    if pending is None:
+    held = _take()
+    if held is None:
         return None
-    if pending[0] != key or pending[1].ended():
-        pending[1].close()
+    shape, pending = held
+    if shape != key or pending.ended():
+        pending.close()
         return None
     try:
-        res = pending[1].hand_over(payload)
+        res = pending.hand_over(payload)
     except OSError:
         return None  # the spare died with its stdin still open: it never read to the end, so never ran
     return None if res.unused else res

@@ -116,29 +116,16 @@ def test_the_runner_refuses_input_that_is_not_exactly_one_framed_spec(tmp_path):
 
 
 def _spare_pid() -> int:
-    """The runner process under this test's launcher, waiting for its call."""
-    marker = b"SENTINEL"
+    """The process reading the held spare's stdin pipe (as root we can see every process's fd 0)."""
+    pipe = f"pipe:[{os.fstat(spares._held[2].stdin).st_ino}]"
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         for name in os.listdir("/proc"):
-            if name.isdigit() and _descends(int(name), os.getpid()):
-                try:
-                    cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if cmdline.startswith(b"/") and marker in cmdline:
+            try:
+                if name.isdigit() and os.readlink(f"/proc/{name}/fd/0") == pipe and \
+                        b"SENTINEL" in Path(f"/proc/{name}/cmdline").read_bytes():
                     return int(name)
+            except OSError:
+                continue
         time.sleep(0.05)
     raise AssertionError("no spare runner found")
-
-
-def _descends(pid: int, ancestor: int) -> bool:
-    while pid > 1:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_bytes()
-        except OSError:
-            return False
-        pid = int(stat[stat.rfind(b")") + 2:].split()[1])
-        if pid == ancestor:
-            return True
-    return False
