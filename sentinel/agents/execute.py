@@ -93,11 +93,13 @@ def run_code(code: str, asked: Limits, args: dict[str, Any], ctx: ToolContext, s
 
 def warm(ctx: ToolContext, asked: Limits, settings: AuthoredToolSettings) -> None:
     """Start a spare for calls with these limits in this context now, before the first call needs one."""
-    if ctx.tools_mode != "plain" and settings.spare_idle_s:
-        try:
-            _spare(_call(ctx, limits_for(asked, settings)), settings.spare_idle_s)
-        except SentinelError:
-            pass  # the first call launches cold and says what is wrong
+    if ctx.tools_mode == "plain" or not settings.spare_idle_s:
+        return
+    try:
+        call = _call(ctx, limits_for(asked, settings))
+    except SentinelError:
+        return  # a bad Leash policy: the first call says so
+    _spare(call, settings.spare_idle_s)
 
 
 def _spare(call: spares.Call, idle_s: float) -> None:
