@@ -2,12 +2,14 @@
 
     python benchmarks/bench_authored.py [--rounds N] [--gap-ms MS]
 
-Both go through the run's registry. The authored call is the whole path of a trusted call: read and
-hash tool.yaml and tool.py (the pin), launch a fresh `python -I -S` under the Leash tool profile with
-the tool's limits, pass the code and arguments, parse the framed result. The built-in counts in
-process. Launches are spaced (a pause after each, as model calls space tool calls) and the variants
-interleaved in shuffled order, so background work is charged to nobody. Also shown, to say where
-the time goes: Leash launching `true`, and Leash launching `python -I -S -c pass`.
+All go through the run's registry. The authored call is the whole path of a trusted call: read and
+hash tool.yaml and tool.py (the pin), hand the code and arguments to a confined `python -I -S` under
+the Leash tool profile with the tool's limits, parse the framed result. By default that interpreter
+is the spare started after the previous call (sentinel/agents/spares.py); the cold variant
+(`spare_idle_s: 0`) launches a fresh one per call. The built-in counts in process. Calls are
+spaced (a pause after each, as model calls space tool calls) and the variants interleaved in
+shuffled order, so background work (such as a spare starting) is charged to nobody. Also shown, to
+say where the time goes: Leash launching `true`, and Leash launching `python -I -S -c pass`.
 Target: added p50 <= 15 ms.
 """
 
@@ -58,23 +60,25 @@ def measure(root: Path, rounds: int, gap_s: float) -> dict[str, list[float]]:
     home, ws = root / "home", root / "ws"
     home.mkdir()
     ws.mkdir()
-    registry = Registry([Tool("count_words", "built-in word count", PARAMS,
-                              lambda a, ctx: str(len(a["text"].split())))])
     write(home, Manifest(name="word_count", description="authored word count", parameters=PARAMS), WORDS)
+    registry, cold = (Registry([Tool("count_words", "built-in word count", PARAMS,
+                                     lambda a, ctx: str(len(a["text"].split())))]) for _ in range(2))
     AuthoredTools(home, registry, AuthoredToolSettings()).register_all()
+    AuthoredTools(home, cold, AuthoredToolSettings(spare_idle_s=0)).register_all()
     ctx = ToolContext(workspace=ws, tools_mode="sandboxed", agent="")
     ensure_launcher()
     time.sleep(1.0)  # the launcher readies its keepers
 
-    def authored() -> None:
-        pinned = registry.get("word_count").pin()
-        assert registry.run("word_count", {"text": TEXT}, ctx, pinned) == "180"
+    def authored(reg: Registry) -> None:
+        pinned = reg.get("word_count").pin()
+        assert reg.run("word_count", {"text": TEXT}, ctx, pinned) == "180"
 
     def python() -> None:
         run_tool([sys.executable, "-I", "-S", "-c", "pass"], cwd=ws, workspace=ws, timeout_s=10)
 
     variants = {"built-in": lambda: registry.run("count_words", {"text": TEXT}, ctx),
-                "authored (pin+launch+run)": authored, "leash: python -I -S -c pass": python,
+                "authored (spare)": lambda: authored(registry), "authored (cold launch)": lambda: authored(cold),
+                "leash: python -I -S -c pass": python,
                 "leash: true": lambda: run_tool(["true"], cwd=ws, workspace=ws, timeout_s=10)}
     for fn in variants.values():
         fn()  # warm up

@@ -4,6 +4,7 @@
     AuthoredTools(home, registry, settings, trusted)
         .register_all()                  every valid tool on disk into the run's registry, like a built-in
         .tools()                         create_tool, edit_tool, list_tools, delete_tool (all `auto`)
+        .warm(ctx)                       start a confined interpreter for the first call, if there is a tool
 
 The code must define `run(args) -> str`. A tool is checked when it is written (the schema is a JSON
 schema of an object, the code parses and defines `run`, limits stay within the operator's maxima), so
@@ -32,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sentinel import paths
 from sentinel.agents import naming
-from sentinel.agents.execute import Limits, run_code
+from sentinel.agents.execute import Limits, run_code, warm
 from sentinel.agents.settings import AuthoredToolSettings
 from sentinel.errors import UsageError, pydantic_detail
 from sentinel.tools import Pinned, Registry, Tool, ToolContext, object_schema
@@ -217,6 +218,7 @@ class AuthoredTools:
         self.trusted = trusted
         self.reserved = (set(registry.names()) | set(naming.SELF_TOOLS) | set(naming.SKILL_TOOLS)
                          | set(naming.AUTHORING_TOOLS))
+        self.limits: dict[str, Limits] = {}  # of each tool registered
 
     def register_all(self) -> dict[str, str]:
         """Register every valid authored tool; returns {name: problem} for those that could not be."""
@@ -232,8 +234,16 @@ class AuthoredTools:
         if snap.name in self.reserved:
             raise UsageError(f"tool {snap.name!r} has the name of a built-in tool")
         name = snap.name
+        self.limits[name] = snap.manifest.limits
         self.registry.add(Tool(name, snap.manifest.description, snap.manifest.parameters, _unpinned,
                                pin=lambda: self.pin(name)))
+
+    def warm(self, ctx: ToolContext) -> None:
+        """Start the first call's interpreter ahead of it (sentinel/agents/spares.py), under the limits most
+        tools ask for; nothing when the run has no authored tool."""
+        if self.limits:
+            asked = list(self.limits.values())
+            warm(ctx, max(asked, key=asked.count), self.settings)
 
     def pin(self, name: str) -> Pinned:
         snap = snapshot(self.home, name)
@@ -312,6 +322,7 @@ class AuthoredTools:
         shutil.rmtree(directory)
         if name not in self.reserved:
             self.registry.tools.pop(name, None)
+            self.limits.pop(name, None)
         return f"Deleted tool {name!r}."
 
     def _trusted(self, name: str, sha256: str) -> bool:

@@ -1,10 +1,12 @@
 """Running one authored-tool call: out of process, as the agent's user, under the Leash tool profile.
 
     run_code(code, limits, args, ctx, settings) -> str     the tool's string, or "error: ..."
+    warm(ctx, limits, settings)                            start a spare for such calls now
 
 The worker never executes authored code. It sends the pinned text of tool.py (the exact bytes the
 decision hashed) with the JSON arguments to a fresh interpreter (`python -I -S`, standard library
-only) running sentinel/agents/toolrun.py, under the same Landlock, seccomp and egress rules as the
+only; usually a spare launched ahead of the call, see sentinel/agents/spares.py) running
+sentinel/agents/toolrun.py, under the same Landlock, seccomp and egress rules as the
 worker's other tools, plus the tool's CPU-time, wall-clock, memory (cgroup and RLIMIT_AS) and process
 limits, each capped by the operator's maxima (`tools.authored` in config.yaml). Every failure comes
 back as one `error: ...` string for the model; nothing here raises into the run.
@@ -12,6 +14,9 @@ back as one `error: ...` string for the model; nothing here raises into the run.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import os
 import secrets
 import signal
@@ -24,7 +29,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sentinel.agents import spares
 from sentinel.agents.settings import AuthoredToolSettings
+from sentinel.errors import SentinelError
 from sentinel.tools import ToolContext
 
 MIB = 1024 * 1024
@@ -69,42 +76,77 @@ def run_code(code: str, asked: Limits, args: dict[str, Any], ctx: ToolContext, s
     nonce = secrets.token_hex(8)
     spec = {"code": code, "args": args, "nonce": nonce, "max_chars": ctx.output_max_chars,
             "cpu_s": limits.cpu_s, "memory_bytes": limits.memory_mb * MIB}
-    argv = [sys.executable, "-I", "-S", "-c", runner_source()]
     try:
-        payload = marshal.dumps(spec)
+        body = marshal.dumps(spec)
     except ValueError:
         return "error: the arguments cannot be passed to the tool (only JSON values can)"
-    capture = ctx.output_max_chars * 3 + 8192  # room for the whole frame (and a truncation note) in the tail
+    payload = b"%d\n" % len(body) + body
     if ctx.tools_mode == "plain":
-        exit_code, output, timed_out = _plain(argv, payload, ctx.workspace, limits)
+        exit_code, output, timed_out = _plain(_argv(), payload, ctx.workspace, limits)
     else:
-        outcome = _leashed(argv, payload, ctx, limits, capture)
+        outcome = _leashed(payload, ctx, limits, settings.spare_idle_s)
         if isinstance(outcome, str):
             return outcome
         exit_code, output, timed_out = outcome
     return result(output, nonce, exit_code, timed_out, limits)
 
 
-def _leashed(argv: list[str], payload: bytes, ctx: ToolContext, limits: CallLimits,
-             capture: int) -> tuple[int | None, str, bool] | str:
-    from sentinel.errors import SentinelError
-    from sentinel.leash import settings_cache
+def warm(ctx: ToolContext, asked: Limits, settings: AuthoredToolSettings) -> None:
+    """Start a spare for calls with these limits in this context now, before the first call needs one."""
+    if ctx.tools_mode == "plain" or not settings.spare_idle_s:
+        return
+    try:
+        call = _call(ctx, limits_for(asked, settings))
+    except SentinelError:
+        return  # a bad Leash policy: the first call says so
+    _spare(call, settings.spare_idle_s)
+
+
+def _spare(call: spares.Call, idle_s: float) -> None:
+    try:
+        spares.start(call, idle_s)
+    except SentinelError:
+        pass  # Leash refuses this launch: the next call launches cold and reports why
+
+
+def _argv() -> list[str]:
+    return [sys.executable, "-I", "-S", "-c", runner_source()]
+
+
+def _leashed(payload: bytes, ctx: ToolContext, limits: CallLimits, idle_s: float) -> tuple[int | None, str, bool] | str:
     from sentinel.leash.errors import LaunchFailed, SandboxUnavailable
-    from sentinel.leash.launch import base_env, identity, launch
-    from sentinel.leash.profile import tool_profile
+    from sentinel.leash.launch import launch
 
     try:
-        who = identity(ctx.agent or None)
-        policy = settings_cache.policy_for(ctx.agent or None, system=who.system)
-        prof = tool_profile(ctx.workspace, policy, proxy=settings_cache.proxy())
-        _tighten(prof, limits)
-        res = launch(argv, prof, cwd=ctx.workspace, env=base_env(ctx.workspace), timeout_s=limits.timeout_s,
-                     who=who, sandbox=ctx.sandbox, output_max_chars=capture, stdin=payload)
+        call = _call(ctx, limits)
+        res = spares.hand_over(call.key, payload) if idle_s else None
+        if res is None:
+            res = launch(call.argv, call.prof, cwd=call.cwd, env=call.env, timeout_s=call.timeout_s, who=call.who,
+                         sandbox=call.sandbox, output_max_chars=call.capture, stdin=payload)
     except (SandboxUnavailable, LaunchFailed) as exc:
         return f"error: the sandbox could not start the tool ({exc})"
     except SentinelError as exc:
         return f"error: {exc}"
+    if idle_s:
+        _spare(call, idle_s)  # for the next call, which is likely this tool again
     return res.exit_code, res.output, res.timed_out
+
+
+def _call(ctx: ToolContext, limits: CallLimits) -> spares.Call:
+    from sentinel.leash import settings_cache
+    from sentinel.leash.launch import base_env, identity
+    from sentinel.leash.profile import tool_profile
+
+    who = identity(ctx.agent or None)
+    policy = settings_cache.policy_for(ctx.agent or None, system=who.system)
+    prof = tool_profile(ctx.workspace, policy, proxy=settings_cache.proxy())
+    _tighten(prof, limits)
+    capture = ctx.output_max_chars * 3 + 8192  # room for the whole frame (and a truncation note) in the tail
+    argv, env = _argv(), base_env(ctx.workspace)
+    shape = [argv, dataclasses.asdict(prof), str(ctx.workspace), env, limits.timeout_s, dataclasses.astuple(who),
+             ctx.sandbox, capture]
+    key = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
+    return spares.Call(argv, prof, ctx.workspace, env, limits.timeout_s, who, ctx.sandbox, capture, key)
 
 
 def _tighten(prof: Any, limits: CallLimits) -> None:

@@ -21,6 +21,8 @@ class AuthoredToolSettings(BaseModel):
     max_timeout_s: float = Field(300.0, gt=0, description="The longest wall-clock timeout any tool may ask for.")
     max_memory_mb: int = Field(1024, ge=32, description="The most memory any tool may ask for.")
     code_max_chars: int = Field(65536, ge=256, description="Largest tool.py `create_tool`/`edit_tool` accept.")
+    spare_idle_s: float = Field(60.0, ge=0, description="How long a confined interpreter started ahead of the next "
+                                                        "call waits for it before it is stopped; 0: start none.")
 
     @model_validator(mode="after")
     def _defaults_within_maxima(self) -> "AuthoredToolSettings":

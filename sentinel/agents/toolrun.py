@@ -1,11 +1,13 @@
 """The runner of one authored-tool call, run as `python -I -S -c <this file's text>` in a sandboxed process.
 
 It imports nothing from Sentinel (the sandbox cannot read the package) and nothing it can avoid (it must
-start fast: `posix` rather than `os`). Its
-stdin is one marshal-encoded dict: the tool's code (exactly the text that was hashed), the arguments,
-the output limit, CPU and memory limits and a nonce. It lowers its own rlimits, points fds 1 and 2 at
-/dev/null (the tool's prints are captured instead), runs `run(args)` and writes one frame on a saved
-copy of fd 1:
+start fast: `posix` rather than `os`). It does everything it can before reading stdin, because it may
+be started ahead of its call (a spare, sentinel/agents/execute.py) and wait there. Its stdin is
+`<length>\n` and then that many bytes: one marshal-encoded dict, the tool's code (exactly the text
+that was hashed), the arguments, the output limit, CPU and memory limits and a nonce; an empty stdin
+(a spare given up) makes it exit 0 at once, and any other input exit 2. It lowers its own rlimits,
+points fds 0, 1 and 2 at /dev/null (the tool's prints are captured instead), runs `run(args)` and
+writes one frame on a saved copy of fd 1:
 
     \\x1eSENTINEL <nonce> <ok|error> <length in characters>\\n<payload, UTF-8>
 
@@ -16,6 +18,11 @@ import io
 import marshal
 import posix  # built in and already loaded: `os` would cost an import at every call
 import sys
+
+try:
+    import resource
+except ImportError:
+    resource = None
 
 ORIGINAL_PID = posix.getpid()
 
@@ -38,9 +45,7 @@ def _limit(text, max_chars):
 
 
 def _rlimits(spec):
-    try:
-        import resource
-    except ImportError:
+    if resource is None:
         return
     for name, value, spare in (("RLIMIT_CPU", spec.get("cpu_s"), 1), ("RLIMIT_AS", spec.get("memory_bytes"), 0)):
         if not value:
@@ -61,14 +66,34 @@ def _where(exc):
     return " (tool.py line %d)" % line if line else ""
 
 
+def _input():
+    """The spec, read to EOF; None for an empty stdin. Exits 2 unless the input is exactly one framed spec."""
+    chunks = []
+    while True:
+        chunk = posix.read(0, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    data = b"".join(chunks)
+    if not data:
+        return None
+    length, _, body = data.partition(b"\n")
+    if not length.isdigit() or int(length) != len(body):
+        posix.write(2, b"sentinel runner: malformed input\n")
+        posix._exit(2)
+    return marshal.loads(body)
+
+
 def main():
-    spec = marshal.loads(sys.stdin.buffer.read())
-    nonce, max_chars = spec["nonce"], spec["max_chars"]
     out = posix.dup(1)
     null = posix.open("/dev/null", posix.O_RDWR)
+    printed = io.StringIO()
+    spec = _input()  # a spare waits here, with everything above done
+    if spec is None:
+        posix._exit(0)
+    nonce, max_chars = spec["nonce"], spec["max_chars"]
     for fd in (0, 1, 2):
         posix.dup2(null, fd)
-    printed = io.StringIO()
     sys.stdout = sys.stderr = printed
     _rlimits(spec)
     try:

@@ -205,6 +205,7 @@ class Launch:
         self.missing: list[str] = list(req.get("missing", []))
         self.out = Output(req.get("output_max_chars", 20000)) if req.get("capture", True) else None
         self.timing: dict[str, float] = {"received": time.monotonic()} if req.get("trace") else {}
+        self.unused = False  # a `timeout_from_stdin` command that ended before its stdin was handed over
 
     def mark(self, stage: str) -> None:
         if self.timing:
@@ -283,6 +284,8 @@ class Launch:
             self._drain(out_r)
         self.mark("drained")
         result = {"exit_code": code, "timed_out": timed_out, "applied": self.applied, "missing": self.missing}
+        if self.unused:
+            result["unused"] = True
         if "exec_error" in status:
             result["exit_code"] = child.EXIT_EXEC
             if self.out is not None:
@@ -294,29 +297,38 @@ class Launch:
         return result
 
     def _loop(self, pid: int, out_r: int | None) -> tuple[int | None, bool]:
-        timeout = self.req.get("timeout_s")
-        deadline = time.monotonic() + timeout if timeout else None
+        clock = _Clock(self.req, self.fds.get("stdin"))
         pidfd = os.pidfd_open(pid)
         poller = select.poll()
         poller.register(pidfd, select.POLLIN)
         poller.register(self.conn.fileno(), select.POLLIN | select.POLLHUP)
         if out_r is not None:
             poller.register(out_r, select.POLLIN)
+        if clock.stdin is not None:
+            poller.register(clock.stdin, select.POLLIN)  # polled, never read: the bytes are the command's
         try:
             while True:
-                wait_ms = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
-                events = poller.poll(wait_ms)
-                if not events and deadline is not None and time.monotonic() >= deadline:
+                events = poller.poll(clock.wait_ms())
+                if not events and clock.expired():
+                    if clock.arrived():  # handed over just as the idle bound ran out: the timeout starts now
+                        poller.unregister(clock.stdin)
+                        clock.handed_over()
+                        continue
                     _wait_all(pid, self.group)
+                    self.unused = clock.stdin is not None
                     return None, True
                 for fd, ev in events:
                     if fd == out_r:
                         if not self._read_some(out_r):
                             poller.unregister(out_r)
                             out_r = None
+                    elif fd == clock.stdin:
+                        poller.unregister(fd)
+                        clock.handed_over()
                     elif fd == pidfd:
                         _, st = os.waitpid(pid, 0)
                         _wait_all(None, self.group, pgid=pid)
+                        self.unused = clock.stdin is not None and not clock.arrived()
                         return os.waitstatus_to_exitcode(st), False
                     else:  # the caller hung up or sent anything: cancel
                         _wait_all(pid, self.group)
@@ -339,6 +351,32 @@ class Launch:
                     break
         finally:
             os.close(fd)
+
+
+class _Clock:
+    """The launch's wall-clock deadline. With `timeout_from_stdin`, `timeout_s` starts when the command's
+    stdin pipe first turns readable (the caller wrote to it or closed it: the hand-over), and until then
+    `idle_s` bounds how long the command may wait for it."""
+
+    def __init__(self, req: dict, stdin: int | None):
+        self.timeout = req.get("timeout_s")
+        self.stdin = stdin if req.get("timeout_from_stdin") else None
+        limit = req.get("idle_s") if self.stdin is not None else self.timeout
+        self.deadline = time.monotonic() + limit if limit else None
+
+    def handed_over(self) -> None:
+        self.stdin = None
+        self.deadline = time.monotonic() + self.timeout if self.timeout else None
+
+    def arrived(self) -> bool:
+        """Has the hand-over happened, even if this poll round has not reported it yet?"""
+        return self.stdin is not None and bool(select.select([self.stdin], [], [], 0)[0])
+
+    def wait_ms(self) -> int | None:
+        return None if self.deadline is None else max(0, int((self.deadline - time.monotonic()) * 1000))
+
+    def expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
 
 def _close(fd: int) -> None:

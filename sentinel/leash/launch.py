@@ -4,6 +4,7 @@
     run_tool(argv, ...) run one tool command under the agent's tool profile; kill its whole tree at
                         exit or timeout; return a ToolResult
     launch(argv, prof)  the same for any Profile, with output captured or the caller's stdio passed
+    start(argv, prof)   launch with stdin a pipe the caller writes later; returns a Pending at once
 
 Who the command runs as: when the caller is root and `agent` names a Linux user, that user (system
 mode: uid drop, capabilities dropped); as root otherwise, a uid of the tool's own that works in
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import select
 import socket
 import sys
 import threading
@@ -42,6 +44,7 @@ class ToolResult:
     truncated: bool = False
     applied: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    unused: bool = False   # start(): the command ended (idle bound, killed) before its stdin was handed over
 
 
 @dataclass(frozen=True)
@@ -136,9 +139,21 @@ def _reset() -> None:
 
 def request(spec: dict, fds: list[int] = ()) -> dict:
     """Send one launch request and wait for its answer (the keeper enforces the timeout)."""
+    return _answer(_send(spec, fds))
+
+
+def _send(spec: dict, fds: list[int]) -> socket.socket:
     conn = _connect()
     try:
         wire.send(conn, spec, fds)
+    except (OSError, ConnectionError) as exc:
+        conn.close()
+        raise LaunchFailed(f"the Leash launcher failed: {exc}") from None
+    return conn
+
+
+def _answer(conn: socket.socket) -> dict:
+    try:
         answer, _ = wire.recv(conn)
     except (OSError, ConnectionError) as exc:
         raise LaunchFailed(f"the Leash launcher failed: {exc}") from None
@@ -161,6 +176,78 @@ def launch(argv: list[str], prof: Profile, *, cwd: Path, env: dict[str, str], ti
            who: Identity = Identity(None, None, None), sandbox: str = "enforce", output_max_chars: int = 20000,
            stdin: bytes | None = None, stdio: tuple[int, int, int] | None = None) -> ToolResult:
     """Run argv under `prof`. Output is captured unless `stdio` passes the caller's own fds."""
+    spec, fds = _request(argv, prof, cwd, env, timeout_s, who, sandbox, output_max_chars, stdio)
+    memfd = None
+    if stdio is None and stdin is not None:
+        memfd = os.memfd_create("sentinel-stdin", os.MFD_CLOEXEC)
+        os.write(memfd, stdin)
+        os.lseek(memfd, 0, os.SEEK_SET)
+        spec["fd_roles"].append("stdin")
+        fds.append(memfd)
+    try:
+        return _result(_traced(spec, lambda: request(spec, fds)))
+    finally:
+        if memfd is not None:
+            os.close(memfd)
+
+
+class Pending:
+    """A command started by `start()`: it runs (its timeout not yet counting) until the caller writes its
+    stdin and closes it (`hand_over`), or gives it up (`close`, which kills it)."""
+
+    def __init__(self, conn: socket.socket, stdin: int):
+        self.conn, self.stdin = conn, stdin
+
+    def ended(self) -> bool:
+        """Has the keeper answered already (the command is gone: idle bound, killed, launch refused)?"""
+        return bool(select.select([self.conn], [], [], 0)[0])
+
+    def hand_over(self, data: bytes) -> ToolResult:
+        """Write `data` to the command's stdin, close it and wait for the command to end. Raises
+        BrokenPipeError when the command is already gone (its stdin has no reader)."""
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.stdin, view):]
+        except OSError:
+            self.close()
+            raise
+        os.close(self.stdin)
+        self.stdin = -1
+        return _result(_answer(self.conn))
+
+    def close(self) -> None:
+        """Give the command up: it reads EOF, and the keeper, seeing the caller hang up, kills what is left."""
+        if self.stdin >= 0:
+            os.close(self.stdin)
+            self.stdin = -1
+        self.conn.close()
+
+
+def start(argv: list[str], prof: Profile, *, cwd: Path, env: dict[str, str], timeout_s: float, idle_s: float,
+          who: Identity = Identity(None, None, None), sandbox: str = "enforce",
+          output_max_chars: int = 20000) -> Pending:
+    """Launch argv under `prof` with its stdin a pipe whose write end the caller gets; return once the keeper
+    has the request. `timeout_s` counts from the hand-over (the pipe's first byte or its close), `idle_s`
+    before it: a command never handed anything is killed then and answers `unused`."""
+    spec, fds = _request(argv, prof, cwd, env, timeout_s, who, sandbox, output_max_chars, None)
+    read, write = os.pipe2(os.O_CLOEXEC)
+    spec.update(timeout_from_stdin=True, idle_s=idle_s)
+    spec["fd_roles"].append("stdin")
+    try:
+        conn = _send(spec, fds + [read])
+    except BaseException:
+        os.close(write)
+        raise
+    finally:
+        os.close(read)  # the keeper has its own copy: with ours gone, a command that died makes writes fail
+    return Pending(conn, write)
+
+
+def _request(argv: list[str], prof: Profile, cwd: Path, env: dict[str, str], timeout_s: float | None, who: Identity,
+             sandbox: str, output_max_chars: int, stdio: tuple[int, int, int] | None) -> tuple[dict, list[int]]:
+    """The request for one launch and its fds (the Landlock ruleset, the caller's stdio); refuses early when
+    `enforce` needs a layer this kernel lacks."""
     if not argv:
         raise UsageError("leash: empty command")
     env = {**prof.env, **env}
@@ -183,28 +270,26 @@ def launch(argv: list[str], prof: Profile, *, cwd: Path, env: dict[str, str], ti
     if ruleset is not None:
         spec["fd_roles"].append("ruleset")
         fds.append(ruleset.fd)
-    memfd = None
     if stdio is not None:
         spec["fd_roles"] += ["stdin", "stdout", "stderr"]
         fds += list(stdio)
-    elif stdin is not None:
-        memfd = os.memfd_create("sentinel-stdin", os.MFD_CLOEXEC)
-        os.write(memfd, stdin)
-        os.lseek(memfd, 0, os.SEEK_SET)
-        spec["fd_roles"].append("stdin")
-        fds.append(memfd)
-    if TRACE:
-        spec["trace"] = True
-        TRACE.append({"sent": time.monotonic()})
-    try:
-        answer = request(spec, fds)
-    finally:
-        if memfd is not None:
-            os.close(memfd)
-    if TRACE:
-        TRACE[-1].update(answer.get("timing", {}), answered=time.monotonic())
+    return spec, fds
+
+
+def _traced(spec: dict, send) -> dict:
+    if not TRACE:
+        return send()
+    spec["trace"] = True
+    TRACE.append({"sent": time.monotonic()})
+    answer = send()
+    TRACE[-1].update(answer.get("timing", {}), answered=time.monotonic())
+    return answer
+
+
+def _result(answer: dict) -> ToolResult:
     return ToolResult(answer.get("exit_code"), answer.get("output", ""), answer.get("timed_out", False),
-                      answer.get("truncated", False), answer.get("applied", []), answer.get("missing", []))
+                      answer.get("truncated", False), answer.get("applied", []), answer.get("missing", []),
+                      answer.get("unused", False))
 
 
 def run_tool(argv: list[str], *, cwd: Path, workspace: Path, timeout_s: float, env: dict[str, str] | None = None,

@@ -57,7 +57,7 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     from sentinel.muzzle import model_for_run
 
     registry = default_registry()
-    selfstate = _add_agent_tools(registry, config, home, profile, state, store)
+    selfstate, authored = _add_agent_tools(registry, config, home, profile, state, store)
     layers = layers_for(config, home, profile, operator) + [TrustLayer(store.tool_trusted)]
     gate = next((layer for layer in layers if getattr(layer, "name", "") == "gate"), None)
     judges = gate.judge_models() if gate is not None else []
@@ -68,6 +68,7 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     tool_ctx = ToolContext(workspace=Path(state.workspace), run_id=state.id, agent=profile.name,
                            bash_timeout_s=config.tools.bash_timeout_s, output_max_chars=config.tools.output_max_chars,
                            sandbox=config.sandbox, tools_mode=config.leash.tools)
+    authored.warm(tool_ctx)
 
     def prompt() -> str:
         soul, parts = selfstate.prompt_parts()
@@ -78,7 +79,7 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
 
 
 def _add_agent_tools(registry: Registry, config: Config, home: Path, profile: profiles.AgentProfile,
-                     state: RunState, store: Store) -> SelfState:
+                     state: RunState, store: Store) -> tuple[SelfState, AuthoredTools]:
     """Self-state, skill and tool-management tools, then the agent's own tools (broken ones are audited)."""
 
     def audit(kind: str, record: dict[str, Any]) -> None:
@@ -94,7 +95,7 @@ def _add_agent_tools(registry: Registry, config: Config, home: Path, profile: pr
         registry.add(tool)
     for name, problem in authored.register_all().items():
         audit("tool_broken", {"tool": name, "problem": problem})
-    return selfstate
+    return selfstate, authored
 
 
 def initial_messages(home: Path, profile: profiles.AgentProfile, deps: Deps, task: str,
