@@ -128,3 +128,32 @@ def test_kill_right_after_a_compaction_then_resume(scripted_server, configure, c
     assert notes and notes[0].startswith("Resuming from checkpoint — 0 of 3 tasks complete")
     assert sum(1 for m in shown["history"] if m["role"] == "assistant") == 60  # no turn lost or repeated
     assert len({p.name for p in (sentinel_home / "workspace").iterdir()}) == 53  # parts 5, 6, 21 and 41 are other calls
+
+
+def _two_step_plan(done: int) -> dict:
+    steps = [{"task": "draft", "status": "done" if done > 0 else "in-progress"},
+             {"task": "review", "status": "done" if done > 1 else "pending"}]
+    return {"tool_calls": [{"name": "update_plan", "arguments": {"plan": steps}}]}
+
+
+def test_a_chat_session_resumes_from_its_session_file_and_archives_it_when_complete(scripted_server, configure,
+                                                                                   sentinel_home):
+    from sentinel.local.engine import LocalEngine
+
+    server = scripted_server([_two_step_plan(1), "Drafted.", _two_step_plan(2), "Reviewed.", "Something new."])
+    configure(server=server)
+    engine = LocalEngine()
+    try:
+        first = engine.start("draft then review", chat=True)
+        run_dir = sentinel_home / "runs" / first.id
+        assert "| 1 | draft | done |" in (run_dir / "session-live.md").read_text()
+        engine.send(first.id, "go on")
+        sent = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
+        assert any(s.startswith("Resuming from checkpoint — 1 of 2 tasks complete") and "## Plan" in s for s in sent)
+        engine.send(first.id, "something else now")  # the plan was complete: archived, a fresh file
+        archived = list(run_dir.glob("session-2*.md"))
+        assert len(archived) == 1 and "| 2 | review | done |" in archived[0].read_text()
+        assert "no plan yet" in (run_dir / "session-live.md").read_text()
+        assert not any("Resuming from checkpoint" in (m["content"] or "") for m in server.requests[-1]["messages"][-2:])
+    finally:
+        engine.close()
