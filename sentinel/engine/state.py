@@ -13,7 +13,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from sentinel.engine import journal
 from sentinel.frames import loads
@@ -188,11 +188,14 @@ class RunState:
             os.close(dfd)
 
 
-def history(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The whole conversation as it happened (compactions not applied) and the compactions, from the journal."""
+def history(events: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The whole conversation as it happened (compactions not applied) and the compactions, from journal records."""
     state = _History()
-    for event in journal.read(run_dir / JOURNAL)[0]:
-        state.apply(event)
+    for event in events:
+        try:
+            state.apply(event)
+        except (KeyError, TypeError, AttributeError, ValueError):
+            continue  # a malformed line (the agent owns its journal) costs that line only
     return state.messages, state.folded
 
 

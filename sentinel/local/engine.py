@@ -138,7 +138,8 @@ class LocalEngine:
         state = RunState.load(Path(row["run_dir"]))
         status = self._live_status(row)
         decisions = self.store.verdicts(run_id)  # as recorded, never as the journal retells them
-        full, compactions = history(Path(row["run_dir"])) if state.compactions else (state.messages, [])
+        run_dir = Path(row["run_dir"])
+        full, compactions = history(journal.read(run_dir / JOURNAL)[0]) if state.compactions else (state.messages, [])
         return {"id": run_id, "status": status, "kind": row.get("kind") or "task", "task": row["task"],
                 "agent": row["agent"], "model": row["model"], "skills": state.skills,
                 "workspace": row["workspace"], "parent_id": row.get("parent_id"), "output": state.output,
