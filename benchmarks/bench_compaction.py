@@ -150,10 +150,15 @@ def model_scribe(run_dir: Path) -> tuple[float, str]:
     prompt = [{"role": "system", "content": SCRIBE_PROMPT},
               {"role": "user", "content": f"session-live.md:\n\n{(run_dir / 'session-live.md').read_text()}\n\n"
                                           f"Transcript tail:\n\n" + "\n".join(line[:300] for line in tail)}]
+    from sentinel.models.hosts import stop_all
+
     model = resolve("local/qwen2.5-coder-1.5b", Config())
-    began = time.perf_counter()
-    reply = model.complete(prompt, [])
-    return (time.perf_counter() - began) * 1000, reply.content
+    try:
+        began = time.perf_counter()
+        reply = model.complete(prompt, [])
+        return (time.perf_counter() - began) * 1000, reply.content
+    finally:
+        stop_all(run_dir.parent.parent / "state")  # the model host would otherwise wait out its idle time
 
 
 def main() -> None:

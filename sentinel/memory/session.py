@@ -149,7 +149,8 @@ class SessionLog:
         started = _clock(self.started, "%Y-%m-%dT%H:%M") if self.started else "?"
         done, total = self.progress()
         out = ["# Active Session", f"**Started:** {started}", f"**Goal:** {_cut(self.goal, 300)}",
-               f"**Status:** {self.status}", "", "## Plan", "| # | Task | Status | Agent |", "|---|------|--------|-------|"]
+               f"**Status:** {self.status}", "", "## Plan", "| # | Task | Status | Agent |",
+               "|---|------|--------|-------|"]
         out += [f"| {i} | {_cell(item['task'])} | {item['status']} | main |" for i, item in enumerate(self.plan, 1)]
         if not self.plan:
             out.append("| - | (no plan yet: the agent records one with update_plan) | - | - |")

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import signal
 
-import pytest
-
 SUMMARIZER = "context compactor"
 DECISION = "One file per part, so that each part can be reviewed on its own"
 PLAN = ["write parts 1-20", "write parts 21-40", "write parts 41-57"]
@@ -21,8 +19,8 @@ def _plan(done: int, explanation: str | None = None) -> dict:
 
 
 def _write(i: int) -> dict:
-    return {"content": f"Writing part {i}.",
-            "tool_calls": [{"name": "write_file", "arguments": {"path": f"part{i}.txt", "content": f"{i}:" + "x" * 400}}]}
+    args = {"path": f"part{i}.txt", "content": f"{i}:" + "x" * 400}
+    return {"content": f"Writing part {i}.", "tool_calls": [{"name": "write_file", "arguments": args}]}
 
 
 def long_script(summary: dict | None = None) -> list:
