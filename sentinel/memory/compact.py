@@ -22,6 +22,9 @@ from sentinel.models.script import turn_of as turns_in
 # The summary message opens with this line. The scripted model counts the turns it names as turns
 # already taken (`turns_in` is its count), so a script replays the same way before and after compaction.
 SUMMARY_HEAD = "[Summary so far: {turns} earlier model turns, compacted]"
+RESUMING = "Resuming from checkpoint — {done} of {total} tasks complete."
+# User messages the harness wrote (a resume note, an attached skill): not a person's request.
+NOT_REQUESTS = ("Resuming from checkpoint", "[Skill attached by the operator")
 
 SUMMARIZER = """\
 You are Sentinel's context compactor. You are given the middle of an agent's conversation: its model turns, \
@@ -98,9 +101,20 @@ def summary_request(middle: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {"role": "user", "content": f"The conversation to summarize:\n\n{render(middle)}"}]
 
 
-def summary_message(text: str, turns: int) -> dict[str, Any]:
-    """A user message (some chat templates refuse a late system message; an assistant one would read as an answer)."""
-    return {"role": "user", "content": f"{SUMMARY_HEAD.format(turns=turns)}\n\n{text.strip()}"}
+def latest_request(middle: list[dict[str, Any]]) -> str | None:
+    """The last message a person wrote inside the span (a chat session's current request), if any."""
+    for message in reversed(middle):
+        content = message.get("content") or ""
+        if message.get("role") == "user" and not is_summary(message) and not content.startswith(NOT_REQUESTS):
+            return content
+    return None
+
+
+def summary_message(text: str, turns: int, request: str | None = None) -> dict[str, Any]:
+    """A user message (some chat templates refuse a late system message; an assistant one would read as an answer).
+    The request being worked on, when the span holds it, stays verbatim: a summary must not rephrase it."""
+    verbatim = f"\n\nThe request being worked on, verbatim:\n\n{request.strip()}" if request else ""
+    return {"role": "user", "content": f"{SUMMARY_HEAD.format(turns=turns)}\n\n{text.strip()}{verbatim}"}
 
 
 def splice(messages: list[dict[str, Any]], start: int, end: int, message: dict[str, Any]) -> list[dict[str, Any]]:

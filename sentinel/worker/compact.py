@@ -36,7 +36,6 @@ from sentinel.models import ModelClient, ModelError
 
 ENDED = ("done", "failed", "idle", "cancelled")
 TIDY_KEEP = 2  # checkpoints the curator's tidy-up keeps
-RESUMING = "Resuming from checkpoint — {done} of {total} tasks complete."
 
 Audit = Callable[[str, dict[str, Any]], None]
 
@@ -133,7 +132,7 @@ class Keeper:
             return
         if total:
             text = live.read_text(encoding="utf-8", errors="replace")
-            note = (f"{RESUMING.format(done=done, total=total)} Your session file (runs/{run.state.id}/{LIVE}) "
+            note = (f"{compact.RESUMING.format(done=done, total=total)} Your session file (runs/{run.state.id}/{LIVE}) "
                     f"follows; skip to the first incomplete task and do not redo finished ones.\n\n{text}")
             run.record({"type": "message", "message": {"role": "user", "content": note}, "note": "resume"})
             self._catch_up(run)
@@ -162,7 +161,7 @@ class Keeper:
                         f"dropped, trying again after {self.settings.retry_after_turns} more model turns"})
             return
         turns = compact.turns_in(middle)
-        summary = compact.summary_message(text, turns)
+        summary = compact.summary_message(text, turns, compact.latest_request(middle))
         after = before - compact.size(middle) + compact.message_size(summary)
         run.record(compact.record(start, end, summary, before, after, turns))
         run.snapshot()  # a resume continues from the compacted state without replaying the span

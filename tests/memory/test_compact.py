@@ -109,3 +109,14 @@ def test_the_curator_adds_once_and_never_session_state_or_injection(tmp_path):
     assert [f[0] for f in first.flagged] == [learnings[2]]  # scanned like any memory, left out
     assert "previous instructions" not in text and "CP-3" not in text
     assert text.count("blue-green") == 1
+
+
+def test_a_chat_request_inside_the_span_stays_verbatim():
+    messages = _conversation(3) + [{"role": "user", "content": "now rename every file to .md"}]
+    for i in range(3, 9):
+        messages += _turn(i)
+    start, end = compact.span(messages, 2)
+    middle = messages[start:end]
+    summary = compact.summary_message("did things", compact.turns_in(middle), compact.latest_request(middle))
+    assert summary["content"].endswith("verbatim:\n\nnow rename every file to .md")
+    assert compact.latest_request(_conversation(3)[2:]) is None
