@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sentinel.models.script import SUMMARY_TURNS
+from sentinel.models.script import SUMMARY_TURNS, text_of
 from sentinel.models.script import turn_of as turns_in
 
 # The summary message opens with this line. The scripted model counts the turns it names as turns
@@ -38,7 +38,7 @@ RESULT_MAX = 1500  # characters of one tool result shown to the summarizer
 
 
 def message_size(message: dict[str, Any]) -> int:
-    n = len(message.get("content") or "")
+    n = len(text_of(message))
     for call in message.get("tool_calls") or []:
         fn = call.get("function") or {}
         n += len(fn.get("name") or "") + len(fn.get("arguments") or "")
@@ -58,7 +58,7 @@ def head_end(messages: list[dict[str, Any]]) -> int:
 
 
 def is_summary(message: dict[str, Any]) -> bool:
-    return message.get("role") == "user" and bool(SUMMARY_TURNS.match(message.get("content") or ""))
+    return message.get("role") == "user" and bool(SUMMARY_TURNS.match(text_of(message)))
 
 
 def span(messages: list[dict[str, Any]], keep_recent_turns: int) -> tuple[int, int] | None:
@@ -76,7 +76,7 @@ def render(messages: list[dict[str, Any]]) -> str:
     """The span as a plain transcript: the summarizer reads it as text, so no tool call needs a result."""
     lines: list[str] = []
     for message in messages:
-        role, content = message.get("role"), (message.get("content") or "").strip()
+        role, content = message.get("role"), text_of(message).strip()
         if is_summary(message):
             lines.append(f"EARLIER SUMMARY:\n{content}")
         elif role == "assistant":
@@ -104,7 +104,7 @@ def summary_request(middle: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def latest_request(middle: list[dict[str, Any]]) -> str | None:
     """The last message a person wrote inside the span (a chat session's current request), if any."""
     for message in reversed(middle):
-        content = message.get("content") or ""
+        content = text_of(message)
         if message.get("role") == "user" and not is_summary(message) and not content.startswith(NOT_REQUESTS):
             return content
     return None

@@ -91,18 +91,26 @@ def load(path: Path) -> list[Reply]:
 SUMMARY_TURNS = re.compile(r"^\[Summary so far: (\d+) earlier model turns")
 
 
+def text_of(message: dict[str, Any]) -> str:
+    """A message's text: its content, or the text parts of a content list."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
 def turn_of(messages: list[dict[str, Any]]) -> int:
     turns = 0
     for m in messages:
         if m.get("role") == "assistant":
             turns += 1
-        elif m.get("role") == "user" and (found := SUMMARY_TURNS.match(m.get("content") or "")):
+        elif m.get("role") == "user" and (found := SUMMARY_TURNS.match(text_of(m))):
             turns += int(found.group(1))
     return turns
 
 
 def pick(replies: list[Reply], messages: list[dict[str, Any]]) -> tuple[int, Reply]:
-    system = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
+    system = next((text_of(m) for m in messages if m.get("role") == "system"), "")
     for reply in replies:
         if reply.match is not None and reply.match in system:
             return 0, reply
