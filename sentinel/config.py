@@ -16,7 +16,7 @@ from sentinel import paths
 from sentinel.errors import ConfigError, pydantic_detail
 from sentinel.agents.settings import AuthoredToolSettings
 from sentinel.leash.settings import LeashSettings
-from sentinel.memory.settings import MemorySettings
+from sentinel.memory.settings import ContextSettings, MemorySettings
 from sentinel.muzzle.settings import MuzzleSettings
 from sentinel.models.settings import LocalSettings
 from sentinel.policy.settings import GateSettings
@@ -73,6 +73,8 @@ class Config(_Strict):
                                    description="System mode only (/etc/sentinel/config.yaml): the models runs may use.")
     local: LocalSettings = Field(default_factory=LocalSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    context: ContextSettings = Field(default_factory=ContextSettings,
+                                     description="Compaction of long runs, the live session file, the curator.")
 
     def provider(self, name: str) -> Provider | None:
         if name in self.providers:

@@ -33,6 +33,7 @@ Audit = Callable[[str, dict[str, Any]], None]
 SOUL_MAX = 20000
 USER_APPEND_MAX = 4000
 USER_PROMPT_MAX = 8000
+LEARNINGS_PROMPT_MAX = 8000
 USER_HEADER = "# The operator\n\nWhat I know about the person I work for.\n"
 
 
@@ -86,7 +87,17 @@ class SelfState:
         index = memory.prompt_index(self.config.memory.index_max_chars)
         self._report_flagged(memory, memory.index.rows(flagged=True))
         hint = "Save durable facts with `remember`; search your notes with `recall`."
-        return f"{index}\n\n{hint}" if index else f"(no notes yet)\n\n{hint}"
+        body = f"{index}\n\n{hint}" if index else f"(no notes yet)\n\n{hint}"
+        return body + self._learnings(memory)
+
+    def _learnings(self, memory: "Memory") -> str:
+        """The curated MEMORY.md of the scope, when it has something and passes the scanner."""
+        from sentinel.memory.curator import memory_md
+
+        text = _tail(_read(memory_md(memory.root)), LEARNINGS_PROMPT_MAX)
+        if not text.strip() or not self._clean(f"memory/{memory.scope}/MEMORY.md", text):
+            return ""
+        return f"\n\n### Learnings (MEMORY.md)\n\n{text.strip()}"
 
     def _clean(self, source: str, text: str) -> bool:
         finding = scan(text)

@@ -13,7 +13,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from sentinel.engine import journal
 from sentinel.frames import loads
@@ -49,6 +49,7 @@ class RunState:
     turn_steps: int = 0                                      # steps and active seconds when the last user
     turn_s: float = 0.0                                      # message arrived: limits count from there
     skills: list[str] = field(default_factory=list)          # skills attached to the conversation
+    compactions: int = 0                                     # times the middle of the conversation was summarized
     seq: int = 0
     offset: int = 0
 
@@ -80,7 +81,7 @@ class RunState:
         self.messages.append(e["message"])
         if e.get("skill"):
             self.skills.append(e["skill"])
-        elif e["message"].get("role") == "user":
+        elif e["message"].get("role") == "user" and not e.get("note"):  # a harness note is not a new request
             self._close_session()  # the time a session waited for this message is not work
             self.turn_steps, self.turn_s = self.steps, self.active_s
 
@@ -94,6 +95,11 @@ class RunState:
             self.messages[0] = prompt
         else:
             self.messages.insert(0, prompt)
+
+    def _on_compaction(self, e: dict[str, Any]) -> None:
+        """The middle of the conversation was summarized: one message stands for messages[start:end] from now on."""
+        self.messages[e["start"]:e["end"]] = [e["message"]]
+        self.compactions += 1
 
     def _on_assistant(self, e: dict[str, Any]) -> None:
         self.messages.append(e["message"])
@@ -180,3 +186,23 @@ class RunState:
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def history(events: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The whole conversation as it happened (compactions not applied) and the compactions, from journal records."""
+    state = _History()
+    for event in events:
+        try:
+            state.apply(event)
+        except (KeyError, TypeError, AttributeError, ValueError):
+            continue  # a malformed line (the agent owns its journal) costs that line only
+    return state.messages, state.folded
+
+
+@dataclass
+class _History(RunState):
+    folded: list[dict[str, Any]] = field(default_factory=list)
+
+    def _on_compaction(self, e: dict[str, Any]) -> None:
+        self.folded.append({k: e.get(k) for k in ("seq", "t", "summarized", "turns", "chars_before", "chars_after",
+                                                  "start", "end")})

@@ -24,7 +24,7 @@ from sentinel.engine import journal
 from sentinel.engine.api import Outcome
 from sentinel.engine.events import Event, Listener, Translator
 from sentinel.engine.run import Run
-from sentinel.engine.state import JOURNAL, RunState
+from sentinel.engine.state import JOURNAL, RunState, history
 from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, UsageError
 
@@ -138,11 +138,13 @@ class LocalEngine:
         state = RunState.load(Path(row["run_dir"]))
         status = self._live_status(row)
         decisions = self.store.verdicts(run_id)  # as recorded, never as the journal retells them
+        run_dir = Path(row["run_dir"])
+        full, compactions = history(journal.read(run_dir / JOURNAL)[0]) if state.compactions else (state.messages, [])
         return {"id": run_id, "status": status, "kind": row.get("kind") or "task", "task": row["task"],
                 "agent": row["agent"], "model": row["model"], "skills": state.skills,
                 "workspace": row["workspace"], "parent_id": row.get("parent_id"), "output": state.output,
                 "error": state.error or row.get("error"), "steps": state.steps, "created_at": row["created_at"],
-                "messages": state.messages, "decisions": decisions,
+                "messages": state.messages, "decisions": decisions, "compactions": compactions, "history": full,
                 "pending_approvals": [a.public() for a in self.store.pending_approvals(run_id)]}
 
     def runs(self, *, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:

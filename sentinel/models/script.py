@@ -13,11 +13,17 @@ resumed run gets the same reply it would have got without the crash.
     - {raw: "not json"}                        # the server answers with garbage
 
 A reply may carry `delay_ms`. Past the end, the last reply repeats.
+
+A reply with `match: TEXT` answers, out of turn, every call whose system message contains TEXT (a
+side call such as compaction's summary: `{match: context compactor, content: "- wrote a.txt"}`). Turns
+a compaction summary folded in still count (the summary message names them), so the replies after a
+compaction are the ones that would have come without it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +38,7 @@ class Reply:
     delay_ms: float = 0.0
     error: dict[str, Any] | None = None
     raw: str | None = None
+    match: str | None = None
 
     def calls_with_ids(self, turn: int) -> list[dict[str, Any]]:
         out = []
@@ -47,7 +54,7 @@ def _reply(item: Any, where: str) -> tuple[Reply, int]:
         return Reply(content=item), 1
     if not isinstance(item, dict):
         raise ValueError(f"{where}: a reply is a string or a mapping")
-    unknown = set(item) - {"content", "tool_calls", "delay_ms", "error", "raw", "repeat"}
+    unknown = set(item) - {"content", "tool_calls", "delay_ms", "error", "raw", "repeat", "match"}
     if unknown:
         raise ValueError(f"{where}: unknown field {sorted(unknown)[0]!r}")
     calls = item.get("tool_calls") or []
@@ -55,7 +62,7 @@ def _reply(item: Any, where: str) -> tuple[Reply, int]:
         if not isinstance(call, dict) or "name" not in call:
             raise ValueError(f"{where}.tool_calls[{j}]: needs a name")
     reply = Reply(str(item.get("content") or ""), list(calls), float(item.get("delay_ms", 0)),
-                  item.get("error"), item.get("raw"))
+                  item.get("error"), item.get("raw"), item.get("match"))
     return reply, int(item.get("repeat", 1))
 
 
@@ -80,10 +87,33 @@ def load(path: Path) -> list[Reply]:
     return parse(read_yaml(path), str(path))
 
 
+# The opening of a compaction summary (sentinel/memory/compact.py SUMMARY_HEAD, which sits above this layer).
+SUMMARY_TURNS = re.compile(r"^\[Summary so far: (\d+) earlier model turns")
+
+
+def text_of(message: dict[str, Any]) -> str:
+    """A message's text: its content, or the text parts of a content list."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
 def turn_of(messages: list[dict[str, Any]]) -> int:
-    return sum(1 for m in messages if m.get("role") == "assistant")
+    turns = 0
+    for m in messages:
+        if m.get("role") == "assistant":
+            turns += 1
+        elif m.get("role") == "user" and (found := SUMMARY_TURNS.match(text_of(m))):
+            turns += int(found.group(1))
+    return turns
 
 
 def pick(replies: list[Reply], messages: list[dict[str, Any]]) -> tuple[int, Reply]:
+    system = next((text_of(m) for m in messages if m.get("role") == "system"), "")
+    for reply in replies:
+        if reply.match is not None and reply.match in system:
+            return 0, reply
+    in_turn = [r for r in replies if r.match is None]
     turn = turn_of(messages)
-    return turn, replies[min(turn, len(replies) - 1)]
+    return turn, in_turn[min(turn, len(in_turn) - 1)]

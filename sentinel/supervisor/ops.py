@@ -124,11 +124,14 @@ def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     row = _row(store, _text(msg, "run_id"))
     state = _state(store, row)
     _stream(conn, "messages", state.messages)  # the agent's conversation, as its journal has it
+    full, compactions = _history(store, row, state)
+    _stream(conn, "history", full)  # as it happened, before any compaction
     _stream(conn, "decisions", store.verdicts(row["id"]))  # verdicts from the supervisor's store only
     return reply({"id": row["id"], "status": row["status"], "task": row["task"], "agent": row["agent"],
                   "user": row.get("user"), "model": row["model"], "workspace": row["workspace"],
                   "output": row.get("output") or state.output, "error": row.get("error") or state.error,
                   "steps": state.steps, "created_at": row["created_at"], "messages": [], "decisions": [],
+                  "history": [], "compactions": compactions,
                   "pending_approvals": [a.public() for a in store.pending_approvals(row["id"])]})
 
 
@@ -438,6 +441,16 @@ def _state(store: Store, row: dict[str, Any]) -> Any:
 
     owner = _owner(store, row)
     return agentfs.load_state(owner[0], row["id"], owner[1]) if owner else RunState()
+
+
+def _history(store: Store, row: dict[str, Any], state: Any) -> tuple[list[Any], list[Any]]:
+    """The conversation before compactions, and the compactions, when there were any."""
+    from sentinel.engine.state import history
+
+    owner = _owner(store, row)
+    if not state.compactions or not owner:
+        return state.messages, []
+    return history(agentfs.read_journal(owner[0], row["id"], owner[1])[0])
 
 
 OPS: dict[str, Handler] = {

@@ -17,6 +17,8 @@ resumed). Every effect is journaled before and after it happens:
   the call runs exactly that text, and an approval binds its hash too, so code changed after the
   decision or the approval never runs;
 - before each model call the system prompt is rebuilt from the agent's files; a change is journaled;
+- before each model call the keeper (sentinel/worker/compact.py) may checkpoint the session file and
+  compact the middle of the conversation; when the run stops it checkpoints and curates;
 - a call's decision and its resolution come from the store (the supervisor's in
   system mode), never from the journal, which the agent's user can write: a
   decision is recorded there once and taken from there on resume.
@@ -78,6 +80,7 @@ class Deps:
     granted: frozenset[str] | None = None
     approval_ttl_s: float | None = None
     prompt: Callable[[], str] | None = None  # the system prompt as the agent's files make it now
+    keeper: Any = None  # sentinel.worker.compact.Keeper: compaction, session file, curator
 
 
 INTERRUPTED = ("Error: this call was interrupted before it finished (the process running it stopped) and was "
@@ -109,6 +112,8 @@ class AgentLoop:
             self._finish("idle" if self.chat else "interrupted", error=gone.error)
         finally:
             self.run.snapshot()
+        if self.deps.keeper is not None:
+            self.deps.keeper.at_end(self.run)
         return self.state.status
 
     @property
@@ -139,6 +144,8 @@ class AgentLoop:
     # -- the model ------------------------------------------------------------
 
     def call_model(self) -> None:
+        if self.deps.keeper is not None:
+            self.deps.keeper.before_call(self.run)  # may checkpoint and compact the conversation
         self.refresh_prompt()
         tools = self.deps.registry.schemas(self.deps.granted)
         self.run.emit(events.ModelCallStarted(**self.run.base(), model=self.state.model, step=self.state.steps + 1))

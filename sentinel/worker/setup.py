@@ -20,9 +20,13 @@ from sentinel.agents.trust import TrustLayer
 from sentinel.config import Config
 from sentinel.engine.state import RunState
 from sentinel.engine.store import Store
+from sentinel.memory import compact
+from sentinel.memory.session import plan_tool
+from sentinel.memory.vault import memory_dir
 from sentinel.policy import action
 from sentinel.tools import Registry, ToolContext
 from sentinel.tools.builtin import default_registry
+from sentinel.worker.compact import Keeper
 from sentinel.worker.loop import Deps
 from sentinel.worker.prompt import system_prompt
 from sentinel.worker.turn import skill_records
@@ -61,7 +65,9 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     layers = layers_for(config, home, profile, operator) + [TrustLayer(store.tool_trusted)]
     gate = next((layer for layer in layers if getattr(layer, "name", "") == "gate"), None)
     judges = gate.judge_models() if gate is not None else []
-    model = model_for_run(state.model, config, run_id=state.id, agent=profile.name, also=judges, endpoint=endpoint)
+    summary = config.context.summary_model
+    model = model_for_run(state.model, config, run_id=state.id, agent=profile.name,
+                          also=judges + ([summary] if summary else []), endpoint=endpoint)
     if gate is not None and getattr(model, "via_muzzle", False):
         gate.route_through_muzzle(model.base_url, model.api_key)  # judge calls are model calls too
     granted = frozenset(profile.tools) if profile.tools is not None else None
@@ -74,8 +80,26 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
         soul, parts = selfstate.prompt_parts()
         return system_prompt(soul, registry.schemas(granted), str(tool_ctx.workspace), profile.display_name, parts)
 
+    keeper = _keeper(config, home, profile, state, store, model, endpoint)
     return Deps(model=model, registry=registry, layers=layers, store=store, tool_ctx=tool_ctx,
-                max_steps=config.limits.max_steps, max_wall_s=config.limits.max_wall_s, granted=granted, prompt=prompt)
+                max_steps=config.limits.max_steps, max_wall_s=config.limits.max_wall_s, granted=granted, prompt=prompt,
+                keeper=keeper)
+
+
+def _keeper(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: Store,
+            model: Any, endpoint: tuple[str, str] | None) -> Keeper:
+    """Compaction (by the run's model unless `context.summary_model` names another), scribe and curator."""
+    from sentinel.muzzle import model_for_run
+
+    name = config.context.summary_model
+    summarizer = model if not name or name == state.model else model_for_run(
+        name, config, run_id=state.id, agent=profile.name, endpoint=endpoint)
+    limit = compact.threshold(config.context.compact_at_chars, state.model, config.local.context_tokens)
+
+    def audit(kind: str, record: dict[str, Any]) -> None:
+        store.audit(kind, {"run_id": state.id, "agent": profile.name, **record})
+
+    return Keeper(config.context, summarizer, limit, memory_dir(home) / profile.scope, audit)
 
 
 def _add_agent_tools(registry: Registry, config: Config, home: Path, profile: profiles.AgentProfile,
@@ -87,7 +111,7 @@ def _add_agent_tools(registry: Registry, config: Config, home: Path, profile: pr
 
     selfstate = SelfState(home, profile.name, config, audit)
     skill_tools = SkillTools(home, attached=lambda: selfstate.profile().skills, attach=selfstate.attach_skill)
-    for tool in [*selfstate.tools(), *skill_tools.tools()]:
+    for tool in [*selfstate.tools(), *skill_tools.tools(), plan_tool()]:
         registry.add(tool)
     authored = AuthoredTools(home, registry, config.tools.authored,
                              trusted=lambda tool, sha: store.tool_trusted(state.id, tool, sha))

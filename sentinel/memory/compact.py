@@ -1,0 +1,137 @@
+"""Context compaction, as pure functions over OpenAI-format messages (the loop's hook is sentinel/worker/compact.py).
+
+    size(messages)                          -> characters, the tokenizer-agnostic estimate
+    span(messages, keep_recent_turns)       -> (start, end) of the middle to summarize, or None
+    summary_request(messages[start:end])    -> the messages of the summary call
+    summary_message(text, turns)            -> the one message that replaces the span
+    splice(messages, start, end, message)   -> the compacted conversation
+
+The head (the system prompt and the messages before the first model turn: the task, attached skills)
+and the last `keep_recent_turns` model turns stay verbatim. A turn is an assistant message with the tool
+results that answer it, so a span always ends right before an assistant message: a tool call is never
+separated from its result. An earlier summary lies inside the next span, so summaries roll.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sentinel.models.script import SUMMARY_TURNS, text_of
+from sentinel.models.script import turn_of as turns_in
+
+# The summary message opens with this line. The scripted model counts the turns it names as turns
+# already taken (`turns_in` is its count), so a script replays the same way before and after compaction.
+SUMMARY_HEAD = "[Summary so far: {turns} earlier model turns, compacted]"
+RESUMING = "Resuming from checkpoint — {done} of {total} tasks complete."
+# User messages the harness wrote (a resume note, an attached skill): not a person's request.
+NOT_REQUESTS = ("Resuming from checkpoint", "[Skill attached by the operator")
+
+SUMMARIZER = """\
+You are Sentinel's context compactor. You are given the middle of an agent's conversation: its model turns, \
+the tool calls it made and their results, and possibly an earlier summary. Write the summary so far that \
+replaces them, for the same agent to continue from. Keep: what was asked and decided, what was done and \
+its outcome (files created or changed, commands run, facts found), errors and how they were fixed, and what \
+remains to do. Drop: verbatim file contents and long outputs (name the file instead), pleasantries, repetition. \
+Write plain Markdown bullets, at most about 300 words. Do not invent anything that is not in the transcript."""
+
+RESULT_MAX = 1500  # characters of one tool result shown to the summarizer
+
+
+def message_size(message: dict[str, Any]) -> int:
+    n = len(text_of(message))
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        n += len(fn.get("name") or "") + len(fn.get("arguments") or "")
+    return n
+
+
+def size(messages: list[dict[str, Any]]) -> int:
+    return sum(message_size(m) for m in messages)
+
+
+def head_end(messages: list[dict[str, Any]]) -> int:
+    """Index of the first model turn (or a first summary): everything before it is the head, kept verbatim."""
+    for i, message in enumerate(messages):
+        if message.get("role") == "assistant" or is_summary(message):
+            return i
+    return len(messages)
+
+
+def is_summary(message: dict[str, Any]) -> bool:
+    return message.get("role") == "user" and bool(SUMMARY_TURNS.match(text_of(message)))
+
+
+def span(messages: list[dict[str, Any]], keep_recent_turns: int) -> tuple[int, int] | None:
+    """The middle to summarize: from the end of the head to the start of the last `keep_recent_turns` turns.
+    None when that middle holds fewer than two messages (nothing worth a model call)."""
+    start = head_end(messages)
+    turn_starts = [i for i, m in enumerate(messages) if i >= start and m.get("role") == "assistant"]
+    if len(turn_starts) <= keep_recent_turns:
+        return None
+    end = turn_starts[-keep_recent_turns]
+    return (start, end) if end - start >= 2 else None
+
+
+def render(messages: list[dict[str, Any]]) -> str:
+    """The span as a plain transcript: the summarizer reads it as text, so no tool call needs a result."""
+    lines: list[str] = []
+    for message in messages:
+        role, content = message.get("role"), text_of(message).strip()
+        if is_summary(message):
+            lines.append(f"EARLIER SUMMARY:\n{content}")
+        elif role == "assistant":
+            if content:
+                lines.append(f"AGENT: {content}")
+            for call in message.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                lines.append(f"AGENT CALLS {fn.get('name')}({_short(fn.get('arguments') or '', RESULT_MAX)})")
+        elif role == "tool":
+            lines.append(f"RESULT: {_short(content, RESULT_MAX)}")
+        else:
+            lines.append(f"{str(role).upper()}: {_short(content, RESULT_MAX * 2)}")
+    return "\n\n".join(lines)
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]} […{len(text) - limit} more characters]"
+
+
+def summary_request(middle: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": SUMMARIZER},
+            {"role": "user", "content": f"The conversation to summarize:\n\n{render(middle)}"}]
+
+
+def latest_request(middle: list[dict[str, Any]]) -> str | None:
+    """The last message a person wrote inside the span (a chat session's current request), if any."""
+    for message in reversed(middle):
+        content = text_of(message)
+        if message.get("role") == "user" and not is_summary(message) and not content.startswith(NOT_REQUESTS):
+            return content
+    return None
+
+
+def summary_message(text: str, turns: int, request: str | None = None) -> dict[str, Any]:
+    """A user message (some chat templates refuse a late system message; an assistant one would read as an answer).
+    The request being worked on, when the span holds it, stays verbatim: a summary must not rephrase it."""
+    verbatim = f"\n\nThe request being worked on, verbatim:\n\n{request.strip()}" if request else ""
+    return {"role": "user", "content": f"{SUMMARY_HEAD.format(turns=turns)}\n\n{text.strip()}{verbatim}"}
+
+
+def splice(messages: list[dict[str, Any]], start: int, end: int, message: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*messages[:start], message, *messages[end:]]
+
+
+def threshold(compact_at_chars: int | None, model: str, context_tokens: int) -> int:
+    """`context.compact_at_chars`, else derived from the window: local models know theirs (`local.context_tokens`);
+    about 3 characters a token, three quarters of the window (the reply and the tool schemas need the rest)."""
+    if compact_at_chars is not None:
+        return compact_at_chars
+    if model.startswith("local/"):
+        return context_tokens * 3 * 3 // 4
+    return 120_000
+
+
+def record(start: int, end: int, summary: dict[str, Any], before: int, after: int, turns: int) -> dict[str, Any]:
+    """The journal record of one compaction; RunState splices the conversation from it on replay."""
+    return {"type": "compaction", "start": start, "end": end, "message": summary, "summarized": end - start,
+            "turns": turns, "chars_before": before, "chars_after": after}
