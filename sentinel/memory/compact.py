@@ -16,12 +16,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from sentinel.models.script import SUMMARY_TURNS, text_of
-from sentinel.models.script import turn_of as turns_in
+from sentinel.models.script import SUMMARY_TURNS, text_of, turn_of
 
 # The summary message opens with this line. The scripted model counts the turns it names as turns
 # already taken (`turns_in` is its count), so a script replays the same way before and after compaction.
 SUMMARY_HEAD = "[Summary so far: {turns} earlier model turns, compacted]"
+
+
+def turns_in(messages: list[dict[str, Any]]) -> int:
+    """Model turns in `messages`, counting those an earlier summary folded in."""
+    return turn_of(messages)
+
+
 RESUMING = "Resuming from checkpoint — {done} of {total} tasks complete."
 # User messages the harness wrote (a resume note, an attached skill): not a person's request.
 NOT_REQUESTS = ("Resuming from checkpoint", "[Skill attached by the operator")
