@@ -1,6 +1,7 @@
 """Relay contracts: one row per watcher firing, with a deadline, settled exactly once.
 
-    firing = relay.open_firing(conn, watcher="eth", dedupe_key="eth-low", envelope=env, deadline=t, fallback=True)
+    firing = relay.open_firing(conn, firing_id=f, watcher="eth", dedupe_key="eth-low", envelope=env, fired_at=now,
+                               deadline=now + timeout, fallback=True)
     relay.link(conn, firing, run_id)                 # the hook session that answers it
     relay.notify(conn, run_id, message, targets)     # sentinel_act notify: the contract is fulfilled
     relay.settle(conn, firing, "fallback", reason, deliveries)   # the timer's side
@@ -21,7 +22,7 @@ import sqlite3
 import time
 from typing import Any, Iterable
 
-from sentinel.errors import NotFound, SentinelError
+from sentinel.errors import NotFound, SentinelError, UsageError
 
 PENDING = "pending"
 INBOX = {"type": "inbox", "name": "inbox"}
@@ -36,10 +37,10 @@ class Settled(SentinelError):
 
 
 def open_firing(conn: sqlite3.Connection, *, firing_id: str, watcher: str, dedupe_key: str,
-                envelope: dict[str, Any], deadline: float, fallback: bool) -> str:
+                envelope: dict[str, Any], fired_at: float, deadline: float, fallback: bool) -> str:
     conn.execute("INSERT INTO watch_firings (id, watcher, dedupe_key, status, fired_at, deadline, fallback, envelope)"
                  " VALUES (?, ?, ?, 'pending', ?, ?, ?, ?)",
-                 (firing_id, watcher, dedupe_key, time.time(), deadline, int(fallback), json.dumps(envelope)))
+                 (firing_id, watcher, dedupe_key, fired_at, deadline, int(fallback), json.dumps(envelope)))
     return firing_id
 
 
@@ -108,12 +109,26 @@ def _enqueue(conn: sqlite3.Connection, firing: dict[str, Any], target: dict[str,
                      " VALUES (?, ?, ?, ?, 'pending', 0, ?)", (firing["id"], json.dumps(target), kind, message, now))
 
 
-def notify(conn: sqlite3.Connection, run_id: str, message: str, targets: list[dict[str, Any]]) -> dict[str, Any]:
+def targets_of(firing: dict[str, Any], names: list[str] | None = None) -> list[dict[str, Any]]:
+    """The firing's configured delivery targets, or those of them `names` picks (UsageError for others):
+    a session names targets, it never describes one, so it cannot make the relay run or write anything new."""
+    configured = (firing.get("envelope") or {}).get("delivery") or [INBOX]
+    if not names:
+        return configured
+    by_name = {str(t.get("name") or t.get("type")): t for t in configured}
+    unknown = [str(n) for n in names if n not in by_name]
+    if unknown:
+        raise UsageError(f"unknown delivery target(s) {', '.join(unknown)}; configured: {', '.join(by_name)}")
+    return [by_name[n] for n in names]
+
+
+def notify(conn: sqlite3.Connection, run_id: str, message: str, names: list[str] | None = None) -> dict[str, Any]:
     """sentinel_act notify from run `run_id`: fulfil its firing's contract. Settled when it already had an
     outcome; NotFound when the run answers no firing."""
     firing = for_run(conn, run_id)
     if firing is None:
         raise NotFound(f"run {run_id} is not a hook session: there is no relay contract to fulfil")
+    targets = targets_of(firing, names)
     if not settle(conn, firing["id"], "notified", {"by": "sentinel_act notify"}, [(t, message) for t in targets]):
         raise Settled(get(conn, firing["id"]))
     return get(conn, firing["id"])
@@ -124,6 +139,8 @@ def escalate(conn: sqlite3.Connection, run_id: str, reason: str, severity: str) 
     firing = for_run(conn, run_id)
     if firing is None:
         raise NotFound(f"run {run_id} is not a hook session: there is nothing to escalate")
+    if firing["status"] != PENDING:
+        raise Settled(firing)
     conn.execute("UPDATE watch_firings SET escalation=? WHERE id=? AND status='pending'",
                  (json.dumps({"reason": reason, "severity": severity, "t": time.time()}), firing["id"]))
     return get(conn, firing["id"])

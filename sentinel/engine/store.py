@@ -386,7 +386,8 @@ class Store:
 
     # -- relay contracts (sentinel/engine/relay.py): what a hook session's tools reach -------------------------
 
-    def relay_notify(self, run_id: str, message: str, targets: list[dict[str, Any]]) -> dict[str, Any]:
+    def relay_notify(self, run_id: str, message: str, targets: list[str] | None = None) -> dict[str, Any]:
+        """Fulfil the relay contract of hook session `run_id`; `targets` names configured delivery targets."""
         from sentinel.engine import relay
 
         return relay.notify(self.conn, run_id, message, targets)
@@ -395,11 +396,6 @@ class Store:
         from sentinel.engine import relay
 
         return relay.escalate(self.conn, run_id, reason, severity)
-
-    def relay_firing(self, run_id: str) -> dict[str, Any] | None:
-        from sentinel.engine import relay
-
-        return relay.for_run(self.conn, run_id)
 
     # -- audit ----------------------------------------------------------------
 

@@ -8,6 +8,7 @@ only root and members of the operator group get past `handle`.
     sessions, catalog                               read: chat sessions; what a chat completes
     send, interrupt                                 act on a chat session: its next message; stop its turn
     web_token                                       a one-time sign-in token for `sentinel web` (console.py)
+    firings, inbox                                  read: watcher firings with their relay outcome; the inbox
 
 `start`, `approve`, `deny`, `resume`, `send` and `logs` with `follow` stream `{"event": ...}` frames of
 the run until its worker exits, then reply with the outcome. `show` streams a run's messages and
@@ -173,8 +174,12 @@ def _start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None
     workspace = _workspace(_text(msg, "workspace", required=False)) or str(sentinel_home / "workspace")
     skills = _skill_names(msg.get("skills"))
     run_id = new_id("r-")
+    hook = _text(msg, "hook", required=False)  # a watcher firing's id: this run is its hook session
     store.create_run(run_id, agent=profile, task=task, model=model, workspace=workspace,
-                     run_dir=sentinel_home / "runs" / run_id, kind="chat" if msg.get("chat") else "task")
+                     run_dir=sentinel_home / "runs" / run_id,
+                     kind="hook" if hook else "chat" if msg.get("chat") else "task")
+    if hook:
+        _link_hook(store, hook, run_id)
     store.conn.execute("UPDATE runs SET user=? WHERE id=?", (agent.name, run_id))
     store.audit("run_started", {"run_id": run_id, "agent": agent.name, "profile": profile, "model": model,
                                 "by": conn.peer.name})
@@ -440,10 +445,34 @@ def _state(store: Store, row: dict[str, Any]) -> Any:
     return agentfs.load_state(owner[0], row["id"], owner[1]) if owner else RunState()
 
 
+# -- watchers (sentinel/watchers): firings and the operator's inbox -----------------------------------
+
+def _link_hook(store: Store, firing_id: str, run_id: str) -> None:
+    from sentinel.engine import relay
+
+    if relay.get(store.conn, firing_id)["run_id"] is not None:
+        raise UsageError(f"firing {firing_id} already has its hook session")
+    relay.link(store.conn, firing_id, run_id)
+
+
+def _firings(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    from sentinel.engine import relay
+
+    rows = relay.history(sup.store.conn, _text(msg, "watcher", required=False), _count(msg, "limit") or MAX_ROWS)
+    return reply(rows)
+
+
+def _inbox(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    from sentinel.engine import relay
+
+    return reply(relay.inbox(sup.store.conn, _count(msg, "limit") or MAX_ROWS))
+
+
 OPS: dict[str, Handler] = {
     "status": _status, "agents": _agents, "runs": _runs, "show": _show, "approvals": _approvals, "logs": _logs,
     "start": _start, "approve": _approve, "deny": _deny, "resume": _resume, "cancel": _cancel,
     "sessions": _sessions, "send": _send, "interrupt": _interrupt, "catalog": _catalog,
     "trust_list": _trust_list, "trust_revoke": _trust_revoke,
     "web_token": console.web_token,
+    "firings": _firings, "inbox": _inbox,
 }

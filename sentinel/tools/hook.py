@@ -68,16 +68,5 @@ def _notify(store: Any, run_id: str, args: dict[str, Any]) -> str:
     message = str(args.get("message") or "").strip()
     if not message:
         raise ToolError("notify needs a non-empty `message`")
-    firing = store.relay_firing(run_id)
-    if firing is None:
-        raise ToolError("this run is not a hook session: there is no relay contract to fulfil")
-    configured = (firing.get("envelope") or {}).get("delivery") or [{"type": "inbox", "name": "inbox"}]
-    targets = configured
-    if args.get("targets"):
-        names = {str(t.get("name") or t.get("type")): t for t in configured}
-        unknown = [n for n in args["targets"] if n not in names]
-        if unknown:
-            raise ToolError(f"unknown delivery target(s) {', '.join(unknown)}; configured: {', '.join(names)}")
-        targets = [names[n] for n in args["targets"]]
-    store.relay_notify(run_id, message, targets)
-    return f"Delivered to {', '.join(str(t.get('name') or t.get('type')) for t in targets)}. The relay contract is fulfilled."
+    firing = store.relay_notify(run_id, message, list(args.get("targets") or []))
+    return f"Delivered (firing {firing['id']}). The relay contract is fulfilled."

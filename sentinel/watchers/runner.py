@@ -131,7 +131,7 @@ class Runner:
         envelope = env_mod.envelope(watcher, data, value, key, now)
         timeout_ms = watcher.hookResponseTimeoutMs or self.settings.hookResponseTimeoutMs
         firing_id = relay.open_firing(self.conn, firing_id=new_id("f-"), watcher=watcher.id, dedupe_key=key,
-                                      envelope=envelope, deadline=now + timeout_ms / 1000,
+                                      envelope=envelope, fired_at=now, deadline=now + timeout_ms / 1000,
                                       fallback=self.settings.hookResponseFallbackMode != "none")
         self.log(f"watcher {watcher.id}: fired {firing_id} (key {key})")
         model = watcher.fire.model or self.settings.defaultHookModel

@@ -1,4 +1,5 @@
-"""Watcher files: `~/.sentinel/watchers/<id>.yaml` (system mode also `/etc/sentinel/watchers/`), validated.
+"""Watcher files: `~/.sentinel/watchers/<id>.yaml` (local mode) or `/etc/sentinel/watchers/<id>.yaml` (system
+mode: the operator's, run by the supervisor), validated.
 
     id: eth-low
     skillId: price-alert              # a skill the hook session loads
@@ -31,7 +32,6 @@ from sentinel.errors import ConfigError, NotFound
 
 ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "contains", "matches", "changed")
-SYSTEM_DIR = Path("/etc/sentinel/watchers")
 
 
 class _Strict(BaseModel):
@@ -200,17 +200,19 @@ def load_file(path: Path) -> Watcher:
     return parse(path, read_yaml(path))
 
 
+def system_dir() -> Path:
+    """The operator's watchers, which the supervisor runs (the agents cannot write them)."""
+    from sentinel.supervisor.layout import etc_dir
+
+    return etc_dir() / "watchers"
+
+
 def dirs(home: Path | None = None, system: bool = False) -> list[Path]:
-    return [SYSTEM_DIR, user_dir(home)] if system else [user_dir(home)]
+    return [system_dir()] if system else [user_dir(home)]
 
 
 def files(home: Path | None = None, system: bool = False) -> list[Path]:
-    """Watcher files, an operator's (/etc) before a user's of the same id."""
-    seen: dict[str, Path] = {}
-    for directory in dirs(home, system):
-        for path in sorted(directory.glob("*.yaml")) if directory.is_dir() else []:
-            seen.setdefault(path.stem, path)
-    return list(seen.values())
+    return [p for d in dirs(home, system) if d.is_dir() for p in sorted(d.glob("*.yaml"))]
 
 
 def load_all(home: Path | None = None, system: bool = False) -> tuple[list[Watcher], list[ConfigError]]:

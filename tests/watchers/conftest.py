@@ -1,13 +1,20 @@
-"""Helpers for watcher tests: a loopback JSON endpoint whose value a test sets, and watcher files."""
+"""Helpers for watcher tests: a loopback JSON endpoint whose value a test sets, and watcher files.
+System-mode fixtures come from tests/supervisor/sx_helpers.py."""
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "supervisor"))
+
+from sx_helpers import make_agent, sentinel_cmd, supervisor, system  # noqa: E402,F401
 
 NOTIFY = [{"tool_calls": [{"name": "sentinel_act", "arguments": {"action": "notify", "message": "ETH is low"}}]},
           "Notified."]
@@ -62,17 +69,22 @@ def price_server():
         s.stop()
 
 
+def price_watcher(ident, endpoint, **overrides):
+    """A watcher that polls `endpoint` fast and fires when its price is below 2000."""
+    return {"id": ident, "eventName": "eth.price.low",
+            "strategy": {"type": "http-poll", "endpoint": endpoint, "intervalS": 0.05},
+            "match": {"path": "$.price", "op": "<", "value": 2000},
+            "priority": "high", "tags": ["defi"],
+            "fire": {"operatorGoal": "Tell the operator ETH dropped.", "environment": "test"},
+            "hookResponseTimeoutMs": 400, **overrides}
+
+
 @pytest.fixture
 def write_watcher(sentinel_home):
-    """write_watcher(id, endpoint, **overrides) -> path of a price watcher: fires when price < 2000."""
+    """write_watcher(id, endpoint, **overrides) -> path of a price watcher in $SENTINEL_HOME/watchers."""
 
     def write(ident, endpoint, **overrides):
-        data = {"id": ident, "eventName": "eth.price.low",
-                "strategy": {"type": "http-poll", "endpoint": endpoint, "intervalS": 0.05},
-                "match": {"path": "$.price", "op": "<", "value": 2000},
-                "priority": "high", "tags": ["defi"],
-                "fire": {"operatorGoal": "Tell the operator ETH dropped.", "environment": "test"},
-                "hookResponseTimeoutMs": 400, **overrides}
+        data = price_watcher(ident, endpoint, **overrides)
         path = sentinel_home / "watchers" / f"{ident}.yaml"
         path.parent.mkdir(exist_ok=True)
         path.write_text(yaml.safe_dump(data))
