@@ -33,7 +33,10 @@ class Settled(SentinelError):
 
     def __init__(self, firing: dict[str, Any]):
         self.firing = firing
-        super().__init__(f"firing {firing['id']} is already {firing['status']}")
+        if firing["status"] == PENDING:
+            super().__init__(f"firing {firing['id']}: the response time ran out; the fallback delivers it")
+        else:
+            super().__init__(f"firing {firing['id']} is already {firing['status']}")
 
 
 def open_firing(conn: sqlite3.Connection, *, firing_id: str, watcher: str, dedupe_key: str,
@@ -81,13 +84,15 @@ def next_deadline(conn: sqlite3.Connection) -> float | None:
 
 
 def settle(conn: sqlite3.Connection, firing_id: str, status: str, detail: dict[str, Any],
-           deliveries: Iterable[tuple[dict[str, Any], str]]) -> bool:
-    """Claim the firing's one outcome and enqueue its deliveries, atomically; False when another won."""
+           deliveries: Iterable[tuple[dict[str, Any], str]], *, in_time: bool = False) -> bool:
+    """Claim the firing's one outcome and enqueue its deliveries, atomically; False when another won.
+    `in_time`: only before the deadline (a notify: past it, the outcome is the fallback's, whoever runs it)."""
     now = time.time()
     conn.execute("BEGIN IMMEDIATE")
     try:
-        cur = conn.execute("UPDATE watch_firings SET status=?, outcome=?, resolved_at=? WHERE id=? AND status='pending'",
-                           (status, json.dumps(detail), now, firing_id))
+        cur = conn.execute("UPDATE watch_firings SET status=?, outcome=?, resolved_at=? WHERE id=? AND status='pending'"
+                           + (" AND deadline > ?" if in_time else ""),
+                           (status, json.dumps(detail), now, firing_id, *([now] if in_time else [])))
         if cur.rowcount == 1:
             row = get(conn, firing_id)
             for target, message in deliveries:
@@ -129,7 +134,8 @@ def notify(conn: sqlite3.Connection, run_id: str, message: str, names: list[str]
     if firing is None:
         raise NotFound(f"run {run_id} is not a hook session: there is no relay contract to fulfil")
     targets = targets_of(firing, names)
-    if not settle(conn, firing["id"], "notified", {"by": "sentinel_act notify"}, [(t, message) for t in targets]):
+    if not settle(conn, firing["id"], "notified", {"by": "sentinel_act notify"}, [(t, message) for t in targets],
+                  in_time=True):
         raise Settled(get(conn, firing["id"]))
     return get(conn, firing["id"])
 

@@ -31,13 +31,15 @@ def why(conn: sqlite3.Connection, firing: dict[str, Any]) -> str:
         return firing["outcome"]["error"]
     if not firing.get("run_id"):
         return "the hook session did not start"
-    row = conn.execute("SELECT status, error FROM runs WHERE id=?", (firing["run_id"],)).fetchone()
+    row = conn.execute("SELECT status, error, updated_at FROM runs WHERE id=?", (firing["run_id"],)).fetchone()
     status = row["status"] if row else "missing"
+    timeout_ms = round((firing["deadline"] - firing["fired_at"]) * 1000)
+    if row is not None and row["updated_at"] > firing["deadline"]:  # it ran past the time (and may still run)
+        return f"no notify within {timeout_ms} ms (the session is {status})"
     if status in SESSION_WHY:
         return SESSION_WHY[status]
     if status in ("failed", "cancelled"):
         return f"the session {status}: {row['error'] or 'no reason given'}"
-    timeout_ms = round((firing["deadline"] - firing["fired_at"]) * 1000)
     return f"no notify within {timeout_ms} ms (the session is {status})"
 
 

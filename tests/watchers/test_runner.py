@@ -53,17 +53,29 @@ def test_notify_fulfils_the_contract_and_cancels_the_fallback(price_server, writ
     assert [(e["kind"], e["message"]) for e in entries] == [("notified", "ETH is low")]
 
 
-@pytest.mark.parametrize("model,why", [("escalate/m", "escalated (warning): needs a person"),
-                                       ("notify/m-plain", None)])
-def test_escalation_gives_exactly_one_fallback(price_server, write_watcher, two_models, model, why):
-    if model == "notify/m-plain":
-        pytest.skip("plain-answer model: see test_plain_answer_is_no_delivery")
-    runner = runner_for(spec.load_file(write_watcher("eth", "http://127.0.0.1:9/", fire={"model": model})))
+def test_escalation_gives_exactly_one_fallback(price_server, write_watcher, two_models):
+    runner = runner_for(spec.load_file(write_watcher("eth", "http://127.0.0.1:9/", fire={"model": "escalate/m"})))
     fid = runner.fire(runner.watchers["eth"], {"price": 1990}, 1990)
     assert relay.get(runner.conn, fid)["status"] == "pending"   # escalating does not settle it
     firing = runner.wait(fid)
-    assert firing["status"] == "fallback" and firing["outcome"]["reason"] == why
+    assert firing["status"] == "fallback" and firing["outcome"]["reason"] == "escalated (warning): needs a person"
+    assert firing["resolved_at"] >= firing["deadline"]          # delivered when the response time ran out
     for _ in range(3):
         runner.relay.tick()
     entries = relay.inbox(runner.conn)
-    assert len(entries) == 1 and entries[0]["kind"] == "fallback" and why in entries[0]["message"]
+    assert len(entries) == 1 and entries[0]["kind"] == "fallback" and "needs a person" in entries[0]["message"]
+
+
+def test_a_session_past_its_timeout_gets_the_fallback_and_its_late_notify_is_refused(scripted_server, configure,
+                                                                                     write_watcher):
+    from conftest import NOTIFY
+
+    configure(server=scripted_server([{**NOTIFY[0], "delay_ms": 700}, NOTIFY[1]]))
+    runner = runner_for(spec.load_file(write_watcher("eth", "http://127.0.0.1:9/", hookResponseTimeoutMs=300)))
+    fid = runner.fire(runner.watchers["eth"], {"price": 1990}, 1990)
+    firing = runner.wait(fid)
+    assert firing["status"] == "fallback" and firing["outcome"]["reason"].startswith("no notify within 300 ms")
+    run = runner.engine.show(firing["run_id"])
+    assert [m["content"] for m in run["messages"] if m["role"] == "tool"] == [
+        f"Error: firing {fid}: the response time ran out; the fallback delivers it"]
+    assert [e["kind"] for e in relay.inbox(runner.conn)] == ["fallback"]
