@@ -76,7 +76,7 @@ def price_watcher(ident, endpoint, **overrides):
             "match": {"path": "$.price", "op": "<", "value": 2000},
             "priority": "high", "tags": ["defi"],
             "fire": {"operatorGoal": "Tell the operator ETH dropped.", "environment": "test"},
-            "hookResponseTimeoutMs": 400, **overrides}
+            "hookResponseTimeoutMs": 3000, **overrides}
 
 
 @pytest.fixture

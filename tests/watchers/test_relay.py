@@ -74,7 +74,7 @@ def test_a_plain_answer_is_not_a_delivery(sentinel_home, scripted_server, config
 
 def test_fallback_mode_none_delivers_nothing(sentinel_home, scripted_server, configure):
     configure({"watchers": {"hookResponseFallbackMode": "none"}}, server=scripted_server(PLAIN))
-    r = runner(sentinel_home, price_watcher("eth", "http://127.0.0.1:9/"))
+    r = runner(sentinel_home, price_watcher("eth", "http://127.0.0.1:9/", hookResponseTimeoutMs=500))
     assert r.wait(r.fire(r.watchers["eth"], {"price": 1990}, 1990))["status"] == "suppressed"
     assert relay.inbox(r.conn) == []
 
@@ -156,3 +156,15 @@ def test_racing_claims_settle_exactly_once(sentinel_home):
     with Store.open(db) as store:
         [entry] = relay.inbox(store.conn)
         assert entry["kind"] == relay.get(store.conn, "f-race")["status"]
+
+
+def test_the_console_renders_firings_and_the_inbox_from_the_engine(sentinel_home, scripted_server, configure):
+    from sentinel.web.render import Templates
+
+    configure(server=scripted_server(PLAIN))
+    r = runner(sentinel_home, price_watcher("eth", "http://127.0.0.1:9/"))
+    firing = r.wait(r.fire(r.watchers["eth"], {"price": 1990}, 1990))
+    base = {"prefix": "/s/p", "csrf": "t", "operator": "op", "mode": "local", "pending_count": 0, "poll_error": None}
+    page = Templates().render("watchers.html", firings=r.engine.firings(), inbox=r.engine.inbox(), **base)
+    assert f'href="/s/p/runs/{firing["run_id"]}"' in page
+    assert "the session ended without sentinel_act notify" in page and "[eth] eth.price.low" in page

@@ -54,7 +54,8 @@ def test_notify_fulfils_the_contract_and_cancels_the_fallback(price_server, writ
 
 
 def test_escalation_gives_exactly_one_fallback(price_server, write_watcher, two_models):
-    runner = runner_for(spec.load_file(write_watcher("eth", "http://127.0.0.1:9/", fire={"model": "escalate/m"})))
+    runner = runner_for(spec.load_file(write_watcher("eth", "http://127.0.0.1:9/", fire={"model": "escalate/m"},
+                                                     hookResponseTimeoutMs=500)))
     fid = runner.fire(runner.watchers["eth"], {"price": 1990}, 1990)
     assert relay.get(runner.conn, fid)["status"] == "pending"   # escalating does not settle it
     firing = runner.wait(fid)
