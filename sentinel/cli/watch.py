@@ -133,12 +133,25 @@ def fire(ident: str = typer.Argument(..., metavar="ID"),
         data = json.loads(payload) if payload is not None else {}
     except ValueError as exc:
         raise UsageError(f"--payload: not valid JSON ({exc})") from None
-    watcher = spec.find(ident)
-    runner = _local_runner([watcher])
-    firing = runner.wait(runner.fire(watcher, data))
+    firing = _fire_system(ident, data) if _system() else _fire_local(spec.find(ident), data)
     if as_json:
         return print_json(firing)
     print(f"{firing['id']}: {firing['status']} (session {firing['run_id'] or '-'})")
+
+
+def _fire_local(watcher: Any, data: Any) -> dict[str, Any]:
+    runner = _local_runner([watcher])
+    return runner.wait(runner.fire(watcher, data))
+
+
+def _fire_system(ident: str, data: Any) -> dict[str, Any]:
+    """The supervisor fires it; wait (polling its history) until the relay settled it."""
+    engine = _engine()
+    firing = engine.call("watch_fire", id=ident, payload=data)
+    while firing["status"] == "pending":
+        time.sleep(0.2)
+        firing = next(f for f in engine.firings(watcher=ident, limit=50) if f["id"] == firing["id"])
+    return firing
 
 
 @app.command("history")

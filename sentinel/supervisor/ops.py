@@ -9,6 +9,7 @@ only root and members of the operator group get past `handle`.
     send, interrupt                                 act on a chat session: its next message; stop its turn
     web_token                                       a one-time sign-in token for `sentinel web` (console.py)
     firings, inbox                                  read: watcher firings with their relay outcome; the inbox
+    watch_fire                                      fire an operator watcher now (`sentinel watch fire`)
 
 `start`, `approve`, `deny`, `resume`, `send` and `logs` with `follow` stream `{"event": ...}` frames of
 the run until its worker exits, then reply with the outcome. `show` streams a run's messages and
@@ -468,11 +469,34 @@ def _inbox(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     return reply(relay.inbox(sup.store.conn, _count(msg, "limit") or MAX_ROWS))
 
 
+def _watch_fire(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    """`sentinel watch fire ID` in system mode: an operator watcher fires now; its hook session is a worker
+    and its relay contract is settled by the watcher child's timer."""
+    from sentinel.engine import relay
+    from sentinel.watchers import spec
+    from sentinel.watchers.runner import Runner
+
+    watcher = spec.find(_text(msg, "id"), system=True)
+    payload = msg.get("payload")
+
+    class Starter:  # the runner's engine: start the hook session as `start` does, without following it
+        def start(self, task: str, **kw: Any) -> Any:
+            return _start(sup, conn, {"task": task, "agent": kw.get("agent"), "model": kw.get("model"),
+                                      "skills": kw.get("skills"), "hook": kw.get("hook")})
+
+    firing_id = Runner(Starter(), sup.store, sup.config, [watcher], run_command=None,  # type: ignore[arg-type]
+                       log=lambda line: None).fire(watcher, payload if payload is not None else {})
+    ensure = getattr(sup, "ensure_watchers", None)
+    if ensure is not None:
+        ensure()
+    return reply(relay.get(sup.store.conn, firing_id))
+
+
 OPS: dict[str, Handler] = {
     "status": _status, "agents": _agents, "runs": _runs, "show": _show, "approvals": _approvals, "logs": _logs,
     "start": _start, "approve": _approve, "deny": _deny, "resume": _resume, "cancel": _cancel,
     "sessions": _sessions, "send": _send, "interrupt": _interrupt, "catalog": _catalog,
     "trust_list": _trust_list, "trust_revoke": _trust_revoke,
     "web_token": console.web_token,
-    "firings": _firings, "inbox": _inbox,
+    "firings": _firings, "inbox": _inbox, "watch_fire": _watch_fire,
 }

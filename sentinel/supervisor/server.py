@@ -342,6 +342,11 @@ class Supervisor:
             self.watch_keeper.start()
             self.sel.register(self.watch_keeper.pidfd, selectors.EVENT_READ, ("watchers", None))  # type: ignore[arg-type]
 
+    def ensure_watchers(self) -> None:
+        """A firing is open: its relay timer must run (`watch fire` without operator watcher files)."""
+        if self.watch_keeper.pid is None and self.watch_keeper.restart_at is None:
+            self.start_watchers()
+
     def tick_watchers(self) -> None:
         if self.watch_keeper.pid is None and self.watch_keeper.due() == 0.0:
             self.watch_keeper.restart_at = None

@@ -89,3 +89,15 @@ def test_kill_9_mid_session_still_one_delivery(system, make_agent, supervisor, s
     assert len(results) == 1 and "fallback" in results[0]   # the late notify was refused, not delivered
     entries = [e for e in inbox(sentinel_cmd) if e["firing_id"] == firing["id"]]
     assert [e["kind"] for e in entries] == ["fallback"]
+
+
+def test_watch_fire_in_system_mode(system, make_agent, supervisor, scripted_server, sentinel_cmd):
+    name = make_agent()
+    agent_config(name, scripted_server(NOTIFY))
+    etc_watcher(system, {"id": "nightly", "eventName": "report.due", "fire": {"agent": name},
+                         "strategy": {"type": "schedule", "intervalS": 3600}, "hookResponseTimeoutMs": 20000})
+    supervisor()
+    firing = json.loads(sentinel_cmd("watch", "fire", "nightly", "--payload", '{"n": 7}', "--json", check=0).stdout)
+    assert firing["status"] == "notified" and firing["envelope"]["context"]["data"] == {"n": 7}
+    assert [e["message"] for e in inbox(sentinel_cmd)] == ["ETH is low"]
+    assert sentinel_cmd("watch", "fire", "nope").stderr.strip().startswith("error: no watcher 'nope' in ")
