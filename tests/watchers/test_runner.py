@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 
 from sentinel.engine import relay
 from sentinel.local.engine import LocalEngine
