@@ -7,7 +7,6 @@ import subprocess
 import sys
 import time
 
-
 from sentinel.engine import relay
 from sentinel.engine.store import Store
 from sentinel.local.engine import LocalEngine

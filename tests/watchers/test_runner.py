@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-
 from sentinel.engine import relay
 from sentinel.local.engine import LocalEngine
 from sentinel.watchers import spec
