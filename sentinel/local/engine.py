@@ -57,6 +57,8 @@ class LocalEngine:
         profile = profiles.load(agent or self.config.default_agent, self.home)
         model_name = model or profile.model or self.config.default_model
         self._check(model_name, skills)  # bad input is a usage error before anything is persisted
+        if hook and relay.get(self.store.conn, hook)["run_id"] is not None:
+            raise UsageError(f"firing {hook} already has its hook session")
         ws = (workspace or paths.workspace_dir(self.home)).expanduser().resolve()
         if workspace is not None and not ws.is_dir():
             raise UsageError(f"--workspace: {ws} is not a directory")

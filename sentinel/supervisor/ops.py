@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from sentinel.engine import relay
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
@@ -176,11 +177,13 @@ def _start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None
     skills = _skill_names(msg.get("skills"))
     run_id = new_id("r-")
     hook = _text(msg, "hook", required=False)  # a watcher firing's id: this run is its hook session
+    if hook:
+        _check_hook(store, hook)
     store.create_run(run_id, agent=profile, task=task, model=model, workspace=workspace,
                      run_dir=sentinel_home / "runs" / run_id,
                      kind="hook" if hook else "chat" if msg.get("chat") else "task")
     if hook:
-        _link_hook(store, hook, run_id)
+        relay.link(store.conn, hook, run_id)
     store.conn.execute("UPDATE runs SET user=? WHERE id=?", (agent.name, run_id))
     store.audit("run_started", {"run_id": run_id, "agent": agent.name, "profile": profile, "model": model,
                                 "by": conn.peer.name})
@@ -448,31 +451,24 @@ def _state(store: Store, row: dict[str, Any]) -> Any:
 
 # -- watchers (sentinel/watchers): firings and the operator's inbox -----------------------------------
 
-def _link_hook(store: Store, firing_id: str, run_id: str) -> None:
-    from sentinel.engine import relay
-
+def _check_hook(store: Store, firing_id: str) -> None:
+    """Before anything is persisted: the firing exists and has no hook session yet."""
     if relay.get(store.conn, firing_id)["run_id"] is not None:
         raise UsageError(f"firing {firing_id} already has its hook session")
-    relay.link(store.conn, firing_id, run_id)
 
 
 def _firings(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    from sentinel.engine import relay
-
     rows = relay.history(sup.store.conn, _text(msg, "watcher", required=False), _count(msg, "limit") or MAX_ROWS)
     return reply(rows)
 
 
 def _inbox(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    from sentinel.engine import relay
-
     return reply(relay.inbox(sup.store.conn, _count(msg, "limit") or MAX_ROWS))
 
 
 def _watch_fire(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     """`sentinel watch fire ID` in system mode: an operator watcher fires now; its hook session is a worker
     and its relay contract is settled by the watcher child's timer."""
-    from sentinel.engine import relay
     from sentinel.watchers import spec
     from sentinel.watchers.runner import Runner
 
