@@ -6,20 +6,17 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "supervisor"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sx_helpers import make_agent, sentinel_cmd, supervisor, system  # noqa: E402,F401
-
-NOTIFY = [{"tool_calls": [{"name": "sentinel_act", "arguments": {"action": "notify", "message": "ETH is low"}}]},
-          "Notified."]
-ESCALATE = [{"tool_calls": [{"name": "sentinel_escalate",
-                             "arguments": {"reason": "needs a person", "severity": "warning"}}]}, "Escalated."]
+from watch_helpers import ESCALATE, NOTIFY, price_watcher  # noqa: E402
 
 
 class PriceServer:
@@ -67,16 +64,6 @@ def price_server():
     yield start
     for s in servers:
         s.stop()
-
-
-def price_watcher(ident, endpoint, **overrides):
-    """A watcher that polls `endpoint` fast and fires when its price is below 2000."""
-    return {"id": ident, "eventName": "eth.price.low",
-            "strategy": {"type": "http-poll", "endpoint": endpoint, "intervalS": 0.05},
-            "match": {"path": "$.price", "op": "<", "value": 2000},
-            "priority": "high", "tags": ["defi"],
-            "fire": {"operatorGoal": "Tell the operator ETH dropped.", "environment": "test"},
-            "hookResponseTimeoutMs": 3000, **overrides}
 
 
 @pytest.fixture

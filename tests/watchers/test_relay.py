@@ -14,7 +14,7 @@ from sentinel.watchers import spec
 from sentinel.watchers.deliver import command_runner
 from sentinel.watchers.runner import Runner
 
-from conftest import NOTIFY, price_watcher
+from watch_helpers import NOTIFY, price_watcher
 
 PLAIN = ["The price dropped; someone should look."]
 

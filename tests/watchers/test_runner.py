@@ -67,7 +67,7 @@ def test_escalation_gives_exactly_one_fallback(price_server, write_watcher, two_
 
 def test_a_session_past_its_timeout_gets_the_fallback_and_its_late_notify_is_refused(scripted_server, configure,
                                                                                      write_watcher):
-    from conftest import NOTIFY
+    from watch_helpers import NOTIFY
 
     configure(server=scripted_server([{**NOTIFY[0], "delay_ms": 700}, NOTIFY[1]]))
     runner = runner_for(spec.load_file(write_watcher("eth", "http://127.0.0.1:9/", hookResponseTimeoutMs=300)))

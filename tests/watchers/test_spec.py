@@ -9,7 +9,7 @@ from sentinel.errors import ConfigError
 from sentinel.watchers import spec
 from sentinel.watchers.cron import Cron
 
-from conftest import price_watcher
+from watch_helpers import price_watcher
 
 
 def write(home, data, name=None):

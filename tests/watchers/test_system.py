@@ -10,7 +10,7 @@ import time
 import pytest
 import yaml
 
-from conftest import ESCALATE, NOTIFY, price_watcher
+from watch_helpers import ESCALATE, NOTIFY, price_watcher
 from sx_helpers import agent_config, operator_config
 
 pytestmark = pytest.mark.root
