@@ -22,6 +22,7 @@ from sentinel.models.settings import LocalSettings
 from sentinel.policy.settings import GateSettings
 from sentinel.supervisor.settings import SystemSettings
 from sentinel.web.settings import WebSettings
+from sentinel.watchers.settings import WatcherSettings
 
 DEFAULT_MODEL = "local/qwen2.5-coder-1.5b"
 
@@ -75,6 +76,8 @@ class Config(_Strict):
     web: WebSettings = Field(default_factory=WebSettings)
     context: ContextSettings = Field(default_factory=ContextSettings,
                                      description="Compaction of long runs, the live session file, the curator.")
+    watchers: WatcherSettings = Field(default_factory=WatcherSettings,
+                                      description="Hook sessions and the relay (defaultHookModel, hookResponseTimeoutMs).")
 
     def provider(self, name: str) -> Provider | None:
         if name in self.providers:

@@ -48,8 +48,9 @@ class Engine(Protocol):
 
     def start(self, task: str, *, model: str | None = None, agent: str | None = None,
               workspace: Path | None = None, on_event: Listener | None = None, chat: bool = False,
-              skills: Sequence[str] = ()) -> Outcome:
-        """Start a run (with `chat`, a chat session whose first message is `task`); `skills` join its context."""
+              skills: Sequence[str] = (), hook: str | None = None) -> Outcome:
+        """Start a run (with `chat`, a chat session whose first message is `task`); `skills` join its context.
+        `hook`: a watcher firing's id; the run is its hook session and answers its relay contract."""
         ...
 
     def send(self, run_id: str, text: str, *, skills: Sequence[str] = (), model: str | None = None,
@@ -89,6 +90,15 @@ class Engine(Protocol):
 
     def events(self, run_id: str | None = None, *, after: int = 0, follow: bool = False) -> Iterator[Event]:
         """A run's durable events after `after` (the newest run when None); with `follow`, until it pauses or ends."""
+        ...
+
+    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Watcher firings, newest first: watcher, dedupe key, hook session (run_id), status (pending, notified,
+        fallback, suppressed), outcome, escalation."""
+        ...
+
+    def inbox(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+        """The operator's inbox, newest first: what relays delivered there (notify, fallback, failed deliveries)."""
         ...
 
     def status(self) -> dict[str, Any]: ...

@@ -80,6 +80,25 @@ MIGRATIONS: list[tuple[str, str]] = [
             run_id TEXT NOT NULL, call_id TEXT NOT NULL, outcome TEXT NOT NULL, decision TEXT NOT NULL,
             t REAL NOT NULL, PRIMARY KEY (run_id, call_id));
     """),
+    # Watchers (sentinel/watchers): each firing's relay contract, its queued deliveries, the operator's inbox,
+    # and what each watcher remembers between polls (last value, dedupe keys, cooldown).
+    ("008_watchers", """
+        CREATE TABLE watch_firings (
+            id TEXT PRIMARY KEY, watcher TEXT NOT NULL, dedupe_key TEXT NOT NULL, run_id TEXT, status TEXT NOT NULL,
+            fired_at REAL NOT NULL, deadline REAL NOT NULL, fallback INTEGER NOT NULL, envelope TEXT NOT NULL,
+            escalation TEXT, outcome TEXT, resolved_at REAL);
+        CREATE INDEX watch_firings_due ON watch_firings(status, deadline);
+        CREATE INDEX watch_firings_run ON watch_firings(run_id);
+        CREATE TABLE watch_deliveries (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, firing_id TEXT NOT NULL, target TEXT NOT NULL, kind TEXT NOT NULL,
+            message TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL, next_at REAL NOT NULL,
+            error TEXT, done_at REAL);
+        CREATE INDEX watch_deliveries_due ON watch_deliveries(status, next_at);
+        CREATE TABLE watch_inbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, t REAL NOT NULL, firing_id TEXT, watcher TEXT, kind TEXT NOT NULL,
+            message TEXT NOT NULL);
+        CREATE TABLE watch_state (watcher TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at REAL NOT NULL);
+    """),
 ]
 
 TERMINAL = ("done", "failed", "cancelled")
@@ -364,6 +383,19 @@ class Store:
         self.audit("tool_trust_revoked", {"agent": agent, "tool": tool, "code_sha256": code_sha256, "by": by,
                                           "revoked": count})
         return count
+
+    # -- relay contracts (sentinel/engine/relay.py): what a hook session's tools reach -------------------------
+
+    def relay_notify(self, run_id: str, message: str, targets: list[str] | None = None) -> dict[str, Any]:
+        """Fulfil the relay contract of hook session `run_id`; `targets` names configured delivery targets."""
+        from sentinel.engine import relay
+
+        return relay.notify(self.conn, run_id, message, targets)
+
+    def relay_escalate(self, run_id: str, reason: str, severity: str) -> dict[str, Any]:
+        from sentinel.engine import relay
+
+        return relay.escalate(self.conn, run_id, reason, severity)
 
     # -- audit ----------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from typing import Any, Iterator, Sequence
 from sentinel import config as config_mod
 from sentinel import paths
 from sentinel.agents import profile as profiles
-from sentinel.engine import journal
+from sentinel.engine import journal, relay
 from sentinel.engine.api import Outcome
 from sentinel.engine.events import Event, Listener, Translator
 from sentinel.engine.run import Run
@@ -50,21 +50,26 @@ class LocalEngine:
 
     def start(self, task: str, *, model: str | None = None, agent: str | None = None,
               workspace: Path | None = None, on_event: Listener | None = None, mission: str | None = None,
-              parent_id: str | None = None, chat: bool = False, skills: Sequence[str] = ()) -> Outcome:
+              parent_id: str | None = None, chat: bool = False, skills: Sequence[str] = (),
+              hook: str | None = None) -> Outcome:
         if not task.strip():
             raise UsageError("TASK: must not be empty")
         profile = profiles.load(agent or self.config.default_agent, self.home)
         model_name = model or profile.model or self.config.default_model
         self._check(model_name, skills)  # bad input is a usage error before anything is persisted
+        if hook and relay.get(self.store.conn, hook)["run_id"] is not None:
+            raise UsageError(f"firing {hook} already has its hook session")
         ws = (workspace or paths.workspace_dir(self.home)).expanduser().resolve()
         if workspace is not None and not ws.is_dir():
             raise UsageError(f"--workspace: {ws} is not a directory")
         ws.mkdir(parents=True, exist_ok=True)
         run_id = new_id("r-")
         run_dir = paths.runs_dir(self.home) / run_id
-        kind = "chat" if chat else "task"
+        kind = "hook" if hook else "chat" if chat else "task"
         self.store.create_run(run_id, agent=profile.name, task=task, model=model_name, workspace=ws,
                               run_dir=run_dir, parent_id=parent_id, kind=kind)
+        if hook:
+            relay.link(self.store.conn, hook, run_id)
         run = Run.create(run_dir, {"id": run_id, "task": task, "agent": profile.name, "model": model_name,
                                    "workspace": str(ws), "mission": mission or profile.mission or "",
                                    "parent_id": parent_id, "kind": kind})
@@ -185,6 +190,12 @@ class LocalEngine:
             if not Run.is_leased(run_dir) and (last in ("status", "paused") or not records):
                 return  # paused, ended, or nobody executes it any more (interrupted)
             time.sleep(FOLLOW_POLL_S)
+
+    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        return relay.history(self.store.conn, watcher, limit)
+
+    def inbox(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+        return relay.inbox(self.store.conn, limit)
 
     def status(self) -> dict[str, Any]:
         counts: dict[str, int] = {}

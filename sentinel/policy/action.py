@@ -181,12 +181,22 @@ class PolicyLayer:
                                        rule_id="paths.outside_workspace"))
         if ctx.tool == "bash" and "command" in ctx.arguments:
             results.append(self.policy.decide_bash(str(ctx.arguments["command"])))
+        elif hook_argv := _hook_command(ctx):  # a hook session's run_command is judged as the command it runs
+            results.append(self.policy.decide_bash(shlex.join(hook_argv)))
         else:
             fallback = self.policy.authored_tools if ctx.code_sha256 else self.policy.default
             outcome = self.policy.tools.get(ctx.tool, fallback)
             results.append(LayerResult("policy", outcome, f"tool {ctx.tool} is {outcome} by policy",
                                        rule_id=f"tools.{ctx.tool}"))
         return results
+
+
+def _hook_command(ctx: CallContext) -> list[str] | None:
+    if ctx.tool != "sentinel_act":
+        return None
+    from sentinel.tools.hook import act_argv
+
+    return act_argv(ctx.arguments)
 
 
 def _outside(workspace: Path, path: str) -> bool:

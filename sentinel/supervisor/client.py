@@ -113,10 +113,17 @@ class SystemEngine:
 
     def start(self, task: str, *, model: str | None = None, agent: str | None = None,
               workspace: Path | None = None, on_event: Listener | None = None, chat: bool = False,
-              skills: Sequence[str] = ()) -> Outcome:
+              skills: Sequence[str] = (), hook: str | None = None) -> Outcome:
+        """A hook session (`hook`: its firing) is not followed: its relay contract's timer is in the database."""
         ws = str(workspace.expanduser().resolve()) if workspace else None
         return Outcome.from_dict(self.call("start", on_event, task=task, model=model, agent=agent, workspace=ws,
-                                           follow=True, chat=chat, skills=list(skills)))
+                                           follow=not hook, chat=chat, skills=list(skills), hook=hook))
+
+    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        return self.call("firings", watcher=watcher, limit=limit)
+
+    def inbox(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+        return self.call("inbox", limit=limit)
 
     def send(self, run_id: str, text: str, *, skills: Sequence[str] = (), model: str | None = None,
              on_event: Listener | None = None) -> Outcome:

@@ -8,6 +8,8 @@ only root and members of the operator group get past `handle`.
     sessions, catalog                               read: chat sessions; what a chat completes
     send, interrupt                                 act on a chat session: its next message; stop its turn
     web_token                                       a one-time sign-in token for `sentinel web` (console.py)
+    firings, inbox                                  read: watcher firings with their relay outcome; the inbox
+    watch_fire                                      fire an operator watcher now (`sentinel watch fire`)
 
 `start`, `approve`, `deny`, `resume`, `send` and `logs` with `follow` stream `{"event": ...}` frames of
 the run until its worker exits, then reply with the outcome. `show` streams a run's messages and
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from sentinel.engine import relay
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
@@ -176,8 +179,14 @@ def _start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None
     workspace = _workspace(_text(msg, "workspace", required=False)) or str(sentinel_home / "workspace")
     skills = _skill_names(msg.get("skills"))
     run_id = new_id("r-")
+    hook = _text(msg, "hook", required=False)  # a watcher firing's id: this run is its hook session
+    if hook:
+        _check_hook(store, hook)
     store.create_run(run_id, agent=profile, task=task, model=model, workspace=workspace,
-                     run_dir=sentinel_home / "runs" / run_id, kind="chat" if msg.get("chat") else "task")
+                     run_dir=sentinel_home / "runs" / run_id,
+                     kind="hook" if hook else "chat" if msg.get("chat") else "task")
+    if hook:
+        relay.link(store.conn, hook, run_id)
     store.conn.execute("UPDATE runs SET user=? WHERE id=?", (agent.name, run_id))
     store.audit("run_started", {"run_id": run_id, "agent": agent.name, "profile": profile, "model": model,
                                 "by": conn.peer.name})
@@ -453,10 +462,50 @@ def _history(store: Store, row: dict[str, Any], state: Any) -> tuple[list[Any], 
     return history(agentfs.read_journal(owner[0], row["id"], owner[1])[0])
 
 
+# -- watchers (sentinel/watchers): firings and the operator's inbox -----------------------------------
+
+def _check_hook(store: Store, firing_id: str) -> None:
+    """Before anything is persisted: the firing exists and has no hook session yet."""
+    if relay.get(store.conn, firing_id)["run_id"] is not None:
+        raise UsageError(f"firing {firing_id} already has its hook session")
+
+
+def _firings(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    rows = relay.history(sup.store.conn, _text(msg, "watcher", required=False), _count(msg, "limit") or MAX_ROWS)
+    return reply(rows)
+
+
+def _inbox(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    return reply(relay.inbox(sup.store.conn, _count(msg, "limit") or MAX_ROWS))
+
+
+def _watch_fire(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    """`sentinel watch fire ID` in system mode: an operator watcher fires now; its hook session is a worker
+    and its relay contract is settled by the watcher child's timer."""
+    from sentinel.watchers import spec
+    from sentinel.watchers.runner import Runner
+
+    watcher = spec.find(_text(msg, "id"), system=True)
+    payload = msg.get("payload")
+
+    class Starter:  # the runner's engine: start the hook session as `start` does, without following it
+        def start(self, task: str, **kw: Any) -> Any:
+            return _start(sup, conn, {"task": task, "agent": kw.get("agent"), "model": kw.get("model"),
+                                      "skills": kw.get("skills"), "hook": kw.get("hook")})
+
+    firing_id = Runner(Starter(), sup.store, sup.config, [watcher], run_command=None,  # type: ignore[arg-type]
+                       log=lambda line: None).fire(watcher, payload if payload is not None else {})
+    ensure = getattr(sup, "ensure_watchers", None)
+    if ensure is not None:
+        ensure()
+    return reply(relay.get(sup.store.conn, firing_id))
+
+
 OPS: dict[str, Handler] = {
     "status": _status, "agents": _agents, "runs": _runs, "show": _show, "approvals": _approvals, "logs": _logs,
     "start": _start, "approve": _approve, "deny": _deny, "resume": _resume, "cancel": _cancel,
     "sessions": _sessions, "send": _send, "interrupt": _interrupt, "catalog": _catalog,
     "trust_list": _trust_list, "trust_revoke": _trust_revoke,
     "web_token": console.web_token,
+    "firings": _firings, "inbox": _inbox, "watch_fire": _watch_fire,
 }

@@ -30,6 +30,7 @@ from sentinel.supervisor import auth, interp, layout, ops, workers
 from sentinel.supervisor.install import ensure_group
 from sentinel.supervisor.hub import Settings
 from sentinel.supervisor.muzzled import MuzzleKeeper
+from sentinel.supervisor.watchkeep import WatchKeeper
 
 READ_CHUNK = 1 << 16
 STRANGER_FRAME = 64 * 1024  # a peer that is no operator is refused; it may not make us read more than this
@@ -123,6 +124,7 @@ class Supervisor:
         self.site = workers.Site(settings.state_dir, self.config,
                                  workers.model_ports(self.config, settings.model_ports), settings.group)
         self._muzzle_pidfd: int | None = None
+        self.watch_keeper = WatchKeeper(settings.state_dir, settings.socket_path, settings.state_dir / "logs")
 
     # -- start-up -------------------------------------------------------------------------------
 
@@ -138,6 +140,7 @@ class Supervisor:
         if self.muzzle_url(MUZZLE_START_S) is None:
             print(f"sentinel supervisor: warning: {self.muzzle.why_down()}", file=sys.stderr, flush=True)
         self.recover()
+        self.start_watchers()
 
     def prune_egress(self) -> None:
         """The per-UID egress table holds exactly the registered agents' uids (a removed agent's uid, which the
@@ -200,9 +203,10 @@ class Supervisor:
             signal.signal(sig, stop)
         try:
             while True:
-                self.tick(self.muzzle.due())
+                self.tick(_soonest(self.muzzle.due(), self.watch_keeper.due()))
                 self.muzzle.tick()
                 self._watch_muzzle()
+                self.tick_watchers()
         except Stop:
             pass
         finally:
@@ -215,6 +219,8 @@ class Supervisor:
                 self.accept()
             elif kind == "pidfd":
                 self.exited(obj)
+            elif kind == "watchers":
+                self.watchers_exited()
             elif kind == "muzzle":
                 self.sel.unregister(self._muzzle_pidfd)
                 self._muzzle_pidfd = None
@@ -325,6 +331,37 @@ class Supervisor:
         for watch in self.watchers.pop(run_id, []):
             watch.conn.finish(protocol.reply(outcome))
 
+    # -- the watcher child (watchkeep.py) --------------------------------------------------------
+
+    def start_watchers(self) -> None:
+        """Run the watcher child when there are operator watchers, or firings whose relay is still open."""
+        from sentinel.engine import relay
+        from sentinel.watchers.spec import system_dir
+
+        if system_dir().is_dir() or relay.next_deadline(self.store.conn) is not None:
+            self.watch_keeper.start()
+            self.sel.register(self.watch_keeper.pidfd, selectors.EVENT_READ, ("watchers", None))  # type: ignore[arg-type]
+
+    def ensure_watchers(self) -> None:
+        """A firing is open: its relay timer must run (`watch fire` without operator watcher files)."""
+        if self.watch_keeper.pid is None and self.watch_keeper.restart_at is None:
+            self.start_watchers()
+
+    def tick_watchers(self) -> None:
+        if self.watch_keeper.pid is None and self.watch_keeper.due() == 0.0:
+            self.watch_keeper.restart_at = None
+            self.start_watchers()
+
+    def watchers_exited(self) -> None:
+        self.sel.unregister(self.watch_keeper.pidfd)  # type: ignore[arg-type]
+        code = self.watch_keeper.exited()
+        self.store.audit("watchers_exited", {"code": code, "restart_in_s": self.watch_keeper.due()})
+
+    def stop_watchers(self) -> None:
+        if self.watch_keeper.pidfd is not None:
+            self.sel.unregister(self.watch_keeper.pidfd)
+            self.watch_keeper.stop()
+
     def muzzle_state(self) -> str:
         return self.muzzle.describe()
 
@@ -353,6 +390,7 @@ class Supervisor:
             self.sel.unregister(self._muzzle_pidfd)
             self._muzzle_pidfd = None
         self.muzzle.stop()
+        self.stop_watchers()
         if self.listener is not None:
             self.listener.close()
             try:
@@ -362,6 +400,10 @@ class Supervisor:
                 pass
         if self._db is not None:
             self._db.close()
+
+
+def _soonest(*delays: float | None) -> float | None:
+    return min((d for d in delays if d is not None), default=None)
 
 
 def failed(store: Store, message: Any, exc: Exception, run_id: str | None = None) -> dict[str, Any]:

@@ -13,6 +13,7 @@ the run token, so the token never sits in an environment another process could r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -20,7 +21,7 @@ import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 from urllib.parse import urlparse
 
 from sentinel.engine.store import TERMINAL, Store
@@ -347,3 +348,34 @@ CHANNEL_OPS: dict[str, Callable[[Store, Worker, dict[str, Any]], Any]] = {
     "pending_approvals": _pending, "expire": _expire, "consume": _consume, "audit": _audit,
     "tool_trusted": _tool_trusted,
 }
+
+
+# -- a hook session's relay contract (sentinel/engine/relay.py): only its own run's ------------------
+
+def _relay_notify(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
+    targets = msg.get("targets") or []
+    if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
+        raise UsageError("targets must be a list of configured target names")
+    with _settled_refused():
+        firing = store.relay_notify(_own(worker, msg), _text(msg.get("message"), "message"), targets)
+    return {"id": firing["id"], "status": firing["status"]}
+
+
+def _relay_escalate(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
+    with _settled_refused():
+        firing = store.relay_escalate(_own(worker, msg), _text(msg.get("reason"), "reason"),
+                                      _text(msg.get("severity"), "severity"))
+    return {"id": firing["id"], "status": firing["status"]}
+
+
+@contextlib.contextmanager
+def _settled_refused() -> Iterator[None]:
+    from sentinel.engine.relay import Settled
+
+    try:
+        yield
+    except Settled as exc:
+        raise Refused(str(exc)) from None
+
+
+CHANNEL_OPS |= {"relay_notify": _relay_notify, "relay_escalate": _relay_escalate}

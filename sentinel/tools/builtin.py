@@ -88,8 +88,12 @@ def list_dir(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 def bash(args: dict[str, Any], ctx: ToolContext) -> str:
-    timeout = min(float(args.get("timeout_s") or ctx.bash_timeout_s), MAX_BASH_TIMEOUT_S)
-    argv = ["/bin/bash", "-c", args["command"]]
+    return run_argv(["/bin/bash", "-c", args["command"]], ctx, args.get("timeout_s"))
+
+
+def run_argv(argv: list[str], ctx: ToolContext, timeout_s: float | None = None) -> str:
+    """Run a command under the agent's tool profile (Leash); its exit code and output, for the model."""
+    timeout = min(float(timeout_s or ctx.bash_timeout_s), MAX_BASH_TIMEOUT_S)
     if ctx.tools_mode == "plain":
         code, output, timed_out = _run_plain(argv, ctx, timeout)
     else:

@@ -104,6 +104,13 @@ class RemoteStore:
     def audit(self, kind: str, record: dict[str, Any]) -> None:
         self.channel.call("audit", kind=kind, record=record)
 
+    def relay_notify(self, run_id: str, message: str, targets: list[str] | None = None) -> dict[str, Any]:
+        """A hook session's notify: the supervisor settles this run's relay contract (never another's)."""
+        return self.channel.call("relay_notify", run_id=run_id, message=message, targets=targets or [])
+
+    def relay_escalate(self, run_id: str, reason: str, severity: str) -> dict[str, Any]:
+        return self.channel.call("relay_escalate", run_id=run_id, reason=reason, severity=severity)
+
     def close(self) -> None:
         self.channel.close()
 

@@ -62,6 +62,7 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
 
     registry = default_registry()
     selfstate, authored = _add_agent_tools(registry, config, home, profile, state, store)
+    _add_hook_tools(registry, state, store)
     layers = layers_for(config, home, profile, operator) + [TrustLayer(store.tool_trusted)]
     gate = next((layer for layer in layers if getattr(layer, "name", "") == "gate"), None)
     judges = gate.judge_models() if gate is not None else []
@@ -71,6 +72,8 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     if gate is not None and getattr(model, "via_muzzle", False):
         gate.route_through_muzzle(model.base_url, model.api_key)  # judge calls are model calls too
     granted = frozenset(profile.tools) if profile.tools is not None else None
+    if granted is not None and state.kind == "hook":
+        granted |= {"sentinel_act", "sentinel_escalate"}
     tool_ctx = ToolContext(workspace=Path(state.workspace), run_id=state.id, agent=profile.name,
                            bash_timeout_s=config.tools.bash_timeout_s, output_max_chars=config.tools.output_max_chars,
                            sandbox=config.sandbox, tools_mode=config.leash.tools)
@@ -120,6 +123,15 @@ def _add_agent_tools(registry: Registry, config: Config, home: Path, profile: pr
     for name, problem in authored.register_all().items():
         audit("tool_broken", {"tool": name, "problem": problem})
     return selfstate, authored
+
+
+def _add_hook_tools(registry: Registry, state: RunState, store: Store) -> None:
+    """A hook session (a run a watcher started) answers its relay contract with sentinel_act/sentinel_escalate."""
+    if state.kind == "hook":
+        from sentinel.tools.hook import hook_tools
+
+        for tool in hook_tools(store, state.id):
+            registry.add(tool)
 
 
 def initial_messages(home: Path, profile: profiles.AgentProfile, deps: Deps, task: str,

@@ -1,0 +1,64 @@
+"""`python -m sentinel.watchers --system --state-dir DIR`: the supervisor's watcher child (watchkeep.py).
+
+Runs the operator's watchers (/etc/sentinel/watchers) and the relay's timers on the supervisor's
+database, starting hook sessions through the operator socket ($SENTINEL_SOCKET). Bad watcher files
+are logged one line each and skipped; SIGTERM stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pwd
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _run_command(config: Any) -> Any:
+    """Watcher commands run as the operator's default agent, under its Leash tool profile, never as root."""
+    from sentinel.supervisor import layout
+    from sentinel.watchers.deliver import command_runner
+
+    agent = config.default_agent
+    if not agent:
+        def refuse(argv: list[str], timeout_s: float, stdin: bytes | None) -> tuple[int | None, str]:
+            return None, "system mode runs watcher commands as an agent: set default_agent in the operator's config"
+        return refuse
+    workspace = layout.agent_sentinel_home(pwd.getpwnam(agent).pw_dir) / "workspace"
+    return command_runner(config, agent, workspace)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sentinel.watchers")
+    parser.add_argument("--system", action="store_true", required=True)
+    parser.add_argument("--state-dir", required=True)
+    args = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        print("the watcher child runs as root, started by the supervisor", file=sys.stderr)
+        return 2
+    from sentinel import config as config_mod
+    from sentinel.engine.store import Store
+    from sentinel.supervisor import layout
+    from sentinel.supervisor.client import connect
+    from sentinel.watchers import spec
+    from sentinel.watchers.runner import Runner
+
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *a: stopping.append(1))
+    config = config_mod.load(layout.etc_dir())
+    store = Store.open(layout.db_path(Path(args.state_dir)))
+    good, bad = spec.load_all(system=True)
+    for exc in bad:
+        print(f"watchers: error: {exc} (skipped)", file=sys.stderr, flush=True)
+    engine = connect()
+    runner = Runner(engine, store, config, good, _run_command(config))
+    print(f"watchers: running {', '.join(w.id for w in good) or 'no watchers'} (pid {os.getpid()})",
+          file=sys.stderr, flush=True)
+    runner.run(stop=lambda: bool(stopping))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

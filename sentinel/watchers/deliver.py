@@ -1,0 +1,93 @@
+"""Delivery targets other than the inbox (which the relay writes in its own transaction), and the
+leashed command runner the command strategy and command targets share.
+
+    deliver(target, message, firing, run_command)   # DeliveryError: retried with backoff, then the inbox
+
+command: argv under the agent's Leash profile, the message on stdin and in $SENTINEL_MESSAGE;
+file: one JSON line appended; webhook: POST of the same JSON document.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from sentinel.watchers.strategies import RunCommand
+
+WEBHOOK_TIMEOUT_S = 10.0
+COMMAND_TIMEOUT_S = 30.0
+
+
+class DeliveryError(Exception):
+    pass
+
+
+def document(target: dict[str, Any], message: str, firing: dict[str, Any], kind: str) -> dict[str, Any]:
+    return {"t": time.time(), "firing": firing["id"], "watcher": firing["watcher"], "kind": kind,
+            "target": target.get("name") or target.get("type"), "message": message}
+
+
+def deliver(target: dict[str, Any], message: str, firing: dict[str, Any], kind: str, run_command: RunCommand) -> None:
+    doc = document(target, message, firing, kind)
+    kind_of = target.get("type")
+    if kind_of == "file":
+        _append(Path(os.path.expanduser(target["path"])), doc)
+    elif kind_of == "webhook":
+        _post(target["url"], doc)
+    elif kind_of == "command":
+        code, out = run_command(list(target["argv"]), COMMAND_TIMEOUT_S, message.encode())
+        if code != 0:
+            raise DeliveryError(f"{target['argv'][0]} exited {code}: {out.strip()[:200]}")
+    else:
+        raise DeliveryError(f"unknown target type {kind_of!r}")
+
+
+def _append(path: Path, doc: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, (json.dumps(doc, sort_keys=True) + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise DeliveryError(f"{path}: {exc.strerror}") from None
+
+
+def _post(url: str, doc: dict[str, Any]) -> None:
+    request = urllib.request.Request(url, data=json.dumps(doc).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT_S) as answer:
+            answer.read(1024)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise DeliveryError(f"POST {url}: {getattr(exc, 'reason', None) or exc}") from None
+
+
+def command_runner(config: Any, agent: str | None, workspace: Path) -> RunCommand:
+    """Run argv under the agent's Leash tool profile (`leash.tools: plain`: a plain subprocess, as for tools)."""
+
+    def run(argv: list[str], timeout_s: float, stdin: bytes | None) -> tuple[int | None, str]:
+        env = {"SENTINEL_MESSAGE": stdin.decode(errors="replace")} if stdin is not None else {}
+        workspace.mkdir(parents=True, exist_ok=True)
+        if config.leash.tools == "plain":
+            try:
+                proc = subprocess.run(argv, cwd=workspace, input=stdin or b"", capture_output=True, timeout=timeout_s,
+                                      env={**os.environ, **env})
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                return None, str(exc)
+            return proc.returncode, proc.stdout.decode(errors="replace")
+        from sentinel.leash.launch import run_tool
+
+        res = run_tool(argv, cwd=workspace, workspace=workspace, timeout_s=timeout_s, env=env, agent=agent,
+                       sandbox=config.sandbox, stdin=stdin)
+        return res.exit_code, res.output
+
+    return run

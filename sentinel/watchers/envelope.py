@@ -1,0 +1,68 @@
+"""The callback envelope a hook session gets as its first message, and the fallback's concise summary.
+
+    env = envelope(watcher, data, value, dedupe_key, now)    # exactly seed 003's fields
+    summary(env, why="escalated (warning): needs a person")  # what the fallback relay delivers
+
+`fire.operatorGoalFile` is read at fire time, every time, into `mode.operatorGoalRuntimeContext`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from sentinel.watchers.match import render_any
+from sentinel.watchers.spec import Watcher
+
+GOAL_FILE_MAX = 20000
+SUMMARY_VALUE_MAX = 300
+
+
+def context(watcher: Watcher, data: Any, value: Any, now: float) -> dict[str, Any]:
+    """What templates (dedupeKey, payloadTemplate) can name: watcher, data, value, matchedAt."""
+    return {"watcher": {"id": watcher.id, "eventName": watcher.eventName, "tags": watcher.tags},
+            "data": data, "value": value, "matchedAt": iso(now)}
+
+
+def envelope(watcher: Watcher, data: Any, value: Any, dedupe_key: str, now: float) -> dict[str, Any]:
+    fire = watcher.fire
+    mode: dict[str, Any] = {"environment": fire.environment, "operatorGoal": fire.operatorGoal, "autonomy": fire.autonomy}
+    if fire.operatorGoalFile:
+        mode["operatorGoalRuntimeContext"] = _goal_file(Path(fire.operatorGoalFile).expanduser())
+    payload = render_any(fire.payloadTemplate, context(watcher, data, value, now)) if fire.payloadTemplate else data
+    match = watcher.match.model_dump() if watcher.match else None
+    return {
+        "watcher": {"id": watcher.id, "skillId": watcher.skillId, "eventName": watcher.eventName,
+                    "strategy": watcher.strategy.type, "endpoint": watcher.endpoint, "tags": watcher.tags},
+        "trigger": {"matchedAt": iso(now), "dedupeKey": dedupe_key, "priority": watcher.priority},
+        "mode": mode,
+        "context": {"data": data, "value": value, "match": match},
+        "payload": payload,
+        "delivery": [t.public() for t in watcher.delivery],
+    }
+
+
+def _goal_file(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")[:GOAL_FILE_MAX]
+    except OSError as exc:
+        return f"(operatorGoalFile {path} could not be read: {exc.strerror})"
+
+
+def first_message(env: dict[str, Any]) -> str:
+    """The hook session's first message: the envelope itself, as JSON."""
+    return json.dumps(env, indent=2, sort_keys=False, default=str)
+
+
+def summary(env: dict[str, Any], why: str) -> str:
+    w, t = env.get("watcher") or {}, env.get("trigger") or {}
+    value = json.dumps((env.get("context") or {}).get("value"), default=str)[:SUMMARY_VALUE_MAX]
+    payload = json.dumps(env.get("payload"), default=str)[:SUMMARY_VALUE_MAX]
+    return (f"[{w.get('id')}] {w.get('eventName')} matched at {t.get('matchedAt')} (priority {t.get('priority')}, "
+            f"key {t.get('dedupeKey')}): value {value}; payload {payload}. No hook response: {why}.")
+
+
+def iso(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")
