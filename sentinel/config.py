@@ -22,6 +22,7 @@ from sentinel.models.settings import LocalSettings
 from sentinel.policy.settings import GateSettings
 from sentinel.supervisor.settings import SystemSettings
 from sentinel.web.settings import WebSettings
+from sentinel.workflows.settings import OrchestrationSettings
 
 DEFAULT_MODEL = "local/qwen2.5-coder-1.5b"
 
@@ -73,6 +74,8 @@ class Config(_Strict):
                                    description="System mode only (/etc/sentinel/config.yaml): the models runs may use.")
     local: LocalSettings = Field(default_factory=LocalSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    orchestration: OrchestrationSettings = Field(default_factory=OrchestrationSettings,
+                                                 description="Delegation depth and temporary subagents.")
 
     def provider(self, name: str) -> Provider | None:
         if name in self.providers:
