@@ -23,6 +23,7 @@ GROUPS = [
     ("agent", "sentinel.cli.agent", "Agent profiles: create, list, show, add-skill, set-model, remove."),
     ("memory", "sentinel.cli.memory", "Memory vaults: list, show, search, forget notes."),
     ("trust", "sentinel.cli.trust", "Trusted code of agent-authored tools: list, revoke."),
+    ("workflow", "sentinel.cli.workflow", "Saved workflows: create, list, show, run."),
 ]
 # Modules whose `register(app)` adds top-level commands.
 COMMAND_MODULES = ["sentinel.cli.runs", "sentinel.cli.system", "sentinel.cli.chat", "sentinel.cli.web"]
