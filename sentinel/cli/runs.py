@@ -116,12 +116,13 @@ def approvals(as_json: bool = typer.Option(False, "--json")) -> None:
     finally:
         engine.close()
     if as_json:
-        return print_json([{k: a[k] for k in ("id", "run_id", "tool", "arguments", "reason", "code", "code_sha256")
-                            if k in a} for a in pending])
+        return print_json([{k: a[k] for k in ("id", "run_id", "parents", "tool", "arguments", "reason", "code",
+                                              "code_sha256") if k in a} for a in pending])
     if not pending:
         print("no pending approvals")
     for a in pending:
-        print(f"{a['id']}  run {a['run_id']}  {a['tool']} {a['arguments']}  — {a['reason']}")
+        chain = "".join(f" ← {parent}" for parent in a.get("parents") or [])  # a child run's: under its parents
+        print(f"{a['id']}  run {a['run_id']}{chain}  {a['tool']} {a['arguments']}  — {a['reason']}")
         if a.get("code_sha256"):
             print(code_listing(a))
 
