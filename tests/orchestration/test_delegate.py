@@ -39,3 +39,18 @@ def test_child_asking_for_bash_its_parent_lacks_is_refused(roster, cli, sentinel
     assert not (sentinel_home / "workspace" / "pwned.txt").exists()
     refusal = [m for m in child.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
     assert "not granted" in refusal
+
+
+def test_runs_and_show_list_children_under_their_parent(roster, cli):
+    roster([DELEGATE, "done"], [WRITE, "wrote"])
+    cli("run", "--agent", "orchestrator", "x", check=3)
+    cli("approve", cli.json("approvals", "--json")[0]["id"], check=0)
+    rows = cli.json("runs", "--json")
+    parent = next(r for r in rows if r["parent_id"] is None)
+    child = next(r for r in rows if r["parent_id"] == parent["id"])
+    lines = [line for line in cli("runs", env={"COLUMNS": "250"}, check=0).stdout.splitlines() if line.strip()]
+    at = next(i for i, line in enumerate(lines) if parent["id"] in line)
+    assert child["id"] in lines[at + 1] and "└" in lines[at + 1]
+    shown = cli("show", parent["id"], check=0).stdout
+    assert f"child {child['id']} done" in shown
+    assert f"parent: {parent['id']}" in cli("show", child["id"], check=0).stdout
