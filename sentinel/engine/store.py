@@ -243,6 +243,13 @@ class Store:
             parent = self.get_run(parent).get("parent_id")
         return chain
 
+    def waited_approvals(self, run_id: str) -> list["Approval"]:
+        """The pending approvals of a run's descendants: what a run waiting on its child waits for."""
+        found: list[Approval] = []
+        for child in self.children(run_id):
+            found += self.pending_approvals(child["id"]) + self.waited_approvals(child["id"])
+        return found
+
     def list_sessions(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Chat sessions, the most recently active first; `title` is the first message."""
         sql = ("SELECT id, agent, user, model, status, task AS title, error, created_at, updated_at FROM runs"

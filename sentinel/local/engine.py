@@ -184,17 +184,11 @@ class LocalEngine:
                 break
             outcome = self.advance(parent, on_event)
         if outcome.status == WAITING:
-            pending = self._descendant_approvals(outcome.id)
+            pending = self.store.waited_approvals(outcome.id)
             if pending:
                 return Outcome(outcome.id, "waiting_approval", outcome.output, outcome.error, pending[0].id,
                                outcome.warnings)
         return outcome
-
-    def _descendant_approvals(self, run_id: str) -> list[Any]:
-        found: list[Any] = []
-        for child in self.store.children(run_id):
-            found += self.store.pending_approvals(child["id"]) + self._descendant_approvals(child["id"])
-        return found
 
     def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
                 by: str | None = None) -> Outcome:
