@@ -80,7 +80,9 @@ def _start(sup: Hub, worker: Any, msg: dict[str, Any]) -> str:
     if decided is None or decided.get("tool") != "delegate" or decided.get("outcome") == "deny":
         raise Refused(f"call {call_id[:64]} was not decided as a delegation that may run")
     plan = decided["arguments"]
-    if decided["outcome"] == "needs_approval":
+    if decided["outcome"] != "needs_approval" and _operator_outcome(sup) != "auto":
+        raise Refused(f"call {call_id[:64]}: delegate needs an operator's approval by the operator's policy")
+    if decided["outcome"] != "auto":
         approval = store.approval_for_call(worker.run_id, call_id)
         if approval is None or approval.status != "consumed" or approval.digest != call_digest("delegate", plan):
             raise Refused(f"call {call_id[:64]}: no approval of exactly this delegation was consumed")
@@ -156,6 +158,15 @@ def waiting_top(store: Store, run_id: str) -> str:
             break
         top = parent
     return top
+
+
+def _operator_outcome(sup: Hub) -> str:
+    """What the operator's policy says of `delegate` (the worker's decision is the agent's claim: a child
+    runs as another agent's user, so the supervisor asks for the approval itself)."""
+    from sentinel.policy import action
+
+    policy = action.load(("the operator's config.yaml policy", sup.config.policy))
+    return policy.tools.get("delegate", policy.default)
 
 
 def _depth(store: Store, run_id: str) -> int:
