@@ -54,3 +54,18 @@ def test_runs_and_show_list_children_under_their_parent(roster, cli):
     shown = cli("show", parent["id"], check=0).stdout
     assert f"child {child['id']} done" in shown
     assert f"parent: {parent['id']}" in cli("show", child["id"], check=0).stdout
+
+
+def test_inside_an_approved_delegation_granted_tools_run_auto_but_deny_still_stops(roster, cli, sentinel_home,
+                                                                                  tmp_path):
+    outside = tmp_path / "outside.txt"
+    escape = {"tool_calls": [{"name": "write_file", "arguments": {"path": str(outside), "content": "x"}}]}
+    roster([DELEGATE, "done"], [WRITE, escape, "wrote"], extra={"policy": {"tools": {"write_file": "needs_approval"}}})
+    cli("run", "--agent", "orchestrator", "x", check=3)
+    [delegation] = cli.json("approvals", "--json")
+    cli("approve", delegation["id"], check=0)  # write_file needs approval by policy, but not inside the delegation
+    assert (sentinel_home / "workspace" / "out.txt").read_text() == "hello\n"
+    assert not outside.exists()  # paths.outside_workspace: deny still applies inside the child
+    child = next(r for r in cli.json("runs", "--json") if r["parent_id"])
+    outcomes = [d["outcome"] for d in cli.json("show", child["id"], "--json")["decisions"]]
+    assert outcomes == ["auto", "deny"]
