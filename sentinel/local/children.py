@@ -69,14 +69,15 @@ class LocalChildren:
         check_depth(depth, self.config.orchestration.max_depth)
         given = grants(granted, plan["grants"], strict=True)  # checked again: the parent's grants now
         if tool == "run_workflow":
-            return self.engine.create_workflow_run(str(plan["workflow"]), str(plan["input"]), parent_id=parent.id,
-                                                   call_id=call_id, depth=depth, grants=given).state.id
-        agent = self._temporary(plan, given) if tool == "spawn" else str(plan["agent"])
-        task = handoff(str(plan["task"]), self._request(parent))
-        run = self.engine.create_run(task, agent=agent, model=str(plan["model"]), workspace=Path(parent.workspace),
-                                     mission=str(plan["task"]), parent_id=parent.id, call_id=call_id, depth=depth,
-                                     grants=given)
-        run.close()
+            run = self.engine.create_workflow_run(str(plan["workflow"]), str(plan["input"]), parent_id=parent.id,
+                                                  call_id=call_id, depth=depth, grants=given)
+        else:
+            agent = self._temporary(plan, given) if tool == "spawn" else str(plan["agent"])
+            run = self.engine.create_run(handoff(str(plan["task"]), self._request(parent)), agent=agent,
+                                         model=str(plan["model"]), workspace=Path(parent.workspace),
+                                         mission=str(plan["task"]), parent_id=parent.id, call_id=call_id,
+                                         depth=depth, grants=given)
+        run.close()  # made, not executed: `advance` leases it
         return run.state.id
 
     def start_step(self, workflow_run: RunState, key: str, agent: str, task: str) -> str:

@@ -105,3 +105,27 @@ def test_list_and_show(three, cli, tmp_path):
     shown = cli.json("workflow", "show", "digest", "--json")
     assert shown["steps"] == DIGEST["steps"]
     assert cli("workflow", "show", "nope").returncode != 0
+
+
+def test_run_workflow_tool_needs_approval_and_returns_the_last_output(three, scripted_server, cli, sentinel_home,
+                                                                     tmp_path):
+    three(["NOTES"], ["SUMMARY"], ["REPORT"])
+    call = {"tool_calls": [{"name": "run_workflow", "arguments": {"name": "digest", "input": "n.txt"}}]}
+    boss = scripted_server([call, "Boss done."])
+    cfg = yaml.safe_load((sentinel_home / "config.yaml").read_text())
+    cfg["providers"]["boss"] = {"base_url": boss.base_url, "api_key_env": "FAKE_KEY"}
+    (sentinel_home / "config.yaml").write_text(yaml.safe_dump(cfg))
+    (sentinel_home / "agents" / "boss.yaml").write_text(yaml.safe_dump({"model": "boss/m",
+                                                                       "tools": ["run_workflow", "read_file"]}))
+    _save(cli, tmp_path, DIGEST).check_returncode()
+    head = json.loads(cli("run", "--agent", "boss", "--json", "digest it").stdout)
+    [approval] = cli.json("approvals", "--json")
+    assert approval["tool"] == "run_workflow" and approval["arguments"]["steps"] == [
+        "read: reader", "summarize: summarizer", "report: reporter"] and approval["arguments"]["grants"] == [
+        "read_file", "run_workflow"]
+    done = json.loads(cli("approve", approval["id"], "--json", check=0).stdout)
+    assert done["id"] == head["id"] and done["output"] == "Boss done."
+    assert [m for m in boss.requests[-1]["messages"] if m["role"] == "tool"][0]["content"] == "REPORT"
+    rows = cli.json("runs", "--json")
+    flow = next(r for r in rows if r["parent_id"] == head["id"])
+    assert flow["kind"] == "workflow" and len([r for r in rows if r["parent_id"] == flow["id"]]) == 3
