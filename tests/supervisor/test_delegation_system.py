@@ -5,7 +5,11 @@ a child's own approval reaches the operator with its parent chain; a forged star
 from __future__ import annotations
 
 import json
+import os
 import pwd
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -76,3 +80,36 @@ def test_a_childs_approval_shows_its_chain_and_the_parent_resumes(system, make_a
     assert done == {"id": out["id"], "status": "done", "output": "Boss done."}  # the child, then its parent
     ws = Path(pwd.getpwnam(writer).pw_dir) / ".sentinel" / "workspace"
     assert (ws / "count.txt").read_text() == "ran\n"
+
+
+def test_kill_the_supervisor_while_a_child_runs_then_the_child_resumes_and_nothing_reruns(
+        system, make_agent, sentinel_cmd, supervisor, scripted_server):
+    from sentinel.engine import journal
+
+    write = {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "a"}}]}
+    slow = {"content": "Writer done.", "delay_ms": 3000}
+    boss, writer, head, child = _setup(system, make_agent, scripted_server, "write a", [write, slow],
+                                       ["delegate", "write_file"])
+    sup = supervisor()
+    out = json.loads(sentinel_cmd("run", "go", "--agent", boss, "--json", check=3).stdout)
+    [approval] = json.loads(sentinel_cmd("approvals", "--json").stdout)
+    approving = subprocess.Popen([sys.executable, "-m", "sentinel", "approve", approval["id"], "--json"],
+                                 env={**os.environ, **system.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while len(child.requests) < 2:  # the child wrote a.txt and is in its slow model call
+        assert time.monotonic() < deadline, "the child never reached its second model call"
+        time.sleep(0.05)
+    sup.kill9()
+    approving.communicate(timeout=30)
+    supervisor()  # recovery: the interrupted child is resumed, and its end wakes the waiting parent
+    deadline = time.monotonic() + 60
+    while json.loads(sentinel_cmd("show", out["id"], "--json").stdout)["status"] != "done":
+        assert time.monotonic() < deadline, "the parent never finished"
+        time.sleep(0.2)
+    runs = json.loads(sentinel_cmd("runs", "--json").stdout)
+    [kid] = [r for r in runs if r["parent_id"] == out["id"]]
+    home = Path(pwd.getpwnam(writer).pw_dir) / ".sentinel"
+    records = journal.read(home / "runs" / kid["id"] / "journal.jsonl")[0]
+    started = [r["call_id"] for r in records if r["type"] == "started"]
+    assert started and len(started) == len(set(started))  # nothing the child did ran twice
+    assert [m for m in head.requests[-1]["messages"] if m["role"] == "tool"][0]["content"] == "Writer done."
