@@ -62,10 +62,6 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
 
     registry = default_registry()
     selfstate = _add_agent_tools(registry, config, home, profile, state, store)
-    if children is not None:
-        for tool in child_tools(children, state, lambda: granted if granted is not None else
-                                frozenset(registry.names())):
-            registry.add(tool)
     layers = layers_for(config, home, profile, operator) + [TrustLayer(store.tool_trusted)]
     if grants is not None:
         layers = [Delegated(layer) if getattr(layer, "name", "") == "policy" else layer for layer in layers]
@@ -77,6 +73,10 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     granted = frozenset(profile.tools) if profile.tools is not None else None
     if grants is not None:  # a child: never a tool its parent lacked, whatever its profile says now
         granted = frozenset(grants) & granted if granted is not None else frozenset(grants)
+    if children is not None and granted is not None and granted & set(CHILD_TOOLS):
+        # offered only to a run granted them by name: a small model is not shown three more tools unasked
+        for tool in child_tools(children, state, lambda: frozenset(granted)):  # type: ignore[arg-type]
+            registry.add(tool)
     tool_ctx = ToolContext(workspace=Path(state.workspace), run_id=state.id, agent=profile.name,
                            bash_timeout_s=config.tools.bash_timeout_s, output_max_chars=config.tools.output_max_chars,
                            sandbox=config.sandbox, tools_mode=config.leash.tools)
