@@ -23,6 +23,7 @@ from sentinel.policy.settings import GateSettings
 from sentinel.supervisor.settings import SystemSettings
 from sentinel.web.settings import WebSettings
 from sentinel.watchers.settings import WatcherSettings
+from sentinel.workflows.settings import OrchestrationSettings
 
 DEFAULT_MODEL = "local/qwen2.5-coder-1.5b"
 
@@ -78,6 +79,8 @@ class Config(_Strict):
                                      description="Compaction of long runs, the live session file, the curator.")
     watchers: WatcherSettings = Field(default_factory=WatcherSettings,
                                       description="Hook sessions and the relay (defaultHookModel, hookResponseTimeoutMs).")
+    orchestration: OrchestrationSettings = Field(default_factory=OrchestrationSettings,
+                                                 description="Delegation depth and temporary subagents.")
 
     def provider(self, name: str) -> Provider | None:
         if name in self.providers:

@@ -10,6 +10,7 @@ from sentinel.errors import UsageError
 SELF_TOOLS = ("edit_soul", "update_user", "remember", "recall")
 SKILL_TOOLS = ("create_skill", "list_skills")
 AUTHORING_TOOLS = ("create_tool", "edit_tool", "list_tools", "delete_tool")
+CHILD_TOOLS = ("delegate", "spawn", "run_workflow")  # each call becomes a child run (sentinel/worker/children.py)
 
 
 def check(kind: str, name: object, pattern: re.Pattern[str], rule: str) -> str:

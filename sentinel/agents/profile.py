@@ -164,7 +164,7 @@ def known_tools(home: Path | None = None) -> set[str]:
     from sentinel.tools.builtin import BUILTINS
 
     return ({t.name for t in BUILTINS} | set(naming.SELF_TOOLS) | set(naming.SKILL_TOOLS)
-            | set(naming.AUTHORING_TOOLS) | set(authored.names(home)))
+            | set(naming.AUTHORING_TOOLS) | set(naming.CHILD_TOOLS) | set(authored.names(home)))
 
 
 def _listing(names: set[str] | list[str]) -> str:

@@ -28,9 +28,6 @@ from sentinel.errors import Busy, SentinelError, UsageError
 Turn = Callable[[View], Outcome]
 SKILL = re.compile(r"(?<!\S)\$([a-z0-9][a-z0-9_-]*)(?!\S)")
 NOT_YET = {
-    "delegate": "delegation is not available in this version yet: `@{name}` will send your message to that "
-                "specialist; your message was not sent",
-    "workflow": "workflows cannot run in this version yet: `/workflow run {name}` will run the saved workflow",
     "memory": "memory search is not available in this version yet",
 }
 
@@ -93,8 +90,7 @@ class Shell:
 
     def message(self, line: str) -> None:
         if line.startswith("@"):
-            name = line[1:].split(maxsplit=1)[0] if len(line) > 1 else ""
-            return self.io.error(NOT_YET["delegate"].format(name=name))
+            return self.delegate(line)
         known = {s["name"] for s in self.catalog().get("skills", [])}
         attach = [m.group(1) for m in SKILL.finditer(line) if m.group(1) in known]
         text = SKILL.sub(lambda m: "" if m.group(1) in known else m.group(0), line).strip()
@@ -113,6 +109,16 @@ class Shell:
                                                               model=self.model, on_event=view))
         if outcome is not None and (self.session is None or self.session["id"] != outcome.id):
             self.session = self.find(outcome.id)
+
+    def delegate(self, line: str) -> None:
+        """`@NAME message`: the operator hands the message to that specialist directly, as its own run (its
+        approvals are asked here); the session's conversation is not changed."""
+        name, _, text = line[1:].partition(" ")
+        if not name or not text.strip():
+            raise UsageError("usage: @NAME message")
+        if name not in {a["name"] for a in self.catalog().get("agents", [])}:
+            raise UsageError(f"@{name}: no agent {name!r} (`sentinel agent list`)")
+        self.turn(lambda view: self.engine.start(text.strip(), agent=name, on_event=view))
 
     # -- one turn -------------------------------------------------------------------------------------
 
@@ -258,13 +264,16 @@ class Shell:
         self.io.error(NOT_YET["memory"])
 
     def cmd_workflow(self, arg: str) -> None:
-        verb, _, name = arg.partition(" ")
-        name = name.strip()
+        """`/workflow run NAME [INPUT]`: run the saved workflow here; a step's approval is asked inline."""
+        verb, _, rest = arg.partition(" ")
+        name, _, input_text = rest.strip().partition(" ")
         if verb != "run" or not name:
-            raise UsageError("usage: /workflow run NAME")
+            raise UsageError("usage: /workflow run NAME [INPUT]")
         if name not in {w["name"] for w in self.catalog().get("workflows", [])}:
             raise UsageError(f"/workflow run: no saved workflow {name!r} (workflows/{name}.yaml)")
-        self.io.error(NOT_YET["workflow"].format(name=name))
+        outcome = self.turn(lambda view: self.engine.run_workflow(name, input_text.strip(), on_event=view))
+        if outcome is not None and outcome.status == "done":
+            self.io.plain(outcome.output or "")  # the last step's answer (the steps' own turns are their runs')
 
     # -- helpers ------------------------------------------------------------------------------------
 

@@ -76,10 +76,30 @@ def runs(as_json: bool = typer.Option(False, "--json"),
     from rich.table import Table
 
     table = Table("id", "status", "agent", "model", "created", "task", box=None)
-    for r in rows:
-        table.add_row(r["id"], r["status"], r["agent"], r["model"],
+    for r, level in _tree(rows):
+        table.add_row(("  " * (level - 1) + "└ " if level else "") + r["id"], r["status"], r["agent"], r["model"],
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])), r["task"][:60])
     Console().print(table)
+
+
+def _tree(rows: list[dict]) -> list[tuple[dict, int]]:
+    """Runs newest first, each child run right under its parent (oldest child first), with its level."""
+    ids = {r["id"] for r in rows}
+    kids: dict[str, list[dict]] = {}
+    for r in rows:
+        if r.get("parent_id") in ids:
+            kids.setdefault(r["parent_id"], []).append(r)
+    out: list[tuple[dict, int]] = []
+
+    def add(row: dict, level: int) -> None:
+        out.append((row, level))
+        for kid in sorted(kids.get(row["id"], []), key=lambda k: k["created_at"]):
+            add(kid, level + 1)
+
+    for r in rows:
+        if r.get("parent_id") not in ids:
+            add(r, 0)
+    return out
 
 
 def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = typer.Option(False, "--json")) -> None:
@@ -96,8 +116,13 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
     console = Console(highlight=False)
     console.print(f"[bold]{data['id']}[/] {data['status']}  agent={data['agent']} model={data['model']}")
     console.print(f"task: {data['task']}")
+    if data.get("parent_id"):
+        console.print(f"parent: {data['parent_id']}")
     for d in data["decisions"]:
         console.print(f"  {d['tool']} {d['call_id']}: [bold]{d['outcome']}[/] — {d['reason']}")
+    for c in data.get("children") or []:
+        console.print(f"  child {c['id']} {c['status']}  agent={c['agent']}  ({c['call_id']}): {c['task'][:60]}",
+                      markup=False)
     for a in data.get("pending_approvals", []):
         if a.get("code_sha256"):
             console.print(f"pending approval {a['id']} would run this code:", markup=False)
@@ -116,12 +141,13 @@ def approvals(as_json: bool = typer.Option(False, "--json")) -> None:
     finally:
         engine.close()
     if as_json:
-        return print_json([{k: a[k] for k in ("id", "run_id", "tool", "arguments", "reason", "code", "code_sha256")
-                            if k in a} for a in pending])
+        return print_json([{k: a[k] for k in ("id", "run_id", "parents", "tool", "arguments", "reason", "code",
+                                              "code_sha256") if k in a} for a in pending])
     if not pending:
         print("no pending approvals")
     for a in pending:
-        print(f"{a['id']}  run {a['run_id']}  {a['tool']} {a['arguments']}  — {a['reason']}")
+        chain = "".join(f" ← {parent}" for parent in a.get("parents") or [])  # a child run's: under its parents
+        print(f"{a['id']}  run {a['run_id']}{chain}  {a['tool']} {a['arguments']}  — {a['reason']}")
         if a.get("code_sha256"):
             print(code_listing(a))
 

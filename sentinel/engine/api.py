@@ -73,6 +73,11 @@ class Engine(Protocol):
 
     def resume(self, run_id: str, *, on_event: Listener | None = None) -> Outcome: ...
 
+    def run_workflow(self, name: str, input_text: str = "", *, workspace: Path | None = None,
+                     on_event: Listener | None = None) -> Outcome:
+        """Run a saved workflow: each step a child run of the workflow's run, until it ends or a step pauses."""
+        ...
+
     def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None) -> Outcome:
         """Approve an approval (or a run's single pending one); `digest`, when given, must match the call's."""
         ...

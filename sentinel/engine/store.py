@@ -99,6 +99,14 @@ MIGRATIONS: list[tuple[str, str]] = [
             message TEXT NOT NULL);
         CREATE TABLE watch_state (watcher TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at REAL NOT NULL);
     """),
+    # Child runs (delegate, spawn, run_workflow, workflow steps): the parent's tool call (or step) that made
+    # each, its depth below the head run, and the tools it is granted (JSON list), kept where no agent writes.
+    ("009_child_runs", """
+        ALTER TABLE runs ADD COLUMN call_id TEXT;
+        ALTER TABLE runs ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE runs ADD COLUMN grants TEXT;
+        CREATE UNIQUE INDEX runs_parent_call ON runs(parent_id, call_id);
+    """),
 ]
 
 TERMINAL = ("done", "failed", "cancelled")
@@ -196,12 +204,16 @@ class Store:
     # -- runs ---------------------------------------------------------------
 
     def create_run(self, run_id: str, *, agent: str, task: str, model: str, workspace: Path, run_dir: Path,
-                   parent_id: str | None = None, kind: str = "task") -> None:
+                   parent_id: str | None = None, kind: str = "task", call_id: str | None = None, depth: int = 0,
+                   grants: Iterable[str] | None = None) -> None:
+        """`call_id`, `depth`, `grants`: a child run, made by its parent's tool call (or workflow step) `call_id`
+        and granted exactly `grants` (None: whatever its profile grants)."""
         now = time.time()
         self.conn.execute(
             "INSERT INTO runs (id, parent_id, agent, task, model, status, workspace, run_dir, created_at, updated_at,"
-            " kind) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
-            (run_id, parent_id, agent, task, model, str(workspace), str(run_dir), now, now, kind))
+            " kind, call_id, depth, grants) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, parent_id, agent, task, model, str(workspace), str(run_dir), now, now, kind, call_id, depth,
+             json.dumps(sorted(grants)) if grants is not None else None))
 
     def set_status(self, run_id: str, status: str, *, output: str | None = None, error: str | None = None) -> None:
         self.conn.execute("UPDATE runs SET status=?, output=COALESCE(?, output), error=?, updated_at=? WHERE id=?",
@@ -214,7 +226,7 @@ class Store:
         return dict(row)
 
     def list_runs(self, limit: int | None = None, status: Iterable[str] | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT id, parent_id, agent, task, model, status, created_at, updated_at FROM runs"
+        sql = "SELECT id, parent_id, depth, kind, agent, task, model, status, created_at, updated_at FROM runs"
         params: list[Any] = []
         if status:
             statuses = list(status)
@@ -225,6 +237,37 @@ class Store:
             sql += " LIMIT ?"
             params.append(limit)
         return [dict(r) for r in self.conn.execute(sql, params)]
+
+    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None:
+        """The child run a parent's tool call (or workflow step) made, if it made one: one per call, ever."""
+        row = self.conn.execute("SELECT * FROM runs WHERE parent_id=? AND call_id=?", (parent_id, call_id)).fetchone()
+        return dict(row) if row else None
+
+    def children(self, parent_id: str) -> list[dict[str, Any]]:
+        sql = ("SELECT id, call_id, depth, kind, agent, task, model, status, output, error, created_at FROM runs"
+               " WHERE parent_id=? ORDER BY created_at, rowid")
+        return [dict(r) for r in self.conn.execute(sql, (parent_id,))]
+
+    def grants_of(self, run_id: str) -> list[str] | None:
+        """The tools a child run was granted when its parent made it; None for a head run."""
+        value = self.get_run(run_id).get("grants")
+        return json.loads(value) if value is not None else None
+
+    def parent_chain(self, run_id: str) -> list[str]:
+        """The ids above a run, its parent first, up to the head run."""
+        chain: list[str] = []
+        parent = self.get_run(run_id).get("parent_id")
+        while parent and parent not in chain:
+            chain.append(parent)
+            parent = self.get_run(parent).get("parent_id")
+        return chain
+
+    def waited_approvals(self, run_id: str) -> list["Approval"]:
+        """The pending approvals of a run's descendants: what a run waiting on its child waits for."""
+        found: list[Approval] = []
+        for child in self.children(run_id):
+            found += self.pending_approvals(child["id"]) + self.waited_approvals(child["id"])
+        return found
 
     def list_sessions(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Chat sessions, the most recently active first; `title` is the first message."""

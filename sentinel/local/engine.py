@@ -29,6 +29,9 @@ from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, UsageError
 
 FOLLOW_POLL_S = 0.2
+WAITING = "waiting_child"      # a run whose tool call (or workflow step) waits on its child run
+WORKFLOW = "workflow:"         # the agent column of a workflow's run: workflow:<name>
+WORKFLOW_FILE = "workflow.yaml"
 STOPPED = "turn stopped by the operator"
 WAITING_HINT = {"waiting_approval": ": answer its pending approval first",
                 "interrupted": ": resume its interrupted turn first", "running": ": another process is running a turn"}
@@ -59,24 +62,63 @@ class LocalEngine:
         self._check(model_name, skills)  # bad input is a usage error before anything is persisted
         if hook and relay.get(self.store.conn, hook)["run_id"] is not None:
             raise UsageError(f"firing {hook} already has its hook session")
+        ws = self._workspace(workspace)
+        run = self.create_run(task, agent=profile.name, model=model_name, workspace=ws,
+                              mission=mission or profile.mission or "", parent_id=parent_id,
+                              kind="hook" if hook else "chat" if chat else "task")
+        if hook:
+            relay.link(self.store.conn, hook, run.state.id)
+        self._replay_created(run, on_event)
+        return self._bubble(self._execute(run, profile, on_event, skills=skills), on_event)
+
+    def run_workflow(self, name: str, input_text: str = "", *, workspace: Path | None = None,
+                     on_event: Listener | None = None) -> Outcome:
+        """Validate the workflow whole, then run its steps in order, each a child run of the workflow's run."""
+        run = self.create_workflow_run(name, input_text, workspace=self._workspace(workspace))
+        self._replay_created(run, on_event)
+        run.close()
+        return self._bubble(self.advance(run.state.id, on_event), on_event)
+
+    def _workspace(self, workspace: Path | None) -> Path:
         ws = (workspace or paths.workspace_dir(self.home)).expanduser().resolve()
         if workspace is not None and not ws.is_dir():
             raise UsageError(f"--workspace: {ws} is not a directory")
         ws.mkdir(parents=True, exist_ok=True)
+        return ws
+
+    def _replay_created(self, run: Run, on_event: Listener | None) -> None:
+        if on_event:  # `created` was journaled before anyone could listen
+            for event in Translator(run.state.id).feed(journal.read(run.dir / JOURNAL)[0][0]):
+                on_event(event)
+
+    def create_run(self, task: str, *, agent: str, model: str, workspace: Path, mission: str = "",
+                   parent_id: str | None = None, kind: str = "task", call_id: str | None = None, depth: int = 0,
+                   grants: list[str] | None = None) -> Run:
+        """A new run in the store and its journal, leased to this process (close it, or execute it)."""
         run_id = new_id("r-")
         run_dir = paths.runs_dir(self.home) / run_id
-        kind = "hook" if hook else "chat" if chat else "task"
-        self.store.create_run(run_id, agent=profile.name, task=task, model=model_name, workspace=ws,
-                              run_dir=run_dir, parent_id=parent_id, kind=kind)
-        if hook:
-            relay.link(self.store.conn, hook, run_id)
-        run = Run.create(run_dir, {"id": run_id, "task": task, "agent": profile.name, "model": model_name,
-                                   "workspace": str(ws), "mission": mission or profile.mission or "",
-                                   "parent_id": parent_id, "kind": kind})
-        if on_event:  # `created` was journaled before anyone could listen
-            for event in Translator(run_id).feed(journal.read(run_dir / JOURNAL)[0][0]):
-                on_event(event)
-        return self._execute(run, profile, on_event, skills=skills)
+        self.store.create_run(run_id, agent=agent, task=task, model=model, workspace=workspace, run_dir=run_dir,
+                              parent_id=parent_id, kind=kind, call_id=call_id, depth=depth, grants=grants)
+        return Run.create(run_dir, {"id": run_id, "task": task, "agent": agent, "model": model,
+                                    "workspace": str(workspace), "mission": mission, "parent_id": parent_id,
+                                    "kind": kind})
+
+    def create_workflow_run(self, name: str, input_text: str, *, workspace: Path | None = None,
+                            parent_id: str | None = None, call_id: str | None = None, depth: int = 0,
+                            grants: list[str] | None = None) -> Run:
+        """A workflow's run, with the validated workflow kept beside its journal: an edit of the file later
+        never changes a workflow that already runs."""
+        import yaml
+
+        from sentinel.workflows import model as workflows
+
+        flow = workflows.load(name, self.home)
+        if workspace is None:
+            workspace = Path(self.store.get_run(parent_id)["workspace"]) if parent_id else self._workspace(None)
+        run = self.create_run(input_text, agent=f"{WORKFLOW}{name}", model="-", workspace=workspace,
+                              parent_id=parent_id, kind="workflow", call_id=call_id, depth=depth, grants=grants)
+        paths.write_atomic(run.dir / WORKFLOW_FILE, yaml.safe_dump(flow.model_dump(exclude_none=True)), 0o600)
+        return run
 
     def send(self, run_id: str, text: str, *, skills: Sequence[str] = (), model: str | None = None,
              on_event: Listener | None = None) -> Outcome:
@@ -105,6 +147,11 @@ class LocalEngine:
         return self._outcome_of(self.store.get_run(run_id))
 
     def resume(self, run_id: str, *, on_event: Listener | None = None) -> Outcome:
+        """Resume a run; when it ends, the parent waiting on it resumes too, up its chain."""
+        return self._bubble(self.advance(run_id, on_event), on_event)
+
+    def advance(self, run_id: str, on_event: Listener | None = None) -> Outcome:
+        """Execute one run until it pauses or ends (a child run: its parent is not resumed here)."""
         row = self.store.get_run(run_id)
         if row["status"] in TERMINAL or row["status"] == "idle":
             return self._outcome_of(row)
@@ -113,18 +160,59 @@ class LocalEngine:
             run.close()
             self.store.set_status(run_id, run.state.status, output=run.state.output, error=run.state.error)
             return self._outcome_of(self.store.get_run(run_id))
+        if row.get("kind") == "workflow":
+            return self._advance_workflow(run, on_event)
         return self._execute(run, profiles.load(run.state.agent, self.home), on_event)
+
+    def _advance_workflow(self, run: Run, on_event: Listener | None) -> Outcome:
+        from sentinel.local.children import LocalChildren
+        from sentinel.workflows import model as workflows, runner
+
+        with run:
+            if on_event:
+                run.listeners.append(on_event)
+            self.store.set_status(run.state.id, "running")
+            flow = workflows.parse_file(run.dir / WORKFLOW_FILE, self.home)
+            status = runner.advance(run, flow, LocalChildren(self))
+            state = run.state
+            self.store.set_status(state.id, status, output=state.output if status == "done" else None,
+                                  error=state.error if status == "failed" else None)
+            run.snapshot()
+        return Outcome(state.id, status, state.output, state.error)
+
+    def _bubble(self, outcome: Outcome, on_event: Listener | None) -> Outcome:
+        """A run that ended resumes the parent waiting on it, and so on up; a run waiting on a child reports
+        the approval its descendants wait for."""
+        while outcome.status in TERMINAL:
+            parent = self.store.get_run(outcome.id).get("parent_id")
+            if not parent or self.store.get_run(parent)["status"] != WAITING:
+                break
+            outcome = self.advance(parent, on_event)
+        if outcome.status == WAITING:
+            pending = self.store.waited_approvals(outcome.id)
+            if pending:
+                return Outcome(outcome.id, "waiting_approval", outcome.output, outcome.error, pending[0].id,
+                               outcome.warnings)
+        return outcome
 
     def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
                 by: str | None = None) -> Outcome:
         approval = self.store.resolve(self.store.approval_id(ident), True, by or operator_name(), digest=digest)
+        self._settle_save(approval)
         return self._take_up(approval.run_id, on_event)
 
     def deny(self, ident: str, *, reason: str = "", digest: str | None = None, on_event: Listener | None = None,
              by: str | None = None) -> Outcome:
         approval = self.store.resolve(self.store.approval_id(ident), False, by or operator_name(), reason,
                                       digest=digest)
+        self._settle_save(approval)
         return self._take_up(approval.run_id, on_event)
+
+    def _settle_save(self, approval: Any) -> None:
+        from sentinel.local.children import settle_save
+
+        if settle_save(self.store.get_approval(approval.id), self.home):
+            self.store.consume(approval.id, approval.digest)
 
     def cancel(self, run_id: str) -> Outcome:
         row = self.store.get_run(run_id)
@@ -150,6 +238,7 @@ class LocalEngine:
                 "workspace": row["workspace"], "parent_id": row.get("parent_id"), "output": state.output,
                 "error": state.error or row.get("error"), "steps": state.steps, "created_at": row["created_at"],
                 "messages": state.messages, "decisions": decisions, "compactions": compactions, "history": full,
+                "children": self.store.children(run_id),
                 "pending_approvals": [a.public() for a in self.store.pending_approvals(run_id)]}
 
     def runs(self, *, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
@@ -161,7 +250,7 @@ class LocalEngine:
         return [r for r in rows if not status or r["status"] == status]
 
     def pending(self) -> list[dict[str, Any]]:
-        return [a.public() for a in self.store.pending_approvals()]
+        return [{**a.public(), "parents": self.store.parent_chain(a.run_id)} for a in self.store.pending_approvals()]
 
     def sessions(self, *, limit: int | None = None) -> list[dict[str, Any]]:
         rows = self.store.list_sessions(limit)
@@ -264,12 +353,15 @@ class LocalEngine:
         from sentinel.worker.setup import build_deps, initial_messages
         from sentinel.worker.turn import begin_turn
 
+        from sentinel.local.children import LocalChildren
+
         with run:
             if on_event:
                 run.listeners.append(on_event)
             if message is not None:
                 begin_turn(run, self.home, message, skills=skills, model=model)
-            deps = build_deps(self.config, self.home, profile, run.state, self.store)
+            deps = build_deps(self.config, self.home, profile, run.state, self.store, children=LocalChildren(self),
+                              grants=self.store.grants_of(run.state.id))
             if not run.state.messages:  # new, or stopped between `created` and its first messages
                 run.record(*initial_messages(self.home, profile, deps, run.state.task, skills))
             AgentLoop(run, deps).execute()

@@ -153,6 +153,11 @@ class SystemEngine:
     def cancel(self, run_id: str) -> Outcome:
         return Outcome.from_dict(self.call("cancel", run_id=run_id))
 
+    def run_workflow(self, name: str, input_text: str = "", *, workspace: Path | None = None,
+                     on_event: Listener | None = None) -> Outcome:
+        raise UsageError("workflows run in local mode in this version (SENTINEL_MODE=local sentinel workflow run "
+                         f"{name}); in system mode, delegate to agents of the roster")
+
     def show(self, run_id: str) -> dict[str, Any]:
         return self.call("show", run_id=run_id)
 

@@ -63,6 +63,10 @@ class Hub(Protocol):
 
     def cancel(self, run_id: str) -> bool: ...
 
+    def release(self, run_id: str) -> None:
+        """Give a run's followers its outcome now (a run waiting on a child that paused)."""
+        ...
+
     def muzzle_state(self) -> str:
         """Where workers reach Muzzle and whether it answers (for `status`)."""
         ...

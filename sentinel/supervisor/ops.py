@@ -135,11 +135,14 @@ def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
                   "output": row.get("output") or state.output, "error": row.get("error") or state.error,
                   "steps": state.steps, "created_at": row["created_at"], "messages": [], "decisions": [],
                   "history": [], "compactions": compactions,
+                  "parent_id": row.get("parent_id"), "children": store.children(row["id"]),
                   "pending_approvals": [a.public() for a in store.pending_approvals(row["id"])]})
 
 
 def _approvals(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    return reply([a.public() for a in sup.store.pending_approvals(_text(msg, "run_id", required=False))])
+    store = sup.store
+    return reply([{**a.public(), "parents": store.parent_chain(a.run_id)}
+                  for a in store.pending_approvals(_text(msg, "run_id", required=False))])
 
 
 def _logs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
@@ -238,7 +241,9 @@ def _resume_run(sup: Hub, conn: Client, run_id: str, msg: dict[str, Any]) -> dic
         sup.workers[run_id].relaunch = True  # the pausing worker is still exiting: resume once it has
     else:
         sup.launch(run_id)
-    return _follow(sup, conn, run_id, msg)
+    from sentinel.supervisor.children import waiting_top
+
+    return _follow(sup, conn, waiting_top(store, run_id), msg)  # a child's end carries on to its parents
 
 
 def _follow(sup: Hub, conn: Client, run_id: str, msg: dict[str, Any]) -> dict[str, Any] | None:
@@ -419,8 +424,11 @@ def _cut(value: Any, keep: int) -> Any:
 def outcome(store: Store, run_id: str) -> dict[str, Any]:
     row = _row(store, run_id)
     pending = store.pending_approvals(run_id)
-    return {"id": run_id, "status": row["status"], "output": row.get("output"), "error": row.get("error"),
-            "approval_id": pending[0].id if pending and row["status"] == "waiting_approval" else None}
+    status = row["status"]
+    if status == "waiting_child" and (waited := store.waited_approvals(run_id)):
+        status, pending = "waiting_approval", waited  # its child waits for an operator: so does it
+    return {"id": run_id, "status": status, "output": row.get("output"), "error": row.get("error"),
+            "approval_id": pending[0].id if pending and status == "waiting_approval" else None}
 
 
 def _row(store: Store, run_id: str) -> dict[str, Any]:

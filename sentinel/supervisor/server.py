@@ -26,7 +26,7 @@ from typing import Any
 from sentinel.engine.store import Store
 from sentinel.errors import Busy, SentinelError, UsageError
 from sentinel import frames as protocol
-from sentinel.supervisor import auth, interp, layout, ops, workers
+from sentinel.supervisor import auth, children, interp, layout, ops, workers
 from sentinel.supervisor.install import ensure_group
 from sentinel.supervisor.hub import Settings
 from sentinel.supervisor.muzzled import MuzzleKeeper
@@ -256,6 +256,8 @@ class Supervisor:
                 self.store.audit("bad_frame", {"error": str(message), "run_id": worker.run_id if worker else None,
                                                "uid": conn.peer.uid if conn.peer else None})
                 answer: dict[str, Any] | None = protocol.failure("usage", str(message))
+            elif worker is not None and message.get("op") in children.OPS:
+                answer = children.handle(self, worker, message)
             elif worker is not None:
                 answer = workers.handle(self.store, worker, message, self.relay)
             else:
@@ -327,6 +329,14 @@ class Supervisor:
                 return
             except SentinelError:
                 pass
+        try:
+            if children.carry_on(self, run_id):  # it waits on its child, or its child's end woke it
+                return
+        except SentinelError as exc:
+            self.store.audit("child_wake_failed", {"run_id": run_id, "error": str(exc)})
+        self.release(run_id)
+
+    def release(self, run_id: str) -> None:
         outcome = ops.outcome(self.store, run_id)
         for watch in self.watchers.pop(run_id, []):
             watch.conn.finish(protocol.reply(outcome))

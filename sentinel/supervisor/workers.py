@@ -33,7 +33,7 @@ from sentinel.frames import failure, reply
 if TYPE_CHECKING:
     from sentinel.config import Config
 
-WORKER_STATUSES = ("running", "waiting_approval", "done", "failed", "idle")
+WORKER_STATUSES = ("running", "waiting_approval", "done", "failed", "idle", "waiting_child")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 OUTCOMES = ("auto", "needs_approval", "deny")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -143,7 +143,8 @@ def start(store: Store, site: Site, run_id: str, muzzle_url: str) -> tuple[Worke
         os.close(log_fd)
     greeting = {"id": row["id"], "task": row["task"], "profile": row["agent"], "model": row["model"],
                 "workspace": row["workspace"] or None, "parent_id": row["parent_id"], "kind": row.get("kind") or "task",
-                "config": worker_config(site.config), "endpoint": {"base_url": muzzle_url, "token": token}}
+                "config": worker_config(site.config), "endpoint": {"base_url": muzzle_url, "token": token},
+                "grants": store.grants_of(run_id)}  # a child run's: what its parent granted it
     worker = Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied, greeting=greeting)
     return worker, ours
 

@@ -50,6 +50,9 @@ class Tool:
     read_only: bool = False
     trigger: str = "any"  # what the rule gate sees: file_write | bash | read | any
     pin: Callable[[], Pinned] | None = None  # set for tools that run pinned content (see Pinned)
+    # a tool whose call becomes a child run (delegate, spawn): its arguments completed into the exact plan
+    # (agent, model, grants) the decision and any approval bind; raises ToolError to refuse the call
+    plan: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def schema(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}

@@ -91,7 +91,7 @@ def _settings(spec: dict[str, Any]) -> tuple[Any, tuple[str, str]]:
 def execute(run_id: str) -> int:
     from sentinel import paths
     from sentinel.worker.loop import AgentLoop
-    from sentinel.worker.remote import RemoteStore
+    from sentinel.worker.remote import RemoteChildren, RemoteStore
     from sentinel.worker.setup import build_deps, initial_messages
     from sentinel.worker.turn import begin_turn
 
@@ -119,7 +119,8 @@ def execute(run_id: str) -> int:
             run.state.model = spec["model"]  # the supervisor's, whatever the journal says
             store = RemoteStore(channel, run_id)
             deps = build_deps(config, home, profile, run.state, store,  # type: ignore[arg-type]
-                              endpoint=endpoint, operator=True)
+                              endpoint=endpoint, operator=True, children=RemoteChildren(channel),
+                              grants=spec.get("grants"))
             if not run.state.messages:  # new, or stopped between `created` and its first messages
                 run.record(*initial_messages(home, profile, deps, spec["task"], skills))
             AgentLoop(run, deps).execute()

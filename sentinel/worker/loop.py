@@ -42,6 +42,7 @@ from sentinel.models import ModelClient, ModelError, ModelUnavailable
 from sentinel.models.toolcalls import recover
 from sentinel.policy.decide import CallContext, Layer, decide
 from sentinel.tools import Pinned, Registry, Tool, ToolContext, ToolError, parse_arguments
+from sentinel.worker.children import CHILD_TOOLS, ENDED, WAITING, Children, WaitingChild, result_text
 
 
 class Paused(Exception):
@@ -81,6 +82,7 @@ class Deps:
     approval_ttl_s: float | None = None
     prompt: Callable[[], str] | None = None  # the system prompt as the agent's files make it now
     keeper: Any = None  # sentinel.worker.compact.Keeper: compaction, session file, curator
+    children: Children | None = None  # child runs (delegate, spawn, run_workflow), when the engine offers them
 
 
 INTERRUPTED = ("Error: this call was interrupted before it finished (the process running it stopped) and was "
@@ -104,6 +106,9 @@ class AgentLoop:
                 self.step()
         except Paused:
             self.deps.store.set_status(self.state.id, "waiting_approval")
+        except WaitingChild:  # the child runs on (or waits for its approval); its end resumes this run
+            self.state.status = WAITING
+            self.deps.store.set_status(self.state.id, WAITING)
         except Finished as done:
             self._finish("idle" if self.chat else "done", output=done.output)
         except Failed as failed:  # a chat session survives a failed turn: the next message tries again
@@ -190,6 +195,8 @@ class AgentLoop:
         """Give one open tool call its result, or pause the run at it."""
         call_id, name = call["id"], call["function"]["name"]
         if call_id in self.state.started:
+            if self.hands_to_child(name):  # its child run carries on: found again, never started twice
+                return self.hand_to_child(call_id, name, self.deps.store.decision_for_call(self.state.id, call_id))
             return self._after_crash(call)
         decision = self.deps.store.decision_for_call(self.state.id, call_id) or self.decide(call)
         if decision["outcome"] == "deny":
@@ -214,6 +221,7 @@ class AgentLoop:
         else:
             try:
                 args = parse_arguments(raw, tool)
+                args = tool.plan(args) if tool.plan is not None else args
                 pinned = self._pin(call_id, tool)
             except (ToolError, SentinelError) as exc:
                 event |= {"arguments": raw, "outcome": "deny", "layers": [], "reason": str(exc)}
@@ -294,6 +302,8 @@ class AgentLoop:
     def execute_call(self, call_id: str, name: str, decision: dict[str, Any], pinned: Pinned | None = None) -> None:
         tool = self.deps.registry.get(name)
         assert tool is not None  # decide() denies unknown tools
+        if self.hands_to_child(name):
+            return self.hand_to_child(call_id, name, decision)
         self.run.record({"type": "started", "call_id": call_id, "tool": name})
         output = self.deps.registry.run(name, decision["arguments"], self.deps.tool_ctx, pinned)
         notes = [layer["note"] for layer in decision.get("layers", []) if layer.get("note")]
@@ -313,6 +323,40 @@ class AgentLoop:
         """Context that layers synthesize once the tool ran (the gate's `post: true` info rules)."""
         ctx = self.context(call_id, name, args)
         return [note for layer in self.deps.layers if hasattr(layer, "after") for note in layer.after(ctx, output)]
+
+    # -- a call handed to a child run ----------------------------------------------------
+
+    def hands_to_child(self, name: str) -> bool:
+        return self.deps.children is not None and name in CHILD_TOOLS
+
+    def hand_to_child(self, call_id: str, name: str, decision: dict[str, Any] | None) -> None:
+        """Start the call's child run once, advance it, and give the call the child's answer when it ends;
+        WaitingChild while it has not."""
+        children = self.deps.children
+        assert children is not None
+        if decision is None:  # started but never decided: cannot happen, as a decision precedes `started`
+            return self.result(call_id, INTERRUPTED, interrupted=True)
+        if call_id not in self.state.started:
+            self.run.record({"type": "started", "call_id": call_id, "tool": name})
+        plan = decision["arguments"]
+        child = children.child_for_call(self.state.id, call_id)
+        if child is None:
+            granted = self.deps.granted if self.deps.granted is not None else frozenset(self.deps.registry.names())
+            try:
+                child_id = children.start(self.state, call_id, name, plan, granted)
+            except (ToolError, SentinelError) as exc:
+                return self.result(call_id, f"Error: {exc}")
+            self.run.record({"type": "child_started", "child_id": child_id, "call_id": call_id,
+                             "agent": str(plan.get("agent") or plan.get("workflow") or ""),
+                             "task": str(plan.get("task") or plan.get("input") or "")})
+        else:
+            child_id = child["id"]
+        ended = children.advance(child_id)
+        if ended["status"] not in ENDED:
+            raise WaitingChild(child_id)
+        self.run.record({"type": "child_finished", "child_id": child_id, "call_id": call_id,
+                         "status": ended["status"], "output": ended.get("output")})
+        self.result(call_id, result_text(ended))
 
     def _after_crash(self, call: dict[str, Any]) -> None:
         tool = self.deps.registry.get(call["function"]["name"])

@@ -115,5 +115,25 @@ class RemoteStore:
         self.channel.close()
 
 
+class RemoteChildren:
+    """Child runs as the supervisor makes them (sentinel/supervisor/children.py): it resolves the plan, and
+    starts the child only for a call decided (and approved) as exactly that plan."""
+
+    def __init__(self, channel: Channel):
+        self.channel = channel
+
+    def plan(self, tool: str, args: dict[str, Any], parent: Any, granted: frozenset[str]) -> dict[str, Any]:
+        return self.channel.call("child_plan", tool=tool, arguments=args, granted=sorted(granted))
+
+    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None:
+        return self.channel.call("child_for_call", call_id=call_id)
+
+    def start(self, parent: Any, call_id: str, tool: str, plan: dict[str, Any], granted: frozenset[str]) -> str:
+        return str(self.channel.call("child_start", call_id=call_id))
+
+    def advance(self, child_id: str) -> dict[str, Any]:
+        return self.channel.call("child_advance", child_id=child_id)
+
+
 def approval_dict(approval: Approval | None) -> dict[str, Any] | None:
     return asdict(approval) if approval is not None else None

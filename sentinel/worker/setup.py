@@ -27,6 +27,7 @@ from sentinel.policy import action
 from sentinel.tools import Registry, ToolContext
 from sentinel.tools.builtin import default_registry
 from sentinel.worker.compact import Keeper
+from sentinel.worker.children import CHILD_TOOLS, Children, child_tools
 from sentinel.worker.loop import Deps
 from sentinel.worker.prompt import system_prompt
 from sentinel.worker.turn import skill_records
@@ -51,9 +52,12 @@ def layers_for(config: Config, home: Path, profile: profiles.AgentProfile, opera
 
 
 def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: Store, *,
-               endpoint: tuple[str, str] | None = None, operator: bool = False) -> Deps:
+               endpoint: tuple[str, str] | None = None, operator: bool = False, children: Children | None = None,
+               grants: list[str] | None = None) -> Deps:
     """`endpoint`: Muzzle's URL and the run token the supervisor handed over (system mode); `operator`: see
-    layers_for."""
+    layers_for; `children`: the engine's child runs (delegate, spawn, run_workflow are offered with it);
+    `grants`: a child run's tools as its parent granted them (from the store): the run is granted only
+    these, and within that approved delegation their own `needs_approval` is waived (see Delegated)."""
     if config.leash.tools == "sandboxed":
         from sentinel.leash.launch import ensure_launcher
 
@@ -64,6 +68,8 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     selfstate, authored = _add_agent_tools(registry, config, home, profile, state, store)
     _add_hook_tools(registry, state, store)
     layers = layers_for(config, home, profile, operator) + [TrustLayer(store.tool_trusted)]
+    if grants is not None:
+        layers = [Delegated(layer) if getattr(layer, "name", "") == "policy" else layer for layer in layers]
     gate = next((layer for layer in layers if getattr(layer, "name", "") == "gate"), None)
     judges = gate.judge_models() if gate is not None else []
     summary = config.context.summary_model
@@ -74,6 +80,12 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     granted = frozenset(profile.tools) if profile.tools is not None else None
     if granted is not None and state.kind == "hook":
         granted |= {"sentinel_act", "sentinel_escalate"}
+    if grants is not None:  # a child: never a tool its parent lacked, whatever its profile says now
+        granted = frozenset(grants) & granted if granted is not None else frozenset(grants)
+    if children is not None and granted is not None and granted & set(CHILD_TOOLS):
+        # offered only to a run granted them by name: a small model is not shown three more tools unasked
+        for tool in child_tools(children, state, lambda: frozenset(granted)):  # type: ignore[arg-type]
+            registry.add(tool)
     tool_ctx = ToolContext(workspace=Path(state.workspace), run_id=state.id, agent=profile.name,
                            bash_timeout_s=config.tools.bash_timeout_s, output_max_chars=config.tools.output_max_chars,
                            sandbox=config.sandbox, tools_mode=config.leash.tools)
@@ -86,7 +98,7 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     keeper = _keeper(config, home, profile, state, store, model, endpoint)
     return Deps(model=model, registry=registry, layers=layers, store=store, tool_ctx=tool_ctx,
                 max_steps=config.limits.max_steps, max_wall_s=config.limits.max_wall_s, granted=granted, prompt=prompt,
-                keeper=keeper)
+                keeper=keeper, children=children)
 
 
 def _keeper(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: Store,
@@ -103,6 +115,23 @@ def _keeper(config: Config, home: Path, profile: profiles.AgentProfile, state: R
         store.audit(kind, {"run_id": state.id, "agent": profile.name, **record})
 
     return Keeper(config.context, summarizer, limit, memory_dir(home) / profile.scope, audit)
+
+
+class Delegated:
+    """The action policy inside an approved delegation: a granted tool's own `tools:` verdict of
+    `needs_approval` becomes `auto` (the delegation's approval covered it). Argument rules (bash commands,
+    paths), every `deny`, the rule gate, the trust layer and further delegation still decide as usual."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.name = inner.name
+
+    def check(self, ctx: Any) -> list[Any]:
+        from dataclasses import replace
+
+        return [replace(r, outcome="auto", reason=f"{r.reason}; waived inside the approved delegation")
+                if r.outcome == "needs_approval" and r.rule_id == f"tools.{ctx.tool}" and ctx.tool not in CHILD_TOOLS
+                else r for r in self.inner.check(ctx)]
 
 
 def _add_agent_tools(registry: Registry, config: Config, home: Path, profile: profiles.AgentProfile,

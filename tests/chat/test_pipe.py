@@ -35,15 +35,29 @@ def test_end_of_input_at_the_question_leaves_the_approval_pending(model, chat_en
     assert resumed.stdout == "It ran.\n" and cli.json("approvals", "--json", env={"SENTINEL_MODE": "local"}) == []
 
 
-def test_what_is_not_built_yet_says_so_and_sends_nothing(model, chat_env, sentinel_home):
+def test_what_cannot_run_says_why_in_one_line_and_sends_nothing(model, chat_env, sentinel_home):
     server = model(["hi"])
     (sentinel_home / "workflows").mkdir()
     (sentinel_home / "workflows" / "triage.yaml").write_text("steps: []\n")
     out = piped(chat_env, "@reviewer look at this\n/workflow run triage\n/memory doors\n/nonsense\n")
     assert out.returncode == 0 and server.requests == []
     errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 4 and "delegation" in errors[0] and "workflows cannot run" in errors[1]
+    assert len(errors) == 4 and "no agent 'reviewer'" in errors[0] and "triage.yaml" in errors[1]
     assert "unknown command /nonsense" in errors[3]
+
+
+def test_at_name_hands_the_message_to_that_specialist_and_workflows_run(model, chat_env, sentinel_home):
+    server = model(["Reviewed.", "Step one.", "Step two."])
+    (sentinel_home / "agents").mkdir()
+    (sentinel_home / "agents" / "reviewer.yaml").write_text("description: reviews\n")
+    (sentinel_home / "workflows").mkdir()
+    (sentinel_home / "workflows" / "triage.yaml").write_text(
+        "steps:\n  - {name: a, agent: reviewer, task: 'look at {{input}}'}\n")
+    out = piped(chat_env, "@reviewer look at this\n/workflow run triage the door\n")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == "Reviewed." and "Reviewed." in out.stdout.splitlines()[-1]
+    users = [[m["content"] for m in r["messages"] if m["role"] == "user"] for r in server.requests]
+    assert users == [["look at this"], ["look at the door"]]
 
 
 def test_restore_names_a_session_or_says_in_one_line_why_not(model, chat_env, cli):

@@ -1,0 +1,107 @@
+"""Child runs: `delegate`, `spawn` and `run_workflow` hand their call to a durable child run.
+
+    tools = child_tools(children, state, lambda: parent_tools)   # registered when the engine offers child runs
+    grants(parent_tools, wanted)   -> the child's tools: never one its parent lacks
+
+A call of these tools is decided on its plan (`Children.plan`: agent, task, model and the exact grants), so an
+approval shows and binds exactly what the child will be. Running the call starts the child once (the store
+keys it on the parent and the call id), then advances it; while it is not over, the parent waits
+(`waiting_child`, not an approval) and its process may end. On resume, at any depth, the call's child is
+found again and advanced, never started twice; the child's final answer is the call's result.
+
+`Children` is what the engine offers: local mode runs the child in the same process, system mode asks the
+supervisor to start it as the child agent's user.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Protocol
+
+from sentinel.agents.naming import CHILD_TOOLS
+from sentinel.engine.state import RunState
+from sentinel.tools import Tool, ToolContext, ToolError, object_schema
+
+__all__ = ["CHILD_TOOLS", "Children", "WaitingChild", "child_tools", "grants"]
+WAITING = "waiting_child"
+ENDED = ("done", "failed", "cancelled")
+
+
+class Children(Protocol):
+    def plan(self, tool: str, args: dict[str, Any], parent: RunState, granted: frozenset[str]) -> dict[str, Any]:
+        """The exact child a call would make; raises ToolError (or a SentinelError) to refuse it."""
+        ...
+
+    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None: ...
+
+    def start(self, parent: RunState, call_id: str, tool: str, plan: dict[str, Any],
+              granted: frozenset[str]) -> str:
+        """Create the child run of this call (checking its grants against `granted` again); its id."""
+        ...
+
+    def advance(self, child_id: str) -> dict[str, Any]:
+        """Let the child go on until it pauses or ends: its status, output and error."""
+        ...
+
+
+class WaitingChild(Exception):
+    def __init__(self, child_id: str):
+        self.child_id = child_id
+
+
+def grants(parent: Iterable[str], wanted: Iterable[str] | None, *, strict: bool = False) -> list[str]:
+    """The child's tools: the parent's granted tools ∩ what the child asks for (its profile's tools, or the
+    call's `tools`; everything the parent has when None). `strict`: asking for a tool the parent lacks refuses
+    the call instead of dropping the tool."""
+    have = set(parent)
+    if wanted is None:
+        return sorted(have)
+    missing = sorted(set(wanted) - have)
+    if strict and missing:
+        raise ToolError(f"refused: this run is not granted {', '.join(missing)}, so no child of it can be; "
+                        f"ask only for tools this run has ({', '.join(sorted(have)) or 'none'})")
+    return sorted(set(wanted) & have)
+
+
+def check_depth(depth: int, max_depth: int) -> None:
+    if depth > max_depth:
+        raise ToolError(f"refused: a child run here would be {depth} levels deep and orchestration.max_depth is "
+                        f"{max_depth}; do this part of the task yourself")
+
+
+def handoff(task: str, request: str) -> str:
+    """The child's first message: the hand-off task, with the request it is part of, so nothing is lost."""
+    if not request.strip() or request.strip() == task.strip():
+        return task
+    return f"{task}\n\n---\nThis task is part of a larger request. The original request was:\n\n{request}"
+
+
+def result_text(ended: dict[str, Any]) -> str:
+    """What the parent's call returns: the child's answer, or why it has none."""
+    if ended["status"] == "done":
+        return ended.get("output") or ""
+    return f"Error: the child run {ended['id']} {ended['status']}: {ended.get('error') or 'no answer'}"
+
+
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+
+
+def child_tools(children: Children, state: RunState, parent_tools: Callable[[], frozenset[str]]) -> list[Tool]:
+    def tool(name: str, description: str, props: dict[str, Any], required: list[str]) -> Tool:
+        def plan(args: dict[str, Any]) -> dict[str, Any]:
+            return children.plan(name, args, state, parent_tools())
+
+        def never(args: dict[str, Any], ctx: ToolContext) -> str:  # the loop starts a child run instead
+            raise ToolError(f"{name} runs as a child run")
+
+        return Tool(name, description, object_schema(props, required), never, plan=plan)
+
+    text = {"type": "string"}
+    return [
+        tool("delegate", "Hand a task to a specialist agent from the roster; returns its final answer. "
+                         "Say everything it needs in `task`.", {"agent": text, "task": text}, ["agent", "task"]),
+        tool("spawn", "Compose a temporary subagent for one task: its soul (who it is, how it works), optionally "
+                      "its model, skills and tools (a subset of yours); returns its final answer.",
+             {"task": text, "soul": text, "model": text, "skills": _STRINGS, "tools": _STRINGS}, ["task", "soul"]),
+        tool("run_workflow", "Run a saved workflow (each step a supervised run) on an input; returns the last "
+                             "step's output.", {"name": text, "input": text}, ["name", "input"]),
+    ]

@@ -1,0 +1,63 @@
+"""Advancing a workflow run: each step a child run of the workflow's run, started once, in order.
+
+    status = advance(run, workflow, steps)      # done, failed, or waiting_child (a step paused or stopped)
+
+A step's child is keyed on the workflow run and `step:<name>`, so advancing again (after an approval, a
+crash, a resume) finds the steps already made and starts nothing twice; the outputs of finished steps come
+from their runs, and the next step's task is rendered from them. The workflow run's journal records each
+step's child run and the end, like a run's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from sentinel.engine import journal
+from sentinel.engine.run import Run
+from sentinel.engine.state import RunState
+from sentinel.workflows.model import Workflow, render
+
+ENDED = ("done", "failed", "cancelled")
+WAITING = "waiting_child"
+
+
+class Steps(Protocol):
+    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None: ...
+
+    def start_step(self, workflow_run: RunState, key: str, agent: str, task: str) -> str: ...
+
+    def advance(self, child_id: str) -> dict[str, Any]: ...
+
+
+def step_key(name: str) -> str:
+    return f"step:{name}"
+
+
+def advance(run: Run, workflow: Workflow, steps: Steps) -> str:
+    state = run.state
+    journaled = {r.get("call_id") for r in journal.read(run.journal.path)[0] if r.get("type") == "child_finished"}
+    outputs: dict[str, str] = {}
+    previous: str | None = None
+    for step in workflow.steps:
+        key = step_key(step.name)
+        child = steps.child_for_call(state.id, key)
+        if child is None:
+            task = render(step.task, state.task, outputs, previous)
+            child_id = steps.start_step(state, key, step.agent, task)
+            run.record({"type": "child_started", "child_id": child_id, "agent": step.agent, "task": task,
+                        "call_id": key})
+        else:
+            child_id = child["id"]
+        ended = steps.advance(child_id)
+        if ended["status"] not in ENDED:
+            return WAITING
+        if key not in journaled:
+            run.record({"type": "child_finished", "child_id": child_id, "status": ended["status"],
+                        "output": ended.get("output"), "call_id": key})
+        if ended["status"] != "done":
+            error = f"step {step.name} ({child_id}) {ended['status']}: {ended.get('error') or 'no output'}"
+            run.record({"type": "status", "status": "failed", "output": None, "error": error})
+            return "failed"
+        outputs[step.name] = previous = ended.get("output") or ""
+    run.record({"type": "status", "status": "done", "output": previous, "error": None})
+    return "done"
