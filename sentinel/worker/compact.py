@@ -90,6 +90,13 @@ class Keeper:
         return any(item["status"] == "done" and i not in self.log.done_at_checkpoint
                    for i, item in enumerate(self.log.plan, 1))
 
+    def before_children(self, run: Run) -> None:
+        """Seed 001: the scribe writes before a child run starts, so a crash in the child loses no state."""
+        self._catch_up(run)
+        if self.log.changes:
+            self.checkpoint(run, "before children")
+        self.scribe(run)
+
     def checkpoint(self, run: Run, title: str) -> None:
         run.record({"type": "checkpoint", "title": title})
         self._catch_up(run)

@@ -341,6 +341,8 @@ class AgentLoop:
         plan = decision["arguments"]
         child = children.child_for_call(self.state.id, call_id)
         if child is None:
+            if self.deps.keeper is not None:  # the session file holds where this run stood before it hands off
+                self.deps.keeper.before_children(self.run)
             granted = self.deps.granted if self.deps.granted is not None else frozenset(self.deps.registry.names())
             try:
                 child_id = children.start(self.state, call_id, name, plan, granted)

@@ -69,3 +69,17 @@ def test_inside_an_approved_delegation_granted_tools_run_auto_but_deny_still_sto
     child = next(r for r in cli.json("runs", "--json") if r["parent_id"])
     outcomes = [d["outcome"] for d in cli.json("show", child["id"], "--json")["decisions"]]
     assert outcomes == ["auto", "deny"]
+
+
+def test_the_parent_checkpoints_its_session_file_before_handing_off(roster, cli, sentinel_home):
+    """Seed 001: the scribe writes before children start, so what the parent did survives a crash in a child
+    (here the operator made delegate auto, so no pause checkpointed it first)."""
+    notes = {"tool_calls": [{"name": "write_file", "arguments": {"path": "plan.txt", "content": "step 1\n"}}]}
+    roster([notes, DELEGATE, "done"], [WRITE, "wrote"], extra={"policy": {"tools": {"delegate": "auto"}}})
+    run_id = __import__("json").loads(cli("run", "--agent", "orchestrator", "--json", "go", check=0).stdout)["id"]
+    journal = [__import__("json").loads(line) for line in
+               (sentinel_home / "runs" / run_id / "journal.jsonl").read_text().splitlines()]
+    kinds = [(r["type"], r.get("title")) for r in journal if r["type"] in ("checkpoint", "child_started")]
+    assert kinds.index(("checkpoint", "before children")) < kinds.index(("child_started", None))
+    live = (sentinel_home / "runs" / run_id / "session-live.md").read_text()
+    assert "plan.txt" in live  # the file the parent touched before it handed off
