@@ -13,7 +13,7 @@ from typing import Any
 
 from sentinel.engine import events as ev
 
-STATUS_EXIT = {"done": 0, "idle": 0, "waiting_approval": 3, "failed": 1, "cancelled": 1, "interrupted": 1,
+STATUS_EXIT = {"done": 0, "idle": 0, "waiting_approval": 3, "failed": 1, "cancelled": 1, "interrupted": 1, "waiting_child": 1,
                "running": 1}
 
 

@@ -17,7 +17,7 @@ import jinja2
 
 from sentinel.engine.events import Event
 
-STATUS_LABELS = {"waiting_approval": "waiting for approval"}
+STATUS_LABELS = {"waiting_approval": "waiting for approval", "waiting_child": "waiting for a child run"}
 
 
 def _pretty(value: Any) -> str:

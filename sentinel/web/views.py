@@ -34,7 +34,7 @@ from sentinel.web.live import Engines, Hub, Snapshot, run_events
 
 logger = logging.getLogger("sentinel.web")
 KEEPALIVE_S = 15.0
-RUN_STATUSES = ("running", "waiting_approval", "done", "failed", "cancelled", "interrupted")
+RUN_STATUSES = ("running", "waiting_approval", "waiting_child", "done", "failed", "cancelled", "interrupted")
 
 
 class BadRequest(UsageError):
