@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -26,6 +27,16 @@ def stop_model_hosts(sentinel_home):
     stop_all(sentinel_home / "state")
 
 
+@pytest.fixture(autouse=True)
+def stop_local_muzzle():
+    """A test that runs an engine in-process starts Muzzle on a thread; stop it, so no later test forks (the
+    supervisor's spawn refuses to) with a thread still running."""
+    yield
+    server = sys.modules.get("sentinel.muzzle.server")
+    if server is not None:
+        server.stop_local()
+
+
 def pytest_collection_modifyitems(config, items):
     if os.geteuid() == 0:
         return
@@ -39,7 +50,6 @@ def pytest_collection_modifyitems(config, items):
 
 import json  # noqa: E402
 import subprocess  # noqa: E402
-import sys  # noqa: E402
 
 import yaml  # noqa: E402
 

@@ -69,11 +69,3 @@ def muzzle(scripted_server, sentinel_home, monkeypatch):
         for client in proxy.harness.clients:
             client.close()
         proxy.stop()
-
-
-@pytest.fixture(autouse=True)
-def _stop_local_muzzle():
-    yield
-    from sentinel.muzzle.server import stop_local
-
-    stop_local()
