@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from sentinel import paths
-from sentinel.errors import ConfigError, pydantic_detail
+from sentinel.errors import ConfigError, validated
 from sentinel.agents.settings import AuthoredToolSettings
 from sentinel.leash.settings import LeashSettings
 from sentinel.memory.settings import ContextSettings, MemorySettings
@@ -124,10 +124,6 @@ def load(root: Path | None = None) -> Config:
     data: Any = read_yaml(path) if path.exists() else {}
     if data is None:
         data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(path, "top level must be a mapping")
-    data.update(_env_overrides())
-    try:
-        return Config.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(path, pydantic_detail(exc)) from None
+    if isinstance(data, dict):
+        data.update(_env_overrides())
+    return validated(Config, data, path)

@@ -11,6 +11,11 @@ Harness bugs are not SentinelErrors: they raise whatever they raise.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, TypeVar
+
+M = TypeVar("M")
+
 
 class SentinelError(Exception):
     exit_code = 1
@@ -47,3 +52,16 @@ def pydantic_detail(exc: Exception) -> str:
     more = len(errors()) - 1
     suffix = f" (and {more} more)" if more else ""
     return f"{loc}: {first.get('msg', 'invalid')}{suffix}"
+
+
+def validated(model: type[M], data: Any, source: Path | str, *,
+              not_mapping: str = "top level must be a mapping") -> M:
+    """`data` (a file's parsed YAML) as `model`, or a ConfigError naming `source` and the first bad field."""
+    from pydantic import ValidationError
+
+    if not isinstance(data, dict):
+        raise ConfigError(source, not_mapping)
+    try:
+        return model.model_validate(data)  # type: ignore[attr-defined]
+    except ValidationError as exc:
+        raise ConfigError(source, pydantic_detail(exc)) from None

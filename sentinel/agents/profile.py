@@ -25,10 +25,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from sentinel import paths
-from sentinel.errors import ConfigError, NotFound, UsageError, pydantic_detail
+from sentinel.errors import ConfigError, NotFound, UsageError, validated
 
 if TYPE_CHECKING:
     from sentinel.config import Config
@@ -95,13 +95,9 @@ def load(name: str | None, home: Path | None = None, *, check: bool = True,
     from sentinel.config import read_yaml
 
     data = read_yaml(path) or {}
-    if not isinstance(data, dict):
-        raise ConfigError(path, "top level must be a mapping")
-    data.setdefault("name", name)
-    try:
-        profile = AgentProfile.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(path, pydantic_detail(exc)) from None
+    if isinstance(data, dict):
+        data.setdefault("name", name)
+    profile = validated(AgentProfile, data, path)
     if profile.name != name:
         raise ConfigError(path, f"name: {profile.name!r} does not match the file name {name!r}")
     if check:

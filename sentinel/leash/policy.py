@@ -11,10 +11,10 @@ import os
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sentinel import paths
-from sentinel.errors import ConfigError, pydantic_detail
+from sentinel.errors import ConfigError, validated
 
 DEFAULT_POLICY_DIR = Path("/etc/sentinel/leash")
 _DOMAIN = re.compile(r"^(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
@@ -101,13 +101,7 @@ def load(path: Path) -> LeashPolicy:
         return cached[1]
     from sentinel.config import read_yaml
 
-    data = read_yaml(path) or {}
-    if not isinstance(data, dict):
-        raise ConfigError(path, "top level must be a mapping")
-    try:
-        policy = LeashPolicy.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(path, pydantic_detail(exc)) from None
+    policy = validated(LeashPolicy, read_yaml(path) or {}, path)
     _cache[path] = (mtime, policy)
     return policy
 

@@ -21,10 +21,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from sentinel import paths
-from sentinel.errors import ConfigError, NotFound, UsageError, pydantic_detail
+from sentinel.errors import ConfigError, NotFound, UsageError, validated
 
 PLACEHOLDER = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 NAME = re.compile(r"^[a-z0-9_][a-z0-9_-]{0,63}$")
@@ -81,12 +81,7 @@ def parse_file(path: Path, home: Path | None = None) -> Workflow:
 
 
 def parse(data: Any, source: Path | str, home: Path | None = None) -> Workflow:
-    if not isinstance(data, dict):
-        raise ConfigError(source, "top level must be a mapping with `steps:`")
-    try:
-        workflow = Workflow.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(source, pydantic_detail(exc)) from None
+    workflow = validated(Workflow, data, source, not_mapping="top level must be a mapping with `steps:`")
     validate(workflow, source, home)
     return workflow
 

@@ -84,19 +84,10 @@ def stamp(config_file: str, rules_dirs: list[str]) -> list[Any]:
 
 
 def _settings(data: Any, path: str) -> dict[str, Any]:
-    from pydantic import ValidationError
-
-    from sentinel.errors import ConfigError, pydantic_detail
+    from sentinel.errors import validated
     from sentinel.policy.settings import GateSettings
 
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(path, "top level must be a mapping")
-    try:
-        return GateSettings.model_validate(data).model_dump()
-    except ValidationError as exc:
-        raise ConfigError(path, pydantic_detail(exc)) from None
+    return validated(GateSettings, {} if data is None else data, path).model_dump()
 
 
 def default_settings() -> dict[str, Any]:

@@ -17,9 +17,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sentinel.errors import ConfigError, pydantic_detail
+from sentinel.errors import validated
 from sentinel.policy.gate import scope
 from sentinel.policy.gate.action import TEMPLATE_VARS
 
@@ -80,13 +80,10 @@ def unknown_vars(spec: RuleSpec) -> list[str]:
 
 def validate(data: Any, path: Path) -> dict[str, Any]:
     """Validate one rule mapping; returns the runtime dict (compiled scope regexes included)."""
-    if not isinstance(data, dict):
-        raise ConfigError(path, "a rule file holds one rule (a mapping of id, trigger, severity, scope, prompt)")
-    data = {"id": path.stem, **data}
-    try:
-        spec = RuleSpec.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(path, pydantic_detail(exc)) from None
+    if isinstance(data, dict):
+        data = {"id": path.stem, **data}
+    spec = validated(RuleSpec, data, path,
+                     not_mapping="a rule file holds one rule (a mapping of id, trigger, severity, scope, prompt)")
     trigger = spec.trigger
     out = spec.model_dump()
     out["source"] = str(path)
