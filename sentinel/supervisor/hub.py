@@ -70,3 +70,7 @@ class Hub(Protocol):
     def muzzle_state(self) -> str:
         """Where workers reach Muzzle and whether it answers (for `status`)."""
         ...
+
+    def ensure_watchers(self) -> None:
+        """A firing is open: the watcher child, which runs its relay timer, must be running."""
+        ...

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from sentinel.engine import relay
 from sentinel.engine.events import KINDS, Translator
@@ -496,16 +496,15 @@ def _watch_fire(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     watcher = spec.find(_text(msg, "id"), system=True)
     payload = msg.get("payload")
 
-    class Starter:  # the runner's engine: start the hook session as `start` does, without following it
-        def start(self, task: str, **kw: Any) -> Any:
-            return _start(sup, conn, {"task": task, "agent": kw.get("agent"), "model": kw.get("model"),
-                                      "skills": kw.get("skills"), "hook": kw.get("hook")})
+    class Starter:  # the runner's HookStarter: start the hook session as `start` does, without following it
+        def start(self, task: str, *, model: str | None, agent: str | None, skills: Sequence[str],
+                  hook: str | None) -> Any:
+            return _start(sup, conn, {"task": task, "agent": agent, "model": model, "skills": list(skills),
+                                      "hook": hook})
 
     firing_id = Runner(Starter(), sup.store, sup.config, [watcher], run_command=None,  # type: ignore[arg-type]
                        log=lambda line: None).fire(watcher, payload if payload is not None else {})
-    ensure = getattr(sup, "ensure_watchers", None)
-    if ensure is not None:
-        ensure()
+    sup.ensure_watchers()
     return reply(relay.get(sup.store.conn, firing_id))
 
 

@@ -18,7 +18,7 @@ import json
 import selectors
 import sys
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, Sequence
 
 from sentinel.engine import relay
 from sentinel.engine.store import Store, new_id
@@ -29,12 +29,19 @@ from sentinel.watchers.relay import Relay, fall_back
 from sentinel.watchers.spec import Watcher
 from sentinel.watchers.strategies import RunCommand, Source, SourceError, make_source
 
+class HookStarter(Protocol):
+    """What the runner needs of an engine: start a hook session (the Engine protocol's `start` does)."""
+
+    def start(self, task: str, *, model: str | None, agent: str | None, skills: Sequence[str],
+              hook: str | None) -> Any: ...
+
+
 MAX_SLEEP_S = 1.0
 KEYS_KEPT = 200
 
 
 class Runner:
-    def __init__(self, engine: Any, store: Store, config: Any, watchers: list[Watcher], run_command: RunCommand,
+    def __init__(self, engine: HookStarter, store: Store, config: Any, watchers: list[Watcher], run_command: RunCommand,
                  log: Callable[[str], None] | None = None):
         self.engine = engine
         self.conn = store.conn
