@@ -14,13 +14,16 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from sentinel.models import script
+from sentinel.models.loopback import Loopback
 
 
-class ScriptedServer:
+class ScriptedServer(Loopback):
+    THREAD = "scripted-server"
+
     def __init__(self, replies: list[script.Reply] | list[Any], *, host: str = "127.0.0.1", port: int = 0,
                  model: str = "scripted", require_key: str | None = None, chunk_chars: int = 4,
                  chunk_delay_s: float = 0.0):
@@ -32,32 +35,7 @@ class ScriptedServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), _handler(self))
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return self._httpd.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> "ScriptedServer":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    def __enter__(self) -> "ScriptedServer":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+        self.listen(_handler(self), host, port)
 
     def serve_forever(self) -> None:
         self._httpd.serve_forever()

@@ -17,10 +17,11 @@ import json
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 
 from sentinel.hooks.compat import scenario
+from sentinel.models.loopback import Loopback
 
 FINAL = "Done."
 Call = tuple[str, dict[str, Any]]   # (tool name, arguments)
@@ -121,34 +122,17 @@ def next_call(text: str, tools: set[str], done: int, root: str, log: list[str] |
 # -- the server ----------------------------------------------------------------------------------
 
 
-class ScriptedAPI:
+class ScriptedAPI(Loopback):
     """One loopback server answering all four dialects; `root` is the project the calls act on."""
+
+    THREAD = "scripted-api"
 
     def __init__(self, root: str, host: str = "127.0.0.1", port: int = 0):
         self.root = root
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.called: list[str] = []   # scripted tool calls handed to the client
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), _handler(self))
-        self._httpd.daemon_threads = True
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def start(self) -> "ScriptedAPI":
-        threading.Thread(target=self._httpd.serve_forever, name="scripted-api", daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    def __enter__(self) -> "ScriptedAPI":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+        self.listen(_handler(self), host, port)
 
     def seen(self) -> str:
         """Everything the clients sent (what the model saw), as one text."""

@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
+
+from sentinel.models.loopback import Loopback
 
 PASS = {"violation": False, "confidence": 0.95, "reason": "no violation"}
 
@@ -47,7 +49,9 @@ def by_substring(table: dict[str, Any], default: Any = PASS) -> Responder:
     return respond
 
 
-class FakeJudge:
+class FakeJudge(Loopback):
+    THREAD = "fake-judge"
+    POLL_S = 0.02
     def __init__(self, responder: Responder | None = None, *, delay_ms: float = 0, status: int = 200,
                  host: str = "127.0.0.1", port: int = 0):
         self.responder = responder or by_substring({})
@@ -56,33 +60,7 @@ class FakeJudge:
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), _handler(self))
-        self._httpd.daemon_threads = True
-        self._httpd.request_queue_size = 64
-
-    @property
-    def url(self) -> str:
-        """Ollama-style root (use `base_url` for OpenAI-compatible clients)."""
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    @property
-    def base_url(self) -> str:
-        return self.url + "/v1"
-
-    def start(self) -> "FakeJudge":
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-judge",
-                         daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    def __enter__(self) -> "FakeJudge":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+        self.listen(_handler(self), host, port, queue=64)  # `url` is the Ollama-style root, `base_url` OpenAI's
 
     def answer(self, path: str, body: dict[str, Any]) -> Any:
         with self._lock:
