@@ -17,10 +17,18 @@ from sentinel.cli.render import Progress, print_json
 app = typer.Typer(no_args_is_help=True, help="Saved workflows: linear steps, each its own supervised run.")
 
 
+def _roster() -> list[str] | None:
+    """The agents a step may name: the supervisor's (system mode), or None for the profiles here (local mode)."""
+    from sentinel.supervisor.client import connect
+
+    system = connect()
+    return system.roster() if system is not None else None
+
+
 def _describe(name: str) -> dict[str, Any]:
     from sentinel.workflows import model as workflows
 
-    flow = workflows.load(name)
+    flow = workflows.load(name, roster=_roster())
     return {"name": name, "file": str(workflows.workflow_path(name)), **flow.model_dump(exclude_none=True)}
 
 
@@ -39,7 +47,7 @@ def create(name: str = typer.Argument(..., help="Workflow name: lowercase letter
         raise UsageError(f"workflow {name!r} already exists ({target}); pass --force to replace it")
     if not file.is_file():
         raise UsageError(f"--file: {file} is not a file")
-    workflows.parse_file(file)
+    workflows.parse_file(file, roster=_roster())
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     paths.write_atomic(target, file.read_text(encoding="utf-8"), 0o600)
     if as_json:
@@ -52,9 +60,9 @@ def list_(as_json: bool = typer.Option(False, "--json")) -> None:
     """List the saved workflows."""
     from sentinel.workflows import model as workflows
 
-    rows = []
+    rows, roster = [], _roster()
     for name in workflows.names():
-        flow = workflows.load(name)
+        flow = workflows.load(name, roster=roster)
         rows.append({"name": name, "description": flow.description or "", "steps": [s.name for s in flow.steps]})
     if as_json:
         return print_json(rows)

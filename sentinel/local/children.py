@@ -42,8 +42,8 @@ class LocalChildren:
         if tool == "spawn":
             return self._spawn_plan(args, granted)
         workflow = workflows.load(str(args["name"]), self.home)
-        return {"workflow": args["name"], "input": args["input"],
-                "steps": [f"{s.name}: {s.agent}" for s in workflow.steps], "grants": sorted(granted)}
+        return {"workflow": args["name"], "input": args["input"],  # every step: the approval binds them all
+                "steps": [s.model_dump() for s in workflow.steps], "grants": sorted(granted)}
 
     def _spawn_plan(self, args: dict[str, Any], granted: frozenset[str]) -> dict[str, Any]:
         from sentinel.agents import skills as skill_mod
@@ -69,8 +69,9 @@ class LocalChildren:
         check_depth(depth, self.config.orchestration.max_depth)
         given = grants(granted, plan["grants"], strict=True)  # checked again: the parent's grants now
         if tool == "run_workflow":
+            flow = workflows.parse({"steps": plan["steps"]}, f"run_workflow {plan['workflow']!r}", self.home)
             run = self.engine.create_workflow_run(str(plan["workflow"]), str(plan["input"]), parent_id=parent.id,
-                                                  call_id=call_id, depth=depth, grants=given)
+                                                  call_id=call_id, depth=depth, grants=given, flow=flow)
         else:
             agent = self._temporary(plan, given) if tool == "spawn" else str(plan["agent"])
             run = self.engine.create_run(handoff(str(plan["task"]), self._request(parent)), agent=agent,

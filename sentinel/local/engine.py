@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from sentinel import config as config_mod
 from sentinel import paths
@@ -27,6 +27,9 @@ from sentinel.engine.run import Run
 from sentinel.engine.state import JOURNAL, RunState, history
 from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, UsageError
+
+if TYPE_CHECKING:
+    from sentinel.workflows.model import Workflow
 
 FOLLOW_POLL_S = 0.2
 WAITING = "waiting_child"      # a run whose tool call (or workflow step) waits on its child run
@@ -105,14 +108,14 @@ class LocalEngine:
 
     def create_workflow_run(self, name: str, input_text: str, *, workspace: Path | None = None,
                             parent_id: str | None = None, call_id: str | None = None, depth: int = 0,
-                            grants: list[str] | None = None) -> Run:
+                            grants: list[str] | None = None, flow: "Workflow | None" = None) -> Run:
         """A workflow's run, with the validated workflow kept beside its journal: an edit of the file later
-        never changes a workflow that already runs."""
+        never changes a workflow that already runs. `flow`: the workflow as an approval bound it (else the file)."""
         import yaml
 
         from sentinel.workflows import model as workflows
 
-        flow = workflows.load(name, self.home)
+        flow = flow or workflows.load(name, self.home)
         if workspace is None:
             workspace = Path(self.store.get_run(parent_id)["workspace"]) if parent_id else self._workspace(None)
         run = self.create_run(input_text, agent=f"{WORKFLOW}{name}", model="-", workspace=workspace,

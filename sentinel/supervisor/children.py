@@ -19,12 +19,13 @@ from typing import Any
 from sentinel.engine.store import TERMINAL, Store, call_digest, new_id
 from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.frames import failure, reply
-from sentinel.supervisor import agentfs, layout, registry, runmodel
+from sentinel.engine.state import RunState
+from sentinel.supervisor import agentfs, flows, layout, registry, runmodel
 from sentinel.supervisor.hub import Hub
 from sentinel.tools import ToolError
-from sentinel.worker.children import WAITING, check_depth, grants, handoff
+from sentinel.worker.children import CHILD_TOOLS, WAITING, check_depth, grants, handoff
 
-LOCAL_ONLY = ("spawn", "run_workflow")
+LOCAL_ONLY = ("spawn",)
 
 
 class Refused(SentinelError):
@@ -50,21 +51,61 @@ def _plan(sup: Hub, worker: Any, msg: dict[str, Any]) -> dict[str, Any]:
     tool, args = str(msg["tool"]), msg["arguments"]
     if tool in LOCAL_ONLY:
         raise UsageError(f"{tool} is not available in system mode yet; delegate to an agent of the roster")
-    if tool != "delegate" or not isinstance(args, dict):
+    if tool not in CHILD_TOOLS or not isinstance(args, dict):
         raise UsageError(f"{tool} makes no child run")
-    return plan_delegation(sup, worker.run_id, str(args["agent"]), str(args["task"]), _names(msg.get("granted")))
+    granted = _names(msg.get("granted"))
+    if tool == "run_workflow":
+        return plan_workflow(sup, worker, str(args["name"]), str(args["input"]), granted)
+    return plan_delegation(sup, worker.run_id, str(args["agent"]), str(args["task"]), granted)
 
 
-def plan_delegation(sup: Hub, parent_id: str, ident: str, task: str, granted: list[str]) -> dict[str, Any]:
+def plan_delegation(sup: Hub, parent_id: str, ident: str, task: str, granted: list[str] | None) -> dict[str, Any]:
+    """What a delegation (or a workflow step) would make. `granted`: the parent's tools (None: a workflow the
+    operator started, whose steps get what their profiles grant)."""
     store = sup.store
     check_depth(_depth(store, parent_id) + 1, sup.config.orchestration.max_depth)
     agent, profile = registry.resolve(store, ident)
     pw = registry.account(agent, sup.settings.group)
     model = runmodel.choose(sup.config, agent.name, profile, None, pw.pw_dir, pw.pw_uid)
     stored = store.grants_of(parent_id)  # a child parent: never more than its own parent granted it
-    have = set(granted) & set(stored) if stored is not None else set(granted)
+    if granted is None and stored is None:
+        tools = _profile_tools(pw.pw_dir, profile, pw.pw_uid)
+        return {"agent": ident, "task": task, "model": model, "grants": sorted(tools) if tools is not None else None}
+    have = set(granted) if granted is not None else set(stored or [])
+    if stored is not None:
+        have &= set(stored)
     return {"agent": ident, "task": task, "model": model,
             "grants": grants(have, _profile_tools(pw.pw_dir, profile, pw.pw_uid))}
+
+
+def plan_workflow(sup: Hub, worker: Any, name: str, input_text: str, granted: list[str]) -> dict[str, Any]:
+    """A `run_workflow` call: the agent's saved workflow, read from its home without following anything it
+    planted, validated against the roster; the plan carries every step, so the approval binds them all."""
+    from sentinel.workflows import model as workflows
+
+    store = sup.store
+    check_depth(_depth(store, worker.run_id) + 2, sup.config.orchestration.max_depth)  # the steps run a level below
+    workflows.check_name(name)
+    source = f"~{worker.agent.user}/.sentinel/workflows/{name}.yaml"
+    text = agentfs.read_text(worker.home, f".sentinel/workflows/{name}.yaml", worker.uid, runmodel.PROFILE_BYTES)
+    if text is None:
+        raise ToolError(f"no workflow {name!r} ({source} does not exist)")
+    flow = flows.parse(sup, _yaml(text, source), source)
+    stored = store.grants_of(worker.run_id)
+    have = sorted(set(granted) & set(stored)) if stored is not None else sorted(granted)
+    return {"workflow": name, "input": input_text,
+            "steps": [s.model_dump() for s in flow.steps], "grants": have}
+
+
+def _yaml(text: str, source: str) -> Any:
+    import yaml
+
+    from sentinel.errors import ConfigError
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(source, f"not valid YAML ({str(exc).splitlines()[0]})") from None
 
 
 def _child_for_call(sup: Hub, worker: Any, msg: dict[str, Any]) -> dict[str, Any] | None:
@@ -77,30 +118,50 @@ def _start(sup: Hub, worker: Any, msg: dict[str, Any]) -> str:
     if existing is not None:
         return existing["id"]
     decided = store.decision_for_call(worker.run_id, call_id)
-    if decided is None or decided.get("tool") != "delegate" or decided.get("outcome") == "deny":
+    tool = decided.get("tool") if decided else None
+    if decided is None or tool not in ("delegate", "run_workflow") or decided.get("outcome") == "deny":
         raise Refused(f"call {call_id[:64]} was not decided as a delegation that may run")
     plan = decided["arguments"]
-    if decided["outcome"] != "needs_approval" and _operator_outcome(sup) != "auto":
-        raise Refused(f"call {call_id[:64]}: delegate needs an operator's approval by the operator's policy")
+    if decided["outcome"] != "needs_approval" and _operator_outcome(sup, tool) != "auto":
+        raise Refused(f"call {call_id[:64]}: {tool} needs an operator's approval by the operator's policy")
     if decided["outcome"] != "auto":
         approval = store.approval_for_call(worker.run_id, call_id)
-        if approval is None or approval.status != "consumed" or approval.digest != call_digest("delegate", plan):
-            raise Refused(f"call {call_id[:64]}: no approval of exactly this delegation was consumed")
+        if approval is None or approval.status != "consumed" or approval.digest != call_digest(tool, plan):
+            raise Refused(f"call {call_id[:64]}: no approval of exactly this {tool} was consumed")
+    if tool == "run_workflow":
+        return _start_workflow(sup, worker, call_id, plan)
     fresh = plan_delegation(sup, worker.run_id, str(plan["agent"]), str(plan["task"]), _names(plan.get("grants")))
     runmodel.allowed(sup.config, registry.resolve(store, str(plan["agent"]))[0].name, str(plan["model"]),
                      f"delegate: model {plan['model']}")
-    return _create(sup, worker.run_id, call_id, {**plan, "grants": fresh["grants"]})
+    return create(sup, worker.run_id, call_id, {**plan, "grants": fresh["grants"]})
 
 
-def _create(sup: Hub, parent_id: str, call_id: str, plan: dict[str, Any]) -> str:
+def _start_workflow(sup: Hub, worker: Any, call_id: str, plan: dict[str, Any]) -> str:
+    """The approved workflow, exactly as its plan carried it (the file may have changed since)."""
+    store = sup.store
+    flow = flows.parse(sup, {"steps": plan.get("steps")}, f"run_workflow {plan.get('workflow')!r}")
+    stored = store.grants_of(worker.run_id)
+    given = grants(set(stored) if stored is not None else set(_names(plan.get("grants"))), _names(plan.get("grants")))
+    depth = _depth(store, worker.run_id) + 1
+    check_depth(depth + 1, sup.config.orchestration.max_depth)
+    run_id = flows.start(sup, str(plan["workflow"]), str(plan["input"]), flow, parent_id=worker.run_id,
+                         call_id=call_id, depth=depth, grants=given)
+    sup.launch(run_id)
+    return run_id
+
+
+def create(sup: Hub, parent_id: str, call_id: str, plan: dict[str, Any], *, task: str | None = None) -> str:
+    """Make and launch the child run of a plan. `task`: a workflow step's task, as rendered (else the hand-off
+    with the head run's request)."""
     store = sup.store
     agent, profile = registry.resolve(store, str(plan["agent"]))
     pw = registry.account(agent, sup.settings.group)
     home = layout.agent_sentinel_home(pw.pw_dir)
-    chain = store.parent_chain(parent_id)
-    request = store.get_run(chain[-1] if chain else parent_id)["task"]
+    if task is None:
+        chain = store.parent_chain(parent_id)
+        task = handoff(str(plan["task"]), store.get_run(chain[-1] if chain else parent_id)["task"])
     child_id = new_id("r-")
-    store.create_run(child_id, agent=profile, task=handoff(str(plan["task"]), request), model=str(plan["model"]),
+    store.create_run(child_id, agent=profile, task=task, model=str(plan["model"]),
                      workspace=home / "workspace", run_dir=home / "runs" / child_id, parent_id=parent_id,
                      call_id=call_id, depth=_depth(store, parent_id) + 1, grants=plan["grants"])
     store.conn.execute("UPDATE runs SET user=? WHERE id=?", (agent.name, child_id))
@@ -111,16 +172,50 @@ def _create(sup: Hub, parent_id: str, call_id: str, plan: dict[str, Any]) -> str
 
 
 def _advance(sup: Hub, worker: Any, msg: dict[str, Any]) -> dict[str, Any]:
-    store = sup.store
-    row = store.get_run(str(msg["child_id"]))
+    row = sup.store.get_run(str(msg["child_id"]))
     if row.get("parent_id") != worker.run_id:
         raise Refused(f"run {row['id']} is no child of run {worker.run_id}")
+    return nudge(sup, row["id"])
+
+
+def nudge(sup: Hub, child_id: str) -> dict[str, Any]:
+    """Where a child stands; one interrupted (a crash, a restart) or approved meanwhile is launched again."""
+    store = sup.store
+    row = store.get_run(child_id)
     stalled = row["status"] in ("running", "interrupted") or (
         row["status"] == "waiting_approval" and not store.pending_approvals(row["id"]))
     if row["id"] not in sup.workers and stalled:
-        sup.launch(row["id"])  # interrupted (a crash, a restart) or approved meanwhile: it carries on
+        sup.launch(row["id"])
         row = store.get_run(row["id"])
     return {"id": row["id"], "status": row["status"], "output": row.get("output"), "error": row.get("error")}
+
+
+class Steps:
+    """workflows.runner.Steps over the supervisor: each step a child run of the workflow run, made like a
+    delegation the operator (or the approved `run_workflow` call) gave."""
+
+    def __init__(self, sup: Hub):
+        self.sup = sup
+
+    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None:
+        return self.sup.store.child_for_call(parent_id, call_id)
+
+    def start_step(self, workflow_run: RunState, key: str, agent: str, task: str) -> str:
+        plan = plan_delegation(self.sup, workflow_run.id, agent, task, self.sup.store.grants_of(workflow_run.id))
+        return create(self.sup, workflow_run.id, key, plan, task=task)
+
+    def advance(self, child_id: str) -> dict[str, Any]:
+        return nudge(self.sup, child_id)
+
+
+def busy(sup: Hub, run_id: str) -> bool:
+    """Whether a run is being carried on: its worker runs, or (a run without a worker: a workflow) the child
+    it waits on is."""
+    if run_id in sup.workers:
+        return True
+    row = sup.store.get_run(run_id)
+    kids = sup.store.children(run_id) if row["status"] == WAITING else []
+    return bool(kids) and busy(sup, kids[-1]["id"])
 
 
 def carry_on(sup: Hub, run_id: str) -> bool:
@@ -131,7 +226,7 @@ def carry_on(sup: Hub, run_id: str) -> bool:
     row = store.get_run(run_id)
     if row["status"] == WAITING:
         kids = store.children(run_id)
-        if kids and kids[-1]["id"] in sup.workers:
+        if kids and busy(sup, kids[-1]["id"]):
             return True
         if kids and kids[-1]["status"] in TERMINAL:
             sup.launch(run_id)
@@ -160,13 +255,13 @@ def waiting_top(store: Store, run_id: str) -> str:
     return top
 
 
-def _operator_outcome(sup: Hub) -> str:
-    """What the operator's policy says of `delegate` (the worker's decision is the agent's claim: a child
-    runs as another agent's user, so the supervisor asks for the approval itself)."""
+def _operator_outcome(sup: Hub, tool: str) -> str:
+    """What the operator's policy says of `delegate` or `run_workflow` (the worker's decision is the agent's
+    claim: a child runs as another agent's user, so the supervisor asks for the approval itself)."""
     from sentinel.policy import action
 
     policy = action.load(("the operator's config.yaml policy", sup.config.policy))
-    return policy.tools.get("delegate", policy.default)
+    return policy.tools.get(tool, policy.default)
 
 
 def _depth(store: Store, run_id: str) -> int:

@@ -155,8 +155,21 @@ class SystemEngine:
 
     def run_workflow(self, name: str, input_text: str = "", *, workspace: Path | None = None,
                      on_event: Listener | None = None) -> Outcome:
-        raise UsageError("workflows run in local mode in this version (SENTINEL_MODE=local sentinel workflow run "
-                         f"{name}); in system mode, delegate to agents of the roster")
+        """The operator's saved workflow, sent whole: the supervisor validates it against the roster and walks
+        its steps (`workspace` is each step's agent's own in system mode)."""
+        from sentinel.config import read_yaml
+        from sentinel.workflows import model as workflows
+
+        path = workflows.workflow_path(name)
+        if not path.is_file():
+            raise NotFound(f"no workflow {name!r} (no {path}; create it with `sentinel workflow create {name} "
+                           "--file F`)")
+        return Outcome.from_dict(self.call("workflow_start", on_event, name=name, input=input_text,
+                                           workflow=read_yaml(path), source=str(path), follow=True))
+
+    def roster(self) -> list[str]:
+        """The system agents a workflow step may name."""
+        return list(self.status().get("agents") or [])
 
     def show(self, run_id: str) -> dict[str, Any]:
         return self.call("show", run_id=run_id)

@@ -63,6 +63,10 @@ class Hub(Protocol):
 
     def cancel(self, run_id: str) -> bool: ...
 
+    def relay(self, run_id: str, event: dict[str, Any]) -> None:
+        """Hand a run's event to whoever follows it."""
+        ...
+
     def release(self, run_id: str) -> None:
         """Give a run's followers its outcome now (a run waiting on a child that paused)."""
         ...

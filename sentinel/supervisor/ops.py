@@ -30,7 +30,7 @@ from sentinel.engine import relay
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
-from sentinel.supervisor import agentfs, console, layout, registry, runmodel
+from sentinel.supervisor import agentfs, children, console, flows, layout, registry, runmodel
 from sentinel.supervisor.hub import Client, Hub
 from sentinel.frames import failure, reply
 
@@ -161,7 +161,7 @@ def _logs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
             if event.seq > after:
                 conn.send({"event": fit(event.to_dict(), ITEM_BYTES)})
                 last = event.seq
-    if msg.get("follow") and row["id"] in sup.workers:
+    if msg.get("follow") and children.busy(sup, row["id"]):
         sup.watch(conn, row["id"], last)
         return None
     return reply(outcome(store, row["id"]))
@@ -195,6 +195,21 @@ def _start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None
                                 "by": conn.peer.name})
     sup.launch(run_id).inbox = {"skills": skills} if skills else {}
     return _follow(sup, conn, run_id, msg)
+
+
+def _workflow_start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+    """`sentinel workflow run`: the operator's workflow (read by the CLI from the operator's own files),
+    validated whole against the roster before anything runs, then walked by the supervisor."""
+    name = _text(msg, "name")
+    flow = flows.parse(sup, msg.get("workflow"), _text(msg, "source", required=False) or f"workflows/{name}.yaml")
+    run_id = flows.start(sup, name, _text(msg, "input", required=False) or "", flow)
+    sup.store.audit("workflow_started", {"run_id": run_id, "workflow": name, "by": conn.peer.name})
+    if msg.get("follow"):
+        conn.send({"started": run_id})
+        sup.watch(conn, run_id)
+        flows.announce(sup, run_id)
+    sup.launch(run_id)  # walks to its first step; a workflow that cannot start ends here (and tells its followers)
+    return None if msg.get("follow") else reply(outcome(sup.store, run_id))
 
 
 def _workspace(value: Any) -> str | None:
@@ -241,9 +256,7 @@ def _resume_run(sup: Hub, conn: Client, run_id: str, msg: dict[str, Any]) -> dic
         sup.workers[run_id].relaunch = True  # the pausing worker is still exiting: resume once it has
     else:
         sup.launch(run_id)
-    from sentinel.supervisor.children import waiting_top
-
-    return _follow(sup, conn, waiting_top(store, run_id), msg)  # a child's end carries on to its parents
+    return _follow(sup, conn, children.waiting_top(store, run_id), msg)  # a child's end carries on to its parents
 
 
 def _follow(sup: Hub, conn: Client, run_id: str, msg: dict[str, Any]) -> dict[str, Any] | None:
@@ -449,6 +462,10 @@ def _owner(store: Store, row: dict[str, Any]) -> tuple[str, int] | None:
 
 
 def _events(store: Store, row: dict[str, Any]) -> list[dict[str, Any]]:
+    if row.get("kind") == flows.KIND:  # walked by the supervisor: its journal is in the state directory
+        from sentinel.engine import journal
+
+        return journal.read(Path(row["run_dir"]) / "journal.jsonl")[0]
     owner = _owner(store, row)
     return agentfs.read_journal(owner[0], row["id"], owner[1])[0] if owner else []
 
@@ -456,6 +473,11 @@ def _events(store: Store, row: dict[str, Any]) -> list[dict[str, Any]]:
 def _state(store: Store, row: dict[str, Any]) -> Any:
     from sentinel.engine.state import RunState
 
+    if row.get("kind") == flows.KIND:
+        state = RunState()
+        for event in _events(store, row):
+            state.apply(event)
+        return state
     owner = _owner(store, row)
     return agentfs.load_state(owner[0], row["id"], owner[1]) if owner else RunState()
 
@@ -515,4 +537,5 @@ OPS: dict[str, Handler] = {
     "trust_list": _trust_list, "trust_revoke": _trust_revoke,
     "web_token": console.web_token,
     "firings": _firings, "inbox": _inbox, "watch_fire": _watch_fire,
+    "workflow_start": _workflow_start,
 }

@@ -26,7 +26,7 @@ from typing import Any
 from sentinel.engine.store import Store
 from sentinel.errors import Busy, SentinelError, UsageError
 from sentinel import frames as protocol
-from sentinel.supervisor import auth, children, interp, layout, ops, workers
+from sentinel.supervisor import auth, children, flows, interp, layout, ops, workers
 from sentinel.supervisor.install import ensure_group
 from sentinel.supervisor.hub import Settings
 from sentinel.supervisor.muzzled import MuzzleKeeper
@@ -183,6 +183,8 @@ class Supervisor:
         candidates += [r["id"] for r in store.list_runs(status=["waiting_approval"])
                        if not store.pending_approvals(r["id"])]
         for run_id in reversed(candidates):
+            if run_id in self.workers:  # a resumed workflow already launched its step
+                continue
             try:
                 self.launch(run_id)
             except SentinelError as exc:
@@ -290,7 +292,11 @@ class Supervisor:
 
     # -- workers --------------------------------------------------------------------------------
 
-    def launch(self, run_id: str) -> workers.Worker:
+    def launch(self, run_id: str) -> workers.Worker | None:
+        """Start the run's worker; a workflow run (no worker: the supervisor walks its steps) is advanced."""
+        if self.store.get_run(run_id).get("kind") == flows.KIND:
+            self.advance_workflow(run_id)
+            return None
         if run_id in self.workers:
             raise Busy(f"run {run_id} is already being executed (worker pid {self.workers[run_id].spawned.pid})")
         self.store.set_status(run_id, "running")
@@ -335,6 +341,17 @@ class Supervisor:
         except SentinelError as exc:
             self.store.audit("child_wake_failed", {"run_id": run_id, "error": str(exc)})
         self.release(run_id)
+
+    def advance_workflow(self, run_id: str) -> None:
+        """Walk a workflow run; when it ends, its followers hear so and a parent waiting on it carries on."""
+        try:
+            status = flows.advance(self, run_id, children.Steps(self))
+        except Exception as exc:  # noqa: BLE001 - a workflow's failure must not stop the supervisor
+            status = "failed"
+            self.store.set_status(run_id, status, error=f"workflow: {exc}")
+            self.store.audit("workflow_failed", {"run_id": run_id, "error": str(exc)})
+        if status != children.WAITING and not children.carry_on(self, run_id):
+            self.release(run_id)
 
     def release(self, run_id: str) -> None:
         outcome = ops.outcome(self.store, run_id)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -67,30 +67,32 @@ def names(home: Path | None = None) -> list[str]:
     return sorted(p.stem for p in directory.glob("*.yaml") if NAME.match(p.stem))
 
 
-def load(name: str, home: Path | None = None) -> Workflow:
+def load(name: str, home: Path | None = None, roster: Collection[str] | None = None) -> Workflow:
     path = workflow_path(name, home)
     if not path.is_file():
         raise NotFound(f"no workflow {name!r} (no {path}; create it with `sentinel workflow create {name} --file F`)")
-    return parse_file(path, home)
+    return parse_file(path, home, roster)
 
 
-def parse_file(path: Path, home: Path | None = None) -> Workflow:
+def parse_file(path: Path, home: Path | None = None, roster: Collection[str] | None = None) -> Workflow:
     from sentinel.config import read_yaml
 
-    return parse(read_yaml(path), path, home)
+    return parse(read_yaml(path), path, home, roster)
 
 
-def parse(data: Any, source: Path | str, home: Path | None = None) -> Workflow:
+def parse(data: Any, source: Path | str, home: Path | None = None, roster: Collection[str] | None = None) -> Workflow:
     workflow = validated(Workflow, data, source, not_mapping="top level must be a mapping with `steps:`")
-    validate(workflow, source, home)
+    validate(workflow, source, home, roster)
     return workflow
 
 
-def validate(workflow: Workflow, source: Path | str, home: Path | None = None) -> None:
-    """The first problem as one ConfigError naming the step's field; nothing runs when there is one."""
+def validate(workflow: Workflow, source: Path | str, home: Path | None = None,
+             roster: Collection[str] | None = None) -> None:
+    """The first problem as one ConfigError naming the step's field; nothing runs when there is one.
+    `roster`: the system agents a step may name (`AGENT` or `AGENT/PROFILE`); else the profiles in `home`."""
     from sentinel.agents import profile as profiles
 
-    agents = {profiles.DEFAULT_AGENT, *profiles.names(home)}
+    agents = set(roster) if roster is not None else {profiles.DEFAULT_AGENT, *profiles.names(home)}
     seen: list[str] = []
     for i, step in enumerate(workflow.steps):
         where = f"steps[{i}]"
@@ -99,7 +101,7 @@ def validate(workflow: Workflow, source: Path | str, home: Path | None = None) -
                                       "_ or -)")
         if step.name in seen:
             raise ConfigError(source, f"{where}.name: duplicate step name {step.name!r}")
-        if step.agent not in agents:
+        if (step.agent.partition("/")[0] if roster is not None else step.agent) not in agents:
             raise ConfigError(source, f"{where}.agent: no agent {step.agent!r} (agents: {', '.join(sorted(agents))})")
         for ref in PLACEHOLDER.findall(step.task):
             problem = _unresolved(ref, seen, [s.name for s in workflow.steps])

@@ -120,12 +120,14 @@ def test_run_workflow_tool_needs_approval_and_returns_the_last_output(three, scr
     _save(cli, tmp_path, DIGEST).check_returncode()
     head = json.loads(cli("run", "--agent", "boss", "--json", "digest it").stdout)
     [approval] = cli.json("approvals", "--json")
-    assert approval["tool"] == "run_workflow" and approval["arguments"]["steps"] == [
-        "read: reader", "summarize: summarizer", "report: reporter"] and approval["arguments"]["grants"] == [
-        "read_file", "run_workflow"]
+    assert approval["tool"] == "run_workflow" and approval["arguments"]["steps"] == DIGEST["steps"] and approval[
+        "arguments"]["grants"] == ["read_file", "run_workflow"]
+    edited = {"steps": [{**DIGEST["steps"][0], "task": "Delete everything"}]}  # after the approval was asked
+    (sentinel_home / "workflows" / "digest.yaml").write_text(yaml.safe_dump(edited))
     done = json.loads(cli("approve", approval["id"], "--json", check=0).stdout)
     assert done["id"] == head["id"] and done["output"] == "Boss done."
     assert [m for m in boss.requests[-1]["messages"] if m["role"] == "tool"][0]["content"] == "REPORT"
     rows = cli.json("runs", "--json")
     flow = next(r for r in rows if r["parent_id"] == head["id"])
     assert flow["kind"] == "workflow" and len([r for r in rows if r["parent_id"] == flow["id"]]) == 3
+    assert "Delete everything" not in json.dumps(rows)  # the steps run as approved, not as the file says now
