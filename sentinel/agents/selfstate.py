@@ -54,6 +54,9 @@ class SelfState:
     def profile(self) -> profiles.AgentProfile:
         return profiles.load(self.agent, self.home, check=False)
 
+    def soul(self, profile: profiles.AgentProfile) -> str:
+        return profiles.soul_text(profile, self.home)
+
     def attach_skill(self, name: str) -> None:
         attached = self.profile().skills
         if name not in attached:
@@ -68,7 +71,7 @@ class SelfState:
         from sentinel.agents import skills
 
         profile = self.profile()
-        soul = profiles.soul_text(profile, self.home)
+        soul = self.soul(profile)
         if not self._clean(f"agents/{profile.name}.soul.md", soul):
             soul = profiles.starter_soul(profile, self.home)
         parts: list[tuple[str, str]] = []
@@ -214,3 +217,25 @@ def _tail(text: str, limit: int) -> str:
         return text
     cut = text[len(text) - limit:]
     return "(… earlier lines omitted)\n" + cut[cut.find("\n") + 1:]
+
+
+class FixedSelf(SelfState):
+    """A temporary subagent in system mode: its profile and soul are what the approved `spawn` said (kept in
+    the supervisor's store), never a file its user could edit; it cannot rewrite them either."""
+
+    def __init__(self, home: Path, profile: profiles.AgentProfile, soul: str, config: "Config",
+                 audit: Audit | None = None):
+        super().__init__(home, profile.name, config, audit)
+        self._profile, self._soul = profile, soul
+
+    def profile(self) -> profiles.AgentProfile:
+        return self._profile
+
+    def soul(self, profile: profiles.AgentProfile) -> str:
+        return self._soul
+
+    def attach_skill(self, name: str) -> None:
+        raise ToolError("a temporary subagent's skills are fixed by the spawn that made it")
+
+    def edit_soul(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        raise ToolError("a temporary subagent's soul is fixed by the spawn that made it")

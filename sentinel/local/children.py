@@ -17,11 +17,9 @@ from sentinel.agents import profile as profiles
 from sentinel.engine.state import RunState
 from sentinel.engine.store import new_id
 from sentinel.tools import ToolError
-from sentinel.worker.children import ENDED, check_depth, grants, handoff
+from sentinel.worker.children import ENDED, SAVE_CALL, TEMPORARY, check_depth, grants, handoff
 from sentinel.workflows import model as workflows
 
-TEMPORARY = "sub-"
-SAVE_CALL = "save-agent"
 
 
 class LocalChildren:

@@ -14,6 +14,7 @@ exit) keeps a waiting parent's followers until its child ends, then launches the
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sentinel.engine.store import TERMINAL, Store, call_digest, new_id
@@ -23,9 +24,8 @@ from sentinel.engine.state import RunState
 from sentinel.supervisor import agentfs, flows, layout, registry, runmodel
 from sentinel.supervisor.hub import Hub
 from sentinel.tools import ToolError
-from sentinel.worker.children import CHILD_TOOLS, WAITING, check_depth, grants, handoff
+from sentinel.worker.children import CHILD_TOOLS, SAVE_CALL, TEMPORARY, WAITING, check_depth, grants, handoff
 
-LOCAL_ONLY = ("spawn",)
 
 
 class Refused(SentinelError):
@@ -49,13 +49,13 @@ def handle(sup: Hub, worker: Any, msg: dict[str, Any]) -> dict[str, Any]:
 
 def _plan(sup: Hub, worker: Any, msg: dict[str, Any]) -> dict[str, Any]:
     tool, args = str(msg["tool"]), msg["arguments"]
-    if tool in LOCAL_ONLY:
-        raise UsageError(f"{tool} is not available in system mode yet; delegate to an agent of the roster")
     if tool not in CHILD_TOOLS or not isinstance(args, dict):
         raise UsageError(f"{tool} makes no child run")
     granted = _names(msg.get("granted"))
     if tool == "run_workflow":
         return plan_workflow(sup, worker, str(args["name"]), str(args["input"]), granted)
+    if tool == "spawn":
+        return plan_spawn(sup, worker, args, granted)
     return plan_delegation(sup, worker.run_id, str(args["agent"]), str(args["task"]), granted)
 
 
@@ -76,6 +76,31 @@ def plan_delegation(sup: Hub, parent_id: str, ident: str, task: str, granted: li
         have &= set(stored)
     return {"agent": ident, "task": task, "model": model,
             "grants": grants(have, _profile_tools(pw.pw_dir, profile, pw.pw_uid))}
+
+
+def plan_spawn(sup: Hub, worker: Any, args: dict[str, Any], granted: list[str]) -> dict[str, Any]:
+    """A temporary subagent: it runs as the spawning agent's own user, in its workspace, granted only tools
+    the spawning run has (asking for more refuses the call), on a model the operator allows that agent."""
+    from sentinel.agents import skills as skill_files
+
+    store = sup.store
+    check_depth(_depth(store, worker.run_id) + 1, sup.config.orchestration.max_depth)
+    model = str(args.get("model") or sup.config.system.default_for(worker.agent.name, sup.config.default_model))
+    try:
+        runmodel.allowed(sup.config, worker.agent.name, model, f"model {model}")
+    except UsageError as exc:
+        raise ToolError(str(exc)) from None
+    wanted = args.get("skills") or []
+    known = {*(s.name for s in skill_files.bundled()), *agentfs.list_beneath(worker.home, ".sentinel/skills", worker.uid)}
+    for name in wanted:
+        if name not in known:
+            raise ToolError(f"skills: no skill {name!r} (available: {', '.join(sorted(known)) or 'none'})")
+    stored = store.grants_of(worker.run_id)
+    have = set(granted) & set(stored) if stored is not None else set(granted)
+    tools = args.get("tools")
+    return {"agent": "(temporary subagent)", "task": str(args["task"]), "soul": str(args["soul"]), "model": model,
+            "skills": [str(n) for n in wanted], "grants": grants(have, tools if tools is not None else None,
+                                                                strict=True)}
 
 
 def plan_workflow(sup: Hub, worker: Any, name: str, input_text: str, granted: list[str]) -> dict[str, Any]:
@@ -119,7 +144,7 @@ def _start(sup: Hub, worker: Any, msg: dict[str, Any]) -> str:
         return existing["id"]
     decided = store.decision_for_call(worker.run_id, call_id)
     tool = decided.get("tool") if decided else None
-    if decided is None or tool not in ("delegate", "run_workflow") or decided.get("outcome") == "deny":
+    if decided is None or tool not in CHILD_TOOLS or decided.get("outcome") == "deny":
         raise Refused(f"call {call_id[:64]} was not decided as a delegation that may run")
     plan = decided["arguments"]
     if decided["outcome"] != "needs_approval" and _operator_outcome(sup, tool) != "auto":
@@ -130,6 +155,8 @@ def _start(sup: Hub, worker: Any, msg: dict[str, Any]) -> str:
             raise Refused(f"call {call_id[:64]}: no approval of exactly this {tool} was consumed")
     if tool == "run_workflow":
         return _start_workflow(sup, worker, call_id, plan)
+    if tool == "spawn":
+        return _start_spawn(sup, worker, call_id, plan)
     fresh = plan_delegation(sup, worker.run_id, str(plan["agent"]), str(plan["task"]), _names(plan.get("grants")))
     runmodel.allowed(sup.config, registry.resolve(store, str(plan["agent"]))[0].name, str(plan["model"]),
                      f"delegate: model {plan['model']}")
@@ -150,9 +177,49 @@ def _start_workflow(sup: Hub, worker: Any, call_id: str, plan: dict[str, Any]) -
     return run_id
 
 
-def create(sup: Hub, parent_id: str, call_id: str, plan: dict[str, Any], *, task: str | None = None) -> str:
+def _start_spawn(sup: Hub, worker: Any, call_id: str, plan: dict[str, Any]) -> str:
+    """The subagent exactly as approved: its profile and soul stay in the store (the decision's plan) and
+    reach its worker in `hello`; it is a profile `sub-<id>` of the spawning agent's user."""
+    stored = sup.store.grants_of(worker.run_id)
+    wanted = _names(plan.get("grants"))
+    given = grants(set(stored) if stored is not None else set(wanted), wanted, strict=True)
+    runmodel.allowed(sup.config, worker.agent.name, str(plan["model"]), f"spawn: model {plan['model']}")
+    ident = f"{worker.agent.name}/{new_id(TEMPORARY)}"
+    workspace = sup.store.get_run(worker.run_id)["workspace"]
+    return create(sup, worker.run_id, call_id, {**plan, "agent": ident, "grants": given},
+                  workspace=Path(workspace) if workspace else None)
+
+
+def subagent(store: Store, row: dict[str, Any]) -> dict[str, Any] | None:
+    """A temporary subagent's soul, skills and description, from the approved spawn that made it (the
+    supervisor's store); None for any other run."""
+    if not str(row.get("agent") or "").startswith(TEMPORARY) or not row.get("parent_id") or not row.get("call_id"):
+        return None
+    decided = store.decision_for_call(row["parent_id"], row["call_id"])
+    if decided is None or decided.get("tool") != "spawn":
+        return None
+    plan = decided["arguments"]
+    return {"soul": str(plan.get("soul") or ""), "skills": list(plan.get("skills") or []),
+            "description": f"temporary subagent: {str(plan.get('task') or '')[:80]}"}
+
+
+def settle_temporary(sup: Hub, run_id: str) -> None:
+    """A subagent's run ended: with `orchestration.temporary: ask`, the operator is asked whether to keep it
+    (approving starts a worker, as its user, that writes it into the roster). `save` was done by its worker;
+    `discard` needs nothing: it never was a file."""
+    store = sup.store
+    row = store.get_run(run_id)
+    if (row["status"] != "done" or sup.config.orchestration.temporary != "ask" or subagent(store, row) is None
+            or store.approval_for_call(run_id, SAVE_CALL) is not None):
+        return
+    store.submit_approval(run_id, SAVE_CALL, "save_agent", {"agent": f"{row.get('user')}/{row['agent']}"},
+                          "orchestration.temporary is ask: keep this temporary subagent in the roster?")
+
+
+def create(sup: Hub, parent_id: str, call_id: str, plan: dict[str, Any], *, task: str | None = None,
+           workspace: Path | None = None) -> str:
     """Make and launch the child run of a plan. `task`: a workflow step's task, as rendered (else the hand-off
-    with the head run's request)."""
+    with the head run's request); `workspace`: else the agent's own."""
     store = sup.store
     agent, profile = registry.resolve(store, str(plan["agent"]))
     pw = registry.account(agent, sup.settings.group)
@@ -162,7 +229,7 @@ def create(sup: Hub, parent_id: str, call_id: str, plan: dict[str, Any], *, task
         task = handoff(str(plan["task"]), store.get_run(chain[-1] if chain else parent_id)["task"])
     child_id = new_id("r-")
     store.create_run(child_id, agent=profile, task=task, model=str(plan["model"]),
-                     workspace=home / "workspace", run_dir=home / "runs" / child_id, parent_id=parent_id,
+                     workspace=workspace or home / "workspace", run_dir=home / "runs" / child_id, parent_id=parent_id,
                      call_id=call_id, depth=_depth(store, parent_id) + 1, grants=plan["grants"])
     store.conn.execute("UPDATE runs SET user=? WHERE id=?", (agent.name, child_id))
     store.audit("run_started", {"run_id": child_id, "agent": agent.name, "profile": profile, "model": plan["model"],

@@ -63,6 +63,10 @@ class Hub(Protocol):
 
     def cancel(self, run_id: str) -> bool: ...
 
+    def settle(self, run_id: str) -> None:
+        """Keep a finished temporary subagent: its user's worker writes it into the roster."""
+        ...
+
     def relay(self, run_id: str, event: dict[str, Any]) -> None:
         """Hand a run's event to whoever follows it."""
         ...

@@ -238,6 +238,10 @@ def _resolve(sup: Hub, conn: Client, msg: dict[str, Any], approved: bool) -> dic
     approval = store.resolve(approval_id, approved, conn.peer.name, reason, digest=_text(msg, "digest", required=False))
     store.audit("approval_resolved", {"run_id": approval.run_id, "approval_id": approval.id, "approved": approved,
                                       "by": conn.peer.name, "uid": conn.peer.uid, "reason": reason})
+    if approval.tool == "save_agent" and approval.call_id == children.SAVE_CALL:  # a finished subagent: keep it?
+        if approved:
+            sup.settle(approval.run_id)
+        return reply(outcome(store, approval.run_id))
     return _resume_run(sup, conn, approval.run_id, msg)
 
 

@@ -301,13 +301,25 @@ class Supervisor:
             raise Busy(f"run {run_id} is already being executed (worker pid {self.workers[run_id].spawned.pid})")
         self.store.set_status(run_id, "running")
         try:
-            url = self.muzzle_url(MUZZLE_LAUNCH_S)
-            if url is None:
-                raise SentinelError(self.muzzle.why_down())
-            worker, channel = workers.start(self.store, self.site, run_id, url)
+            return self._spawn(run_id)
         except SentinelError as exc:
             self.store.set_status(run_id, "interrupted", error=f"worker could not start: {exc}")
             raise
+
+    def settle(self, run_id: str) -> None:
+        """An operator kept a finished subagent: a worker, as its user, writes it into that user's roster."""
+        if run_id in self.workers:
+            raise Busy(f"run {run_id} is already being executed (worker pid {self.workers[run_id].spawned.pid})")
+        worker = self._spawn(run_id)
+        worker.settling = True
+        assert worker.greeting is not None
+        worker.greeting["settle"] = True
+
+    def _spawn(self, run_id: str) -> workers.Worker:
+        url = self.muzzle_url(MUZZLE_LAUNCH_S)
+        if url is None:
+            raise SentinelError(self.muzzle.why_down())
+        worker, channel = workers.start(self.store, self.site, run_id, url)
         worker.conn = Conn(self, channel, worker=worker)
         self.workers[run_id] = worker
         self.sel.register(channel, selectors.EVENT_READ, ("conn", worker.conn))
@@ -325,10 +337,13 @@ class Supervisor:
             self.readable(worker.conn)  # what it wrote before exiting
             worker.conn.close()
         row = self.store.get_run(run_id)
+        self.store.audit("worker_exited", {"run_id": run_id, "code": code, "pid": worker.spawned.pid})
+        if worker.settling:
+            return
         if row["status"] == "running":
             why = worker.error or f"worker exited with code {code}"
             self.store.set_status(run_id, "interrupted", error=why)
-        self.store.audit("worker_exited", {"run_id": run_id, "code": code, "pid": worker.spawned.pid})
+        children.settle_temporary(self, run_id)
         if worker.relaunch and row["status"] == "waiting_approval" and not self.store.pending_approvals(run_id):
             try:
                 self.launch(run_id)  # the watchers stay and follow the new worker

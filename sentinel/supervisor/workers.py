@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 
 from sentinel.engine.store import TERMINAL, Store
 from sentinel.errors import NotFound, SentinelError, UsageError
-from sentinel.supervisor import layout, registry, spawn
+from sentinel.supervisor import children, layout, registry, spawn
 from sentinel.supervisor.hub import Client
 from sentinel.frames import failure, reply
 
@@ -73,6 +73,7 @@ class Worker:
     greeting: dict[str, Any] | None = None  # the `hello` answer (with the run token): handed over once
     inbox: dict[str, Any] = field(default_factory=dict)  # a chat session's next message and skills, for `hello`
     stopped: bool = False   # an operator stopped this turn: the dying worker's last frames change nothing
+    settling: bool = False  # it only writes a kept subagent into its user's roster; the run stays as it is
 
 
 # -- spawning ---------------------------------------------------------------------------------------
@@ -144,7 +145,8 @@ def start(store: Store, site: Site, run_id: str, muzzle_url: str) -> tuple[Worke
     greeting = {"id": row["id"], "task": row["task"], "profile": row["agent"], "model": row["model"],
                 "workspace": row["workspace"] or None, "parent_id": row["parent_id"], "kind": row.get("kind") or "task",
                 "config": worker_config(site.config), "endpoint": {"base_url": muzzle_url, "token": token},
-                "grants": store.grants_of(run_id)}  # a child run's: what its parent granted it
+                "grants": store.grants_of(run_id),  # a child run's: what its parent granted it
+                "subagent": children.subagent(store, row)}  # a spawned one's soul and skills, as approved
     worker = Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied, greeting=greeting)
     return worker, ours
 

@@ -47,7 +47,6 @@ def _undumpable() -> None:
 
 def _open_run(spec: dict[str, Any], home: Path, config: Any) -> tuple[Any, Any, bool]:
     from sentinel import paths
-    from sentinel.agents import profile as profiles
     from sentinel.engine.run import Run
 
     run_dir = paths.runs_dir(home) / spec["id"]
@@ -55,8 +54,8 @@ def _open_run(spec: dict[str, Any], home: Path, config: Any) -> tuple[Any, Any, 
         run = Run.open(run_dir)
         for key in FIXED:  # the journal is the agent's file: what it says of these is a claim
             setattr(run.state, key, spec[key] if key != "workspace" else _workspace(spec, home))
-        return run, profiles.load(spec["profile"], home, config=config, check_model=False), False
-    profile = profiles.load(spec["profile"], home, config=config, check_model=False)
+        return run, _profile(spec, home, config), False
+    profile = _profile(spec, home, config)
     workspace = _workspace(spec, home)
     workspace.mkdir(parents=True, exist_ok=True)
     paths.runs_dir(home).mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -64,6 +63,29 @@ def _open_run(spec: dict[str, Any], home: Path, config: Any) -> tuple[Any, Any, 
                                "workspace": str(workspace), "mission": spec.get("mission") or profile.mission or "",
                                "parent_id": spec.get("parent_id"), "kind": spec.get("kind") or "task"})
     return run, profile, True
+
+
+def _profile(spec: dict[str, Any], home: Path, config: Any) -> Any:
+    """The run's agent profile: its file, or for a temporary subagent what its approved spawn said."""
+    from sentinel.agents import profile as profiles
+
+    sub = spec.get("subagent")
+    if not sub:
+        return profiles.load(spec["profile"], home, config=config, check_model=False)
+    return profiles.AgentProfile(name=spec["profile"], description=str(sub.get("description") or ""),
+                                 model=spec["model"], tools=list(spec.get("grants") or []),
+                                 skills=[str(s) for s in sub.get("skills") or []])
+
+
+def _keep(spec: dict[str, Any], profile: Any, home: Path) -> None:
+    """Save a temporary subagent into its user's roster (agents/<name>.yaml and its soul), as this user."""
+    from sentinel import paths
+    from sentinel.agents import profile as profiles
+
+    soul = profiles.soul_path(profile.name, home)
+    soul.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    paths.write_atomic(soul, str(spec["subagent"]["soul"]), 0o600)
+    profiles.save(profile, home)
 
 
 def _workspace(spec: dict[str, Any], home: Path) -> Path:
@@ -104,6 +126,9 @@ def execute(run_id: str) -> int:
         config, endpoint = _settings(spec)
         home = paths.home()
         (home / "tmp").mkdir(parents=True, exist_ok=True, mode=0o700)
+        if spec.get("settle"):  # an operator approved keeping this finished subagent: nothing else runs
+            _keep(spec, _profile(spec, home, config), home)
+            return 0
         run, profile, fresh = _open_run(spec, home, config)
         with run:
             if fresh:  # `created` was journaled before anyone listened
@@ -120,10 +145,12 @@ def execute(run_id: str) -> int:
             store = RemoteStore(channel, run_id)
             deps = build_deps(config, home, profile, run.state, store,  # type: ignore[arg-type]
                               endpoint=endpoint, operator=True, children=RemoteChildren(channel),
-                              grants=spec.get("grants"))
+                              grants=spec.get("grants"), soul=(spec.get("subagent") or {}).get("soul"))
             if not run.state.messages:  # new, or stopped between `created` and its first messages
                 run.record(*initial_messages(home, profile, deps, spec["task"], skills))
             AgentLoop(run, deps).execute()
+            if spec.get("subagent") and run.state.status == "done" and config.orchestration.temporary == "save":
+                _keep(spec, profile, home)
         return 0
     except SentinelError as exc:
         try:

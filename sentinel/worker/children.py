@@ -23,6 +23,8 @@ from sentinel.tools import Tool, ToolContext, ToolError, object_schema
 
 __all__ = ["CHILD_TOOLS", "Children", "WaitingChild", "child_tools", "grants"]
 WAITING = "waiting_child"
+TEMPORARY = "sub-"        # a spawned subagent's profile name: sub-<id>
+SAVE_CALL = "save-agent"  # the call id of the approval that keeps one (orchestration.temporary: ask)
 ENDED = ("done", "failed", "cancelled")
 
 

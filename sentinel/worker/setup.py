@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from sentinel.agents import profile as profiles
 from sentinel.agents.authored import AuthoredTools
-from sentinel.agents.selfstate import SelfState
+from sentinel.agents.selfstate import FixedSelf, SelfState
 from sentinel.agents.skills import SkillTools
 from sentinel.agents.trust import TrustLayer
 from sentinel.config import Config
@@ -53,11 +53,12 @@ def layers_for(config: Config, home: Path, profile: profiles.AgentProfile, opera
 
 def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: Store, *,
                endpoint: tuple[str, str] | None = None, operator: bool = False, children: Children | None = None,
-               grants: list[str] | None = None) -> Deps:
+               grants: list[str] | None = None, soul: str | None = None) -> Deps:
     """`endpoint`: Muzzle's URL and the run token the supervisor handed over (system mode); `operator`: see
     layers_for; `children`: the engine's child runs (delegate, spawn, run_workflow are offered with it);
     `grants`: a child run's tools as its parent granted them (from the store): the run is granted only
-    these, and within that approved delegation their own `needs_approval` is waived (see Delegated)."""
+    these, and within that approved delegation their own `needs_approval` is waived (see Delegated); `soul`: a
+    temporary subagent's, as its spawn was approved (its profile is then `profile` alone, not a file)."""
     if config.leash.tools == "sandboxed":
         from sentinel.leash.launch import ensure_launcher
 
@@ -65,7 +66,7 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     from sentinel.muzzle import model_for_run
 
     registry = default_registry()
-    selfstate, authored = _add_agent_tools(registry, config, home, profile, state, store)
+    selfstate, authored = _add_agent_tools(registry, config, home, profile, state, store, soul)
     _add_hook_tools(registry, state, store)
     layers = layers_for(config, home, profile, operator) + [TrustLayer(store.tool_trusted)]
     if grants is not None:
@@ -135,13 +136,14 @@ class Delegated:
 
 
 def _add_agent_tools(registry: Registry, config: Config, home: Path, profile: profiles.AgentProfile,
-                     state: RunState, store: Store) -> tuple[SelfState, AuthoredTools]:
+                     state: RunState, store: Store, soul: str | None = None) -> tuple[SelfState, AuthoredTools]:
     """Self-state, skill and tool-management tools, then the agent's own tools (broken ones are audited)."""
 
     def audit(kind: str, record: dict[str, Any]) -> None:
         store.audit(kind, {"run_id": state.id, "agent": profile.name, **record})
 
-    selfstate = SelfState(home, profile.name, config, audit)
+    selfstate = (SelfState(home, profile.name, config, audit) if soul is None
+                 else FixedSelf(home, profile, soul, config, audit))
     skill_tools = SkillTools(home, attached=lambda: selfstate.profile().skills, attach=selfstate.attach_skill)
     for tool in [*selfstate.tools(), *skill_tools.tools(), plan_tool()]:
         registry.add(tool)

@@ -81,6 +81,29 @@ def test_a_worker_cannot_launch_a_run_that_is_not_its_child(hub, worker):
     assert answer["kind"] == "denied" and hub.launched == []
 
 
-def test_spawn_and_workflows_are_refused_in_system_mode_with_a_reason(hub, worker):
-    answer = ask(hub, worker, "child_plan", tool="spawn", arguments={"task": "t", "soul": "s"}, granted=[])
-    assert answer["ok"] is False and "system mode" in answer["error"]
+SPAWN = {"agent": "(temporary subagent)", "task": "t", "soul": "s", "model": "fake/m", "skills": [],
+         "grants": ["read_file"]}
+FLOW = {"workflow": "w", "input": "i", "steps": [{"name": "a", "agent": "a", "task": "t"}], "grants": ["read_file"]}
+
+
+@pytest.mark.parametrize("tool, plan", [("spawn", SPAWN), ("run_workflow", FLOW)])
+def test_spawn_and_run_workflow_need_the_operators_approval_whatever_the_worker_claims(hub, worker, tool, plan):
+    hub.store.record_decision("r-mine", "c1", {"tool": tool, "arguments": plan, "outcome": "auto", "reason": "r",
+                                               "layers": []})
+    answer = ask(hub, worker, "child_start", call_id="c1")
+    assert answer["kind"] == "denied" and "approval" in answer["error"] and hub.launched == []
+    approval = hub.store.submit_approval("r-mine", "c2", tool, {**plan, "grants": []}, "needs approval")
+    hub.store.record_decision("r-mine", "c2", {"tool": tool, "arguments": plan, "outcome": "needs_approval",
+                                               "reason": "r", "layers": []})
+    hub.store.resolve(approval.id, True, "root")
+    assert hub.store.consume(approval.id, approval.digest)
+    answer = ask(hub, worker, "child_start", call_id="c2")  # approved for other grants than the recorded plan
+    assert answer["kind"] == "denied" and hub.launched == [] and hub.store.children("r-mine") == []
+
+
+def test_a_child_worker_lying_about_its_grants_cannot_spawn_with_more(hub, worker):
+    kid = Worker("r-kid", worker.agent, 1234, "/home/a", spawned=None)  # type: ignore[arg-type]
+    answer = ask(hub, kid, "child_plan", tool="spawn", arguments={"task": "t", "soul": "s",
+                                                                  "tools": ["read_file", "bash"]},
+                 granted=["read_file", "bash"])  # its parent granted it read_file only (the store says so)
+    assert answer["ok"] is False and "not granted bash" in answer["error"]

@@ -113,3 +113,71 @@ def test_kill_the_supervisor_while_a_child_runs_then_the_child_resumes_and_nothi
     started = [r["call_id"] for r in records if r["type"] == "started"]
     assert started and len(started) == len(set(started))  # nothing the child did ran twice
     assert [m for m in head.requests[-1]["messages"] if m["role"] == "tool"][0]["content"] == "Writer done."
+
+
+def _spawn(task, soul, tools):
+    return {"tool_calls": [{"name": "spawn", "arguments": {"task": task, "soul": soul, "model": "fake2/m",
+                                                           "tools": tools}}]}
+
+
+def _spawner(system, make_agent, scripted_server, child_script, temporary="discard"):
+    boss = make_agent()
+    head = scripted_server([_spawn("Write hi", "x", ["bash"]), _spawn("Write hi to sub.txt", SOUL, ["write_file"]),
+                            "Boss done."])
+    child = scripted_server(child_script)
+    serve_model(system.etc, head, {"providers": {"fake": {"base_url": head.base_url},
+                                                 "fake2": {"base_url": child.base_url}},
+                                   "system": {"models": ["fake/*", "fake2/*"]},
+                                   "orchestration": {"temporary": temporary}})
+    _profile(boss, model="fake/m", tools=["spawn", "read_file", "write_file"])
+    return boss, head, child
+
+
+SOUL = "You are Terse, a careful writer of very short files."
+
+
+def test_spawn_runs_a_subagent_as_the_spawning_agents_user_with_the_approved_soul(
+        system, make_agent, sentinel_cmd, supervisor, scripted_server):
+    write = {"tool_calls": [{"name": "write_file", "arguments": {"path": "sub.txt", "content": "hi\n"}}]}
+    boss, head, child = _spawner(system, make_agent, scripted_server, [write, "Sub done."])
+    supervisor()
+    out = json.loads(sentinel_cmd("run", "Say hi", "--agent", boss, "--json", check=3).stdout)
+    refusal = [m for m in head.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
+    assert "not granted bash" in refusal  # asking for a tool the spawning run lacks refuses the call
+    [approval] = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
+    assert approval["tool"] == "spawn" and approval["arguments"] == {
+        "agent": "(temporary subagent)", "task": "Write hi to sub.txt", "soul": SOUL, "model": "fake2/m",
+        "skills": [], "grants": ["write_file"]}
+    done = json.loads(sentinel_cmd("approve", approval["id"], "--json", check=0).stdout)
+    assert done == {"id": out["id"], "status": "done", "output": "Boss done."}
+    pw = pwd.getpwnam(boss)
+    home = Path(pw.pw_dir) / ".sentinel"
+    made = home / "workspace" / "sub.txt"
+    assert made.read_text() == "hi\n" and made.stat().st_uid == pw.pw_uid  # the spawning agent's user
+    assert SOUL in child.requests[0]["messages"][0]["content"]  # the approved soul, from the store
+    [kid] = [r for r in json.loads(sentinel_cmd("runs", "--json").stdout) if r["parent_id"] == out["id"]]
+    assert kid["agent"].startswith("sub-") and kid["status"] == "done" and kid["model"] == "fake2/m"
+    assert not list((home / "agents").glob("sub-*"))  # orchestration.temporary: discard (the default)
+    assert [m for m in head.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"] == "Sub done."
+
+
+def test_temporary_ask_keeps_the_subagent_only_when_approved(system, make_agent, sentinel_cmd, supervisor,
+                                                             scripted_server):
+    boss, head, child = _spawner(system, make_agent, scripted_server, ["Sub done."], temporary="ask")
+    supervisor()
+    sentinel_cmd("run", "Say hi", "--agent", boss, "--json", check=3)
+    [approval] = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
+    sentinel_cmd("approve", approval["id"], "--json", check=0)
+    [keep] = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
+    assert keep["tool"] == "save_agent" and keep["arguments"]["agent"].startswith(f"{boss}/sub-")
+    agents = Path(pwd.getpwnam(boss).pw_dir) / ".sentinel" / "agents"
+    assert not list(agents.glob("sub-*"))
+    sentinel_cmd("approve", keep["id"], "--json", check=0)
+    name = keep["arguments"]["agent"].split("/")[1]
+    deadline = time.monotonic() + 30
+    while not (agents / f"{name}.yaml").exists():
+        assert time.monotonic() < deadline, "the kept subagent never reached the roster"
+        time.sleep(0.1)
+    assert (agents / f"{name}.yaml").stat().st_uid == pwd.getpwnam(boss).pw_uid  # written as the agent
+    assert yaml.safe_load((agents / f"{name}.yaml").read_text())["tools"] == ["write_file"]
+    assert (agents / f"{name}.soul.md").read_text() == SOUL  # written before the profile
