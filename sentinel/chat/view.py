@@ -2,6 +2,7 @@
 
     view = TerminalView(console)          # a listener: engine.send(session, text, on_event=view)
     view.seq, view.run_id                 # the last durable event shown, and the run it belongs to
+                                          # (a child run's events, heard live, are lines of their own)
     PlainView()                           # not a terminal: each answer on stdout, warnings and errors on stderr
 
 A view is one turn's listener. It drops durable events it has already shown, so a chat that catches up
@@ -27,14 +28,24 @@ class View:
         self.seq = 0
         self.run_id: str | None = None
         self.streamed: list[str] = []  # text deltas of the current model call
+        self.children: dict[str, int] = {}  # child run id -> the last of its durable events shown
 
     def __call__(self, event: ev.Event) -> None:
+        self.run_id = self.run_id or event.run_id
+        if event.run_id != self.run_id:  # a child run's, heard live: numbered on its own
+            if event.durable and event.seq <= self.children.get(event.run_id, 0):
+                return
+            if event.durable:
+                self.children[event.run_id] = event.seq
+            return self.child(event)
         if event.durable:
             if event.seq <= self.seq:
                 return
             self.seq = event.seq
-        self.run_id = self.run_id or event.run_id
         self.show(event)
+
+    def child(self, event: ev.Event) -> None:
+        """A child run's event (delegate, spawn, a workflow step): shown as a line, never as the answer."""
 
     def show(self, event: ev.Event) -> None:
         if isinstance(event, ev.TextDelta):
@@ -90,6 +101,13 @@ class TerminalView(View):
             time.sleep(TYPE_CHUNK_S)
         self.console.file.write("\n")
         self.console.file.flush()
+
+    def child(self, event: ev.Event) -> None:
+        if isinstance(event, (ev.ModelCallEnded, ev.Decision, ev.ToolCallEnd, ev.Paused, ev.Done, ev.Failed)):
+            text = describe(event)
+            if text:
+                self._close()
+                self.console.print(f"  [dim]│ {event.run_id}[/] {text}", highlight=False)
 
     def line(self, event: ev.Event) -> None:
         if isinstance(event, ev.ModelCallStarted):

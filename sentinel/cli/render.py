@@ -24,7 +24,8 @@ def _short(value: Any, limit: int = 100) -> str:
 
 
 class Progress:
-    """A listener printing one line per interesting event; collects warnings for `--json`."""
+    """A listener printing one line per interesting event; collects warnings for `--json`. Child runs' events
+    (a parent hears its children live) are indented under the run that made them."""
 
     def __init__(self, enabled: bool | None = None):
         from rich.console import Console
@@ -32,8 +33,10 @@ class Progress:
         self.console = Console(stderr=True, highlight=False)
         self.enabled = self.console.is_terminal if enabled is None else enabled
         self.warnings: list[str] = []
+        self.depths = Depths()
 
     def __call__(self, event: ev.Event) -> None:
+        depth = self.depths.of(event)
         if isinstance(event, ev.Warned):
             self.warnings.append(event.message)
             if not self.enabled:  # a skipped safety rule is said even when the progress is quiet
@@ -42,7 +45,22 @@ class Progress:
             return
         line = describe(event)
         if line:
-            self.console.print(line)
+            self.console.print(f"{'  ' * depth}{'[dim]│[/] ' if depth else ''}{line}")
+
+
+class Depths:
+    """How far below the first run an event's run is, learnt from the events that start child runs."""
+
+    def __init__(self) -> None:
+        self.depth: dict[str, int] = {}
+
+    def of(self, event: ev.Event) -> int:
+        here = self.depth.setdefault(event.run_id, 0 if not self.depth else self.depth.get(event.run_id, 1))
+        if isinstance(event, ev.ChildStarted):
+            self.depth[event.child_id] = here + 1
+        elif isinstance(event, ev.RunStarted) and event.parent_id in self.depth and event.run_id != event.parent_id:
+            here = self.depth[event.run_id] = self.depth[event.parent_id] + 1
+        return here
 
 
 def describe(e: ev.Event) -> str | None:

@@ -263,10 +263,12 @@ class Store:
         return chain
 
     def waited_approvals(self, run_id: str) -> list["Approval"]:
-        """The pending approvals of a run's descendants: what a run waiting on its child waits for."""
+        """The pending approvals of a run's descendants: what a run waiting on its child waits for (a child
+        that ended waits for nothing, though it may ask whether to keep it: `save_agent`)."""
         found: list[Approval] = []
         for child in self.children(run_id):
-            found += self.pending_approvals(child["id"]) + self.waited_approvals(child["id"])
+            if child["status"] not in TERMINAL:
+                found += self.pending_approvals(child["id"]) + self.waited_approvals(child["id"])
         return found
 
     def list_sessions(self, limit: int | None = None) -> list[dict[str, Any]]:

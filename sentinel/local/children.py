@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sentinel.agents import profile as profiles
+from sentinel.engine.events import Listener
 from sentinel.engine.state import RunState
 from sentinel.engine.store import new_id
 from sentinel.tools import ToolError
@@ -23,8 +24,9 @@ from sentinel.workflows import model as workflows
 
 
 class LocalChildren:
-    def __init__(self, engine: Any):  # the LocalEngine: create_run, create_workflow_run, advance
-        self.engine = engine
+    def __init__(self, engine: Any, on_event: Listener | None = None):
+        self.engine = engine  # the LocalEngine: create_run, create_workflow_run, advance
+        self.on_event = on_event  # the parent's listener: it hears its children live
         self.store = engine.store
         self.home = engine.home
         self.config = engine.config
@@ -89,7 +91,7 @@ class LocalChildren:
         return run.state.id
 
     def advance(self, child_id: str) -> dict[str, Any]:
-        outcome = self.engine.advance(child_id)
+        outcome = self.engine.advance(child_id, self.on_event)
         row = self.store.get_run(child_id)
         if outcome.status in ENDED and row["agent"].startswith(TEMPORARY):
             self._end_temporary(row)

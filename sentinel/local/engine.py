@@ -176,7 +176,7 @@ class LocalEngine:
                 run.listeners.append(on_event)
             self.store.set_status(run.state.id, "running")
             flow = workflows.parse_file(run.dir / WORKFLOW_FILE, self.home)
-            status = runner.advance(run, flow, LocalChildren(self))
+            status = runner.advance(run, flow, LocalChildren(self, on_event))
             state = run.state
             self.store.set_status(state.id, status, output=state.output if status == "done" else None,
                                   error=state.error if status == "failed" else None)
@@ -363,7 +363,7 @@ class LocalEngine:
                 run.listeners.append(on_event)
             if message is not None:
                 begin_turn(run, self.home, message, skills=skills, model=model)
-            deps = build_deps(self.config, self.home, profile, run.state, self.store, children=LocalChildren(self),
+            deps = build_deps(self.config, self.home, profile, run.state, self.store, children=LocalChildren(self, on_event),
                               grants=self.store.grants_of(run.state.id))
             if not run.state.messages:  # new, or stopped between `created` and its first messages
                 run.record(*initial_messages(self.home, profile, deps, run.state.task, skills))

@@ -194,8 +194,8 @@ class SystemEngine:
                         _raise(message)
                     return
                 event = events.parse(message["event"]) if isinstance(message["event"], dict) else None
-                if event is not None and event.seq > after:
-                    yield event
+                if event is not None and (event.seq > after or (run_id and event.run_id != run_id)):
+                    yield event  # a child's events are numbered on their own
         except (ConnectionError, protocol.ProtocolError) as exc:
             raise SentinelError(f"lost the supervisor connection ({exc})") from None
         finally:

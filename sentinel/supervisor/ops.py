@@ -22,7 +22,7 @@ a handler raises becomes one error reply in server.py, never the end of the supe
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -43,21 +43,28 @@ ITEM_BYTES = 1 << 20       # one message or decision in a show reply; longer str
 
 @dataclass
 class Watch:
-    """A client following a run: gets each journal event newer than what it has seen."""
+    """A client following a run: gets each journal event newer than what it has seen, of the run and of the
+    child runs below it (each run numbers its own events, so each is deduplicated on its own)."""
 
     conn: Client
     seq: int = 0
+    run_id: str = ""
+    children: dict[str, int] = field(default_factory=dict)
 
     def event(self, event: dict[str, Any]) -> None:
         """Durable events newer than the last one sent; transient ones (text deltas) as they come."""
-        seq = event.get("seq")
+        seq, run_id = event.get("seq"), str(event.get("run_id") or self.run_id)
         kind = KINDS.get(str(event.get("type")))
         if kind is None:
             return
-        if kind.durable:
-            if isinstance(seq, int) and seq <= self.seq:
+        if kind.durable and isinstance(seq, int):
+            own = run_id == self.run_id
+            if seq <= (self.seq if own else self.children.get(run_id, 0)):
                 return
-            self.seq = seq if isinstance(seq, int) else self.seq
+            if own:
+                self.seq = seq
+            else:
+                self.children[run_id] = seq
         self.conn.send({"event": event})
 
 

@@ -119,6 +119,7 @@ class Supervisor:
         self.listener: socket.socket | None = None
         self.workers: dict[str, workers.Worker] = {}
         self.watchers: dict[str, list[ops.Watch]] = {}
+        self._chains: dict[str, list[str]] = {}  # run id -> its parents, for relaying to their followers
         self.config = _system_config()
         self.muzzle = MuzzleKeeper(self.config, settings.state_dir / "logs")
         self.site = workers.Site(settings.state_dir, self.config,
@@ -331,6 +332,7 @@ class Supervisor:
 
     def exited(self, run_id: str) -> None:
         worker = self.workers.pop(run_id)
+        self._chains.pop(run_id, None)
         self.sel.unregister(worker.spawned.pidfd)
         code = worker.spawned.reap()
         if worker.conn is not None and not worker.conn.closed:
@@ -408,11 +410,22 @@ class Supervisor:
         return self.muzzle.describe()
 
     def relay(self, run_id: str, event: dict[str, Any]) -> None:
+        """To whoever follows the run, and whoever follows a run above it (a parent shows its children live)."""
         for watch in self.watchers.get(run_id, []):
             watch.event(event)
+        if len(self.watchers) > (run_id in self.watchers):
+            for parent in self._chain(run_id):
+                for watch in self.watchers.get(parent, []):
+                    watch.event(event)
+
+    def _chain(self, run_id: str) -> list[str]:
+        chain = self._chains.get(run_id)
+        if chain is None:  # a run's parents never change: asked once per run, not per text delta
+            chain = self._chains[run_id] = self.store.parent_chain(run_id)
+        return chain
 
     def watch(self, client: Any, run_id: str, since_seq: int = 0) -> None:
-        self.watchers.setdefault(run_id, []).append(ops.Watch(client, since_seq))
+        self.watchers.setdefault(run_id, []).append(ops.Watch(client, since_seq, run_id))
 
     def cancel(self, run_id: str) -> bool:
         worker = self.workers.get(run_id)

@@ -171,7 +171,7 @@ async def follow(engines: Engines, run_id: str, after: int) -> AsyncIterator[Eve
                     for event in stream:
                         if stop.is_set():
                             break
-                        if event.durable:
+                        if event.durable and event.run_id == run_id:  # a child's live events: on its own page
                             put(event)
                 finally:
                     stream.close()  # type: ignore[attr-defined]

@@ -99,3 +99,28 @@ def test_spawned_subagent_runs_on_its_model_and_ends_per_temporary(temporary, ro
         assert keep["tool"] == "save_agent"
         cli("deny", keep["id"], check=0)
         assert not list((sentinel_home / "agents").glob("sub-*"))
+
+
+def test_the_parents_listener_hears_its_child_live_and_progress_indents_it(roster, cli, sentinel_home, monkeypatch):
+    from sentinel.cli.render import Depths
+    from sentinel.engine import events as ev
+    from sentinel.local.engine import LocalEngine
+
+    monkeypatch.setenv("SENTINEL_MODE", "local")
+    roster([DELEGATE, "Parent done."], [_write("a.txt"), "Child done."])
+    parent = json.loads(cli("run", "--agent", "orchestrator", "--json", "go").stdout)["id"]
+    [delegation] = cli.json("approvals", "--json")
+    heard: list = []
+    engine = LocalEngine()
+    try:
+        outcome = engine.approve(delegation["id"], on_event=heard.append)
+    finally:
+        engine.close()
+    assert outcome.id == parent and outcome.status == "done"
+    [child] = _children(cli, parent)
+    from_child = [e for e in heard if e.run_id == child["id"]]
+    assert any(isinstance(e, ev.ToolCallEnd) and e.tool == "write_file" for e in from_child)
+    assert any(isinstance(e, ev.Done) for e in from_child) and isinstance(heard[-1], ev.Done)
+    assert heard[-1].run_id == parent  # the child's end, then its parent's
+    depths = Depths()
+    assert {e.run_id: depths.of(e) for e in heard} == {parent: 0, child["id"]: 1}

@@ -50,8 +50,12 @@ def test_delegate_to_a_writer_running_as_its_own_user(system, make_agent, sentin
     [approval] = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
     assert approval["tool"] == "delegate" and approval["arguments"] == {
         "agent": writer, "task": "Write hello to out.txt", "model": "fake2/m", "grants": ["read_file", "write_file"]}
-    done = json.loads(sentinel_cmd("approve", approval["id"], "--json", check=0).stdout)
-    assert done["id"] == out["id"] and done["status"] == "done" and done["output"] == "Boss done."
+    from sentinel.engine import events as ev
+    from sentinel.supervisor.client import connect
+
+    heard: list = []  # the operator's `approve` follows the parent and hears the child live
+    done = connect().approve(approval["id"], on_event=heard.append)
+    assert done.id == out["id"] and done.status == "done" and done.output == "Boss done."
     pw = pwd.getpwnam(writer)
     ws = Path(pw.pw_dir) / ".sentinel" / "workspace"
     assert (ws / "out.txt").read_text() == "hello\n" and (ws / "out.txt").stat().st_uid == pw.pw_uid
@@ -59,6 +63,9 @@ def test_delegate_to_a_writer_running_as_its_own_user(system, make_agent, sentin
     runs = json.loads(sentinel_cmd("runs", "--json", check=0).stdout)
     [kid] = [r for r in runs if r["parent_id"] == out["id"]]
     assert kid["status"] == "done" and kid["depth"] == 1
+    from_kid = [e for e in heard if e.run_id == kid["id"]]
+    assert any(isinstance(e, ev.ToolCallEnd) and e.tool == "write_file" for e in from_kid)
+    assert heard[-1].run_id == out["id"] and isinstance(heard[-1], ev.Done)
     refusal = [m for m in child.requests[2]["messages"] if m["role"] == "tool"][-1]["content"]
     assert "not granted" in refusal
     assert "Greet in out.txt" in [m for m in child.requests[0]["messages"] if m["role"] == "user"][0]["content"]
