@@ -21,11 +21,8 @@ def _shell(*, new: bool = False, session: str | None = None, agent: str | None =
     from sentinel import paths
     from sentinel.chat.shell import run
 
-    engine = _engine()
-    try:
+    with _engine() as engine:
         run(engine, paths.state_dir() / "chat_history", new=new, session=session, agent=agent, model=model)
-    finally:
-        engine.close()
 
 
 def chat(new: bool = typer.Option(False, "--new", help="Start a fresh session instead of resuming the newest."),
@@ -41,11 +38,8 @@ def chat(new: bool = typer.Option(False, "--new", help="Start a fresh session in
 
 def chats(as_json: bool = typer.Option(False, "--json")) -> None:
     """List chat sessions, the most recently active first."""
-    engine = _engine()
-    try:
+    with _engine() as engine:
         rows = engine.sessions()
-    finally:
-        engine.close()
     if as_json:
         return print_json(rows)
     from rich.console import Console

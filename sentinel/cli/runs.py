@@ -51,25 +51,19 @@ def run(task: str = typer.Argument(..., help="What the agent should do."),
 
     In local mode the agent works in the current directory unless --workspace names another; in system
     mode, in its own user's workspace."""
-    engine = _engine()
-    progress = Progress(False if as_json else None)
-    if workspace is None and engine.mode == "local":
-        workspace = Path.cwd()
-    try:
+    with _engine() as engine:
+        progress = Progress(False if as_json else None)
+        if workspace is None and engine.mode == "local":
+            workspace = Path.cwd()
         outcome = engine.start(task, model=model, agent=agent, workspace=workspace, on_event=progress)
-    finally:
-        engine.close()
     _finish(outcome, as_json, progress)
 
 
 def runs(as_json: bool = typer.Option(False, "--json"),
          status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status.")) -> None:
     """List runs, newest first."""
-    engine = _engine()
-    try:
+    with _engine() as engine:
         rows = engine.runs(status=status)
-    finally:
-        engine.close()
     if as_json:
         return print_json(rows)
     from rich.console import Console
@@ -104,11 +98,8 @@ def _tree(rows: list[dict]) -> list[tuple[dict, int]]:
 
 def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = typer.Option(False, "--json")) -> None:
     """Show a run: status, messages and every decision with its reason."""
-    engine = _engine()
-    try:
+    with _engine() as engine:
         data = engine.show(run_id)
-    finally:
-        engine.close()
     if as_json:
         return print_json(data)
     from rich.console import Console
@@ -135,11 +126,8 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
 
 def approvals(as_json: bool = typer.Option(False, "--json")) -> None:
     """List pending approvals."""
-    engine = _engine()
-    try:
+    with _engine() as engine:
         pending = engine.pending()
-    finally:
-        engine.close()
     if as_json:
         return print_json([{k: a[k] for k in ("id", "run_id", "parents", "tool", "arguments", "reason", "code",
                                               "code_sha256") if k in a} for a in pending])
@@ -155,12 +143,9 @@ def approvals(as_json: bool = typer.Option(False, "--json")) -> None:
 def approve(ident: str = typer.Argument(..., help="Approval id, or a run id with one pending approval."),
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Approve a pending tool call; the run resumes in the foreground."""
-    engine = _engine()
-    progress = Progress(False if as_json else None)
-    try:
+    with _engine() as engine:
+        progress = Progress(False if as_json else None)
         outcome = engine.approve(ident, on_event=progress)
-    finally:
-        engine.close()
     _finish(outcome, as_json, progress)
 
 
@@ -168,23 +153,17 @@ def deny(ident: str = typer.Argument(..., help="Approval id, or a run id with on
          reason: str = typer.Option("", "--reason", "-r", help="Told to the agent as the tool result."),
          as_json: bool = typer.Option(False, "--json")) -> None:
     """Deny a pending tool call; the run resumes with the denial as the tool result."""
-    engine = _engine()
-    progress = Progress(False if as_json else None)
-    try:
+    with _engine() as engine:
+        progress = Progress(False if as_json else None)
         outcome = engine.deny(ident, reason=reason, on_event=progress)
-    finally:
-        engine.close()
     _finish(outcome, as_json, progress)
 
 
 def resume(run_id: str = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
     """Resume an interrupted or paused run (a finished run just reports its status)."""
-    engine = _engine()
-    progress = Progress(False if as_json else None)
-    try:
+    with _engine() as engine:
+        progress = Progress(False if as_json else None)
         outcome = engine.resume(run_id, on_event=progress)
-    finally:
-        engine.close()
     if outcome.status in ("done", "failed", "cancelled") and not as_json:
         print(f"run {outcome.id} is {outcome.status}" + (f": {outcome.error}" if outcome.error else ""),
               file=sys.stderr)
@@ -203,22 +182,16 @@ def logs(run_id: Optional[str] = typer.Argument(None, help="Run id (default: the
     """Print a run's events (one JSON object per line with --json)."""
     import json
 
-    engine = _engine()
-    try:
+    with _engine() as engine:
         for event in engine.events(run_id, follow=follow):
             if event.durable:
                 print(json.dumps(event.to_dict(), ensure_ascii=False) if as_json else plain(event), flush=True)
-    finally:
-        engine.close()
 
 
 def status(as_json: bool = typer.Option(False, "--json")) -> None:
     """Mode (system: the supervisor answers; local: this process runs the engine), home, defaults, runs."""
-    engine = _engine()
-    try:
+    with _engine() as engine:
         data = engine.status()
-    finally:
-        engine.close()
     from sentinel.cli.hook import gate_status
 
     data.update(gate_status())  # the hooks of the repository you are in: this terminal's, not the engine's
@@ -244,11 +217,8 @@ def _status_line(key: str, value: Any) -> str:
 
 def cancel(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = typer.Option(False, "--json")) -> None:
     """Cancel a run: its worker is stopped and its pending approvals can never be used."""
-    engine = _engine()
-    try:
+    with _engine() as engine:
         outcome = engine.cancel(run_id)
-    finally:
-        engine.close()
     if as_json:
         return print_json(outcome.to_dict())
     print(f"run {outcome.id} is {outcome.status}", file=sys.stderr)

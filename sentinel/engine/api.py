@@ -109,3 +109,19 @@ class Engine(Protocol):
     def status(self) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
+
+    def __enter__(self) -> "Engine": ...
+
+    def __exit__(self, *exc: Any) -> None: ...
+
+
+class Closing:
+    """`with open_engine() as engine:` for both engines: closed however the block ends."""
+
+    def close(self) -> None: ...
+
+    def __enter__(self):  # type: ignore[no-untyped-def] - the engine itself, whichever it is
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

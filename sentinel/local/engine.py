@@ -21,7 +21,7 @@ from sentinel import config as config_mod
 from sentinel import paths
 from sentinel.agents import profile as profiles
 from sentinel.engine import journal, relay
-from sentinel.engine.api import Outcome
+from sentinel.engine.api import Closing, Outcome
 from sentinel.engine.events import Event, Listener, Translator
 from sentinel.engine.run import Run
 from sentinel.engine.state import JOURNAL, RunState, history
@@ -40,7 +40,7 @@ WAITING_HINT = {"waiting_approval": ": answer its pending approval first",
                 "interrupted": ": resume its interrupted turn first", "running": ": another process is running a turn"}
 
 
-class LocalEngine:
+class LocalEngine(Closing):
     mode = "local"
 
     def __init__(self, home: Path | None = None, store: Store | None = None, note: str | None = None):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from sentinel.engine import events
-from sentinel.engine.api import Outcome
+from sentinel.engine.api import Closing, Outcome
 from sentinel.engine.events import Event, Listener
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel import frames as protocol
@@ -85,7 +85,7 @@ def _not_yours(path: Path) -> str:
             f"{layout.operator_group()!r} may use it (SENTINEL_MODE=local for local mode)")
 
 
-class SystemEngine:
+class SystemEngine(Closing):
     """The engine protocol (`sentinel.engine.api.Engine`) answered by the supervisor over its socket."""
 
     mode = "system"
