@@ -72,8 +72,9 @@ def bind(host: str, port: int, name: str = "muzzle") -> socket.socket:
 
 
 class PromptServer(uvicorn.Server):
-    """uvicorn's server, stopped as soon as it is told: uvicorn looks at `should_exit` every 0.1 s and then
-    waits a fixed 0.1 s for the connections it asked to close, which every `sentinel run` paid at exit."""
+    """uvicorn's server in a thread, stopped as soon as stop() is called: uvicorn looks at `should_exit` every
+    0.1 s and then waits a fixed 0.1 s for the connections it asked to close, which every `sentinel run` paid
+    at exit. Signals do not stop it (uvicorn handles them only in the main thread)."""
 
     def __init__(self, config: uvicorn.Config):
         super().__init__(config)
@@ -97,15 +98,20 @@ class PromptServer(uvicorn.Server):
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         """uvicorn's shutdown, polling every 5 ms instead of sleeping 0.1 s: stop listening, ask each connection
-        to close once its response is sent, wait for them and their tasks, then end the lifespan."""
+        to close once its response is sent, wait for them and their tasks (cancelled after the config's
+        timeout_graceful_shutdown), then end the lifespan."""
         for server in self.servers:
             server.close()
         for sock in sockets or []:
             sock.close()
         for connection in list(self.server_state.connections):
             connection.shutdown()
-        while self.server_state.connections or self.server_state.tasks:
+        grace = self.config.timeout_graceful_shutdown
+        deadline = time.monotonic() + (grace if grace is not None else float("inf"))
+        while (self.server_state.connections or self.server_state.tasks) and time.monotonic() < deadline:
             await asyncio.sleep(0.005)
+        for task in self.server_state.tasks:
+            task.cancel()
         for server in self.servers:
             await server.wait_closed()
         await self.lifespan.shutdown()
