@@ -69,6 +69,10 @@ if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
 fi
 "${pip[@]}" --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
 "${pip[@]}" -c "$here/installer/constraints.txt" -e "$here[local,dev]"
+# pip compiles the bytecode of what it installs, but not an editable checkout's: compile it once here, so a
+# process that may not write __pycache__ (a leashed one, or one under PYTHONDONTWRITEBYTECODE) never
+# compiles the package again at each start (about 0.2 s of every `sentinel run`).
+"$venv/bin/python" -m compileall -q "$here/sentinel"
 ln -sf "$venv/bin/sentinel" /usr/local/bin/sentinel
 chmod -R a+rX "$venv"
 

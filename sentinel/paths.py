@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -54,3 +56,23 @@ def write_atomic(path: Path, text: str, mode: int = 0o600, sync: bool = True) ->
         except OSError:
             pass
         raise
+
+
+def connect_wal(path: Path, timeout_s: float) -> sqlite3.Connection:
+    """A SQLite database in WAL mode, autocommit, usable from any thread; a lock waits up to `timeout_s`.
+
+    Turning a new database to WAL takes a lock SQLite does not wait for: when two processes open a fresh
+    home at once (`sentinel run &` then `sentinel runs`), the one that loses retries instead of failing."""
+    conn = sqlite3.connect(str(path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                conn.close()
+                raise
+            time.sleep(0.005)
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn

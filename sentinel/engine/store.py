@@ -166,11 +166,8 @@ class Store:
     def open(cls, path: Path | str | None = None) -> "Store":
         path = Path(path) if path else paths.state_dir() / "sentinel.db"
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+        conn = paths.connect_wal(path, 30.0)
         conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=30000")
         store = cls(conn, path)
         store.migrate()
         return store

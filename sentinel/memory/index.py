@@ -25,6 +25,7 @@ from pathlib import Path
 from sentinel.memory import notes as notes_mod
 from sentinel.memory.scan import scan
 from sentinel.memory.watch import Watch
+from sentinel.paths import connect_wal
 
 DB_NAME = ".index.sqlite"
 SCHEMA_VERSION = 1
@@ -241,9 +242,7 @@ class Index:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
+    conn = connect_wal(path, 30.0)
     if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
         conn.execute("BEGIN IMMEDIATE")
         try:

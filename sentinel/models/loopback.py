@@ -16,7 +16,7 @@ from typing import Any, Self
 
 class Loopback:
     THREAD = "loopback"
-    POLL_S = 0.5  # how soon stop() is noticed by serve_forever
+    POLL_S = 0.02  # how soon stop() is noticed by serve_forever: every test stops its doubles
 
     _httpd: ThreadingHTTPServer
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from sentinel import paths
 from sentinel.errors import SentinelError
 from sentinel.muzzle.settings import Budgets
 
@@ -115,9 +116,7 @@ class TokenStore:
     def open(cls, path: Path) -> "TokenStore":
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _prepare(path)
-        conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
+        conn = paths.connect_wal(path, 10.0)
         store = cls(conn, path)
         store._migrate()
         return store

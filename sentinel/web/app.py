@@ -74,12 +74,11 @@ def launch_for(engine: Engine) -> Launch:
     return Launch.new(operator_name())
 
 
-def _server(app: Any, **extra: Any) -> Any:
+def _config(app: Any, **extra: Any) -> Any:
     import uvicorn
 
-    return uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none",
-                                         server_header=False, date_header=False, timeout_graceful_shutdown=1,
-                                         **extra))
+    return uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none",
+                          server_header=False, date_header=False, timeout_graceful_shutdown=1, **extra)
 
 
 def serve(port: int | None = None) -> None:
@@ -101,7 +100,9 @@ def serve(port: int | None = None) -> None:
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: web.host is {settings.host}: the console is reachable from the network over plain HTTP",
               file=sys.stderr, flush=True)
-    _server(app).run(sockets=[sock])
+    import uvicorn
+
+    uvicorn.Server(_config(app)).run(sockets=[sock])
 
 
 class InThread:
@@ -111,13 +112,13 @@ class InThread:
         console.url ... console.stop()"""
 
     def __init__(self, engines: Engines, settings: WebSettings, operator: str = "tester"):
-        from sentinel.muzzle.server import bind
+        from sentinel.muzzle.server import PromptServer, bind
 
         self.sock = bind("127.0.0.1", 0, name="web console")
         self.port = self.sock.getsockname()[1]
         self.launch = Launch.new(operator)
         self.url = self.launch.url("127.0.0.1", self.port)
-        self.server = _server(build_app(engines, self.launch, self.port, settings), log_config=None)
+        self.server = PromptServer(_config(build_app(engines, self.launch, self.port, settings), log_config=None))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True,
                                        name="console")
 
@@ -131,5 +132,5 @@ class InThread:
         return self
 
     def stop(self) -> None:
-        self.server.should_exit = True
+        self.server.stop()
         self.thread.join(10)

@@ -90,3 +90,29 @@ def test_migrations_are_named_and_applied_once(tmp_path):
     names = [r[0] for r in sqlite3.connect(path).execute("SELECT name FROM _migrations ORDER BY name")]
     assert names[:3] == ["001_runs", "002_approvals", "003_audit"]
     assert names == sorted(name for name, _ in MIGRATIONS)
+
+
+def _open_fresh(path, barrier, results):
+    barrier.wait()
+    try:
+        Store.open(path).close()
+        results.put(None)
+    except sqlite3.Error as exc:
+        results.put(repr(exc))
+
+
+def test_commands_started_at_once_on_a_new_home_all_open_the_store(tmp_path):
+    """`sentinel run` in the background and `sentinel runs` at once on a fresh home: both open the new database
+    (turning it to WAL takes a lock SQLite does not wait for)."""
+    ctx = multiprocessing.get_context("fork")
+    failures = []
+    for attempt in range(20):
+        barrier, results = ctx.Barrier(4), ctx.Queue()
+        path = tmp_path / f"fresh-{attempt}.db"
+        procs = [ctx.Process(target=_open_fresh, args=(path, barrier, results)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        failures += [f for f in (results.get(timeout=30) for _ in procs) if f]
+        for p in procs:
+            p.join(30)
+    assert failures == []

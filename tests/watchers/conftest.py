@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 import yaml
+
+from sentinel.models.loopback import Loopback
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "supervisor"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -19,7 +20,7 @@ from sx_helpers import make_agent, sentinel_cmd, supervisor, system  # noqa: E40
 from watch_helpers import ESCALATE, NOTIFY, price_watcher  # noqa: E402
 
 
-class PriceServer:
+class PriceServer(Loopback):
     """GET / answers {"price": value}; `value` is set by the test; `hits` counts the polls."""
 
     def __init__(self, value):
@@ -40,17 +41,12 @@ class PriceServer:
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.listen(Handler)
+        self.start()
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/"
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        return super().url + "/"
 
 
 @pytest.fixture

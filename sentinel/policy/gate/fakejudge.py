@@ -51,7 +51,7 @@ def by_substring(table: dict[str, Any], default: Any = PASS) -> Responder:
 
 class FakeJudge(Loopback):
     THREAD = "fake-judge"
-    POLL_S = 0.02
+
     def __init__(self, responder: Responder | None = None, *, delay_ms: float = 0, status: int = 200,
                  host: str = "127.0.0.1", port: int = 0):
         self.responder = responder or by_substring({})
