@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from sentinel.models.base import Completion, ModelError, ModelUnavailable, OnDelta, ToolCall, tool_schemas_to_openai
@@ -13,21 +14,30 @@ UNAVAILABLE = ("model_unavailable", "upstream_unreachable")
 class OpenAICompatClient:
     def __init__(self, name: str, model: str, base_url: str, api_key: str | None, *, timeout_s: float = 300.0,
                  stream: bool = True, http_client: Any = None):
-        import openai
-
         self.name = name
         self.model = model
         self.stream = stream
         self.base_url = base_url
         self.api_key = api_key
         self.via_muzzle = False  # set by muzzle.model_for_run when base_url is Muzzle and api_key a run token
-        self._openai = openai
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout_s, max_retries=1,
-                                     **({"http_client": http_client} if http_client is not None else {}))
+        self.timeout_s = timeout_s
+        self._http_client = http_client
+
+    @functools.cached_property
+    def _client(self) -> Any:
+        """Built at the first call, not with the client: importing `openai` takes 0.3 s, which a process that
+        only finds its run still waiting for approval (`sentinel resume`) never needs."""
+        import openai
+
+        extra = {"http_client": self._http_client} if self._http_client is not None else {}
+        return openai.OpenAI(base_url=self.base_url, api_key=self.api_key or "unused", timeout=self.timeout_s,
+                             max_retries=1, **extra)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  on_delta: OnDelta | None = None, **options: Any) -> Completion:
         """`options`: further request fields (response_format, max_tokens, temperature)."""
+        import openai
+
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, **options}
         if tools:
             kwargs["tools"] = tool_schemas_to_openai(tools)
@@ -35,20 +45,20 @@ class OpenAICompatClient:
             if self.stream:
                 return self._streamed(kwargs, on_delta)
             return self._whole(kwargs)
-        except self._openai.APIStatusError as exc:
+        except openai.APIStatusError as exc:
             if _code(exc) in UNAVAILABLE:
                 raise self._unavailable(exc) from None
             raise ModelError(f"model {self.name}: HTTP {exc.status_code}: {_error_message(exc)}") from None
-        except self._openai.APITimeoutError:
+        except openai.APITimeoutError:
             raise ModelError(f"model {self.name}: no answer within the timeout (limits.model_timeout_s)") from None
-        except self._openai.APIConnectionError as exc:
+        except openai.APIConnectionError as exc:
             raise ModelUnavailable(f"model {self.name}: cannot reach {self._client.base_url} "
                                    f"({exc.__class__.__name__})") from None
-        except self._openai.APIError as exc:  # an error event in the middle of a stream
+        except openai.APIError as exc:  # an error event in the middle of a stream
             if _code(exc) in UNAVAILABLE:
                 raise self._unavailable(exc) from None
             raise ModelError(f"model {self.name}: {_error_message(exc)}") from None
-        except self._openai.OpenAIError as exc:
+        except openai.OpenAIError as exc:
             raise ModelError(f"model {self.name}: {str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__}") from None
 
     def _unavailable(self, exc: Any) -> ModelUnavailable:

@@ -28,10 +28,10 @@ def _one_result_per_call(shown):
     return sorted(calls) == sorted(results) and len(results) == len(set(results))
 
 
-def _run_id(cli):
+def _the_run(cli):
     runs = cli.json("runs", "--json")
     assert len(runs) == 1
-    return runs[0]["id"]
+    return runs[0]
 
 
 @pytest.mark.parametrize("failpoint", FIRST_LEG)
@@ -39,8 +39,9 @@ def test_crash_before_the_pause(failpoint, scripted_server, configure, cli, sent
     configure(server=scripted_server(SCRIPT))
     killed = cli("run", "take notes", env={"SENTINEL_FAILPOINT": failpoint})
     assert killed.returncode == -signal.SIGKILL
-    run_id = _run_id(cli)
-    assert cli.json("runs", "--json")[0]["status"] in ("interrupted", "waiting_approval")
+    run = _the_run(cli)
+    run_id = run["id"]
+    assert run["status"] in ("interrupted", "waiting_approval")
     resumed = cli("resume", run_id, "--json")
     assert resumed.returncode == 3, resumed.stderr
     cli("approve", run_id, check=0)
@@ -54,7 +55,7 @@ def test_crash_before_the_pause(failpoint, scripted_server, configure, cli, sent
 def test_crash_in_the_resumed_run_never_reruns_the_command(failpoint, scripted_server, configure, cli, sentinel_home):
     configure(server=scripted_server(SCRIPT))
     cli("run", "take notes", check=3)
-    run_id = _run_id(cli)
+    run_id = _the_run(cli)["id"]
     killed = cli("approve", run_id, env={"SENTINEL_FAILPOINT": failpoint})
     assert killed.returncode == -signal.SIGKILL
     cli("resume", run_id, check=0)
@@ -74,7 +75,7 @@ def test_kill_while_the_command_runs(scripted_server, configure, cli, sentinel_h
               "All done."]
     configure(server=scripted_server(script))
     cli("run", "count", check=3)
-    run_id = _run_id(cli)
+    run_id = _the_run(cli)["id"]
     env = {**os.environ, "SENTINEL_HOME": str(sentinel_home), "FAKE_KEY": "k"}
     proc = subprocess.Popen([sys.executable, "-m", "sentinel", "approve", run_id], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from sentinel.leash import egress
 from sentinel.leash.policy import domain_allowed
+from sentinel.models.loopback import Loopback
 
 
 class _Hello(BaseHTTPRequestHandler):
@@ -26,12 +26,10 @@ class _Hello(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def upstream():
-    srv = HTTPServer(("127.0.0.1", 0), _Hello)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv.server_address[1]
-    srv.shutdown()
-    srv.server_close()
+    hello = Loopback()
+    hello.listen(_Hello)
+    with hello:
+        yield hello.port
 
 
 @pytest.fixture

@@ -29,6 +29,10 @@ def write_config(home, **extra):
     local = {"max_tokens": 48, "context_tokens": 2048, "threads": 1, **extra.pop("local", {})}
     cfg = {"leash": {"tools": "plain"}, "default_model": TINY, "local": local, **extra}
     (home / "config.yaml").write_text(yaml.safe_dump(cfg))
+    # The default agent without tools: its prompt is 380 tokens, not 900 (the tool list), so the tiny model's
+    # time goes to the crash and the restart these tests are about, not to reading the prompt (~2 s a call).
+    (home / "agents").mkdir(exist_ok=True)
+    (home / "agents" / "sentinel.yaml").write_text(yaml.safe_dump({"tools": []}))
 
 
 def health(sock):

@@ -8,14 +8,14 @@ import json
 import os
 import pwd
 import signal
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from sentinel.config import Config
+from sentinel.models.loopback import Loopback
 from sentinel.supervisor.muzzled import MuzzleKeeper
 from sentinel.supervisor.workers import system_judge_models, worker_env
 from sx_helpers import serve_model
@@ -33,15 +33,12 @@ class _Health(BaseHTTPRequestHandler):
 
 def test_a_muzzle_that_answers_is_used_and_none_is_started(tmp_path, monkeypatch):
     monkeypatch.delenv("SENTINEL_MUZZLE_URL", raising=False)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Health)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        port = httpd.server_address[1]
+    health = Loopback()
+    health.listen(_Health)
+    with health:
+        port = health.port
         keeper = MuzzleKeeper(Config.model_validate({"muzzle": {"port": port}}), tmp_path)
         assert keeper.url() == f"http://127.0.0.1:{port}/v1" and keeper.child is None
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     off = MuzzleKeeper(Config.model_validate({"muzzle": {"port": port}, "system": {"start_muzzle": False}}), tmp_path)
     assert off.url() is None and off.child is None
     assert "start it" in off.why_down() and "\n" not in off.why_down()
