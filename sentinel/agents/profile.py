@@ -176,11 +176,14 @@ def names(home: Path | None = None) -> list[str]:
 
 # -- writing ----------------------------------------------------------------------------------------
 
-def save(profile: AgentProfile, home: Path | None = None) -> Path:
+def save(profile: AgentProfile, home: Path | None = None, *, soul: str | None = None) -> Path:
+    """Write the profile (and `soul`, its own soul file, first: the profile never names a soul not yet there)."""
     import yaml
 
     path = profile_path(profile.name, home)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if soul is not None:
+        paths.write_atomic(soul_path(profile.name, home), soul, 0o600)
     data = profile.model_dump(exclude_none=True, exclude_defaults=True)
     data = {"name": profile.name, **{k: v for k, v in data.items() if k != "name"}}
     paths.write_atomic(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True), 0o600)
@@ -197,11 +200,7 @@ def create(name: str, *, home: Path | None = None, model: str | None = None, sou
     soul_text_new = _read_soul(soul) if soul is not None else None
     profile = AgentProfile(name=name, model=model, tools=tools, memory=memory, description=description)
     validate(profile, path, home)
-    if soul_text_new is not None:
-        soul_file = soul_path(name, home)
-        soul_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        paths.write_atomic(soul_file, soul_text_new, 0o600)
-    save(profile, home)
+    save(profile, home, soul=soul_text_new)
     return profile
 
 

@@ -18,7 +18,8 @@ from sentinel.engine.events import Listener
 from sentinel.engine.state import RunState
 from sentinel.engine.store import new_id
 from sentinel.tools import ToolError
-from sentinel.worker.children import ENDED, SAVE_CALL, TEMPORARY, check_depth, grants, handoff
+from sentinel.worker.children import (ENDED, SAVE_CALL, TEMPORARY, check_depth, grants, handoff,
+                                      temporary_description)
 from sentinel.workflows import model as workflows
 
 
@@ -109,15 +110,10 @@ class LocalChildren:
 
     def _temporary(self, plan: dict[str, Any], given: list[str]) -> str:
         """Write the spawned subagent's profile and soul into the roster for its run."""
-        from sentinel import paths
-
         name = new_id(TEMPORARY)
-        profile = profiles.AgentProfile(name=name, description=f"temporary subagent: {plan['task'][:80]}",
+        profile = profiles.AgentProfile(name=name, description=temporary_description(str(plan["task"])),
                                         model=str(plan["model"]), tools=given, skills=list(plan.get("skills") or []))
-        soul = profiles.soul_path(name, self.home)
-        soul.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        paths.write_atomic(soul, str(plan["soul"]), 0o600)
-        profiles.save(profile, self.home)
+        profiles.save(profile, self.home, soul=str(plan["soul"]))
         return name
 
     def _end_temporary(self, row: dict[str, Any]) -> None:

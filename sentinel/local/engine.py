@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 
 FOLLOW_POLL_S = 0.2
 WAITING = "waiting_child"      # a run whose tool call (or workflow step) waits on its child run
-WORKFLOW = "workflow:"         # the agent column of a workflow's run: workflow:<name>
-WORKFLOW_FILE = "workflow.yaml"
 STOPPED = "turn stopped by the operator"
 WAITING_HINT = {"waiting_approval": ": answer its pending approval first",
                 "interrupted": ": resume its interrupted turn first", "running": ": another process is running a turn"}
@@ -111,16 +109,14 @@ class LocalEngine(Closing):
                             grants: list[str] | None = None, flow: "Workflow | None" = None) -> Run:
         """A workflow's run, with the validated workflow kept beside its journal: an edit of the file later
         never changes a workflow that already runs. `flow`: the workflow as an approval bound it (else the file)."""
-        import yaml
-
-        from sentinel.workflows import model as workflows
+        from sentinel.workflows import model as workflows, runner
 
         flow = flow or workflows.load(name, self.home)
         if workspace is None:
             workspace = Path(self.store.get_run(parent_id)["workspace"]) if parent_id else self._workspace(None)
-        run = self.create_run(input_text, agent=f"{WORKFLOW}{name}", model="-", workspace=workspace,
-                              parent_id=parent_id, kind="workflow", call_id=call_id, depth=depth, grants=grants)
-        paths.write_atomic(run.dir / WORKFLOW_FILE, yaml.safe_dump(flow.model_dump(exclude_none=True)), 0o600)
+        run = self.create_run(input_text, agent=f"{runner.AGENT}{name}", model="-", workspace=workspace,
+                              parent_id=parent_id, kind=runner.KIND, call_id=call_id, depth=depth, grants=grants)
+        runner.keep(run.dir, flow)
         return run
 
     def send(self, run_id: str, text: str, *, skills: Sequence[str] = (), model: str | None = None,
@@ -163,7 +159,9 @@ class LocalEngine(Closing):
             run.close()
             self.store.set_status(run_id, run.state.status, output=run.state.output, error=run.state.error)
             return self._outcome_of(self.store.get_run(run_id))
-        if row.get("kind") == "workflow":
+        from sentinel.workflows import runner
+
+        if row.get("kind") == runner.KIND:
             return self._advance_workflow(run, on_event)
         return self._execute(run, profiles.load(run.state.agent, self.home), on_event)
 
@@ -175,7 +173,7 @@ class LocalEngine(Closing):
             if on_event:
                 run.listeners.append(on_event)
             self.store.set_status(run.state.id, "running")
-            flow = workflows.parse_file(run.dir / WORKFLOW_FILE, self.home)
+            flow = workflows.parse_file(run.dir / runner.FILE, self.home)
             status = runner.advance(run, flow, LocalChildren(self, on_event))
             state = run.state
             self.store.set_status(state.id, status, output=state.output if status == "done" else None,

@@ -91,10 +91,10 @@ def read_journal(home: str | Path, run_id: str, uid: int, offset: int = 0) -> tu
     return events, offset + end
 
 
-def load_state(home: str | Path, run_id: str, uid: int) -> RunState:
-    """A run's state replayed from its journal (the snapshot cache is the agent's, so it is not trusted)."""
+def replay(events: list[dict[str, Any]]) -> RunState:
+    """The state a journal's events make (a run's state is replayed from its journal: the snapshot cache is
+    the agent's, so it is not trusted); a malformed event is skipped."""
     state = RunState()
-    events, _ = read_journal(home, run_id, uid)
     for event in events:
         try:
             state.apply(event)

@@ -24,7 +24,8 @@ from sentinel.engine.state import RunState
 from sentinel.supervisor import agentfs, flows, layout, registry, runmodel
 from sentinel.supervisor.hub import Hub
 from sentinel.tools import ToolError
-from sentinel.worker.children import CHILD_TOOLS, SAVE_CALL, TEMPORARY, WAITING, check_depth, grants, handoff
+from sentinel.worker.children import (CHILD_TOOLS, SAVE_CALL, TEMPORARY, WAITING, check_depth, grants, handoff,
+                                      temporary_description)
 
 
 
@@ -67,15 +68,20 @@ def plan_delegation(sup: Hub, parent_id: str, ident: str, task: str, granted: li
     agent, profile = registry.resolve(store, ident)
     pw = registry.account(agent, sup.settings.group)
     model = runmodel.choose(sup.config, agent.name, profile, None, pw.pw_dir, pw.pw_uid)
-    stored = store.grants_of(parent_id)  # a child parent: never more than its own parent granted it
-    if granted is None and stored is None:
-        tools = _profile_tools(pw.pw_dir, profile, pw.pw_uid)
+    have = _held(store, parent_id, granted)
+    tools = _profile_tools(pw.pw_dir, profile, pw.pw_uid)
+    if have is None:
         return {"agent": ident, "task": task, "model": model, "grants": sorted(tools) if tools is not None else None}
-    have = set(granted) if granted is not None else set(stored or [])
-    if stored is not None:
-        have &= set(stored)
-    return {"agent": ident, "task": task, "model": model,
-            "grants": grants(have, _profile_tools(pw.pw_dir, profile, pw.pw_uid))}
+    return {"agent": ident, "task": task, "model": model, "grants": grants(have, tools)}
+
+
+def _held(store: Store, run_id: str, claimed: list[str] | None) -> set[str] | None:
+    """The tools a run holds: what its worker (or plan) says, never more than the store's record of what its
+    parent granted it (a head run has none: the claim stands). None: no claim and no record."""
+    stored = store.grants_of(run_id)
+    if claimed is None:
+        return set(stored) if stored is not None else None
+    return set(claimed) & set(stored) if stored is not None else set(claimed)
 
 
 def plan_spawn(sup: Hub, worker: Any, args: dict[str, Any], granted: list[str]) -> dict[str, Any]:
@@ -95,12 +101,9 @@ def plan_spawn(sup: Hub, worker: Any, args: dict[str, Any], granted: list[str]) 
     for name in wanted:
         if name not in known:
             raise ToolError(f"skills: no skill {name!r} (available: {', '.join(sorted(known)) or 'none'})")
-    stored = store.grants_of(worker.run_id)
-    have = set(granted) & set(stored) if stored is not None else set(granted)
-    tools = args.get("tools")
+    have = _held(store, worker.run_id, granted) or set()
     return {"agent": "(temporary subagent)", "task": str(args["task"]), "soul": str(args["soul"]), "model": model,
-            "skills": [str(n) for n in wanted], "grants": grants(have, tools if tools is not None else None,
-                                                                strict=True)}
+            "skills": [str(n) for n in wanted], "grants": grants(have, args.get("tools"), strict=True)}
 
 
 def plan_workflow(sup: Hub, worker: Any, name: str, input_text: str, granted: list[str]) -> dict[str, Any]:
@@ -116,10 +119,8 @@ def plan_workflow(sup: Hub, worker: Any, name: str, input_text: str, granted: li
     if text is None:
         raise ToolError(f"no workflow {name!r} ({source} does not exist)")
     flow = flows.parse(sup, _yaml(text, source), source)
-    stored = store.grants_of(worker.run_id)
-    have = sorted(set(granted) & set(stored)) if stored is not None else sorted(granted)
-    return {"workflow": name, "input": input_text,
-            "steps": [s.model_dump() for s in flow.steps], "grants": have}
+    return {"workflow": name, "input": input_text, "steps": [s.model_dump() for s in flow.steps],
+            "grants": sorted(_held(store, worker.run_id, granted) or ())}
 
 
 def _yaml(text: str, source: str) -> Any:
@@ -167,8 +168,7 @@ def _start_workflow(sup: Hub, worker: Any, call_id: str, plan: dict[str, Any]) -
     """The approved workflow, exactly as its plan carried it (the file may have changed since)."""
     store = sup.store
     flow = flows.parse(sup, {"steps": plan.get("steps")}, f"run_workflow {plan.get('workflow')!r}")
-    stored = store.grants_of(worker.run_id)
-    given = grants(set(stored) if stored is not None else set(_names(plan.get("grants"))), _names(plan.get("grants")))
+    given = sorted(_held(store, worker.run_id, _names(plan.get("grants"))) or ())
     depth = _depth(store, worker.run_id) + 1
     check_depth(depth + 1, sup.config.orchestration.max_depth)
     run_id = flows.start(sup, str(plan["workflow"]), str(plan["input"]), flow, parent_id=worker.run_id,
@@ -200,7 +200,7 @@ def subagent(store: Store, row: dict[str, Any]) -> dict[str, Any] | None:
         return None
     plan = decided["arguments"]
     return {"soul": str(plan.get("soul") or ""), "skills": list(plan.get("skills") or []),
-            "description": f"temporary subagent: {str(plan.get('task') or '')[:80]}"}
+            "description": temporary_description(str(plan.get("task") or ""))}
 
 
 def settle_temporary(sup: Hub, run_id: str) -> None:

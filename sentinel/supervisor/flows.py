@@ -17,16 +17,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sentinel import paths
+from sentinel.config import read_yaml
 from sentinel.engine.run import Run
+from sentinel.engine.state import JOURNAL
 from sentinel.engine.store import new_id
 from sentinel.supervisor import registry
 from sentinel.supervisor.hub import Hub
 from sentinel.workflows import model as workflows, runner
 
-KIND = "workflow"
-WORKFLOW_FILE = "workflow.yaml"
-PREFIX = "workflow:"
+KIND = runner.KIND
 
 
 def roster(sup: Hub) -> list[str]:
@@ -41,18 +40,16 @@ def parse(sup: Hub, doc: Any, source: str) -> workflows.Workflow:
 def start(sup: Hub, name: str, input_text: str, flow: workflows.Workflow, *, parent_id: str | None = None,
           call_id: str | None = None, depth: int = 0, grants: list[str] | None = None) -> str:
     """Make the workflow's run and start its first step; the run's id."""
-    import yaml
-
     workflows.check_name(name)
     run_id = new_id("r-")
     run_dir = sup.settings.state_dir / "workflows" / run_id
     run_dir.parent.mkdir(mode=0o700, exist_ok=True)
-    sup.store.create_run(run_id, agent=f"{PREFIX}{name}", task=input_text, model="-", workspace=Path("/"),
+    agent = f"{runner.AGENT}{name}"
+    sup.store.create_run(run_id, agent=agent, task=input_text, model="-", workspace=Path("/"),
                          run_dir=run_dir, parent_id=parent_id, kind=KIND, call_id=call_id, depth=depth, grants=grants)
-    run = Run.create(run_dir, {"id": run_id, "task": input_text, "agent": f"{PREFIX}{name}", "model": "-",
-                               "workspace": "", "parent_id": parent_id, "kind": KIND})
-    with run:
-        paths.write_atomic(run_dir / WORKFLOW_FILE, yaml.safe_dump(flow.model_dump(exclude_none=True)), 0o600)
+    with Run.create(run_dir, {"id": run_id, "task": input_text, "agent": agent, "model": "-", "workspace": "",
+                              "parent_id": parent_id, "kind": KIND}):
+        runner.keep(run_dir, flow)
     sup.store.audit("run_started", {"run_id": run_id, "workflow": name, "parent_id": parent_id,
                                     "steps": [s.name for s in flow.steps]})
     return run_id
@@ -65,7 +62,7 @@ def advance(sup: Hub, run_id: str, steps: runner.Steps) -> str:
     with Run.open(Path(row["run_dir"])) as run:
         run.listeners.append(lambda event: sup.relay(run_id, event.to_dict()))
         sup.store.set_status(run_id, "running")
-        flow = workflows.Workflow.model_validate(_read_yaml(Path(row["run_dir"]) / WORKFLOW_FILE))
+        flow = workflows.Workflow.model_validate(read_yaml(Path(row["run_dir"]) / runner.FILE))
         status = runner.advance(run, flow, steps)
         state = run.state
         sup.store.set_status(run_id, status, output=state.output if status == "done" else None,
@@ -79,12 +76,7 @@ def announce(sup: Hub, run_id: str) -> None:
     from sentinel.engine import journal
     from sentinel.engine.events import Translator
 
-    path = Path(sup.store.get_run(run_id)["run_dir"]) / "journal.jsonl"
+    path = Path(sup.store.get_run(run_id)["run_dir"]) / JOURNAL
     for event in Translator(run_id).feed(journal.read(path)[0][0]):
         sup.relay(run_id, event.to_dict())
 
-
-def _read_yaml(path: Path) -> Any:
-    import yaml
-
-    return yaml.safe_load(path.read_text(encoding="utf-8"))

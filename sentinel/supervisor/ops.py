@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 from sentinel.engine import relay
 from sentinel.engine.events import KINDS, Translator
+from sentinel.engine.state import JOURNAL
 from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel.supervisor import agentfs, children, console, flows, layout, registry, runmodel
@@ -476,31 +477,22 @@ def _events(store: Store, row: dict[str, Any]) -> list[dict[str, Any]]:
     if row.get("kind") == flows.KIND:  # walked by the supervisor: its journal is in the state directory
         from sentinel.engine import journal
 
-        return journal.read(Path(row["run_dir"]) / "journal.jsonl")[0]
+        return journal.read(Path(row["run_dir"]) / JOURNAL)[0]
     owner = _owner(store, row)
     return agentfs.read_journal(owner[0], row["id"], owner[1])[0] if owner else []
 
 
 def _state(store: Store, row: dict[str, Any]) -> Any:
-    from sentinel.engine.state import RunState
-
-    if row.get("kind") == flows.KIND:
-        state = RunState()
-        for event in _events(store, row):
-            state.apply(event)
-        return state
-    owner = _owner(store, row)
-    return agentfs.load_state(owner[0], row["id"], owner[1]) if owner else RunState()
+    return agentfs.replay(_events(store, row))
 
 
 def _history(store: Store, row: dict[str, Any], state: Any) -> tuple[list[Any], list[Any]]:
     """The conversation before compactions, and the compactions, when there were any."""
     from sentinel.engine.state import history
 
-    owner = _owner(store, row)
-    if not state.compactions or not owner:
+    if not state.compactions:
         return state.messages, []
-    return history(agentfs.read_journal(owner[0], row["id"], owner[1])[0])
+    return history(_events(store, row))
 
 
 # -- watchers (sentinel/watchers): firings and the operator's inbox -----------------------------------

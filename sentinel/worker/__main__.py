@@ -48,9 +48,10 @@ def _undumpable() -> None:
 def _open_run(spec: dict[str, Any], home: Path, config: Any) -> tuple[Any, Any, bool]:
     from sentinel import paths
     from sentinel.engine.run import Run
+    from sentinel.engine.state import JOURNAL
 
     run_dir = paths.runs_dir(home) / spec["id"]
-    if (run_dir / "journal.jsonl").exists():
+    if (run_dir / JOURNAL).exists():
         run = Run.open(run_dir)
         for key in FIXED:  # the journal is the agent's file: what it says of these is a claim
             setattr(run.state, key, spec[key] if key != "workspace" else _workspace(spec, home))
@@ -79,13 +80,9 @@ def _profile(spec: dict[str, Any], home: Path, config: Any) -> Any:
 
 def _keep(spec: dict[str, Any], profile: Any, home: Path) -> None:
     """Save a temporary subagent into its user's roster (agents/<name>.yaml and its soul), as this user."""
-    from sentinel import paths
     from sentinel.agents import profile as profiles
 
-    soul = profiles.soul_path(profile.name, home)
-    soul.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    paths.write_atomic(soul, str(spec["subagent"]["soul"]), 0o600)
-    profiles.save(profile, home)
+    profiles.save(profile, home, soul=str(spec["subagent"]["soul"]))
 
 
 def _workspace(spec: dict[str, Any], home: Path) -> Path:

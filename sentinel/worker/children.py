@@ -77,6 +77,11 @@ def handoff(task: str, request: str) -> str:
     return f"{task}\n\n---\nThis task is part of a larger request. The original request was:\n\n{request}"
 
 
+def temporary_description(task: str) -> str:
+    """A spawned subagent's profile description: what it was made for."""
+    return f"temporary subagent: {task[:80]}"
+
+
 def result_text(ended: dict[str, Any]) -> str:
     """What the parent's call returns: the child's answer, or why it has none."""
     if ended["status"] == "done":

@@ -10,6 +10,7 @@ step's child run and the end, like a run's.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 from sentinel.engine import journal
@@ -19,6 +20,19 @@ from sentinel.workflows.model import Workflow, render
 
 ENDED = ("done", "failed", "cancelled")
 WAITING = "waiting_child"
+KIND = "workflow"             # the kind of a workflow's run
+AGENT = "workflow:"           # the agent column of a workflow's run: workflow:<name>
+FILE = "workflow.yaml"        # the validated workflow, kept beside the run's journal
+
+
+def keep(run_dir: Path, flow: Workflow) -> None:
+    """Keep the validated workflow beside its run's journal: an edit of the file later never changes a
+    workflow that already runs."""
+    import yaml
+
+    from sentinel import paths
+
+    paths.write_atomic(run_dir / FILE, yaml.safe_dump(flow.model_dump(exclude_none=True)), 0o600)
 
 
 class Steps(Protocol):

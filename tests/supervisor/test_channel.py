@@ -9,8 +9,7 @@ import pytest
 
 from sentinel.engine.store import Store, call_digest
 from sentinel import frames as protocol
-from sentinel.supervisor import registry
-from sentinel.supervisor.workers import Worker, handle
+from sentinel.supervisor.workers import handle
 
 ARGS = {"command": "echo hi"}
 
@@ -22,12 +21,6 @@ def store(tmp_path):
         s.create_run(run_id, agent="a", task="t", model="fake/m", workspace=tmp_path, run_dir=tmp_path / run_id)
     yield s
     s.close()
-
-
-@pytest.fixture
-def worker():
-    agent = registry.Agent("a", "A", "a", 1234, "/home/a", "setup", 0.0)
-    return Worker("r-mine", agent, 1234, "/home/a", spawned=None)  # type: ignore[arg-type]
 
 
 def ask(store, worker, op, **args):

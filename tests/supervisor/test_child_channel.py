@@ -10,7 +10,7 @@ import pytest
 
 from sentinel.config import Config
 from sentinel.engine.store import Store
-from sentinel.supervisor import children, registry
+from sentinel.supervisor import children
 from sentinel.supervisor.hub import Settings
 from sentinel.supervisor.workers import Worker
 
@@ -38,12 +38,6 @@ def hub(tmp_path):
                      parent_id="r-other", call_id="c1", depth=1, grants=["read_file"])
     yield FakeHub(store)
     store.close()
-
-
-@pytest.fixture
-def worker():
-    agent = registry.Agent("a", "A", "a", 1234, "/home/a", "setup", 0.0)
-    return Worker("r-mine", agent, 1234, "/home/a", spawned=None)  # type: ignore[arg-type]
 
 
 def ask(hub, worker, op, **args):
