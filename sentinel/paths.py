@@ -1,4 +1,4 @@
-"""Where state lives: `$SENTINEL_HOME` (default `~/.sentinel`) and its layout (DESIGN section 3)."""
+"""Where state lives: `$SENTINEL_HOME` (default `~/.sentinel`) and its layout (docs/architecture.md, State)."""
 
 from __future__ import annotations
 

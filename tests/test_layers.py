@@ -94,3 +94,13 @@ def test_no_import_cycles():
             visit(node, [node])
     new = [c for c in cycles if not any(all(m.startswith(k + ".") or m == k for m in c) for k in KNOWN_CYCLES)]
     assert not new, "import cycles:\n" + "\n".join(" -> ".join(c) for c in new)
+
+
+def test_comments_cite_only_documents_the_repository_has():
+    """A reader of the code has docs/, not the design papers it was built from: no "DESIGN section N" or "seed 00N"."""
+    import re
+
+    pattern = re.compile(r"DESIGN (section|property|order)|\bseeds? 00\d", re.IGNORECASE)
+    offenders = [f"{path.relative_to(ROOT.parent)}:{number}" for path in sorted(ROOT.rglob("*.py"))
+                 for number, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert offenders == []

@@ -1,4 +1,4 @@
-"""Layer 5 of the decision (DESIGN section 5): an agent-authored tool runs `auto` only when an operator has
+"""Layer 5 of the decision (docs/architecture.md, Decisions on a tool call): an agent-authored tool runs `auto` only when an operator has
 trusted the exact SHA-256 of its code.
 
     TrustLayer(trusted).check(ctx)      `trusted(run_id, tool, sha256)` answers from the trust store

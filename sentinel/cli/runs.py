@@ -1,7 +1,7 @@
 """Run commands: run, runs, show, approvals, approve, deny, resume, logs, status.
 
 Each command is a thin call into the engine (local mode) or the supervisor's
-socket (system mode); exit codes follow DESIGN section 8: 0 done, 3 paused
+socket (system mode); exit codes (docs/architecture.md, Runs): 0 done, 3 paused
 waiting for approval, 1 failed, 2 bad usage or input.
 """
 

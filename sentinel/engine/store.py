@@ -390,7 +390,7 @@ class Store:
             (time.time(), approval_id, digest))
         return cur.rowcount == 1
 
-    # -- tool trust (DESIGN section 5, layer 5) -------------------------------------------------------------
+    # -- tool trust (decision layer 5, docs/architecture.md) -------------------------------------------------------------
 
     def trust_agent(self, run_id: str) -> str:
         row = self.get_run(run_id)

@@ -13,7 +13,7 @@ from pathlib import Path
 from sentinel.errors import UsageError
 
 STARTER_CONFIG = """\
-# Sentinel rule gate (seed 000). Every key is optional; defaults shown.
+# Sentinel rule gate (docs/gate.md). Every key is optional; defaults shown.
 # backend: ollama            # ollama | claude | copilot | local | a named OpenAI-compatible backend
 # model: gemma3:4b
 # backends:

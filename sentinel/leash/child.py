@@ -5,7 +5,7 @@ own session, resets signal dispositions, joins a new session keyring and, as roo
 securebits, empties the capability bounding set and enters its own IPC namespace and a mount
 namespace where everything is read-only; it rehearses the request path on a made-up plan (so the
 copy-on-write faults of a fresh fork are taken now, not during the launch), and waits for its plan.
-With the plan it continues in DESIGN order:
+With the plan it continues in the order of docs/architecture.md:
 
     cgroups (the keeper's, inherited) -> rlimits -> [session keyring, IPC namespace, bounding set +
     securebits, done above] -> read-only mounts with the writable paths bound back (root; the

@@ -1,4 +1,4 @@
-"""Agent memory (DESIGN section 3): vaults of Markdown notes, their recall index, injection scanning.
+"""Agent memory (docs/architecture.md, State): vaults of Markdown notes, their recall index, injection scanning.
 
     sentinel.memory.vault.Memory    one scope: remember, recall, notes, read, forget, prompt_index
     sentinel.memory.index.Index     the SQLite FTS5 cache of a scope's notes (synced from the files)

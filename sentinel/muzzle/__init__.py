@@ -1,4 +1,4 @@
-"""Muzzle: the inspecting model proxy that holds the upstream credentials (DESIGN section 6).
+"""Muzzle: the inspecting model proxy that holds the upstream credentials (docs/muzzle.md).
 
     app.py        the OpenAI-compatible listener (starlette): auth, checks, forwarding, log
     tokens.py     per-run bearer tokens (hashes only), grants, budgets, spending (SQLite)
@@ -68,7 +68,7 @@ def model_for_run(name: str, config: "Config", *, run_id: str, agent: str,
     """The client a run's worker uses: an OpenAI-compatible client pointed at Muzzle with a run token.
 
     System mode: the supervisor issued the token and handed `endpoint` (Muzzle's URL, the token) to the
-    worker over its channel; the worker only ever holds those (DESIGN property 4) and never starts a
+    worker over its channel; the worker only ever holds those (docs/architecture.md, property 4) and never starts a
     Muzzle of its own. Local mode: an in-process Muzzle on an ephemeral loopback port, started on first
     use. With `muzzle.enabled: false` the backend is used directly (no inspection, no log).
     `also`: further models the run's token may use (the rule gate's judges).

@@ -7,7 +7,7 @@
             store    /var/lib/sentinel-muzzle/muzzle.db  log  /var/lib/sentinel-muzzle/muzzle.jsonl
             keys     /etc/sentinel/muzzle/keys.env (0600, Muzzle's user), then `api_key_file`
 
-Only Muzzle reads keys; a worker is handed Muzzle's URL and a run token (DESIGN property 4).
+Only Muzzle reads keys; a worker is handed Muzzle's URL and a run token (docs/architecture.md, property 4).
 SENTINEL_ETC_DIR moves /etc/sentinel and SENTINEL_MUZZLE_USER names Muzzle's system user (tests).
 """
 

@@ -1,4 +1,4 @@
-"""The action policy (DESIGN section 5, layers 1-2): grants, per-tool outcomes, bash command rules.
+"""The action policy (decision layers 1-2, docs/architecture.md): grants, per-tool outcomes, bash command rules.
 
 Loaded from policies/default.yaml, then merged with config.yaml `policy:` and the
 agent profile's `policy:`. Each command rule's `match` / `not_match` examples are

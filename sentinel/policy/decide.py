@@ -1,4 +1,4 @@
-"""The decision on one tool call (DESIGN section 5): a pure function over injected layers.
+"""The decision on one tool call (docs/architecture.md, Decisions on a tool call): a pure function over injected layers.
 
     decide(ctx, layers) -> Decision
 

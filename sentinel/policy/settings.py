@@ -1,4 +1,4 @@
-"""The rule gate's configuration (seed 000): every key with its default, one pydantic model.
+"""The rule gate's configuration (docs/gate.md): every key with its default, one pydantic model.
 
 The same model validates `gate:` in `$SENTINEL_HOME/config.yaml` (Sentinel's own
 runs) and `.claude/sentinel/config.yaml` in a repository (hooks for external
@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 Trigger = Literal["file_write", "bash", "mcp"]
 
-# Tool name -> trigger for the agents of seed 000, plus Gemini CLI, Copilot CLI and Codex names.
+# Tool name -> trigger for the agents the gate knows (docs/gate.md), plus Gemini CLI, Copilot CLI and Codex names.
 # MCP names follow each agent's own naming (sentinel.hooks.agents); `apply_patch` is parsed per file.
 DEFAULT_TOOL_MAP: dict[str, str] = {
     # Claude Code (and Codex, Cursor's preToolUse)
@@ -134,7 +134,7 @@ class GateSettings(_Section):
     @model_validator(mode="before")
     @classmethod
     def _compat(cls, data: Any) -> Any:
-        """Seed 000 backward compatibility: top-level `ollama_url` feeds backends.ollama.url."""
+        """Backward compatibility: top-level `ollama_url` feeds backends.ollama.url."""
         if not isinstance(data, dict):
             return data
         url = data.get("ollama_url")

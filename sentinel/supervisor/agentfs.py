@@ -2,7 +2,7 @@
 
 Every path is opened beneath the agent's home with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 RESOLVE_NO_MAGICLINKS), must be a regular file owned by the agent's uid, and is only ever read. The
-supervisor never writes here (DESIGN property 2): the worker, running as the agent, does.
+supervisor never writes here (docs/architecture.md, property 2): the worker, running as the agent, does.
 """
 
 from __future__ import annotations

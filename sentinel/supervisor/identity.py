@@ -6,8 +6,8 @@
                                             # create (or reuse) the agent's user and write its tree
     init_leash(user, store) -> Identity     # `sentinel init --leash USER`: register an existing user
 
-The tree (DESIGN section 3) is written by a process running as the agent's user, confined to its home
-(sentinel/supervisor/spawn.py), never by root (DESIGN property 2). `python -m sentinel.supervisor.identity
+The tree (docs/architecture.md, State) is written by a process running as the agent's user, confined to its home
+(sentinel/supervisor/spawn.py), never by root (docs/architecture.md, property 2). `python -m sentinel.supervisor.identity
 SPEC_JSON` is that process. Existing files are never overwritten: re-running setup adds, it does not
 rename or delete.
 """
@@ -292,7 +292,7 @@ def write_tree(pw: pwd.struct_passwd, name: str, display: str) -> None:
 
 
 def build_tree(home: Path, name: str, display: str) -> None:
-    """Runs as the agent's user: the DESIGN section 3 layout, head profile, starter soul, default_agent."""
+    """Runs as the agent's user: the layout of docs/architecture.md (State), head profile, starter soul, default_agent."""
     from sentinel import paths
 
     os.chmod(home, 0o700)

@@ -46,5 +46,5 @@ def etc_dir() -> Path:
 
 
 def agent_sentinel_home(home: str | Path) -> Path:
-    """An agent's state tree (DESIGN section 3)."""
+    """An agent's state tree (docs/architecture.md, State)."""
     return Path(home) / ".sentinel"

@@ -3,7 +3,7 @@
     spawn(Launch(...)) -> Spawned        a long-lived process (a run's worker); the caller watches its pidfd
     run(Launch(...))   -> (code, output) a short job (setup's tree writer), waited for here
 
-The forked child confines itself with Leash's layer functions in the order of DESIGN section 1:
+The forked child confines itself with Leash's layer functions in the order docs/architecture.md gives (Processes and privilege):
 
     join cgroup -> rlimits -> securebits + capability bounding set -> setgroups([]) -> setresgid ->
     setresuid -> clear capabilities -> pdeathsig again -> no_new_privs -> seccomp -> Landlock -> execve

@@ -1,6 +1,6 @@
 """The callback envelope a hook session gets as its first message, and the fallback's concise summary.
 
-    env = envelope(watcher, data, value, dedupe_key, now)    # exactly seed 003's fields
+    env = envelope(watcher, data, value, dedupe_key, now)    # exactly the envelope fields of docs/watchers.md
     summary(env, why="escalated (warning): needs a person")  # what the fallback relay delivers
 
 `fire.operatorGoalFile` is read at fire time, every time, into `mode.operatorGoalRuntimeContext`.

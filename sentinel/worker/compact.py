@@ -91,7 +91,7 @@ class Keeper:
                    for i, item in enumerate(self.log.plan, 1))
 
     def before_children(self, run: Run) -> None:
-        """Seed 001: the scribe writes before a child run starts, so a crash in the child loses no state."""
+        """The scribe writes before a child run starts, so a crash in the child loses no state."""
         self._catch_up(run)
         if self.log.changes:
             self.checkpoint(run, "before children")

@@ -1,4 +1,4 @@
-"""The policy gate (DESIGN section 5, layers 3 and 4; seeds 000 and 004).
+"""The policy gate (decision layers 3 and 4; docs/gate.md).
 
     action.py     the internal action every agent's payload becomes (trigger, target, ...)
     scope.py      glob and pattern matching, compiled once (wcmatch) and cached as regexes
@@ -7,7 +7,7 @@
     prompts.py    template variables, system prompts and the JSON schemas of every model call
     judges/       backends: ollama (native), OpenAI-compatible, local llama.cpp, claude and copilot CLIs
     engine.py     one judge call per matching rule, in parallel; severities; fail_open; telemetry
-    alignment.py  the alignment rule kind (seed 004)
+    alignment.py  the alignment rule kind (docs/gate.md, Alignment rules)
     lock.py       the flock-based priority lock shared by judge, synthesizer, accumulator, scribe
     telemetry.py  JSONL evaluation log and `rules stats`
     context.py    the session context accumulator (Stop)

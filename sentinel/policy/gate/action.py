@@ -5,7 +5,7 @@
 
 An Action has a trigger (file_write | bash | mcp | other) and a target (the file
 path relative to the repository, the command string, or `server:tool`), plus the
-fields the prompt templates of seed 000 use.
+fields the gate's prompt templates use (docs/gate.md).
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def mcp(tool_name: str, tool_input: dict, server: str, tool: str) -> Action:
 
 def classify(tool_name: str, tool_input: dict | None, tool_map: dict[str, str], mcp_prefix: str,
              mcp_separator: str) -> Action:
-    """Seed 000 step 1-2: the tool name decides the trigger via tool_map, then the MCP prefix."""
+    """The tool name decides the trigger via tool_map, then the MCP prefix."""
     data = tool_input if isinstance(tool_input, dict) else {}
     trigger = tool_map.get(tool_name)
     if trigger == "file_write":
@@ -163,7 +163,7 @@ def summary(action: Action) -> str:
 
 
 def template_vars(action: Action, content_max_chars: int, *, session_context: str = "") -> dict[str, str]:
-    """The template variables of seed 000 for one action."""
+    """The gate's template variables (docs/gate.md) for one action."""
     values = {"action_summary": summary(action), "tool_name": action.tool_name, "trigger": action.trigger,
               "file_path": "", "content_snippet": "", "content_length": "", "command": "", "server_name": "",
               "mcp_tool": "", "mcp_arguments": "", "tool_output": action.tool_output[:content_max_chars],

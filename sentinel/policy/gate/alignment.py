@@ -1,4 +1,4 @@
-"""The alignment rule kind (seed 004): does this action serve the original request and the agent's mission?
+"""The alignment rule kind (docs/gate.md, Alignment rules): does this action serve the original request and the agent's mission?
 
     Intent(original_request, mission, agent_id)    what the action is judged against
     category(action)                                read_only | creates_state | modifies_state |
@@ -7,7 +7,7 @@
     decision(answer)                                (rejected?, reason)
 
 A rule file with `kind: alignment` turns it on; `skip_read_only: true` approves
-read-only actions without a model call (seed 004's optional skip heuristic); the
+read-only actions without a model call (the optional skip heuristic of docs/gate.md); the
 rule's `prompt`, if any, is appended to the system prompt as extra guidance. Errors
 fail open (with a telemetry line) unless the gate is in strict mode.
 """

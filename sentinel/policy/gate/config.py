@@ -97,7 +97,7 @@ def log_path(config_dir: str, log_file: Any, default_name: str) -> str | None:
 
 
 def repo_paths(root: str, cfg: dict[str, Any]) -> GatePaths:
-    """Seed 000's repository layout: .claude/sentinel/{config.yaml,rules/,drafts/,sentinel.log}, .sentinel/."""
+    """The gate's repository layout (docs/gate.md): .claude/sentinel/{config.yaml,rules/,drafts/,sentinel.log}, .sentinel/."""
     config_dir = os.path.join(root, ".claude", "sentinel")
     return GatePaths(config_dir=config_dir, state_dir=os.path.join(root, ".sentinel"),
                      rules_dirs=[os.path.join(config_dir, cfg.get("rules_dir") or "rules")],

@@ -1,4 +1,4 @@
-"""The session context accumulator (seed 000): a rolling summary of the agent's session, updated on Stop.
+"""The session context accumulator (docs/gate.md): a rolling summary of the agent's session, updated on Stop.
 
 Reads the transcript entries added since the last checkpoint, compacts them, and when
 at least `context.min_events` new events exist asks the model to merge them into the

@@ -1,4 +1,4 @@
-"""Evaluation: scope first, then one judge call per matching rule, all in parallel (seed 000 steps 3-6).
+"""Evaluation: scope first, then one judge call per matching rule, all in parallel (docs/gate.md).
 
     Gate(config, rules, paths, judges).pre(action, ...)   -> Verdict   before the tool runs
     Gate(...).post(action, ...)                            -> Verdict   after it ran (info rules with post: true)

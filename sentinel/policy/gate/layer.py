@@ -1,9 +1,9 @@
-"""The gate inside Sentinel's own runs: layers 3 (rules) and 4 (alignment) of DESIGN section 5.
+"""The gate inside Sentinel's own runs: layers 3 (rules) and 4 (alignment) of the decision (docs/architecture.md).
 
     RuleGate.for_sentinel(home, settings, config=None, *, judges=None, system_rules="auto") -> RuleGate
     gate.check(ctx: CallContext) -> list[LayerResult]
 
-Tool calls map onto seed 000's triggers: `write_file`/`edit_file` are file_write (target:
+Tool calls map onto the gate's triggers (docs/gate.md): `write_file`/`edit_file` are file_write (target:
 the path relative to the run's workspace), `bash` is bash (target: the command), MCP-style
 names (`mcp_prefix`) are mcp, anything else only meets `trigger: any` rules. `block` ->
 deny with the judge's reason; `warn` -> auto with the warning as the note; `info` ->

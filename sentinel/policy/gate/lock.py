@@ -1,4 +1,4 @@
-"""The priority lock (seed 000): one flock-based lockfile per session shared by the consumers of a local GPU.
+"""The priority lock (docs/gate.md): one flock-based lockfile per session shared by the consumers of a local GPU.
 
     consumer      priority  waits
     judge         P0        never: a non-blocking try; proceeds whether or not it got the lock

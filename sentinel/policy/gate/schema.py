@@ -1,7 +1,7 @@
-"""Rule files: validation of one rule per YAML file (seed 000 fields, plus `kind: alignment`).
+"""Rule files: validation of one rule per YAML file (docs/gate.md's fields, plus `kind: alignment`).
 
     id        defaults to the file stem
-    kind      judge (default) | alignment (seed 004)
+    kind      judge (default) | alignment (docs/gate.md, Alignment rules)
     trigger   file_write | bash | mcp | any
     severity  block | warn | info   (alignment: block | warn)
     post      info rules only: synthesize context after the tool ran

@@ -1,4 +1,4 @@
-"""The scribe (seed 000): conventions from sessions and documentation become draft rules for review.
+"""The scribe (docs/gate.md): conventions from sessions and documentation become draft rules for review.
 
     reflect(...)   on Stop: the compacted transcript -> extraction -> validation -> drafts
     learn(...)     `sentinel rules learn`: files matching scribe.doc_globs -> the same pipeline

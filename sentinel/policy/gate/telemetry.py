@@ -1,4 +1,4 @@
-"""JSONL telemetry: one line per evaluation (seed 000's fields), and `rules stats` over it.
+"""JSONL telemetry: one line per evaluation (the fields docs/gate.md lists), and `rules stats` over it.
 
     {"ts", "rule_id", "trigger", "target", "violation", "confidence", "reason",
      "elapsed_ms", "model", "backend"}  (+ "severity", "kind", and "error" when the call failed)
