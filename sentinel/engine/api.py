@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Iterator, Protocol, Self, Sequence
 
 from sentinel.engine.events import Event, Listener
 
@@ -120,7 +120,7 @@ class Closing:
 
     def close(self) -> None: ...
 
-    def __enter__(self):  # type: ignore[no-untyped-def] - the engine itself, whichever it is
+    def __enter__(self) -> Self:  # the engine itself, whichever it is
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -35,7 +35,8 @@ class Hierarchies:
 
 def _mounts() -> tuple[tuple[str, Path] | None, dict[str, tuple[str, Path]]]:
     """(root, mountpoint) of the cgroup2 mount, and per v1 controller."""
-    v2, v1 = None, {}
+    v2: tuple[str, Path] | None = None
+    v1: dict[str, tuple[str, Path]] = {}
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:

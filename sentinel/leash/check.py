@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from sentinel import paths
 from sentinel.leash import cgroups, lsm, nft, prepared, seccomp, settings_cache
@@ -11,7 +12,7 @@ from sentinel.leash.launch import identity
 from sentinel.leash.profile import Profile, tool_profile, worker_profile
 
 
-def kernel() -> dict:
+def kernel() -> dict[str, Any]:
     abi = lsm.abi_version()
     h = cgroups.detect()
     return {
@@ -24,7 +25,7 @@ def kernel() -> dict:
     }
 
 
-def _layers(prof: Profile, root: bool, uid_change: bool, tool: bool) -> dict:
+def _layers(prof: Profile, root: bool, uid_change: bool, tool: bool) -> dict[str, Any]:
     built = lsm.build(lsm.RulesetSpec(read=prof.read, write=prof.write, tcp_connect=prof.tcp_connect)) \
         if lsm.abi_version() else None
     if built is not None:
@@ -44,13 +45,13 @@ def _layers(prof: Profile, root: bool, uid_change: bool, tool: bool) -> dict:
     return {"enforced": [w for w in wanted if w not in missing], "missing": missing}
 
 
-def _describe(prof: Profile) -> dict:
+def _describe(prof: Profile) -> dict[str, Any]:
     return {"read_only": prof.read, "read_write": prof.write, "tcp_connect_ports": prof.tcp_connect,
             "network": prof.network, "rlimits": prof.rlimits, "memory_bytes": prof.memory_bytes,
             "pids_max": prof.pids_max}
 
 
-def report(agent: str | None = None, workspace: Path | None = None) -> dict:
+def report(agent: str | None = None, workspace: Path | None = None) -> dict[str, Any]:
     from sentinel import config
 
     cfg = config.load()

@@ -30,6 +30,7 @@ import signal
 import socket
 import time
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from sentinel.leash import mounts, privs, seccomp, wire
 
@@ -107,6 +108,7 @@ def _rehearse(root: bool) -> None:
     if seccomp.supported():
         privs.seccomp_fprog(_seccomp_program(plan))
     _resolve(plan.argv[0], plan.env)
+    assert plan.trace is not None  # the sample asks for a trace
     plan.trace["child:start"] = time.monotonic()
     json.dumps({"applied": plan.ruleset_layers, "missing": plan.missing, "trace": plan.trace})
 
@@ -140,7 +142,7 @@ def _drop_bounding() -> None:
     privs.drop_bounding_set()
 
 
-def plan_from_wire(msg: dict, fds: list[int], keeper_pid: int, root: bool) -> ChildPlan:
+def plan_from_wire(msg: dict[str, Any], fds: list[int], keeper_pid: int, root: bool) -> ChildPlan:
     """fds: stdin, stdout, stderr, status pipe, then the Landlock ruleset if any. The idmap fd is
     the keeper's own, inherited through fork: the plan names it."""
     return ChildPlan(argv=msg["argv"], env=msg["env"], cwd=msg["cwd"], stdio=(fds[0], fds[1], fds[2]),
@@ -180,7 +182,10 @@ def _confine_and_exec(plan: ChildPlan) -> None:
     if plan.idmap_fd is not None:
         os.close(plan.idmap_fd)
     if plan.uid is not None:
-        _layer(plan, "uid", lambda: _switch_user(plan.uid, plan.gid))
+        uid, gid = plan.uid, plan.gid
+        if gid is None:
+            raise _Refused("a user switch needs a group id")
+        _layer(plan, "uid", lambda: _switch_user(uid, gid))
     if plan.root:
         _layer(plan, "caps-cleared", _clear_caps)
     privs.set_pdeathsig(signal.SIGKILL)  # setresuid cleared it
@@ -195,7 +200,7 @@ def _confine_and_exec(plan: ChildPlan) -> None:
         os.chdir(plan.cwd)
     except OSError as exc:
         raise _Refused(f"cannot enter working directory {plan.cwd}: {exc.strerror}") from None
-    status = {"applied": plan.applied, "missing": plan.missing}
+    status: dict[str, Any] = {"applied": plan.applied, "missing": plan.missing}
     if plan.trace is not None:
         plan.trace["child:ready"] = time.monotonic()
         status["trace"] = plan.trace
@@ -203,7 +208,7 @@ def _confine_and_exec(plan: ChildPlan) -> None:
     _exec(plan)
 
 
-def _layer(plan: ChildPlan, name: str, fn) -> None:
+def _layer(plan: ChildPlan, name: str, fn: Callable[[], object]) -> None:
     try:
         fn()
         plan.applied.append(name)
@@ -220,7 +225,7 @@ def _stdio(plan: ChildPlan) -> None:
         if fd != target:
             os.dup2(fd, target)
         os.set_inheritable(target, True)
-    keep = sorted({plan.status_fd, plan.ruleset_fd, plan.idmap_fd} - {None})
+    keep = sorted(fd for fd in (plan.status_fd, plan.ruleset_fd, plan.idmap_fd) if fd is not None)
     low = 3
     for fd in keep:
         os.closerange(low, fd)
@@ -279,6 +284,7 @@ def _clear_caps() -> None:
 def _landlock(plan: ChildPlan) -> None:
     from sentinel.leash import lsm
 
+    assert plan.ruleset_fd is not None  # the caller checked
     try:
         lsm.restrict_self(plan.ruleset_fd)
         plan.applied.extend(plan.ruleset_layers)
@@ -316,7 +322,7 @@ def _exec(plan: ChildPlan) -> None:
         os._exit(EXIT_EXEC)
 
 
-def _report(fd: int, message: dict) -> None:
+def _report(fd: int, message: dict[str, Any]) -> None:
     try:
         os.write(fd, json.dumps(message).encode() + b"\n")
     except OSError:

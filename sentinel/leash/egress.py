@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
 from sentinel.leash.policy import domain_allowed
@@ -36,7 +36,7 @@ class Grant:
 
 Lookup = Callable[[int | None], "Grant | None"]
 Resolver = Callable[[str, int], Awaitable[list[str]]]
-Audit = Callable[[dict], None]
+Audit = Callable[[dict[str, Any]], None]
 
 
 class Denied(Exception):
@@ -47,7 +47,7 @@ class Denied(Exception):
 
 async def system_resolve(host: str, port: int) -> list[str]:
     infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return [info[4][0] for info in infos]
+    return [str(info[4][0]) for info in infos]
 
 
 def public(addr: str) -> bool:
@@ -62,7 +62,7 @@ class EgressProxy:
         self.allow_private, self.connect_timeout_s = allow_private, connect_timeout_s
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        record: dict = {"peer": _peer(writer)}
+        record: dict[str, Any] = {"peer": _peer(writer)}
         try:
             head = await _read_head(reader)
             method, target, headers = _parse(head)
@@ -85,7 +85,8 @@ class EgressProxy:
             up_writer.write(_origin_request(method, path, headers))
         await _relay(reader, writer, up_reader, up_writer)
 
-    async def _open(self, host: str, port: int, uid: int | None, record: dict):
+    async def _open(self, host: str, port: int, uid: int | None,
+                    record: dict[str, Any]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         grant = self.lookup(uid)
         if grant is None:
             raise Denied(403, f"no egress grant for uid {uid}")
@@ -109,7 +110,7 @@ class EgressProxy:
         record["why"] = f"allowlist entry {rule}"
         return streams
 
-    def _audit(self, record: dict, decision: str, reason: str) -> None:
+    def _audit(self, record: dict[str, Any], decision: str, reason: str) -> None:
         try:
             self.audit({**record, "decision": decision, "reason": reason})
         except Exception:  # noqa: BLE001 - a failing audit sink must not take the proxy down
@@ -171,7 +172,8 @@ async def _respond(writer: asyncio.StreamWriter, status: int, reason: str) -> No
     await _close(writer)
 
 
-async def _relay(reader, writer, up_reader, up_writer) -> None:
+async def _relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, up_reader: asyncio.StreamReader,
+                 up_writer: asyncio.StreamWriter) -> None:
     async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
         try:
             while data := await src.read(65536):
@@ -227,7 +229,7 @@ def socket_uid(addr: str, port: int, remote_addr: str, remote_port: int) -> int 
     return None
 
 
-def _endpoint(text: str) -> tuple:
+def _endpoint(text: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]:
     hexaddr, hexport = text.split(":")
     raw = bytes.fromhex(hexaddr)
     # /proc prints the address as host-order 32-bit words
@@ -270,7 +272,7 @@ def policy_lookup(system: bool, policy_dir: Path | None = None) -> Lookup:
 def jsonl_audit(path: Path) -> Audit:
     lock = threading.Lock()
 
-    def write(rec: dict) -> None:
+    def write(rec: dict[str, Any]) -> None:
         line = json.dumps({"t": time.time(), "kind": "egress", **rec}, sort_keys=True, default=str)
         with lock, open(path, "a") as f:
             f.write(line + "\n")
@@ -285,19 +287,22 @@ class Background:
         self.proxy, self.host, self.port = proxy, host, port
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.server = None
+        self.server: asyncio.Server | None = None
 
     def start(self) -> "Background":
         self.thread.start()
         fut = asyncio.run_coroutine_threadsafe(self.proxy.serve(self.host, self.port), self.loop)
-        self.server = fut.result(10)
-        self.port = self.server.sockets[0].getsockname()[1]
+        server = self.server = fut.result(10)
+        self.port = server.sockets[0].getsockname()[1]
         return self
 
     def stop(self) -> None:
-        async def shutdown():
-            self.server.close()
-            await self.server.wait_closed()
+        server = self.server
+
+        async def shutdown() -> None:
+            if server is not None:
+                server.close()
+                await server.wait_closed()
 
         asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)

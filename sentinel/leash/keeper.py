@@ -19,6 +19,7 @@ import signal
 import socket
 import struct
 import time
+from typing import Any
 
 from sentinel.leash import cgroups, child, mounts, prefault, privs, seccomp, wire
 
@@ -58,7 +59,7 @@ def keep(ctl: socket.socket, notify_fd: int, idle_timeout_s: float | None) -> No
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     privs.set_pdeathsig(signal.SIGKILL)
     privs.set_child_subreaper()
-    kept = {ctl.fileno(), notify_fd, ToolIdentity.idmap_fd} - {None}
+    kept = {fd for fd in (ctl.fileno(), notify_fd, ToolIdentity.idmap_fd) if fd is not None}
     _close_strays(kept)  # the launcher's pipe end and pidfds
     group = _join_group()
     prefault.prefault()
@@ -194,7 +195,7 @@ def _serve(conn: socket.socket, group: cgroups.Group | None, launchee: tuple[int
 
 
 class Launch:
-    def __init__(self, req: dict, fds: list[int], conn: socket.socket, group: cgroups.Group | None,
+    def __init__(self, req: dict[str, Any], fds: list[int], conn: socket.socket, group: cgroups.Group | None,
                  launchee: tuple[int, socket.socket]):
         self.req, self.conn, self.group = req, conn, group
         self.pid, self.child_sock = launchee
@@ -211,14 +212,14 @@ class Launch:
         if self.timing:
             self.timing[stage] = time.monotonic()
 
-    def run(self) -> dict:
+    def run(self) -> dict[str, Any]:
         try:
             return self._run()
         finally:
             for fd in self.fds.values():
                 _close(fd)
 
-    def _run(self) -> dict:
+    def _run(self) -> dict[str, Any]:
         self._cgroup()
         stdio, out_r = self._stdio()
         status_r, status_w = os.pipe2(os.O_CLOEXEC)
@@ -238,7 +239,7 @@ class Launch:
             os.close(stdio[1])
         return self._watch(self.pid, status_r, out_r)
 
-    def _who(self) -> dict:
+    def _who(self) -> dict[str, Any]:
         """The plan's identity: the caller's agent user; as root without one, the tool's own uid with
         its idmapping (never uid 0); otherwise the caller's uid, whose other tasks RLIMIT_NPROC counts."""
         uid = self.req.get("uid")
@@ -269,7 +270,7 @@ class Launch:
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         return (self.fds["stdin"], out_w, out_w), out_r
 
-    def _watch(self, pid: int, status_r: int, out_r: int | None) -> dict:
+    def _watch(self, pid: int, status_r: int, out_r: int | None) -> dict[str, Any]:
         status = wire.read_status(status_r)
         self.mark("exec")
         self.timing.update(status.pop("trace", {}))
@@ -283,7 +284,7 @@ class Launch:
         if out_r is not None:
             self._drain(out_r)
         self.mark("drained")
-        result = {"exit_code": code, "timed_out": timed_out, "applied": self.applied, "missing": self.missing}
+        result: dict[str, Any] = {"exit_code": code, "timed_out": timed_out, "applied": self.applied, "missing": self.missing}
         if self.unused:
             result["unused"] = True
         if "exec_error" in status:
@@ -310,14 +311,14 @@ class Launch:
             while True:
                 events = poller.poll(clock.wait_ms())
                 if not events and clock.expired():
-                    if clock.arrived():  # handed over just as the idle bound ran out: the timeout starts now
-                        poller.unregister(clock.stdin)
+                    if clock.arrived() and clock.stdin is not None:  # handed over just as the idle bound
+                        poller.unregister(clock.stdin)                    # ran out: the timeout starts now
                         clock.handed_over()
                         continue
                     _wait_all(pid, self.group)
                     self.unused = clock.stdin is not None
                     return None, True
-                for fd, ev in events:
+                for fd, _ev in events:
                     if fd == out_r:
                         if not self._read_some(out_r):
                             poller.unregister(out_r)
@@ -338,7 +339,7 @@ class Launch:
 
     def _read_some(self, fd: int) -> bool:
         data = os.read(fd, 65536)
-        if data:
+        if data and self.out is not None:
             self.out.feed(data)
         return bool(data)
 
@@ -358,7 +359,7 @@ class _Clock:
     stdin pipe first turns readable (the caller wrote to it or closed it: the hand-over), and until then
     `idle_s` bounds how long the command may wait for it."""
 
-    def __init__(self, req: dict, stdin: int | None):
+    def __init__(self, req: dict[str, Any], stdin: int | None):
         self.timeout = req.get("timeout_s")
         self.stdin = stdin if req.get("timeout_from_stdin") else None
         limit = req.get("idle_s") if self.stdin is not None else self.timeout

@@ -23,17 +23,18 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable, Sequence
 
+from sentinel.errors import UsageError
 from sentinel.leash import prepared, privs, wire
 from sentinel.leash.errors import LaunchFailed, SandboxUnavailable
 from sentinel.leash.profile import DEFAULT_PATH, Profile, tool_profile
-from sentinel.errors import UsageError
 
 _lock = threading.Lock()
 _ctl: socket.socket | None = None
 _owner = 0
 _pid = 0
-TRACE: list[dict] = []  # benchmarks append a dict here to collect per-stage timestamps of each launch
+TRACE: list[dict[str, Any]] = []  # benchmarks append a dict here to collect per-stage timestamps of each launch
 
 
 @dataclass
@@ -117,6 +118,8 @@ def _connect() -> socket.socket:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             with _lock:
+                if _ctl is None:
+                    raise OSError("the launcher is not running")
                 socket.send_fds(_ctl, [b"L"], [theirs.fileno()])
             return ours
         except OSError:
@@ -137,12 +140,12 @@ def _reset() -> None:
         _ctl = None
 
 
-def request(spec: dict, fds: list[int] = ()) -> dict:
+def request(spec: dict[str, Any], fds: Sequence[int] = ()) -> dict[str, Any]:
     """Send one launch request and wait for its answer (the keeper enforces the timeout)."""
     return _answer(_send(spec, fds))
 
 
-def _send(spec: dict, fds: list[int]) -> socket.socket:
+def _send(spec: dict[str, Any], fds: Sequence[int]) -> socket.socket:
     conn = _connect()
     try:
         wire.send(conn, spec, fds)
@@ -152,7 +155,7 @@ def _send(spec: dict, fds: list[int]) -> socket.socket:
     return conn
 
 
-def _answer(conn: socket.socket) -> dict:
+def _answer(conn: socket.socket) -> dict[str, Any]:
     try:
         answer, _ = wire.recv(conn)
     except (OSError, ConnectionError) as exc:
@@ -245,7 +248,7 @@ def start(argv: list[str], prof: Profile, *, cwd: Path, env: dict[str, str], tim
 
 
 def _request(argv: list[str], prof: Profile, cwd: Path, env: dict[str, str], timeout_s: float | None, who: Identity,
-             sandbox: str, output_max_chars: int, stdio: tuple[int, int, int] | None) -> tuple[dict, list[int]]:
+             sandbox: str, output_max_chars: int, stdio: tuple[int, int, int] | None) -> tuple[dict[str, Any], list[int]]:
     """The request for one launch and its fds (the Landlock ruleset, the caller's stdio); refuses early when
     `enforce` needs a layer this kernel lacks."""
     if not argv:
@@ -260,23 +263,24 @@ def _request(argv: list[str], prof: Profile, cwd: Path, env: dict[str, str], tim
     missing = prepared.plan_missing(ruleset)
     if missing and sandbox == "enforce":
         raise SandboxUnavailable(prepared.refusal(missing))
-    spec = {"argv": [str(a) for a in argv], "cwd": str(cwd), "env": env, "timeout_s": timeout_s,
+    roles: list[str] = []
+    spec: dict[str, Any] = {"argv": [str(a) for a in argv], "cwd": str(cwd), "env": env, "timeout_s": timeout_s,
             "profile": prof.keeper_fields(), "uid": who.uid, "gid": who.gid, "sandbox": sandbox,
             "capture": stdio is None, "output_max_chars": output_max_chars, "missing": missing,
-            "ruleset_layers": ruleset.applied if ruleset else [], "writable": write, "fd_roles": []}
+            "ruleset_layers": ruleset.applied if ruleset else [], "writable": write, "fd_roles": roles}
     if os.geteuid() == 0 and who.uid is None:
         spec["expose"] = prepared.exposed(tuple(prof.read + write + [str(cwd)]))
     fds: list[int] = []
     if ruleset is not None:
-        spec["fd_roles"].append("ruleset")
+        roles.append("ruleset")
         fds.append(ruleset.fd)
     if stdio is not None:
-        spec["fd_roles"] += ["stdin", "stdout", "stderr"]
+        roles += ["stdin", "stdout", "stderr"]
         fds += list(stdio)
     return spec, fds
 
 
-def _traced(spec: dict, send) -> dict:
+def _traced(spec: dict[str, Any], send: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     if not TRACE:
         return send()
     spec["trace"] = True
@@ -286,7 +290,7 @@ def _traced(spec: dict, send) -> dict:
     return answer
 
 
-def _result(answer: dict) -> ToolResult:
+def _result(answer: dict[str, Any]) -> ToolResult:
     return ToolResult(answer.get("exit_code"), answer.get("output", ""), answer.get("timed_out", False),
                       answer.get("truncated", False), answer.get("applied", []), answer.get("missing", []),
                       answer.get("unused", False))
@@ -295,7 +299,7 @@ def _result(answer: dict) -> ToolResult:
 def run_tool(argv: list[str], *, cwd: Path, workspace: Path, timeout_s: float, env: dict[str, str] | None = None,
              profile: str = "tool", agent: str | None = None, sandbox: str = "enforce",
              output_max_chars: int = 20000, stdin: bytes | None = None,
-             extra_read: list[str] = ()) -> ToolResult:
+             extra_read: Sequence[str] = ()) -> ToolResult:
     """Run one tool command under the agent's tool profile (see the module docstring)."""
     if profile != "tool":
         raise ValueError(f"run_tool runs the tool profile, not {profile!r}; use launch() for others")

@@ -88,7 +88,7 @@ class Pool:
         for _ in range(SPARES):
             self._fork(core=True)
         while True:
-            for fd, ev in self.poller.poll():
+            for fd, _ev in self.poller.poll():
                 if fd == self.ctl.fileno():
                     return
                 if fd == self.notes_r:

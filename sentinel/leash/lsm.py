@@ -17,8 +17,9 @@ import os
 import platform
 import stat
 from dataclasses import dataclass, field
+from typing import Any
 
-from landlock import FSAccess
+from landlock import FSAccess  # type: ignore[import-untyped]
 
 from sentinel.leash import privs
 
@@ -55,9 +56,9 @@ class LandlockError(OSError):
     pass
 
 
-def _syscall(nr: int, *args) -> int:
+def _syscall(nr: int, *args: Any) -> int:
     ctypes.set_errno(0)
-    res = privs.libc().syscall(ctypes.c_long(nr), *args)
+    res: int = privs.libc().syscall(ctypes.c_long(nr), *args)
     if res < 0:
         err = ctypes.get_errno()
         raise LandlockError(err, os.strerror(err))

@@ -32,6 +32,7 @@ import os
 import platform
 import socket
 import stat
+from collections.abc import Sequence
 
 from sentinel.leash import privs
 
@@ -62,7 +63,7 @@ def readonly_root() -> None:
     _setattr(AT_FDCWD, b"/", AT_RECURSIVE, _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0), "mount_setattr /")
 
 
-def bind_writable(dirs: list[str], idmap_fd: int | None = None, expose: list[str] = ()) -> None:
+def bind_writable(dirs: list[str], idmap_fd: int | None = None, expose: Sequence[str] = ()) -> None:
     """Make each existing directory in `dirs` (and what is mounted beneath it) writable again; with
     `idmap_fd`, idmapped, and each of `expose` reachable (read-only, idmapped). Trees are cloned
     before any ancestor is exposed, so each is a clone of the real mount, never of an idmapped one."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from typing import Any
 
 from sentinel.leash import privs
 
@@ -20,7 +21,7 @@ MADV_POPULATE_WRITE = 23
 
 
 @functools.lru_cache(1)
-def _madvise():
+def _madvise() -> Any:
     fn = privs.libc().madvise
     fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
     fn.restype = ctypes.c_int

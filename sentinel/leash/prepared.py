@@ -23,13 +23,13 @@ MAX_RULESETS = 32
 OPTIONAL_LAYERS = ("cgroup",)
 
 _lock = threading.Lock()
-_rulesets: OrderedDict[tuple, lsm.Built | None] = OrderedDict()
-_tmpdirs: dict[tuple, str] = {}
+_rulesets: OrderedDict[tuple[object, ...], lsm.Built | None] = OrderedDict()
+_tmpdirs: dict[tuple[object, ...], str] = {}
 _tmp_owner = 0
 
 
-def _identity(paths: list[str]) -> tuple:
-    out = []
+def _identity(paths: list[str]) -> tuple[tuple[str, int | None, int | None], ...]:
+    out: list[tuple[str, int | None, int | None]] = []
     for path in paths:
         try:
             st = os.stat(path)

@@ -175,7 +175,7 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def seccomp_fprog(program: bytes) -> tuple[ctypes.Array, _SockFprog]:
+def seccomp_fprog(program: bytes) -> tuple[ctypes.Array[ctypes.c_char], _SockFprog]:
     """The sock_fprog for `program`, with the buffer it points into (keep both alive)."""
     buf = ctypes.create_string_buffer(program, len(program))
     return buf, _SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))

@@ -17,6 +17,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Sequence
 
 from sentinel import paths
 from sentinel.errors import UsageError
@@ -51,7 +52,7 @@ class Profile:
     private_tmp: bool = True
     env: dict[str, str] = field(default_factory=dict)
 
-    def keeper_fields(self) -> dict:
+    def keeper_fields(self) -> dict[str, Any]:
         return {"network": self.network, "rlimits": self.rlimits, "memory_bytes": self.memory_bytes,
                 "pids_max": self.pids_max}
 
@@ -97,7 +98,7 @@ def proxy_env(host: str, port: int) -> dict[str, str]:
     return {k: url for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy")}
 
 
-def tool_profile(workspace: Path, policy: LeashPolicy, *, proxy: tuple[str, int], extra_read: list[str] = (),
+def tool_profile(workspace: Path, policy: LeashPolicy, *, proxy: tuple[str, int], extra_read: Sequence[str] = (),
                  home: Path | None = None) -> Profile:
     ws = _real(workspace)
     write = [ws] + [_real(p) for p in policy.read_write]

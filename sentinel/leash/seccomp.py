@@ -98,11 +98,11 @@ def syscall_nr(name: str) -> int:
 class _Asm:
     """Classic BPF with named forward-jump targets; `code()` resolves them."""
 
-    def __init__(self):
-        self.insns: list[tuple[int, object, object, int]] = []
+    def __init__(self) -> None:
+        self.insns: list[tuple[int, int | str, int | str, int]] = []
         self.labels: dict[str, int] = {}
 
-    def op(self, code: int, k: int = 0, jt: object = 0, jf: object = 0) -> None:
+    def op(self, code: int, k: int = 0, jt: int | str = 0, jf: int | str = 0) -> None:
         self.insns.append((code, jt, jf, k))
 
     def load(self, offset: int) -> None:
@@ -120,11 +120,10 @@ class _Asm:
     def code(self) -> bytes:
         out = []
         for pos, (code, jt, jf, k) in enumerate(self.insns):
-            jt, jf = (self._offset(pos, j) for j in (jt, jf))
-            out.append(struct.pack("=HBBI", code, jt, jf, k & 0xFFFFFFFF))
+            out.append(struct.pack("=HBBI", code, self._offset(pos, jt), self._offset(pos, jf), k & 0xFFFFFFFF))
         return b"".join(out)
 
-    def _offset(self, pos: int, target: object) -> int:
+    def _offset(self, pos: int, target: int | str) -> int:
         if isinstance(target, int):
             return target
         offset = self.labels[target] - pos - 1

@@ -7,11 +7,12 @@ import json
 import os
 import socket
 import struct
+from typing import Any, Sequence
 
 MAX_MESSAGE = 64 * 1024 * 1024
 
 
-def send(sock: socket.socket, message: dict, fds: list[int] = ()) -> None:
+def send(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
     payload = json.dumps(message).encode()
     data = struct.pack("!I", len(payload)) + payload
     if fds:
@@ -34,7 +35,7 @@ def recv_fds(sock: socket.socket, bufsize: int, maxfds: int, flags: int = 0) -> 
     return msg, list(fds)
 
 
-def recv(sock: socket.socket, maxfds: int = 0) -> tuple[dict | None, list[int]]:
+def recv(sock: socket.socket, maxfds: int = 0) -> tuple[dict[str, Any] | None, list[int]]:
     """One message and any fds sent with it; (None, []) on a clean EOF."""
     if maxfds:
         head, fds = recv_fds(sock, 4, maxfds)
@@ -60,7 +61,7 @@ def _exact(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_status(fd: int) -> dict:
+def read_status(fd: int) -> dict[str, Any]:
     """Read a launch child's status pipe to EOF (JSON lines, merged) and close it."""
     chunks = []
     try:
@@ -68,7 +69,7 @@ def read_status(fd: int) -> dict:
             chunks.append(chunk)
     finally:
         os.close(fd)
-    status: dict = {}
+    status: dict[str, Any] = {}
     for line in b"".join(chunks).splitlines():
         try:
             status.update(json.loads(line))

@@ -61,7 +61,7 @@ def test_claude_plugin_files():
     assert manifest["name"] == "sentinel" and manifest["version"]
     hooks = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]
     assert set(hooks) == {"PreToolUse", "PostToolUse", "Stop"}
-    for event, entries in hooks.items():
+    for entries in hooks.values():
         for entry in entries:
             for hook in entry["hooks"]:
                 assert hook["command"].startswith("sentinel hook claude-code ")
