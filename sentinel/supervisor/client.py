@@ -76,9 +76,7 @@ def connect_agent() -> "SystemEngine | None":
     engine = SystemEngine(path)
     try:
         status = engine.status()
-    except Denied:
-        return None
-    except SentinelError:  # no supervisor behind a stale door
+    except SentinelError:  # Denied: not a registered agent's user; or no supervisor behind a stale door
         return None
     print(f"sentinel: system mode: the supervisor runs this chat as agent {status.get('agent')} "
           f"(through {path}; SENTINEL_MODE=local for local mode)", file=sys.stderr, flush=True)
