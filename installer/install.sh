@@ -43,10 +43,11 @@ apt-get update -qq
 # python3-venv/-dev: Debian's interpreter (readable by leashed users, unlike a per-user pyenv);
 # libcap-dev: python-prctl; build-essential+cmake: llama-cpp-python; bubblewrap: the Leash benchmark's peer;
 # nftables+iproute2: per-UID egress rules and their tests; binutils: the portable-build check;
-# chromium: the browser the web console's tests drive (Playwright, no browser download).
+# chromium: the browser the web console's tests drive (Playwright, no browser download);
+# sudo: `sudo -u AGENT sentinel chat` (Debian's image has none; util-linux's runuser works too).
 apt-get install -y -qq --no-install-recommends \
     python3 python3-venv python3-dev libcap-dev build-essential cmake git binutils \
-    bubblewrap nftables iproute2 procps util-linux chromium >/dev/null
+    bubblewrap nftables iproute2 procps util-linux sudo chromium >/dev/null
 
 echo "==> virtualenv at $venv"
 if [ ! -x "$venv/bin/python" ]; then
@@ -89,6 +90,12 @@ fi
 
 if [ "$system" = 1 ]; then
     echo "==> system mode: operator group, Muzzle's user and keys, /etc/sentinel, systemd units"
+    # Workers run as the agents' users and Muzzle as its own: each imports Sentinel from this checkout.
+    if ! setpriv --reuid=65534 --regid=65534 --clear-groups "$venv/bin/python" -I -c "import sentinel" 2>/dev/null; then
+        echo "error: other users cannot read Sentinel at $here (system mode runs it as the agents' users and as" \
+             "Muzzle's): put the checkout where every user can read it, or chmod -R a+rX it and its parents" >&2
+        exit 1
+    fi
     "$venv/bin/python" -m sentinel.supervisor.install
     echo "next: name providers and models in /etc/sentinel/config.yaml (keys in /etc/sentinel/muzzle/keys.env), then"
     echo "      sudo sentinel setup --name \"Your Agent\" && sudo sentinel supervisor"

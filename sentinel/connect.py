@@ -13,11 +13,12 @@ import os
 from sentinel.engine.api import Engine
 
 
-def open_engine(*, local_if_refused: bool = False) -> Engine:
+def open_engine(*, local_if_refused: bool = False, agent_door: bool = False) -> Engine:
     """`local_if_refused`: a user the supervisor refuses (an agent's own user is never an operator) works in
     local mode on their own $SENTINEL_HOME instead of failing, unless SENTINEL_SOCKET or SENTINEL_MODE=system
-    demands the supervisor."""
-    from sentinel.supervisor.client import Denied, connect, local_note
+    demands the supervisor. `agent_door`: a user who is no operator but a registered agent's own user
+    (`sudo -u AGENT sentinel chat`) goes through the supervisor's agent door instead of local mode."""
+    from sentinel.supervisor.client import Denied, connect, connect_agent, local_note
 
     try:
         system = connect()
@@ -27,6 +28,8 @@ def open_engine(*, local_if_refused: bool = False) -> Engine:
         system, note = None, f"local mode ({exc})"
     else:
         note = local_note()
+    if system is None and agent_door:
+        system = connect_agent()
     if system is not None:
         return system
     from sentinel.local.engine import LocalEngine

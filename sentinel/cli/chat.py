@@ -13,7 +13,7 @@ from sentinel.cli.render import print_json
 def _engine():  # noqa: ANN202 - sentinel.engine.api.Engine
     from sentinel.connect import open_engine
 
-    return open_engine(local_if_refused=True)
+    return open_engine(local_if_refused=True, agent_door=True)
 
 
 def _shell(*, new: bool = False, session: str | None = None, agent: str | None = None,

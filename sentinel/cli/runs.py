@@ -198,6 +198,8 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
     """Mode (system: the supervisor answers; local: this process runs the engine), home, defaults, runs."""
     with _engine() as engine:
         data = engine.status()
+        if engine.mode == "local":
+            data.update(_system_files())
     from sentinel.cli.hook import gate_status
 
     data.update(gate_status())  # the hooks of the repository you are in: this terminal's, not the engine's
@@ -207,6 +209,25 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
         print(_status_line(key, value))
     if data.get("sandbox") == "best_effort":
         print("warning: sandbox is best_effort: a sandbox layer that cannot be applied does not stop a launch")
+
+
+def _system_files() -> dict[str, Any]:
+    """Root beside a system-mode setup with no supervisor answering: which files its parts cannot read."""
+    import os
+
+    from sentinel.supervisor import layout
+
+    if os.geteuid() != 0 or not (layout.etc_dir() / "config.yaml").exists():
+        return {}
+    from sentinel import config as config_mod
+    from sentinel.supervisor import readable, registry
+    from sentinel.supervisor.server import open_store
+
+    agents: list[str] = []
+    if layout.db_path().exists():
+        with open_store(layout.state_dir()) as store:
+            agents = [a.user for a in registry.all_agents(store)]
+    return {"unreadable": readable.problems(config_mod.load(layout.etc_dir()), agents)}
 
 
 def _status_line(key: str, value: Any) -> str:

@@ -25,6 +25,8 @@ class Peer:
     name: str
     operator: bool
     sandboxed: bool = False
+    door: str = "operator"    # the socket it came through: "operator", or "agent" (agentdoor.py)
+    agent: str | None = None  # on the agent door: the registered agent whose own user this is
 
 
 def peer_of(sock: socket.socket, group: str) -> Peer:

@@ -3,7 +3,9 @@
     connect() -> SystemEngine | None     None means local mode
 
 Mode: SENTINEL_MODE=local forces local mode; SENTINEL_SOCKET (or SENTINEL_MODE=system) names a
-supervisor that must answer; otherwise the default socket is used when it exists and answers. A user
+supervisor that must answer; SENTINEL_HOME set (and neither of those) keeps local mode on that home;
+otherwise the default socket is used when it exists and answers, and the command says so in one line on
+stderr (a running supervisor never takes a command over silently). A user
 the socket's directory hides from (not root, not in the operator group) gets local mode, with a note in
 `status`, or, when a supervisor was asked for, one line saying why not; never a traceback.
 SystemEngine implements the engine protocol (`sentinel.engine.api.Engine`) over the socket.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -33,9 +36,9 @@ class Denied(SentinelError):
 
 def connect() -> "SystemEngine | None":
     mode = os.environ.get("SENTINEL_MODE", "")
-    if mode == "local":
-        return None
     explicit = bool(os.environ.get("SENTINEL_SOCKET")) or mode == "system"
+    if mode == "local" or (os.environ.get("SENTINEL_HOME") and not explicit):
+        return None
     path = layout.socket_path()
     seen = _visible(path)
     if not explicit and not seen:
@@ -54,7 +57,30 @@ def connect() -> "SystemEngine | None":
             raise UsageError(f"no supervisor is listening on {path} (start it: sentinel supervisor)") from None
         return None
     sock.close()
+    if not explicit:
+        print(f"sentinel: system mode: the supervisor on {path} runs this (SENTINEL_MODE=local or "
+              "SENTINEL_HOME=DIR for local mode)", file=sys.stderr, flush=True)
     return SystemEngine(path)
+
+
+def connect_agent() -> "SystemEngine | None":
+    """The agent door (sentinel/supervisor/agentdoor.py), for an agent's own user: its chat runs under the
+    supervisor. None when there is no door, local mode is asked for, or the supervisor says this user is
+    no agent's (then local mode, as before)."""
+    mode = os.environ.get("SENTINEL_MODE", "")
+    if mode == "local" or (os.environ.get("SENTINEL_HOME") and not os.environ.get("SENTINEL_AGENT_SOCKET")):
+        return None
+    path = layout.agent_socket_path()
+    if not _visible(path):
+        return None
+    engine = SystemEngine(path)
+    try:
+        status = engine.status()
+    except SentinelError:  # Denied: not a registered agent's user; or no supervisor behind a stale door
+        return None
+    print(f"sentinel: system mode: the supervisor runs this chat as agent {status.get('agent')} "
+          f"(through {path}; SENTINEL_MODE=local for local mode)", file=sys.stderr, flush=True)
+    return engine
 
 
 def local_note() -> str | None:

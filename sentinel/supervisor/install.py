@@ -1,13 +1,16 @@
 """What system mode needs besides an agent, set up idempotently by `sentinel setup` and by
 `installer/install.sh --system` (`python -m sentinel.supervisor.install`):
 
-    /etc/sentinel/config.yaml       the operator's config (a commented starter when there is none)
+    /etc/sentinel/config.yaml       the operator's config (a commented starter when there is none),
+                                    root:sentinel-muzzle 0640: the supervisor and Muzzle read it
     the operator group              `sentinel` (root and its members approve)
     Muzzle's user, keys, state      sentinel/muzzle/system.py
     systemd units                   copied to /etc/systemd/system and enabled, only where systemd runs;
                                     elsewhere `sentinel supervisor` starts Muzzle itself
 
-Nothing here overwrites a file that exists.
+Nothing here overwrites a file that exists; the owner and mode of each file and directory are set
+explicitly (never left to the umask of whoever ran setup) and repaired when they are wrong.
+`problems()` names any file a component cannot read (`sentinel status` shows them).
 """
 
 from __future__ import annotations
@@ -54,13 +57,16 @@ def prepare() -> list[str]:
 
 
 def _starter_config(etc: Path) -> str:
+    """Written root-only; Muzzle's setup (which runs next) gives its group read access."""
     etc.mkdir(parents=True, exist_ok=True, mode=0o755)
+    os.chmod(etc, 0o755)
     path = etc / "config.yaml"
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except FileExistsError:
         return f"config: {path} (kept)"
     with os.fdopen(fd, "w") as f:
+        os.fchmod(fd, 0o640)
         f.write(STARTER_CONFIG)
     return f"config: {path} (a commented starter: add your providers and models)"
 

@@ -3,9 +3,12 @@
     /var/lib/sentinel/sentinel.db   supervisor database (root, 0600 in a 0700 directory)
     /var/lib/sentinel/logs/         worker stdout/stderr, one file per run (root)
     /run/sentinel/sentinel.sock     operator socket (root:sentinel 0660 in a 0750 directory)
+    /run/sentinel-agent/agent.sock  the agent door (0666 in a root 0755 directory): an agent's own user
+                                    chats with its agent through it (sentinel/supervisor/agentdoor.py)
     /etc/sentinel/                  system config and Leash policies
 
-Overrides: SENTINEL_SYSTEM_DIR (state), SENTINEL_SOCKET (socket), SENTINEL_OPERATOR_GROUP,
+Overrides: SENTINEL_SYSTEM_DIR (state), SENTINEL_SOCKET (socket; the agent door goes beside its
+directory, in DIR-agent/agent.sock), SENTINEL_AGENT_SOCKET, SENTINEL_OPERATOR_GROUP,
 SENTINEL_AGENT_HOME_BASE (where `sentinel setup` puts agent homes).
 """
 
@@ -31,6 +34,15 @@ def db_path(state: Path | None = None) -> Path:
 
 def socket_path() -> Path:
     return Path(os.environ.get("SENTINEL_SOCKET") or SOCKET)
+
+
+def agent_socket_path() -> Path:
+    """The agent door: <operator socket's directory>-agent/agent.sock unless SENTINEL_AGENT_SOCKET names it."""
+    env = os.environ.get("SENTINEL_AGENT_SOCKET")
+    if env:
+        return Path(env)
+    run = socket_path().parent
+    return run.with_name(f"{run.name}-agent") / "agent.sock"
 
 
 def operator_group() -> str:

@@ -85,6 +85,11 @@ def handle(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None
     fn = OPS.get(op) if isinstance(op, str) else None
     if fn is None:
         return failure("usage", f"unknown operation {op!r}")
+    return answer(fn, sup, conn, msg)
+
+
+def answer(fn: Handler, sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+    """A handler's reply, or the one failure reply its error becomes."""
     try:
         return fn(sup, conn, msg)
     except NotFound as exc:
@@ -110,7 +115,14 @@ def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
                   "sandbox": sup.config.sandbox, "resume_interrupted": sup.settings.resume,
                   "default_model": sup.config.default_model, "muzzle": sup.muzzle_state(),
                   "workers": sorted(sup.workers), "runs": counts, "pending_approvals": len(store.pending_approvals()),
-                  "model_hosts": _model_hosts(sup)})
+                  "model_hosts": _model_hosts(sup), "unreadable": _unreadable(sup)})
+
+
+def _unreadable(sup: Hub) -> list[str]:
+    """Files a part of system mode (Muzzle, an agent's worker) cannot read, one line each."""
+    from sentinel.supervisor import readable
+
+    return readable.problems(sup.config, [a.user for a in registry.all_agents(sup.store)])
 
 
 def _model_hosts(sup: Hub) -> list[dict[str, Any]]:
@@ -179,6 +191,11 @@ def _logs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
 # -- acts -------------------------------------------------------------------------------------------
 
 def _start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+    return start(sup, conn, msg)
+
+
+def start(sup: Hub, conn: Client, msg: dict[str, Any], door: str = "operator") -> dict[str, Any] | None:
+    """A new run; `door`: which socket asked (agentdoor.py owns what its callers started there)."""
     store = sup.store
     task = _text(msg, "task")
     if not task.strip():
@@ -201,7 +218,7 @@ def _start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None
         relay.link(store.conn, hook, run_id)
     store.conn.execute("UPDATE runs SET user=? WHERE id=?", (agent.name, run_id))
     store.audit("run_started", {"run_id": run_id, "agent": agent.name, "profile": profile, "model": model,
-                                "by": conn.peer.name})
+                                "by": conn.peer.name, "uid": conn.peer.uid, "door": door})
     sup.launch(run_id).inbox = {"skills": skills} if skills else {}
     return _follow(sup, conn, run_id, msg)
 
@@ -246,7 +263,8 @@ def _resolve(sup: Hub, conn: Client, msg: dict[str, Any], approved: bool) -> dic
     reason = _text(msg, "reason", required=False) or ""
     approval = store.resolve(approval_id, approved, conn.peer.name, reason, digest=_text(msg, "digest", required=False))
     store.audit("approval_resolved", {"run_id": approval.run_id, "approval_id": approval.id, "approved": approved,
-                                      "by": conn.peer.name, "uid": conn.peer.uid, "reason": reason})
+                                      "by": conn.peer.name, "uid": conn.peer.uid, "reason": reason,
+                                      "door": conn.peer.door})
     if approval.tool == "save_agent" and approval.call_id == children.SAVE_CALL:  # a finished subagent: keep it?
         if approved:
             sup.settle(approval.run_id)

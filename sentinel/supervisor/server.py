@@ -14,6 +14,7 @@ and simply stay pending.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import selectors
 import signal
@@ -26,7 +27,7 @@ from typing import Any
 from sentinel.engine.store import Store
 from sentinel.errors import Busy, SentinelError, UsageError
 from sentinel import frames as protocol
-from sentinel.supervisor import auth, children, flows, interp, layout, ops, workers
+from sentinel.supervisor import agentdoor, auth, children, flows, interp, layout, ops, workers
 from sentinel.supervisor.install import ensure_group
 from sentinel.supervisor.hub import Settings
 from sentinel.supervisor.muzzled import MuzzleKeeper
@@ -48,7 +49,7 @@ class Conn:
     def __init__(self, sup: "Supervisor", sock: socket.socket, peer: auth.Peer | None = None,
                  worker: workers.Worker | None = None):
         self.sup, self.sock, self.peer, self.worker = sup, sock, peer, worker
-        stranger = worker is None and (peer is None or not peer.operator)
+        stranger = worker is None and (peer is None or not (peer.operator or peer.agent))
         self.decoder = protocol.Decoder(STRANGER_FRAME if stranger else protocol.MAX_FRAME)
         self.out = bytearray()
         self.closing = False
@@ -117,6 +118,7 @@ class Supervisor:
         self.sel = selectors.DefaultSelector()
         self._db: Store | None = None
         self.listener: socket.socket | None = None
+        self.door: socket.socket | None = None  # the agent door (agentdoor.py)
         self.workers: dict[str, workers.Worker] = {}
         self.watchers: dict[str, list[ops.Watch]] = {}
         self._chains: dict[str, list[str]] = {}  # run id -> its parents, for relaying to their followers
@@ -138,6 +140,12 @@ class Supervisor:
         self.site.interpreter = interp.ensure(self.settings.state_dir)
         self.listener = listen(self.settings.socket_path, ensure_group(self.settings.group))
         self.sel.register(self.listener, selectors.EVENT_READ, ("listen", None))
+        self.door = listen_door(layout.agent_socket_path())
+        self.sel.register(self.door, selectors.EVENT_READ, ("listen", agentdoor.DOOR))
+        from sentinel.supervisor import readable, registry
+
+        for line in readable.problems(self.config, [a.user for a in registry.all_agents(self.store)]):
+            print(f"sentinel supervisor: warning: {line}", file=sys.stderr, flush=True)
         if self.muzzle_url(MUZZLE_START_S) is None:
             print(f"sentinel supervisor: warning: {self.muzzle.why_down()}", file=sys.stderr, flush=True)
         self.recover()
@@ -219,7 +227,7 @@ class Supervisor:
         for key, events in self.sel.select(timeout):
             kind, obj = key.data
             if kind == "listen":
-                self.accept()
+                self.accept(obj)
             elif kind == "pidfd":
                 self.exited(obj)
             elif kind == "watchers":
@@ -234,12 +242,16 @@ class Supervisor:
             if kind == "conn" and events & selectors.EVENT_READ and not obj.closed:
                 self.readable(obj)
 
-    def accept(self) -> None:
+    def accept(self, door: str | None = None) -> None:
+        listener = self.door if door == agentdoor.DOOR else self.listener
         try:
-            sock, _ = self.listener.accept()  # type: ignore[union-attr]
+            sock, _ = listener.accept()  # type: ignore[union-attr]
         except OSError:
             return
-        conn = Conn(self, sock, peer=auth.peer_of(sock, self.settings.group))
+        peer = auth.peer_of(sock, self.settings.group)
+        if door == agentdoor.DOOR:  # never an operator here, whoever calls: only an agent's own user, as itself
+            peer = dataclasses.replace(peer, operator=False, door=door, agent=agentdoor.agent_of(self.store, peer))
+        conn = Conn(self, sock, peer=peer)
         self.sel.register(sock, selectors.EVENT_READ, ("conn", conn))
 
     def readable(self, conn: Conn) -> None:
@@ -263,6 +275,8 @@ class Supervisor:
                 answer = children.handle(self, worker, message)
             elif worker is not None:
                 answer = workers.handle(self.store, worker, message, self.relay)
+            elif conn.peer is not None and conn.peer.door == agentdoor.DOOR:
+                answer = agentdoor.handle(self, conn, message)
             else:
                 answer = ops.handle(self, conn, message)
         except Exception as exc:  # noqa: BLE001 - a handler bug fails one request, never the supervisor
@@ -446,11 +460,13 @@ class Supervisor:
             self._muzzle_pidfd = None
         self.muzzle.stop()
         self.stop_watchers()
-        if self.listener is not None:
-            self.listener.close()
+        for listener, path in ((self.listener, self.settings.socket_path), (self.door, layout.agent_socket_path())):
+            if listener is None:
+                continue
+            listener.close()
             try:
-                if stat.S_ISSOCK(os.lstat(self.settings.socket_path).st_mode):
-                    os.unlink(self.settings.socket_path)
+                if stat.S_ISSOCK(os.lstat(path).st_mode):
+                    os.unlink(path)
             except OSError:
                 pass
         if self._db is not None:
@@ -515,6 +531,22 @@ def listen(path: Path, gid: int) -> socket.socket:
         os.umask(old)
     os.chown(path, 0, gid)
     os.chmod(path, 0o660)
+    sock.listen(64)
+    sock.setblocking(False)
+    return sock
+
+
+def listen_door(path: Path) -> socket.socket:
+    """Bind the agent door: 0666 in a root 0755 directory (agentdoor.py decides who gets anything)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    st = os.lstat(path.parent)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
+        raise UsageError(f"{path.parent}: must be a directory owned by root")
+    os.chmod(path.parent, 0o755)
+    _clear_stale(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    os.chmod(path, 0o666)
     sock.listen(64)
     sock.setblocking(False)
     return sock

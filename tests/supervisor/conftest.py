@@ -5,7 +5,7 @@ import pytest
 
 from sentinel.supervisor import registry
 from sentinel.supervisor.workers import Worker
-from sx_helpers import make_agent, sentinel_cmd, supervisor, system  # noqa: F401
+from sx_helpers import fresh_system, make_agent, sentinel_cmd, supervisor, system  # noqa: F401
 
 
 @pytest.fixture

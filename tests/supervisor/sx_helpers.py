@@ -218,3 +218,37 @@ def scripted_bash(command: str, final: str = "All done.") -> list:
                                                     "arguments": {"path": "notes.txt", "content": "hello\n"}}]},
             {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
             final]
+
+
+@pytest.fixture
+def fresh_system(monkeypatch):
+    """System mode from nothing: only where things go is moved (so tests run beside each other and beside a
+    real installation); what is there, with which owner and mode, is what the setup code writes. The etc
+    directory does not exist yet (its parent is 0755, like /). Removes the users, groups and files made."""
+    base = Path(tempfile.mkdtemp(prefix="sxf-", dir="/tmp"))
+    os.chmod(base, 0o755)
+    group, muzzle_user = f"sxops{secrets.token_hex(3)}", f"sxmz{secrets.token_hex(3)}"
+    env = {"SENTINEL_SYSTEM_DIR": str(base / "state"), "SENTINEL_ETC_DIR": str(base / "etc"),
+           "SENTINEL_SOCKET": str(base / "run" / "sentinel.sock"), "SENTINEL_OPERATOR_GROUP": group,
+           "SENTINEL_MUZZLE_USER": muzzle_user, "SENTINEL_EGRESS": "off"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+
+    class Fresh:
+        pass
+
+    s = Fresh()
+    s.env, s.base, s.etc, s.group, s.muzzle_user, s.users = env, base, base / "etc", group, muzzle_user, []
+    s.socket, s.agent_socket = base / "run" / "sentinel.sock", base / "run-agent" / "agent.sock"
+    yield s
+    for name in s.users + [muzzle_user]:
+        delete_user(name)
+    _run("groupdel", group)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def read_as(user: str, path: Path) -> subprocess.CompletedProcess:
+    """Read `path` (list it, for a directory) as `user`, with its own uid, gid and groups (setpriv)."""
+    pw = pwd.getpwnam(user)
+    tool = ["ls", "--", str(path)] if path.is_dir() else ["cat", "--", str(path)]
+    return _run("setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--init-groups", *tool)

@@ -91,7 +91,7 @@ def test_the_installer_takes_only_system(tmp_path):
 def test_a_starter_config_is_written_once(tmp_path):
     assert "a commented starter" in install._starter_config(tmp_path / "etc")
     config = tmp_path / "etc" / "config.yaml"
-    assert stat.S_IMODE(config.stat().st_mode) == 0o644 and "system:" in config.read_text()
+    assert stat.S_IMODE(config.stat().st_mode) == 0o640 and "system:" in config.read_text()
     config.write_text("default_model: fake/m\n")
     assert "(kept)" in install._starter_config(tmp_path / "etc") and config.read_text() == "default_model: fake/m\n"
     from sentinel import config as config_mod

@@ -1,0 +1,77 @@
+"""Whether each part of system mode can read the files it needs, checked as the user that part runs as.
+
+    problems(config, agents) -> ["muzzle (user sentinel-muzzle) cannot read /etc/sentinel/config.yaml: ...", ...]
+
+Muzzle reads the operator's config.yaml, its keys file and its state directory; a worker (one per agent
+user) reads its Leash policy; both import Sentinel from this install. Each file is opened in a child
+process that runs with the user's uid, gid and groups, as that part will, so owners, modes, every
+directory on the way and any ACL or LSM all count. Needs root (the supervisor and `sudo sentinel status`).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+    from sentinel.config import Config
+
+REPAIR_MUZZLE = "sudo sentinel muzzle setup-system repairs it"
+REPAIR_INSTALL = "every user must be able to read the install (chmod -R a+rX it and its parent directories)"
+REPAIR_POLICY = "sudo sentinel setup --name AGENT rewrites its mode (0644)"
+
+
+def problems(config: "Config", agents: Iterable[str]) -> list[str]:
+    """One line per file a part of system mode cannot read; empty when every part reads what it needs."""
+    from sentinel import paths
+    from sentinel.muzzle.layout import system_layout, system_user
+    from sentinel.supervisor import layout
+
+    muzzle = system_layout(config)
+    install = [paths.PACKAGE_DIR / "__init__.py", Path(sys.prefix) / "pyvenv.cfg"]
+    needs: list[tuple[str, str, Path, str]] = [
+        ("muzzle", system_user(), muzzle.config_root / "config.yaml", REPAIR_MUZZLE),
+        ("muzzle", system_user(), muzzle.state_dir, REPAIR_MUZZLE),
+    ]
+    if muzzle.keys_file is not None:
+        needs.append(("muzzle", system_user(), muzzle.keys_file, REPAIR_MUZZLE))
+    needs += [("muzzle", system_user(), p, REPAIR_INSTALL) for p in install]
+    for agent in agents:
+        needs.append((f"worker of {agent}", agent, layout.etc_dir() / "leash" / f"{agent}.yaml", REPAIR_POLICY))
+        needs += [(f"worker of {agent}", agent, p, REPAIR_INSTALL) for p in install]
+    lines, missing = [], set()
+    for part, user, path, repair in needs:
+        try:
+            pw = pwd.getpwnam(user)
+        except KeyError:
+            if user not in missing:
+                missing.add(user)
+                lines.append(f"{part}: its user {user} does not exist ({REPAIR_MUZZLE})")
+            continue
+        if os.path.lexists(path) and not can_read(pw, path):
+            lines.append(f"{part} (user {user}) cannot read {path}: {repair}")
+    return lines
+
+
+def can_read(pw: pwd.struct_passwd, path: Path) -> bool:
+    """Whether `pw`'s user can open `path` for reading (a directory: list it), tried in a forked child."""
+    pid = os.fork()
+    if pid == 0:  # the child: drop to the user, try, report by exit code; never return into the caller
+        code = 1
+        try:
+            os.setgroups(os.getgrouplist(pw.pw_name, pw.pw_gid))
+            os.setresgid(pw.pw_gid, pw.pw_gid, pw.pw_gid)
+            os.setresuid(pw.pw_uid, pw.pw_uid, pw.pw_uid)
+            if os.path.isdir(path):
+                os.listdir(path)
+            else:
+                os.close(os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK))
+            code = 0
+        except BaseException:  # noqa: BLE001 - any failure is "cannot read"
+            pass
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
