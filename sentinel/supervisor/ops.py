@@ -144,13 +144,11 @@ def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
                   "steps": state.steps, "created_at": row["created_at"], "messages": [], "decisions": [],
                   "history": [], "compactions": compactions,
                   "parent_id": row.get("parent_id"), "children": store.children(row["id"]),
-                  "pending_approvals": [a.public() for a in store.pending_approvals(row["id"])]})
+                  "pending_approvals": store.pending_listing(row["id"])})
 
 
 def _approvals(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    store = sup.store
-    return reply([{**a.public(), "parents": store.parent_chain(a.run_id)}
-                  for a in store.pending_approvals(_text(msg, "run_id", required=False))])
+    return reply(sup.store.pending_listing(_text(msg, "run_id", required=False)))
 
 
 def _logs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import pwd
 import threading
 import time
 
@@ -45,6 +47,15 @@ def test_the_inbox_shows_each_pending_call_with_its_run_and_digest(paused, conso
     for shown in (approval_id, run_id, "bash", "echo ran &gt;&gt; ran.txt", "note that it ran",
                   f'data-digest="{approval["digest"]}"', html.escape(approval["reason"])):
         assert shown in page, shown
+
+
+def test_an_approval_card_says_which_user_the_call_runs_as_and_in_which_workspace(paused, console, sentinel_home):
+    (run_id, _), = paused()
+    session = console().signed_in()
+    user = pwd.getpwuid(os.getuid()).pw_name  # local mode: the call runs as whoever runs sentinel
+    where = f'runs as <b class="user">{user}</b> in <code class="workspace">{sentinel_home / "workspace"}</code>'
+    assert where in session.get("/", headers={"accept": "text/html"}).text
+    assert where in session.get(f"/runs/{run_id}", headers={"accept": "text/html"}).text
 
 
 def test_runs_list_children_under_their_parent_and_filter_by_status(paused, console, sentinel_home):
