@@ -167,11 +167,10 @@ def _operator() -> Iterator[Engine]:
     with engine:
         try:
             yield engine
-        except NotFound as exc:
+        except NotFound:
             if engine.mode != "local" or os.environ.get("SENTINEL_MODE") == "local" or not hidden():
                 raise
-            raise Denied(f"{refused}; only operators answer the supervisor's approvals (in your own local "
-                         f"mode: {exc})") from None
+            raise Denied(f"{refused}: only operators answer the approvals of this machine's supervisor") from None
 
 
 def approve(ident: str = typer.Argument(..., help="Approval id, or a run id with one pending approval."),
