@@ -86,6 +86,7 @@ def test_a_run_page_shows_decisions_with_every_layer_and_its_events(paused, cons
     page = session.get(f"/runs/{run_id}").text
     assert 'id="decisions"' in page and "needs_approval" in page and "<td>policy" in page
     assert f"paused</b> for approval <code>{approval_id}</code>" in page
+    assert "1 tool call(s) · 10 in / 5 out tokens" in page  # each model call's tokens, as the CLI shows them
     assert page.count('class="ev ev-') >= 5 and approval_id in page
     assert 'data-after="' in page
 
