@@ -3,5 +3,5 @@
     shell.py      the REPL: messages and /commands, one turn per message, inline approvals, Ctrl-C stops a turn
     terminal.py   its front ends: a terminal (prompt_toolkit in, rich out) or plain lines when stdin is no TTY
     complete.py   /commands, @agent and $skill completion, and their colors as you type
-    view.py       how a turn's events look: model and tool calls live, the answer typed out
+    view.py       how a turn's events look: a spinner while the model works, the answer as Markdown
 """

@@ -128,9 +128,13 @@ class Shell:
         try:
             outcome: Outcome | None = op(view)
             while outcome is not None and outcome.status == "waiting_approval":
+                view.close()  # no spinner left under the question
                 outcome = self.approval(outcome, view)
         except KeyboardInterrupt:
+            view.close()
             return self.stop(view)
+        finally:
+            view.close()
         if outcome is not None:
             self.settle(outcome)
         return outcome

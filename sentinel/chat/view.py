@@ -1,4 +1,4 @@
-"""How a chat shows a turn's events: model and tool calls live, text as it streams, the answer typed out.
+"""How a chat shows a turn's events: a spinner and the text as it streams, the answer as Markdown, tool calls.
 
     view = TerminalView(console)          # a listener: engine.send(session, text, on_event=view)
     view.seq, view.run_id                 # the last durable event shown, and the run it belongs to
@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from typing import Any
 
-from sentinel.cli.render import describe
-from sentinel.engine import events as ev
+from rich.markup import escape
 
-TYPE_S = 0.6        # the longest a typed-out answer takes
-TYPE_CHUNK_S = 0.004
+from sentinel.cli.render import describe
+from sentinel.cli.spinner import usage_text
+from sentinel.engine import events as ev
 
 
 class View:
@@ -50,7 +49,7 @@ class View:
     def show(self, event: ev.Event) -> None:
         if isinstance(event, ev.TextDelta):
             self.streamed.append(event.text)
-            return self.delta(event.text)
+            return self.delta(event)
         if isinstance(event, ev.ModelCallStarted):
             self.streamed = []
         elif isinstance(event, ev.ModelCallEnded):
@@ -58,7 +57,10 @@ class View:
             return self.ended(event, streamed)
         self.line(event)
 
-    def delta(self, text: str) -> None: ...
+    def delta(self, event: ev.TextDelta) -> None: ...
+
+    def close(self) -> None:
+        """The turn is over (or stopped): nothing live may stay on screen."""
 
     def ended(self, event: ev.ModelCallEnded, streamed: str) -> None: ...
 
@@ -66,62 +68,63 @@ class View:
 
 
 class TerminalView(View):
+    """While a model call is in flight: its text so far as Markdown over a spinner line (seconds, tokens). When it
+    ends: the answer rendered as Markdown and wrapped to the terminal, then one dim line with its tokens in/out."""
+
     def __init__(self, console: Any):
         super().__init__()
+        from sentinel.cli.spinner import LiveCall
+
         self.console = console
-        self.open = False  # streamed text without its newline yet
+        self.call = LiveCall(console)
 
-    def _close(self) -> None:
-        if self.open:
-            self.console.file.write("\n")
-            self.open = False
+    def close(self) -> None:
+        self.call.stop()
 
-    def delta(self, text: str) -> None:
-        self.console.file.write(text)
-        self.console.file.flush()
-        self.open = True
+    def _streamed(self) -> Any:
+        from rich.markdown import Markdown
+
+        text = "".join(self.streamed)
+        return Markdown(text) if text.strip() else None
+
+    def delta(self, event: ev.TextDelta) -> None:
+        self.call.feed(event)  # `streamed` holds the text: the live region shows it at its next refresh
 
     def ended(self, event: ev.ModelCallEnded, streamed: str) -> None:
-        self._close()
+        self.call.stop()
         content = event.content.strip()
-        if streamed.strip() == content or not content:
-            return
-        if streamed:  # what was cleared (Muzzle's inspection) is not what streamed: the cleared text counts
-            self.console.print("[dim](the answer as cleared)[/]")
-        if event.tool_calls or event.rejected:  # a reply sent back is no answer: its safeguard's line follows
-            self.console.print(content, style="dim", markup=False, highlight=False)
-        else:
-            self.type_out(content)
+        if content:
+            if streamed.strip() and streamed.strip() != content:  # Muzzle cleared other text than what streamed
+                self.console.print("[dim](the answer as cleared)[/]")
+            if event.tool_calls or event.rejected:  # a reply sent back is no answer: its safeguard's line follows
+                self.console.print(content, style="dim", markup=False, highlight=False)
+            else:
+                from rich.markdown import Markdown
 
-    def type_out(self, text: str) -> None:
-        step = max(1, int(len(text) * TYPE_CHUNK_S / TYPE_S) + 1)
-        for i in range(0, len(text), step):
-            self.console.file.write(text[i:i + step])
-            self.console.file.flush()
-            time.sleep(TYPE_CHUNK_S)
-        self.console.file.write("\n")
-        self.console.file.flush()
+                self.console.print(Markdown(content))
+        self.console.print(f"[dim]● {escape(event.model)} · {event.latency_ms / 1000:.1f} s"
+                           f"{' · ' + usage_text(event.usage) if event.usage else ''}[/]", highlight=False)
 
     def child(self, event: ev.Event) -> None:
         if isinstance(event, (ev.ModelCallEnded, ev.Decision, ev.ToolCallEnd, ev.Paused, ev.Safeguard, ev.SelfEdited,
                               ev.Done, ev.Failed)):
             text = describe(event)
             if text:
-                self._close()
+                self.call.stop()
                 self.console.print(f"  [dim]│ {event.run_id}[/] {text}", highlight=False)
 
     def line(self, event: ev.Event) -> None:
         if isinstance(event, ev.ModelCallStarted):
-            self._close()
-            self.console.print(f"[dim]● {event.model} · step {event.step}[/]", highlight=False)
-            return
+            return self.call.start(event, above=self._streamed)
+        if isinstance(event, ev.ModelProgress):
+            return self.call.feed(event)
+        self.call.stop()
         if isinstance(event, (ev.RunStarted, ev.Resumed, ev.Paused)):
             return  # the shell says which session this is and shows the approval it asks about
         if isinstance(event, ev.Idle) and not event.error:
             return
         text = describe(event)
         if text:
-            self._close()
             self.console.print(text, highlight=False)
 
 

@@ -1,8 +1,9 @@
 """Rendering the engine's typed events: rich progress on a terminal (stderr), silence when piped, JSON lines.
 
-    progress = Progress()            # a listener: one line per interesting event, on a terminal only
-    engine.start(task, on_event=progress)
+    with Progress() as progress:     # a listener: one line per interesting event, on a terminal only,
+        engine.start(task, on_event=progress)   # and a spinner while a model call is in flight
     progress.warnings                # every warning event seen (also shown when piped: they matter)
+    plain(event)                     # one human line per event (`sentinel logs`), never JSON
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ import json
 import sys
 from typing import Any
 
+from sentinel.cli.spinner import usage_text
 from sentinel.engine import events as ev
 
+PIPED_WIDTH = 400
 STATUS_EXIT = {"done": 0, "idle": 0, "waiting_approval": 3, "failed": 1, "cancelled": 1, "interrupted": 1, "waiting_child": 1,
                "running": 1}
 
 
-def _short(value: Any, limit: int = 100) -> str:
+def short(value: Any, limit: int = 100) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -25,16 +28,20 @@ def _short(value: Any, limit: int = 100) -> str:
 
 class Progress:
     """A listener printing one line per interesting event; collects warnings for `--json`. Child runs' events
-    (a parent hears its children live) are indented under the run that made them."""
+    (a parent hears its children live) are indented under the run that made them. While a model call is in
+    flight a spinner shows its seconds and tokens so far, when stdout and stderr are terminals."""
 
     def __init__(self, enabled: bool | None = None):
         from rich.console import Console
+
+        from sentinel.cli.spinner import LiveCall, allowed
 
         self.console = Console(stderr=True, highlight=False)
         self.enabled = self.console.is_terminal if enabled is None else enabled
         self.warnings: list[str] = []
         self.safeguards: list[str] = []  # the kinds of safeguard that fired, in order, each once (`run --json`)
         self.depths = Depths()
+        self.call = LiveCall(self.console) if self.enabled and allowed(self.console) else None
 
     def __call__(self, event: ev.Event) -> None:
         depth = self.depths.of(event)
@@ -44,11 +51,34 @@ class Progress:
             self.warnings.append(event.message)
             if not self.enabled:  # a skipped safety rule is said even when the progress is quiet
                 self.console.print(f"warning: {event.message}", markup=False)
-        if not self.enabled:
+        if not self.enabled or self._live(event):
             return
         line = describe(event)
         if line:
             self.console.print(f"{'  ' * depth}{'[dim]│[/] ' if depth else ''}{line}")
+
+    def _live(self, event: ev.Event) -> bool:
+        """The spinner takes a call's transient events; any other event ends it before its line is printed."""
+        if self.call is None:
+            return False
+        if isinstance(event, ev.ModelCallStarted):
+            self.call.start(event)
+            return True
+        if isinstance(event, (ev.TextDelta, ev.ModelProgress)):
+            self.call.feed(event)
+            return True
+        self.call.stop()
+        return False
+
+    def close(self) -> None:
+        if self.call is not None:
+            self.call.stop()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 class Depths:
@@ -75,21 +105,22 @@ def describe(e: ev.Event) -> str | None:
     if isinstance(e, ev.ModelCallEnded):
         what = (f"{len(e.tool_calls)} tool call(s)" if e.tool_calls else
                 f"[yellow]not an answer ({e.rejected})[/]" if e.rejected else "final answer")
-        return f"[cyan]● model[/] {e.model} [dim]{e.latency_ms:.0f} ms[/] → {what}"
+        tokens = f" [dim]· {usage_text(e.usage)}[/]" if e.usage else ""
+        return f"[cyan]● model[/] {e.model} [dim]{e.latency_ms:.0f} ms[/] → {what}{tokens}"
     if isinstance(e, ev.Decision):
         color = {"auto": "green", "needs_approval": "yellow", "deny": "red"}.get(e.outcome, "white")
-        return (f"  [{color}]▸ {e.tool}[/] {_esc(_short(e.arguments, 80))} → [{color}]{e.outcome}[/] "
-                f"[dim]{_esc(_short(e.reason, 80))}[/]")
+        return (f"  [{color}]▸ {e.tool}[/] {_esc(arguments_text(e.arguments, 80))} → [{color}]{e.outcome}[/] "
+                f"[dim]{_esc(short(e.reason, 80))}[/]")
     if isinstance(e, ev.ToolCallEnd):
-        return f"    [dim]↳ {_esc(_short(e.result, 110))}[/]"
+        return f"    [dim]↳ {_esc(short(e.result, 110))}[/]"
     if isinstance(e, ev.Paused):
         return (f"[yellow]⏸ paused[/]: approval [bold]{e.approval_id}[/] needed for {e.tool} "
-                f"({_esc(_short(e.reason, 80))})")
+                f"({_esc(short(e.reason, 80))})")
     if isinstance(e, ev.Resolved):
         verdict = "[green]approved[/]" if e.approved else "[red]denied[/]"
         return f"  {verdict} {e.approval_id} by {e.by or '?'}"
     if isinstance(e, ev.ChildStarted):
-        return f"[magenta]⇢ child run[/] {e.child_id} [dim]{e.agent}: {_esc(_short(e.task, 80))}[/]"
+        return f"[magenta]⇢ child run[/] {e.child_id} [dim]{e.agent}: {_esc(short(e.task, 80))}[/]"
     if isinstance(e, ev.ChildFinished):
         return f"[magenta]⇠ child run[/] {e.child_id} {e.status}"
     if isinstance(e, ev.Compaction):
@@ -98,7 +129,7 @@ def describe(e: ev.Event) -> str | None:
         return f"[yellow]! warning[/]: {_esc(e.message)}"
     if isinstance(e, ev.Safeguard):
         color = "red" if e.action in ("stopped", "refused") else "yellow"
-        return f"[{color}]⚑ safeguard {e.kind}[/] → {e.action}: [dim]{_esc(_short(e.detail, 110))}[/]"
+        return f"[{color}]⚑ safeguard {e.kind}[/] → {e.action}: [dim]{_esc(short(e.detail, 110))}[/]"
     if isinstance(e, ev.SelfEdited):
         return f"[magenta]✎ {e.tool}[/] {_esc(self_edit_line(e))}"
     if isinstance(e, ev.Done):
@@ -114,8 +145,8 @@ def self_edit_line(e: ev.SelfEdited) -> str:
     """What an edit of the agent's own self-state changed, and for the soul how to undo it."""
     if e.tool == "edit_soul":
         undo = f"; undo: sentinel agent restore-soul {e.agent or '<agent>'}{f' --version {e.version}' if e.version else ''}"
-        return f"soul rewritten ({e.chars} chars){undo} — \"{_short(e.excerpt, 80)}\""
-    return f"{e.file}: appended {e.chars} chars — \"{_short(e.excerpt, 80)}\""
+        return f"soul rewritten ({e.chars} chars){undo} — \"{short(e.excerpt, 80)}\""
+    return f"{e.file}: appended {e.chars} chars — \"{short(e.excerpt, 80)}\""
 
 
 def _esc(text: str) -> str:
@@ -125,14 +156,51 @@ def _esc(text: str) -> str:
 
 
 def plain(e: ev.Event) -> str:
-    """One line per event for `sentinel logs` (no markup)."""
+    """One line per event for `sentinel logs` (no markup, never an event's JSON: `--json` prints that)."""
     from rich.text import Text
 
-    line = describe(e)
-    if line is None:
-        fields = {k: v for k, v in e.to_dict().items() if k not in ("type", "seq", "t", "run_id")}
-        return f"{e.type} {_short(fields, 110)}"
-    return Text.from_markup(line).plain
+    return Text.from_markup(describe(e) or _log_only(e)).plain
+
+
+def _log_only(e: ev.Event) -> str:
+    """The events the progress view leaves out, in words, for the log."""
+    if isinstance(e, ev.MessageAdded):
+        return f"[dim]✉ {e.role}:[/] {_esc(short(e.content, 110))}"
+    if isinstance(e, ev.ToolCallBegin):
+        return f"    [dim]▶ {e.tool} started ({e.call_id})[/]"
+    return e.type.replace("_", " ")  # a live-only event (a spinner's): its kind
+
+
+def arguments_text(arguments: Any, limit: int = 100) -> str:
+    """A tool call's arguments for a person: a lone argument's value (`bash` → its command), else `k=v, …`."""
+    if isinstance(arguments, dict):
+        shown = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in arguments.values()]
+        if len(arguments) != 1:
+            shown = [f"{k}={v}" for k, v in zip(arguments, shown)]
+        return short(", ".join(shown), limit)
+    return short(arguments, limit)
+
+
+def task_title(row: dict[str, Any], limit: int = 80) -> str:
+    """A run's task on one line; a watcher's hook session by the watcher that fired it (its task is the firing's
+    JSON envelope, which the session reads and a person does not)."""
+    if row.get("kind") == "hook":
+        try:
+            watcher = json.loads(row.get("task") or "")["watcher"]
+            return short(f"⚑ watcher {watcher['id']} fired ({watcher.get('eventName') or 'event'})", limit)
+        except (ValueError, TypeError, KeyError):
+            return "⚑ watcher firing"
+    return short(str(row.get("task") or ""), limit)
+
+
+def listing_console() -> Any:
+    """stdout for tables: on a terminal, its width; piped, wide enough that a row stays one line (for grep)."""
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console.width = PIPED_WIDTH
+    return console
 
 
 def print_json(obj: Any) -> None:

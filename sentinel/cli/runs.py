@@ -7,16 +7,20 @@ waiting for approval, 1 failed, 2 bad usage or input.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import typer
 
-from sentinel.cli.render import STATUS_EXIT, Progress, code_listing, plain, print_json, self_edit_line
+from sentinel.cli.render import (STATUS_EXIT, Progress, arguments_text, code_listing, listing_console, plain, print_json,
+                                  self_edit_line, short, task_title)
 from sentinel.engine.events import SelfEdited
 from sentinel.engine.api import Engine, Outcome
+from sentinel.errors import NotFound
 
 
 def _engine() -> Engine:
@@ -53,8 +57,7 @@ def run(task: str = typer.Argument(..., help="What the agent should do."),
 
     In local mode the agent works in the current directory unless --workspace names another; in system
     mode, in its own user's workspace."""
-    with _engine() as engine:
-        progress = Progress(False if as_json else None)
+    with _engine() as engine, Progress(False if as_json else None) as progress:
         if workspace is None and engine.mode == "local":
             workspace = Path.cwd()
         outcome = engine.start(task, model=model, agent=agent, workspace=workspace, on_event=progress)
@@ -68,14 +71,14 @@ def runs(as_json: bool = typer.Option(False, "--json"),
         rows = engine.runs(status=status)
     if as_json:
         return print_json(rows)
-    from rich.console import Console
     from rich.table import Table
 
-    table = Table("id", "status", "agent", "model", "created", "task", box=None)
+    table = Table("id", "status", "agent", "model", "created", "task", box=None, pad_edge=False)
+    table.columns[5].no_wrap, table.columns[5].overflow = True, "ellipsis"
     for r, level in _tree(rows):
         table.add_row(("  " * (level - 1) + "└ " if level else "") + r["id"], r["status"], r["agent"], r["model"],
-                      time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])), r["task"][:60])
-    Console().print(table)
+                      time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])), task_title(r))
+    listing_console().print(table)
 
 
 def _tree(rows: list[dict]) -> list[tuple[dict, int]]:
@@ -135,22 +138,51 @@ def approvals(as_json: bool = typer.Option(False, "--json")) -> None:
     with _engine() as engine:
         pending = engine.pending()
     if as_json:
-        return print_json([{k: a[k] for k in ("id", "run_id", "parents", "tool", "arguments", "reason", "code",
-                                              "code_sha256") if k in a} for a in pending])
+        return print_json([{k: a[k] for k in ("id", "run_id", "parents", "tool", "arguments", "user", "workspace",
+                                              "reason", "code", "code_sha256") if k in a} for a in pending])
     if not pending:
         print("no pending approvals")
+        return
+    from rich.table import Table
+
+    table = Table("approval", "run", "tool", "call", "runs as", "workspace", "why", box=None, pad_edge=False)
+    table.columns[3].overflow = table.columns[6].overflow = "fold"
     for a in pending:
         chain = "".join(f" ← {parent}" for parent in a.get("parents") or [])  # a child run's: under its parents
-        print(f"{a['id']}  run {a['run_id']}{chain}  {a['tool']} {a['arguments']}  — {a['reason']}")
+        table.add_row(a["id"], f"{a['run_id']}{chain}", a["tool"], arguments_text(a["arguments"], 200),
+                      a.get("user") or "?", a.get("workspace") or "?", short(a.get("reason") or "", 120))
+    console = listing_console()
+    console.print(table)
+    for a in pending:
         if a.get("code_sha256"):
-            print(code_listing(a))
+            console.print(f"approval {a['id']} would run this code:\n{code_listing(a)}", markup=False)
+
+
+@contextlib.contextmanager
+def _operator() -> Iterator[Engine]:
+    """The engine for approve/deny. Someone the supervisor does not take as an operator is told that, in one
+    line, rather than that their own local mode has no such approval."""
+    from sentinel.supervisor import layout
+    from sentinel.supervisor.client import Denied, hidden
+
+    refused = f"you are not an operator (root or group {layout.operator_group()})"
+    try:
+        engine = _engine()
+    except Denied as exc:
+        raise Denied(f"{refused}: {exc}") from None
+    with engine:
+        try:
+            yield engine
+        except NotFound:
+            if engine.mode != "local" or os.environ.get("SENTINEL_MODE") == "local" or not hidden():
+                raise
+            raise Denied(f"{refused}: only operators answer the approvals of this machine's supervisor") from None
 
 
 def approve(ident: str = typer.Argument(..., help="Approval id, or a run id with one pending approval."),
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Approve a pending tool call; the run resumes in the foreground."""
-    with _engine() as engine:
-        progress = Progress(False if as_json else None)
+    with _operator() as engine, Progress(False if as_json else None) as progress:
         outcome = engine.approve(ident, on_event=progress)
     _finish(outcome, as_json, progress)
 
@@ -159,16 +191,14 @@ def deny(ident: str = typer.Argument(..., help="Approval id, or a run id with on
          reason: str = typer.Option("", "--reason", "-r", help="Told to the agent as the tool result."),
          as_json: bool = typer.Option(False, "--json")) -> None:
     """Deny a pending tool call; the run resumes with the denial as the tool result."""
-    with _engine() as engine:
-        progress = Progress(False if as_json else None)
+    with _operator() as engine, Progress(False if as_json else None) as progress:
         outcome = engine.deny(ident, reason=reason, on_event=progress)
     _finish(outcome, as_json, progress)
 
 
 def resume(run_id: str = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
     """Resume an interrupted or paused run (a finished run just reports its status)."""
-    with _engine() as engine:
-        progress = Progress(False if as_json else None)
+    with _engine() as engine, Progress(False if as_json else None) as progress:
         outcome = engine.resume(run_id, on_event=progress)
     if outcome.status in ("done", "failed", "cancelled") and not as_json:
         print(f"run {outcome.id} is {outcome.status}" + (f": {outcome.error}" if outcome.error else ""),

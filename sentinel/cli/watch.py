@@ -7,14 +7,16 @@ mode `sentinel watch run` runs the watchers in the foreground; in system mode th
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
+from types import SimpleNamespace
 from typing import Any, Optional
 
 import typer
 
-from sentinel.cli.render import print_json
+from sentinel.cli.render import Progress, print_json
 from sentinel.errors import UsageError
 
 app = typer.Typer(no_args_is_help=True, help="Watchers: events that start hook sessions.")
@@ -113,13 +115,15 @@ def _runner_parts() -> tuple[Any, Any, Any]:
                                                  paths.workspace_dir(engine.home))
 
 
-def _local_runner(watchers: list[Any]) -> Any:
+def _local_runner(watchers: list[Any], on_event: Progress | None = None) -> Any:
+    """`on_event`: who hears the hook sessions' events (`watch fire` shows them as `run` does)."""
     if _system():
         raise UsageError("a supervisor is running: it runs the watchers (`sentinel watch history` shows firings)")
     from sentinel.watchers.runner import Runner
 
     engine, config, run_command = _runner_parts()
-    return Runner(engine, engine.store, config, watchers, run_command)
+    starter = SimpleNamespace(start=functools.partial(engine.start, on_event=on_event)) if on_event else engine
+    return Runner(starter, engine.store, config, watchers, run_command)
 
 
 @app.command("fire")
@@ -133,21 +137,27 @@ def fire(ident: str = typer.Argument(..., metavar="ID"),
         data = json.loads(payload) if payload is not None else {}
     except ValueError as exc:
         raise UsageError(f"--payload: not valid JSON ({exc})") from None
-    firing = _fire_system(ident, data) if _system() else _fire_local(spec.find(ident), data)
+    with Progress(False if as_json else None) as progress:
+        firing = (_fire_system(ident, data, progress) if _system()
+                  else _fire_local(spec.find(ident), data, progress))
     if as_json:
         return print_json(firing)
     print(f"{firing['id']}: {firing['status']} (session {firing['run_id'] or '-'})")
 
 
-def _fire_local(watcher: Any, data: Any) -> dict[str, Any]:
-    runner = _local_runner([watcher])
+def _fire_local(watcher: Any, data: Any, progress: Progress) -> dict[str, Any]:
+    runner = _local_runner([watcher], progress)
     return runner.wait(runner.fire(watcher, data))
 
 
-def _fire_system(ident: str, data: Any) -> dict[str, Any]:
-    """The supervisor fires it; wait (polling its history) until the relay settled it."""
+def _fire_system(ident: str, data: Any, progress: Progress) -> dict[str, Any]:
+    """The supervisor fires it; follow its hook session's events, then wait (polling its history) until the
+    relay settled it."""
     engine = _engine()
     firing = engine.call("watch_fire", id=ident, payload=data)
+    if firing.get("run_id") and progress.enabled:
+        for event in engine.events(firing["run_id"], follow=True):
+            progress(event)
     while firing["status"] == "pending":
         time.sleep(0.2)
         firing = next(f for f in engine.firings(watcher=ident, limit=50) if f["id"] == firing["id"])

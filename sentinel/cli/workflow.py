@@ -90,8 +90,7 @@ def run(name: str = typer.Argument(...),
     """Run a workflow: each step a run under the workflow's run, until it finishes or a step pauses."""
     from sentinel.cli.runs import _engine, _finish
 
-    with _engine() as engine:
-        progress = Progress(False if as_json else None)
+    with _engine() as engine, Progress(False if as_json else None) as progress:
         outcome = engine.run_workflow(name, input_text, workspace=Path.cwd() if engine.mode == "local" else None,
                                       on_event=progress)
     _finish(outcome, as_json, progress)

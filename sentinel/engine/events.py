@@ -74,6 +74,16 @@ class TextDelta(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ModelProgress(Event):
+    """A model call in flight streamed `tokens` pieces so far (text and tool-call arguments; one piece is one
+    token for the servers Sentinel talks to). Sent a few times a second at most, not per piece."""
+
+    type: ClassVar[str] = "model_progress"
+    durable: ClassVar[bool] = False
+    tokens: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelCallEnded(Event):
     """The model answered: its text and the tool calls it asked for (none means the answer is final, unless
     `rejected` names the safeguard that sent it back: a tool call written as text, an empty answer...)."""
@@ -85,6 +95,7 @@ class ModelCallEnded(Event):
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     recovered: bool = False
     rejected: str = ""
+    usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens (in), completion_tokens (out)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,9 +236,9 @@ class Failed(Event):
 
 
 KINDS: dict[str, type[Event]] = {cls.type: cls for cls in (
-    RunStarted, Resumed, MessageAdded, ModelCallStarted, TextDelta, ModelCallEnded, Decision, ToolCallBegin,
-    ToolCallEnd, Paused, Resolved, ChildStarted, ChildFinished, Compaction, Warned, Safeguard, SelfEdited, Done, Idle,
-    Failed)}
+    RunStarted, Resumed, MessageAdded, ModelCallStarted, TextDelta, ModelProgress, ModelCallEnded, Decision,
+    ToolCallBegin, ToolCallEnd, Paused, Resolved, ChildStarted, ChildFinished, Compaction, Warned, Safeguard,
+    SelfEdited, Done, Idle, Failed)}
 
 Listener = Callable[[Event], None]
 
@@ -242,6 +253,13 @@ def parse(data: dict[str, Any]) -> Event | None:
         return cls(**{k: v for k, v in data.items() if k in names})
     except TypeError:
         return None
+
+
+def _usage(usage: Any) -> dict[str, int]:
+    """The token counts a journal's `assistant` record claims (the agent's file: only ints are taken)."""
+    if not isinstance(usage, dict):
+        return {}
+    return {k: v for k, v in usage.items() if k in ("prompt_tokens", "completion_tokens") and type(v) is int}
 
 
 def layer_warnings(layers: list[dict[str, Any]] | None) -> list[str]:
@@ -285,7 +303,8 @@ class Translator:
         msg = r.get("message") or {}
         return [ModelCallEnded(**base, model=r.get("model") or "", latency_ms=r.get("latency_ms") or 0.0,
                                content=msg.get("content") or "", tool_calls=msg.get("tool_calls") or [],
-                               recovered=bool(r.get("recovered")), rejected=str(r.get("rejected") or ""))]
+                               recovered=bool(r.get("recovered")), rejected=str(r.get("rejected") or ""),
+                               usage=_usage(r.get("usage")))]
 
     def _decision(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
         self.decisions[r["call_id"]] = {"tool": r.get("tool"), "arguments": r.get("arguments")}

@@ -259,6 +259,16 @@ class Store:
             parent = self.get_run(parent).get("parent_id")
         return chain
 
+    def pending_listing(self, run_id: str | None = None, *, user: str | None = None) -> list[dict[str, Any]]:
+        """Pending approvals as a person reviews them: each with its run's parent chain, its workspace and the
+        Linux user its call would run as (`user` for runs the registry names none for: local mode's own)."""
+        out = []
+        for approval in self.pending_approvals(run_id):
+            run = self.get_run(approval.run_id)
+            out.append({**approval.public(), "parents": self.parent_chain(approval.run_id),
+                        "workspace": run["workspace"], "user": run.get("user") or user})
+        return out
+
     def waited_approvals(self, run_id: str) -> list["Approval"]:
         """The pending approvals of a run's descendants: what a run waiting on its child waits for (a child
         that ended waits for nothing, though it may ask whether to keep it: `save_agent`)."""

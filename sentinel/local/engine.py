@@ -241,7 +241,7 @@ class LocalEngine(Closing):
                 "messages": state.messages, "decisions": decisions, "compactions": compactions, "history": full,
                 "children": self.store.children(run_id), "safeguards": state.safeguards,
                 "self_edits": state.self_edits,
-                "pending_approvals": [a.public() for a in self.store.pending_approvals(run_id)]}
+                "pending_approvals": self.store.pending_listing(run_id, user=operator_name())}
 
     def runs(self, *, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         wanted = [status] if status and status != "interrupted" else ["running"] if status else None
@@ -252,7 +252,7 @@ class LocalEngine(Closing):
         return [r for r in rows if not status or r["status"] == status]
 
     def pending(self) -> list[dict[str, Any]]:
-        return [{**a.public(), "parents": self.store.parent_chain(a.run_id)} for a in self.store.pending_approvals()]
+        return self.store.pending_listing(user=operator_name())  # local mode's tools run as this user
 
     def sessions(self, *, limit: int | None = None) -> list[dict[str, Any]]:
         rows = self.store.list_sessions(limit)

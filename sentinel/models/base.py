@@ -47,14 +47,16 @@ class Completion:
         return msg
 
 
-OnDelta = Callable[[str], None]
+OnDelta = Callable[[str], None]          # each piece of answer text, as it streams
+OnProgress = Callable[[int], None]       # how many pieces (text and tool-call arguments) streamed so far
 
 
 class ModelClient(Protocol):
     name: str
 
     def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None,
+        on_progress: OnProgress | None = None,
     ) -> Completion: ...
 
 

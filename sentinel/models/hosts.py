@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sentinel.models.base import Completion, ModelError, ModelUnavailable, OnDelta
+from sentinel.models.base import Completion, ModelError, ModelUnavailable, OnDelta, OnProgress
 from sentinel.models.host import address, status_path
 from sentinel.models.weights import cache_dir
 
@@ -271,7 +271,8 @@ class HostedModel:
         self.timeout_s = timeout_s
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 on_delta: OnDelta | None = None, **options: Any) -> Completion:
+                 on_delta: OnDelta | None = None, on_progress: OnProgress | None = None,
+                 **options: Any) -> Completion:
         import httpx
 
         from sentinel.models.openai_compat import OpenAICompatClient
@@ -281,7 +282,7 @@ class HostedModel:
         try:
             client = OpenAICompatClient(self.name, self.name, HOST_URL, None, timeout_s=self.timeout_s,
                                         http_client=http)
-            return client.complete(messages, tools, on_delta=on_delta, **options)
+            return client.complete(messages, tools, on_delta=on_delta, on_progress=on_progress, **options)
         except ModelError:
             cause = self.hosts.cause(self.model, ready)
             if cause is not None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from sentinel.models.base import Completion, ModelError, ModelUnavailable, OnDelta, ToolCall, tool_schemas_to_openai
+from sentinel.models.base import (Completion, ModelError, ModelUnavailable, OnDelta, OnProgress, ToolCall,
+                                  tool_schemas_to_openai)
 
 # Muzzle's codes for "the model process died" and "the upstream cannot be reached": the run may resume later
 UNAVAILABLE = ("model_unavailable", "upstream_unreachable")
@@ -34,7 +35,8 @@ class OpenAICompatClient:
                              max_retries=1, **extra)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 on_delta: OnDelta | None = None, **options: Any) -> Completion:
+                 on_delta: OnDelta | None = None, on_progress: OnProgress | None = None,
+                 **options: Any) -> Completion:
         """`options`: further request fields (response_format, max_tokens, temperature)."""
         import openai
 
@@ -43,7 +45,7 @@ class OpenAICompatClient:
             kwargs["tools"] = tool_schemas_to_openai(tools)
         try:
             if self.stream:
-                return self._streamed(kwargs, on_delta)
+                return self._streamed(kwargs, on_delta, on_progress)
             return self._whole(kwargs)
         except openai.APIStatusError as exc:
             if _code(exc) in UNAVAILABLE:
@@ -74,13 +76,13 @@ class OpenAICompatClient:
                  for i, c in enumerate(msg.tool_calls or []) if getattr(c, "function", None)]
         return Completion(msg.content or "", calls, _usage(resp.usage), resp.model or self.model)
 
-    def _streamed(self, kwargs: dict[str, Any], on_delta: OnDelta | None) -> Completion:
+    def _streamed(self, kwargs: dict[str, Any], on_delta: OnDelta | None, on_progress: OnProgress | None) -> Completion:
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         usage: dict[str, int] = {}
         model = self.model
         stream = self._client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kwargs)
-        chunks = 0
+        chunks = pieces = 0
         for chunk in stream:
             chunks += 1
             model = chunk.model or model
@@ -89,6 +91,7 @@ class OpenAICompatClient:
             for choice in chunk.choices or []:
                 delta = choice.delta
                 if delta.content:
+                    pieces += 1
                     text.append(delta.content)
                     if on_delta:
                         on_delta(delta.content)
@@ -99,6 +102,9 @@ class OpenAICompatClient:
                         slot["name"] += tc.function.name
                     if tc.function and tc.function.arguments:
                         slot["arguments"].append(tc.function.arguments)
+                        pieces += 1
+            if on_progress and pieces:
+                on_progress(pieces)
         if not chunks:
             raise ModelError(f"model {self.name}: the response carried no completion chunks "
                              "(is this an OpenAI-compatible endpoint?)")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import sentinel.models.script as script
-from sentinel.models.base import Completion, ModelError, OnDelta, ToolCall
+from sentinel.models.base import Completion, ModelError, OnDelta, OnProgress, ToolCall
 
 
 class ScriptedModel:
@@ -16,7 +16,8 @@ class ScriptedModel:
         self.replies = script.load(path)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 on_delta: OnDelta | None = None) -> Completion:
+                 on_delta: OnDelta | None = None, on_progress: OnProgress | None = None) -> Completion:
+        """Answers whole (it never streams): `on_delta` gets the text at once, `on_progress` is never called."""
         turn, reply = script.pick(self.replies, messages)
         if reply.delay_ms:
             time.sleep(reply.delay_ms / 1000)

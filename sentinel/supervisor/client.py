@@ -95,6 +95,11 @@ def local_note() -> str | None:
     return None
 
 
+def hidden() -> bool:
+    """Whether this machine's supervisor hides its socket from this user: they are not an operator."""
+    return _visible(layout.socket_path()) is None
+
+
 def _visible(path: Path) -> bool | None:
     """Whether `path` exists; None when a directory on the way hides it from this user."""
     try:

@@ -157,13 +157,11 @@ def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
                   "history": [], "compactions": compactions,
                   "parent_id": row.get("parent_id"), "children": store.children(row["id"]),
                   "safeguards": state.safeguards, "self_edits": state.self_edits,
-                  "pending_approvals": [a.public() for a in store.pending_approvals(row["id"])]})
+                  "pending_approvals": store.pending_listing(row["id"])})
 
 
 def _approvals(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    store = sup.store
-    return reply([{**a.public(), "parents": store.parent_chain(a.run_id)}
-                  for a in store.pending_approvals(_text(msg, "run_id", required=False))])
+    return reply(sup.store.pending_listing(_text(msg, "run_id", required=False)))
 
 
 def _logs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:

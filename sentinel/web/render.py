@@ -15,6 +15,7 @@ from typing import Any
 
 import jinja2
 
+from sentinel.cli.render import task_title
 from sentinel.engine.events import Event
 
 STATUS_LABELS = {"waiting_approval": "waiting for approval", "waiting_child": "waiting for a child run"}
@@ -47,7 +48,7 @@ class Templates:
         self.env = jinja2.Environment(loader=jinja2.PackageLoader("sentinel.web", "templates"),
                                       autoescape=True, undefined=jinja2.StrictUndefined,
                                       trim_blocks=True, lstrip_blocks=True)
-        self.env.filters.update(pretty=_pretty, when=_when, short=_short, status=status_label)
+        self.env.filters.update(pretty=_pretty, when=_when, short=_short, status=status_label, run_title=task_title)
 
     def render(self, name: str, **context: Any) -> str:
         return self.env.get_template(name).render(**context)

@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from sentinel.agents.selfstate import SOUL_REFUSED
-from sentinel.engine import events
 from sentinel.engine.run import Run
 from sentinel.engine.store import Store, call_digest
 from sentinel.errors import SentinelError
@@ -47,6 +46,7 @@ from sentinel.policy.decide import CallContext, Layer, decide
 from sentinel.tools import Pinned, Registry, Tool, ToolContext, ToolError, parse_arguments
 from sentinel.worker import answer
 from sentinel.worker.children import CHILD_TOOLS, ENDED, WAITING, Children, WaitingChild, result_text
+from sentinel.worker.stream import CallStream
 
 
 class Paused(Exception):
@@ -171,11 +171,10 @@ class AgentLoop:
             self.deps.keeper.before_call(self.run)  # may checkpoint and compact the conversation
         self.refresh_prompt()
         tools = self.deps.registry.schemas(self.deps.granted)
-        self.run.emit(events.ModelCallStarted(**self.run.base(), model=self.state.model, step=self.state.steps + 1))
+        hooks = CallStream(self.run, self.state.model, self.state.steps + 1).hooks()  # live views' events
         began = time.monotonic()
         try:
-            completion = self.deps.model.complete(self.state.messages, tools,
-                                                  on_delta=self._delta if self.run.listeners else None)
+            completion = self.deps.model.complete(self.state.messages, tools, **hooks)
         except ModelUnavailable as exc:
             raise Unavailable(str(exc)) from None
         except ModelError as exc:
@@ -250,9 +249,6 @@ class AgentLoop:
             return  # a self-state file broken mid-run: keep the prompt the run already has
         if text != messages[0]["content"]:
             self.run.record({"type": "system", "content": text})
-
-    def _delta(self, text: str) -> None:
-        self.run.emit(events.TextDelta(**self.run.base(), text=text))
 
     # -- one tool call ----------------------------------------------------------
 

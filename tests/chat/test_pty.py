@@ -182,3 +182,22 @@ def test_kill_9_mid_turn_loses_nothing_and_reopening_resumes(model, pty_chat, cl
     assert [m["role"] for m in shown["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
     assert (sentinel_home / "workspace" / "notes.txt").read_text() == "kept\n"
     assert sum(1 for r in server.requests if r["messages"][-1]["role"] == "user") == 1  # the first call, once
+
+
+def test_a_reply_shows_a_spinner_then_reads_as_markdown_wrapped_to_the_terminal(model, pty_chat):
+    words = " ".join(f"word{i}" for i in range(60))  # about 430 characters: more than two lines of 160
+    reply = f"# Plan\n\nThis is **important** and `plain`.\n\n- first item\n- second item\n\n{words}"
+    model([{"content": reply, "delay_ms": 1500}], chunk_delay_s=0.01)
+    chat = pty_chat()
+    chat.say("plan it")
+    first = float(chat.expect(r"model fake/m · step 1 · (\d+\.\d) s").group(1))
+    assert first < 0.5  # on screen from the start of the call, before any token
+    chat.expect(r"model fake/m · step 1 · \d+\.\d s · \d+ tokens?")  # counting as the reply streams
+    end = chat.expect(r"● fake/m · \d+\.\d s · 10 in / 5 out tokens").start()
+    answer = chat.text[chat.text.rindex("Plan", 0, end):end]
+    assert "**" not in chat.text and "# Plan" not in chat.text and "`" not in chat.text  # rendered, never raw
+    assert "This is important and plain." in answer and "• first item" in answer
+    lines = [line.strip() for line in answer.splitlines() if "word" in line]
+    assert len(lines) >= 3 and all(len(line) <= 160 for line in lines)
+    assert " ".join(lines) == words  # wrapped between words, none cut
+    assert chat.quit() == 0

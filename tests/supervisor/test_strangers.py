@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sx_helpers import as_user
+from sx_helpers import as_user, serve_model
 
 pytestmark = pytest.mark.root
 
@@ -90,6 +90,36 @@ def test_local_mode_notes_a_supervisor_it_may_not_use(system, supervisor, strang
     assert probe.returncode == 0, probe.stderr
     local, note = json.loads(probe.stdout)
     assert local and f"group {system.group!r}" in note and "local mode" in note
+
+
+def test_a_strangers_approve_says_they_are_not_an_operator_and_resolves_nothing(system, supervisor, stranger,
+                                                                               make_agent, sentinel_cmd,
+                                                                               scripted_server):
+    agent = make_agent()
+    serve_model(system.etc, scripted_server([{"tool_calls": [{"name": "bash", "arguments": {"command": "touch x"}}]},
+                                             "ok"]))
+    supervisor()
+    sentinel_cmd("run", "touch x", "--agent", agent, "--json", check=3)
+    [approval] = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
+    home = Path(pwd.getpwnam(agent).pw_dir)
+    assert (approval["user"], approval["workspace"]) == (agent, str(home / ".sentinel" / "workspace"))
+    _hide_the_socket(system)
+    refused = f"you are not an operator (root or group {system.group})"
+    for verb in ("approve", "deny"):
+        # the socket where the machine's supervisor keeps it, not asked for: the stranger's own local mode answers
+        probe = as_user(stranger, sys.executable, "-c",
+                        f"import sentinel.supervisor.layout as l; from pathlib import Path; "
+                        f"l.SOCKET = Path({str(system.socket)!r}); from sentinel.cli import main; "
+                        f"main([{verb!r}, {approval['id']!r}])",
+                        env={"SENTINEL_OPERATOR_GROUP": system.group})
+        asked = _as(stranger, verb, approval["id"], env={"SENTINEL_SOCKET": str(system.socket),
+                                                         "SENTINEL_OPERATOR_GROUP": system.group})
+        for proc in (probe, asked):
+            assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+            [line] = proc.stderr.strip().splitlines()
+            assert line.startswith(f"error: {refused}") and "no approval" not in line, line
+    [still] = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
+    assert still["id"] == approval["id"]  # nothing was resolved
 
 
 def test_an_unreachable_interpreter_is_named_with_the_fix(tmp_path):

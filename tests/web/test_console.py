@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import pwd
 import threading
 import time
 
@@ -47,6 +49,15 @@ def test_the_inbox_shows_each_pending_call_with_its_run_and_digest(paused, conso
         assert shown in page, shown
 
 
+def test_an_approval_card_says_which_user_the_call_runs_as_and_in_which_workspace(paused, console, sentinel_home):
+    (run_id, _), = paused()
+    session = console().signed_in()
+    user = pwd.getpwuid(os.getuid()).pw_name  # local mode: the call runs as whoever runs sentinel
+    where = f'runs as <b class="user">{user}</b> in <code class="workspace">{sentinel_home / "workspace"}</code>'
+    assert where in session.get("/", headers={"accept": "text/html"}).text
+    assert where in session.get(f"/runs/{run_id}", headers={"accept": "text/html"}).text
+
+
 def test_runs_list_children_under_their_parent_and_filter_by_status(paused, console, sentinel_home):
     (parent, _), = paused(task="plan the work")
     engine = _engine()
@@ -75,6 +86,7 @@ def test_a_run_page_shows_decisions_with_every_layer_and_its_events(paused, cons
     page = session.get(f"/runs/{run_id}").text
     assert 'id="decisions"' in page and "needs_approval" in page and "<td>policy" in page
     assert f"paused</b> for approval <code>{approval_id}</code>" in page
+    assert "1 tool call(s) · 10 in / 5 out tokens" in page  # each model call's tokens, as the CLI shows them
     assert page.count('class="ev ev-') >= 5 and approval_id in page
     assert 'data-after="' in page
 

@@ -1,0 +1,63 @@
+"""Listings a person reads: `approvals` as a table that says where and as whom each call would run, `runs` with
+one readable line per run (a watcher's hook session by its watcher), `logs` in words, never JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+
+import yaml
+
+CLEAN = [{"content": "Cleaning up.", "tool_calls": [{"name": "bash", "arguments": {"command": "rm -rf build"}}]}, "ok"]
+NOTIFY = [{"tool_calls": [{"name": "sentinel_act", "arguments": {"action": "notify", "message": "report is due"}}]},
+          "Notified."]
+
+
+def _me() -> str:
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+def _json_in(line: str) -> bool:
+    return "{" in line or line.lstrip().startswith("[")
+
+
+def test_approvals_is_a_table_with_the_call_its_user_and_its_workspace(scripted_server, configure, cli, sentinel_home):
+    configure(server=scripted_server(CLEAN))
+    run_id = cli.json("run", "clean up", "--json", check=3)["id"]
+    header, row, *rest = cli("approvals", check=0).stdout.splitlines()
+    assert header.split() == ["approval", "run", "tool", "call", "runs", "as", "workspace", "why"]
+    assert not rest and not _json_in(row)
+    workspace = str(sentinel_home / "workspace")
+    cells = row.split()
+    assert cells[0].startswith("a-") and cells[1] == run_id and cells[2] == "bash"
+    assert "rm -rf build" in row and _me() in cells and workspace in cells
+    (listed,) = cli.json("approvals", "--json")
+    assert (listed["user"], listed["workspace"]) == (_me(), workspace)
+
+
+def test_runs_keeps_a_long_task_on_one_line_and_names_a_watchers_firing(scripted_server, configure, cli,
+                                                                         sentinel_home):
+    configure(server=scripted_server(NOTIFY + ["done"]))
+    watcher = {"id": "nightly", "eventName": "report.due", "strategy": {"type": "schedule", "intervalS": 3600},
+               "fire": {"operatorGoal": "Tell the operator the report is due."}, "hookResponseTimeoutMs": 20000}
+    (sentinel_home / "watchers").mkdir()
+    (sentinel_home / "watchers" / "nightly.yaml").write_text(yaml.safe_dump(watcher))
+    cli("watch", "fire", "nightly", check=0)
+    task = "Summarise the build log\nthen list every failing test " + "with its owner " * 20
+    cli("run", task, check=0)
+    header, newest, hook = cli("runs", check=0).stdout.splitlines()
+    assert header.split() == ["id", "status", "agent", "model", "created", "task"]
+    assert "Summarise the build log then list every failing test" in newest and newest.rstrip().endswith("…")
+    assert "⚑ watcher nightly fired (report.due)" in hook and not _json_in(hook)
+
+
+def test_logs_follow_prints_lines_for_people_never_json(scripted_server, configure, cli):
+    configure(server=scripted_server(CLEAN))
+    run_id = cli.json("run", "clean up", "--json", check=3)["id"]
+    lines = cli("logs", run_id, "--follow", check=0, timeout=20).stdout.splitlines()
+    assert lines and not [line for line in lines if _json_in(line)]
+    assert any(line.startswith("✉ user: clean up") for line in lines)
+    assert any("▸ bash rm -rf build → needs_approval" in line for line in lines)
+    assert [json.loads(line)["type"] for line in cli("logs", run_id, "--json", check=0).stdout.splitlines()][-1] == \
+        "paused"  # the events themselves are still there, for scripts
