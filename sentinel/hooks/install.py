@@ -68,12 +68,12 @@ def judge_note(root: Path) -> str:
     bundle = load_repo(str(root), use_cache=False)
     if bundle.config_error:
         return f"to do: {bundle.config_error}"
-    backend = bundle.config.backend
-    judge = f"{backend}/{bundle.config.model_for(backend)}"
+    backend, model = bundle.config.backend, bundle.config.model_for(bundle.config.backend)
+    judge = f"{backend}/{model}"
     if backend == "local" and find_spec("llama_cpp") is None:
         return f"to do: the judge {judge} needs llama.cpp: pip install 'sentinel-harness[local]'"
     if backend == "ollama":
-        return (f"judge: {judge}: needs Ollama running with the model (`ollama pull {bundle.config.model_for(backend)}`);"
+        return (f"judge: {judge}: needs Ollama running with the model (`ollama pull {model}`);"
                 " `sentinel hook status` checks that it answers")
     return f"judge: {judge} (`sentinel hook status` checks that it answers)"
 

@@ -10,9 +10,11 @@ step that is missing.
 Several clients skip an untrusted project hook silently, so a gate the user believes in can be
 absent. What can be taken safely is taken: the Codex hook hash of Sentinel's own hooks, read from
 Codex itself (`codex app-server`, `hooks/list`, then `config/value/write`), once the user trusts
-the project. A hook that runs is still no gate when its rules' judge does not answer (every rule is
-then skipped, fail_open): `Judging` asks each judge one short real question. Trusting a whole folder or project (Codex, Gemini CLI, Copilot CLI, Cursor) enables
+the project. Trusting a whole folder or project (Codex, Gemini CLI, Copilot CLI, Cursor) enables
 everything else it configures too, so that step is left to the user and named exactly.
+
+A hook that runs is still no gate when its rules' judge does not answer (every rule is then
+skipped, fail_open), so `Judging` asks each judge one short real question.
 """
 
 from __future__ import annotations

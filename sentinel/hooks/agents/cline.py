@@ -41,7 +41,7 @@ HOOKS_DIR = os.path.join(".clinerules", "hooks")
 # 3.x built-in tools that fail without acting when their input is null: blocked without ending the task.
 NULLABLE = frozenset({"run_commands", "editor", "apply_patch"})
 WITHHELD = ("\n(The tool did not run: Sentinel withheld this call, which is why the tool reported "
-            "\"Invalid input\". Do not retry it with other input.)")
+            "\"Invalid input\"; the input itself was not at fault.)")
 
 
 def event_of(payload: dict[str, Any]) -> str | None:

@@ -177,6 +177,7 @@ def _ask(judges: Any, answer: Answer, timeout_s: float) -> float:
     from sentinel.policy.gate.prompts import JUDGE_SYSTEM, VERDICT, check
 
     began = time.monotonic()
-    request = Request(JUDGE_SYSTEM, PROBE_PROMPT, VERDICT, answer.model, timeout_s=timeout_s, max_tokens=120)
+    # the backend's own timeout a little later than the probe's deadline: a slow judge is reported one way
+    request = Request(JUDGE_SYSTEM, PROBE_PROMPT, VERDICT, answer.model, timeout_s=timeout_s + 1, max_tokens=120)
     check(VERDICT, judges.get(answer.backend).complete(request))
     return (time.monotonic() - began) * 1000
