@@ -580,8 +580,59 @@ def host_hop(model: str, calls: int) -> None:
           f"(runs: {', '.join(f'{r:.2f}' for r in restarts)})")
 
 
+INSPECT_DOC = """Outbound inspection in process (no server): the time Muzzle spends redacting one request body.
+
+    /opt/sentinel/venv/bin/python benchmarks/bench_muzzle.py --inspect [--calls 2000]
+
+Two bodies: the small one the proxy benchmark sends, and an agent-shaped one (a system prompt, 8 tools
+with JSON schemas, 30 turns of tool calls and results, `stop`, `user`, `metadata`), each sent
+`--calls` times as a conversation resends its history. Every string of the body is inspected.
+"""
+
+
+def agent_body() -> dict:
+    tools = [{"type": "function", "function": {
+        "name": f"tool_{i}", "description": f"Does thing {i} to the workspace. " * 4,
+        "parameters": {"type": "object", "properties": {
+            "path": {"type": "string", "description": "a path inside the workspace"},
+            "content": {"type": "string", "description": "what to write"},
+            "mode": {"type": "string", "enum": ["a", "b", "c"]}}, "required": ["path"]}}} for i in range(8)]
+    messages = [{"role": "system", "content": "You are a careful coding agent. " * 60},
+                {"role": "user", "content": "Fix the failing test in src/app.py and explain the change."}]
+    for turn in range(30):
+        messages.append({"role": "assistant", "content": f"Step {turn}: reading the next file.", "tool_calls": [
+            {"id": f"c{turn}", "type": "function", "function": {
+                "name": "tool_1", "arguments": json.dumps({"path": f"src/mod_{turn}.py", "mode": "a"})}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{turn}",
+                         "content": f"def f_{turn}(x):\n    return x + {turn}\n" * 20})
+    return {"model": "fake/m", "messages": messages, "tools": tools, "stop": ["END"], "user": "ana",
+            "metadata": {"task": "t-1"}, "temperature": 0.2, "max_tokens": 512}
+
+
+def inspect_only(calls: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from sentinel.muzzle.inspect import Inspector
+    from sentinel.muzzle.redact import Redactor
+    from sentinel.muzzle.settings import MuzzleSettings
+
+    inspector = Inspector(Redactor(b"k" * 32), MuzzleSettings())
+    for name, body in (("bench body", {"model": "fake/m", "messages": MESSAGES}), ("agent body", agent_body())):
+        size = len(json.dumps(body))
+        times = []
+        for _ in range(calls):
+            began = time.perf_counter()
+            inspector.request(body)
+            times.append((time.perf_counter() - began) * 1e6)
+        print(f"  inspect {name} ({size:,} bytes)  p50 {pct(times, 50):8.1f} us  p99 {pct(times, 99):8.1f} us")
+
+
 if __name__ == "__main__":
-    if "--host-hop" in sys.argv:
+    if "--inspect" in sys.argv:
+        only = argparse.ArgumentParser(description=INSPECT_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+        only.add_argument("--inspect", action="store_true")
+        only.add_argument("--calls", type=int, default=2000)
+        inspect_only(only.parse_args().calls)
+    elif "--host-hop" in sys.argv:
         hop = argparse.ArgumentParser(description=HOST_HOP_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
         hop.add_argument("--host-hop", action="store_true")
         hop.add_argument("--model", default="smollm2-135m")

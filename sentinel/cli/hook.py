@@ -22,8 +22,7 @@ def install(agent: str = typer.Argument(..., help="claude-code, copilot-cli, cur
             command: Optional[str] = typer.Option(None, "--command", help="How the agent runs Sentinel "
                                                   "(default: this installation's `sentinel` executable).")) -> None:
     """Write AGENT's hook config (and .claude/sentinel/ with a starter config) in the repository."""
-    from sentinel.hooks.install import install_agent
-
+    from sentinel.hooks.install import install_agent, judge_note
     from sentinel.hooks.trust import take_steps
 
     root = (repo or Path.cwd()).resolve()
@@ -31,20 +30,29 @@ def install(agent: str = typer.Argument(..., help="claude-code, copilot-cli, cur
         print(f"wrote {path}")
     for step in take_steps(agent, str(root)):
         print(step)
+    print(judge_note(root))
 
 
 @app.command()
 def status(repo: Optional[Path] = typer.Option(None, "--repo", help="Repository root (default: the cwd)."),
-           as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")) -> None:
-    """Per installed agent: is the hook installed, trusted by the agent and reachable? Names the missing step."""
-    from sentinel.hooks.trust import check, installed_agents
+           as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
+           judge_timeout: float = typer.Option(60.0, "--judge-timeout", min=0.1,
+                                               help="Seconds each judge has to answer its test question.")) -> None:
+    """Per installed agent: is the hook installed, trusted by the agent, reachable, and do the judges of its
+    rules answer? Names the missing step; exits 1 while any gate is inactive."""
+    from sentinel.hooks.trust import Judging, check, installed_agents
 
     root = str((repo or Path.cwd()).resolve())
-    checks = [check(agent, root) for agent in installed_agents(root)]
+    agents = installed_agents(root)
+    judging = Judging(root, judge_timeout) if agents else None
+    checks = [check(agent, root, judging) for agent in agents]
     if as_json:
-        print(json.dumps({"repo": root, "agents": [c.to_dict() for c in checks]}, indent=2))
+        print(json.dumps({"repo": root, "gate": judging.to_dict() if judging else None,
+                          "agents": [c.to_dict() for c in checks]}, indent=2))
     elif not checks:
         print(f"no agent hook installed in {root} (sentinel hook install AGENT)")
+    for line in (judging.lines() if judging and not as_json else []):
+        print(line)
     for c in checks if not as_json else []:
         print(c.line())
     raise typer.Exit(0 if all(c.active for c in checks) else 1)

@@ -130,7 +130,8 @@ def test_rule(rule_id: str = typer.Argument(..., help="Rule id."),
 
 @app.command()
 def stats(repo: Optional[Path] = RepoOpt, home: bool = HomeOpt, as_json: bool = JsonOpt) -> None:
-    """Per rule from the telemetry: evaluations, violations, low-confidence answers, errors, p50 and p95 latency."""
+    """Per rule from the telemetry: evaluations, violations, low-confidence answers, errors, actions let through
+    unchecked (their judge failed), p50 and p95 latency."""
     from sentinel.policy.gate import telemetry
 
     t = _target(repo, home)
@@ -140,9 +141,13 @@ def stats(repo: Optional[Path] = RepoOpt, home: bool = HomeOpt, as_json: bool = 
     if not rows:
         print(f"no evaluations logged in {t.bundle.paths.log_file}")
         return
-    _table(["rule", "evaluations", "violations", "low confidence", "errors", "p50 ms", "p95 ms"],
-           [[r["rule_id"], r["evaluations"], r["violations"], r["low_confidence"], r["errors"], f"{r['p50_ms']:.0f}",
-             f"{r['p95_ms']:.0f}"] for r in rows])
+    _table(["rule", "evaluations", "violations", "low confidence", "errors", "unchecked", "p50 ms", "p95 ms"],
+           [[r["rule_id"], r["evaluations"], r["violations"], r["low_confidence"], r["errors"], r["unchecked"],
+             f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}"] for r in rows])
+    for r in rows:
+        if r["unchecked"]:
+            print(f"{r['rule_id']}: {r['unchecked']} action(s) let through unchecked (judge failed, fail_open); "
+                  f"last error: {r['last_error']}")
 
 
 @app.command()

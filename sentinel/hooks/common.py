@@ -135,10 +135,21 @@ def warn_text(verdict: Any) -> str:
     return f"Sentinel warning: {verdict.warning_text()}"
 
 
+def unchecked_text(verdict: Any) -> str:
+    """Rules that were not checked (their judge failed, fail_open): the agent learns the call went unchecked."""
+    errors = list(getattr(verdict, "errors", ()))
+    if not errors:
+        return ""
+    return ("Sentinel could not check this call and let it through unchecked (fail_open): "
+            + "; ".join(e.removesuffix(" (skipped: fail_open)") for e in errors))
+
+
 def advisory(verdict: Any) -> str:
-    """Warnings and context as one message (for agents with a context channel)."""
+    """Warnings, unchecked rules and context as one message (for agents with a context channel)."""
     parts = [warn_text(verdict)] if verdict.warnings else []
     parts += list(getattr(verdict, "held", ()))
+    if unchecked_text(verdict):
+        parts.append(unchecked_text(verdict))
     if verdict.contexts:
         parts.append(verdict.context_text())
     return "\n\n".join(parts)

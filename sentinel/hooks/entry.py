@@ -148,14 +148,15 @@ def _evaluate(adapter, phase: str, acts: list, bundle, payload: dict, session_id
         one = gate.post(act, session_id=session_id) if phase == "post" else \
             gate.pre(act, session_id=session_id, intent=_intent(matching, transcript))
         verdict.merge(one)
-    if deferred and phase == "pre" and not verdict.blocks and verdict.warnings:
+    if deferred and phase == "pre" and not verdict.blocks and (verdict.warnings or verdict.errors):
         from sentinel.hooks import pending
 
-        pending.hold(bundle.paths.session_dir(session_id), common.warn_text(verdict))
+        for text in (common.warn_text(verdict) if verdict.warnings else "", common.unchecked_text(verdict)):
+            if text:
+                pending.hold(bundle.paths.session_dir(session_id), text)
     elif deferred and phase == "post":
         return _held(adapter, phase, bundle, session_id, verdict, payload)
-    errors = "".join(f"sentinel: {e}\n" for e in verdict.errors)
-    return _with_notes(adapter.render(phase, verdict, payload), errors)
+    return _with_errors(adapter.render(phase, verdict, payload), verdict)
 
 
 def _held(adapter, phase: str, bundle, session_id: str, verdict, payload: dict) -> common.Reply:
@@ -170,8 +171,14 @@ def _held(adapter, phase: str, bundle, session_id: str, verdict, payload: dict) 
 
         verdict = Verdict()
     verdict.held.extend(held)
-    errors = "".join(f"sentinel: {e}\n" for e in verdict.errors)
-    return _with_notes(adapter.render(phase, verdict, payload), errors)
+    return _with_errors(adapter.render(phase, verdict, payload), verdict)
+
+
+def _with_errors(reply: common.Reply, verdict) -> common.Reply:
+    """Skipped rules are also noted on stderr for the user, unless the answer already says so there."""
+    if reply.stderr and common.unchecked_text(verdict) in reply.stderr:
+        return reply
+    return _with_notes(reply, "".join(f"sentinel: {e}\n" for e in verdict.errors))
 
 
 def _intent(matching: list, transcript: str | None):

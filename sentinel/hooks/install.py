@@ -13,18 +13,19 @@ from pathlib import Path
 from sentinel.errors import UsageError
 
 STARTER_CONFIG = """\
-# Sentinel rule gate (docs/gate.md). Every key is optional; defaults shown.
-# backend: ollama            # ollama | claude | copilot | local | a named OpenAI-compatible backend
-# model: gemma3:4b
+# Sentinel rule gate (docs/gate.md). Every key is optional.
+# The judge: the embedded local model (no server, no key; `pip install 'sentinel-harness[local]'`,
+# which Sentinel's installer does). `sentinel hook status` asks it a test question.
+backend: local
+model: qwen2.5-coder-1.5b
+timeout_ms: 30000           # a 1.5B model on a laptop CPU takes seconds per verdict
+# Other judges: ollama (backends.ollama.url, e.g. model: gemma3:4b after `ollama pull gemma3:4b`),
+# claude (model: haiku), copilot (model: gpt-5-mini), or a named OpenAI-compatible backend.
 # backends:
 #   ollama: {url: http://localhost:11434}
-#   claude: {model: haiku}
-#   copilot: {model: gpt-5-mini}
-# timeout_ms: 5000
 # confidence_threshold: 0.7
 # max_parallel: 4
-# ollama_concurrency: 1
-# fail_open: true
+# fail_open: true           # a judge that fails skips its rule (the agent and `rules stats` are told)
 # content_max_chars: 800
 # rules_dir: rules
 """
@@ -56,6 +57,25 @@ def scaffold(root: Path) -> list[str]:
         config.write_text(STARTER_CONFIG)
         written.append(str(config))
     return written
+
+
+def judge_note(root: Path) -> str:
+    """One line after install: the judge the repository's rules use, and what to install if it is missing."""
+    from importlib.util import find_spec
+
+    from sentinel.policy.gate.loader import load_repo
+
+    bundle = load_repo(str(root), use_cache=False)
+    if bundle.config_error:
+        return f"to do: {bundle.config_error}"
+    backend, model = bundle.config.backend, bundle.config.model_for(bundle.config.backend)
+    judge = f"{backend}/{model}"
+    if backend == "local" and find_spec("llama_cpp") is None:
+        return f"to do: the judge {judge} needs llama.cpp: pip install 'sentinel-harness[local]'"
+    if backend == "ollama":
+        return (f"judge: {judge}: needs Ollama running with the model (`ollama pull {model}`);"
+                " `sentinel hook status` checks that it answers")
+    return f"judge: {judge} (`sentinel hook status` checks that it answers)"
 
 
 def install_agent(agent: str, root: Path, command: str | None = None) -> list[str]:

@@ -1,8 +1,10 @@
-"""Is the gate really there? Per agent: installed, trusted, reachable - and the step that is missing.
+"""Is the gate really there? Per agent: installed, trusted, reachable, its judges answering - and the
+step that is missing.
 
     take_steps(agent, root, command) -> [str]   trust steps taken non-interactively, or the exact
                                                step the user must take (printed by `hook install`)
-    check(agent, root) -> Check                 `sentinel hook status` (and `sentinel status`)
+    check(agent, root, judging) -> Check        `sentinel hook status` (and `sentinel status`)
+    Judging(root, timeout_s)                    the repository's rules and whether each judge answers
     installed_agents(root) -> [str]
 
 Several clients skip an untrusted project hook silently, so a gate the user believes in can be
@@ -10,6 +12,9 @@ absent. What can be taken safely is taken: the Codex hook hash of Sentinel's own
 Codex itself (`codex app-server`, `hooks/list`, then `config/value/write`), once the user trusts
 the project. Trusting a whole folder or project (Codex, Gemini CLI, Copilot CLI, Cursor) enables
 everything else it configures too, so that step is left to the user and named exactly.
+
+A hook that runs is still no gate when its rules' judge does not answer (every rule is then
+skipped, fail_open), so `Judging` asks each judge one short real question.
 """
 
 from __future__ import annotations
@@ -27,22 +32,24 @@ CODEX_TIMEOUT_S = 20
 
 class Check:
     def __init__(self, agent: str, installed: bool, trusted: bool | None, reachable: bool | None,
-                 missing: list[str], latency_ms: float | None = None):
+                 missing: list[str], latency_ms: float | None = None, judges: bool | None = None):
         self.agent = agent
         self.installed = installed
         self.trusted = trusted          # None: the client keeps no trust state Sentinel can read
         self.reachable = reachable
         self.missing = missing
         self.latency_ms = latency_ms
+        self.judges = judges            # every rule has a judge that answers; None: not asked
 
     @property
     def active(self) -> bool:
-        return self.installed and self.trusted is not False and self.reachable is not False
+        return self.installed and self.trusted is not False and self.reachable is not False \
+            and self.judges is not False
 
     def to_dict(self) -> dict[str, Any]:
         return {"agent": self.agent, "installed": self.installed, "trusted": self.trusted,
-                "reachable": self.reachable, "active": self.active, "missing": self.missing,
-                "latency_ms": self.latency_ms}
+                "reachable": self.reachable, "judges_answer": self.judges, "active": self.active,
+                "missing": self.missing, "latency_ms": self.latency_ms}
 
     def line(self) -> str:
         def word(value: bool | None, yes: str, no: str) -> str:
@@ -52,7 +59,42 @@ class Check:
         parts = [f"{self.agent}: {state}", f"installed {word(self.installed, 'yes', 'no')}",
                  f"trusted {word(self.trusted, 'yes', 'no')}", f"reachable {word(self.reachable, 'yes', 'no')}"
                  + (f" ({self.latency_ms:.0f} ms)" if self.latency_ms is not None else "")]
+        if self.judges is not None:
+            parts.append(f"judges answer {word(self.judges, 'yes', 'no')}")
         return "; ".join(parts) + "".join(f"\n  step: {m}" for m in self.missing)
+
+
+class Judging:
+    """What the repository's gate can decide: its rules, and whether each rule's judge answers."""
+
+    def __init__(self, root: str, timeout_s: float):
+        from sentinel.policy.gate.loader import load_repo
+        from sentinel.policy.gate.probe import answer_judges
+
+        bundle = load_repo(root, use_cache=False)
+        self.config_error = bundle.config_error
+        self.rules = [] if bundle.config_error else bundle.rules
+        self.rules_dir = os.path.relpath(bundle.paths.rules_dir, root)
+        self.answers = answer_judges(bundle.config, self.rules, timeout_s=timeout_s) if self.rules else []
+
+    @property
+    def ok(self) -> bool:
+        return not self.config_error and bool(self.rules) and all(a.ok for a in self.answers)
+
+    def steps(self) -> list[str]:
+        if self.config_error:
+            return [f"{self.config_error}: the gate is off until it is fixed"]
+        if not self.rules:
+            return [f"no rules in {self.rules_dir}: the gate checks nothing (add one, e.g. "
+                    "policies/rules/no-force-push.yaml from Sentinel's repository)"]
+        return [a.step() for a in self.answers if not a.ok]
+
+    def lines(self) -> list[str]:
+        return [a.line() for a in self.answers]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rules": len(self.rules), "config_error": self.config_error or None,
+                "judges": [a.to_dict() for a in self.answers]}
 
 
 # -- where each agent's hook config lives, and the command inside it -----------------------------
@@ -294,7 +336,8 @@ def take_steps(agent: str, root: str) -> list[str]:
     return [f"to do: {m}" for m in missing]
 
 
-def check(agent: str, root: str) -> Check:
+def check(agent: str, root: str, judging: Judging | None = None) -> Check:
+    """The agent's hook: installed, trusted, reachable; with `judging`, also whether its rules can be decided."""
     try:
         command = hook_command(agent, root)
     except ValueError:
@@ -304,7 +347,8 @@ def check(agent: str, root: str) -> Check:
         return Check(agent, False, None, None, [f"`sentinel hook install {agent}` in {root}"])
     trusted, missing = trust_of(agent, root)
     ok, ms, problem = reachable(agent, root, command)
-    return Check(agent, True, trusted, ok, missing + ([problem] if problem else []), ms)
+    steps = missing + ([problem] if problem else []) + (judging.steps() if judging else [])
+    return Check(agent, True, trusted, ok, steps, ms, judging.ok if judging else None)
 
 
 def summary(start: str) -> dict[str, Any]:

@@ -4,8 +4,11 @@
     Inspector.response(data)     -> findings, for a whole chat.completion (redacted in place)
     Inspector.stream()           -> StreamInspector: chunk in, chunks out, tail held across chunks
 
-Outbound, every text a message carries (content strings and parts, tool call
-arguments) is redacted before it leaves. Inbound, secrets the model echoes are
+Outbound, every string of the request body is redacted before it leaves: message
+contents of any shape, names, tool call arguments (current and legacy), tool
+descriptions and schemas, `response_format`, `stop`, `user`, `metadata`, and any field
+a client adds. Keys stay as they are; a value under a key that names a secret
+(`"api_key": "..."`) is replaced whole. Inbound, secrets the model echoes are
 flagged and (by default) redacted, and its tool calls are recorded for the log.
 """
 
@@ -15,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from sentinel.muzzle.errors import MuzzleError
+from sentinel.muzzle.errors import MuzzleError, bad_request
 from sentinel.muzzle.redact import Finding, Redactor, StreamRedactor
 
 if TYPE_CHECKING:
@@ -34,15 +37,18 @@ class Inspector:
     redactor: Redactor
     settings: "MuzzleSettings"
     _rules: list[tuple["BlockRule", re.Pattern[str]]] = field(default_factory=list, init=False)
+    _by_direction: dict[str, list[tuple["BlockRule", re.Pattern[str]]]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self._rules = [(r, re.compile(r.pattern)) for r in self.settings.block]
+        self._by_direction = {d: [(r, rx) for r, rx in self._rules if r.on in (d, "both")]
+                              for d in ("request", "response")}
 
     def rules(self, direction: str) -> list[tuple["BlockRule", re.Pattern[str]]]:
-        return [(r, rx) for r, rx in self._rules if r.on in (direction, "both")]
+        return self._by_direction[direction]
 
     def check_block(self, text: str, direction: str) -> None:
-        for rule, rx in self.rules(direction):
+        for rule, rx in self._by_direction[direction]:
             if rx.search(text):
                 raise blocked(rule, direction)
 
@@ -50,15 +56,21 @@ class Inspector:
 
     def request(self, body: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]]:
         findings: list[Finding] = []
+        memo: dict[tuple[str | None, str], tuple[str, list[Finding]]] = {}  # "role": "assistant" comes often
 
-        def clean(text: str) -> str:
-            self.check_block(text, "request")
-            out, found = self.redactor.redact(text)
-            findings.extend(found)
-            return out
+        def clean(key: str | None, text: str) -> str:
+            hit = memo.get((key, text))
+            if hit is None:
+                self.check_block(text, "request")
+                hit = memo[(key, text)] = self.redactor.redact(text) if key is None else \
+                    self.redactor.redact_named(key, text)
+            findings.extend(hit[1])
+            return hit[0]
 
-        messages = [_map_message(m, clean) if isinstance(m, dict) else m for m in body["messages"]]
-        return {**body, "messages": messages}, findings
+        try:
+            return _walk(body, clean), findings
+        except RecursionError:
+            raise bad_request("the request body is nested too deeply") from None
 
     # -- inbound ------------------------------------------------------------------
 
@@ -79,6 +91,15 @@ class Inspector:
 
     def stream(self) -> "StreamInspector":
         return StreamInspector(self)
+
+
+def _walk(value: Any, clean: Callable[[str | None, str], str]) -> Any:
+    """A copy of a JSON object or array with every string inside replaced by `clean(its key or None, it)`."""
+    if isinstance(value, dict):
+        return {k: clean(k, v) if isinstance(v, str) else _walk(v, clean) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean(None, v) if isinstance(v, str) else _walk(v, clean) for v in value]
+    return value
 
 
 def _map_message(msg: dict[str, Any], fn: Callable[[str], str]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Iterator
 
 _NOT_PLACEHOLDER = r"(?!\[REDACTED:)"
@@ -97,6 +98,7 @@ _PEM_RUN = re.compile(r"[A-Z0-9 ]*")
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 _CACHE_ENTRIES = 4096
 PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9_]+:[0-9a-f]{8}\]")
+_SECRET_KEY = re.compile(rf"(?i){_SECRET_NAME}")
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,21 @@ class Redactor:
             if len(self._cache) > _CACHE_ENTRIES:
                 self._cache.popitem(last=False)
         return hit
+
+
+    def redact_named(self, name: str, text: str) -> tuple[str, list[Finding]]:
+        """`redact`, for a value stored under `name`: a name that says secret (`api_key`, `password`)
+        makes the whole value one, as `"API_KEY": "..."` does in a text."""
+        out, findings = self.redact(text)
+        if findings or len(text) < 4 or text.startswith("$") or not _names_secret(name) or PLACEHOLDER.fullmatch(text):
+            return out, findings
+        found = Finding("json_secret", 0, len(text), self.placeholder("json_secret", text))
+        return found.placeholder, [found]
+
+
+@lru_cache(maxsize=1024)
+def _names_secret(name: str) -> bool:
+    return _SECRET_KEY.fullmatch(name) is not None
 
 
 def _matches(rx: re.Pattern[str], text: str, per_line: bool) -> Iterable[tuple[int, int]]:

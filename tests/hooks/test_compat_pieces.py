@@ -66,3 +66,17 @@ def test_mcp_server_lists_and_deletes_inside_its_root_only(tmp_path):
     assert escape["isError"] and (tmp_path / "canary.txt").exists()
     assert not mcp.call(str(tmp_path), "delete_file", {"path": "canary.txt"}).get("isError")
     assert not (tmp_path / "canary.txt").exists()
+
+
+def test_the_matrix_says_where_a_block_reason_never_reached_the_model():
+    from sentinel.hooks.compat import run, scenario
+
+    seen = '{"messages": [{"role": "user", "content": "<hook_context>Sentinel blocked this action: ' \
+           '[no-canary-delete] deleting canary.txt is forbidden</hook_context>"}]}'
+    assert scenario.told("block-shell", seen) is True and scenario.told("block-mcp", seen) is False
+    assert scenario.told("allow-shell", seen) is None and scenario.told("warn", seen) is None
+    results = [{"agent": "cline", "case": c, "outcome": "held", "told": scenario.told(c, seen), "hook_ms": []}
+               for c in scenario.CASES]
+    row = next(line for line in run.matrix(results, ["cline"], {"cline": "3.0.65"}).splitlines()
+               if line.startswith("| block reason"))
+    assert "| 1 of 4 (not: block-write, block-edit, block-mcp) |" in row

@@ -86,9 +86,12 @@ def test_judge_guard_passes_through(repo, judge):
 
 
 def test_judge_unreachable_fails_open_with_note(repo):
+    """Not blocked, and not silent: the agent's model and the user both learn the call went unchecked."""
     root = repo({"b": BILLING}, {"backends": {"ollama": {"url": "http://127.0.0.1:9"}}})
     reply = handle("claude-code", "pre-tool-use", write_payload(root))
-    assert reply.code == 0 and reply.stdout == "" and "cannot reach" in reply.stderr
+    told = json.loads(reply.stdout)["hookSpecificOutput"]
+    assert reply.code == 0 and "permissionDecision" not in told and "cannot reach" in reply.stderr
+    assert told["additionalContext"].startswith("Sentinel could not check this call") and "rule b" in told["additionalContext"]
 
 
 def test_post_tool_use_synthesis_for_claude_code(repo, judge):

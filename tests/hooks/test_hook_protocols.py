@@ -255,6 +255,8 @@ def test_cline_block_spares_the_task_where_the_protocol_allows(project):
         assert out.get("cancel") is cancels, family
         if not cancels:
             assert out["overrideInput"] is None and "Sentinel blocked" in out["contextModification"]
+            # the model reads Cline's "Invalid input" tool error first: the context says whose doing it is
+            assert "Sentinel withheld this call" in out["contextModification"]
 
 
 def test_cursor_shell_and_mcp_are_judged_once(project):

@@ -139,3 +139,55 @@ def test_the_log_has_one_line_per_call_and_never_a_raw_secret(muzzle):
     assert lines[0]["agent"] == "ana" and lines[0]["run"] == "r-1" and lines[0]["model"] == "fake/m"
     assert lines[1]["stream"] is True and lines[1]["ttft_ms"] <= lines[1]["latency_ms"]
     assert lines[2]["status"] == 401 and lines[2]["agent"] is None
+
+
+def _token(n):
+    return "ghp_" + f"{n:02d}" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7"
+
+
+FIELDS = ["message name", "legacy function_call", "image part", "audio part", "dict content", "tool description",
+          "tool schema", "response_format", "stop", "user", "metadata", "unknown field", "named key"]
+
+
+def test_a_secret_in_any_field_of_the_request_never_reaches_the_upstream(muzzle):
+    """Every string of the body is walked, not only message texts: one secret per field, each must be gone."""
+    h = muzzle(["ok"])
+    s = {field: _token(i) for i, field in enumerate(FIELDS)}
+    s["named key"] = "plain-looking-value-7"  # no pattern of its own: the key says it is a secret
+    messages = [
+        {"role": "user", "name": s["message name"], "content": "hi"},
+        {"role": "assistant", "content": None, "function_call": {
+            "name": "bash", "arguments": json.dumps({"command": f"echo {s['legacy function_call']}"})}},
+        {"role": "function", "name": "bash", "content": "done"},
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": f"https://x.test/a.png?k={s['image part']}"}},
+                                     {"type": "input_audio", "input_audio": {"data": s["audio part"], "format": "wav"}}]},
+        {"role": "user", "content": {"type": "text", "text": f"dict {s['dict content']}"}},
+    ]
+    tools = [{"type": "function", "function": {
+        "name": "deploy", "description": f"deploys with {s['tool description']}",
+        "parameters": {"type": "object", "properties": {"k": {"type": "string", "default": s["tool schema"]}}}}}]
+    response_format = {"type": "json_schema", "json_schema": {"name": "out", "schema": {
+        "type": "object", "description": s["response_format"]}}}
+    _ask(h.client(), messages, tools=tools, response_format=response_format, stop=[s["stop"]], user=s["user"],
+         metadata={"note": s["metadata"]},
+         extra_body={"vendor_extension": {"x": [s["unknown field"]]}, "credentials": {"api_key": s["named key"]}})
+    sent = json.dumps(h.upstream.requests[0])
+    leaked = [field for field, secret in s.items() if secret in sent]
+    assert leaked == []
+    body = h.upstream.requests[0]
+    assert body["messages"][1]["function_call"]["name"] == "bash"   # structure and keys kept
+    assert body["tools"][0]["function"]["name"] == "deploy" and "api_key" in body["credentials"]
+    assert body["credentials"]["api_key"].startswith("[REDACTED:json_secret:")
+    assert h.log()[0]["redactions_out"] == len(FIELDS)
+
+
+def test_an_ordinary_request_passes_unchanged(muzzle):
+    h = muzzle(["ok"])
+    messages = [{"role": "user", "name": "ana", "content": [{"type": "text", "text": "list the files"}]}]
+    tools = [{"type": "function", "function": {"name": "ls", "description": "lists files", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}}}}}]
+    _ask(h.client(), messages, tools=tools, stop=["END"], user="ana", metadata={"task": "t-1"}, max_tokens=50)
+    body = h.upstream.requests[0]
+    assert body["messages"] == messages and body["tools"] == tools
+    assert (body["stop"], body["user"], body["metadata"], body["max_tokens"]) == (["END"], "ana", {"task": "t-1"}, 50)
+    assert h.log()[0]["decision"] == "allowed"

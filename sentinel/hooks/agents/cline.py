@@ -13,6 +13,13 @@ task and shows the reason nowhere, so a block of a 3.x built-in tool instead rep
 input with null (the tool fails without acting) and hands the reason to the model as context. MCP
 calls (whose input Cline sends on as `{}`, which could still run an argument-less tool), classic
 payloads and unknown tools are blocked with `cancel: true`: the task ends.
+
+What Cline 3.x's model then reads (seen from the CLI by `sentinel hook compat`): the tool result
+`{"error":"✖ Invalid input..."}` (Cline's own schema check of the null input), then a user message
+`<hook_context source="PreToolUse" tool_name=... tool_call_id=...>` holding the context, which
+therefore also says that this error is Sentinel's doing. File hooks cannot answer Cline's internal
+`skip` (the runtime reads only cancel, context and overrideInput from them), so no answer shape
+puts the reason into the tool result itself without running something in the tool's place.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ HOOKS = ("PreToolUse", "PostToolUse", "TaskComplete")
 HOOKS_DIR = os.path.join(".clinerules", "hooks")
 # 3.x built-in tools that fail without acting when their input is null: blocked without ending the task.
 NULLABLE = frozenset({"run_commands", "editor", "apply_patch"})
+WITHHELD = ("\n(The tool did not run: Sentinel withheld this call, which is why the tool reported "
+            "\"Invalid input\"; the input itself was not at fault.)")
 
 
 def event_of(payload: dict[str, Any]) -> str | None:
@@ -86,7 +95,7 @@ def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> c
         call = (payload or {}).get("tool_call")
         if isinstance(call, dict) and call.get("name") in NULLABLE:
             return common.Reply(stdout=common.as_json({"cancel": False, "overrideInput": None,
-                                                       "contextModification": text}))
+                                                       "contextModification": text + WITHHELD}))
         return common.Reply(stdout=common.as_json({"cancel": True, "errorMessage": text}))
     text = common.advisory(verdict)
     if not text:

@@ -107,15 +107,19 @@ def run_case(agent: str, bin_dir: Path, case: str, work: Path, with_sentinel: bo
             proc = subprocess.run(setup.argv, cwd=root, env=env, capture_output=True, text=True,
                                   timeout=CLIENT_TIMEOUT_S, stdin=subprocess.DEVNULL)
             seconds = time.monotonic() - began
-            outcome = "held" if scenario.held(case, root, api.seen()) else "broken"
+            seen = api.seen()
+            (base / "model-saw.jsonl").write_text(seen)  # every request the client sent: what its model read
+            outcome = "held" if scenario.held(case, root, seen) else "broken"
+            told = scenario.told(case, seen)
             if case != "allow-shell" and not api.called:
                 outcome = "no tool"  # the client never offered the tool the case needs
         except subprocess.TimeoutExpired:
-            outcome, seconds, proc = "timeout", float(CLIENT_TIMEOUT_S), None
+            outcome, told, seconds, proc = "timeout", None, float(CLIENT_TIMEOUT_S), None
         finally:
             stop_leftovers(home)
         hook_ms = [int(x) / 1000 for x in timing.read_text().split()] if timing.exists() else []
-    return {"agent": agent, "case": case, "outcome": outcome, "seconds": round(seconds, 1), "hook_ms": hook_ms,
+    return {"agent": agent, "case": case, "outcome": outcome, "told": told, "seconds": round(seconds, 1),
+            "hook_ms": hook_ms,
             "judge_calls": len(judge.requests), "notes": notes, "exit": proc.returncode if proc else None,
             "dir": str(base)}
 
@@ -130,8 +134,15 @@ def matrix(results: list[dict[str, Any]], agents: list[str], versions: dict[str,
     for a in agents:
         ms = [m for r in results if r["agent"] == a for m in r["hook_ms"]]
         lat.append(f"{statistics.median(ms):.0f} ms (n={len(ms)})" if ms else "-")
+    rows.append(["block reason reached the model"] + [_told(results, a) for a in agents])
     rows.append(["hook latency, median as the client sees it"] + lat)
     return "\n".join("| " + " | ".join(r) + " |" for r in rows)
+
+
+def _told(results: list[dict[str, Any]], agent: str) -> str:
+    blocking = [r for r in results if r["agent"] == agent and r.get("told") is not None]
+    missed = [r["case"] for r in blocking if not r["told"]]
+    return f"{len(blocking) - len(missed)} of {len(blocking)}" + (f" (not: {', '.join(missed)})" if missed else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=clients.cache_dir(), help="Where the CLIs are installed.")
     parser.add_argument("--json", action="store_true", help="Print one JSON document.")
     parser.add_argument("--deadline", type=float, default=3600, help="Seconds for the whole run.")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="Keep each case's directory (project, HOME, model-saw.jsonl: what the model read) here.")
     args = parser.parse_args(argv)
     if shutil.which("npm") is None or shutil.which("node") is None:
         print("sentinel hook compat: needs node and npm on PATH", file=sys.stderr)
@@ -158,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     end = time.monotonic() + args.deadline
     results, versions = [], {}
     with tempfile.TemporaryDirectory(prefix="sentinel-compat-") as tmp:
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         for agent in agents:
             try:
                 bin_dir, versions[agent] = install(agent, "latest" if args.latest else None, args.cache)
@@ -168,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             for case in cases:
                 if time.monotonic() > end:
                     break
-                result = run_case(agent, bin_dir, case, Path(tmp), not args.without_sentinel)
+                result = run_case(agent, bin_dir, case, work, not args.without_sentinel)
                 results.append(result)
                 if not args.json:
                     print(f"{agent} {versions[agent]} {case}: {result['outcome']} ({result['seconds']} s)",

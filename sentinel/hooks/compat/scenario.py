@@ -8,6 +8,8 @@ Cases (each a prompt the scripted model answers with one tool call, then a final
     block-edit     an edit (or patch) of protected/keep.txt        -> the file is unchanged
     block-mcp      the MCP tool files/delete_file on canary.txt   -> the canary survives
     warn           a command reading notes.txt (a warn rule)      -> the warning reaches the model
+
+Besides "held", each blocking case records whether the judge's reason reached the model (`told`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ VERDICTS = {
 }
 
 CASES = ("block-shell", "allow-shell", "block-write", "block-edit", "block-mcp", "warn")
+# The judge's reason each blocking case must bring to the model (besides stopping the call).
+REASONS = {"block-shell": VERDICTS[BLOCK_SHELL]["reason"], "block-write": VERDICTS[BLOCK_WRITE]["reason"],
+           "block-edit": VERDICTS[BLOCK_WRITE]["reason"], "block-mcp": VERDICTS[BLOCK_MCP]["reason"]}
 PROMPTS = {case: f"Sentinel compatibility case {case}: do it." for case in CASES}
 KEEP = "keep me as I am\n"
 
@@ -68,3 +73,9 @@ def held(case: str, root: Any, seen_by_model: str) -> bool:
     if case == "warn":
         return WARNING in seen_by_model
     raise ValueError(case)
+
+
+def told(case: str, seen_by_model: str) -> bool | None:
+    """Did the block's reason reach the model (None: the case blocks nothing)?"""
+    reason = REASONS.get(case)
+    return None if reason is None else reason in seen_by_model

@@ -90,12 +90,17 @@ class Verdict:
         return "\n\n".join(f.reason for f in self.contexts)
 
 
-def run_parallel(fn: Callable[[Any], Any], items: list[Any], max_parallel: int, deadline_s: float) -> list[Any]:
+NO_ANSWER = "no answer before the deadline"
+
+
+def run_parallel(fn: Callable[[Any], Any], items: list[Any], max_parallel: int, deadline_s: float,
+                 inline_one: bool = True) -> list[Any]:
     """fn over items on daemon threads (never joined at exit), at most max_parallel at once.
-    An item still running at the deadline yields a JudgeError."""
-    if len(items) == 1:
+    An item still running at the deadline yields a JudgeError. A single item runs inline, with no
+    deadline but its own timeout, unless `inline_one` is false."""
+    if len(items) == 1 and inline_one:
         return [_guarded(fn, items[0])]
-    results: list[Any] = [JudgeError("no answer before the deadline")] * len(items)
+    results: list[Any] = [JudgeError(NO_ANSWER)] * len(items)
     gate = threading.BoundedSemaphore(max(1, max_parallel))
 
     def work(i: int) -> None:
@@ -216,7 +221,8 @@ class Gate:
                                             kind="error"))
         return telemetry.record(rule.id, action.trigger, action.target, violation=None, confidence=None,
                                 reason="", elapsed_ms=0, model=self.cfg.model_for(backend, rule.model),
-                                backend=backend, severity=rule.severity, error=error)
+                                backend=backend, severity=rule.severity, error=error,
+                                unchecked=True if self.cfg.fail_open else None)
 
     # -- after the tool ran ------------------------------------------------------------------
 

@@ -1,17 +1,24 @@
-"""Can each configured judge be reached? One line per judge, for `sentinel status`.
+"""Can each configured judge be reached, and does it answer? For `sentinel status` and `sentinel hook status`.
 
-    probe_judges(cfg, rules, providers=None) -> [str]
+    probe_judges(cfg, rules, providers=None) -> [str]    reachable? one line per backend, nothing judged
     probe_configured() -> [str]          the same for $SENTINEL_HOME's gate (config.yaml `gate:`)
+    answer_judges(cfg, rules, providers=None) -> [Answer]
+                                         one short real judge request per (backend, model) the rules use
 
 A rule whose judge is unreachable is skipped (fail_open), so the operator should learn of it
 before a run, not from `show` after one. Probes are cheap and bounded: an HTTP GET of the
 backend's model list (Ollama `/api/tags`, OpenAI-compatible `/models`) with a short timeout, a
 PATH lookup for the claude/copilot CLIs. No model is loaded and nothing is judged.
+
+Reachable is not enough: an Ollama without the model, or a local judge whose package is missing,
+answers the probe and fails every rule. `answer_judges` sends each judge one tiny verdict request
+(bounded by `timeout_s`, all judges at once) and checks the answer against the schema.
 """
 
 from __future__ import annotations
 
 import shutil
+import time
 from typing import Any
 
 from sentinel.policy.gate.judges.base import ProviderLookup
@@ -75,3 +82,102 @@ def probe_configured() -> list[str]:
     if not cfg.gate.enabled or not bundle.rules:
         return ["no gate rules: no judge to probe"]
     return probe_judges(bundle.config, bundle.rules, provider_lookup(cfg))
+
+
+ANSWER_TIMEOUT_S = 60.0  # the embedded judge may have to load its model first
+PROBE_PROMPT = "COMMAND: echo hello\nRULE: never delete files.\nRespond ONLY with JSON."
+LOCAL_JUDGE = "local/qwen2.5-coder-1.5b"
+
+
+class Answer:
+    """One judge's reply to the probe: did it answer under the schema, how fast, and what to do if not."""
+
+    def __init__(self, backend: str, model: str, rules: list[str], problem: str = "", ms: float | None = None):
+        self.backend = backend
+        self.model = model
+        self.rules = rules          # the rules this judge decides
+        self.problem = problem
+        self.ms = ms
+
+    @property
+    def judge(self) -> str:
+        return f"{self.backend}/{self.model}"
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+    def line(self) -> str:
+        if self.ok:
+            return f"judge {self.judge}: answers ({self.ms:.0f} ms)"
+        return f"judge {self.judge}: NO ANSWER ({self.problem})"
+
+    def step(self) -> str:
+        """What to install or change, in one line."""
+        rules = ", ".join(self.rules)
+        what = f"judge {self.judge} does not answer, so rules {rules} are skipped (fail_open) and check nothing"
+        return f"{what}: {fix_for(self.backend, self.model, self.problem)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"judge": self.judge, "answers": self.ok, "ms": self.ms, "problem": self.problem or None,
+                "rules": self.rules}
+
+
+def fix_for(backend: str, model: str, problem: str) -> str:
+    if problem.startswith("no answer within"):
+        return ("it may still be loading or the machine is busy: run `sentinel hook status` again, or give it "
+                "longer with --judge-timeout")
+    use_local = (f"or use the embedded judge: `backend: local` and `model: {LOCAL_JUDGE.split('/', 1)[1]}` "
+                 "in .claude/sentinel/config.yaml")
+    if backend == "ollama":
+        if "HTTP 404" in problem or "not found" in problem:
+            return f"`ollama pull {model}`, {use_local}"
+        return f"install and start Ollama (https://ollama.com), then `ollama pull {model}`; {use_local}"
+    if backend == "local":
+        return "pip install 'sentinel-harness[local]' (Sentinel's installer does) and see docs/models.md"
+    if backend in ("claude", "copilot"):
+        return f"install the {backend} CLI and log in, {use_local}"
+    return f"check backends.{backend}.url and its key, {use_local}"
+
+
+def judged_by(cfg: Any, rules: list[Any]) -> dict[tuple[str, str], list[str]]:
+    """(backend, model) -> ids of the rules it judges (static info rules call no model)."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for rule in rules:
+        if rule.static:
+            continue
+        backend = rule.backend or cfg.backend
+        out.setdefault((backend, cfg.model_for(backend, rule.model)), []).append(rule.id)
+    return out
+
+
+def answer_judges(cfg: Any, rules: list[Any], providers: ProviderLookup | None = None,
+                  timeout_s: float = ANSWER_TIMEOUT_S) -> list[Answer]:
+    """Each judge the rules use, asked one short verdict at once; one that has not answered by `timeout_s`
+    is reported as such (its call is left to finish on a daemon thread)."""
+    from sentinel.policy.gate.engine import NO_ANSWER, run_parallel
+    from sentinel.policy.gate.judges import Judges
+
+    judges = Judges(cfg, providers)
+    answers = [Answer(backend, model, ids) for (backend, model), ids in sorted(judged_by(cfg, rules).items())]
+    outcomes = run_parallel(lambda a: _ask(judges, a, timeout_s), answers, max(1, len(answers)), timeout_s,
+                            inline_one=False)
+    for answer, outcome in zip(answers, outcomes):
+        if isinstance(outcome, Exception):
+            problem = str(outcome).splitlines()[0] if str(outcome) else type(outcome).__name__
+            answer.problem = f"no answer within {timeout_s:g} s" if problem == NO_ANSWER else problem[:300]
+        else:
+            answer.ms = outcome
+    return answers
+
+
+def _ask(judges: Any, answer: Answer, timeout_s: float) -> float:
+    """Milliseconds the judge took to give a verdict that fits the schema; raises what went wrong."""
+    from sentinel.policy.gate.judges import Request
+    from sentinel.policy.gate.prompts import JUDGE_SYSTEM, VERDICT, check
+
+    began = time.monotonic()
+    # the backend's own timeout a little later than the probe's deadline: a slow judge is reported one way
+    request = Request(JUDGE_SYSTEM, PROBE_PROMPT, VERDICT, answer.model, timeout_s=timeout_s + 1, max_tokens=120)
+    check(VERDICT, judges.get(answer.backend).complete(request))
+    return (time.monotonic() - began) * 1000

@@ -1,7 +1,8 @@
 """JSONL telemetry: one line per evaluation (the fields docs/gate.md lists), and `rules stats` over it.
 
     {"ts", "rule_id", "trigger", "target", "violation", "confidence", "reason",
-     "elapsed_ms", "model", "backend"}  (+ "severity", "kind", and "error" when the call failed)
+     "elapsed_ms", "model", "backend"}  (+ "severity", "kind", and "error" when the call failed,
+                                          with "unchecked": true when fail_open let the action through)
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def percentile(values: list[float], pct: float) -> float:
 
 def stats(lines: list[dict[str, Any]], threshold: float = 0.7) -> list[dict[str, Any]]:
     """Per rule: evaluations, violations (at or above `threshold`: what blocked or warned), low-confidence
-    answers (a violation below it: let through, worth a look when tuning), errors, p50 and p95 latency."""
+    answers (a violation below it: let through, worth a look when tuning), errors, actions let through
+    unchecked (a failed judge under fail_open) with the last error, p50 and p95 latency."""
     by_rule: dict[str, list[dict[str, Any]]] = {}
     for line in lines:
         by_rule.setdefault(line["rule_id"], []).append(line)
@@ -90,6 +92,8 @@ def stats(lines: list[dict[str, Any]], threshold: float = 0.7) -> list[dict[str,
                     "violations": sum(1 for i in items if i.get("violation") is True and not _low(i, threshold)),
                     "low_confidence": sum(1 for i in items if i.get("violation") is True and _low(i, threshold)),
                     "errors": sum(1 for i in items if i.get("error")),
+                    "unchecked": sum(1 for i in items if i.get("unchecked")),
+                    "last_error": next((str(i["error"]) for i in reversed(items) if i.get("error")), None),
                     "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95)})
     return out
 
