@@ -31,6 +31,11 @@ class TrustLayer:
         if self.trusted(ctx.run_id, ctx.tool, ctx.code_sha256):
             return [LayerResult("trust", "auto", f"code sha256 {short}… of {ctx.tool} is trusted",
                                 rule_id="trust.trusted")]
+        if server := ctx.tool.startswith("mcp__") and ctx.tool.split("__")[1]:
+            return [LayerResult("trust", "needs_approval",
+                                f"MCP server {server}: its command and tool list (sha256 {short}…) are not the ones "
+                                f"trusted with `sentinel mcp trust {server}`; approving runs this call and trusts "
+                                "this listing for this agent's tool", rule_id="trust.mcp_untrusted")]
         return [LayerResult("trust", "needs_approval",
                             f"agent-authored tool {ctx.tool}: its code (sha256 {short}…) is not trusted yet; "
                             "approving runs it and trusts this exact code", rule_id="trust.untrusted")]

@@ -130,12 +130,14 @@ def approvals(as_json: bool = typer.Option(False, "--json")) -> None:
         pending = engine.pending()
     if as_json:
         return print_json([{k: a[k] for k in ("id", "run_id", "parents", "tool", "arguments", "reason", "code",
-                                              "code_sha256") if k in a} for a in pending])
+                                              "code_sha256", "mcp") if k in a} for a in pending])
     if not pending:
         print("no pending approvals")
     for a in pending:
         chain = "".join(f" ← {parent}" for parent in a.get("parents") or [])  # a child run's: under its parents
         print(f"{a['id']}  run {a['run_id']}{chain}  {a['tool']} {a['arguments']}  — {a['reason']}")
+        if a.get("mcp"):
+            print(f"    MCP server {a['mcp']['server']}, tool {a['mcp']['tool']}")
         if a.get("code_sha256"):
             print(code_listing(a))
 
