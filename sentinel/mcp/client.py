@@ -217,6 +217,8 @@ class Connection:
     def _failed(self, what: str, exc: BaseException) -> McpFailure:
         detail = self._exit_detail()
         self._close()
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the SDK's task groups wrap the cause
+            exc = exc.exceptions[0]
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         return McpFailure(f"MCP server {self.name!r} failed during {what} ({detail or reason}); "
                           "the next call starts it again")

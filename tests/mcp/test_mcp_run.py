@@ -186,3 +186,64 @@ def test_without_leash_the_same_probes_get_through(mcp_run, tmp_path):
     model, out = mcp_run([call("mcp__files__read_path", path=str(secret)), "ok"], "probe", tools="plain",
                          server_extra={"read_only": ["read_path"]})
     assert results(model) == ["TOP SECRET"]
+
+
+@pytest.fixture
+def http_server(demo):
+    """The demo server over streamable HTTP on a loopback port, requiring `Bearer <token>`."""
+    import subprocess
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = "tok-5f2c9d1e8a7b"
+    proc = subprocess.Popen([sys.executable, str(demo / "demo_server.py"), "http", str(port), token],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/mcp", timeout=1)
+        except urllib.error.HTTPError:
+            break  # it answers (401 without the token)
+        except OSError:
+            time.sleep(0.2)
+    yield f"http://127.0.0.1:{port}/mcp", token
+    proc.kill()
+    proc.wait()
+
+
+def test_a_streamable_http_server_gets_its_secret_header_and_the_model_never_sees_it(
+        cli, configure, scripted_server, sentinel_home, http_server, tmp_path):
+    url, token = http_server
+    keys = tmp_path / "keys.env"
+    keys.write_text(f"DOCS_TOKEN={token}\n")
+    model = scripted_server([call("mcp__docs__whoami"), call("mcp__docs__write_note", name="n", text="t"), "ok"])
+    configure({"muzzle": {"keys_file": str(keys)},
+               "mcp_servers": {"docs": {"url": url, "read_only": ["whoami"],
+                                        "headers": {"Authorization": {"secret": "DOCS_TOKEN", "prefix": "Bearer "}}}}},
+              server=model)
+    (sentinel_home / "agents").mkdir()
+    (sentinel_home / "agents" / "sentinel.yaml").write_text(yaml.safe_dump({"mcp": ["docs"]}))
+    listed = cli.json("mcp", "list", "--json", check=0)
+    assert listed[0]["transport"] == "http" and listed[0]["target"] == url and listed[0]["headers"] == ["Authorization"]
+    cli("mcp", "trust", "docs", check=0)
+
+    out = cli.json("run", "who serves you", "--json", check=3, timeout=120)
+    assert out["status"] == "waiting_approval"
+    [pending] = cli.json("approvals", "--json", check=0)
+    assert pending["mcp"] == {"server": "docs", "tool": "write_note"}
+    [who] = results(model)
+    assert who.endswith("Bearer [REDACTED:mcp_header:Authorization]")
+    assert token not in json.dumps(model.requests) and token not in (sentinel_home / "config.yaml").read_text()
+
+    keys.write_text("")  # without the secret the server is not reached at all
+    model = scripted_server([call("mcp__docs__whoami"), "ok"])
+    configure({"muzzle": {"keys_file": str(keys)},
+               "mcp_servers": {"docs": {"url": url, "headers": {"Authorization": {"secret": "DOCS_TOKEN"}}}}},
+              server=model)
+    out = cli.json("run", "again", "--json", check=0, timeout=120)
+    [unavailable] = audit(sentinel_home, "mcp_unavailable")
+    assert "needs secret 'DOCS_TOKEN'" in unavailable["problem"]
+    assert results(model)[0].startswith("Denied by policy: unknown tool")
