@@ -18,6 +18,7 @@ call starts it again.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import subprocess
 import threading
@@ -51,29 +52,23 @@ class ServerTool:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
 
-# -- the event loop thread --------------------------------------------------------------------------------
+# -- the event loop -------------------------------------------------------------------------------------------
 
-_loop_lock = threading.Lock()
+# One loop per process, run by the calling thread only for the length of each request (under a lock): the
+# sessions' reader tasks wait between calls, and a call costs two wake-ups (us, the server), not four as a
+# loop thread of its own would (us, loop, server, loop).
+_loop_lock = threading.RLock()
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_pid = 0
 
 
-def _event_loop() -> asyncio.AbstractEventLoop:
+def _run(coro: Any, timeout_s: float) -> Any:
+    """Run `coro` to its end on this process's loop; TimeoutError after `timeout_s` (the coroutine is cancelled)."""
     global _loop, _loop_pid
     with _loop_lock:
         if _loop is None or _loop_pid != os.getpid():
             _loop, _loop_pid = asyncio.new_event_loop(), os.getpid()
-            threading.Thread(target=_loop.run_forever, name="sentinel-mcp", daemon=True).start()
-        return _loop
-
-
-def _run(coro: Any, timeout_s: float) -> Any:
-    future = asyncio.run_coroutine_threadsafe(coro, _event_loop())
-    try:
-        return future.result(timeout_s)
-    except TimeoutError:
-        future.cancel()
-        raise
+        return _loop.run_until_complete(asyncio.wait_for(coro, timeout_s))
 
 
 # -- a transport over two pipes (the SDK's stdio_client spawns its own process; ours is Leash's) -------------
@@ -164,11 +159,6 @@ class Connection:
                 self._listed = self._list()
             return list(self._listed)
 
-    def relist(self) -> list[ServerTool]:
-        with self._lock:
-            self._listed = None
-        return self.tools()
-
     def call(self, tool: str, args: dict[str, Any]) -> str:
         """The result as text; an McpFailure when the server is gone or does not answer (it is then stopped)."""
         with self._lock:
@@ -243,30 +233,31 @@ class Connection:
         return "; ".join(parts)
 
     def _start(self) -> None:
-        loop = _event_loop()
-        opened = threading.Event()
-        failure: list[BaseException] = []
-        self._stop = None
+        _run(self._begin(), self.server.start_timeout_s + 1)
+        if self._session is None:
+            assert self._task is not None
+            if not self._task.done():
+                raise McpFailure(f"MCP server {self.name!r} did not start within {self.server.start_timeout_s:g}s")
+            exc = self._task.exception() if not self._task.cancelled() else None
+            raise self._failed("start", exc or RuntimeError("it ended during start-up"))
 
-        async def session_main() -> None:
-            self._stop = asyncio.Event()
+    async def _begin(self) -> None:
+        """Start the session's task (it lives until `_close`) and wait until it has listed or failed."""
+        opened, self._stop = asyncio.Event(), asyncio.Event()
+
+        async def session() -> None:
             try:
                 await self._open(opened)
-            except BaseException as exc:  # noqa: BLE001 - reported to the thread waiting in _start
-                failure.append(exc)
-                raise
             finally:
-                opened.set()
                 self._session = None
 
-        self._task = asyncio.run_coroutine_threadsafe(session_main(), loop)
-        if not opened.wait(self.server.start_timeout_s):
-            raise McpFailure(f"MCP server {self.name!r} did not start within {self.server.start_timeout_s:g}s")
-        if self._session is None:
-            exc = failure[0] if failure else RuntimeError("it ended during start-up")
-            raise self._failed("start", exc)
+        self._task = asyncio.ensure_future(session())
+        waiting = asyncio.ensure_future(opened.wait())
+        await asyncio.wait({self._task, waiting}, timeout=self.server.start_timeout_s,
+                           return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
 
-    async def _open(self, opened: threading.Event) -> None:
+    async def _open(self, opened: asyncio.Event) -> None:
         from mcp import ClientSession
 
         async def use(read: Any, write: Any) -> None:
@@ -349,10 +340,10 @@ class Connection:
         stop, task = self._stop, self._task
         self._session, self._stop, self._task, self._listed = None, None, None, None
         if stop is not None:
-            _event_loop().call_soon_threadsafe(stop.set)
+            stop.set()
         if task is not None:
             try:
-                task.result(5)
+                _run(_ended(task), 5)
             except Exception:  # noqa: BLE001 - a failed session is already being reported
                 task.cancel()
         proc, self._process = self._process, None
@@ -364,6 +355,12 @@ class Connection:
             proc.stop()
 
 
+async def _ended(task: asyncio.Future) -> None:
+    await asyncio.wait({task})
+    if not task.cancelled():
+        task.exception()  # retrieved: a failed session was reported by the call that found it
+
+
 _connections: dict[tuple[Any, ...], Connection] = {}
 
 
@@ -373,12 +370,23 @@ def connection(name: str, server: McpServer, ctx: ToolContext, *, secret: Secret
     key = (os.getpid(), name, server.model_dump_json(), str(ctx.workspace), ctx.agent, ctx.sandbox, ctx.tools_mode,
            ctx.output_max_chars)
     with _loop_lock:
+        if not _connections:
+            atexit.register(_close_all)
         conn = _connections.get(key)
         if conn is None:
             conn = _connections[key] = Connection(name, server, ctx, secret=secret)
         elif secret is not None:
             conn.secret = secret
         return conn
+
+
+def _close_all() -> None:
+    """At exit: end each session and stop its server (rather than leave the loop with pending tasks)."""
+    for conn in list(_connections.values()):
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001 - the process is ending; the keeper kills what is left
+            pass
 
 
 def muzzle_secrets(config: Any, home: Path) -> SecretLookup:

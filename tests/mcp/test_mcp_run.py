@@ -39,17 +39,17 @@ def mcp_run(cli, configure, scripted_server, sentinel_home, demo):
     """go(replies, *args, check, tools, server_extra) -> (model server, run outcome): the default agent is
     granted MCP server `files` (the demo server, `echo` read-only), tools under the Leash tool profile."""
 
-    def setup(tools="sandboxed", server_extra=None, model=None, grant=("files",)):
+    def setup(tools="sandboxed", server_extra=None, model=None, grant=("files",), extra=None):
         files = {"command": [sys.executable, str(demo / "demo_server.py")], "read": [str(demo)],
                  "read_only": ["echo"], **(server_extra or {})}
-        configure({"leash": {"tools": tools}, "mcp_servers": {"files": files}}, server=model)
+        configure({"leash": {"tools": tools}, "mcp_servers": {"files": files}, **(extra or {})}, server=model)
         agents = sentinel_home / "agents"
         agents.mkdir(exist_ok=True)
         (agents / "sentinel.yaml").write_text(yaml.safe_dump({"mcp": list(grant)}))
 
-    def go(replies, *args, check=0, tools="sandboxed", server_extra=None, trust=True, grant=("files",)):
+    def go(replies, *args, check=0, tools="sandboxed", server_extra=None, trust=True, grant=("files",), extra=None):
         model = scripted_server(replies)
-        setup(tools, server_extra, model, grant)
+        setup(tools, server_extra, model, grant, extra)
         if trust:
             cli("mcp", "trust", "files", check=0)
         return model, cli.json("run", *args, "--json", check=check, timeout=120)
@@ -247,3 +247,47 @@ def test_a_streamable_http_server_gets_its_secret_header_and_the_model_never_see
     [unavailable] = audit(sentinel_home, "mcp_unavailable")
     assert "needs secret 'DOCS_TOKEN'" in unavailable["problem"]
     assert results(model)[0].startswith("Denied by policy: unknown tool")
+
+
+def test_the_rule_gate_sees_mcp_calls_with_server_tool_scopes(mcp_run, judge, sentinel_home):
+    j = judge({"write_note": {"violation": True, "confidence": 0.9, "reason": "notes are not for agents"}})
+    rules = sentinel_home / "rules"
+    rules.mkdir()
+    (rules / "no-notes.yaml").write_text(yaml.safe_dump({
+        "trigger": "mcp", "scope": ["files:write_*"],
+        "prompt": "SERVER {{server_name}} TOOL {{mcp_tool}} ARGS {{mcp_arguments}}"}))
+    model, out = mcp_run([call("mcp__files__write_note", name="n.txt", text="t"), call("mcp__files__echo", text="e"),
+                          "ok"], "notes", server_extra={"read_only": ["echo", "write_note"]},
+                         extra={"gate": {"backends": {"ollama": {"url": j.url}}}})
+    denied, echoed = results(model)
+    assert denied == "Denied by policy: gate: notes are not for agents" and echoed == "echo: e"
+    [asked] = j.requests  # the echo call is out of the rule's scope: no judge call
+    assert 'SERVER files TOOL write_note ARGS {"name": "n.txt", "text": "t"}' in asked["messages"][-1]["content"]
+    assert not (sentinel_home / "workspace" / "n.txt").exists()
+
+
+def test_chat_mcp_lists_servers_and_the_agents_grants(mcp_run, sentinel_home):
+    import os
+    import subprocess
+
+    mcp_run.setup()
+    env = {**os.environ, "SENTINEL_HOME": str(sentinel_home), "SENTINEL_MODE": "local"}
+    out = subprocess.run([sys.executable, "-m", "sentinel", "chat"], input="/mcp\n", capture_output=True, text=True,
+                         env=env, timeout=60, cwd=sentinel_home / "workspace")
+    assert out.returncode == 0, out.stderr
+    assert f"✓ files            stdio  {sys.executable} " in out.stdout + out.stderr
+
+
+def test_the_web_consoles_approval_card_names_the_server_and_tool(mcp_run, cli, demo):
+    """The card as the console renders it for a real pending MCP approval (a changed listing: its diff shown)."""
+    from sentinel.web.render import Templates
+
+    mcp_run([call("mcp__files__echo", text="a"), "ok"], "echo")
+    (demo / "description.txt").write_text("Echo <b>the</b> text back.")
+    mcp_run([call("mcp__files__echo", text="b"), "ok"], "echo", check=3, trust=False)
+    [pending] = cli.json("approvals", "--json", check=0)
+    card = Templates().render("_approval.html", prefix="/s/p", a={
+        **pending, "digest": "d" * 64, "created_at": 0.0, "run": {"id": pending["run_id"]}, "chain": []})
+    assert "MCP server <b>files</b> · tool <b>echo</b>" in card
+    assert "command and tool list, not the ones trusted" in card and "changes.diff" in card
+    assert "Echo &lt;b&gt;the&lt;/b&gt; text back." in card  # the server's text is escaped
