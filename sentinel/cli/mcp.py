@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any, List, Optional
@@ -22,9 +23,29 @@ app = typer.Typer(no_args_is_help=True, help="MCP servers for agents: list, add,
 
 
 def _config_file() -> Path:
+    """The operator's config.yaml: /etc/sentinel's in system mode (read by the supervisor when it starts),
+    $SENTINEL_HOME's otherwise."""
     from sentinel.config import config_path
 
-    return config_path()
+    return config_path(_system_root())
+
+
+def _system_root() -> Path | None:
+    mode = os.environ.get("SENTINEL_MODE", "")
+    if mode != "local":
+        from sentinel.supervisor import layout
+
+        if mode == "system" or os.environ.get("SENTINEL_SOCKET") or layout.socket_path().exists():
+            from sentinel.muzzle.layout import system_config_dir
+
+            return system_config_dir()
+    return None
+
+
+def _load() -> Any:
+    from sentinel import config
+
+    return config.load(_system_root())
 
 
 def _raw() -> dict[str, Any]:
@@ -54,9 +75,7 @@ def _save(data: dict[str, Any]) -> None:
 
 
 def _server(name: str) -> Any:
-    from sentinel import config
-
-    servers = config.load().mcp_servers
+    servers = _load().mcp_servers
     if name not in servers:
         raise NotFound(f"no MCP server {name!r} in {_config_file()} (configured: {', '.join(servers) or 'none'})")
     return servers[name]
@@ -75,10 +94,8 @@ def _pin(name: str) -> dict[str, Any] | None:
 @app.command("list")
 def list_(as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")) -> None:
     """The configured servers: transport, command or URL, network needs, read-only tools, pin state."""
-    from sentinel import config
-
     rows = []
-    for name, server in config.load().mcp_servers.items():
+    for name, server in _load().mcp_servers.items():
         pin = _pin(name) if server.pin else None
         rows.append({"name": name, "transport": server.transport, "target": server.target,
                      "network": server.network, "read": server.read, "read_only": server.read_only,
@@ -173,16 +190,19 @@ def remove(name: str = typer.Argument(...), as_json: bool = typer.Option(False, 
 
 def _listing(name: str, agent: Optional[str], workspace: Optional[Path]) -> tuple[Any, list[Any]]:
     """Start the server as a run of `agent` would (under Leash) and list its tools."""
-    from sentinel import config, paths
+    from sentinel import paths
     from sentinel.mcp.client import Connection, McpFailure, muzzle_secrets
     from sentinel.tools import ToolContext
 
     server = _server(name)
-    cfg = config.load()
-    ws = (workspace or Path(tempfile.mkdtemp(prefix="sentinel-mcp-"))).expanduser().resolve()
+    cfg = _load()
+    if workspace is None:
+        workspace = Path(tempfile.mkdtemp(prefix="sentinel-mcp-"))
+        workspace.chmod(0o755)  # its working directory, whichever user the server runs as
+    ws = workspace.expanduser().resolve()
     ctx = ToolContext(workspace=ws, agent=agent or cfg.default_agent or "sentinel", sandbox=cfg.sandbox,
                       tools_mode=cfg.leash.tools, output_max_chars=cfg.tools.output_max_chars)
-    conn = Connection(name, server, ctx, secret=muzzle_secrets(cfg, paths.home()))
+    conn = Connection(name, server, ctx, secret=muzzle_secrets(cfg, _system_root() or paths.home()))
     try:
         return server, conn.tools()
     except McpFailure as exc:

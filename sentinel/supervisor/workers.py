@@ -118,6 +118,8 @@ def worker_launch(run_id: str, row: dict[str, Any], pw: Any, site: Site, channel
     prof.tcp_connect = sorted(set(prof.tcp_connect) | set(ports))
     if site.interpreter is not None:
         prof.read.append(str(site.interpreter))
+    # the code of the operator's MCP servers: a server the worker starts stays inside the worker's own Landlock
+    prof.read += sorted({os.path.realpath(p) for server in config.mcp_servers.values() for p in server.read})
     return spawn.Launch([sys.executable, "-I", "-B", "-m", "sentinel.worker", run_id], worker_env(run_id, pw),
                         pw.pw_uid, pw.pw_gid, "/", prof, (channel_fd, log_fd, log_fd), sandbox=config.sandbox,
                         name=f"sentinel-{run_id}",
