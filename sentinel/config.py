@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sentinel import paths
 from sentinel.errors import ConfigError, validated
 from sentinel.agents.settings import AuthoredToolSettings
 from sentinel.leash.settings import LeashSettings
+from sentinel.mcp.settings import McpServer, check_names
 from sentinel.memory.settings import ContextSettings, MemorySettings
 from sentinel.muzzle.settings import MuzzleSettings
 from sentinel.models.settings import LocalSettings
@@ -81,6 +82,14 @@ class Config(_Strict):
                                       description="Hook sessions and the relay (defaultHookModel, hookResponseTimeoutMs).")
     orchestration: OrchestrationSettings = Field(default_factory=OrchestrationSettings,
                                                  description="Delegation depth and temporary subagents.")
+    mcp_servers: dict[str, McpServer] = Field(default_factory=dict,
+                                              description="MCP servers agents may be granted (docs/mcp.md).")
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _mcp_names(cls, value: dict[str, McpServer]) -> dict[str, McpServer]:
+        check_names(value)
+        return value
 
     def provider(self, name: str) -> Provider | None:
         if name in self.providers:

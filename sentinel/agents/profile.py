@@ -13,6 +13,7 @@ A profile file:
     soul: default                 # starter soul in souls/ used until agents/<name>.soul.md exists
     skills: [file-discipline]     # attached skills (skills/<name>/SKILL.md, bundled or the agent's own)
     tools: [read_file, remember]  # its grants; every registered tool when absent
+    mcp: [files]                  # granted MCP servers of config.yaml `mcp_servers` (docs/mcp.md)
     memory: team                  # its memory scope; private (named after the agent) when absent
 
 With no profile on disk, the default agent is a default profile with the starter soul, so a fresh
@@ -50,6 +51,8 @@ class AgentProfile(BaseModel):
     memory: str | None = Field(None, description="Memory scope; private (the agent's name) when absent.")
     mission: str | None = None
     policy: dict[str, Any] = Field(default_factory=dict, description="Overrides of the action policy.")
+    mcp: list[str] = Field(default_factory=list, description="Granted MCP servers (config.yaml mcp_servers): "
+                                                             "their tools are offered as mcp__<server>__<tool>.")
 
     @property
     def scope(self) -> str:
@@ -133,6 +136,10 @@ def validate(profile: AgentProfile, path: Path, home: Path | None = None, config
         for i, tool in enumerate(profile.tools):
             if tool not in known:
                 raise ConfigError(path, f"tools[{i}]: no tool {tool!r} (available: {_listing(known)})")
+    for i, server in enumerate(profile.mcp):
+        if server not in config.mcp_servers:
+            raise ConfigError(path, f"mcp[{i}]: no MCP server {server!r} in config.yaml mcp_servers "
+                                    f"(configured: {_listing(list(config.mcp_servers))})")
 
 
 def model_problem(model: str, config: "Config") -> str | None:

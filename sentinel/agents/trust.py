@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from sentinel.mcp.names import split_name
 from sentinel.policy.decide import CallContext, LayerResult
 
 Trusted = Callable[[str, str, str], bool]
@@ -28,9 +29,16 @@ class TrustLayer:
         if ctx.code_sha256 is None:
             return []
         short = ctx.code_sha256[:16]
+        mcp = split_name(ctx.tool)
         if self.trusted(ctx.run_id, ctx.tool, ctx.code_sha256):
-            return [LayerResult("trust", "auto", f"code sha256 {short}… of {ctx.tool} is trusted",
-                                rule_id="trust.trusted")]
+            what = f"tool list sha256 {short}… of MCP server {mcp[0]}" if mcp else f"code sha256 {short}… of {ctx.tool}"
+            return [LayerResult("trust", "auto", f"{what} is trusted", rule_id="trust.trusted")]
+        if mcp:
+            server = mcp[0]
+            return [LayerResult("trust", "needs_approval",
+                                f"MCP server {server}: its command and tool list (sha256 {short}…) are not the ones "
+                                f"trusted with `sentinel mcp trust {server}`; approving runs this call and trusts "
+                                "this listing for this agent's tool", rule_id="trust.mcp_untrusted")]
         return [LayerResult("trust", "needs_approval",
                             f"agent-authored tool {ctx.tool}: its code (sha256 {short}…) is not trusted yet; "
                             "approving runs it and trusts this exact code", rule_id="trust.untrusted")]

@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "/memory": "[QUERY]: search the agent's memory",
     "/skills": "skills you can attach ($name in a message attaches one)",
     "/workflow": "run NAME: run a saved workflow",
+    "/mcp": "the MCP servers configured, and which this agent is granted",
     "/new": "start a fresh session with your next message",
     "/chats": "the saved sessions (`sentinel restore ID` reopens one)",
     "/quit": "leave (Ctrl-D does too)",

@@ -279,6 +279,21 @@ class Shell:
         if outcome is not None and outcome.status == "done":
             self.io.plain(outcome.output or "")  # the last step's answer (the steps' own turns are their runs')
 
+    def cmd_mcp(self, arg: str) -> None:
+        """`/mcp`: each configured MCP server, its transport and target, ✓ when this agent is granted it."""
+        from sentinel import config
+        from sentinel.agents import profile as profiles
+
+        servers = config.load().mcp_servers
+        granted = set(profiles.load(self.agent, check=False).mcp)
+        if not servers:
+            return self.io.plain("no MCP servers (sentinel mcp add NAME -- COMMAND ...)")
+        for name, server in servers.items():
+            mark = "✓ " if name in granted else "  "
+            self.io.plain(f"{mark}{name:<16} {server.transport:<6} {server.target}")
+        if not granted & set(servers):
+            self.io.plain(f"{self.agent or 'this agent'} is granted none: add `mcp: [NAME]` to its profile")
+
     # -- helpers ------------------------------------------------------------------------------------
 
     def catalog(self) -> dict[str, list[dict[str, str]]]:

@@ -25,6 +25,7 @@ GROUPS = [
     ("trust", "sentinel.cli.trust", "Trusted code of agent-authored tools: list, revoke."),
     ("watch", "sentinel.cli.watch", "Watchers: list, show, test, fire, history, run."),
     ("workflow", "sentinel.cli.workflow", "Saved workflows: create, list, show, run."),
+    ("mcp", "sentinel.cli.mcp", "MCP servers for agents: list, add, remove, tools, trust."),
 ]
 # Modules whose `register(app)` adds top-level commands.
 COMMAND_MODULES = ["sentinel.cli.runs", "sentinel.cli.system", "sentinel.cli.chat", "sentinel.cli.web", "sentinel.cli.watch"]

@@ -139,7 +139,7 @@ def approvals(as_json: bool = typer.Option(False, "--json")) -> None:
         pending = engine.pending()
     if as_json:
         return print_json([{k: a[k] for k in ("id", "run_id", "parents", "tool", "arguments", "user", "workspace",
-                                              "reason", "code", "code_sha256") if k in a} for a in pending])
+                                              "reason", "code", "code_sha256", "mcp") if k in a} for a in pending])
     if not pending:
         print("no pending approvals")
         return
@@ -154,6 +154,8 @@ def approvals(as_json: bool = typer.Option(False, "--json")) -> None:
     console = listing_console()
     console.print(table)
     for a in pending:
+        if a.get("mcp"):
+            console.print(f"approval {a['id']}: MCP server {a['mcp']['server']}, tool {a['mcp']['tool']}", markup=False)
         if a.get("code_sha256"):
             console.print(f"approval {a['id']} would run this code:\n{code_listing(a)}", markup=False)
 

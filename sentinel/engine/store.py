@@ -25,6 +25,7 @@ from typing import Any, Iterable
 
 from sentinel import paths
 from sentinel.errors import NotFound, UsageError
+from sentinel.mcp.names import named, split_name
 
 MIGRATIONS: list[tuple[str, str]] = [
     ("001_runs", """
@@ -107,6 +108,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE runs ADD COLUMN grants TEXT;
         CREATE UNIQUE INDEX runs_parent_call ON runs(parent_id, call_id);
     """),
+    # MCP servers pinned by `sentinel mcp trust NAME`: the SHA-256 of the server's command or URL and tool list,
+    # and that listing (JSON), from which a changed listing's diff is shown when a call pauses.
+    ("011_mcp", """
+        CREATE TABLE mcp_trust (server TEXT PRIMARY KEY, sha256 TEXT NOT NULL, document TEXT NOT NULL,
+                                trusted_by TEXT NOT NULL, trusted_at REAL NOT NULL);
+    """),
 ]
 
 TERMINAL = ("done", "failed", "cancelled")
@@ -154,7 +161,7 @@ class Approval:
                 "created_at": self.created_at, "digest": self.digest}
         if self.code_sha256:
             data |= {"code": self.code, "code_sha256": self.code_sha256}
-        return data
+        return data | named(self.tool)
 
 
 class Store:
@@ -312,7 +319,7 @@ class Store:
             approval = self.approval_for_call(run_id, d["call_id"])
             out.append({"call_id": d["call_id"], "tool": d.get("tool"), "arguments": d.get("arguments"),
                         "outcome": d.get("outcome"), "reason": d.get("reason"), "layers": d.get("layers", []),
-                        "approval": _resolution(approval)})
+                        "approval": _resolution(approval), **named(d.get("tool") or "")})
         return out
 
     # -- approvals ----------------------------------------------------------
@@ -413,10 +420,33 @@ class Store:
         self.audit("tool_trusted", {"agent": agent, "tool": tool, "code_sha256": code_sha256, "by": by})
 
     def tool_trusted(self, run_id: str, tool: str, code_sha256: str) -> bool:
-        """Does the agent of this run trust this exact code of `tool`?"""
+        """Does the agent of this run trust this exact code of `tool`? (An MCP tool: is its server's listing the
+        one `sentinel mcp trust` pinned, or did an approval trust it for this agent?)"""
         row = self.conn.execute("SELECT 1 FROM tool_trust WHERE agent=? AND tool=? AND code_sha256=?",
                                 (self.trust_agent(run_id), tool, code_sha256)).fetchone()
+        if row is None and (mcp := split_name(tool)):
+            pin = self.mcp_trust(mcp[0])
+            return pin is not None and pin["sha256"] == code_sha256
         return row is not None
+
+    def trust_mcp(self, server: str, sha256: str, document: str, by: str) -> None:
+        """Pin an MCP server: its listing (`document`, JSON) and that listing's SHA-256 (`sentinel mcp trust`)."""
+        self.conn.execute("INSERT INTO mcp_trust (server, sha256, document, trusted_by, trusted_at) VALUES (?, ?, ?, ?, ?)"
+                          " ON CONFLICT (server) DO UPDATE SET sha256=excluded.sha256, document=excluded.document,"
+                          " trusted_by=excluded.trusted_by, trusted_at=excluded.trusted_at",
+                          (server, sha256, document, by, time.time()))
+        self.audit("mcp_trusted", {"server": server, "sha256": sha256, "by": by})
+
+    def mcp_trust(self, server: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT server, sha256, document, trusted_by, trusted_at FROM mcp_trust WHERE server=?",
+                                (server,)).fetchone()
+        return dict(row) if row else None
+
+    def untrust_mcp(self, server: str, by: str) -> bool:
+        count = self.conn.execute("DELETE FROM mcp_trust WHERE server=?", (server,)).rowcount
+        if count:
+            self.audit("mcp_untrusted", {"server": server, "by": by})
+        return bool(count)
 
     def trusted_tools(self, agent: str | None = None) -> list[dict[str, Any]]:
         sql, params = "SELECT agent, tool, code_sha256, trusted_by, trusted_at FROM tool_trust", []

@@ -5,6 +5,7 @@
                         exit or timeout; return a ToolResult
     launch(argv, prof)  the same for any Profile, with output captured or the caller's stdio passed
     start(argv, prof)   launch with stdin a pipe the caller writes later; returns a Pending at once
+    serve(argv, prof)   launch a long-lived command on the caller's fds (an MCP server); returns a Served
 
 Who the command runs as: when the caller is root and `agent` names a Linux user, that user (system
 mode: uid drop, capabilities dropped); as root otherwise, a uid of the tool's own that works in
@@ -245,6 +246,32 @@ def start(argv: list[str], prof: Profile, *, cwd: Path, env: dict[str, str], tim
     finally:
         os.close(read)  # the keeper has its own copy: with ours gone, a command that died makes writes fail
     return Pending(conn, write)
+
+
+class Served:
+    """A command started by `serve()` on fds the caller passed: it runs until it exits or `stop()` (the keeper,
+    seeing the caller hang up, kills its whole tree)."""
+
+    def __init__(self, conn: socket.socket):
+        self.conn = conn
+
+    def ended(self) -> bool:
+        return bool(select.select([self.conn], [], [], 0)[0])
+
+    def result(self) -> ToolResult:
+        """Wait for the command's end (or the keeper's refusal, raised as launch() raises it)."""
+        return _result(_answer(self.conn))
+
+    def stop(self) -> None:
+        self.conn.close()
+
+
+def serve(argv: list[str], prof: Profile, *, cwd: Path, env: dict[str, str], stdio: tuple[int, int, int],
+          who: Identity = Identity(None, None, None), sandbox: str = "enforce") -> Served:
+    """Launch argv under `prof` with `stdio` as its fds 0, 1 and 2, and no timeout; return once the keeper has
+    the request. The caller closes its copies of the command's ends of those fds."""
+    spec, fds = _request(argv, prof, cwd, env, None, who, sandbox, 0, stdio)
+    return Served(_send(spec, fds))
 
 
 def _request(argv: list[str], prof: Profile, cwd: Path, env: dict[str, str], timeout_s: float | None, who: Identity,

@@ -404,6 +404,31 @@ def _trust_revoke(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]
     return reply({"revoked": count})
 
 
+def _mcp_trust_get(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    return reply(sup.store.mcp_trust(_text(msg, "server")))
+
+
+def _mcp_trust_set(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    """Pin a server as the operator's `sentinel mcp trust` listed it: the hash must be the listing's."""
+    import json
+
+    from sentinel.mcp.pin import digest
+
+    server, sha, document = _text(msg, "server"), _text(msg, "sha256"), _text(msg, "document")
+    try:
+        ok = digest(json.loads(document)) == sha
+    except ValueError:
+        ok = False
+    if not ok:
+        raise UsageError("document: its SHA-256 is not sha256")
+    sup.store.trust_mcp(server, sha, document, conn.peer.name)
+    return reply(None)
+
+
+def _mcp_trust_forget(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    return reply(sup.store.untrust_mcp(_text(msg, "server"), conn.peer.name))
+
+
 # -- helpers ----------------------------------------------------------------------------------------
 
 def _text(msg: dict[str, Any], name: str, *, required: bool = True) -> Any:
@@ -555,6 +580,7 @@ OPS: dict[str, Handler] = {
     "start": _start, "approve": _approve, "deny": _deny, "resume": _resume, "cancel": _cancel,
     "sessions": _sessions, "send": _send, "interrupt": _interrupt, "catalog": _catalog,
     "trust_list": _trust_list, "trust_revoke": _trust_revoke,
+    "mcp_trust_get": _mcp_trust_get, "mcp_trust_set": _mcp_trust_set, "mcp_trust_forget": _mcp_trust_forget,
     "web_token": console.web_token,
     "firings": _firings, "inbox": _inbox, "watch_fire": _watch_fire,
     "workflow_start": _workflow_start,

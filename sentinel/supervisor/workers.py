@@ -29,6 +29,8 @@ from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.supervisor import children, layout, registry, spawn
 from sentinel.supervisor.hub import Client
 from sentinel.frames import failure, reply
+from sentinel.mcp.names import split_name
+from sentinel.mcp.pin import reshown, shows_listing
 
 if TYPE_CHECKING:
     from sentinel.config import Config
@@ -39,7 +41,8 @@ OUTCOMES = ("auto", "needs_approval", "deny")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 # What a worker may write into the audit log: its own findings, never an operator's kind of record
 # (approval_resolved, run_started, operator_refused, ...). Extend it with the worker's new findings.
-WORKER_AUDIT_KINDS = frozenset({"decision", "prompt_quarantined", "memory_quarantined", "tool_broken"})
+WORKER_AUDIT_KINDS = frozenset({"decision", "prompt_quarantined", "memory_quarantined", "tool_broken",
+                                "mcp_unavailable", "mcp_tool_withheld"})
 MAX_AUDIT_BYTES = 256 * 1024
 MAX_TEXT = 1 << 20  # a run's output or error as a worker reports it
 
@@ -115,6 +118,8 @@ def worker_launch(run_id: str, row: dict[str, Any], pw: Any, site: Site, channel
     prof.tcp_connect = sorted(set(prof.tcp_connect) | set(ports))
     if site.interpreter is not None:
         prof.read.append(str(site.interpreter))
+    # the code of the operator's MCP servers: a server the worker starts stays inside the worker's own Landlock
+    prof.read += sorted({os.path.realpath(p) for server in config.mcp_servers.values() for p in server.read})
     return spawn.Launch([sys.executable, "-I", "-B", "-m", "sentinel.worker", run_id], worker_env(run_id, pw),
                         pw.pw_uid, pw.pw_gid, "/", prof, (channel_fd, log_fd, log_fd), sandbox=config.sandbox,
                         name=f"sentinel-{run_id}",
@@ -282,18 +287,27 @@ def _submit(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
         raise UsageError("code must map file names to text")
     if sha != decided.get("code_sha256") or (code is None) != (sha is None):
         raise Refused(f"call {msg['call_id']}: the code hash must be the one the call was decided with")
-    if code is not None and not _shows(code, sha):
+    if code is not None and not _shows(code, sha, str(msg["tool"])):
         raise Refused(f"call {msg['call_id']}: the code shown is not the code whose hash was decided")
+    if code is not None and split_name(str(msg["tool"])):
+        code = reshown(code, store.mcp_trust(split_name(str(msg["tool"]))[0]))  # the diff as the supervisor sees it
     approval = store.submit_approval(_own(worker, msg), str(msg["call_id"]), str(msg["tool"]), msg["arguments"],
                                      str(msg["reason"]), float(ttl) if ttl else None, code=code, code_sha256=sha)
     return _dict(approval)
 
 
-def _shows(code: dict[str, str], sha: str) -> bool:
+def _shows(code: dict[str, str], sha: str, tool: str) -> bool:
     """The operator is shown exactly the files whose SHA-256 the approval binds."""
     from sentinel.agents.authored import FILES, code_digest
 
+    if split_name(tool):
+        return shows_listing(code, sha)
     return set(code) == set(FILES) and code_digest(code) == sha
+
+
+def _mcp_trust(store: Store, worker: Worker, msg: dict[str, Any]) -> dict | None:
+    """Read-only: the listing `sentinel mcp trust` pinned for a server (a pinned tool's approval shows its diff)."""
+    return store.mcp_trust(_text(msg.get("server"), "server"))
 
 
 def _tool_trusted(store: Store, worker: Worker, msg: dict[str, Any]) -> bool:
@@ -349,7 +363,7 @@ CHANNEL_OPS: dict[str, Callable[[Store, Worker, dict[str, Any]], Any]] = {
     "record_decision": _record_decision, "decision_for_call": _decision_for_call,
     "approval_for_call": _approval_for_call, "submit_approval": _submit, "get_approval": _get,
     "pending_approvals": _pending, "expire": _expire, "consume": _consume, "audit": _audit,
-    "tool_trusted": _tool_trusted,
+    "tool_trusted": _tool_trusted, "mcp_trust": _mcp_trust,
 }
 
 

@@ -53,6 +53,7 @@ class Tool:
     # a tool whose call becomes a child run (delegate, spawn): its arguments completed into the exact plan
     # (agent, model, grants) the decision and any approval bind; raises ToolError to refuse the call
     plan: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    mcp: dict[str, str] | None = None  # an MCP server's tool: {"server": ..., "tool": ...} (decisions name both)
 
     def schema(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}

@@ -310,6 +310,8 @@ class AgentLoop:
                 event |= {"arguments": args, **decide(ctx, self.deps.layers).to_dict()}
                 if pinned is not None:
                     event["code_sha256"] = pinned.sha256
+                if tool.mcp:
+                    event["mcp"] = tool.mcp
         stood = self.deps.store.record_decision(self.state.id, call_id, {k: v for k, v in event.items() if k != "type"})
         self.run.record({"type": "decision", **stood})
         self.deps.store.audit("decision", {"run_id": self.state.id, "agent": self.state.agent, **stood,

@@ -89,6 +89,9 @@ class RemoteStore:
         """Asked, never told: the supervisor answers from its own trust table for this run's agent."""
         return bool(self.channel.call("tool_trusted", run_id=run_id, tool=tool, code_sha256=code_sha256))
 
+    def mcp_trust(self, server: str) -> dict[str, Any] | None:
+        return self.channel.call("mcp_trust", run_id=self.run_id, server=server)
+
     def get_approval(self, approval_id: str) -> Approval:
         return _approval(self.channel.call("get_approval", approval_id=approval_id))
 

@@ -36,15 +36,18 @@ from sentinel.worker.turn import skill_records
 CURATOR_OFF = "off"
 
 
-def layers_for(config: Config, home: Path, profile: profiles.AgentProfile, operator: bool = False) -> list[Any]:
+def layers_for(config: Config, home: Path, profile: profiles.AgentProfile, operator: bool = False,
+               mcp: dict[str, str] | None = None) -> list[Any]:
     """Grants, the action policy, the rule gate. `operator`: `config` is the operator's (system mode) and the
     profile is the agent's own file, so the operator's policy is decided on its own as well: the profile's
-    `policy:` can make a call stricter, never looser (the strictest layer wins)."""
-    policy = action.load(("config.yaml policy", config.policy),
+    `policy:` can make a call stricter, never looser (the strictest layer wins). `mcp`: the verdicts of the
+    run's MCP tools from `mcp_servers` (read_only/tools), under any `policy.tools` entry naming them."""
+    servers = ("config.yaml mcp_servers", {"tools": mcp}) if mcp else ("", {})
+    policy = action.load(servers, ("config.yaml policy", config.policy),
                          (f"agents/{profile.name}.yaml policy", profile.policy))
     layers: list[Any] = [action.GrantsLayer(), action.PolicyLayer(policy)]
     if operator and profile.policy:
-        layers.append(action.PolicyLayer(action.load(("the operator's config.yaml policy", config.policy))))
+        layers.append(action.PolicyLayer(action.load(servers, ("the operator's config.yaml policy", config.policy))))
     if config.gate.enabled and importlib.util.find_spec("sentinel.policy.gate"):
         from sentinel.policy.gate.layer import RuleGate
 
@@ -71,7 +74,11 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     registry = default_registry()
     selfstate, authored = _add_agent_tools(registry, config, home, profile, state, store, soul)
     _add_hook_tools(registry, state, store)
-    layers = layers_for(config, home, profile, operator) + [TrustLayer(store.tool_trusted)]
+    tool_ctx = ToolContext(workspace=Path(state.workspace), run_id=state.id, agent=profile.name,
+                           bash_timeout_s=config.tools.bash_timeout_s, output_max_chars=config.tools.output_max_chars,
+                           sandbox=config.sandbox, tools_mode=config.leash.tools)
+    mcp = _add_mcp_tools(registry, config, home, profile, state, store, tool_ctx)
+    layers = layers_for(config, home, profile, operator, mcp) + [TrustLayer(store.tool_trusted)]
     if grants is not None:
         layers = [Delegated(layer) if getattr(layer, "name", "") == "policy" else layer for layer in layers]
     gate = next((layer for layer in layers if getattr(layer, "name", "") == "gate"), None)
@@ -81,7 +88,7 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
                           endpoint=endpoint)
     if gate is not None and getattr(model, "via_muzzle", False):
         gate.route_through_muzzle(model.base_url, model.api_key)  # judge calls are model calls too
-    granted = frozenset(profile.tools) if profile.tools is not None else None
+    granted = frozenset(profile.tools) | set(mcp) if profile.tools is not None else None
     if granted is not None and state.kind == "hook":
         granted |= {"sentinel_act", "sentinel_escalate"}
     if grants is not None:  # a child: never a tool its parent lacked, whatever its profile says now
@@ -90,9 +97,6 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
         # offered only to a run granted them by name: a small model is not shown three more tools unasked
         for tool in child_tools(children, state, lambda: frozenset(granted)):  # type: ignore[arg-type]
             registry.add(tool)
-    tool_ctx = ToolContext(workspace=Path(state.workspace), run_id=state.id, agent=profile.name,
-                           bash_timeout_s=config.tools.bash_timeout_s, output_max_chars=config.tools.output_max_chars,
-                           sandbox=config.sandbox, tools_mode=config.leash.tools)
     authored.warm(tool_ctx)
 
     def prompt() -> str:
@@ -161,6 +165,22 @@ def _add_agent_tools(registry: Registry, config: Config, home: Path, profile: pr
     for name, problem in authored.register_all().items():
         audit("tool_broken", {"tool": name, "problem": problem})
     return selfstate, authored
+
+
+def _add_mcp_tools(registry: Registry, config: Config, home: Path, profile: profiles.AgentProfile, state: RunState,
+                   store: Store, ctx: ToolContext) -> dict[str, str]:
+    """The tools of the MCP servers the profile grants (`mcp:`), each server started now; their verdicts."""
+    servers = {name: config.mcp_servers[name] for name in profile.mcp if name in config.mcp_servers}
+    if not servers:
+        return {}
+    from sentinel.mcp.client import muzzle_secrets
+    from sentinel.mcp.tools import McpTools
+
+    def audit(kind: str, record: dict[str, Any]) -> None:
+        store.audit(kind, {"run_id": state.id, "agent": profile.name, **record})
+
+    tools = McpTools(servers, ctx, audit=audit, trusted_pin=store.mcp_trust, secret=muzzle_secrets(config, home))
+    return tools.register(registry)
 
 
 def _add_hook_tools(registry: Registry, state: RunState, store: Store) -> None:

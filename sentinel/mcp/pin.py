@@ -1,0 +1,60 @@
+"""Pinning an MCP server: what `sentinel mcp trust NAME` hashes, and what an approval of a changed one shows.
+
+    document(name, server, tools) -> dict      the server's transport, command or URL, and its whole tool list
+    digest(document) -> str                    SHA-256 of its canonical JSON
+    shown(document, trusted) -> {file: text}   an approval's files: the listing, and its diff from the trusted one
+    shows_listing(files, sha256) -> bool       do these files show exactly the listing whose hash was decided?
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from typing import Any
+
+LISTING, DIFF = "mcp-tools.json", "changes.diff"
+
+
+def document(name: str, server: Any, tools: list[Any]) -> dict[str, Any]:
+    return {"server": name, "transport": server.transport, "target": server.target,
+            "tools": [t.document() for t in sorted(tools, key=lambda t: t.name)]}
+
+
+def canonical(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def digest(doc: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical(doc).encode()).hexdigest()
+
+
+def pretty(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
+
+
+def diff(old: dict[str, Any], new: dict[str, Any]) -> str:
+    return "".join(difflib.unified_diff(pretty(old).splitlines(True), pretty(new).splitlines(True),
+                                        "trusted", "now", n=2))
+
+
+def shown(doc: dict[str, Any], trusted: dict[str, Any] | None) -> dict[str, str]:
+    """The listing, plus its diff from the trusted listing when there is one and it differs."""
+    files = {LISTING: pretty(doc)}
+    if trusted is not None and trusted.get("sha256") != digest(doc):
+        files[DIFF] = diff(json.loads(trusted["document"]), doc) or "(no textual change)\n"
+    return files
+
+
+def shows_listing(files: dict[str, str], sha256: str) -> bool:
+    if LISTING not in files or not set(files) <= {LISTING, DIFF}:
+        return False
+    try:
+        return digest(json.loads(files[LISTING])) == sha256
+    except ValueError:
+        return False
+
+
+def reshown(files: dict[str, str], trusted: dict[str, Any] | None) -> dict[str, str]:
+    """`files` (already checked by shows_listing) with the diff made again from `trusted`, not taken as sent."""
+    return shown(json.loads(files[LISTING]), trusted)

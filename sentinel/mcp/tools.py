@@ -1,0 +1,101 @@
+"""MCP servers' tools as ordinary tools of a run: `mcp__<server>__<tool>`.
+
+    McpTools(config, servers, ctx, audit, trusted_pin, secret)
+        .register(registry) -> {tool name: verdict}    start each granted server, list and add its tools
+        .close()
+    check_tool(server, tool) -> str | None          why a listed tool is withheld from the model
+
+Each tool's JSON schema validates the call's arguments (sentinel.tools.parse_arguments), its verdict
+comes from the server's `read_only:`/`tools:` (default `needs_approval`) and goes into the action policy,
+the rule gate sees the call as trigger `mcp` with scope `server:tool`, and the loop audits and journals
+it like a built-in. A pinned server's tools carry a `pin`: the decision binds the SHA-256 of the server's
+command or URL and its whole tool list (names, descriptions, schemas); the trust layer lets the call run
+`auto` only when that hash is the one `sentinel mcp trust NAME` recorded (or an approval of this agent's
+call trusted), and an approval shows the listing and its diff from the trusted one.
+
+A tool whose description the injection scanner flags (sentinel/memory/scan.py), whose name cannot be a
+model tool name or whose schema is not a JSON schema of an object is withheld: the model never sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Callable
+
+from sentinel.errors import UsageError
+from sentinel.mcp.client import McpFailure, SecretLookup, ServerTool, connection
+from sentinel.mcp import pin as pins
+from sentinel.mcp.names import tool_name
+from sentinel.mcp.settings import McpServer
+from sentinel.tools import Pinned, Registry, Tool, ToolContext
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+Audit = Callable[[str, dict[str, Any]], None]
+TrustedPin = Callable[[str], "dict[str, Any] | None"]  # server -> {"sha256", "document"} as trusted, or None
+
+
+def check_tool(server: str, tool: ServerTool) -> str | None:
+    from sentinel.agents.authored import check_parameters
+    from sentinel.memory.scan import scan
+
+    name = tool_name(server, tool.name)
+    if not TOOL_NAME.match(tool.name) or len(name) > 64:
+        return f"its name {tool.name!r} cannot be a tool name ({name!r}: 1-64 letters, digits, '_' or '-')"
+    try:
+        check_parameters(tool.input_schema)
+    except UsageError as exc:
+        return f"its input schema: {exc}"
+    for text in (tool.name, tool.description, json.dumps(tool.input_schema, ensure_ascii=False)):
+        finding = scan(text)
+        if finding is not None:
+            return f"the injection scanner flags its description or schema ({finding})"
+    return None
+
+
+class McpTools:
+    def __init__(self, servers: dict[str, McpServer], ctx: ToolContext, *, audit: Audit,
+                 trusted_pin: TrustedPin | None = None, secret: SecretLookup | None = None):
+        self.servers = servers
+        self.ctx = ctx
+        self.audit = audit
+        self.trusted_pin = trusted_pin
+        self.connections = {name: connection(name, server, ctx, secret=secret) for name, server in servers.items()}
+
+    def register(self, registry: Registry) -> dict[str, str]:
+        """Start each server, add its tools; returns each added tool's policy verdict. A server that fails
+        to start is audited and offers no tools this session."""
+        verdicts: dict[str, str] = {}
+        for name, conn in self.connections.items():
+            server = self.servers[name]
+            try:
+                listed = conn.tools()
+            except McpFailure as exc:
+                self.audit("mcp_unavailable", {"server": name, "problem": str(exc)})
+                continue
+            for tool in listed:
+                problem = check_tool(name, tool)
+                if problem is not None:
+                    self.audit("mcp_tool_withheld", {"server": name, "mcp_tool": tool.name, "problem": problem})
+                    continue
+                full = tool_name(name, tool.name)
+                verdicts[full] = server.verdict(tool.name)
+                registry.add(Tool(full, f"[MCP server {name}] {tool.description}".strip(), tool.input_schema,
+                                  self._caller(name, tool.name), read_only=verdicts[full] == "auto",
+                                  pin=self._pinner(name, tool.name) if server.pin else None,
+                                  mcp={"server": name, "tool": tool.name}))
+        return verdicts
+
+    def _caller(self, server: str, tool: str) -> Callable[[dict[str, Any], ToolContext], str]:
+        def call(args: dict[str, Any], ctx: ToolContext) -> str:
+            return self.connections[server].call(tool, args)
+        return call
+
+    def _pinner(self, server: str, tool: str) -> Callable[[], Pinned]:
+        def pin() -> Pinned:
+            conn = self.connections[server]
+            doc = pins.document(server, self.servers[server], conn.tools())
+            trusted = self.trusted_pin(server) if self.trusted_pin is not None else None
+            return Pinned(pins.digest(doc), pins.shown(doc, trusted), self._caller(server, tool))
+        return pin

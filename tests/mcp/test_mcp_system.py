@@ -1,0 +1,62 @@
+"""MCP in system mode: the operator adds and pins a server (config in /etc/sentinel, the pin in the supervisor's
+database); the agent's run starts it from its worker, as the agent's Linux user under the Leash tool profile;
+an approval over the operator socket names the server and tool."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "supervisor"))
+
+from sx_helpers import agent_config, make_agent, sentinel_cmd, supervisor, system, write_as  # noqa: E402,F401
+
+pytestmark = pytest.mark.root
+HERE = Path(__file__).resolve().parent
+
+
+def call(tool, **arguments):
+    return {"tool_calls": [{"name": tool, "arguments": arguments}]}
+
+
+def test_an_agents_mcp_server_runs_as_the_agent_and_its_calls_go_to_the_operator(
+        system, make_agent, sentinel_cmd, supervisor, scripted_server):  # noqa: F811
+    name = make_agent()
+    uid = pwd.getpwnam(name).pw_uid
+    srv = system.base / "srv"
+    srv.mkdir(mode=0o755)
+    shutil.copy(HERE / "demo_server.py", srv / "demo_server.py")
+    os.chmod(srv / "demo_server.py", 0o644)
+    model = scripted_server([call("mcp__files__whoami"), call("mcp__files__write_note", name="n.txt", text="x"),
+                             "done"])
+    agent_config(name, model, {"leash": {"tools": "sandboxed"}})
+    write_as(name, Path(pwd.getpwnam(name).pw_dir) / ".sentinel" / "agents" / f"{name}.yaml",
+             yaml.safe_dump({"mcp": ["files"]}))
+    env = {"SENTINEL_MODE": "system"}
+    sentinel_cmd("mcp", "add", "files", "--read", str(srv), "--read-only", "whoami", "--", sys.executable,
+                 str(srv / "demo_server.py"), env=env, check=0)
+    assert "files" in yaml.safe_load((system.etc / "config.yaml").read_text())["mcp_servers"]
+    supervisor()
+    trusted = json.loads(sentinel_cmd("mcp", "trust", "files", "--agent", name, "--json", check=0,
+                                      timeout=120).stdout)
+    assert "whoami" in trusted["tools"]
+    assert json.loads(sentinel_cmd("mcp", "list", "--json", check=0).stdout)[0]["trusted_sha256"] == trusted["sha256"]
+
+    out = json.loads(sentinel_cmd("run", "who are you", "--agent", name, "--json", check=3, timeout=120).stdout)
+    assert out["status"] == "waiting_approval"
+    [pending] = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
+    assert pending["mcp"] == {"server": "files", "tool": "write_note"}
+    who = [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"]
+    assert who[0].startswith(f"uid {uid} ")  # the server ran as the agent, not as root or the supervisor
+
+    done = json.loads(sentinel_cmd("approve", out["approval_id"], "--json", check=0, timeout=120).stdout)
+    assert done["status"] == "done"
+    assert [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"][-1] == \
+        "wrote 1 characters to n.txt"
