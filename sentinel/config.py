@@ -18,6 +18,7 @@ from sentinel.agents.settings import AuthoredToolSettings
 from sentinel.leash.settings import LeashSettings
 from sentinel.memory.settings import ContextSettings, MemorySettings
 from sentinel.muzzle.settings import MuzzleSettings
+from sentinel.notify.settings import Target
 from sentinel.models.settings import LocalSettings
 from sentinel.policy.settings import GateSettings
 from sentinel.supervisor.settings import SystemSettings
@@ -81,6 +82,8 @@ class Config(_Strict):
                                       description="Hook sessions and the relay (defaultHookModel, hookResponseTimeoutMs).")
     orchestration: OrchestrationSettings = Field(default_factory=OrchestrationSettings,
                                                  description="Delegation depth and temporary subagents.")
+    notify: list[Target] = Field(default_factory=list,
+                                 description="Where a person hears of approvals, finished runs and escalations.")
 
     def provider(self, name: str) -> Provider | None:
         if name in self.providers:

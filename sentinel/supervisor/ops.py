@@ -110,7 +110,16 @@ def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
                   "sandbox": sup.config.sandbox, "resume_interrupted": sup.settings.resume,
                   "default_model": sup.config.default_model, "muzzle": sup.muzzle_state(),
                   "workers": sorted(sup.workers), "runs": counts, "pending_approvals": len(store.pending_approvals()),
-                  "model_hosts": _model_hosts(sup)})
+                  "model_hosts": _model_hosts(sup), **_notify(sup)})
+
+
+def _notify(sup: Hub) -> dict[str, Any]:
+    """The `notify:` targets of /etc/sentinel/config.yaml, each ok or failing (the watcher child delivers)."""
+    if not sup.config.notify:
+        return {}
+    from sentinel.engine import outbox
+
+    return {"notify": outbox.target_status(sup.store.conn, [t.label for t in sup.config.notify])}
 
 
 def _model_hosts(sup: Hub) -> list[dict[str, Any]]:
@@ -246,8 +255,14 @@ def _resolve(sup: Hub, conn: Client, msg: dict[str, Any], approved: bool) -> dic
     approval = store.resolve(approval_id, approved, conn.peer.name, reason, digest=_text(msg, "digest", required=False))
     store.audit("approval_resolved", {"run_id": approval.run_id, "approval_id": approval.id, "approved": approved,
                                       "by": conn.peer.name, "uid": conn.peer.uid, "reason": reason})
+    return resume_decided(sup, conn, approval, msg)
+
+
+def resume_decided(sup: Hub, conn: Client, approval: Any, msg: dict[str, Any]) -> dict[str, Any] | None:
+    """After a decision: a finished subagent is kept (or not); any other run resumes."""
+    store = sup.store
     if approval.tool == "save_agent" and approval.call_id == children.SAVE_CALL:  # a finished subagent: keep it?
-        if approved:
+        if approval.status == "approved":
             sup.settle(approval.run_id)
         return reply(outcome(store, approval.run_id))
     return _resume_run(sup, conn, approval.run_id, msg)
@@ -538,7 +553,8 @@ OPS: dict[str, Handler] = {
     "start": _start, "approve": _approve, "deny": _deny, "resume": _resume, "cancel": _cancel,
     "sessions": _sessions, "send": _send, "interrupt": _interrupt, "catalog": _catalog,
     "trust_list": _trust_list, "trust_revoke": _trust_revoke,
-    "web_token": console.web_token,
+    "web_token": console.web_token, "web_sign_in": console.web_sign_in, "web_session": console.web_session,
+    "link": console.link, "link_decide": console.link_decide,
     "firings": _firings, "inbox": _inbox, "watch_fire": _watch_fire,
     "workflow_start": _workflow_start,
 }
