@@ -224,9 +224,11 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 def _with_headers(send: Any) -> Any:
+    """HEADERS on every response, except where the route set that header itself."""
     async def wrapped(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", []), *HEADERS]}
+            own = {name.lower() for name, _ in message.get("headers", [])}
+            message = {**message, "headers": [*message.get("headers", []), *(h for h in HEADERS if h[0] not in own)]}
         await send(message)
 
     return wrapped

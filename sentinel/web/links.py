@@ -59,7 +59,9 @@ async def decide(request: Request) -> Response:
 
 def _page(c: views.Console, state: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     html = c.templates.render("link.html", prefix=c.prefix, state=state, **context)
-    return HTMLResponse(html, status_code)
+    # same-origin, not the console's no-referrer: a form POST under no-referrer sends `Origin: null`, which the
+    # guard refuses; the link's path still never goes to another site.
+    return HTMLResponse(html, status_code, headers={"referrer-policy": "same-origin"})
 
 
 ROUTES = [Route("/link/{secret}", show), Route("/link/{secret}", decide, methods=["POST"])]
