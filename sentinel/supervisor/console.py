@@ -1,10 +1,8 @@
-"""The web console's sign-in tokens, sessions and one-tap decision links: kept by the supervisor, for operators.
+"""The web console's sign-in tokens and sessions: kept by the supervisor, for operators.
 
     {"op": "web_token"}  ->  {"token": "...", "operator": "alice", "prefix": "/s/..."}
     {"op": "web_sign_in", "token": T, "ttl_s": S}  ->  a session {secret, operator, csrf, created_at} or null
     {"op": "web_session", "secret": S}             ->  {operator, csrf, created_at} or null
-    {"op": "link", "secret": S}                    ->  what a decision link decides (refused: a usage failure)
-    {"op": "link_decide", "secret": S, "approved": B, "reason": R, "follow": B}  ->  like approve / deny
 
 `ops.handle` lets only root and members of the operator group (by SO_PEERCRED) reach this op, so an
 agent's user can never obtain a token: `sentinel web` run as that user stops at the refusal. The console
@@ -39,15 +37,3 @@ def web_sign_in(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 def web_session(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     return reply(outbox.session(sup.store.conn, str(msg.get("secret") or "")))
 
-
-def link(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    return reply(outbox.link_view(sup.store, str(msg.get("secret") or "")))
-
-
-def link_decide(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
-    """Decide with a one-tap link (once), then resume the run as `approve` and `deny` do."""
-    from sentinel.supervisor import ops
-
-    approval = outbox.use_link(sup.store, str(msg.get("secret") or ""), bool(msg.get("approved")),
-                               str(msg.get("reason") or ""))
-    return ops.resume_decided(sup, conn, approval, msg)

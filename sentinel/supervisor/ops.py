@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from sentinel.engine import relay
+from sentinel.engine import outbox, relay
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.state import JOURNAL
 from sentinel.engine.store import TERMINAL, Store, new_id
@@ -117,8 +117,6 @@ def _notify(sup: Hub) -> dict[str, Any]:
     """The `notify:` targets of /etc/sentinel/config.yaml, each ok or failing (the watcher child delivers)."""
     if not sup.config.notify:
         return {}
-    from sentinel.engine import outbox
-
     return {"notify": outbox.target_status(sup.store.conn, [t.label for t in sup.config.notify])}
 
 
@@ -255,6 +253,18 @@ def _resolve(sup: Hub, conn: Client, msg: dict[str, Any], approved: bool) -> dic
     approval = store.resolve(approval_id, approved, conn.peer.name, reason, digest=_text(msg, "digest", required=False))
     store.audit("approval_resolved", {"run_id": approval.run_id, "approval_id": approval.id, "approved": approved,
                                       "by": conn.peer.name, "uid": conn.peer.uid, "reason": reason})
+    return resume_decided(sup, conn, approval, msg)
+
+
+def _link(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    """What a one-tap decision link (sentinel/notify) decides; refused (usage) when it can no longer be used."""
+    return reply(outbox.link_view(sup.store, _text(msg, "secret")))
+
+
+def _link_decide(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+    """Decide with a one-tap link, once, then resume the run as `approve` and `deny` do."""
+    approval = outbox.use_link(sup.store, _text(msg, "secret"), bool(msg.get("approved")),
+                               _text(msg, "reason", required=False) or "")
     return resume_decided(sup, conn, approval, msg)
 
 
@@ -554,7 +564,7 @@ OPS: dict[str, Handler] = {
     "sessions": _sessions, "send": _send, "interrupt": _interrupt, "catalog": _catalog,
     "trust_list": _trust_list, "trust_revoke": _trust_revoke,
     "web_token": console.web_token, "web_sign_in": console.web_sign_in, "web_session": console.web_session,
-    "link": console.link, "link_decide": console.link_decide,
+    "link": _link, "link_decide": _link_decide,
     "firings": _firings, "inbox": _inbox, "watch_fire": _watch_fire,
     "workflow_start": _workflow_start,
 }
