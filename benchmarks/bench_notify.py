@@ -4,9 +4,9 @@
 
 Measured in one run, against a webhook receiver on loopback (tests/notify/receivers.py's kind):
 
-- local: a run pauses (LocalEngine.start returns) -> the webhook has the POST. The path: `kick` forks /bin/sh,
-  which starts `python -I -m sentinel.notify` detached; it loads the config, scans the store and POSTs.
-  Also: how long `kick` holds the run's process (the only part the run ever waits for).
+- local: a run pauses (LocalEngine.start returns) -> the webhook has the POST. The path: `kick` queues the
+  event in the store and forks /bin/sh, which starts `python -I -m sentinel.notify` detached; it loads the
+  config, claims the row and POSTs. Also: how long `kick` holds the run's process (all the run ever waits for).
 - deliverer tick: scan + claim + POST in a process already running (the supervisor's watcher child; it also
   waits up to its 0.25 s poll).
 - with a hanging target: the same tick while another target never answers (its timeout is 2 s): sends
@@ -81,9 +81,9 @@ def pause_to_post(home: Path, hook: Webhook) -> tuple[list[float], list[float]]:
     kicks: list[float] = []
     real_kick = dispatch.kick
 
-    def timed_kick(config, where):
+    def timed_kick(store, config, where):
         t0 = time.perf_counter()
-        real_kick(config, where)
+        real_kick(store, config, where)
         kicks.append(time.perf_counter() - t0)
 
     dispatch.kick = timed_kick
@@ -113,7 +113,7 @@ def in_process(home: Path, hook: Webhook, wait_all: bool = True) -> list[float]:
     from sentinel.notify import dispatch
     from sentinel.notify.dispatch import Dispatcher
 
-    real_kick, dispatch.kick = dispatch.kick, lambda config, where: None
+    real_kick, dispatch.kick = dispatch.kick, lambda store, config, where: None
     out = []
     try:
         for _ in range(REPEATS):

@@ -25,6 +25,7 @@ from typing import Any
 from sentinel.errors import UsageError
 
 PREFIX_KEY = "web_prefix"
+SIGN_IN_TTL_S = 86400.0  # a sign-in URL works once, within a day
 SINCE_KEY = "notify_since"
 
 

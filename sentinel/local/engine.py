@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from sentinel.workflows.model import Workflow
 
 FOLLOW_POLL_S = 0.2
-SIGN_IN_TTL_S = 86400.0  # a console's sign-in URL works once, within a day
 WAITING = "waiting_child"      # a run whose tool call (or workflow step) waits on its child run
 STOPPED = "turn stopped by the operator"
 WAITING_HINT = {"waiting_approval": ": answer its pending approval first",
@@ -211,13 +210,13 @@ class LocalEngine(Closing):
         self._settle_save(approval)
         return self._take_up(approval.run_id, on_event)
 
-    def web_token(self, ttl_s: float = SIGN_IN_TTL_S) -> dict[str, Any]:
+    def web_token(self) -> dict[str, Any]:
         """The web console's kept secret path and a one-time sign-in token for this user (sentinel/web/guard.py)."""
         from sentinel.engine import outbox
 
         operator = operator_name()
         return {"prefix": outbox.console_prefix(self.store.conn), "operator": operator,
-                "token": outbox.issue_sign_in(self.store.conn, operator, ttl_s)}
+                "token": outbox.issue_sign_in(self.store.conn, operator, outbox.SIGN_IN_TTL_S)}
 
     def web_sign_in(self, token: str, session_ttl_s: float) -> dict[str, Any] | None:
         from sentinel.engine import outbox
@@ -415,7 +414,7 @@ class LocalEngine(Closing):
         if self.config.notify:
             from sentinel.notify.dispatch import kick
 
-            kick(self.config, self.home)
+            kick(self.store, self.config, self.home)
 
     def _outcome_of(self, row: dict[str, Any]) -> Outcome:
         return Outcome(row["id"], row["status"], row.get("output"), row.get("error"))

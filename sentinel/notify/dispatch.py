@@ -3,7 +3,7 @@
     d = Dispatcher(store, config)
     d.tick()            # queue new events (one outbox row per event and target, ever), then send what is due
     d.run(stop)         # the supervisor's deliverer: tick every POLL_S until stop()
-    kick(config, home)  # local mode, after a run paused or ended: start `python -m sentinel.notify` detached
+    kick(store, config, home)  # local mode, after a run paused or ended: queue, then start the deliverer detached
 
 Events are read from the store, not pushed by the run: a pending approval (`approval:<id>`), a head run that
 ended done or failed (`run:<id>:<status>`), a watcher firing with an escalation (`firing:<id>:escalated`).
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -50,60 +51,18 @@ class Dispatcher:
         self.store = store
         self.conn = store.conn
         self.config = config
-        self.targets = list(config.notify)
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="notify-send")
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
 
-    # -- finding events ------------------------------------------------------------------------
-
     def scan(self, now: float | None = None) -> int:
-        """Queue every new event for every target that wants it; returns how many rows were queued."""
-        now = time.time() if now is None else now
-        since = max(float(outbox.meta_once(self.conn, outbox.SINCE_KEY, repr(now - GRACE_S))), now - WINDOW_S)
-        base = self.config.web.base_url() + outbox.console_prefix(self.conn)
-        queued = 0
-        for event, kind, doc in self._events(since, base):
-            for target in self.targets:
-                if kind in target.on:
-                    queued += outbox.enqueue(self.conn, event, target.label, target.spec(), doc, now)
-        return queued
-
-    def _events(self, since: float, base: str) -> list[tuple[str, str, dict[str, Any]]]:
-        found = []
-        for a in self.conn.execute(
-                "SELECT a.id, a.run_id, a.tool, a.arguments, a.reason, a.digest, a.created_at, r.task, r.agent, r.user"
-                " FROM approvals a JOIN runs r ON r.id = a.run_id WHERE a.created_at >= ? AND a.status = 'pending'",
-                (since,)):
-            found.append((f"approval:{a['id']}", "approval", {
-                "event": "approval", "run_id": a["run_id"], "approval_id": a["id"], "tool": a["tool"],
-                "arguments": _short(json.loads(a["arguments"])), "reason": _short(a["reason"]),
-                "digest": a["digest"], "task": _short(a["task"]), "agent": _who(a), "t": a["created_at"],
-                "url": f"{base}/runs/{a['run_id']}"}))
-        for r in self.conn.execute(
-                "SELECT id, task, agent, user, status, output, error, updated_at FROM runs WHERE updated_at >= ?"
-                " AND status IN ('done', 'failed') AND parent_id IS NULL AND kind != 'hook'", (since,)):
-            found.append((f"run:{r['id']}:{r['status']}", r["status"], {
-                "event": r["status"], "run_id": r["id"], "task": _short(r["task"]), "agent": _who(r),
-                "output": _short(r["output"] or "") if r["status"] == "done" else "", "error": _short(r["error"] or ""),
-                "t": r["updated_at"], "url": f"{base}/runs/{r['id']}"}))
-        for f in self.conn.execute("SELECT id, watcher, run_id, escalation, fired_at FROM watch_firings"
-                                   " WHERE escalation IS NOT NULL AND fired_at >= ?", (since,)):
-            esc = json.loads(f["escalation"])
-            found.append((f"firing:{f['id']}:escalated", "escalated", {
-                "event": "escalated", "watcher": f["watcher"], "firing_id": f["id"], "run_id": f["run_id"],
-                "reason": _short(esc.get("reason") or ""), "severity": esc.get("severity"), "t": esc.get("t"),
-                "url": f"{base}/watchers"}))
-        return found
-
-    # -- delivering ----------------------------------------------------------------------------
+        return scan(self.conn, self.config, now)
 
     def tick(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
-        if self.targets:
-            self.scan(now)
+        self.scan(now)
         rows = outbox.claim(self.conn, now, LEASE_S)
         sending = [(row, self.pool.submit(send.send, row["spec"], self._with_link(row))) for row in rows]
         for row, future in sending:
@@ -152,15 +111,59 @@ class Dispatcher:
             time.sleep(POLL_S)
 
 
+def scan(conn: sqlite3.Connection, config: Any, now: float | None = None) -> int:
+    """Queue every new event for every target that wants it; returns how many rows were queued."""
+    now = time.time() if now is None else now
+    since = max(float(outbox.meta_once(conn, outbox.SINCE_KEY, repr(now - GRACE_S))), now - WINDOW_S)
+    base = config.web.base_url() + outbox.console_prefix(conn)
+    queued = 0
+    for event, kind, doc in _events(conn, since, base):
+        for target in config.notify:
+            if kind in target.on:
+                queued += outbox.enqueue(conn, event, target.label, target.spec(), doc, now)
+    return queued
+
+
+def _events(conn: sqlite3.Connection, since: float, base: str) -> list[tuple[str, str, dict[str, Any]]]:
+    found = []
+    for a in conn.execute(
+            "SELECT a.id, a.run_id, a.tool, a.arguments, a.reason, a.digest, a.created_at, r.task, r.agent, r.user"
+            " FROM approvals a JOIN runs r ON r.id = a.run_id WHERE a.created_at >= ? AND a.status = 'pending'",
+            (since,)):
+        found.append((f"approval:{a['id']}", "approval", {
+            "event": "approval", "run_id": a["run_id"], "approval_id": a["id"], "tool": a["tool"],
+            "arguments": _short(json.loads(a["arguments"])), "reason": _short(a["reason"]),
+            "digest": a["digest"], "task": _short(a["task"]), "agent": _who(a), "t": a["created_at"],
+            "url": f"{base}/runs/{a['run_id']}"}))
+    for r in conn.execute(
+            "SELECT id, task, agent, user, status, output, error, updated_at FROM runs WHERE updated_at >= ?"
+            " AND status IN ('done', 'failed') AND parent_id IS NULL AND kind != 'hook'", (since,)):
+        found.append((f"run:{r['id']}:{r['status']}", r["status"], {
+            "event": r["status"], "run_id": r["id"], "task": _short(r["task"]), "agent": _who(r),
+            "output": _short(r["output"] or "") if r["status"] == "done" else "", "error": _short(r["error"] or ""),
+            "t": r["updated_at"], "url": f"{base}/runs/{r['id']}"}))
+    for f in conn.execute("SELECT id, watcher, run_id, escalation, fired_at FROM watch_firings"
+                          " WHERE escalation IS NOT NULL AND fired_at >= ?", (since,)):
+        esc = json.loads(f["escalation"])
+        found.append((f"firing:{f['id']}:escalated", "escalated", {
+            "event": "escalated", "watcher": f["watcher"], "firing_id": f["id"], "run_id": f["run_id"],
+            "reason": _short(esc.get("reason") or ""), "severity": esc.get("severity"), "t": esc.get("t"),
+            "url": f"{base}/watchers"}))
+    return found
+
+
 def _who(row: Any) -> str:
     user = row["user"]
     return row["agent"] if not user or user == row["agent"] else f"{user}/{row['agent']}"
 
 
-def kick(config: Any, home: Path) -> None:
-    """Local mode: make sure a deliverer runs for this home (it exits once nothing is left to send). Costs one
-    fork of /bin/sh, which exits at once; the deliverer itself runs detached in its own session."""
+def kick(store: Store, config: Any, home: Path) -> None:
+    """Local mode, after a run paused or ended: queue its events here (a few queries), and when anything waits to
+    be sent, start the home's deliverer detached. Costs one fork of /bin/sh, which exits at once."""
     if not config.notify:
+        return
+    scan(store.conn, config)
+    if outbox.next_due(store.conn) is None:
         return
     log = home / "state" / "notify.log"
     argv = [sys.executable, "-I", "-m", "sentinel.notify", "--home", str(home)]

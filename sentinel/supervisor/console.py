@@ -16,22 +16,26 @@ import hashlib
 from typing import Any
 
 from sentinel.engine import outbox
+from sentinel.errors import UsageError
 from sentinel.frames import reply
 from sentinel.supervisor.hub import Client, Hub
 
-SIGN_IN_TTL_S = 86400.0
+SESSION_MAX_S = 366 * 86400.0
 
 
 def web_token(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     peer = conn.peer
-    token = outbox.issue_sign_in(sup.store.conn, peer.name, SIGN_IN_TTL_S)
+    token = outbox.issue_sign_in(sup.store.conn, peer.name, outbox.SIGN_IN_TTL_S)
     sup.store.audit("web_token_issued", {"by": peer.name, "uid": peer.uid, "pid": peer.pid,
                                          "token_sha256": hashlib.sha256(token.encode()).hexdigest()[:16]})
     return reply({"token": token, "operator": peer.name, "prefix": outbox.console_prefix(sup.store.conn)})
 
 
 def web_sign_in(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    return reply(outbox.trade_sign_in(sup.store.conn, str(msg.get("token") or ""), float(msg.get("ttl_s") or 86400)))
+    ttl = msg.get("ttl_s")
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl <= SESSION_MAX_S:
+        raise UsageError(f"ttl_s: a number of seconds up to {SESSION_MAX_S:.0f}")
+    return reply(outbox.trade_sign_in(sup.store.conn, str(msg.get("token") or ""), float(ttl)))
 
 
 def web_session(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
