@@ -47,7 +47,10 @@ def _iso(t: float) -> str:
 
 
 class Dispatcher:
-    def __init__(self, store: Store, config: Any, log: Callable[[str], None] | None = None):
+    """Sends what the outbox holds; with a config, also queues new events first (without one, as local mode's
+    detached deliverer runs: the run's own process queued them, and this one starts without loading config)."""
+
+    def __init__(self, store: Store, config: Any | None, log: Callable[[str], None] | None = None):
         self.store = store
         self.conn = store.conn
         self.config = config
@@ -58,7 +61,7 @@ class Dispatcher:
         self.pool.shutdown(wait=True)
 
     def scan(self, now: float | None = None) -> int:
-        return scan(self.conn, self.config, now)
+        return scan(self.conn, self.config, now) if self.config is not None else 0
 
     def tick(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
@@ -90,11 +93,10 @@ class Dispatcher:
         found = self.conn.execute("SELECT status, digest FROM approvals WHERE id=?", (doc["approval_id"],)).fetchone()
         if found is None or found["status"] != "pending":
             return doc
-        ttl = self.config.web.link_ttl_s
-        secret, expires = outbox.mint_link(self.conn, doc["approval_id"], found["digest"], ttl, row["target"],
-                                           row["id"])
-        base = self.config.web.base_url() + outbox.console_prefix(self.conn)
-        return {**doc, "decide_url": f"{base}/link/{secret}", "decide_expires": _iso(expires)}
+        spec = row["spec"]
+        secret, expires = outbox.mint_link(self.conn, doc["approval_id"], found["digest"], spec["link_ttl_s"],
+                                           row["target"], row["id"])
+        return {**doc, "decide_url": f"{spec['link_base']}/link/{secret}", "decide_expires": _iso(expires)}
 
     def busy(self) -> bool:
         return outbox.next_due(self.conn) is not None
@@ -116,11 +118,12 @@ def scan(conn: sqlite3.Connection, config: Any, now: float | None = None) -> int
     now = time.time() if now is None else now
     since = max(float(outbox.meta_once(conn, outbox.SINCE_KEY, repr(now - GRACE_S))), now - WINDOW_S)
     base = config.web.base_url() + outbox.console_prefix(conn)
+    links = {"link_base": base, "link_ttl_s": config.web.link_ttl_s}  # the deliverer mints links without config
     queued = 0
     for event, kind, doc in _events(conn, since, base):
         for target in config.notify:
             if kind in target.on:
-                queued += outbox.enqueue(conn, event, target.label, target.spec(), doc, now)
+                queued += outbox.enqueue(conn, event, target.label, {**target.spec(), **links}, doc, now)
     return queued
 
 

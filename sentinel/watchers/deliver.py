@@ -16,9 +16,10 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sentinel.watchers.strategies import RunCommand
+if TYPE_CHECKING:  # the notification deliverer imports this module and must start fast
+    from sentinel.watchers.strategies import RunCommand
 
 WEBHOOK_TIMEOUT_S = 10.0
 COMMAND_TIMEOUT_S = 30.0
