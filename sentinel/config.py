@@ -19,6 +19,7 @@ from sentinel.leash.settings import LeashSettings
 from sentinel.mcp.settings import McpServer, check_names
 from sentinel.memory.settings import ContextSettings, MemorySettings
 from sentinel.muzzle.settings import MuzzleSettings
+from sentinel.notify.settings import Target
 from sentinel.models.settings import LocalSettings
 from sentinel.policy.settings import GateSettings
 from sentinel.supervisor.settings import SystemSettings
@@ -90,6 +91,8 @@ class Config(_Strict):
     def _mcp_names(cls, value: dict[str, McpServer]) -> dict[str, McpServer]:
         check_names(value)
         return value
+    notify: list[Target] = Field(default_factory=list,
+                                 description="Where a person hears of approvals, finished runs and escalations.")
 
     def provider(self, name: str) -> Provider | None:
         if name in self.providers:

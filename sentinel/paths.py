@@ -76,3 +76,16 @@ def connect_wal(path: Path, timeout_s: float) -> sqlite3.Connection:
             time.sleep(0.005)
     conn.execute("PRAGMA synchronous=NORMAL")
     return conn
+
+
+def try_lock(path: Path) -> int | None:
+    """An exclusive flock on `path` (created 0600) held through the returned fd, or None when another holds it."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1] / "sentinel"
 LAYERS: list[tuple[str, ...]] = [
     ("sentinel.__main__", "sentinel.cli", "sentinel.chat", "sentinel.web"),
     ("sentinel.connect",),
-    ("sentinel.local", "sentinel.supervisor", "sentinel.watchers", "sentinel.workflows"),
+    ("sentinel.local", "sentinel.supervisor", "sentinel.watchers", "sentinel.workflows", "sentinel.notify"),
     ("sentinel.worker",),
     ("sentinel.agents", "sentinel.memory", "sentinel.mcp"),
     ("sentinel.engine",),

@@ -108,6 +108,27 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE runs ADD COLUMN grants TEXT;
         CREATE UNIQUE INDEX runs_parent_call ON runs(parent_id, call_id);
     """),
+    # Notifications (sentinel/notify, sentinel/engine/outbox.py): one outbox row per event and target, the
+    # hashes of one-tap decision links, and the web console's sign-in tokens and sessions (kept over restarts).
+    ("010_notify", """
+        CREATE TABLE notify_outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, event TEXT NOT NULL, target TEXT NOT NULL, spec TEXT NOT NULL,
+            doc TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL, next_at REAL NOT NULL,
+            lease_until REAL, error TEXT, created_at REAL NOT NULL, done_at REAL, UNIQUE (event, target));
+        CREATE INDEX notify_outbox_due ON notify_outbox(status, next_at);
+        CREATE TABLE notify_links (
+            secret_sha256 TEXT PRIMARY KEY, approval_id TEXT NOT NULL, digest TEXT NOT NULL, target TEXT NOT NULL,
+            outbox_id INTEGER, created_at REAL NOT NULL, expires_at REAL NOT NULL, used_at REAL, used_as TEXT);
+        CREATE INDEX notify_links_outbox ON notify_links(outbox_id);
+        CREATE TABLE web_signins (
+            token_sha256 TEXT PRIMARY KEY, operator TEXT NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL,
+            used_at REAL);
+        CREATE TABLE web_sessions (
+            secret_sha256 TEXT PRIMARY KEY, operator TEXT NOT NULL, csrf TEXT NOT NULL, created_at REAL NOT NULL,
+            expires_at REAL NOT NULL);
+        CREATE INDEX runs_updated ON runs(updated_at);
+        CREATE INDEX approvals_created ON approvals(created_at);
+    """),
     # MCP servers pinned by `sentinel mcp trust NAME`: the SHA-256 of the server's command or URL and tool list,
     # and that listing (JSON), from which a changed listing's diff is shown when a call pauses.
     ("011_mcp", """

@@ -179,6 +179,7 @@ class LocalEngine(Closing):
             self.store.set_status(state.id, status, output=state.output if status == "done" else None,
                                   error=state.error if status == "failed" else None)
             run.snapshot()
+        self._notify()
         return Outcome(state.id, status, state.output, state.error)
 
     def _bubble(self, outcome: Outcome, on_event: Listener | None) -> Outcome:
@@ -206,6 +207,39 @@ class LocalEngine(Closing):
              by: str | None = None) -> Outcome:
         approval = self.store.resolve(self.store.approval_id(ident), False, by or operator_name(), reason,
                                       digest=digest)
+        self._settle_save(approval)
+        return self._take_up(approval.run_id, on_event)
+
+    def web_token(self) -> dict[str, Any]:
+        """The web console's kept secret path and a one-time sign-in token for this user (sentinel/web/guard.py)."""
+        from sentinel.engine import outbox
+
+        operator = operator_name()
+        return {"prefix": outbox.console_prefix(self.store.conn), "operator": operator,
+                "token": outbox.issue_sign_in(self.store.conn, operator, outbox.SIGN_IN_TTL_S)}
+
+    def web_sign_in(self, token: str, session_ttl_s: float) -> dict[str, Any] | None:
+        from sentinel.engine import outbox
+
+        return outbox.trade_sign_in(self.store.conn, token, session_ttl_s)
+
+    def web_session(self, secret: str) -> dict[str, Any] | None:
+        from sentinel.engine import outbox
+
+        return outbox.session(self.store.conn, secret)
+
+    def link(self, secret: str) -> dict[str, Any]:
+        """What a one-tap decision link (sentinel/notify) would decide; refused when it can no longer be used."""
+        from sentinel.engine import outbox
+
+        return outbox.link_view(self.store, secret)
+
+    def decide_link(self, secret: str, *, approved: bool, reason: str = "",
+                    on_event: Listener | None = None) -> Outcome:
+        """Approve or deny with a one-tap link, once, then execute the run as `approve` does."""
+        from sentinel.engine import outbox
+
+        approval = outbox.use_link(self.store, secret, approved, reason)
         self._settle_save(approval)
         return self._take_up(approval.run_id, on_event)
 
@@ -299,6 +333,10 @@ class LocalEngine(Closing):
                 "muzzle": "in-process, on first run (local mode)" if cfg.muzzle.enabled else "disabled (no inspection)",
                 "runs": counts, "pending_approvals": len(self.store.pending_approvals()),
                 "model_hosts": model_hosts(self.config)}
+        if cfg.notify:
+            from sentinel.engine import outbox
+
+            data["notify"] = outbox.target_status(self.store.conn, [t.label for t in cfg.notify])
         if self.note:
             data["note"] = self.note
         return data
@@ -368,8 +406,16 @@ class LocalEngine(Closing):
                 run.record(*initial_messages(self.home, profile, deps, run.state.task, skills))
             AgentLoop(run, deps).execute()
             state = run.state
+        self._notify()
         approval = next(iter(a.id for a in self.store.pending_approvals(state.id)), None)
         return Outcome(state.id, state.status, state.output, state.error, approval)
+
+    def _notify(self) -> None:
+        """A run paused or ended: the detached deliverer sends what `notify:` asks for (sentinel/notify)."""
+        if self.config.notify:
+            from sentinel.notify.dispatch import kick
+
+            kick(self.store, self.config, self.home)
 
     def _outcome_of(self, row: dict[str, Any]) -> Outcome:
         return Outcome(row["id"], row["status"], row.get("output"), row.get("error"))

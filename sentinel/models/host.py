@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fcntl
 import json
 import os
 import resource
@@ -36,6 +35,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator
+
+from sentinel import paths
 
 CRASH_WINDOW_S, CRASH_LIMIT = 60.0, 3
 LOAD_FAILED = 3  # the child's exit code when the model cannot be loaded
@@ -124,13 +125,7 @@ class Keeper:
             os.close(lock)
 
     def _lock(self) -> int | None:
-        fd = os.open(self.sock_path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        return fd
+        return paths.try_lock(self.sock_path.with_suffix(".lock"))
 
     def _listen(self) -> socket.socket:
         self.sock_path.unlink(missing_ok=True)  # a dead keeper's socket: we hold the lock, so nobody serves it

@@ -236,8 +236,22 @@ class SystemEngine(Closing):
         return self.call("status")
 
     def web_token(self) -> dict[str, Any]:
-        """A one-time sign-in token for the web console, issued to operators only: {token, operator}."""
+        """A one-time sign-in token for the web console, issued to operators only: {token, operator, prefix}."""
         return self.call("web_token")
+
+    def web_sign_in(self, token: str, session_ttl_s: float) -> dict[str, Any] | None:
+        return self.call("web_sign_in", token=token, ttl_s=session_ttl_s)
+
+    def web_session(self, secret: str) -> dict[str, Any] | None:
+        return self.call("web_session", secret=secret)
+
+    def link(self, secret: str) -> dict[str, Any]:
+        return self.call("link", secret=secret)
+
+    def decide_link(self, secret: str, *, approved: bool, reason: str = "",
+                    on_event: Listener | None = None) -> Outcome:
+        return Outcome.from_dict(self.call("link_decide", on_event, secret=secret, approved=approved, reason=reason,
+                                           follow=True))
 
 
 def _answer(sock: socket.socket, listener: Listener | None) -> Any:

@@ -1,6 +1,8 @@
-"""The web console's sign-in tokens: issued by the supervisor, to operators only.
+"""The web console's sign-in tokens and sessions: kept by the supervisor, for operators.
 
-    {"op": "web_token"}  ->  {"token": "...", "operator": "alice"}
+    {"op": "web_token"}  ->  {"token": "...", "operator": "alice", "prefix": "/s/..."}
+    {"op": "web_sign_in", "token": T, "ttl_s": S}  ->  a session {secret, operator, csrf, created_at} or null
+    {"op": "web_session", "secret": S}             ->  {operator, csrf, created_at} or null
 
 `ops.handle` lets only root and members of the operator group (by SO_PEERCRED) reach this op, so an
 agent's user can never obtain a token: `sentinel web` run as that user stops at the refusal. The console
@@ -11,16 +13,31 @@ that asked trades the token, once, for a browser session; the audit log records 
 from __future__ import annotations
 
 import hashlib
-import secrets
 from typing import Any
 
+from sentinel.engine import outbox
+from sentinel.errors import UsageError
 from sentinel.frames import reply
 from sentinel.supervisor.hub import Client, Hub
 
+SESSION_MAX_S = 366 * 86400.0
+
 
 def web_token(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    token = secrets.token_urlsafe(32)
     peer = conn.peer
+    token = outbox.issue_sign_in(sup.store.conn, peer.name, outbox.SIGN_IN_TTL_S)
     sup.store.audit("web_token_issued", {"by": peer.name, "uid": peer.uid, "pid": peer.pid,
                                          "token_sha256": hashlib.sha256(token.encode()).hexdigest()[:16]})
-    return reply({"token": token, "operator": peer.name})
+    return reply({"token": token, "operator": peer.name, "prefix": outbox.console_prefix(sup.store.conn)})
+
+
+def web_sign_in(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    ttl = msg.get("ttl_s")
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl <= SESSION_MAX_S:
+        raise UsageError(f"ttl_s: a number of seconds up to {SESSION_MAX_S:.0f}")
+    return reply(outbox.trade_sign_in(sup.store.conn, str(msg.get("token") or ""), float(ttl)))
+
+
+def web_session(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    return reply(outbox.session(sup.store.conn, str(msg.get("secret") or "")))
+

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from sentinel.engine import relay
+from sentinel.engine import outbox, relay
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.state import JOURNAL
 from sentinel.engine.store import TERMINAL, Store, new_id
@@ -115,7 +115,7 @@ def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
                   "sandbox": sup.config.sandbox, "resume_interrupted": sup.settings.resume,
                   "default_model": sup.config.default_model, "muzzle": sup.muzzle_state(),
                   "workers": sorted(sup.workers), "runs": counts, "pending_approvals": len(store.pending_approvals()),
-                  "model_hosts": _model_hosts(sup), "unreadable": _unreadable(sup)})
+                  "model_hosts": _model_hosts(sup), "unreadable": _unreadable(sup), **_notify(sup)})
 
 
 def _unreadable(sup: Hub) -> list[str]:
@@ -123,6 +123,13 @@ def _unreadable(sup: Hub) -> list[str]:
     from sentinel.supervisor import readable
 
     return readable.problems(sup.config, [a.user for a in registry.all_agents(sup.store)])
+
+
+def _notify(sup: Hub) -> dict[str, Any]:
+    """The `notify:` targets of /etc/sentinel/config.yaml, each ok or failing (the watcher child delivers)."""
+    if not sup.config.notify:
+        return {}
+    return {"notify": outbox.target_status(sup.store.conn, [t.label for t in sup.config.notify])}
 
 
 def _model_hosts(sup: Hub) -> list[dict[str, Any]]:
@@ -263,8 +270,26 @@ def _resolve(sup: Hub, conn: Client, msg: dict[str, Any], approved: bool) -> dic
     store.audit("approval_resolved", {"run_id": approval.run_id, "approval_id": approval.id, "approved": approved,
                                       "by": conn.peer.name, "uid": conn.peer.uid, "reason": reason,
                                       "door": conn.peer.door})
+    return resume_decided(sup, conn, approval, msg)
+
+
+def _link(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    """What a one-tap decision link (sentinel/notify) decides; refused (usage) when it can no longer be used."""
+    return reply(outbox.link_view(sup.store, _text(msg, "secret")))
+
+
+def _link_decide(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+    """Decide with a one-tap link, once, then resume the run as `approve` and `deny` do."""
+    approval = outbox.use_link(sup.store, _text(msg, "secret"), bool(msg.get("approved")),
+                               _text(msg, "reason", required=False) or "")
+    return resume_decided(sup, conn, approval, msg)
+
+
+def resume_decided(sup: Hub, conn: Client, approval: Any, msg: dict[str, Any]) -> dict[str, Any] | None:
+    """After a decision: a finished subagent is kept (or not); any other run resumes."""
+    store = sup.store
     if approval.tool == "save_agent" and approval.call_id == children.SAVE_CALL:  # a finished subagent: keep it?
-        if approved:
+        if approval.status == "approved":
             sup.settle(approval.run_id)
         return reply(outcome(store, approval.run_id))
     return _resume_run(sup, conn, approval.run_id, msg)
@@ -581,7 +606,8 @@ OPS: dict[str, Handler] = {
     "sessions": _sessions, "send": _send, "interrupt": _interrupt, "catalog": _catalog,
     "trust_list": _trust_list, "trust_revoke": _trust_revoke,
     "mcp_trust_get": _mcp_trust_get, "mcp_trust_set": _mcp_trust_set, "mcp_trust_forget": _mcp_trust_forget,
-    "web_token": console.web_token,
+    "web_token": console.web_token, "web_sign_in": console.web_sign_in, "web_session": console.web_session,
+    "link": _link, "link_decide": _link_decide,
     "firings": _firings, "inbox": _inbox, "watch_fire": _watch_fire,
     "workflow_start": _workflow_start,
 }

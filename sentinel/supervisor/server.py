@@ -392,11 +392,12 @@ class Supervisor:
     # -- the watcher child (watchkeep.py) --------------------------------------------------------
 
     def start_watchers(self) -> None:
-        """Run the watcher child when there are operator watchers, or firings whose relay is still open."""
+        """Run the watcher child when there are operator watchers, firings whose relay is still open, or `notify:`
+        targets (the child delivers notifications too)."""
         from sentinel.engine import relay
         from sentinel.watchers.spec import system_dir
 
-        if system_dir().is_dir() or relay.next_deadline(self.store.conn) is not None:
+        if system_dir().is_dir() or relay.next_deadline(self.store.conn) is not None or self.config.notify:
             self.watch_keeper.start()
             self.sel.register(self.watch_keeper.pidfd, selectors.EVENT_READ, ("watchers", None))  # type: ignore[arg-type]
 

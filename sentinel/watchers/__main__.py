@@ -2,7 +2,8 @@
 
 Runs the operator's watchers (/etc/sentinel/watchers) and the relay's timers on the supervisor's
 database, starting hook sessions through the operator socket ($SENTINEL_SOCKET). Bad watcher files
-are logged one line each and skipped; SIGTERM stops it.
+are logged one line each and skipped; SIGTERM stops it. With `notify:` in the operator's config, a thread
+here is the supervisor's notification deliverer (sentinel/notify: the supervisor's own loop never blocks).
 """
 
 from __future__ import annotations
@@ -56,8 +57,23 @@ def main(argv: list[str]) -> int:
     runner = Runner(engine, store, config, good, _run_command(config))
     print(f"watchers: running {', '.join(w.id for w in good) or 'no watchers'} (pid {os.getpid()})",
           file=sys.stderr, flush=True)
+    if config.notify:
+        _deliver_notifications(layout.db_path(Path(args.state_dir)), config, lambda: bool(stopping))
     runner.run(stop=lambda: bool(stopping))
     return 0
+
+
+def _deliver_notifications(db: Path, config: Any, stop: Any) -> None:
+    import threading
+
+    from sentinel.engine.store import Store
+    from sentinel.notify.dispatch import Dispatcher
+
+    def deliver() -> None:
+        with Store.open(db) as store:
+            Dispatcher(store, config).run(stop)
+
+    threading.Thread(target=deliver, name="notify", daemon=True).start()
 
 
 if __name__ == "__main__":

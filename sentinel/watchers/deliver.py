@@ -16,9 +16,10 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sentinel.watchers.strategies import RunCommand
+if TYPE_CHECKING:  # the notification deliverer imports this module and must start fast
+    from sentinel.watchers.strategies import RunCommand
 
 WEBHOOK_TIMEOUT_S = 10.0
 COMMAND_TIMEOUT_S = 30.0
@@ -37,9 +38,9 @@ def deliver(target: dict[str, Any], message: str, firing: dict[str, Any], kind: 
     doc = document(target, message, firing, kind)
     kind_of = target.get("type")
     if kind_of == "file":
-        _append(Path(os.path.expanduser(target["path"])), doc)
+        append_jsonl(Path(os.path.expanduser(target["path"])), doc)
     elif kind_of == "webhook":
-        _post(target["url"], doc)
+        post_json(target["url"], doc)
     elif kind_of == "command":
         code, out = run_command(list(target["argv"]), COMMAND_TIMEOUT_S, message.encode())
         if code != 0:
@@ -48,7 +49,7 @@ def deliver(target: dict[str, Any], message: str, firing: dict[str, Any], kind: 
         raise DeliveryError(f"unknown target type {kind_of!r}")
 
 
-def _append(path: Path, doc: dict[str, Any]) -> None:
+def append_jsonl(path: Path, doc: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
@@ -61,14 +62,20 @@ def _append(path: Path, doc: dict[str, Any]) -> None:
         raise DeliveryError(f"{path}: {exc.strerror}") from None
 
 
-def _post(url: str, doc: dict[str, Any]) -> None:
-    request = urllib.request.Request(url, data=json.dumps(doc).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+def post_json(url: str, doc: dict[str, Any], timeout_s: float = WEBHOOK_TIMEOUT_S,
+              headers: dict[str, str] | None = None, shown: str | None = None) -> None:
+    post(url, json.dumps(doc).encode(), {"Content-Type": "application/json", **(headers or {})}, timeout_s, shown)
+
+
+def post(url: str, body: bytes, headers: dict[str, str], timeout_s: float = WEBHOOK_TIMEOUT_S,
+         shown: str | None = None) -> None:
+    """POST `body`; any answer but 2xx (or none within `timeout_s`) is a DeliveryError naming `shown` (the URL)."""
+    request = urllib.request.Request(url, data=body, method="POST", headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT_S) as answer:
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
             answer.read(1024)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise DeliveryError(f"POST {url}: {getattr(exc, 'reason', None) or exc}") from None
+        raise DeliveryError(f"POST {shown or url}: {getattr(exc, 'reason', None) or exc}") from None
 
 
 def command_runner(config: Any, agent: str | None, workspace: Path) -> RunCommand:

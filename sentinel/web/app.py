@@ -1,11 +1,14 @@
 """The console as an ASGI app, and `sentinel web` serving it on loopback.
 
-    app = build_app(console, guard)       # starlette: routes, static files, the guard in front
-    serve(port=None)                      # `sentinel web [--port P]`: print the sign-in URL, serve until ^C
+    app = build_app(engines, launch, port, settings)   # starlette: routes, static files, the guard in front
+    serve(port=None, host=None)           # `sentinel web [--port P] [--host H]`: print the sign-in URL, serve until ^C
+    sign_in_url()                         # `sentinel web --sign-in`: a new one-time sign-in URL for this operator
 
 Local mode: this process runs the engine (a run approved here executes in this process, as `sentinel
 approve` would). System mode: every read and decision goes over the supervisor's socket as the operator
-who started the console, and the one-time sign-in token is issued by the supervisor, to operators only.
+who started the console, and sign-in tokens are issued by the supervisor, to operators only. Tokens,
+sessions and the console's secret path are kept in the store, so a restart signs nobody out and links in
+notifications keep working (remote access behind a TLS proxy: docs/notify.md).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from starlette.staticfiles import StaticFiles
 
 from sentinel.engine.api import Engine
 from sentinel.errors import SentinelError
-from sentinel.web import views
+from sentinel.web import links, views
 from sentinel.web.guard import Guard, Launch
 from sentinel.web.live import Engines, Hub
 from sentinel.web.render import Templates
@@ -31,6 +34,7 @@ from sentinel.web.settings import WebSettings
 
 STATIC = Path(__file__).resolve().parent / "static"
 WILDCARDS = ("0.0.0.0", "::", "")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def build_app(engines: Engines, launch: Launch, port: int, settings: WebSettings) -> Any:
@@ -45,12 +49,27 @@ def build_app(engines: Engines, launch: Launch, port: int, settings: WebSettings
         finally:
             await console.hub.stop()
 
-    inner = [*views.ROUTES, Mount("/static", StaticFiles(directory=STATIC), name="static")]
+    inner = [*views.ROUTES, *links.ROUTES, Mount("/static", StaticFiles(directory=STATIC), name="static")]
     app = Starlette(routes=[Mount(launch.prefix, routes=inner)], lifespan=lifespan,
                     exception_handlers={SentinelError: views.sentinel_error})
     app.state.console = console
     hosts = [*settings.allowed_hosts, *([settings.host] if settings.host not in WILDCARDS else [])]
-    return Guard(launch, port, hosts).wrap(app)
+    return Guard(launch, port, hosts, EngineSessions(engines, settings.session_days * 86400),
+                 settings.public_url).wrap(app)
+
+
+class EngineSessions:
+    """Sign-in tokens and sessions as the engine keeps them (local: the store; system: the supervisor's)."""
+
+    def __init__(self, engines: Engines, ttl_s: float):
+        self.engines = engines
+        self.ttl_s = ttl_s
+
+    def sign_in(self, token: str) -> dict[str, Any] | None:
+        return self.engines.run(lambda e: e.web_sign_in(token, self.ttl_s))  # type: ignore[attr-defined]
+
+    def session(self, secret: str) -> dict[str, Any] | None:
+        return self.engines.run(lambda e: e.web_session(secret))  # type: ignore[attr-defined]
 
 
 def engines_for(engine: Engine) -> Engines:
@@ -64,14 +83,11 @@ def engines_for(engine: Engine) -> Engines:
     return Engines(opener, "local")
 
 
-def launch_for(engine: Engine) -> Launch:
-    """System mode: the supervisor issues the token (operators only, by SO_PEERCRED); local mode: this process."""
-    if engine.mode == "system":
-        issued = engine.web_token()  # type: ignore[attr-defined]
-        return Launch.new(str(issued["operator"]), str(issued["token"]))
-    from sentinel.local.engine import operator_name
-
-    return Launch.new(operator_name())
+def launch_for(engines: Engines) -> Launch:
+    """The console's kept secret path and a one-time sign-in token for the operator starting it (system mode:
+    issued by the supervisor, to operators only, by SO_PEERCRED)."""
+    issued = engines.run(lambda e: e.web_token())  # type: ignore[attr-defined]
+    return Launch(str(issued["prefix"]), str(issued["token"]), str(issued["operator"]))
 
 
 def _config(app: Any, **extra: Any) -> Any:
@@ -81,15 +97,16 @@ def _config(app: Any, **extra: Any) -> Any:
                           server_header=False, date_header=False, timeout_graceful_shutdown=1, **extra)
 
 
-def serve(port: int | None = None) -> None:
+def serve(port: int | None = None, host: str | None = None) -> None:
     from sentinel import config as config_mod
     from sentinel.connect import open_engine
     from sentinel.muzzle.server import bind
 
     settings = config_mod.load().web
-    engine = open_engine()
-    launch = launch_for(engine)
-    engines = engines_for(engine)
+    if host is not None:
+        settings = settings.model_copy(update={"host": host})
+    engines = engines_for(open_engine())
+    launch = launch_for(engines)
     sock = bind(settings.host, settings.port if port is None else port, name="web console")
     bound = sock.getsockname()[1]
     app = build_app(engines, launch, bound, settings)
@@ -97,12 +114,23 @@ def serve(port: int | None = None) -> None:
     print(launch.url(shown, bound), flush=True)
     print(f"sentinel web ({engines.mode} mode, operator {launch.operator}): open the URL above in a browser on "
           f"this machine; it signs in once. Ctrl-C stops the console.", file=sys.stderr, flush=True)
-    if settings.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"warning: web.host is {settings.host}: the console is reachable from the network over plain HTTP",
-              file=sys.stderr, flush=True)
+    if settings.host not in LOOPBACK_HOSTS:
+        print(f"warning: the console listens on {settings.host}: it is reachable from the network over plain "
+              f"HTTP, and sign-in links and session cookies cross it unencrypted. Serve it on 127.0.0.1 behind a "
+              f"reverse proxy that terminates TLS instead (docs/notify.md).", file=sys.stderr, flush=True)
     import uvicorn
 
     uvicorn.Server(_config(app)).run(sockets=[sock])
+
+
+def sign_in_url() -> str:
+    """A new one-time sign-in URL for the operator asking, at the console's address (`web.public_url`)."""
+    from sentinel import config as config_mod
+    from sentinel.connect import open_engine
+
+    settings = config_mod.load().web
+    launch = launch_for(engines_for(open_engine()))
+    return f"{settings.base_url()}{launch.prefix}/login?token={launch.token}"
 
 
 class InThread:
@@ -111,12 +139,12 @@ class InThread:
         console = InThread(engines, WebSettings(poll_s=0.1)).start()
         console.url ... console.stop()"""
 
-    def __init__(self, engines: Engines, settings: WebSettings, operator: str = "tester"):
+    def __init__(self, engines: Engines, settings: WebSettings):
         from sentinel.muzzle.server import PromptServer, bind
 
         self.sock = bind("127.0.0.1", 0, name="web console")
         self.port = self.sock.getsockname()[1]
-        self.launch = Launch.new(operator)
+        self.launch = launch_for(engines)
         self.url = self.launch.url("127.0.0.1", self.port)
         self.server = PromptServer(_config(build_app(engines, self.launch, self.port, settings), log_config=None))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True,

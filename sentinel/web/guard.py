@@ -1,21 +1,26 @@
-"""Who may use the console: one sign-in per launch, then a session cookie; every change carries a CSRF token.
+"""Who may use the console: a sign-in link per operator, then a session cookie; every change carries a CSRF token.
 
-    guard = Guard(Launch.new(port, token), hosts=["127.0.0.1", "localhost"])
+    guard = Guard(launch, port, hosts=[...], sessions=engine_sessions)
     app = guard.wrap(starlette_app)          # ASGI middleware in front of every route
 
 Checks, in order, on every request:
 
-1. `Host` names this console (loopback names and the configured ones, with its port): a page on another
-   site whose name was rebound to 127.0.0.1 (DNS rebinding) is refused, 403.
+1. `Host` names this console (loopback names, the configured ones and `web.public_url`'s, with its port): a
+   page on another site whose name was rebound to 127.0.0.1 (DNS rebinding) is refused, 403.
 2. An `Origin`, when sent, is this console's; a change (POST) must send one. No CORS: no request from
    another origin is ever answered with Access-Control headers; OPTIONS is refused.
-3. `PREFIX/login?token=T` trades the launch's one-time token for a session cookie (HttpOnly,
-   SameSite=Strict, Path=PREFIX/) and redirects; a used or wrong token is refused, 403.
-4. Anything else needs the session cookie (401 without it), and a POST also the session's CSRF token
+3. `PREFIX/login?token=T` trades a one-time sign-in token for a session cookie (HttpOnly, SameSite=Strict,
+   Path=PREFIX/, Secure behind an https `public_url`) and redirects; a used, expired or wrong token is
+   refused, 403. Tokens are issued to one operator each (`sentinel web` and `sentinel web --sign-in`; in
+   system mode by the supervisor, to operators only) and kept as hashes in the store, as are sessions:
+   a signed-in browser stays signed in across console restarts until `web.session_days` pass.
+4. `PREFIX/link/SECRET` (a one-tap decision link from a notification) needs no session: the secret
+   decides one approval once (sentinel/web/links.py); its POST must still come from this console's page.
+5. Anything else needs the session cookie (401 without it), and a POST also the session's CSRF token
    in `X-CSRF-Token` (403 without it).
 
-PREFIX (`/s/<random>`) is a per-launch secret path as well: browsers send cookies to every port of a
-host, so a server an agent ran on another loopback port could collect the cookie if the operator's
+PREFIX (`/s/<random>`) is a secret path as well, kept in the store: browsers send cookies to every port of
+a host, so a server an agent ran on another loopback port could collect the cookie if the operator's
 browser ever visited it; scoped to a path the agent cannot know, the cookie never goes there.
 Pages set `Referrer-Policy: no-referrer` so the path never leaks through a link either.
 """
@@ -30,13 +35,16 @@ import time
 from dataclasses import dataclass, field
 from html import escape
 from http.cookies import SimpleCookie
-from typing import Any, Awaitable, Callable
-from urllib.parse import parse_qs
+from typing import Any, Awaitable, Callable, Protocol
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
 
 COOKIE = "sentinel_console"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = ("GET", "HEAD")
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+SESSION_CACHE_S = 30.0  # a session ended elsewhere (expired) stops working here within this long
 
 # Every response: no framing, no sniffing, no referrer, nothing cached, scripts and styles from here only.
 HEADERS = [
@@ -65,17 +73,21 @@ class Session:
     created: float = field(default_factory=time.time)
 
 
+class Sessions(Protocol):
+    """Where sign-in tokens and sessions live (the store, through the engine): blocking calls."""
+
+    def sign_in(self, token: str) -> dict[str, Any] | None: ...
+
+    def session(self, secret: str) -> dict[str, Any] | None: ...
+
+
 @dataclass
 class Launch:
-    """One run of `sentinel web`: its secret path, its one-time sign-in token and who it was issued to."""
+    """One run of `sentinel web`: the console's secret path, a one-time sign-in token and who it was issued to."""
 
     prefix: str
     token: str
     operator: str
-
-    @classmethod
-    def new(cls, operator: str, token: str | None = None) -> "Launch":
-        return cls(f"/s/{secrets.token_urlsafe(18)}", token or secrets.token_urlsafe(32), operator)
 
     def url(self, host: str, port: int) -> str:
         shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
@@ -90,16 +102,19 @@ class Refusal(Exception):
 
 
 class Guard:
-    """The ASGI middleware holding the launch's token and sessions (in memory: they die with the process)."""
+    """The ASGI middleware in front of the console; sessions it has seen are remembered for SESSION_CACHE_S."""
 
-    def __init__(self, launch: Launch, port: int, hosts: list[str]):
+    def __init__(self, launch: Launch, port: int, hosts: list[str], sessions: Sessions,
+                 public_url: str | None = None):
         self.launch = launch
         self.prefix = launch.prefix
-        self._token = _digest(launch.token)
-        self._token_used = False
-        self.sessions: dict[bytes, Session] = {}
-        self.hosts = allowed_hosts(hosts, port)
-        self.origins = {f"http://{h}" for h in self.hosts}
+        self.backend = sessions
+        self.sessions: dict[bytes, tuple[Session, float]] = {}
+        public = urlsplit(public_url) if public_url else None
+        self.hosts = allowed_hosts(hosts, port) | ({public.netloc.lower()} if public else set())
+        self.origins = {f"http://{h}" for h in self.hosts} | ({f"{public.scheme}://{public.netloc}".lower()}
+                                                              if public else set())
+        self.secure_host = public.netloc.lower() if public and public.scheme == "https" else None
 
     def wrap(self, app: ASGI) -> ASGI:
         async def guarded(scope: Scope, receive: Any, send: Any) -> None:
@@ -110,7 +125,10 @@ class Guard:
                 self.check_origin(scope)
                 if scope["method"] == "GET" and scope["path"] == f"{self.prefix}/login":
                     return await self.sign_in(scope, send)
-                scope.setdefault("state", {})["session"] = self.check_session(scope)
+                if scope["path"].startswith(f"{self.prefix}/link/"):
+                    self.check_link(scope)
+                else:
+                    scope.setdefault("state", {})["session"] = await self.check_session(scope)
             except Refusal as refusal:
                 return await _refuse(scope, send, refusal)
             await app(scope, receive, send)
@@ -131,12 +149,17 @@ class Guard:
         if scope["method"] not in SAFE_METHODS and scope["method"] != "POST":
             raise Refusal(405, f"method {scope['method']} is not allowed")
 
-    def check_session(self, scope: Scope) -> Session:
+    def check_link(self, scope: Scope) -> None:
+        if scope["method"] == "POST" and "origin" not in _headers(scope):
+            raise Refusal(403, "a decision must come from the link's page (no Origin header)")
+
+    async def check_session(self, scope: Scope) -> Session:
         """The session cookie, under the secret prefix; for a change, also its CSRF token and an Origin."""
         headers = _headers(scope)
-        session = self.session_of(headers) if scope["path"].startswith(self.prefix + "/") else None
+        session = await self.session_of(headers) if scope["path"].startswith(self.prefix + "/") else None
         if session is None:
-            raise Refusal(401, "not signed in: open the URL `sentinel web` printed (it works once)")
+            raise Refusal(401, "not signed in: open the URL `sentinel web` printed (it works once), or get a new "
+                               "one with `sentinel web --sign-in`")
         if scope["method"] == "POST":
             if "origin" not in headers:
                 raise Refusal(403, "a change must come from this console's page (no Origin header)")
@@ -144,28 +167,43 @@ class Guard:
                 raise Refusal(403, "missing or wrong CSRF token: reload the page")
         return session
 
-    def session_of(self, headers: dict[str, str]) -> Session | None:
+    async def session_of(self, headers: dict[str, str]) -> Session | None:
         cookie = SimpleCookie()
         try:
             cookie.load(headers.get("cookie", ""))
         except Exception:  # a malformed Cookie header is no session
             return None
         morsel = cookie.get(COOKIE)
-        return self.sessions.get(_digest(morsel.value)) if morsel else None
+        if not morsel or not morsel.value:
+            return None
+        key, now = _digest(morsel.value), time.monotonic()
+        cached = self.sessions.get(key)
+        if cached and now - cached[1] < SESSION_CACHE_S:
+            return cached[0]
+        found = await anyio.to_thread.run_sync(self.backend.session, morsel.value)
+        if found is None:
+            self.sessions.pop(key, None)
+            return None
+        session = Session(found["operator"], found["csrf"], found["created_at"])
+        self.sessions[key] = (session, now)
+        return session
 
     async def sign_in(self, scope: Scope, send: Any) -> None:
-        """Trade the one-time token for a session: exactly once per launch."""
+        """Trade a one-time sign-in token for a session (each token works once, in any console of this store)."""
         home = f"{self.prefix}/".encode()
-        if self.session_of(_headers(scope)) is not None:
+        headers = _headers(scope)
+        if await self.session_of(headers) is not None:
             return await _redirect(send, home, [])
         token = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token") or [""])[0]
-        if self._token_used or not hmac.compare_digest(_digest(token), self._token):
-            return await _refuse(scope, send, Refusal(403, "this sign-in link was already used or is not this "
-                                                           "console's: run `sentinel web` again for a new one"))
-        self._token_used = True
-        secret = secrets.token_urlsafe(32)
-        self.sessions[_digest(secret)] = Session(self.launch.operator)
-        cookie = f"{COOKIE}={secret}; Path={self.prefix}/; HttpOnly; SameSite=Strict"
+        found = await anyio.to_thread.run_sync(self.backend.sign_in, token) if token else None
+        if found is None:
+            return await _refuse(scope, send, Refusal(403, "this sign-in link was already used, expired or is not "
+                                                           "this console's: get a new one with `sentinel web "
+                                                           "--sign-in`"))
+        self.sessions[_digest(found["secret"])] = (Session(found["operator"], found["csrf"], found["created_at"]),
+                                                   time.monotonic())
+        secure = "; Secure" if headers.get("host", "").lower() == self.secure_host else ""
+        cookie = f"{COOKIE}={found['secret']}; Path={self.prefix}/; HttpOnly; SameSite=Strict{secure}"
         await _redirect(send, home, [(b"set-cookie", cookie.encode())])
 
 
@@ -186,9 +224,11 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 def _with_headers(send: Any) -> Any:
+    """HEADERS on every response, except where the route set that header itself."""
     async def wrapped(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", []), *HEADERS]}
+            own = {name.lower() for name, _ in message.get("headers", [])}
+            message = {**message, "headers": [*message.get("headers", []), *(h for h in HEADERS if h[0] not in own)]}
         await send(message)
 
     return wrapped

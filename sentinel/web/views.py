@@ -21,7 +21,7 @@ import json
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -53,7 +53,7 @@ class Console:
 
     def page(self, request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
         session = request.scope["state"]["session"]
-        html = self.templates.render(name, prefix=self.prefix, csrf=session.csrf, operator=self.operator,
+        html = self.templates.render(name, prefix=self.prefix, csrf=session.csrf, operator=session.operator,
                                      mode=self.engines.mode, pending_count=len(self.hub.snapshot.pending),
                                      poll_error=self.hub.snapshot.error, **context)
         return HTMLResponse(html, status_code)
@@ -175,6 +175,17 @@ async def decide(engines: Engines, approval_id: str, approved: bool, digest: str
     The engine resolves first (refusing a stale digest or an approval already resolved, as the CLI is
     refused) and then executes the run until it pauses or ends: the first event, or the outcome, means the
     decision stands. In local mode this process executes the run; in system mode the supervisor's worker."""
+    def act(engine: Engine, first: Any) -> Outcome:
+        if approved:
+            return engine.approve(approval_id, digest=digest, on_event=first)
+        return engine.deny(approval_id, reason=reason, digest=digest, on_event=first)
+
+    return await decided(engines, act, approval_id)
+
+
+async def decided(engines: Engines, act: Callable[[Engine, Any], Outcome], label: str) -> tuple[str, Any]:
+    """Run `act(engine, on_event)` in a thread: ("resumed", None) at its first event, else ("outcome", o) or
+    ("error", exc) when it returns or raises first."""
     loop = asyncio.get_running_loop()
     answered: asyncio.Future[tuple[str, Any]] = loop.create_future()
 
@@ -192,18 +203,15 @@ async def decide(engines: Engines, approval_id: str, approved: bool, digest: str
     def work() -> None:
         try:
             with engines.open() as engine:
-                if approved:
-                    outcome = engine.approve(approval_id, digest=digest, on_event=first)
-                else:
-                    outcome = engine.deny(approval_id, reason=reason, digest=digest, on_event=first)
+                outcome = act(engine, first)
             settle("outcome", outcome)
         except SentinelError as exc:
             settle("error", exc)
         except Exception as exc:  # a harness bug: the page hears of it, the log has the traceback
-            logger.exception("running %s after its decision failed", approval_id)
+            logger.exception("running %s after its decision failed", label)
             settle("error", exc)
 
-    threading.Thread(target=work, name=f"console-decide-{approval_id}", daemon=True).start()
+    threading.Thread(target=work, name=f"console-decide-{label}", daemon=True).start()
     return await answered
 
 

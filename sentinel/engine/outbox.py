@@ -1,0 +1,224 @@
+"""The notification outbox, one-tap decision links and the web console's sessions: rows in the store the agent
+cannot write (system mode: the supervisor's root-only database).
+
+    outbox.enqueue(conn, "approval:a-1", "webhook https://…", spec, doc)   # once per (event, target), ever
+    for row in outbox.claim(conn, now, lease_s=60): ...                    # due rows, leased to this caller
+    outbox.delivered(conn, row["id"]) / outbox.attempt_failed(conn, row, error, retry_at)
+    outbox.failing(conn)                       # targets whose newest delivery failed: `sentinel status`
+
+    secret = outbox.mint_link(conn, approval_id, digest, ttl_s, target)   # only sha256(secret) is stored
+    link = outbox.redeem(conn, secret, "approve")    # once: LinkRefused when used, expired or unknown
+
+Every invariant is one conditional UPDATE, so it holds across processes: a row is sent by one deliverer at
+a time (its lease), a link is used once, a sign-in token is traded once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import sqlite3
+import time
+from typing import Any
+
+from sentinel.errors import UsageError
+
+PREFIX_KEY = "web_prefix"
+SIGN_IN_TTL_S = 86400.0  # a sign-in URL works once, within a day
+SINCE_KEY = "notify_since"
+
+
+class LinkRefused(UsageError):
+    """A decision link that is unknown, used, expired, or no longer bound to what it was minted for."""
+
+
+def sha256(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def meta_once(conn: sqlite3.Connection, key: str, value: str) -> str:
+    """The meta value under `key`, set to `value` by the first caller (every process agrees on it)."""
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (key, value))
+    return str(conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()[0])
+
+
+def console_prefix(conn: sqlite3.Connection) -> str:
+    """The console's secret path, kept: links in notifications and signed-in browsers outlive a restart."""
+    return meta_once(conn, PREFIX_KEY, f"/s/{secrets.token_urlsafe(18)}")
+
+
+# -- the outbox ---------------------------------------------------------------------------------
+
+def enqueue(conn: sqlite3.Connection, event: str, target: str, spec: dict[str, Any], doc: dict[str, Any],
+            now: float | None = None) -> bool:
+    """Queue one notification for one target; False when this event was already queued for it."""
+    now = time.time() if now is None else now
+    cur = conn.execute("INSERT INTO notify_outbox (event, target, spec, doc, status, attempts, next_at, created_at)"
+                       " VALUES (?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT (event, target) DO NOTHING",
+                       (event, target, json.dumps(spec), json.dumps(doc, default=str), now, now))
+    return cur.rowcount == 1
+
+
+def claim(conn: sqlite3.Connection, now: float, lease_s: float) -> list[dict[str, Any]]:
+    """Due rows this caller may send now; each is leased until `now + lease_s` (a deliverer that dies mid-send
+    leaves it to the next one after the lease: at least once)."""
+    out = []
+    for row in conn.execute("SELECT * FROM notify_outbox WHERE status='pending' AND next_at <= ? ORDER BY id",
+                            (now,)).fetchall():
+        cur = conn.execute("UPDATE notify_outbox SET lease_until=? WHERE id=? AND status='pending'"
+                           " AND (lease_until IS NULL OR lease_until <= ?)", (now + lease_s, row["id"], now))
+        if cur.rowcount == 1:
+            out.append(_row(row))
+    return out
+
+
+def delivered(conn: sqlite3.Connection, row_id: int) -> None:
+    conn.execute("UPDATE notify_outbox SET status='delivered', attempts=attempts+1, error=NULL, lease_until=NULL,"
+                 " done_at=? WHERE id=?", (time.time(), row_id))
+
+
+def attempt_failed(conn: sqlite3.Connection, row: dict[str, Any], error: str, retry_at: float | None) -> None:
+    """Record a failed attempt: retried at `retry_at`, or given up (`failed`) when None."""
+    if retry_at is None:
+        conn.execute("UPDATE notify_outbox SET status='failed', attempts=attempts+1, error=?, lease_until=NULL,"
+                     " done_at=? WHERE id=?", (error[:500], time.time(), row["id"]))
+    else:
+        conn.execute("UPDATE notify_outbox SET attempts=attempts+1, error=?, lease_until=NULL, next_at=? WHERE id=?",
+                     (error[:500], retry_at, row["id"]))
+
+
+def next_due(conn: sqlite3.Connection) -> float | None:
+    row = conn.execute("SELECT MIN(MAX(next_at, COALESCE(lease_until, 0))) FROM notify_outbox"
+                       " WHERE status='pending'").fetchone()
+    return row[0] if row else None
+
+
+def failing(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Each target whose newest notification is failing (retrying, or given up), with its last error."""
+    sql = ("SELECT target, status, attempts, error, event FROM notify_outbox WHERE id IN"
+           " (SELECT MAX(id) FROM notify_outbox GROUP BY target) AND error IS NOT NULL AND status != 'delivered'"
+           " ORDER BY target")
+    return [{"target": r["target"], "state": "gave up" if r["status"] == "failed" else "retrying",
+             "attempts": r["attempts"], "event": r["event"], "error": r["error"]} for r in conn.execute(sql)]
+
+
+def target_status(conn: sqlite3.Connection, labels: list[str]) -> list[dict[str, Any]]:
+    """Each configured target: ok, or failing with its last error (what `sentinel status` shows, both modes)."""
+    failed = {f["target"]: f for f in failing(conn)}
+    return [failed.get(label) or {"target": label, "state": "ok"} for label in labels]
+
+
+def history(conn: sqlite3.Connection, limit: int = 50) -> list[dict[str, Any]]:
+    return [_row(r) for r in conn.execute("SELECT * FROM notify_outbox ORDER BY id DESC LIMIT ?", (limit,))]
+
+
+def _row(row: sqlite3.Row) -> dict[str, Any]:
+    out = dict(row)
+    out["spec"], out["doc"] = json.loads(out["spec"]), json.loads(out["doc"])
+    return out
+
+
+# -- one-tap decision links --------------------------------------------------------------------
+
+def mint_link(conn: sqlite3.Connection, approval_id: str, digest: str, ttl_s: float, target: str,
+              outbox_id: int | None = None) -> tuple[str, float]:
+    """A new link secret for deciding one approval, once, as it was when minted; the store keeps its hash only.
+    A retried delivery mints anew and retires the links its earlier attempts minted."""
+    now = time.time()
+    if outbox_id is not None:
+        conn.execute("UPDATE notify_links SET used_at=?, used_as='superseded' WHERE outbox_id=? AND used_at IS NULL",
+                     (now, outbox_id))
+    secret = secrets.token_urlsafe(32)
+    conn.execute("INSERT INTO notify_links (secret_sha256, approval_id, digest, target, outbox_id, created_at,"
+                 " expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                 (sha256(secret), approval_id, digest, target, outbox_id, now, now + ttl_s))
+    return secret, now + ttl_s
+
+
+def link(conn: sqlite3.Connection, secret: str, now: float | None = None) -> dict[str, Any]:
+    """The link's row if it can still be used; LinkRefused saying why not."""
+    now = time.time() if now is None else now
+    row = conn.execute("SELECT * FROM notify_links WHERE secret_sha256=?", (sha256(secret),)).fetchone()
+    if row is None:
+        raise LinkRefused("this decision link is not valid: decide in the console or with `sentinel approvals`")
+    if row["used_at"] is not None:
+        what = "replaced by a newer notification" if row["used_as"] == "superseded" else "already used"
+        raise LinkRefused(f"this decision link was {what}: it works once")
+    if row["expires_at"] <= now:
+        raise LinkRefused("this decision link expired: decide in the console or with `sentinel approvals`")
+    return dict(row)
+
+
+def redeem(conn: sqlite3.Connection, secret: str, used_as: str) -> dict[str, Any]:
+    """Use a link, exactly once (the first of two racing uses wins, the other is refused)."""
+    row = link(conn, secret)
+    now = time.time()
+    cur = conn.execute("UPDATE notify_links SET used_at=?, used_as=? WHERE secret_sha256=? AND used_at IS NULL"
+                       " AND expires_at > ?", (now, used_as, row["secret_sha256"], now))
+    if cur.rowcount != 1:
+        raise LinkRefused("this decision link was already used: it works once")
+    return row
+
+
+# -- the console's sessions and sign-in tokens -----------------------------------------------------
+
+def issue_sign_in(conn: sqlite3.Connection, operator: str, ttl_s: float) -> str:
+    """A one-time sign-in token for `operator` (any console of this store accepts it, once, before it expires)."""
+    token = secrets.token_urlsafe(32)
+    now = time.time()
+    conn.execute("INSERT INTO web_signins (token_sha256, operator, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                 (sha256(token), operator, now, now + ttl_s))
+    return token
+
+
+def trade_sign_in(conn: sqlite3.Connection, token: str, session_ttl_s: float) -> dict[str, Any] | None:
+    """Trade a sign-in token for a new session (its cookie secret and CSRF token); None when it cannot be."""
+    now = time.time()
+    digest = sha256(token)
+    cur = conn.execute("UPDATE web_signins SET used_at=? WHERE token_sha256=? AND used_at IS NULL AND expires_at > ?",
+                       (now, digest, now))
+    if cur.rowcount != 1:
+        return None
+    operator = conn.execute("SELECT operator FROM web_signins WHERE token_sha256=?", (digest,)).fetchone()[0]
+    return new_session(conn, operator, session_ttl_s)
+
+
+def new_session(conn: sqlite3.Connection, operator: str, ttl_s: float) -> dict[str, Any]:
+    secret, csrf, now = secrets.token_urlsafe(32), secrets.token_urlsafe(32), time.time()
+    conn.execute("INSERT INTO web_sessions (secret_sha256, operator, csrf, created_at, expires_at)"
+                 " VALUES (?, ?, ?, ?, ?)", (sha256(secret), operator, csrf, now, now + ttl_s))
+    return {"secret": secret, "operator": operator, "csrf": csrf, "created_at": now}
+
+
+def session(conn: sqlite3.Connection, secret: str) -> dict[str, Any] | None:
+    row = conn.execute("SELECT operator, csrf, created_at FROM web_sessions WHERE secret_sha256=? AND expires_at > ?",
+                       (sha256(secret), time.time())).fetchone()
+    return dict(row) if row else None
+
+
+# -- what a link shows and decides (both engines: sentinel/local/engine.py, the supervisor's ops) -------------
+
+def link_view(store: Any, secret: str) -> dict[str, Any]:
+    """The approval a usable link decides, as it is now; LinkRefused when the link is used or expired, the
+    approval is no longer pending, or its digest is not the one the link was minted for."""
+    row = link(store.conn, secret)
+    approval = store.get_approval(row["approval_id"])
+    if approval.status != "pending":
+        raise LinkRefused(f"approval {approval.id} is {approval.status}: there is nothing left to decide")
+    if approval.digest != row["digest"]:
+        raise LinkRefused(f"approval {approval.id}: the call is not the one this link was sent for (digest "
+                          f"{approval.digest[:12]}…, the link's {row['digest'][:12]}…); nothing was decided")
+    return {"approval": approval.public(), "expires_at": row["expires_at"], "target": row["target"],
+            "run": {k: v for k, v in store.get_run(approval.run_id).items() if k in ("id", "task", "agent", "user")}}
+
+
+def use_link(store: Any, secret: str, approved: bool, reason: str = "") -> Any:
+    """Decide with a link, once: it is spent first, then the approval is resolved bound to the link's digest."""
+    link_view(store, secret)
+    row = redeem(store.conn, secret, "approve" if approved else "deny")
+    by = f"one-tap link ({row['target']})"
+    approval = store.resolve(row["approval_id"], approved, by, reason, digest=row["digest"])
+    store.audit("approval_resolved", {"run_id": approval.run_id, "approval_id": approval.id, "approved": approved,
+                                      "by": by, "link_sha256": row["secret_sha256"][:16], "reason": reason})
+    return approval
