@@ -47,7 +47,7 @@ from tasks import TASKS, Task  # noqa: E402
 
 MODEL = "qwen2.5-coder-1.5b"
 MAX_STEPS = 20
-WALL_S = 240  # per run: a run still going after this has failed
+WALL_S = 240  # per run (--wall-s): a run still going after this has failed
 MAX_APPROVALS = 12  # per task: a run that keeps asking is stopped there
 PEER_VENV = Path(os.environ.get("PEER_VENV", "/opt/peers/mini-swe-agent"))
 SENTINEL = [sys.executable, "-m", "sentinel"]
@@ -79,11 +79,13 @@ def seed(task: Task, ws: Path) -> None:
 # -- Sentinel -----------------------------------------------------------------------------------------------
 
 class SentinelColumn:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, wall_s: float):
         # One home path for every task, emptied between tasks but for its model host: the host is found by its
         # socket path, so the model loads once, as it does for a user's second run.
         self.home = root / "sentinel-home"
-        self.config = {"default_model": f"local/{MODEL}", "limits": {"max_steps": MAX_STEPS, "max_wall_s": WALL_S}}
+        self.wall_s = wall_s
+        self.config = {"default_model": f"local/{MODEL}",
+                       "limits": {"max_steps": MAX_STEPS, "max_wall_s": wall_s, "model_timeout_s": wall_s}}
 
     def close(self) -> None:
         from sentinel.models.hosts import stop_all
@@ -136,11 +138,10 @@ class SentinelColumn:
             names += self.tools([c["id"] for c in shown.get("children") or []], env, ws)
         return names
 
-    @staticmethod
-    def cli(argv: list[str], env: dict[str, str], ws: Path) -> subprocess.CompletedProcess[str]:
-        try:
+    def cli(self, argv: list[str], env: dict[str, str], ws: Path) -> subprocess.CompletedProcess[str]:
+        try:  # the run stops itself at its limits; this is only a backstop
             return subprocess.run([*SENTINEL, *argv], env=env, cwd=ws, capture_output=True, text=True,
-                                  timeout=WALL_S + 60)
+                                  timeout=self.wall_s * 2 + 60)
         except subprocess.TimeoutExpired:
             return subprocess.CompletedProcess(argv, 1, "", "timed out")
 
@@ -148,16 +149,19 @@ class SentinelColumn:
 # -- the peer: mini-swe-agent on llama-cpp-python's server ----------------------------------------------------
 
 class PeerColumn:
-    def __init__(self, root: Path, gguf: Path, threads: int, context: int):
-        self.root = root
+    def __init__(self, root: Path, gguf: Path, threads: int, context: int, wall_s: float):
+        self.root, self.wall_s = root, wall_s
+        self.argv = [str(PEER_VENV / "bin" / "python"), "-m", "llama_cpp.server", "--model", str(gguf),
+                     "--model_alias", MODEL, "--n_ctx", str(context), "--n_threads", str(threads)]
+        self.start()
+
+    def start(self) -> None:
         port = _free_port()
         self.base_url = f"http://127.0.0.1:{port}/v1"
-        log = (root / "peer-server.log").open("wb")
-        self.server = subprocess.Popen(
-            [str(PEER_VENV / "bin" / "python"), "-m", "llama_cpp.server", "--model", str(gguf),
-             "--model_alias", MODEL, "--n_ctx", str(context), "--n_threads", str(threads), "--host", "127.0.0.1",
-             "--port", str(port)], stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
-        self._wait_ready(root / "peer-server.log")
+        log = (self.root / "peer-server.log").open("ab")
+        self.server = subprocess.Popen([*self.argv, "--host", "127.0.0.1", "--port", str(port)], stdout=log,
+                                       stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+        self._wait_ready(self.root / "peer-server.log")
 
     def _wait_ready(self, log: Path) -> None:
         deadline = time.monotonic() + 300
@@ -197,10 +201,12 @@ class PeerColumn:
                     "-c", f"model.model_kwargs.api_base={self.base_url}", "-c", "model.model_kwargs.temperature=0",
                     "-c", f"environment.cwd={ws}"]
             try:
-                subprocess.run(argv, env=env, cwd=ws, capture_output=True, text=True, timeout=WALL_S,
+                subprocess.run(argv, env=env, cwd=ws, capture_output=True, text=True, timeout=self.wall_s,
                                stdin=subprocess.DEVNULL)
             except subprocess.TimeoutExpired:
                 status = "TimeExceeded"
+                self.close()  # the server would go on generating the abandoned reply: the next task waits for it
+                self.start()
                 break
             status, answer, ran = _trajectory(traj)
             commands += ran
@@ -272,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", help="comma-separated task names (default: all)")
     parser.add_argument("--only", choices=("sentinel", "peer"))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--wall-s", type=float, default=WALL_S, help=f"seconds a run may take (default {WALL_S})")
     parser.add_argument("--keep", action="store_true", help="keep the workspaces (their path is printed)")
     args = parser.parse_args(argv)
     known = {t.name: t for t in TASKS}
@@ -292,14 +299,16 @@ def main(argv: list[str] | None = None) -> int:
         names.remove("peer")
     if not names:
         return 1
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: still stop the model host and server
     root = Path(tempfile.mkdtemp(prefix="bench-tasks-"))
     columns: dict[str, list[Outcome]] = {n: [] for n in names}
     runners: dict = {}
     try:
         if "sentinel" in names:
-            runners["sentinel"] = SentinelColumn(root)
+            runners["sentinel"] = SentinelColumn(root, args.wall_s)
         if "peer" in names:
-            runners["peer"] = PeerColumn(root, gguf, settings.threads or default_threads(), settings.context_tokens)
+            runners["peer"] = PeerColumn(root, gguf, settings.threads or default_threads(), settings.context_tokens,
+                                         args.wall_s)
         for i, task in enumerate(tasks):  # interleaved: machine noise falls on both columns alike
             for n in names:
                 out = runners[n].run(task, root / f"{i:02d}-{task.name}-{n}")
