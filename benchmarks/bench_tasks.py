@@ -127,7 +127,10 @@ class SentinelColumn:
             status, answer = shown.get("status", "?"), shown.get("output") or ""
         seconds = time.monotonic() - began
         why = task.check(ws, answer)
-        return Outcome(task.name, why is None, status, seconds, approvals, why or "", self.tools(ids, env, ws), answer)
+        tools = self.tools(ids, env, ws)
+        if (home / "runs").is_dir():  # the journals, for --keep
+            shutil.copytree(home / "runs", root / "runs")
+        return Outcome(task.name, why is None, status, seconds, approvals, why or "", tools, answer)
 
     def tools(self, run_ids: list[str], env: dict[str, str], ws: Path) -> list[str]:
         """Every tool the task's runs (and their child runs) called, in order."""

@@ -22,4 +22,4 @@ python="$("$sentinel_venv/bin/python" -c 'import sys; print(sys._base_executable
 "$peer/bin/pip" install -q --disable-pip-version-check -c "$here/peer-constraints.txt" \
     mini-swe-agent "${wheel}[server]"
 "$peer/bin/python" -c 'import minisweagent, llama_cpp.server.app' >/dev/null
-echo "peer ready: $peer (mini-swe-agent $("$peer/bin/python" -c 'import minisweagent; print(minisweagent.__version__)'))"
+echo "peer ready: $peer (mini-swe-agent $(MSWEA_SILENT_STARTUP=1 "$peer/bin/python" -c 'import minisweagent; print(minisweagent.__version__)'))"
