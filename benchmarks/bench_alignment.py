@@ -12,11 +12,12 @@ itself would fail open and approve).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 TABLE = Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures" / "alignment_scenarios.yaml"
 
@@ -67,6 +68,24 @@ def judges_for(backend: str) -> Any:
     return Judges(GateConfig(cfg.gate.model_dump()), provider_lookup(cfg))
 
 
+@contextlib.contextmanager
+def local_host(backend: str, model: str) -> Iterator[None]:
+    """A `local/*` judge runs in a model host that outlives its caller: stop the one this bench started."""
+    if backend != "local":
+        yield
+        return
+    from sentinel import config as config_mod, paths
+    from sentinel.models.hosts import Hosts, stop
+
+    hosts = Hosts(paths.state_dir(), config_mod.load().local)
+    warm = hosts.warm(model) is not None
+    try:
+        yield
+    finally:
+        if not warm:
+            stop(hosts.socket(model))
+
+
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     cats: dict[str, list[bool]] = {}
     for r in rows:
@@ -84,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     backend, sep, model = args.model.partition("/")
     if not sep or not model:
         parser.error("--model: expected provider/model")
-    rows = score(load_table(args.table), judges_for(backend), backend, model)
+    with local_host(backend, model):
+        rows = score(load_table(args.table), judges_for(backend), backend, model)
     result = {"model": args.model, "rows": rows, **summary(rows)}
     if args.json:
         print(json.dumps(result, indent=2))

@@ -104,8 +104,9 @@ def child_tools(children: Children, state: RunState, parent_tools: Callable[[], 
 
     text = {"type": "string"}
     return [
-        tool("delegate", "Hand a task to a specialist agent from the roster; returns its final answer. "
-                         "Say everything it needs in `task`.", {"agent": text, "task": text}, ["agent", "task"]),
+        tool("delegate", "Have one of the agents that work for you (listed in your instructions) do a task: "
+                         "`agent` is its name, `task` says everything it needs; returns its final answer.",
+             {"agent": text, "task": text}, ["agent", "task"]),
         tool("spawn", "Compose a temporary subagent for one task: its soul (who it is, how it works), optionally "
                       "its model, skills and tools (a subset of yours); returns its final answer.",
              {"task": text, "soul": text, "model": text, "skills": _STRINGS, "tools": _STRINGS}, ["task", "soul"]),

@@ -1,5 +1,6 @@
 """The system prompt: the agent's soul, its self-state parts (user.md, memory index, skills) in that order,
-then a tool-use scaffold that small models can follow."""
+then a tool-use scaffold that small models can follow, with when to use memory and the roster when the agent
+has those tools (a 1.5B model reaches for `recall` or `delegate` only when the prompt says when)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,26 @@ Use one tool at a time and wait for its result. Only the tools listed below exis
 shell command (ls, cat, grep, mkdir, rm, ...) with the bash tool, for example:
 {{"tool": "bash", "arguments": {{"command": "mkdir build"}}}}
 When the task is complete, reply with your final answer as plain text and no tool call.
-
+{guides}
 Your workspace is {workspace}; paths are relative to it.
 
 ## Tools
 {tools}"""
+
+
+MEMORY_GUIDE = """
+Your memory keeps what you were told in earlier conversations (the Memory section shows only titles).
+When a question may concern something you were told before (a fact, a preference, a name, a date, a
+decision), call recall with two or three key words first, then answer from the notes it returns.
+When you are asked to remember something, call remember with a short title and the whole fact.
+"""
+
+ROSTER_GUIDE = """
+These agents work for you (delegate hands one a task; it does the work and returns its answer):
+{roster}
+When the task is the kind of work one of them is for, delegate it to that agent with the whole task
+instead of doing it yourself.
+"""
 
 
 def _type(prop: dict[str, Any]) -> str:
@@ -34,9 +50,19 @@ def _signature(tool: dict[str, Any]) -> str:
     return f"- {tool['name']}({params}): {tool['description']}"
 
 
+def guides(names: set[str], roster: dict[str, str]) -> str:
+    """When to use memory and whom to delegate to, for the tools the agent has; `roster`: agent -> description."""
+    text = MEMORY_GUIDE if "recall" in names else ""
+    if "delegate" in names and roster:
+        lines = "\n".join(f"- {agent}: {about or '(no description)'}" for agent, about in roster.items())
+        text += ROSTER_GUIDE.format(roster=lines)
+    return text
+
+
 def system_prompt(soul: str, tools: list[dict[str, Any]], workspace: str, name: str | None = None,
-                  parts: list[tuple[str, str]] = ()) -> str:
+                  parts: list[tuple[str, str]] = (), roster: dict[str, str] | None = None) -> str:
     listing = "\n".join(_signature(t) for t in tools) or "(none)"
     header = f"Your name is {name}.\n\n" if name else ""
     body = "".join(f"\n\n## {heading}\n\n{text.strip()}" for heading, text in parts)
-    return f"{header}{soul.strip()}{body}\n\n" + SCAFFOLD.format(workspace=workspace, tools=listing)
+    extra = guides({t["name"] for t in tools}, roster or {})
+    return f"{header}{soul.strip()}{body}\n\n" + SCAFFOLD.format(workspace=workspace, tools=listing, guides=extra)

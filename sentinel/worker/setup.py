@@ -20,6 +20,7 @@ from sentinel.agents.trust import TrustLayer
 from sentinel.config import Config
 from sentinel.engine.state import RunState
 from sentinel.engine.store import Store
+from sentinel.errors import SentinelError
 from sentinel.memory import compact
 from sentinel.memory.session import plan_tool
 from sentinel.memory.vault import memory_dir
@@ -101,7 +102,9 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
 
     def prompt() -> str:
         soul, parts = selfstate.prompt_parts()
-        return system_prompt(soul, registry.schemas(granted), str(tool_ctx.workspace), profile.display_name, parts)
+        tools = registry.schemas(granted)
+        team = roster(home, profile.name) if any(t["name"] == "delegate" for t in tools) else None
+        return system_prompt(soul, tools, str(tool_ctx.workspace), profile.display_name, parts, team)
 
     keeper = _keeper(config, home, profile, state, store, model, endpoint)
     return Deps(model=model, registry=registry, layers=layers, store=store, tool_ctx=tool_ctx,
@@ -127,6 +130,20 @@ def _keeper(config: Config, home: Path, profile: profiles.AgentProfile, state: R
         store.audit(kind, {"run_id": state.id, "agent": profile.name, **record})
 
     return Keeper(config.context, summarizer, limit, memory_dir(home) / profile.scope, audit, curator)
+
+
+def roster(home: Path, own: str) -> dict[str, str]:
+    """The agents `delegate` can name, with what each is for (a broken profile is left out: delegating to it
+    would be refused anyway)."""
+    team = {}
+    for name in profiles.names(home):
+        if name == own:
+            continue
+        try:
+            team[name] = profiles.load(name, home, check=False).description or ""
+        except SentinelError:
+            continue
+    return team
 
 
 class Delegated:
