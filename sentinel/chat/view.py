@@ -106,8 +106,12 @@ class TerminalView(View):
                            f"{' · ' + usage_text(event.usage) if event.usage else ''}[/]", highlight=False)
 
     def child(self, event: ev.Event) -> None:
-        if isinstance(event, (ev.ModelCallEnded, ev.Decision, ev.ToolCallEnd, ev.Paused, ev.Safeguard, ev.SelfEdited,
-                              ev.Done, ev.Failed)):
+        if isinstance(event, ev.ModelCallStarted):  # the spinner says a child's model works too
+            return self.call.start(event)
+        if isinstance(event, (ev.TextDelta, ev.ModelProgress)):
+            return self.call.feed(event)
+        if isinstance(event, (ev.ModelCallEnded, ev.Decision, ev.ToolCallEnd, ev.Paused, ev.Safeguard,
+                              ev.SelfEdited, ev.Done, ev.Failed)):
             text = describe(event)
             if text:
                 self.call.stop()

@@ -72,12 +72,14 @@ def runs(as_json: bool = typer.Option(False, "--json"),
     if as_json:
         return print_json(rows)
     from rich.table import Table
+    from rich.text import Text  # cells are text, never markup: a task says what its author wrote
 
     table = Table("id", "status", "agent", "model", "created", "task", box=None, pad_edge=False)
     table.columns[5].no_wrap, table.columns[5].overflow = True, "ellipsis"
     for r, level in _tree(rows):
-        table.add_row(("  " * (level - 1) + "└ " if level else "") + r["id"], r["status"], r["agent"], r["model"],
-                      time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])), task_title(r))
+        table.add_row(*map(Text, (("  " * (level - 1) + "└ " if level else "") + r["id"], r["status"], r["agent"],
+                                  r["model"], time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
+                                  task_title(r))))
     listing_console().print(table)
 
 
@@ -144,13 +146,14 @@ def approvals(as_json: bool = typer.Option(False, "--json")) -> None:
         print("no pending approvals")
         return
     from rich.table import Table
+    from rich.text import Text  # cells are text, never markup: an agent wrote the command and the reason
 
     table = Table("approval", "run", "tool", "call", "runs as", "workspace", "why", box=None, pad_edge=False)
     table.columns[3].overflow = table.columns[6].overflow = "fold"
     for a in pending:
         chain = "".join(f" ← {parent}" for parent in a.get("parents") or [])  # a child run's: under its parents
-        table.add_row(a["id"], f"{a['run_id']}{chain}", a["tool"], arguments_text(a["arguments"], 200),
-                      a.get("user") or "?", a.get("workspace") or "?", short(a.get("reason") or "", 120))
+        table.add_row(*map(Text, (a["id"], f"{a['run_id']}{chain}", a["tool"], arguments_text(a["arguments"], 200),
+                                  a.get("user") or "?", a.get("workspace") or "?", short(a.get("reason") or "", 120))))
     console = listing_console()
     console.print(table)
     for a in pending:

@@ -9,7 +9,8 @@ import pwd
 
 import yaml
 
-CLEAN = [{"content": "Cleaning up.", "tool_calls": [{"name": "bash", "arguments": {"command": "rm -rf build"}}]}, "ok"]
+CLEAN = [{"content": "Cleaning up.", "tool_calls": [{"name": "bash", "arguments": {"command": "rm -rf build/[ab]"}}]},
+         "ok"]
 NOTIFY = [{"tool_calls": [{"name": "sentinel_act", "arguments": {"action": "notify", "message": "report is due"}}]},
           "Notified."]
 
@@ -31,7 +32,7 @@ def test_approvals_is_a_table_with_the_call_its_user_and_its_workspace(scripted_
     workspace = str(sentinel_home / "workspace")
     cells = row.split()
     assert cells[0].startswith("a-") and cells[1] == run_id and cells[2] == "bash"
-    assert "rm -rf build" in row and _me() in cells and workspace in cells
+    assert "rm -rf build/[ab]" in row and _me() in cells and workspace in cells
     (listed,) = cli.json("approvals", "--json")
     assert (listed["user"], listed["workspace"]) == (_me(), workspace)
 
@@ -44,11 +45,12 @@ def test_runs_keeps_a_long_task_on_one_line_and_names_a_watchers_firing(scripted
     (sentinel_home / "watchers").mkdir()
     (sentinel_home / "watchers" / "nightly.yaml").write_text(yaml.safe_dump(watcher))
     cli("watch", "fire", "nightly", check=0)
-    task = "Summarise the build log\nthen list every failing test " + "with its owner " * 20
+    task = "Summarise the build log\nthen list [red]every[/red] failing test " + "with its owner " * 20
     cli("run", task, check=0)
     header, newest, hook = cli("runs", check=0).stdout.splitlines()
     assert header.split() == ["id", "status", "agent", "model", "created", "task"]
-    assert "Summarise the build log then list every failing test" in newest and newest.rstrip().endswith("…")
+    assert "Summarise the build log then list [red]every[/red] failing test" in newest  # as written, not markup
+    assert newest.rstrip().endswith("…")
     assert "⚑ watcher nightly fired (report.due)" in hook and not _json_in(hook)
 
 
@@ -58,6 +60,6 @@ def test_logs_follow_prints_lines_for_people_never_json(scripted_server, configu
     lines = cli("logs", run_id, "--follow", check=0, timeout=20).stdout.splitlines()
     assert lines and not [line for line in lines if _json_in(line)]
     assert any(line.startswith("✉ user: clean up") for line in lines)
-    assert any("▸ bash rm -rf build → needs_approval" in line for line in lines)
+    assert any("▸ bash rm -rf build/[ab] → needs_approval" in line for line in lines)
     assert [json.loads(line)["type"] for line in cli("logs", run_id, "--json", check=0).stdout.splitlines()][-1] == \
         "paused"  # the events themselves are still there, for scripts
