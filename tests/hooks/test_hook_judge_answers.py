@@ -70,7 +70,8 @@ def test_a_skipped_rule_is_told_to_the_agent_and_counted_in_stats(repo, cli):
     assert "sentinel: rule no-force-push skipped" in reply.stderr  # and the user sees it
 
     out = cli("rules", "stats", "--repo", str(root), check=0).stdout
-    assert "unchecked" in out
+    header, row = out.splitlines()[:2]
+    assert "unchecked" in header and row.split() == ["no-force-push", "1", "0", "0", "1", "1", "0", "0"]
     assert "no-force-push: 1 action(s) let through unchecked" in out and "cannot reach" in out
     row = json.loads(cli("rules", "stats", "--repo", str(root), "--json", check=0).stdout)["rules"][0]
     assert (row["unchecked"], row["errors"]) == (1, 1)
