@@ -139,3 +139,13 @@ def test_a_judge_slower_than_the_probe_is_named_with_what_to_do(judge):
     (answer,) = answer_judges(cfg, [Rule({"id": "a", "prompt": "x"}), Rule({"id": "b", "prompt": "y"})], timeout_s=0.5)
     assert answer.problem == "no answer within 0.5 s" and answer.rules == ["a", "b"]
     assert "--judge-timeout" in answer.step()
+
+
+def test_sentinel_status_does_not_pass_an_unasked_judge_off_as_checked(repo, cli):
+    root = repo({"no-force-push": PUSH_RULE}, {"backends": {"ollama": {"url": CLOSED}}})
+    cli("hook", "install", "claude-code", "--repo", str(root), check=0)
+    configure_judge(root, CLOSED)
+    data = cli.json("status", "--json", check=None, cwd=root)
+    (line,) = data["hooks"]
+    assert line.startswith("claude-code: hook active;")  # not "gate active": nobody asked the judge
+    assert "judges not asked (`sentinel hook status` asks them)" in line
