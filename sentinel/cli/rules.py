@@ -70,7 +70,10 @@ def _table(headers: list[str], rows: list[list[Any]]) -> None:
     table = Table(*headers, box=None, pad_edge=False)
     for row in rows:
         table.add_row(*(str(c) for c in row))
-    Console(highlight=False).print(table)
+    console = Console(highlight=False)
+    if not console.is_terminal:  # piped or captured: whole cells, not rich's 80-column guess
+        console.width = max(80, sum(max(len(str(c)) for c in column) + 2 for column in zip(headers, *rows)))
+    console.print(table)
 
 
 @app.command("list")

@@ -55,12 +55,14 @@ class Check:
         def word(value: bool | None, yes: str, no: str) -> str:
             return "unknown" if value is None else (yes if value else no)
 
-        state = "gate active" if self.active else "GATE INACTIVE"
+        state = "GATE INACTIVE" if not self.active else "gate active" if self.judges else "hook active"
         parts = [f"{self.agent}: {state}", f"installed {word(self.installed, 'yes', 'no')}",
                  f"trusted {word(self.trusted, 'yes', 'no')}", f"reachable {word(self.reachable, 'yes', 'no')}"
                  + (f" ({self.latency_ms:.0f} ms)" if self.latency_ms is not None else "")]
         if self.judges is not None:
             parts.append(f"judges answer {word(self.judges, 'yes', 'no')}")
+        elif self.installed:
+            parts.append("judges not asked (`sentinel hook status` asks them)")
         return "; ".join(parts) + "".join(f"\n  step: {m}" for m in self.missing)
 
 

@@ -70,7 +70,8 @@ def test_a_skipped_rule_is_told_to_the_agent_and_counted_in_stats(repo, cli):
     assert "sentinel: rule no-force-push skipped" in reply.stderr  # and the user sees it
 
     out = cli("rules", "stats", "--repo", str(root), check=0).stdout
-    assert "unchecked" in out
+    header, row = out.splitlines()[:2]
+    assert "unchecked" in header and row.split() == ["no-force-push", "1", "0", "0", "1", "1", "0", "0"]
     assert "no-force-push: 1 action(s) let through unchecked" in out and "cannot reach" in out
     row = json.loads(cli("rules", "stats", "--repo", str(root), "--json", check=0).stdout)["rules"][0]
     assert (row["unchecked"], row["errors"]) == (1, 1)
@@ -138,3 +139,13 @@ def test_a_judge_slower_than_the_probe_is_named_with_what_to_do(judge):
     (answer,) = answer_judges(cfg, [Rule({"id": "a", "prompt": "x"}), Rule({"id": "b", "prompt": "y"})], timeout_s=0.5)
     assert answer.problem == "no answer within 0.5 s" and answer.rules == ["a", "b"]
     assert "--judge-timeout" in answer.step()
+
+
+def test_sentinel_status_does_not_pass_an_unasked_judge_off_as_checked(repo, cli):
+    root = repo({"no-force-push": PUSH_RULE}, {"backends": {"ollama": {"url": CLOSED}}})
+    cli("hook", "install", "claude-code", "--repo", str(root), check=0)
+    configure_judge(root, CLOSED)
+    data = cli.json("status", "--json", check=None, cwd=root)
+    (line,) = data["hooks"]
+    assert line.startswith("claude-code: hook active;")  # not "gate active": nobody asked the judge
+    assert "judges not asked (`sentinel hook status` asks them)" in line

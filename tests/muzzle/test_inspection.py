@@ -191,3 +191,13 @@ def test_an_ordinary_request_passes_unchanged(muzzle):
     assert body["messages"] == messages and body["tools"] == tools
     assert (body["stop"], body["user"], body["metadata"], body["max_tokens"]) == (["END"], "ana", {"task": "t-1"}, 50)
     assert h.log()[0]["decision"] == "allowed"
+
+
+def test_a_body_nested_too_deeply_to_inspect_is_refused_not_forwarded(muzzle):
+    h = muzzle(["ok"])
+    deep: dict = {"x": GH}
+    for _ in range(700):
+        deep = {"a": deep}
+    with pytest.raises(openai.BadRequestError, match="nested too deeply"):
+        _ask(h.client(), [{"role": "user", "content": "hi"}], extra_body={"vendor": deep})
+    assert h.upstream.requests == []

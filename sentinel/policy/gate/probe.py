@@ -114,8 +114,8 @@ class Answer:
 
     def step(self) -> str:
         """What to install or change, in one line."""
-        rules = ", ".join(self.rules)
-        what = f"judge {self.judge} does not answer, so rules {rules} are skipped (fail_open) and check nothing"
+        rules = f"rule {self.rules[0]} is" if len(self.rules) == 1 else f"rules {', '.join(self.rules)} are"
+        what = f"judge {self.judge} does not answer, so {rules} skipped (fail_open) and check nothing"
         return f"{what}: {fix_for(self.backend, self.model, self.problem)}"
 
     def to_dict(self) -> dict[str, Any]:
