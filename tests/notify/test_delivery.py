@@ -158,3 +158,26 @@ def test_a_target_that_never_answers_does_not_hold_up_the_run(notify_config, web
             time.sleep(0.2)
     finally:
         hang.close()
+
+
+def test_a_deliverer_that_cannot_start_leaves_the_run_standing(notify_config, webhook, sentinel_home, monkeypatch,
+                                                                capsys):
+    from sentinel.local.engine import LocalEngine
+    from sentinel.notify import dispatch
+
+    hook = webhook()
+    notify_config([{"type": "webhook", "url": hook.url, "on": ["approval"]}])
+
+    def no_shell(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory", "/bin/sh")
+
+    (sentinel_home / "workspace").mkdir(exist_ok=True)
+    with monkeypatch.context() as patched, LocalEngine() as engine:
+        patched.setattr(dispatch.subprocess, "run", no_shell)
+        outcome = engine.start("note that it ran", workspace=sentinel_home / "workspace")
+    assert outcome.status == "waiting_approval" and outcome.approval_id
+    assert "warning: notify: could not queue or start the deliverer" in capsys.readouterr().err
+    with LocalEngine() as engine:  # the next kick sends what is queued
+        engine.resume(outcome.id)
+    (got,) = hook.wait(1)
+    assert got["json"]["approval_id"] == outcome.approval_id
