@@ -13,6 +13,7 @@ instead; both sides implement `sentinel.engine.api.Engine`.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
@@ -413,9 +414,14 @@ class LocalEngine(Closing):
     def _notify(self) -> None:
         """A run paused or ended: the detached deliverer sends what `notify:` asks for (sentinel/notify)."""
         if self.config.notify:
+            import sqlite3
+
             from sentinel.notify.dispatch import kick
 
-            kick(self.store, self.config, self.home)
+            try:
+                kick(self.store, self.config, self.home)
+            except (OSError, sqlite3.Error) as exc:  # the run stands; its notification waits for the next kick
+                print(f"warning: notify: could not queue or start the deliverer: {exc}", file=sys.stderr)
 
     def _outcome_of(self, row: dict[str, Any]) -> Outcome:
         return Outcome(row["id"], row["status"], row.get("output"), row.get("error"))

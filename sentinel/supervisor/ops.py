@@ -7,7 +7,8 @@ only root and members of the operator group get past `handle`.
     logs                                            read, optionally following a run live
     sessions, catalog                               read: chat sessions; what a chat completes
     send, interrupt                                 act on a chat session: its next message; stop its turn
-    web_token                                       a one-time sign-in token for `sentinel web` (console.py)
+    web_token, web_sign_in, web_session             console sign-in tokens and sessions, kept in the store (console.py)
+    link, link_decide                               a one-tap decision link from a notification: show it; use it once
     firings, inbox                                  read: watcher firings with their relay outcome; the inbox
     watch_fire                                      fire an operator watcher now (`sentinel watch fire`)
 

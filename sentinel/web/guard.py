@@ -22,7 +22,8 @@ Checks, in order, on every request:
 PREFIX (`/s/<random>`) is a secret path as well, kept in the store: browsers send cookies to every port of
 a host, so a server an agent ran on another loopback port could collect the cookie if the operator's
 browser ever visited it; scoped to a path the agent cannot know, the cookie never goes there.
-Pages set `Referrer-Policy: no-referrer` so the path never leaks through a link either.
+Pages set `Referrer-Policy: no-referrer` so the path never leaks through a link either (a link page sets
+`same-origin`: under no-referrer a form POST sends `Origin: null`; other sites still get no referrer).
 """
 
 from __future__ import annotations

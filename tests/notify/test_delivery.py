@@ -129,3 +129,55 @@ def test_a_bad_target_is_one_line_naming_the_field(configure, cli, sentinel_home
     configure({"notify": [target]})
     proc = cli("runs", check=2)
     assert message in proc.stderr and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_target_that_never_answers_does_not_hold_up_the_run(notify_config, webhook, cli):
+    import socket
+
+    hook = webhook()
+    hang = socket.socket()  # accepts (the backlog) and never answers
+    hang.bind(("127.0.0.1", 0))
+    hang.listen(8)
+    notify_config([{"type": "webhook", "name": "hanging", "url": f"http://127.0.0.1:{hang.getsockname()[1]}/",
+                    "on": ["approval"], "timeout_s": 60, "attempts": 1},
+                   {"type": "webhook", "url": hook.url, "on": ["approval"]}])
+    try:
+        started = time.monotonic()
+        run = _paused(cli)
+        assert time.monotonic() - started < 30  # the run's process never waits for a delivery
+        (got,) = hook.wait(1, timeout=10)        # nor does another target
+        assert got["json"]["run_id"] == run["id"]
+        hang.settimeout(10)
+        conn, _ = hang.accept()                  # the hanging target was tried, and is still being waited on
+        status = {t["target"]: t for t in cli.json("status", "--json", check=0)["notify"]}
+        assert status["hanging"]["state"] == "ok"   # not failed yet: its attempt is in flight
+        conn.close()                             # now it fails: given up after its one attempt
+        deadline = time.monotonic() + 20
+        while cli.json("status", "--json", check=0)["notify"][0]["state"] != "gave up":
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        hang.close()
+
+
+def test_a_deliverer_that_cannot_start_leaves_the_run_standing(notify_config, webhook, sentinel_home, monkeypatch,
+                                                                capsys):
+    from sentinel.local.engine import LocalEngine
+    from sentinel.notify import dispatch
+
+    hook = webhook()
+    notify_config([{"type": "webhook", "url": hook.url, "on": ["approval"]}])
+
+    def no_shell(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory", "/bin/sh")
+
+    (sentinel_home / "workspace").mkdir(exist_ok=True)
+    with monkeypatch.context() as patched, LocalEngine() as engine:
+        patched.setattr(dispatch.subprocess, "run", no_shell)
+        outcome = engine.start("note that it ran", workspace=sentinel_home / "workspace")
+    assert outcome.status == "waiting_approval" and outcome.approval_id
+    assert "warning: notify: could not queue or start the deliverer" in capsys.readouterr().err
+    with LocalEngine() as engine:  # the next kick sends what is queued
+        engine.resume(outcome.id)
+    (got,) = hook.wait(1)
+    assert got["json"]["approval_id"] == outcome.approval_id
