@@ -17,10 +17,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("sentinel.connect",),
     ("sentinel.local", "sentinel.supervisor", "sentinel.watchers", "sentinel.workflows", "sentinel.notify"),
     ("sentinel.worker",),
-    ("sentinel.agents", "sentinel.memory", "sentinel.mcp"),
+    ("sentinel.agents", "sentinel.memory", "sentinel.mcp.client", "sentinel.mcp.tools"),
     ("sentinel.engine",),
     ("sentinel.policy", "sentinel.muzzle", "sentinel.hooks"),
-    ("sentinel.models", "sentinel.tools", "sentinel.mcp.names"),
+    ("sentinel.models", "sentinel.tools", "sentinel.mcp"),
     ("sentinel.leash",),
     ("sentinel.config", "sentinel.paths", "sentinel.errors", "sentinel.frames", "sentinel"),
 ]

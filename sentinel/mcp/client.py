@@ -209,6 +209,8 @@ class Connection:
         self._close()
         while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the SDK's task groups wrap the cause
             exc = exc.exceptions[0]
+        if isinstance(exc, McpFailure):
+            return exc  # already says what failed
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         return McpFailure(f"MCP server {self.name!r} failed during {what} ({detail or reason}); "
                           "the next call starts it again")
@@ -299,7 +301,7 @@ class Connection:
             secret = self.secret(value.secret) if self.secret is not None else None
             if secret is None:
                 raise McpFailure(f"MCP server {self.name!r}: header {key} needs secret {value.secret!r}, which "
-                                 "Muzzle does not hold (`sentinel muzzle secret set`)")
+                                 "Muzzle does not hold (in muzzle.keys_file or the environment)")
             out[key] = value.prefix + secret
         return out
 

@@ -30,7 +30,7 @@ Verdict = Literal["auto", "needs_approval", "deny"]
 class Secret(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    secret: str = Field(description="Name of a secret Muzzle holds (`sentinel muzzle secret set NAME`).")
+    secret: str = Field(description="Name of a secret Muzzle holds: NAME=value in its keys file (muzzle.keys_file).")
     prefix: str = Field("", description="Text before the secret in the header, e.g. 'Bearer '.")
 
 

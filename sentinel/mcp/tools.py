@@ -1,8 +1,7 @@
 """MCP servers' tools as ordinary tools of a run: `mcp__<server>__<tool>`.
 
-    McpTools(config, servers, ctx, audit, trusted_pin, secret)
-        .register(registry) -> {tool name: verdict}    start each granted server, list and add its tools
-        .close()
+    McpTools(servers, ctx, audit=, trusted_pin=, secret=)
+        .register(registry) -> {tool name: verdict}    add each granted server's tools
     check_tool(server, tool) -> str | None          why a listed tool is withheld from the model
 
 Each tool's JSON schema validates the call's arguments (sentinel.tools.parse_arguments), its verdict
@@ -11,7 +10,9 @@ the rule gate sees the call as trigger `mcp` with scope `server:tool`, and the l
 it like a built-in. A pinned server's tools carry a `pin`: the decision binds the SHA-256 of the server's
 command or URL and its whole tool list (names, descriptions, schemas); the trust layer lets the call run
 `auto` only when that hash is the one `sentinel mcp trust NAME` recorded (or an approval of this agent's
-call trusted), and an approval shows the listing and its diff from the trusted one.
+call trusted), and an approval shows the listing and its diff from the trusted one. A pinned server's
+tools are offered as they were trusted (the model never reads a description nobody approved), and the
+server starts at the first call, so a run that never calls it never pays its start.
 
 A tool whose description the injection scanner flags (sentinel/memory/scan.py), whose name cannot be a
 model tool name or whose schema is not a JSON schema of an object is withheld: the model never sees it.
@@ -64,13 +65,15 @@ class McpTools:
         self.connections = {name: connection(name, server, ctx, secret=secret) for name, server in servers.items()}
 
     def register(self, registry: Registry) -> dict[str, str]:
-        """Start each server, add its tools; returns each added tool's policy verdict. A server that fails
-        to start is audited and offers no tools this session."""
+        """Add each server's tools; returns each added tool's policy verdict. A pinned server offers the
+        listing it was trusted with and starts at its first call (whose pin compares the live listing); any
+        other server starts now, and one that fails to start is audited and offers no tools this session."""
         verdicts: dict[str, str] = {}
         for name, conn in self.connections.items():
             server = self.servers[name]
+            listed = self._pinned_listing(name)
             try:
-                listed = conn.tools()
+                listed = conn.tools() if listed is None else listed
             except McpFailure as exc:
                 self.audit("mcp_unavailable", {"server": name, "problem": str(exc)})
                 continue
@@ -86,6 +89,17 @@ class McpTools:
                                   pin=self._pinner(name, tool.name) if server.pin else None,
                                   mcp={"server": name, "tool": tool.name}))
         return verdicts
+
+    def _pinned_listing(self, name: str) -> list[ServerTool] | None:
+        """The tools of the listing `sentinel mcp trust` pinned for this server as configured now, if any."""
+        server = self.servers[name]
+        trusted = self.trusted_pin(name) if server.pin and self.trusted_pin is not None else None
+        if trusted is None:
+            return None
+        doc = json.loads(trusted["document"])
+        if (doc.get("transport"), doc.get("target")) != (server.transport, server.target):
+            return None  # pinned for another command or URL: what it offers now is only known by asking
+        return [ServerTool(t["name"], t["description"], t["input_schema"]) for t in doc.get("tools", [])]
 
     def _caller(self, server: str, tool: str) -> Callable[[dict[str, Any], ToolContext], str]:
         def call(args: dict[str, Any], ctx: ToolContext) -> str:

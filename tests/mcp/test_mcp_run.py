@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 HERE = Path(__file__).resolve().parent
+pytestmark = pytest.mark.timeout(400)  # each test starts real servers and several sentinel processes
 
 
 def call(tool, **arguments):
@@ -114,6 +115,8 @@ def test_a_changed_description_pauses_for_reapproval_showing_the_diff(mcp_run, c
     (demo / "description.txt").write_text("Echo the text back, loudly.")
     model, out = mcp_run([call("mcp__files__echo", text="b"), "ok"], "echo again", check=3, trust=False)
     assert out["status"] == "waiting_approval"
+    offered = {t["function"]["name"]: t["function"] for t in model.requests[0]["tools"]}
+    assert offered["mcp__files__echo"]["description"] == "[MCP server files] Echo the text back."  # as trusted
     [pending] = cli.json("approvals", "--json", check=0)
     assert "not the ones trusted with `sentinel mcp trust files`" in pending["reason"]
     diff = pending["code"]["changes.diff"]
@@ -244,9 +247,15 @@ def test_a_streamable_http_server_gets_its_secret_header_and_the_model_never_see
                "mcp_servers": {"docs": {"url": url, "headers": {"Authorization": {"secret": "DOCS_TOKEN"}}}}},
               server=model)
     out = cli.json("run", "again", "--json", check=0, timeout=120)
+    assert results(model)[0] == ("Denied by policy: MCP server 'docs': header Authorization needs secret "
+                                 "'DOCS_TOKEN', which Muzzle does not hold (in muzzle.keys_file or the environment)")
+    cli("mcp", "remove", "docs", check=0)  # forgets the pin too: an unpinned server starts with the run
+    configure({"muzzle": {"keys_file": str(keys)},
+               "mcp_servers": {"docs": {"url": url, "headers": {"Authorization": {"secret": "DOCS_TOKEN"}}}}},
+              server=scripted_server(["ok"]))
+    cli.json("run", "again", "--json", check=0, timeout=120)
     [unavailable] = audit(sentinel_home, "mcp_unavailable")
     assert "needs secret 'DOCS_TOKEN'" in unavailable["problem"]
-    assert results(model)[0].startswith("Denied by policy: unknown tool")
 
 
 def test_the_rule_gate_sees_mcp_calls_with_server_tool_scopes(mcp_run, judge, sentinel_home):
