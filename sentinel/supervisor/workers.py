@@ -173,8 +173,11 @@ def _muzzle_token(agent: str, run_id: str, model: str, config: "Config") -> str:
         raise UsageError(f"run {run_id} has no model (it was started before models were fixed at start); "
                          "start it again")
     models = list(dict.fromkeys([model, *system_judge_models(config)]))
-    return issue_token(agent, run_id, models, config.muzzle.token_ttl_s, config.muzzle.budgets,
-                       store=system_layout(config).store_path)
+    store = system_layout(config).store_path
+    if not store.parent.is_dir():  # made here, as root, it would lock Muzzle's user out of its own store
+        raise UsageError(f"Muzzle's state directory {store.parent} is missing: run `sudo sentinel muzzle "
+                         "setup-system` (it makes it for Muzzle's user)")
+    return issue_token(agent, run_id, models, config.muzzle.token_ttl_s, config.muzzle.budgets, store=store)
 
 
 def system_judge_models(config: "Config") -> list[str]:

@@ -91,3 +91,16 @@ def test_status_names_what_a_part_cannot_read_and_muzzle_setup_system_repairs_it
     sentinel_as_root(fresh, "muzzle", "setup-system")
     assert read_as(fresh.muzzle_user, config).returncode == 0
     assert unreadable(fresh) == []
+
+
+def test_a_missing_muzzle_state_directory_is_named_never_made_by_root(tmp_path):
+    """Root making it (0700 root) while issuing a run's token would lock Muzzle's user out of its store."""
+    from sentinel import config as config_mod
+    from sentinel.errors import UsageError
+    from sentinel.supervisor.workers import _muzzle_token
+
+    gone = tmp_path / "muzzle-state"
+    config = config_mod.Config.model_validate({"default_model": "fake/m", "muzzle": {"state_dir": str(gone)}})
+    with pytest.raises(UsageError, match="setup-system"):
+        _muzzle_token("a", "r-1", "fake/m", config)
+    assert not gone.exists()
