@@ -54,19 +54,8 @@ class Channel:
         self.sock.close()
 
 
-def _object(result: Any) -> dict[str, Any]:
-    """A reply the supervisor sends as a JSON object; anything else is a broken channel, never a result."""
-    if not isinstance(result, dict):
-        raise SentinelError(f"the supervisor answered {type(result).__name__} where an object was due")
-    return result
-
-
-def _optional(result: Any) -> dict[str, Any] | None:
-    return None if result is None else _object(result)
-
-
 def _approval(data: Any) -> Approval:
-    return Approval(**{k: v for k, v in _object(data).items() if k in _APPROVAL_FIELDS})
+    return Approval(**{k: v for k, v in protocol.result_object(data).items() if k in _APPROVAL_FIELDS})
 
 
 def _optional_approval(data: Any) -> Approval | None:
@@ -84,10 +73,11 @@ class RemoteStore:
         self.channel.call("set_status", run_id=run_id, status=status, output=output, error=error)
 
     def record_decision(self, run_id: str, call_id: str, decision: dict[str, Any]) -> dict[str, Any]:
-        return _object(self.channel.call("record_decision", run_id=run_id, call_id=call_id, decision=decision))
+        return protocol.result_object(self.channel.call("record_decision",
+                                                        run_id=run_id, call_id=call_id, decision=decision))
 
     def decision_for_call(self, run_id: str, call_id: str) -> dict[str, Any] | None:
-        return _optional(self.channel.call("decision_for_call", run_id=run_id, call_id=call_id))
+        return protocol.result_optional(self.channel.call("decision_for_call", run_id=run_id, call_id=call_id))
 
     def approval_for_call(self, run_id: str, call_id: str) -> Approval | None:
         return _optional_approval(self.channel.call("approval_for_call", run_id=run_id, call_id=call_id))
@@ -104,7 +94,7 @@ class RemoteStore:
         return bool(self.channel.call("tool_trusted", run_id=run_id, tool=tool, code_sha256=code_sha256))
 
     def mcp_trust(self, server: str) -> dict[str, Any] | None:
-        return _optional(self.channel.call("mcp_trust", run_id=self.run_id, server=server))
+        return protocol.result_optional(self.channel.call("mcp_trust", run_id=self.run_id, server=server))
 
     def get_approval(self, approval_id: str) -> Approval:
         return _approval(self.channel.call("get_approval", approval_id=approval_id))
@@ -123,10 +113,12 @@ class RemoteStore:
 
     def relay_notify(self, run_id: str, message: str, targets: list[str] | None = None) -> dict[str, Any]:
         """A hook session's notify: the supervisor settles this run's relay contract (never another's)."""
-        return _object(self.channel.call("relay_notify", run_id=run_id, message=message, targets=targets or []))
+        return protocol.result_object(self.channel.call("relay_notify",
+                                                        run_id=run_id, message=message, targets=targets or []))
 
     def relay_escalate(self, run_id: str, reason: str, severity: str) -> dict[str, Any]:
-        return _object(self.channel.call("relay_escalate", run_id=run_id, reason=reason, severity=severity))
+        return protocol.result_object(self.channel.call("relay_escalate",
+                                                        run_id=run_id, reason=reason, severity=severity))
 
     def close(self) -> None:
         self.channel.close()
@@ -140,16 +132,17 @@ class RemoteChildren:
         self.channel = channel
 
     def plan(self, tool: str, args: dict[str, Any], parent: Any, granted: frozenset[str]) -> dict[str, Any]:
-        return _object(self.channel.call("child_plan", tool=tool, arguments=args, granted=sorted(granted)))
+        return protocol.result_object(self.channel.call("child_plan",
+                                                        tool=tool, arguments=args, granted=sorted(granted)))
 
     def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None:
-        return _optional(self.channel.call("child_for_call", call_id=call_id))
+        return protocol.result_optional(self.channel.call("child_for_call", call_id=call_id))
 
     def start(self, parent: Any, call_id: str, tool: str, plan: dict[str, Any], granted: frozenset[str]) -> str:
         return str(self.channel.call("child_start", call_id=call_id))
 
     def advance(self, child_id: str) -> dict[str, Any]:
-        return _object(self.channel.call("child_advance", child_id=child_id))
+        return protocol.result_object(self.channel.call("child_advance", child_id=child_id))
 
 
 def approval_dict(approval: Approval | None) -> dict[str, Any] | None:
