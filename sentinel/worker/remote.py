@@ -100,7 +100,8 @@ class RemoteStore:
         return _approval(self.channel.call("get_approval", approval_id=approval_id))
 
     def pending_approvals(self, run_id: str | None = None) -> list[Approval]:
-        return [_approval(a) for a in self.channel.call("pending_approvals", run_id=run_id or self.run_id)]
+        pending = self.channel.call("pending_approvals", run_id=run_id or self.run_id)
+        return [_approval(a) for a in protocol.result_objects(pending)]
 
     def expire(self) -> None:
         self.channel.call("expire")
