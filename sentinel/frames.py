@@ -17,6 +17,8 @@ import socket
 import struct
 from typing import Any
 
+from sentinel.errors import SentinelError
+
 HEADER = struct.Struct("!I")
 MAX_FRAME = 16 * 1024 * 1024
 MAX_DEPTH = 64
@@ -127,6 +129,23 @@ def _exact(sock: socket.socket, n: int, allow_eof: bool = False) -> bytes | None
 
 def reply(result: Any = None) -> dict[str, Any]:
     return {"ok": True, "result": result}
+
+
+def result_object(result: Any) -> dict[str, Any]:
+    """A reply's result that must be a JSON object: anything else is a broken peer, never a result."""
+    if not isinstance(result, dict):
+        raise SentinelError(f"the other end answered {type(result).__name__} where an object was due")
+    return result
+
+
+def result_optional(result: Any) -> dict[str, Any] | None:
+    return None if result is None else result_object(result)
+
+
+def result_objects(result: Any) -> list[dict[str, Any]]:
+    if not isinstance(result, list):
+        raise SentinelError(f"the other end answered {type(result).__name__} where a list was due")
+    return [result_object(item) for item in result]
 
 
 def failure(kind: str, error: str) -> dict[str, Any]:

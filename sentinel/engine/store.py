@@ -228,7 +228,7 @@ class Store:
 
     # -- runs ---------------------------------------------------------------
 
-    def create_run(self, run_id: str, *, agent: str, task: str, model: str, workspace: Path, run_dir: Path,
+    def create_run(self, run_id: str, *, agent: str, task: str, model: str, workspace: Path | str, run_dir: Path,
                    parent_id: str | None = None, kind: str = "task", call_id: str | None = None, depth: int = 0,
                    grants: Iterable[str] | None = None) -> None:
         """`call_id`, `depth`, `grants`: a child run, made by its parent's tool call (or workflow step) `call_id`

@@ -53,7 +53,7 @@ def handle(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None
         sup.store.audit("agent_door_refused", {"op": str(op)[:64], "uid": peer.uid if peer else None,
                                                "user": peer.name if peer else None})
         return failure("denied", refusal)
-    assert peer is not None and peer.agent is not None
+    assert peer is not None and peer.agent is not None and isinstance(op, str)
     return ops.answer(HANDLERS[op], sup, conn, msg)
 
 
@@ -80,7 +80,7 @@ def mine(store: Store, peer: Peer, run_id: str) -> bool:
     if row is None:
         return False
     started = json.loads(row[0])
-    return started.get("door") == DOOR and started.get("uid") == peer.uid and started.get("agent") == peer.agent
+    return bool(started.get("door") == DOOR and started.get("uid") == peer.uid and started.get("agent") == peer.agent)
 
 
 def _own_run(store: Store, peer: Peer, run_id: Any) -> None:
@@ -145,9 +145,9 @@ def _approvals(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
                   for a in store.pending_approvals() if mine(store, peer, a.run_id)])
 
 
-def _catalog(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+def _catalog(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     assert conn.peer is not None
-    return ops.OPS["catalog"](sup, conn, {**msg, "agent": conn.peer.agent})  # type: ignore[return-value]
+    return ops.OPS["catalog"](sup, conn, {**msg, "agent": conn.peer.agent})
 
 
 def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:

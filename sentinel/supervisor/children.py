@@ -142,7 +142,7 @@ def _start(sup: Hub, worker: Any, msg: dict[str, Any]) -> str:
     store, call_id = sup.store, str(msg["call_id"])
     existing = store.child_for_call(worker.run_id, call_id)
     if existing is not None:
-        return existing["id"]
+        return str(existing["id"])
     decided = store.decision_for_call(worker.run_id, call_id)
     tool = decided.get("tool") if decided else None
     if decided is None or tool not in CHILD_TOOLS or decided.get("outcome") == "deny":

@@ -151,10 +151,10 @@ class SystemEngine(Closing):
                                            follow=not hook, chat=chat, skills=list(skills), hook=hook))
 
     def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        return self.call("firings", watcher=watcher, limit=limit)
+        return protocol.result_objects(self.call("firings", watcher=watcher, limit=limit))
 
     def inbox(self, *, limit: int | None = None) -> list[dict[str, Any]]:
-        return self.call("inbox", limit=limit)
+        return protocol.result_objects(self.call("inbox", limit=limit))
 
     def send(self, run_id: str, text: str, *, skills: Sequence[str] = (), model: str | None = None,
              on_event: Listener | None = None) -> Outcome:
@@ -165,10 +165,10 @@ class SystemEngine(Closing):
         return Outcome.from_dict(self.call("interrupt", run_id=run_id))
 
     def sessions(self, *, limit: int | None = None) -> list[dict[str, Any]]:
-        return self.call("sessions", limit=limit)
+        return protocol.result_objects(self.call("sessions", limit=limit))
 
     def catalog(self, agent: str | None = None) -> dict[str, list[dict[str, str]]]:
-        return self.call("catalog", agent=agent)
+        return protocol.result_object(self.call("catalog", agent=agent))
 
     def resume(self, run_id: str, *, on_event: Listener | None = None) -> Outcome:
         return Outcome.from_dict(self.call("resume", on_event, run_id=run_id, follow=True))
@@ -203,14 +203,14 @@ class SystemEngine(Closing):
         return list(self.status().get("agents") or [])
 
     def show(self, run_id: str) -> dict[str, Any]:
-        return self.call("show", run_id=run_id)
+        return protocol.result_object(self.call("show", run_id=run_id))
 
     def runs(self, *, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         rows = self.call("runs", limit=limit)
         return [r for r in rows if not status or r.get("status") == status]
 
     def pending(self) -> list[dict[str, Any]]:
-        return self.call("approvals")
+        return protocol.result_objects(self.call("approvals"))
 
     def events(self, run_id: str | None = None, *, after: int = 0, follow: bool = False) -> Iterator[Event]:
         """Streams as the supervisor sends: each event is yielded as soon as its frame arrives."""
@@ -233,20 +233,20 @@ class SystemEngine(Closing):
             sock.close()
 
     def status(self) -> dict[str, Any]:
-        return self.call("status")
+        return protocol.result_object(self.call("status"))
 
     def web_token(self) -> dict[str, Any]:
         """A one-time sign-in token for the web console, issued to operators only: {token, operator, prefix}."""
-        return self.call("web_token")
+        return protocol.result_object(self.call("web_token"))
 
     def web_sign_in(self, token: str, session_ttl_s: float) -> dict[str, Any] | None:
-        return self.call("web_sign_in", token=token, ttl_s=session_ttl_s)
+        return protocol.result_optional(self.call("web_sign_in", token=token, ttl_s=session_ttl_s))
 
     def web_session(self, secret: str) -> dict[str, Any] | None:
-        return self.call("web_session", secret=secret)
+        return protocol.result_optional(self.call("web_session", secret=secret))
 
     def link(self, secret: str) -> dict[str, Any]:
-        return self.call("link", secret=secret)
+        return protocol.result_object(self.call("link", secret=secret))
 
     def decide_link(self, secret: str, *, approved: bool, reason: str = "",
                     on_event: Listener | None = None) -> Outcome:

@@ -18,13 +18,13 @@ from typing import Any
 from sentinel.engine import outbox
 from sentinel.errors import UsageError
 from sentinel.frames import reply
-from sentinel.supervisor.hub import Client, Hub
+from sentinel.supervisor.hub import Client, Hub, caller
 
 SESSION_MAX_S = 366 * 86400.0
 
 
 def web_token(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    peer = conn.peer
+    peer = caller(conn)
     token = outbox.issue_sign_in(sup.store.conn, peer.name, outbox.SIGN_IN_TTL_S)
     sup.store.audit("web_token_issued", {"by": peer.name, "uid": peer.uid, "pid": peer.pid,
                                          "token_sha256": hashlib.sha256(token.encode()).hexdigest()[:16]})

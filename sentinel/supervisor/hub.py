@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
+from sentinel.errors import SentinelError
 from sentinel.supervisor import layout
 
 if TYPE_CHECKING:
@@ -43,16 +44,26 @@ class Client(Protocol):
         ...
 
 
+def caller(conn: Client) -> "Peer":
+    """Who asked on an operator or agent-door connection (always known there: the door checked it)."""
+    if conn.peer is None:
+        raise SentinelError("permission denied: unknown peer")
+    return conn.peer
+
+
 class Running(Protocol):
     """A run's live worker as a handler sees it."""
 
     relaunch: bool
+    stopped: bool
 
 
 class Hub(Protocol):
     settings: Settings
     config: "Config"
-    workers: Mapping[str, Running]
+
+    @property
+    def workers(self) -> Mapping[str, Running]: ...
 
     @property
     def store(self) -> "Store": ...

@@ -24,9 +24,12 @@ import sys
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sentinel.errors import UsageError
+from sentinel.errors import SentinelError, UsageError
+
+if TYPE_CHECKING:
+    from sentinel.supervisor.registry import Agent
 
 DEFAULT_NAME = "Naomi"
 MAX_LEN = 32
@@ -109,7 +112,7 @@ def setup(display: str, store: Any, home_base: Path, operator_group: str) -> Ide
         raise UsageError(f"name {display!r}: the Linux account {name!r} already exists and was not created by "
                          f"Sentinel; pick another name, or register it explicitly with `sentinel init --leash {name}`")
     created = pw is None
-    if created:
+    if pw is None:
         home = home_base / name
         if _group_exists(name):
             raise UsageError(f"name {display!r}: a group {name!r} already exists; pick another name")
@@ -118,13 +121,23 @@ def setup(display: str, store: Any, home_base: Path, operator_group: str) -> Ide
         registry.register(store, name, display, home=str(home), origin="setup")
         pw = _useradd(name, display, home)
     registry.register(store, name, display, home=pw.pw_dir, origin="setup", uid=pw.pw_uid)
-    registry.account(registry.get(store, name), operator_group)  # unprivileged, not an operator
+    registry.account(_registered(store, name), operator_group)  # unprivileged, not an operator
     write_tree(pw, name, display)
     ensure_leash_policy(name)
     apply_egress(store)
     registry.set_default(store, name)
     store.audit("agent_setup", {"agent": name, "display_name": display, "uid": pw.pw_uid, "created": created})
     return Identity(name, display, pw.pw_dir, pw.pw_uid, created, prepared)
+
+
+def _registered(store: Any, name: str) -> Agent:
+    """The agent just registered, read back: one that cannot be is an error, never an agent without an account."""
+    from sentinel.supervisor import registry
+
+    agent = registry.get(store, name)
+    if agent is None:
+        raise SentinelError(f"agent {name!r} was registered but cannot be read back from the store")
+    return agent
 
 
 def init_leash(user: str, store: Any, operator_group: str) -> Identity:
@@ -140,7 +153,7 @@ def init_leash(user: str, store: Any, operator_group: str) -> Identity:
     known = registry.get(store, user)
     display = known.display_name if known else user
     registry.register(store, user, display, home=pw.pw_dir, origin=known.origin if known else "init", uid=pw.pw_uid)
-    registry.account(registry.get(store, user), operator_group)
+    registry.account(_registered(store, user), operator_group)
     write_tree(pw, user, display)
     ensure_leash_policy(user)
     apply_egress(store)

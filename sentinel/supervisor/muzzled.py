@@ -88,7 +88,7 @@ class MuzzleKeeper:
     def answers(self) -> bool:
         try:
             with urllib.request.urlopen(f"{self.base}/healthz", timeout=PROBE_S) as resp:
-                return resp.status == 200
+                return bool(resp.status == 200)
         except OSError:
             return False
 

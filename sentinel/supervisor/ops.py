@@ -33,8 +33,9 @@ from sentinel.engine.state import JOURNAL
 from sentinel.engine.store import TERMINAL, Store, new_id
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel.supervisor import agentfs, children, console, flows, layout, registry, runmodel
-from sentinel.supervisor.hub import Client, Hub
+from sentinel.supervisor.hub import Client, Hub, caller
 from sentinel.frames import failure, reply
+from sentinel.worker.children import SAVE_CALL
 
 Handler = Callable[[Hub, Client, dict[str, Any]], "dict[str, Any] | None"]
 
@@ -224,7 +225,7 @@ def start(sup: Hub, conn: Client, msg: dict[str, Any], door: str = "operator") -
         relay.link(store.conn, hook, run_id)
     store.conn.execute("UPDATE runs SET user=? WHERE id=?", (agent.name, run_id))
     store.audit("run_started", {"run_id": run_id, "agent": agent.name, "profile": profile, "model": model,
-                                "by": conn.peer.name, "uid": conn.peer.uid, "door": door})
+                                "by": caller(conn).name, "uid": caller(conn).uid, "door": door})
     sup.launch(run_id).inbox = {"skills": skills} if skills else {}
     return _follow(sup, conn, run_id, msg)
 
@@ -235,7 +236,7 @@ def _workflow_start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, An
     name = _text(msg, "name")
     flow = flows.parse(sup, msg.get("workflow"), _text(msg, "source", required=False) or f"workflows/{name}.yaml")
     run_id = flows.start(sup, name, _text(msg, "input", required=False) or "", flow)
-    sup.store.audit("workflow_started", {"run_id": run_id, "workflow": name, "by": conn.peer.name})
+    sup.store.audit("workflow_started", {"run_id": run_id, "workflow": name, "by": caller(conn).name})
     if msg.get("follow"):
         conn.send({"started": run_id})
         sup.watch(conn, run_id)
@@ -267,10 +268,11 @@ def _resolve(sup: Hub, conn: Client, msg: dict[str, Any], approved: bool) -> dic
     store = sup.store
     approval_id = store.approval_id(_text(msg, "ident"))
     reason = _text(msg, "reason", required=False) or ""
-    approval = store.resolve(approval_id, approved, conn.peer.name, reason, digest=_text(msg, "digest", required=False))
+    approval = store.resolve(approval_id, approved, caller(conn).name, reason,
+                             digest=_text(msg, "digest", required=False))
     store.audit("approval_resolved", {"run_id": approval.run_id, "approval_id": approval.id, "approved": approved,
-                                      "by": conn.peer.name, "uid": conn.peer.uid, "reason": reason,
-                                      "door": conn.peer.door})
+                                      "by": caller(conn).name, "uid": caller(conn).uid, "reason": reason,
+                                      "door": caller(conn).door})
     return resume_decided(sup, conn, approval, msg)
 
 
@@ -289,7 +291,7 @@ def _link_decide(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] 
 def resume_decided(sup: Hub, conn: Client, approval: Any, msg: dict[str, Any]) -> dict[str, Any] | None:
     """After a decision: a finished subagent is kept (or not); any other run resumes."""
     store = sup.store
-    if approval.tool == "save_agent" and approval.call_id == children.SAVE_CALL:  # a finished subagent: keep it?
+    if approval.tool == "save_agent" and approval.call_id == SAVE_CALL:  # a finished subagent: keep it?
         if approval.status == "approved":
             sup.settle(approval.run_id)
         return reply(outcome(store, approval.run_id))
@@ -327,10 +329,10 @@ def _cancel(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     row = _row(store, _text(msg, "run_id"))
     if row["status"] in TERMINAL:
         raise UsageError(f"run {row['id']} is already {row['status']}")
-    store.set_status(row["id"], "cancelled", error=f"cancelled by {conn.peer.name}")
+    store.set_status(row["id"], "cancelled", error=f"cancelled by {caller(conn).name}")
     store.cancel_approvals(row["id"])
     sup.cancel(row["id"])
-    store.audit("run_cancelled", {"run_id": row["id"], "by": conn.peer.name})
+    store.audit("run_cancelled", {"run_id": row["id"], "by": caller(conn).name})
     return reply(outcome(store, row["id"]))
 
 
@@ -356,7 +358,7 @@ def _send(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
         runmodel.allowed(sup.config, row.get("user") or "", model, f"--model: {model}")
         store.set_model(row["id"], model)
     sup.launch(row["id"]).inbox = {"message": text, "skills": skills}
-    store.audit("message_sent", {"run_id": row["id"], "by": conn.peer.name, "chars": len(text)})
+    store.audit("message_sent", {"run_id": row["id"], "by": caller(conn).name, "chars": len(text)})
     return _follow(sup, conn, row["id"], msg)
 
 
@@ -371,8 +373,8 @@ def _interrupt(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
         worker.stopped, worker.relaunch = True, False
         sup.cancel(row["id"])
     store.cancel_approvals(row["id"])
-    store.set_status(row["id"], "idle", error=f"turn stopped by {conn.peer.name}")
-    store.audit("turn_stopped", {"run_id": row["id"], "by": conn.peer.name})
+    store.set_status(row["id"], "idle", error=f"turn stopped by {caller(conn).name}")
+    store.audit("turn_stopped", {"run_id": row["id"], "by": caller(conn).name})
     return reply(outcome(store, row["id"]))
 
 
@@ -426,7 +428,7 @@ def _trust_revoke(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]
         raise UsageError("TOOL: must not be empty")
     agent, sha = msg.get("agent"), msg.get("code_sha256")
     count = sup.store.revoke_trust(tool, agent=str(agent) if agent else None, code_sha256=str(sha) if sha else None,
-                                    by=conn.peer.name)
+                                    by=caller(conn).name)
     return reply({"revoked": count})
 
 
@@ -447,12 +449,12 @@ def _mcp_trust_set(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any
         ok = False
     if not ok:
         raise UsageError("document: its SHA-256 is not sha256")
-    sup.store.trust_mcp(server, sha, document, conn.peer.name)
+    sup.store.trust_mcp(server, sha, document, caller(conn).name)
     return reply(None)
 
 
 def _mcp_trust_forget(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    return reply(sup.store.untrust_mcp(_text(msg, "server"), conn.peer.name))
+    return reply(sup.store.untrust_mcp(_text(msg, "server"), caller(conn).name))
 
 
 # -- helpers ----------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from sentinel.supervisor.install import ensure_group
 from sentinel.supervisor.hub import Settings
 from sentinel.supervisor.muzzled import MuzzleKeeper
 from sentinel.supervisor.watchkeep import WatchKeeper
+from sentinel.worker.children import WAITING
 
 READ_CHUNK = 1 << 16
 STRANGER_FRAME = 64 * 1024  # a peer that is no operator is refused; it may not make us read more than this
@@ -233,7 +234,7 @@ class Supervisor:
             elif kind == "watchers":
                 self.watchers_exited()
             elif kind == "muzzle":
-                self.sel.unregister(self._muzzle_pidfd)
+                self.sel.unregister(key.fileobj)
                 self._muzzle_pidfd = None
                 code = self.muzzle.exited()
                 self.store.audit("muzzle_exited", {"code": code, "restart_in_s": self.muzzle.due()})
@@ -349,7 +350,7 @@ class Supervisor:
         self._chains.pop(run_id, None)
         self.sel.unregister(worker.spawned.pidfd)
         code = worker.spawned.reap()
-        if worker.conn is not None and not worker.conn.closed:
+        if isinstance(worker.conn, Conn) and not worker.conn.closed:
             self.readable(worker.conn)  # what it wrote before exiting
             worker.conn.close()
         row = self.store.get_run(run_id)
@@ -381,7 +382,7 @@ class Supervisor:
             status = "failed"
             self.store.set_status(run_id, status, error=f"workflow: {exc}")
             self.store.audit("workflow_failed", {"run_id": run_id, "error": str(exc)})
-        if status != children.WAITING and not children.carry_on(self, run_id):
+        if status != WAITING and not children.carry_on(self, run_id):
             self.release(run_id)
 
     def release(self, run_id: str) -> None:

@@ -28,6 +28,7 @@ import os
 import signal
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from sentinel.leash import cgroups, lsm, privs, seccomp, wire
 from sentinel.leash.errors import LaunchFailed, SandboxUnavailable
@@ -170,7 +171,7 @@ def _remove(group: cgroups.Group) -> None:
             pass
 
 
-def _read_status(fd: int) -> dict:
+def _read_status(fd: int) -> dict[str, Any]:
     status = wire.read_status(fd)
     if "error" in status:
         status["ok"] = False
@@ -222,7 +223,8 @@ def _child(launch: Launch, ruleset_fd: int | None, seccomp: bytes | None, group:
         os.execve(exe if exe is not None else launch.argv[0], launch.argv, launch.env)
     except BaseException as exc:  # noqa: BLE001 - a forked child must never unwind into the supervisor
         detail = getattr(exc, "strerror", None) or str(exc)
-        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        filename = getattr(exc, "filename", None)
+        where = f" ({filename})" if filename else ""
         _report(status_w, {"error": f"launch failed: {type(exc).__name__}: {detail}{where}"})
     os._exit(EXIT_REFUSED)
 
@@ -271,7 +273,7 @@ def _arrange_fds(stdio: tuple[int, int, int], status_w: int, ruleset_fd: int | N
         exe = fcntl.fcntl(exe, fcntl.F_DUPFD_CLOEXEC, HIGH_FD + 5)
     for target, fd in enumerate(high):
         os.dup2(fd, target)  # dup2 clears close-on-exec on the target: 0-2 are inherited
-    keep = sorted({status_w, ruleset_fd, exe} - {None})
+    keep = sorted({fd for fd in (status_w, ruleset_fd, exe) if fd is not None})
     low = 3
     for fd in keep:
         os.closerange(low, fd)
@@ -288,7 +290,7 @@ def _switch_user(uid: int, gid: int) -> None:
         raise OSError(1, "uid/gid/groups did not change")
 
 
-def _report(fd: int, message: dict) -> None:
+def _report(fd: int, message: dict[str, Any]) -> None:
     try:
         os.write(fd, json.dumps(message).encode() + b"\n")
     except OSError:

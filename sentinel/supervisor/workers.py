@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 from urllib.parse import urlparse
 
-from sentinel.engine.store import TERMINAL, Store
+from sentinel.engine.store import TERMINAL, Approval, Store
 from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.supervisor import children, layout, registry, spawn
 from sentinel.supervisor.hub import Client
@@ -86,8 +86,8 @@ def model_ports(config: "Config", extra: list[int]) -> list[int]:
     an agent's own config.yaml can never widen its worker's network rule)."""
     ports = [config.muzzle.port] if config.muzzle.enabled and config.muzzle.port else []
     url = os.environ.get("SENTINEL_MUZZLE_URL")
-    if url and urlparse(url).port:
-        ports.append(urlparse(url).port)
+    if url and (port := urlparse(url).port):
+        ports.append(port)
     return sorted(set(ports + list(extra)))
 
 
@@ -194,7 +194,8 @@ def system_judge_models(config: "Config") -> list[str]:
 
 # -- the channel ------------------------------------------------------------------------------------
 
-def handle(store: Store, worker: Worker, msg: dict[str, Any], relay: Callable[[str, dict], None]) -> dict | None:
+def handle(store: Store, worker: Worker, msg: dict[str, Any],
+           relay: Callable[[str, dict[str, Any]], None]) -> dict[str, Any] | None:
     """Answer one frame from a worker (None for one-way frames). Anything not listed is refused."""
     op = msg.get("op")
     if op == "event":
@@ -223,10 +224,10 @@ def _own(worker: Worker, msg: dict[str, Any]) -> str:
     run_id = msg.get("run_id", worker.run_id)
     if run_id != worker.run_id:
         raise Refused(f"worker of run {worker.run_id} may not touch run {run_id}")
-    return run_id
+    return worker.run_id
 
 
-def _own_approval(store: Store, worker: Worker, approval_id: str) -> Any:
+def _own_approval(store: Store, worker: Worker, approval_id: str) -> Approval:
     approval = store.get_approval(str(approval_id))
     if approval.run_id != worker.run_id:
         raise NotFound(f"no approval {approval_id!r}")
@@ -254,7 +255,7 @@ def _set_status(store: Store, worker: Worker, msg: dict[str, Any]) -> None:
                      error=_text(msg.get("error"), "error", optional=True))
 
 
-def _record_decision(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
+def _record_decision(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
     decision = msg["decision"]
     if not isinstance(decision, dict) or decision.get("outcome") not in OUTCOMES:
         raise UsageError(f"decision must be an object whose outcome is one of {', '.join(OUTCOMES)}")
@@ -263,16 +264,16 @@ def _record_decision(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
     return store.record_decision(_own(worker, msg), _text(msg["call_id"], "call_id"), decision)
 
 
-def _decision_for_call(store: Store, worker: Worker, msg: dict[str, Any]) -> dict | None:
+def _decision_for_call(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any] | None:
     return store.decision_for_call(_own(worker, msg), _text(msg["call_id"], "call_id"))
 
 
-def _approval_for_call(store: Store, worker: Worker, msg: dict[str, Any]) -> dict | None:
+def _approval_for_call(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any] | None:
     approval = store.approval_for_call(_own(worker, msg), str(msg["call_id"]))
-    return _dict(approval)
+    return _dict(approval) if approval is not None else None
 
 
-def _submit(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
+def _submit(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
     """An approval only for a call decided `needs_approval`, exactly as decided."""
     if not isinstance(msg["arguments"], dict):
         raise UsageError("arguments must be an object")
@@ -290,10 +291,10 @@ def _submit(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
         raise UsageError("code must map file names to text")
     if sha != decided.get("code_sha256") or (code is None) != (sha is None):
         raise Refused(f"call {msg['call_id']}: the code hash must be the one the call was decided with")
-    if code is not None and not _shows(code, sha, str(msg["tool"])):
+    if code is not None and (sha is None or not _shows(code, sha, str(msg["tool"]))):
         raise Refused(f"call {msg['call_id']}: the code shown is not the code whose hash was decided")
-    if code is not None and split_name(str(msg["tool"])):
-        code = reshown(code, store.mcp_trust(split_name(str(msg["tool"]))[0]))  # the diff as the supervisor sees it
+    if code is not None and (named := split_name(str(msg["tool"]))):
+        code = reshown(code, store.mcp_trust(named[0]))  # the diff as the supervisor sees it
     approval = store.submit_approval(_own(worker, msg), str(msg["call_id"]), str(msg["tool"]), msg["arguments"],
                                      str(msg["reason"]), float(ttl) if ttl else None, code=code, code_sha256=sha)
     return _dict(approval)
@@ -308,7 +309,7 @@ def _shows(code: dict[str, str], sha: str, tool: str) -> bool:
     return set(code) == set(FILES) and code_digest(code) == sha
 
 
-def _mcp_trust(store: Store, worker: Worker, msg: dict[str, Any]) -> dict | None:
+def _mcp_trust(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any] | None:
     """Read-only: the listing `sentinel mcp trust` pinned for a server (a pinned tool's approval shows its diff)."""
     return store.mcp_trust(_text(msg.get("server"), "server"))
 
@@ -319,11 +320,11 @@ def _tool_trusted(store: Store, worker: Worker, msg: dict[str, Any]) -> bool:
     return store.tool_trusted(_own(worker, msg), str(msg["tool"]), str(msg["code_sha256"]))
 
 
-def _get(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
+def _get(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
     return _dict(_own_approval(store, worker, msg["approval_id"]))
 
 
-def _pending(store: Store, worker: Worker, msg: dict[str, Any]) -> list[dict]:
+def _pending(store: Store, worker: Worker, msg: dict[str, Any]) -> list[dict[str, Any]]:
     return [_dict(a) for a in store.pending_approvals(_own(worker, msg))]
 
 
@@ -355,10 +356,10 @@ def _text(value: Any, name: str, optional: bool = False) -> Any:
     return value[:MAX_TEXT]
 
 
-def _dict(approval: Any) -> dict | None:
+def _dict(approval: Approval) -> dict[str, Any]:
     from dataclasses import asdict
 
-    return asdict(approval) if approval is not None else None
+    return asdict(approval)
 
 
 CHANNEL_OPS: dict[str, Callable[[Store, Worker, dict[str, Any]], Any]] = {
@@ -372,7 +373,7 @@ CHANNEL_OPS: dict[str, Callable[[Store, Worker, dict[str, Any]], Any]] = {
 
 # -- a hook session's relay contract (sentinel/engine/relay.py): only its own run's ------------------
 
-def _relay_notify(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
+def _relay_notify(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
     targets = msg.get("targets") or []
     if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
         raise UsageError("targets must be a list of configured target names")
@@ -381,7 +382,7 @@ def _relay_notify(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
     return {"id": firing["id"], "status": firing["status"]}
 
 
-def _relay_escalate(store: Store, worker: Worker, msg: dict[str, Any]) -> dict:
+def _relay_escalate(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
     with _settled_refused():
         firing = store.relay_escalate(_own(worker, msg), _text(msg.get("reason"), "reason"),
                                       _text(msg.get("severity"), "severity"))

@@ -10,7 +10,7 @@ import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from sentinel.errors import SentinelError
 
@@ -131,7 +131,7 @@ class Registry:
     def names(self) -> set[str]:
         return set(self.tools)
 
-    def schemas(self, only: set[str] | None = None) -> list[dict[str, Any]]:
+    def schemas(self, only: Collection[str] | None = None) -> list[dict[str, Any]]:
         return [t.schema() for n, t in self.tools.items() if only is None or n in only]
 
     def run(self, name: str, args: dict[str, Any], ctx: ToolContext, pinned: Pinned | None = None) -> str:

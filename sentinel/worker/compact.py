@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from sentinel import paths
 from sentinel.engine import journal
@@ -122,7 +122,7 @@ class Keeper:
 
     # -- the curator --------------------------------------------------------------------------------
 
-    def curate(self, run: Run, extra: list[str] = ()) -> None:  # type: ignore[assignment]
+    def curate(self, run: Run, extra: Sequence[str] = ()) -> None:
         curated = curator.curate(self.scope_dir, [*self.log.learnings(), *extra])
         for learning, finding in curated.flagged:
             self.audit("memory_quarantined", {"scope": self.scope_dir.name, "note": curator.MEMORY_MD,

@@ -4,7 +4,7 @@ has those tools (a 1.5B model reaches for `recall` or `delegate` only when the p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 SCAFFOLD = """\
 ## How to work
@@ -60,7 +60,7 @@ def guides(names: set[str], roster: dict[str, str]) -> str:
 
 
 def system_prompt(soul: str, tools: list[dict[str, Any]], workspace: str, name: str | None = None,
-                  parts: list[tuple[str, str]] = (), roster: dict[str, str] | None = None) -> str:
+                  parts: Sequence[tuple[str, str]] = (), roster: dict[str, str] | None = None) -> str:
     listing = "\n".join(_signature(t) for t in tools) or "(none)"
     header = f"Your name is {name}.\n\n" if name else ""
     body = "".join(f"\n\n## {heading}\n\n{text.strip()}" for heading, text in parts)

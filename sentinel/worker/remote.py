@@ -22,6 +22,7 @@ from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel import frames as protocol
 
 _APPROVAL_FIELDS = {f.name for f in fields(Approval)}
+_ERRORS: dict[Any, type[SentinelError]] = {"not_found": NotFound, "usage": UsageError}
 
 
 class Refused(SentinelError):
@@ -40,7 +41,7 @@ class Channel:
         if answer.get("ok"):
             return answer.get("result")
         error = answer.get("error", "refused")
-        raise {"not_found": NotFound, "usage": UsageError}.get(answer.get("kind"), Refused)(error)
+        raise _ERRORS.get(answer.get("kind"), Refused)(error)
 
     def emit(self, event: Event) -> None:
         """Relay one typed event (no reply)."""
@@ -53,10 +54,12 @@ class Channel:
         self.sock.close()
 
 
-def _approval(data: dict[str, Any] | None) -> Approval | None:
-    if data is None:
-        return None
-    return Approval(**{k: v for k, v in data.items() if k in _APPROVAL_FIELDS})
+def _approval(data: Any) -> Approval:
+    return Approval(**{k: v for k, v in protocol.result_object(data).items() if k in _APPROVAL_FIELDS})
+
+
+def _optional_approval(data: Any) -> Approval | None:
+    return None if data is None else _approval(data)
 
 
 class RemoteStore:
@@ -70,13 +73,14 @@ class RemoteStore:
         self.channel.call("set_status", run_id=run_id, status=status, output=output, error=error)
 
     def record_decision(self, run_id: str, call_id: str, decision: dict[str, Any]) -> dict[str, Any]:
-        return self.channel.call("record_decision", run_id=run_id, call_id=call_id, decision=decision)
+        return protocol.result_object(self.channel.call("record_decision",
+                                                        run_id=run_id, call_id=call_id, decision=decision))
 
     def decision_for_call(self, run_id: str, call_id: str) -> dict[str, Any] | None:
-        return self.channel.call("decision_for_call", run_id=run_id, call_id=call_id)
+        return protocol.result_optional(self.channel.call("decision_for_call", run_id=run_id, call_id=call_id))
 
     def approval_for_call(self, run_id: str, call_id: str) -> Approval | None:
-        return _approval(self.channel.call("approval_for_call", run_id=run_id, call_id=call_id))
+        return _optional_approval(self.channel.call("approval_for_call", run_id=run_id, call_id=call_id))
 
     def submit_approval(self, run_id: str, call_id: str, tool: str, arguments: dict[str, Any], reason: str,
                         ttl_s: float | None = None, code: dict[str, str] | None = None,
@@ -90,13 +94,14 @@ class RemoteStore:
         return bool(self.channel.call("tool_trusted", run_id=run_id, tool=tool, code_sha256=code_sha256))
 
     def mcp_trust(self, server: str) -> dict[str, Any] | None:
-        return self.channel.call("mcp_trust", run_id=self.run_id, server=server)
+        return protocol.result_optional(self.channel.call("mcp_trust", run_id=self.run_id, server=server))
 
     def get_approval(self, approval_id: str) -> Approval:
         return _approval(self.channel.call("get_approval", approval_id=approval_id))
 
     def pending_approvals(self, run_id: str | None = None) -> list[Approval]:
-        return [_approval(a) for a in self.channel.call("pending_approvals", run_id=run_id or self.run_id)]
+        pending = self.channel.call("pending_approvals", run_id=run_id or self.run_id)
+        return [_approval(a) for a in protocol.result_objects(pending)]
 
     def expire(self) -> None:
         self.channel.call("expire")
@@ -109,10 +114,12 @@ class RemoteStore:
 
     def relay_notify(self, run_id: str, message: str, targets: list[str] | None = None) -> dict[str, Any]:
         """A hook session's notify: the supervisor settles this run's relay contract (never another's)."""
-        return self.channel.call("relay_notify", run_id=run_id, message=message, targets=targets or [])
+        return protocol.result_object(self.channel.call("relay_notify",
+                                                        run_id=run_id, message=message, targets=targets or []))
 
     def relay_escalate(self, run_id: str, reason: str, severity: str) -> dict[str, Any]:
-        return self.channel.call("relay_escalate", run_id=run_id, reason=reason, severity=severity)
+        return protocol.result_object(self.channel.call("relay_escalate",
+                                                        run_id=run_id, reason=reason, severity=severity))
 
     def close(self) -> None:
         self.channel.close()
@@ -126,16 +133,17 @@ class RemoteChildren:
         self.channel = channel
 
     def plan(self, tool: str, args: dict[str, Any], parent: Any, granted: frozenset[str]) -> dict[str, Any]:
-        return self.channel.call("child_plan", tool=tool, arguments=args, granted=sorted(granted))
+        return protocol.result_object(self.channel.call("child_plan",
+                                                        tool=tool, arguments=args, granted=sorted(granted)))
 
     def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None:
-        return self.channel.call("child_for_call", call_id=call_id)
+        return protocol.result_optional(self.channel.call("child_for_call", call_id=call_id))
 
     def start(self, parent: Any, call_id: str, tool: str, plan: dict[str, Any], granted: frozenset[str]) -> str:
         return str(self.channel.call("child_start", call_id=call_id))
 
     def advance(self, child_id: str) -> dict[str, Any]:
-        return self.channel.call("child_advance", child_id=child_id)
+        return protocol.result_object(self.channel.call("child_advance", child_id=child_id))
 
 
 def approval_dict(approval: Approval | None) -> dict[str, Any] | None:

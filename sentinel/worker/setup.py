@@ -88,7 +88,7 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     model = model_for_run(state.model, config, run_id=state.id, agent=profile.name, also=judges + side,
                           endpoint=endpoint)
     if gate is not None and getattr(model, "via_muzzle", False):
-        gate.route_through_muzzle(model.base_url, model.api_key)  # judge calls are model calls too
+        gate.route_through_muzzle(*_muzzle_endpoint(model))  # judge calls are model calls too
     granted = frozenset(profile.tools) | set(mcp) if profile.tools is not None else None
     if granted is not None and state.kind == "hook":
         granted |= {"sentinel_act", "sentinel_escalate"}
@@ -96,7 +96,7 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
         granted = frozenset(grants) & granted if granted is not None else frozenset(grants)
     if children is not None and granted is not None and granted & set(CHILD_TOOLS):
         # offered only to a run granted them by name: a small model is not shown three more tools unasked
-        for tool in child_tools(children, state, lambda: frozenset(granted)):  # type: ignore[arg-type]
+        for tool in child_tools(children, state, lambda: frozenset(granted)):
             registry.add(tool)
     authored.warm(tool_ctx)
 
@@ -110,6 +110,16 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     return Deps(model=model, registry=registry, layers=layers, store=store, tool_ctx=tool_ctx,
                 max_steps=config.limits.max_steps, max_wall_s=config.limits.max_wall_s, granted=granted, prompt=prompt,
                 keeper=keeper, children=children)
+
+
+def _muzzle_endpoint(model: object) -> tuple[str, str]:
+    """Muzzle's URL and the run token of a client pointed at Muzzle (the judges go through it too)."""
+    from sentinel.models.openai_compat import OpenAICompatClient
+
+    if not isinstance(model, OpenAICompatClient) or model.api_key is None:
+        raise SentinelError(f"model {getattr(model, 'name', model)!r} is marked as going through Muzzle "
+                            "but holds no Muzzle URL and run token")
+    return model.base_url, model.api_key
 
 
 def _keeper(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: Store,

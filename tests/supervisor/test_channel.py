@@ -121,3 +121,26 @@ def test_frames_round_trip_and_garbage_is_refused():
     assert isinstance(bad, protocol.BadFrame)
     with pytest.raises(protocol.ProtocolError):
         protocol.Decoder().feed(b"\xff\xff\xff\xff")
+
+
+@pytest.mark.parametrize("result", [["not", "an", "object"], "text", 3])
+def test_a_reply_of_the_wrong_shape_is_one_clear_error(result):
+    """The worker reads a decision, approval or child plan only as the object it must be; anything else (a
+    broken or hostile channel) is refused by name, not handed on to fail later as an AttributeError."""
+    import socket
+
+    from sentinel.errors import SentinelError
+    from sentinel.worker.remote import Channel, RemoteStore
+
+    mine, theirs = socket.socketpair()
+    try:
+        remote = RemoteStore(Channel(mine), "r-1")
+        for ask in (lambda: remote.decision_for_call("r-1", "c1"), lambda: remote.get_approval("a-1"),
+                    lambda: remote.pending_approvals()):
+            protocol.send(theirs, protocol.reply(result))
+            with pytest.raises(SentinelError, match="where an object was due|where a list was due"):
+                ask()
+            assert protocol.recv(theirs) is not None  # the request went out
+    finally:
+        mine.close()
+        theirs.close()
