@@ -170,7 +170,8 @@ def test_spawn_runs_a_subagent_as_the_spawning_agents_user_with_the_approved_sou
 
 def test_temporary_ask_keeps_the_subagent_only_when_approved(system, make_agent, sentinel_cmd, supervisor,
                                                              scripted_server):
-    boss, head, child = _spawner(system, make_agent, scripted_server, ["Sub done."], temporary="ask")
+    write = {"tool_calls": [{"name": "write_file", "arguments": {"path": "sub.txt", "content": "hi\n"}}]}
+    boss, head, child = _spawner(system, make_agent, scripted_server, [write, "Sub done."], temporary="ask")
     supervisor()
     sentinel_cmd("run", "Say hi", "--agent", boss, "--json", check=3)
     [approval] = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
