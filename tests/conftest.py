@@ -84,10 +84,12 @@ def scripted_server():
 
 @pytest.fixture
 def configure(sentinel_home):
-    """Write $SENTINEL_HOME/config.yaml from a mapping (merged over test defaults)."""
+    """Write $SENTINEL_HOME/config.yaml from a mapping (merged over test defaults). The curator's model call
+    at a run's end is off unless a test asks for it (tests/worker/test_curator.py), so a scripted server's
+    requests are the run's own."""
 
     def write(extra=None, server=None):
-        cfg = {"leash": {"tools": "plain"}}
+        cfg = {"leash": {"tools": "plain"}, "context": {"curator_model": "off"}}
         if server is not None:
             cfg["providers"] = {"fake": {"base_url": server.base_url, "api_key_env": "FAKE_KEY"}}
             cfg["default_model"] = "fake/m"

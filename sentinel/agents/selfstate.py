@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from sentinel import paths
 from sentinel.agents import profile as profiles
+from sentinel.agents import soulhistory
 from sentinel.errors import SentinelError
 from sentinel.memory.scan import scan
 from sentinel.tools import Tool, ToolContext, ToolError
@@ -34,6 +35,7 @@ SOUL_MAX = 20000
 USER_APPEND_MAX = 4000
 USER_PROMPT_MAX = 8000
 LEARNINGS_PROMPT_MAX = 8000
+SOUL_REFUSED = "refused: the new soul"
 USER_HEADER = "# The operator\n\nWhat I know about the person I work for.\n"
 
 
@@ -72,7 +74,7 @@ class SelfState:
 
         profile = self.profile()
         soul = self.soul(profile)
-        if not self._clean(f"agents/{profile.name}.soul.md", soul):
+        if not self._clean(f"agents/{profile.name}.soul.md", soul) or not self._soul_sound(profile.name, soul):
             soul = profiles.starter_soul(profile, self.home)
         parts: list[tuple[str, str]] = []
         user = _tail(_read(user_path(self.home)), USER_PROMPT_MAX)
@@ -112,6 +114,16 @@ class SelfState:
             self.audit("prompt_quarantined", {"source": source, "finding": str(finding)})
         return False
 
+    def _soul_sound(self, name: str, soul: str) -> bool:
+        """A soul garbled before edits were checked (it starts like an error message) is not loaded: the starter soul
+        stands in, and the operator hears of it once (`sentinel agent restore-soul` brings back an earlier one)."""
+        if not soulhistory.error_text(soul):
+            return True
+        if (f"agents/{name}.soul.md", "error text") not in self._reported:
+            self._reported.add((f"agents/{name}.soul.md", "error text"))
+            self.audit("soul_garbled", {"source": f"agents/{name}.soul.md", "first_line": soul.strip()[:80]})
+        return False
+
     def _report_flagged(self, memory: "Memory", rows: "list[Row]") -> None:
         for row in rows:
             key = (f"memory/{memory.scope}/vault/{row.rel}", row.flagged or "")
@@ -148,14 +160,14 @@ class SelfState:
         if len(content) > SOUL_MAX:
             raise ToolError(f"the soul is {len(content)} characters; keep it under {SOUL_MAX}")
         _refuse_flagged("the new soul", content)
+        if why := soulhistory.problem(content):
+            raise ToolError(f"{SOUL_REFUSED} {why}. Your soul is unchanged. A soul is Markdown prose about who you "
+                            "are and how you work; to change it, send the whole new text.")
         profile = self.profile()
-        target = profiles.soul_path(profile.name, self.home)
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        backup = target.with_name(target.name + ".bak")
-        paths.write_atomic(backup, profiles.soul_text(profile, self.home), 0o600)
-        paths.write_atomic(target, content.rstrip() + "\n", 0o600)
-        return (f"Soul updated ({len(content)} characters); the previous version is in agents/{backup.name}. "
-                "It applies from your next model call.")
+        kept = soulhistory.write(profile, content, self.home)
+        return (f"Soul updated ({len(content)} characters); the previous soul is kept as version {kept} "
+                f"(`sentinel agent restore-soul {profile.name}` brings it back). It applies from your next model "
+                "call.")
 
     def update_user(self, args: dict[str, Any], ctx: ToolContext) -> str:
         content = args["content"].strip()

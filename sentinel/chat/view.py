@@ -88,7 +88,7 @@ class TerminalView(View):
             return
         if streamed:  # what was cleared (Muzzle's inspection) is not what streamed: the cleared text counts
             self.console.print("[dim](the answer as cleared)[/]")
-        if event.tool_calls:
+        if event.tool_calls or event.rejected:  # a reply sent back is no answer: its safeguard's line follows
             self.console.print(content, style="dim", markup=False, highlight=False)
         else:
             self.type_out(content)
@@ -103,7 +103,8 @@ class TerminalView(View):
         self.console.file.flush()
 
     def child(self, event: ev.Event) -> None:
-        if isinstance(event, (ev.ModelCallEnded, ev.Decision, ev.ToolCallEnd, ev.Paused, ev.Done, ev.Failed)):
+        if isinstance(event, (ev.ModelCallEnded, ev.Decision, ev.ToolCallEnd, ev.Paused, ev.Safeguard, ev.SelfEdited,
+                              ev.Done, ev.Failed)):
             text = describe(event)
             if text:
                 self._close()
@@ -128,7 +129,7 @@ class PlainView(View):
     """Scriptable output: the final answer of each model call on stdout, what went wrong on stderr."""
 
     def ended(self, event: ev.ModelCallEnded, streamed: str) -> None:
-        if not event.tool_calls:
+        if not event.tool_calls and not event.rejected:
             print(event.content.strip(), flush=True)
 
     def line(self, event: ev.Event) -> None:

@@ -125,6 +125,42 @@ def set_model(name: str = typer.Argument(...), model: str = typer.Argument(..., 
     print(f"{name}: model {model}")
 
 
+@app.command("soul-history")
+def soul_history(name: str = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
+    """List the agent's earlier souls (each edit_soul or restore keeps the soul it replaces), oldest first."""
+    import time
+
+    from sentinel.agents import profile as profiles, soulhistory
+
+    profile = profiles.load(name, check=False)
+    kept = soulhistory.versions(profile.name)
+    if as_json:
+        return print_json({"agent": profile.name, "current": _describe(name)["soul_source"],
+                           "versions": [v.public() for v in kept]})
+    if not kept:
+        print(f"{profile.name}: no earlier souls (its soul was never edited)")
+    for v in kept:
+        print(f"{v.n:>4}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(v.mtime))}  {v.chars:>6} chars  "
+              f"{v.first_line[:60]}")
+
+
+@app.command("restore-soul")
+def restore_soul(name: str = typer.Argument(...),
+                 version: Optional[int] = typer.Option(None, "--version", "-v", min=1,
+                                                       help="The version to bring back (default: the newest kept, "
+                                                            "the soul before the last change)."),
+                 as_json: bool = typer.Option(False, "--json")) -> None:
+    """Bring back an earlier soul; the soul it replaces is kept as a version too, so a restore can be undone."""
+    from sentinel.agents import profile as profiles, soulhistory
+
+    profile = profiles.load(name, check=False)
+    restored, kept = soulhistory.restore(profile, n=version)
+    if as_json:
+        return print_json({"agent": profile.name, "restored": restored, "kept": kept,
+                           "soul_file": str(profiles.soul_path(profile.name))})
+    print(f"{profile.name}: soul version {restored} restored; the soul it replaced is kept as version {kept}")
+
+
 @app.command("remove")
 def remove(name: str = typer.Argument(..., help="The agent (its Linux user name)."),
            user: bool = typer.Option(False, "--user", help="Also delete its Linux user, home and Leash policy."),

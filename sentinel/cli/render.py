@@ -33,10 +33,13 @@ class Progress:
         self.console = Console(stderr=True, highlight=False)
         self.enabled = self.console.is_terminal if enabled is None else enabled
         self.warnings: list[str] = []
+        self.safeguards: list[str] = []  # the kinds of safeguard that fired, in order, each once (`run --json`)
         self.depths = Depths()
 
     def __call__(self, event: ev.Event) -> None:
         depth = self.depths.of(event)
+        if isinstance(event, ev.Safeguard) and depth == 0 and event.kind not in self.safeguards:
+            self.safeguards.append(event.kind)
         if isinstance(event, ev.Warned):
             self.warnings.append(event.message)
             if not self.enabled:  # a skipped safety rule is said even when the progress is quiet
@@ -70,7 +73,8 @@ def describe(e: ev.Event) -> str | None:
     if isinstance(e, ev.Resumed):
         return f"[bold]↻ resumed[/] [dim]run {e.run_id}[/]"
     if isinstance(e, ev.ModelCallEnded):
-        what = f"{len(e.tool_calls)} tool call(s)" if e.tool_calls else "final answer"
+        what = (f"{len(e.tool_calls)} tool call(s)" if e.tool_calls else
+                f"[yellow]not an answer ({e.rejected})[/]" if e.rejected else "final answer")
         return f"[cyan]● model[/] {e.model} [dim]{e.latency_ms:.0f} ms[/] → {what}"
     if isinstance(e, ev.Decision):
         color = {"auto": "green", "needs_approval": "yellow", "deny": "red"}.get(e.outcome, "white")
@@ -92,6 +96,11 @@ def describe(e: ev.Event) -> str | None:
         return f"[dim]⇊ compacted {e.summarized} messages ({e.chars_before} → {e.chars_after} chars)[/]"
     if isinstance(e, ev.Warned):
         return f"[yellow]! warning[/]: {_esc(e.message)}"
+    if isinstance(e, ev.Safeguard):
+        color = "red" if e.action in ("stopped", "refused") else "yellow"
+        return f"[{color}]⚑ safeguard {e.kind}[/] → {e.action}: [dim]{_esc(_short(e.detail, 110))}[/]"
+    if isinstance(e, ev.SelfEdited):
+        return f"[magenta]✎ {e.tool}[/] {_esc(self_edit_line(e))}"
     if isinstance(e, ev.Done):
         return "[green]■ done[/]"
     if isinstance(e, ev.Idle):
@@ -99,6 +108,15 @@ def describe(e: ev.Event) -> str | None:
     if isinstance(e, ev.Failed):
         return f"[red]✗ {e.status}[/]: {_esc(e.error or '')}"
     return None
+
+
+def self_edit_line(e: ev.SelfEdited) -> str:
+    """What an edit of the agent's own self-state changed, and for the soul how to undo it."""
+    if e.tool == "edit_soul":
+        version = f" --version {e.version}" if e.version else ""
+        undo = f"; undo: sentinel agent restore-soul {e.agent or '<agent>'}{version}"
+        return f"soul rewritten ({e.chars} chars){undo} — \"{_short(e.excerpt, 80)}\""
+    return f"{e.file}: appended {e.chars} chars — \"{_short(e.excerpt, 80)}\""
 
 
 def _esc(text: str) -> str:

@@ -14,7 +14,8 @@ from typing import Any, Optional
 
 import typer
 
-from sentinel.cli.render import STATUS_EXIT, Progress, code_listing, plain, print_json
+from sentinel.cli.render import STATUS_EXIT, Progress, code_listing, plain, print_json, self_edit_line
+from sentinel.engine.events import SelfEdited
 from sentinel.engine.api import Engine, Outcome
 
 
@@ -31,7 +32,8 @@ def _finish(outcome: Outcome, as_json: bool, progress: Progress | None = None) -
         print_json({"id": outcome.id, "status": outcome.status, "output": outcome.output,
                     **({"error": outcome.error} if outcome.error else {}),
                     **({"approval_id": outcome.approval_id} if outcome.approval_id else {}),
-                    **({"warnings": warnings} if warnings else {})})
+                    **({"warnings": warnings} if warnings else {}),
+                    **({"safeguards": progress.safeguards} if progress and progress.safeguards else {})})
     elif outcome.status == "done" or (outcome.status == "idle" and not outcome.error):
         print(outcome.output or "")
     elif outcome.status == "waiting_approval":
@@ -114,6 +116,10 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
     for c in data.get("children") or []:
         console.print(f"  child {c['id']} {c['status']}  agent={c['agent']}  ({c['call_id']}): {c['task'][:60]}",
                       markup=False)
+    for g in data.get("safeguards") or []:
+        console.print(f"  safeguard {g['kind']} → {g['action']}: {g['detail']}", markup=False)
+    for e in data.get("self_edits") or []:
+        console.print(f"  {e['tool']}: {self_edit_line(SelfEdited(run_id=data['id'], seq=0, **e))}", markup=False)
     for a in data.get("pending_approvals", []):
         if a.get("code_sha256"):
             console.print(f"pending approval {a['id']} would run this code:", markup=False)

@@ -75,7 +75,8 @@ class TextDelta(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class ModelCallEnded(Event):
-    """The model answered: its text and the tool calls it asked for (none means the answer is final)."""
+    """The model answered: its text and the tool calls it asked for (none means the answer is final, unless
+    `rejected` names the safeguard that sent it back: a tool call written as text, an empty answer...)."""
 
     type: ClassVar[str] = "model_call_ended"
     model: str = ""
@@ -83,6 +84,7 @@ class ModelCallEnded(Event):
     content: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     recovered: bool = False
+    rejected: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,6 +174,32 @@ class Warned(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Safeguard(Event):
+    """A small-model safeguard fired (docs/agents.md): `kind` what it caught, `action` what the loop did
+    (recovered, retry, deduplicated, flagged, refused, stopped)."""
+
+    type: ClassVar[str] = "safeguard"
+    kind: str = ""
+    action: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SelfEdited(Event):
+    """The agent changed its own self-state (`edit_soul`, `update_user`): what it wrote, and for the soul the
+    version `sentinel agent restore-soul` brings back."""
+
+    type: ClassVar[str] = "self_edit"
+    agent: str = ""
+    call_id: str = ""
+    tool: str = ""
+    file: str = ""
+    chars: int = 0
+    version: int | None = None
+    excerpt: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Done(Event):
     type: ClassVar[str] = "done"
     output: str | None = None
@@ -198,7 +226,8 @@ class Failed(Event):
 
 KINDS: dict[str, type[Event]] = {cls.type: cls for cls in (
     RunStarted, Resumed, MessageAdded, ModelCallStarted, TextDelta, ModelCallEnded, Decision, ToolCallBegin,
-    ToolCallEnd, Paused, Resolved, ChildStarted, ChildFinished, Compaction, Warned, Done, Idle, Failed)}
+    ToolCallEnd, Paused, Resolved, ChildStarted, ChildFinished, Compaction, Warned, Safeguard, SelfEdited, Done, Idle,
+    Failed)}
 
 Listener = Callable[[Event], None]
 
@@ -256,7 +285,7 @@ class Translator:
         msg = r.get("message") or {}
         return [ModelCallEnded(**base, model=r.get("model") or "", latency_ms=r.get("latency_ms") or 0.0,
                                content=msg.get("content") or "", tool_calls=msg.get("tool_calls") or [],
-                               recovered=bool(r.get("recovered")))]
+                               recovered=bool(r.get("recovered")), rejected=str(r.get("rejected") or ""))]
 
     def _decision(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
         self.decisions[r["call_id"]] = {"tool": r.get("tool"), "arguments": r.get("arguments")}
@@ -302,6 +331,13 @@ class Translator:
 
     def _warning(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
         return [Warned(**base, message=r.get("message", ""))]
+
+    def _safeguard(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        return [Safeguard(**base, kind=r.get("kind", ""), action=r.get("action", ""), detail=r.get("detail", ""))]
+
+    def _self_edit(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+        return [SelfEdited(**base, agent=r.get("agent", ""), call_id=r.get("call_id", ""), tool=r.get("tool", ""), file=r.get("file", ""),
+                           chars=int(r.get("chars") or 0), version=r.get("version"), excerpt=r.get("excerpt", ""))]
 
     def _status(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
         if r.get("status") == "done":

@@ -50,6 +50,12 @@ class RunState:
     turn_s: float = 0.0                                      # message arrived: limits count from there
     skills: list[str] = field(default_factory=list)          # skills attached to the conversation
     compactions: int = 0                                     # times the middle of the conversation was summarized
+    request: str = ""                                        # the last user message: the task, or a chat message
+    corrections: int = 0                                     # replies sent back as no answer since `request`
+    changes: int = 0                                         # tool calls that changed something since `request`
+    rejected: bool = False                                   # the last assistant reply was not taken as an answer
+    safeguards: list[dict[str, Any]] = field(default_factory=list)   # kind, action, detail: each time one fired
+    self_edits: list[dict[str, Any]] = field(default_factory=list)   # edit_soul / update_user calls that wrote
     seq: int = 0
     offset: int = 0
 
@@ -84,6 +90,7 @@ class RunState:
         elif e["message"].get("role") == "user" and not e.get("note"):  # a harness note is not a new request
             self._close_session()  # the time a session waited for this message is not work
             self.turn_steps, self.turn_s = self.steps, self.active_s
+            self.request, self.corrections, self.changes = str(e["message"].get("content") or ""), 0, 0
 
     def _on_model(self, e: dict[str, Any]) -> None:
         self.model = e["model"]
@@ -104,6 +111,16 @@ class RunState:
     def _on_assistant(self, e: dict[str, Any]) -> None:
         self.messages.append(e["message"])
         self.steps += 1
+        self.rejected = bool(e.get("rejected"))
+
+    def _on_safeguard(self, e: dict[str, Any]) -> None:
+        self.safeguards.append({k: e.get(k) for k in ("kind", "action", "detail")})
+        if e.get("action") == "retry":
+            self.corrections += 1
+
+    def _on_self_edit(self, e: dict[str, Any]) -> None:
+        self.self_edits.append({k: e.get(k) for k in ("agent", "call_id", "tool", "file", "chars", "version",
+                                                           "excerpt")})
 
     def _on_decision(self, e: dict[str, Any]) -> None:
         self.decisions[e["call_id"]] = {k: e[k] for k in ("call_id", "tool", "arguments", "outcome", "reason", "layers",
@@ -114,6 +131,7 @@ class RunState:
 
     def _on_finished(self, e: dict[str, Any]) -> None:
         self.finished[e["call_id"]] = True
+        self.changes += bool(e.get("changed"))
         self.messages.append({"role": "tool", "tool_call_id": e["call_id"], "content": e["result"]})
 
     def _on_paused(self, e: dict[str, Any]) -> None:
@@ -138,7 +156,7 @@ class RunState:
     def answer(self) -> str | None:
         """The final answer the conversation ends with (an assistant message without tool calls), if it does."""
         last = self.messages[-1] if self.messages else {}
-        if last.get("role") == "assistant" and not last.get("tool_calls"):
+        if last.get("role") == "assistant" and not last.get("tool_calls") and not self.rejected:
             return last.get("content") or ""
         return None
 

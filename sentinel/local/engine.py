@@ -239,7 +239,8 @@ class LocalEngine(Closing):
                 "workspace": row["workspace"], "parent_id": row.get("parent_id"), "output": state.output,
                 "error": state.error or row.get("error"), "steps": state.steps, "created_at": row["created_at"],
                 "messages": state.messages, "decisions": decisions, "compactions": compactions, "history": full,
-                "children": self.store.children(run_id),
+                "children": self.store.children(run_id), "safeguards": state.safeguards,
+                "self_edits": state.self_edits,
                 "pending_approvals": [a.public() for a in self.store.pending_approvals(run_id)]}
 
     def runs(self, *, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:

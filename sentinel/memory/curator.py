@@ -1,6 +1,8 @@
 """The curator: durable learnings of a session, distilled into `memory/<scope>/MEMORY.md`.
 
     curate(scope_dir, ["Decision: ...", "Error → fix: ..."]) -> Curated(added, flagged)
+    conventions_request(messages) -> messages    the curator model's call: conventions and patterns of a session
+    conventions(reply) -> ["Convention: ...", "Pattern: ..."]
 
 MEMORY.md is one bullet a learning under a short header, newest last, under MAX_LINES (the oldest
 bullets go first). A learning already there (ignoring case, spacing and punctuation) is not added
@@ -14,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sentinel import paths
 from sentinel.memory.scan import scan
@@ -24,6 +27,17 @@ HEADER = ["# MEMORY", "", "Durable learnings from past sessions (curated; one bu
 # Session state belongs in session-live.md, never here.
 SESSION_STATE = re.compile(r"\bCP-\d+\b|\b\d+ of \d+ tasks\b|\b(in-progress|pending)\b|^\s*\|.*\|\s*$"
                            r"|\bsession-live\b|\bcheckpoint\b", re.IGNORECASE)
+
+
+CONVENTIONS_MAX = 5
+CONVENTION_CHARS = 200
+TRANSCRIPT_CHARS = 3000
+CURATOR_PROMPT = """You are the curator of an agent's memory. Read the session below and write the durable \
+conventions and patterns worth knowing in future tasks: how files are named and laid out, formats the \
+operator wants, commands and tools that worked, mistakes to avoid. Not the task itself, not one-off facts, \
+not progress or status. Write at most 5 lines, each starting with "- Convention: " or "- Pattern: ", each \
+under 160 characters. If nothing is durable, write exactly: - none"""
+_LABEL = re.compile(r"^(?:[-*•]|\d+[.)])\s*(?:\*\*)?(convention|pattern)s?(?:\*\*)?\s*:\s*(?:\*\*)?\s*", re.IGNORECASE)
 
 
 @dataclass
@@ -68,3 +82,45 @@ def curate(scope_dir: Path, learnings: list[str]) -> Curated:
         scope_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         paths.write_atomic(path, "\n".join([*HEADER, *(f"- {b}" for b in bullets)]) + "\n", 0o644)
     return out
+
+
+def transcript(messages: list[dict[str, Any]], limit: int = TRANSCRIPT_CHARS) -> str:
+    """The session as the curator model reads it: requests, tool calls and results, answers; each cut short,
+    the oldest dropped first past `limit` (the system prompt is left out: it is the agent, not the session)."""
+    lines = []
+    for msg in messages:
+        role, text = msg.get("role"), " ".join(str(msg.get("content") or "").split())
+        if role == "user":
+            lines.append(f"REQUEST: {text[:600]}")
+        elif role == "assistant":
+            for call in msg.get("tool_calls") or []:
+                lines.append(f"CALL {call['function']['name']} {str(call['function']['arguments'])[:300]}")
+            if text and not msg.get("tool_calls"):
+                lines.append(f"ANSWER: {text[:400]}")
+        elif role == "tool":
+            lines.append(f"RESULT: {text[:300]}")
+    out, size = [], 0
+    for line in reversed(lines):
+        size += len(line) + 1
+        if size > limit:
+            break
+        out.append(line)
+    return "\n".join(reversed(out))
+
+
+def conventions_request(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": CURATOR_PROMPT},
+            {"role": "user", "content": f"The session:\n\n{transcript(messages)}"}]
+
+
+def conventions(reply: str) -> list[str]:
+    """The labelled lines of the curator model's reply, as learnings; anything else in it is dropped."""
+    out = []
+    for line in reply.splitlines():
+        found = _LABEL.match(line.strip())
+        if not found:
+            continue
+        text = " ".join(line.strip()[found.end():].replace("**", "").split())
+        if text and text.lower().rstrip(".") != "none" and len(text) <= CONVENTION_CHARS:
+            out.append(f"{found.group(1).capitalize()}: {text}")
+    return out[:CONVENTIONS_MAX]

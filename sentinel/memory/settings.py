@@ -28,5 +28,8 @@ class ContextSettings(BaseModel):
     keep_recent_turns: int = Field(6, ge=1, description="Model turns (with their tool results) kept verbatim.")
     retry_after_turns: int = Field(3, ge=1, description="After a failed summary call, model turns to wait before "
                                                         "trying again.")
+    curator_model: str | None = Field(None, description="provider/model that distils conventions and patterns "
+                                                        "into MEMORY.md when a run ends; null: the run's own "
+                                                        "model; \"off\": only the deterministic curator.")
     curate_every_checkpoints: int = Field(3, ge=0, description="Run the curator every N checkpoints (0: only at "
                                                                "the end of a run).")

@@ -3,7 +3,8 @@
 Accepted shapes, bare or in a ```json fence, alone or in a list:
     {"tool": NAME, "arguments": {...}}      {"name": NAME, "arguments"|"parameters"|"args": {...}}
     {"function": {"name": NAME, "arguments": ...}}    {"tool_calls": [...]}
-Only names of registered tools count; anything else stays ordinary text.
+Only names of registered tools count; anything else stays ordinary text. `invented` names the tools a
+reply called in that shape that do not exist (`create_note`): such a reply is not a final answer either.
 """
 
 from __future__ import annotations
@@ -61,6 +62,28 @@ def _flatten(obj: Any) -> list[Any]:
     if isinstance(obj, list):
         return obj
     return [obj]
+
+
+def _call_shaped(item: Any) -> str | None:
+    """The tool name of a dict shaped like a call (a name and arguments, or a `function` object), else None."""
+    if not isinstance(item, dict):
+        return None
+    if not isinstance(item.get("function"), dict) and not any(
+            k in item for k in ("arguments", "parameters", "args", "input")):
+        return None
+    found = _as_call(item)
+    return found[0] if found else None
+
+
+def invented(text: str, known: set[str]) -> list[str]:
+    """Names of tools the text calls in a tool-call shape (bare or fenced JSON) that are not in `known`."""
+    names: list[str] = []
+    for candidate in _json_candidates(text):
+        for item in _flatten(candidate):
+            name = _call_shaped(item)
+            if name is not None and name not in known and name not in names:
+                names.append(name)
+    return names
 
 
 def recover(text: str, known: set[str], turn: int) -> list[ToolCall]:

@@ -144,6 +144,7 @@ def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
                   "steps": state.steps, "created_at": row["created_at"], "messages": [], "decisions": [],
                   "history": [], "compactions": compactions,
                   "parent_id": row.get("parent_id"), "children": store.children(row["id"]),
+                  "safeguards": state.safeguards, "self_edits": state.self_edits,
                   "pending_approvals": [a.public() for a in store.pending_approvals(row["id"])]})
 
 

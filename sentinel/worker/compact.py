@@ -15,7 +15,11 @@ The scribe is deterministic: `runs/<id>/session-live.md` is rendered from the jo
 (sentinel/memory/session.py) and written when its text changes; a `checkpoint` record is journaled
 when plan tasks were completed, before a compaction and when the run stops with changes unrecorded.
 The curator (every `context.curate_every_checkpoints` checkpoints and at the end) adds the session's
-decisions and error -> fix pairs to the scope's MEMORY.md (sentinel/memory/curator.py).
+decisions and error -> fix pairs to the scope's MEMORY.md (sentinel/memory/curator.py). When a run (or a
+chat turn) ends after at least CURATE_MIN_CALLS tool calls, it also asks the curator model
+(`context.curator_model`, default the run's model) for the session's conventions and patterns; each passes
+the injection scanner like any learning. The run's outcome is journaled before any of this, and a curator
+call that fails only costs a warning: the deterministic learnings are kept all the same.
 """
 
 from __future__ import annotations
@@ -36,15 +40,17 @@ from sentinel.models import ModelClient, ModelError
 
 ENDED = ("done", "failed", "idle", "cancelled")
 TIDY_KEEP = 2  # checkpoints the curator's tidy-up keeps
+CURATE_MIN_CALLS = 2  # tool calls in the ended turn before the curator model is asked for conventions
 
 Audit = Callable[[str, dict[str, Any]], None]
 
 
 class Keeper:
     def __init__(self, settings: ContextSettings, model: ModelClient, threshold: int, scope_dir: Path,
-                 audit: Audit | None = None):
+                 audit: Audit | None = None, curator_model: ModelClient | None = None):
         self.settings = settings
         self.model = model
+        self.curator_model = curator_model  # None: the deterministic curator only
         self.threshold = threshold
         self.scope_dir = scope_dir
         self.audit = audit or (lambda kind, record: None)
@@ -72,7 +78,7 @@ class Keeper:
             if self.log.changes:
                 self.checkpoint(run, f"run {run.state.status}")
             if run.state.status in ENDED:
-                self.curate(run)
+                self.curate(run, self.conventions(run))
                 self.scribe(run, keep_checkpoints=TIDY_KEEP)
             else:
                 self.scribe(run)
@@ -116,11 +122,25 @@ class Keeper:
 
     # -- the curator --------------------------------------------------------------------------------
 
-    def curate(self, run: Run) -> None:
-        curated = curator.curate(self.scope_dir, self.log.learnings())
+    def curate(self, run: Run, extra: list[str] = ()) -> None:  # type: ignore[assignment]
+        curated = curator.curate(self.scope_dir, [*self.log.learnings(), *extra])
         for learning, finding in curated.flagged:
             self.audit("memory_quarantined", {"scope": self.scope_dir.name, "note": curator.MEMORY_MD,
                                               "title": learning[:80], "finding": finding})
+
+    def conventions(self, run: Run) -> list[str]:
+        """The curator model's conventions and patterns of the turn that ended; none when the turn made fewer
+        than CURATE_MIN_CALLS tool calls or the call fails (a warning says so)."""
+        messages = _turn(run.state.messages, run.state.request)
+        if self.curator_model is None or sum(m.get("role") == "tool" for m in messages) < CURATE_MIN_CALLS:
+            return []
+        try:
+            reply = self.curator_model.complete(curator.conventions_request(messages), []).content
+        except ModelError as exc:
+            run.record({"type": "warning", "message": f"curator: the model call failed ({exc}); kept the "
+                        "deterministic learnings only"})
+            return []
+        return curator.conventions(reply)
 
     # -- the resumption protocol --------------------------------------------------------------------
 
@@ -180,3 +200,11 @@ def _free(folder: Path, stem: str) -> Path:
         if not path.exists():
             return path
     raise SentinelError(f"{folder}: too many archived session files named {stem}")
+
+
+def _turn(messages: list[dict[str, Any]], request: str) -> list[dict[str, Any]]:
+    """The messages from the last request on (the whole conversation when it is no longer there)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "user" and messages[i].get("content") == request:
+            return messages[i:]
+    return messages

@@ -29,11 +29,14 @@ and the next user message (`sentinel.worker.turn`) starts another turn.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from sentinel.agents.selfstate import SOUL_REFUSED
 from sentinel.engine import events
 from sentinel.engine.run import Run
 from sentinel.engine.store import Store, call_digest
@@ -42,6 +45,7 @@ from sentinel.models import ModelClient, ModelError, ModelUnavailable
 from sentinel.models.toolcalls import recover
 from sentinel.policy.decide import CallContext, Layer, decide
 from sentinel.tools import Pinned, Registry, Tool, ToolContext, ToolError, parse_arguments
+from sentinel.worker import answer
 from sentinel.worker.children import CHILD_TOOLS, ENDED, WAITING, Children, WaitingChild, result_text
 
 
@@ -58,6 +62,10 @@ class Finished(Exception):
 class Failed(Exception):
     def __init__(self, error: str):
         self.error = error
+
+
+class Corrected(Exception):
+    """The model's reply was sent back with a correction (see sentinel/worker/answer.py): ask it again."""
 
 
 class CodeChanged(Exception):
@@ -85,6 +93,13 @@ class Deps:
     children: Children | None = None  # child runs (delegate, spawn, run_workflow), when the engine offers them
 
 
+MAX_CORRECTIONS = 2  # replies sent back as no answer, a turn, before the run fails
+LOOP_REPEATS = 4     # the same tool calls this many turns in a row stop the run
+DUPLICATE = ("[sentinel note] This is the same call with the same arguments as the call just before it, so it was "
+             "not run again: the result above is that call's. Do something different: the next step, or your "
+             "final answer.")
+FILE_TOOLS = ("write_file", "edit_file")
+SELF_EDITS = {"edit_soul": "soul", "update_user": "user.md"}  # self-state tools whose edits the operator sees
 INTERRUPTED = ("Error: this call was interrupted before it finished (the process running it stopped) and was "
                "not re-run, because it may have had side effects. Check its effects before trying again.")
 
@@ -133,7 +148,10 @@ class AgentLoop:
         if (answer := self.state.answer()) is not None:
             raise Finished(answer)  # answered before the process stopped: never ask the model twice
         self.check_limits()
-        self.call_model()
+        try:
+            self.call_model()
+        except Corrected:
+            pass
 
     def _finish(self, status: str, *, output: str | None = None, error: str | None = None) -> None:
         self.run.record({"type": "status", "status": status, "output": output, "error": error})
@@ -164,15 +182,62 @@ class AgentLoop:
             raise Failed(str(exc)) from None
         calls, recovered = completion.tool_calls, False
         if not calls and completion.content:
-            known = self.deps.registry.names() if self.deps.granted is None else set(self.deps.granted)
-            calls = recover(completion.content, known, self.state.steps)
+            calls = recover(completion.content, self.known(), self.state.steps)
             recovered = bool(calls)
         completion.tool_calls = calls
-        self.run.record({"type": "assistant", "message": completion.to_message(), "model": completion.model,
-                         "latency_ms": round((time.monotonic() - began) * 1000, 1), "usage": completion.usage,
-                         "recovered": recovered})
+        problem = None if calls else answer.check(completion.content, self.turn())
+        record = {"type": "assistant", "message": completion.to_message(), "model": completion.model,
+                  "latency_ms": round((time.monotonic() - began) * 1000, 1), "usage": completion.usage,
+                  "recovered": recovered, **({"rejected": problem.kind} if problem else {})}
+        if recovered:
+            self.run.record(record, self.safeguard("recovered_tool_call", "recovered",
+                                                   f"a tool call written as text became a real call to "
+                                                   f"{', '.join(c.name for c in calls)}"))
+        elif problem is None:
+            self.run.record(record)
+        else:
+            self.send_back(record, problem)
         if not calls:
             raise Finished(completion.content)
+        self.break_loop()
+
+    def known(self) -> set[str]:
+        return self.deps.registry.names() if self.deps.granted is None else set(self.deps.granted)
+
+    def turn(self) -> answer.Turn:
+        request = "" if self.state.kind == "hook" else self.state.request  # a watcher's event asks for no file
+        return answer.Turn(self.known(), self.state.changes, request, self.deps.tool_ctx.workspace)
+
+    def send_back(self, record: dict[str, Any], problem: answer.Problem) -> None:
+        """A reply that is no answer: the model reads a correction and tries again, up to MAX_CORRECTIONS times
+        a turn; then the run fails with one line saying why."""
+        if self.state.corrections >= MAX_CORRECTIONS:
+            self.run.record(record, self.safeguard(problem.kind, "stopped", problem.detail))
+            raise Failed(f"{problem.failure} (safeguard {problem.kind}, after {MAX_CORRECTIONS} corrections)")
+        correction = {"type": "message", "message": {"role": "user", "content": problem.correction},
+                      "note": "safeguard"}
+        self.run.record(record, self.safeguard(problem.kind, "retry", problem.detail), correction)
+        raise Corrected()
+
+    @staticmethod
+    def safeguard(kind: str, action: str, detail: str) -> dict[str, Any]:
+        return {"type": "safeguard", "kind": kind, "action": action, "detail": detail}
+
+    def break_loop(self) -> None:
+        """Stop a run that repeats itself: the same tool calls LOOP_REPEATS turns in a row, or two sets of calls
+        taking turns three times each. The calls just asked for get a result saying they were not run."""
+        turns = [_signature(m) for m in self.state.messages if m.get("role") == "assistant"][-2 * LOOP_REPEATS:]
+        last = turns[-LOOP_REPEATS:]
+        if len(last) == LOOP_REPEATS and len(set(last)) == 1:
+            why = f"the same tool call(s) {LOOP_REPEATS} turns in a row: {_short(last[0])}"
+        elif len(turns) >= 6 and len(set(turns[-6:])) == 2 and turns[-6:] == turns[-2:] * 3:
+            why = f"the same two turns taking turns three times: {_short(turns[-1])} / {_short(turns[-2])}"
+        else:
+            return
+        results = [{"type": "finished", "call_id": c["id"], "result": "Not run: the run was stopped for repeating "
+                    "itself."} for c in self.state.open_calls()]
+        self.run.record(*results, self.safeguard("loop", "stopped", why))
+        raise Failed(f"stopped: the model repeated {why} (safeguard loop)")
 
     def refresh_prompt(self) -> None:
         """Self-state changed during the run (a skill attached, the soul rewritten): journal the new prompt."""
@@ -198,7 +263,12 @@ class AgentLoop:
             if self.hands_to_child(name):  # its child run carries on: found again, never started twice
                 return self.hand_to_child(call_id, name, self.deps.store.decision_for_call(self.state.id, call_id))
             return self._after_crash(call)
-        decision = self.deps.store.decision_for_call(self.state.id, call_id) or self.decide(call)
+        decision = self.deps.store.decision_for_call(self.state.id, call_id)
+        if decision is None and (earlier := self.duplicate_of(call)) is not None:
+            return self.run.record(self.safeguard("duplicate_call", "deduplicated", f"{name} with the same arguments "
+                                                  "as the call just before it: not run again"),
+                                   {"type": "finished", "call_id": call_id, "result": earlier, "duplicate": True})
+        decision = decision or self.decide(call)
         if decision["outcome"] == "deny":
             self._pins.pop(call_id, None)
             return self.result(call_id, f"Denied by policy: {decision['reason']}")
@@ -209,6 +279,20 @@ class AgentLoop:
         except CodeChanged as exc:
             return self.result(call_id, f"Error: {exc}")
         self.execute_call(call_id, name, decision, pinned)
+
+    def duplicate_of(self, call: dict[str, Any]) -> str | None:
+        """The result the call just before this one got, with a note, when it is the same call with the same
+        arguments (and that result was not an interruption, which asks to check and try again)."""
+        calls = [c for m in self.state.messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
+        index = next((i for i, c in enumerate(calls) if c["id"] == call["id"]), 0)
+        if index == 0 or _signature({"tool_calls": [calls[index - 1]]}) != _signature({"tool_calls": [call]}):
+            return None
+        earlier = next((m.get("content") for m in self.state.messages
+                        if m.get("role") == "tool" and m.get("tool_call_id") == calls[index - 1]["id"]), None)
+        if earlier is None or earlier.startswith(("Error: this call was interrupted", "Cancelled:")):
+            return None
+        earlier = earlier.split(f"\n\n{DUPLICATE}")[0]
+        return f"{earlier}\n\n{DUPLICATE}"
 
     def decide(self, call: dict[str, Any]) -> dict[str, Any]:
         call_id, name, raw = call["id"], call["function"]["name"], call["function"]["arguments"]
@@ -308,9 +392,34 @@ class AgentLoop:
         output = self.deps.registry.run(name, decision["arguments"], self.deps.tool_ctx, pinned)
         notes = [layer["note"] for layer in decision.get("layers", []) if layer.get("note")]
         notes += self.after_notes(call_id, name, decision["arguments"], output)
+        changed = not tool.read_only and not output.startswith("Error:")
+        records = self.verify(call_id, name, decision["arguments"], output, changed)
+        notes += [r["note"] for r in records if r.get("note")]
         if notes:
             output += "".join(f"\n\n[sentinel note] {n}" for n in notes)
-        self.result(call_id, output)
+        self.run.record({"type": "finished", "call_id": call_id, "result": output,
+                         **({"changed": True} if changed else {})}, *records)
+
+    def verify(self, call_id: str, name: str, args: dict[str, Any], output: str,
+               changed: bool) -> list[dict[str, Any]]:
+        """What the loop checks after a call: a written file exists; a self-state edit is recorded for the
+        operator to see (with the soul version that undoes it), a refused soul edit too."""
+        if name == "edit_soul" and output.startswith(f"Error: {SOUL_REFUSED}"):
+            return [self.safeguard("soul_edit_refused", "refused", _short(output[len("Error: "):], 160))]
+        if not changed:
+            return []
+        if name in FILE_TOOLS:
+            path = str(args.get("path") or "")
+            if path and not (self.deps.tool_ctx.workspace / path).exists():
+                note = f"{path} does not exist after this {name} call: check the path and write it again."
+                return [{**self.safeguard("write_unverified", "flagged", f"{name}: {path} missing after the "
+                                          "write"), "note": note}]
+        if name in SELF_EDITS:
+            content = str(args.get("content") or "")
+            return [{"type": "self_edit", "agent": self.state.agent, "call_id": call_id, "tool": name,
+                     "file": SELF_EDITS[name], "chars": len(content), "version": _version(output),
+                     "excerpt": _short(" ".join(content.split()), 160)}]
+        return []
 
     def context(self, call_id: str, name: str, args: dict[str, Any], code_sha256: str | None = None) -> CallContext:
         tool = self.deps.registry.get(name)
@@ -358,7 +467,7 @@ class AgentLoop:
             raise WaitingChild(child_id)
         self.run.record({"type": "child_finished", "child_id": child_id, "call_id": call_id,
                          "status": ended["status"], "output": ended.get("output")})
-        self.result(call_id, result_text(ended))
+        self.result(call_id, result_text(ended), **({"changed": True} if ended["status"] == "done" else {}))
 
     def _after_crash(self, call: dict[str, Any]) -> None:
         tool = self.deps.registry.get(call["function"]["name"])
@@ -369,3 +478,27 @@ class AgentLoop:
 
     def result(self, call_id: str, text: str, **extra: Any) -> None:
         self.run.record({"type": "finished", "call_id": call_id, "result": text, **extra})
+
+
+def _canonical(raw: Any) -> str:
+    """A call's arguments in one spelling, so the same arguments compare equal however they were written."""
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return str(raw)
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _signature(message: dict[str, Any]) -> str:
+    calls = message.get("tool_calls") or []
+    return "; ".join(f"{c['function']['name']} {_canonical(c['function']['arguments'])}" for c in calls) or "(text)"
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _version(output: str) -> int | None:
+    """The soul version an edit_soul result names ("... the previous version is kept as version 3")."""
+    found = re.search(r"\bversion (\d+)\b", output)
+    return int(found.group(1)) if found else None

@@ -34,6 +34,9 @@ from sentinel.worker.prompt import system_prompt
 from sentinel.worker.turn import skill_records
 
 
+CURATOR_OFF = "off"
+
+
 def layers_for(config: Config, home: Path, profile: profiles.AgentProfile, operator: bool = False) -> list[Any]:
     """Grants, the action policy, the rule gate. `operator`: `config` is the operator's (system mode) and the
     profile is the agent's own file, so the operator's policy is decided on its own as well: the profile's
@@ -74,9 +77,9 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
         layers = [Delegated(layer) if getattr(layer, "name", "") == "policy" else layer for layer in layers]
     gate = next((layer for layer in layers if getattr(layer, "name", "") == "gate"), None)
     judges = gate.judge_models() if gate is not None else []
-    summary = config.context.summary_model
-    model = model_for_run(state.model, config, run_id=state.id, agent=profile.name,
-                          also=judges + ([summary] if summary else []), endpoint=endpoint)
+    side = [m for m in (config.context.summary_model, config.context.curator_model) if m and m != CURATOR_OFF]
+    model = model_for_run(state.model, config, run_id=state.id, agent=profile.name, also=judges + side,
+                          endpoint=endpoint)
     if gate is not None and getattr(model, "via_muzzle", False):
         gate.route_through_muzzle(model.base_url, model.api_key)  # judge calls are model calls too
     granted = frozenset(profile.tools) if profile.tools is not None else None
@@ -107,18 +110,22 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
 
 def _keeper(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: Store,
             model: Any, endpoint: tuple[str, str] | None) -> Keeper:
-    """Compaction (by the run's model unless `context.summary_model` names another), scribe and curator."""
+    """Compaction (by the run's model unless `context.summary_model` names another), scribe and curator (its
+    model call by the run's model unless `context.curator_model` names another or is "off")."""
     from sentinel.muzzle import model_for_run
 
-    name = config.context.summary_model
-    summarizer = model if not name or name == state.model else model_for_run(
-        name, config, run_id=state.id, agent=profile.name, endpoint=endpoint)
+    def client(name: str | None) -> Any:
+        return model if not name or name == state.model else model_for_run(
+            name, config, run_id=state.id, agent=profile.name, endpoint=endpoint)
+
+    summarizer = client(config.context.summary_model)
+    curator = None if config.context.curator_model == CURATOR_OFF else client(config.context.curator_model)
     limit = compact.threshold(config.context.compact_at_chars, state.model, config.local.context_tokens)
 
     def audit(kind: str, record: dict[str, Any]) -> None:
         store.audit(kind, {"run_id": state.id, "agent": profile.name, **record})
 
-    return Keeper(config.context, summarizer, limit, memory_dir(home) / profile.scope, audit)
+    return Keeper(config.context, summarizer, limit, memory_dir(home) / profile.scope, audit, curator)
 
 
 def roster(home: Path, own: str) -> dict[str, str]:

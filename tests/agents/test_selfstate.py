@@ -76,16 +76,17 @@ def test_agents_sharing_a_scope_see_each_others_notes_and_a_third_does_not(run, 
     assert "Standup" not in system_prompt(server)
 
 
-def test_edit_soul_keeps_a_backup_and_the_next_run_has_the_new_soul(run, sentinel_home):
+def test_edit_soul_keeps_each_earlier_soul_and_the_next_run_has_the_new_soul(run, sentinel_home):
     from sentinel import paths
 
     starter = (paths.data_dir("souls") / "default.md").read_text()
     run([call("edit_soul", content="# Soul\n\nYou answer like a ship's navigator."), "Aye."], "be a navigator")
     soul = sentinel_home / "agents" / "sentinel.soul.md"
+    kept = sentinel_home / "agents" / "sentinel.soul.history"
     assert "ship's navigator" in soul.read_text()
-    assert (sentinel_home / "agents" / "sentinel.soul.md.bak").read_text() == starter
+    assert (kept / "1.md").read_text() == starter
     run([call("edit_soul", content="# Soul\n\nYou answer like a lighthouse keeper."), "Ok."], "again")
-    assert "navigator" in (sentinel_home / "agents" / "sentinel.soul.md.bak").read_text()
+    assert "navigator" in (kept / "2.md").read_text()
     server, _ = run(["Hello."], "who are you?")
     assert "lighthouse keeper" in system_prompt(server) and "navigator" not in system_prompt(server)
 

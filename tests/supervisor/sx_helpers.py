@@ -102,9 +102,10 @@ def operator_config(etc: Path, extra: dict) -> dict:
 
 
 def serve_model(etc: Path, server, extra: dict | None = None) -> None:
-    """The operator's config: the scripted model as provider `fake`, the default model, plain tools."""
+    """The operator's config: the scripted model as provider `fake`, the default model, plain tools, and no
+    curator model call at a run's end (the scripted server's requests are the run's own)."""
     operator_config(etc, {"providers": {"fake": {"base_url": server.base_url}}, "default_model": "fake/m",
-                                 "leash": {"tools": "plain"}, **(extra or {})})
+                          "leash": {"tools": "plain"}, "context": {"curator_model": "off"}, **(extra or {})})
 
 
 @pytest.fixture
@@ -142,7 +143,8 @@ def agent_config(user: str, server, extra: dict | None = None) -> None:
     serve_model(Path(os.environ["SENTINEL_ETC_DIR"]), server, extra)
     own_config(user, {"default_agent": user, "default_model": "fake/m",
                       "providers": {"fake": {"base_url": server.base_url}},
-                      "muzzle": {"enabled": False}, "leash": {"tools": "plain"}, **(extra or {})})
+                      "muzzle": {"enabled": False}, "leash": {"tools": "plain"}, "context": {"curator_model": "off"},
+                      **(extra or {})})
 
 
 def own_config(user: str, cfg: dict) -> None:

@@ -42,7 +42,8 @@ def long_script(summary: dict | None = None) -> list:
 
 
 CONFIG = {"limits": {"max_steps": 100},
-          "context": {"compact_at_chars": 12000, "keep_recent_turns": 4, "curate_every_checkpoints": 0}}
+          "context": {"compact_at_chars": 12000, "keep_recent_turns": 4, "curate_every_checkpoints": 0,
+                      "curator_model": "off"}}
 
 
 def _main_requests(server) -> list[dict]:

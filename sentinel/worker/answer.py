@@ -1,0 +1,128 @@
+"""Whether a model reply without tool calls is a final answer: the loop's safeguards for small models.
+
+    problem = check(text, Turn(known, changes, request, workspace))    # None: the reply is a final answer
+
+A reply is not a final answer when it is
+- `tool_call_as_text`: a tool call written as text (JSON, bare or fenced) that could not be recovered into a
+  real call: a tool that does not exist, or a call that is not valid JSON;
+- `empty_answer`: nothing at all;
+- `missing_output`: the request names a file to produce (`Create notes.md ...`, `... save it to out.txt`) and
+  that file is not in the workspace;
+- `unbacked_claim`: it says an action was done ("I created notes.md") while no tool call of this turn changed
+  anything.
+The loop feeds back the problem's `correction` and lets the model try again (a bounded number of times), then
+ends the run `failed` with the problem's `failure`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from sentinel.models.toolcalls import invented
+
+TOOL_AS_TEXT, EMPTY, MISSING_OUTPUT, UNBACKED = "tool_call_as_text", "empty_answer", "missing_output", "unbacked_claim"
+
+_CALL_TEXT = re.compile(r'\{\s*"(?:name|tool|tool_name)"\s*:\s*"([\w.-]+)"[^{}]*"(?:arguments|parameters|args)"')
+_FILE = r"[\w][\w./-]*\.[A-Za-z0-9]{1,8}\b"
+# "Create notes.md", "write a file called out.txt": the file right after a verb that makes one.
+_MAKE = re.compile(r"\b(?:create|write|save|generate|produce|make|output|export|touch)\b(?:\s+(?!and\b|then\b)"
+                   r"[\w'-]+){0,4}?\s+[`'\"]?(" + _FILE + ")", re.IGNORECASE)
+# "save its output to out.txt", "convert data.csv to data.json", "rename a.txt to b.txt".
+_INTO = re.compile(r"\b(?:to|into|as)\s+(?:a\s+(?:new\s+)?file\s+(?:called|named)\s+)?[`'\"]?(" + _FILE + ")",
+                   re.IGNORECASE)
+_INTO_VERBS = re.compile(r"\b(?:save|write|output|convert|rename|move|copy|export|redirect|store|dump|extract)",
+                         re.IGNORECASE)
+_CLAIM = re.compile(
+    r"(?:\bI(?:'ve| have)?\b(?P<gap>[^.\n]{0,30}?)|\b(?:has|have) been\s+|\bwas successfully\s+|^\s*)"
+    r"\b(?P<verb>created|wrote|written|saved|updated|edited|modified|deleted|removed|renamed|moved|appended|"
+    r"overwrote|overwritten)\b", re.IGNORECASE | re.MULTILINE)
+_NEGATION = re.compile(r"\b(?:not|never|cannot|unable)\b|n't\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What the checks know of the turn the reply ends: the tools that exist, how many calls of this turn
+    changed something, the request it answers (the task or the latest chat message) and the workspace."""
+
+    known: set[str]
+    changes: int
+    request: str
+    workspace: Path
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str
+    detail: str       # one line for the operator
+    correction: str   # what the model reads before it tries again
+    failure: str      # the run's error when the model keeps doing it
+
+
+def check(text: str, turn: Turn) -> Problem | None:
+    return _tool_as_text(text, turn) or _empty(text) or _missing_output(turn) or _unbacked(text, turn)
+
+
+def _tools(turn: Turn) -> str:
+    return ", ".join(sorted(turn.known))
+
+
+def _tool_as_text(text: str, turn: Turn) -> Problem | None:
+    names = invented(text, turn.known)
+    if names:
+        listed = ", ".join(names)
+        return Problem(TOOL_AS_TEXT, f"the reply calls {listed} as text, and no such tool exists",
+                       f"[sentinel] Your reply is a tool call written as text for {listed}, which does not exist, so "
+                       f"nothing was done. The tools that exist are: {_tools(turn)}. Make a real call to one of "
+                       "them (a file is created with write_file), or, if the task is complete, answer in plain words.",
+                       f"the model answered with a call to a tool that does not exist ({listed}) instead of an answer")
+    found = _CALL_TEXT.search(text)
+    if found:
+        return Problem(TOOL_AS_TEXT, f"the reply is a tool call ({found.group(1)}) that is not valid JSON",
+                       "[sentinel] Your reply looks like a tool call but is not valid JSON, so nothing was done. "
+                       f"Send exactly one JSON object, or a native tool call, with one of: {_tools(turn)}.",
+                       f"the model answered with a tool call ({found.group(1)}) that is not valid JSON")
+    return None
+
+
+def _empty(text: str) -> Problem | None:
+    if text.strip():
+        return None
+    return Problem(EMPTY, "the reply was empty",
+                   "[sentinel] Your reply was empty. If the task is complete, say in one or two sentences what you "
+                   "did or found; otherwise make the next tool call.",
+                   "the model gave an empty answer")
+
+
+def outputs(request: str) -> list[str]:
+    """Files the request asks to produce, in order."""
+    found = [m.group(1) for m in _MAKE.finditer(request)]
+    if _INTO_VERBS.search(request):
+        found += [m.group(1) for m in _INTO.finditer(request)]
+    return list(dict.fromkeys(f.rstrip(".") for f in found))
+
+
+def _missing_output(turn: Turn) -> Problem | None:
+    missing = [f for f in outputs(turn.request) if not (turn.workspace / f).exists()]
+    if not missing:
+        return None
+    listed = ", ".join(missing)
+    return Problem(MISSING_OUTPUT, f"the request asks for {listed}, which is not in the workspace",
+                   f"[sentinel] The task asks for {listed}, but it does not exist in the workspace yet. Create it "
+                   "with a tool call (write_file), then answer.",
+                   f"the task asks for {listed} and it does not exist in the workspace")
+
+
+def _unbacked(text: str, turn: Turn) -> Problem | None:
+    if turn.changes:
+        return None
+    for claim in _CLAIM.finditer(text):
+        if not _NEGATION.search(claim.group("gap") or ""):
+            said = " ".join(text[claim.start():claim.end() + 40].split())
+            return Problem(UNBACKED, f"the answer says {said!r} but no tool call changed anything",
+                           f"[sentinel] You said you {claim.group('verb')} something, but no tool call in this task "
+                           "changed anything, so it was not done. Make the tool call now (a file is created with "
+                           "write_file), then answer.",
+                           f"the answer claims an action ({claim.group('verb')}) that no tool call made")
+    return None

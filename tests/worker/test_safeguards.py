@@ -1,0 +1,113 @@
+"""A run ends `done` only on an answer it earned: tool calls written as text, empty answers, claims no call
+backs and missing output files are sent back, then fail the run; repeated calls are not run twice and a run
+that repeats itself is stopped. `run --json` names each safeguard that fired."""
+
+from __future__ import annotations
+
+import json
+
+FAKE_CALL = '{"name": "create_note", "arguments": {"title": "Linux", "content": "- kernel\\n- shell\\n- files"}}'
+TASK = "Create notes.md with three bullet points about Linux"
+NOTES = {"name": "write_file", "arguments": {"path": "notes.md", "content": "- kernel\n- shell\n- files\n"}}
+
+
+def _events(cli, run_id):
+    return [json.loads(line) for line in cli("logs", run_id, "--json", check=0).stdout.splitlines()]
+
+
+def _tool_results(cli, run_id):
+    return [m["content"] for m in cli.json("show", run_id, "--json")["messages"] if m["role"] == "tool"]
+
+
+def test_an_invented_tool_call_as_plain_text_never_ends_the_run_done(scripted_server, configure, cli, sentinel_home):
+    server = scripted_server([FAKE_CALL])  # the last reply repeats: the model never does better
+    configure(server=server)
+    proc = cli("run", TASK, "--json", check=1)
+    out = json.loads(proc.stdout)
+    assert out["status"] == "failed" and "create_note" in out["error"] and "tool_call_as_text" in out["error"]
+    assert out["safeguards"] == ["tool_call_as_text"]
+    assert not (sentinel_home / "workspace" / "notes.md").exists()
+    assert len(server.requests) == 3  # the reply, then two corrections, then the run stops
+    correction = server.requests[1]["messages"][-1]
+    assert correction["role"] == "user" and "create_note" in correction["content"]
+    assert "write_file" in correction["content"]  # it names the tools that exist
+    kinds = [(e["type"], e.get("kind"), e.get("action")) for e in _events(cli, out["id"]) if e["type"] == "safeguard"]
+    assert kinds == [("safeguard", "tool_call_as_text", "retry")] * 2 + [("safeguard", "tool_call_as_text", "stopped")]
+
+
+def test_the_correction_lets_the_model_make_the_real_call(scripted_server, configure, cli, sentinel_home):
+    configure(server=scripted_server([f"```json\n{FAKE_CALL}\n```", {"tool_calls": [NOTES]}, "Created notes.md."]))
+    out = cli.json("run", TASK, "--json", check=0)
+    assert out["status"] == "done" and out["output"] == "Created notes.md."
+    assert out["safeguards"] == ["tool_call_as_text"]
+    assert (sentinel_home / "workspace" / "notes.md").read_text().count("- ") == 3
+    ended = [e for e in _events(cli, out["id"]) if e["type"] == "model_call_ended"]
+    assert ended[0]["rejected"] == "tool_call_as_text" and ended[-1]["rejected"] == ""
+    assert "not an answer (tool_call_as_text)" in cli("logs", out["id"], check=0).stdout
+
+
+def test_an_empty_answer_is_not_done(scripted_server, configure, cli):
+    configure(server=scripted_server([""]))
+    out = cli.json("run", "What is the capital of France?", "--json", check=1)
+    assert out["status"] == "failed" and "empty answer" in out["error"] and out["safeguards"] == ["empty_answer"]
+
+
+def test_an_empty_answer_gets_a_second_chance(scripted_server, configure, cli):
+    configure(server=scripted_server(["", "Paris."]))
+    out = cli.json("run", "What is the capital of France?", "--json", check=0)
+    assert out["output"] == "Paris." and out["safeguards"] == ["empty_answer"]
+
+
+def test_an_answer_claiming_a_change_no_call_made_fails(scripted_server, configure, cli):
+    configure(server=scripted_server(["I updated the shopping list with milk and eggs."]))
+    out = cli.json("run", "Add milk and eggs to my shopping list", "--json", check=1)
+    assert out["status"] == "failed" and "no tool call made" in out["error"]
+    assert out["safeguards"] == ["unbacked_claim"]
+
+
+def test_a_plain_answer_to_a_question_is_still_done(scripted_server, configure, cli):
+    configure(server=scripted_server([{"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
+                                      "The workspace is empty."]))
+    out = cli.json("run", "What is in the workspace?", "--json", check=0)
+    assert out["output"] == "The workspace is empty." and "safeguards" not in out
+
+
+def test_a_task_whose_output_file_is_missing_is_flagged_and_fails(scripted_server, configure, cli, sentinel_home):
+    wrong = {"name": "write_file", "arguments": {"path": "output.txt", "content": "hello"}}
+    configure(server=scripted_server([{"tool_calls": [wrong]}, "Saved the output."]))
+    out = cli.json("run", "Run hello.py and save its output to out.txt", "--json", check=1)
+    assert out["status"] == "failed" and "out.txt" in out["error"] and out["safeguards"] == ["missing_output"]
+    assert (sentinel_home / "workspace" / "output.txt").exists()
+    shown = cli.json("show", out["id"], "--json")
+    assert [g["kind"] for g in shown["safeguards"]] == ["missing_output"] * 3
+
+
+def test_the_same_call_twice_in_a_row_runs_once(scripted_server, configure, cli, sentinel_home):
+    write = {"name": "write_file", "arguments": {"path": "a.txt", "content": "1"}}
+    configure(server=scripted_server([{"tool_calls": [write]}, {"tool_calls": [write]}, "Wrote a.txt."]))
+    out = cli.json("run", "write 1 into a.txt", "--json", check=0)
+    assert out["status"] == "done" and out["safeguards"] == ["duplicate_call"]
+    events = _events(cli, out["id"])
+    assert sum(e["type"] == "tool_call_begin" for e in events) == 1  # executed once
+    assert len(cli.json("show", out["id"], "--json")["decisions"]) == 1
+    first, second = _tool_results(cli, out["id"])
+    assert second.startswith(first) and "not run again" in second
+
+
+def test_a_run_repeating_itself_is_stopped(scripted_server, configure, cli):
+    server = scripted_server([{"repeat": 20, "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}])
+    configure(server=server)
+    out = cli.json("run", "look around", "--json", check=1)
+    assert out["status"] == "failed" and "repeated the same tool call(s) 4 turns in a row" in out["error"]
+    assert out["safeguards"] == ["duplicate_call", "loop"] and len(server.requests) == 4
+    shown = cli.json("show", out["id"], "--json")
+    calls = [c["id"] for m in shown["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    assert sorted(calls) == sorted(m["tool_call_id"] for m in shown["messages"] if m["role"] == "tool")
+
+
+def test_two_calls_taking_turns_are_a_loop_too(scripted_server, configure, cli):
+    a = {"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}
+    b = {"tool_calls": [{"name": "read_file", "arguments": {"path": "x.txt"}}]}
+    configure(server=scripted_server([a, b, a, b, a, b, "never reached"]))
+    out = cli.json("run", "look around", "--json", check=1)
+    assert "taking turns" in out["error"] and "loop" in out["safeguards"]
