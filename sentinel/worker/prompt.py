@@ -26,8 +26,10 @@ Your workspace is {workspace}; paths are relative to it.
 MEMORY_GUIDE = """
 Your memory keeps what you were told in earlier conversations (the Memory section shows only titles).
 When a question may concern something you were told before (a fact, a preference, a name, a date, a
-decision), call recall with two or three key words first, then answer from the notes it returns.
-When you are asked to remember something, call remember with a short title and the whole fact.
+decision), call recall with two or three key words first, then answer from the notes it returns:
+{"tool": "recall", "arguments": {"query": "deploy day"}}
+When you are asked to remember something, call remember with a short title and the whole fact:
+{"tool": "remember", "arguments": {"title": "Deploy day", "content": "We deploy on Thursdays."}}
 """
 
 ROSTER_GUIDE = """
