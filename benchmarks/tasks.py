@@ -255,4 +255,6 @@ TASKS: list[Task] = [
                     "What is our staging server called?"), staging, expects_tool="recall"),
     Task("delegate", ("Put a short greeting in hello.txt.",), greeting, agent="orchestrator",
          agents=(WRITER, ORCHESTRATOR), expects_tool="delegate"),
+    Task("ask-writer", ("Ask the writer to put a short greeting in hello.txt.",), greeting, agent="orchestrator",
+         agents=(WRITER, ORCHESTRATOR), expects_tool="delegate"),  # the README's example
 ]
