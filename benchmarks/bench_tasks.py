@@ -214,9 +214,10 @@ class PeerColumn:
                 subprocess.run(argv, env=env, cwd=ws, capture_output=True, text=True, timeout=self.wall_s,
                                stdin=subprocess.DEVNULL)
             except subprocess.TimeoutExpired:
-                status = "TimeExceeded"
                 self.close()  # the server would go on generating the abandoned reply: the next task waits for it
                 self.start()
+                commands += _trajectory(traj)[2]
+                status = "TimeExceeded"
                 break
             status, answer, ran = _trajectory(traj)
             commands += ran
