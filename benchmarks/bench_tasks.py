@@ -70,6 +70,11 @@ class Outcome:
 
 
 def seed(task: Task, ws: Path) -> None:
+    """Empty the workspace and lay out the task's files. Every task of a column uses the same workspace path, as
+    a user's runs in one project do: the model server keeps the prompt prefix it evaluated last (for Sentinel the
+    system prompt names the workspace, before the tool schemas), and a path that changed each task would make
+    Sentinel evaluate its whole prompt again each time, which no user in one project pays."""
+    shutil.rmtree(ws, ignore_errors=True)
     ws.mkdir(parents=True)
     for name, text in task.files.items():
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
@@ -102,7 +107,7 @@ class SentinelColumn:
         return self.home
 
     def run(self, task: Task, root: Path) -> Outcome:
-        home, ws = self.fresh_home(), root / "ws"
+        home, ws = self.fresh_home(), self.home.parent / "sentinel-ws"
         env = {**os.environ, "SENTINEL_HOME": str(home), "SENTINEL_MODE": "local"}
         seed(task, ws)
         for argv in task.agents:
@@ -130,6 +135,7 @@ class SentinelColumn:
         tools = self.tools(ids, env, ws)
         if (home / "runs").is_dir():  # the journals, for --keep
             shutil.copytree(home / "runs", root / "runs")
+        shutil.copytree(ws, root / "ws")
         return Outcome(task.name, why is None, status, seconds, approvals, why or "", tools, answer)
 
     def tools(self, run_ids: list[str], env: dict[str, str], ws: Path) -> list[str]:
@@ -188,8 +194,9 @@ class PeerColumn:
                 self.server.wait()
 
     def run(self, task: Task, root: Path) -> Outcome:
-        ws = root / "ws"
+        ws = self.root / "peer-ws"
         seed(task, ws)
+        root.mkdir(parents=True)
         env = {**os.environ, "MSWEA_CONFIGURED": "true", "MSWEA_SILENT_STARTUP": "1",
                "MSWEA_COST_TRACKING": "ignore_errors", "MSWEA_GLOBAL_CONFIG_DIR": str(root / "mini"),
                "OPENAI_API_KEY": "none"}
@@ -207,14 +214,16 @@ class PeerColumn:
                 subprocess.run(argv, env=env, cwd=ws, capture_output=True, text=True, timeout=self.wall_s,
                                stdin=subprocess.DEVNULL)
             except subprocess.TimeoutExpired:
-                status = "TimeExceeded"
                 self.close()  # the server would go on generating the abandoned reply: the next task waits for it
                 self.start()
+                commands += _trajectory(traj)[2]
+                status = "TimeExceeded"
                 break
             status, answer, ran = _trajectory(traj)
             commands += ran
         seconds = time.monotonic() - began
         why = task.check(ws, answer)
+        shutil.copytree(ws, root / "ws")  # for --keep
         return Outcome(task.name, why is None, status, seconds, commands, why or "", ["bash"] * commands, answer)
 
 

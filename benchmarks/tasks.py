@@ -168,8 +168,9 @@ def version(ws: Path, answer: str) -> str | None:
     return None if "2.7.1" in answer else f"the answer does not say 2.7.1: {answer.strip()[:60]!r}"
 
 
-def deploy_day(ws: Path, answer: str) -> str | None:
-    return None if "thursday" in answer.lower() else f"the answer does not say Thursday: {answer.strip()[:60]!r}"
+def staging(ws: Path, answer: str) -> str | None:
+    # a made-up name: a fact the machine cannot tell (a weekday once passed by `date +%A` on the right day)
+    return None if "heron-7" in answer.lower() else f"the answer does not say heron-7: {answer.strip()[:60]!r}"
 
 
 @checked
@@ -250,8 +251,10 @@ TASKS: list[Task] = [
     Task("script", ("Write a Python script hello.py that prints Hello, World!",), hello_script),
     Task("sort", ("Sort the lines of names.txt alphabetically and write the result to sorted.txt.",), sorted_names,
          {"names.txt": NAMES}),
-    Task("recall", ("Remember this for later: we deploy on Thursdays.", "Which day of the week do we deploy?"),
-         deploy_day, expects_tool="recall"),
+    Task("recall", ("Remember this for later: our staging server is called heron-7.",
+                    "What is our staging server called?"), staging, expects_tool="recall"),
     Task("delegate", ("Put a short greeting in hello.txt.",), greeting, agent="orchestrator",
          agents=(WRITER, ORCHESTRATOR), expects_tool="delegate"),
+    Task("ask-writer", ("Ask the writer to put a short greeting in hello.txt.",), greeting, agent="orchestrator",
+         agents=(WRITER, ORCHESTRATOR), expects_tool="delegate"),  # the README's example
 ]

@@ -144,7 +144,8 @@ def describe(e: ev.Event) -> str | None:
 def self_edit_line(e: ev.SelfEdited) -> str:
     """What an edit of the agent's own self-state changed, and for the soul how to undo it."""
     if e.tool == "edit_soul":
-        undo = f"; undo: sentinel agent restore-soul {e.agent or '<agent>'}{f' --version {e.version}' if e.version else ''}"
+        version = f" --version {e.version}" if e.version else ""
+        undo = f"; undo: sentinel agent restore-soul {e.agent or '<agent>'}{version}"
         return f"soul rewritten ({e.chars} chars){undo} — \"{short(e.excerpt, 80)}\""
     return f"{e.file}: appended {e.chars} chars — \"{short(e.excerpt, 80)}\""
 

@@ -414,9 +414,9 @@ class AgentLoop:
                                           "write"), "note": note}]
         if name in SELF_EDITS:
             content = str(args.get("content") or "")
-            version = _version(output)
-            return [{"type": "self_edit", "agent": self.state.agent, "call_id": call_id, "tool": name, "file": SELF_EDITS[name],
-                     "chars": len(content), "version": version, "excerpt": _short(" ".join(content.split()), 160)}]
+            return [{"type": "self_edit", "agent": self.state.agent, "call_id": call_id, "tool": name,
+                     "file": SELF_EDITS[name], "chars": len(content), "version": _version(output),
+                     "excerpt": _short(" ".join(content.split()), 160)}]
         return []
 
     def context(self, call_id: str, name: str, args: dict[str, Any], code_sha256: str | None = None) -> CallContext:

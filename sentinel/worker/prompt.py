@@ -26,15 +26,18 @@ Your workspace is {workspace}; paths are relative to it.
 MEMORY_GUIDE = """
 Your memory keeps what you were told in earlier conversations (the Memory section shows only titles).
 When a question may concern something you were told before (a fact, a preference, a name, a date, a
-decision), call recall with two or three key words first, then answer from the notes it returns.
-When you are asked to remember something, call remember with a short title and the whole fact.
+decision), call recall with two or three key words first, then answer from the notes it returns:
+{"tool": "recall", "arguments": {"query": "deploy day"}}
+When you are asked to remember something, call remember with a short title and the whole fact:
+{"tool": "remember", "arguments": {"title": "Deploy day", "content": "We deploy on Thursdays."}}
 """
 
 ROSTER_GUIDE = """
 These agents work for you (delegate hands one a task; it does the work and returns its answer):
 {roster}
-When the task is the kind of work one of them is for, delegate it to that agent with the whole task
-instead of doing it yourself.
+Hand every task that fits one of them to that agent with delegate, even when you could do it
+yourself; do yourself only what none of them is for. For example:
+{{"tool": "delegate", "arguments": {{"agent": "{first}", "task": "<the whole task, with every detail>"}}}}
 """
 
 
@@ -55,7 +58,7 @@ def guides(names: set[str], roster: dict[str, str]) -> str:
     text = MEMORY_GUIDE if "recall" in names else ""
     if "delegate" in names and roster:
         lines = "\n".join(f"- {agent}: {about or '(no description)'}" for agent, about in roster.items())
-        text += ROSTER_GUIDE.format(roster=lines)
+        text += ROSTER_GUIDE.format(roster=lines, first=next(iter(roster)))
     return text
 
 

@@ -18,7 +18,8 @@ def test_an_orchestrator_sees_its_roster_with_descriptions_and_when_to_delegate(
     prompt = _prompt(head)
     assert "- writer: Writes files\n" in prompt and "- reviewer: (no description)\n" in prompt
     assert "- orchestrator" not in prompt and "broken" not in prompt  # not itself; not a profile it cannot use
-    assert "delegate it to that agent" in prompt
+    assert "Hand every task that fits one of them to that agent with delegate" in prompt
+    assert '{"tool": "delegate", "arguments": {"agent": "reviewer"' in prompt  # an example naming one of them
     assert "call recall" not in prompt  # the orchestrator is not granted recall
 
 
