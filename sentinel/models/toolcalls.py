@@ -2,7 +2,8 @@
 
 Accepted shapes, bare or in a ```json fence, alone or in a list:
     {"tool": NAME, "arguments": {...}}      {"name": NAME, "arguments"|"parameters"|"args": {...}}
-    {"function": {"name": NAME, "arguments": ...}}    {"tool_calls": [...]}
+    {"function": {"name": NAME, "arguments": ...}}    {"function": NAME, "arguments": {...}}
+    {"tool_calls": [...]}
 Only names of registered tools count; anything else stays ordinary text. `invented` names the tools a
 reply called in that shape that do not exist (`create_note`): such a reply is not a final answer either.
 """
@@ -47,7 +48,7 @@ def _as_call(obj: Any) -> tuple[str, Any] | None:
         return None
     if isinstance(obj.get("function"), dict):
         obj = obj["function"]
-    name = obj.get("tool") or obj.get("name") or obj.get("tool_name")
+    name = obj.get("tool") or obj.get("name") or obj.get("tool_name") or obj.get("function")
     if not isinstance(name, str):
         return None
     for key in ("arguments", "parameters", "args", "input"):
@@ -68,7 +69,7 @@ def _call_shaped(item: Any) -> str | None:
     """The tool name of a dict shaped like a call (a name and arguments, or a `function` object), else None."""
     if not isinstance(item, dict):
         return None
-    if not isinstance(item.get("function"), dict) and not any(
+    if not isinstance(item.get("function"), (dict, str)) and not any(
             k in item for k in ("arguments", "parameters", "args", "input")):
         return None
     found = _as_call(item)

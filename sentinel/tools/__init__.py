@@ -95,6 +95,8 @@ def _coerce(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
                 out[key] = int(value) if want == "integer" else float(value)
             except ValueError:
                 pass
+        elif want == "string" and isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            out[key] = "\n".join(value)  # a small model's lines as a list: the text they spell
     return out
 
 

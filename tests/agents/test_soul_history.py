@@ -115,3 +115,17 @@ def test_the_chat_shows_a_self_edit_line():
     assert "✎ edit_soul soul rewritten (90 chars); undo: sentinel agent restore-soul sentinel --version 3" in text
     assert "safeguard soul_edit_refused → refused" in text
     assert json.loads(json.dumps(ev.SelfEdited(run_id="r", seq=1).to_dict()))["type"] == "self_edit"
+
+
+def test_the_web_console_shows_self_edits_safeguards_and_replies_sent_back():
+    from sentinel.engine import events as ev
+    from sentinel.web.render import Templates
+
+    t = Templates()
+    edit = t.event("", ev.SelfEdited(run_id="r-1", seq=2, agent="naomi", tool="edit_soul", file="soul", chars=90,
+                                     version=3, excerpt="# Soul You are a navigator"))
+    assert "restore-soul naomi --version 3" in edit and "You are a navigator" in edit
+    guard = t.event("", ev.Safeguard(run_id="r-1", seq=3, kind="empty_answer", action="retry", detail="empty"))
+    assert "empty_answer" in guard and "retry" in guard
+    sent_back = t.event("", ev.ModelCallEnded(run_id="r-1", seq=4, content="{}", rejected="tool_call_as_text"))
+    assert "not an answer (tool_call_as_text)" in sent_back

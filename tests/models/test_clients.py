@@ -61,6 +61,7 @@ def test_scripted_model_replays_by_turn(tmp_path):
     ('{"tool": "read_file", "arguments": {"path": "a"}}', [("read_file", {"path": "a"})]),
     ('Sure:\n```json\n{"name": "list_dir", "parameters": {"path": "."}}\n```', [("list_dir", {"path": "."})]),
     ('[{"function": {"name": "bash", "arguments": "{\\"command\\": \\"ls\\"}"}}]', [("bash", {"command": "ls"})]),
+    ('```json\n{"function": "read_file", "arguments": {"path": "a"}}\n```', [("read_file", {"path": "a"})]),
     ('{"tool": "launch_missiles", "arguments": {}}', []),
     ("The answer is {not json}.", []),
 ])

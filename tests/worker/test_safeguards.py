@@ -111,3 +111,24 @@ def test_two_calls_taking_turns_are_a_loop_too(scripted_server, configure, cli):
     configure(server=scripted_server([a, b, a, b, a, b, "never reached"]))
     out = cli.json("run", "look around", "--json", check=1)
     assert "taking turns" in out["error"] and "loop" in out["safeguards"]
+
+
+def test_file_content_sent_as_a_list_of_lines_is_written_as_those_lines(scripted_server, configure, cli,
+                                                                        sentinel_home):
+    lines = {"name": "write_file", "arguments": {"path": "notes.md", "content": ["- kernel", "- shell", "- files"]}}
+    configure(server=scripted_server([{"tool_calls": [lines]}, "Created notes.md."]))
+    out = cli.json("run", TASK, "--json", check=0)
+    assert out["status"] == "done" and "safeguards" not in out
+    assert (sentinel_home / "workspace" / "notes.md").read_text() == "- kernel\n- shell\n- files"
+
+
+def test_the_default_models_own_shape_is_recovered_and_its_invented_tool_sent_back(scripted_server, configure, cli,
+                                                                                   sentinel_home):
+    """What local/qwen2.5-coder-1.5b wrote for this task: `function` naming the tool, content as a list of lines."""
+    invented = '```json\n{"function": "create_note", "arguments": {"title": "Linux", "content": ["- a"]}}\n```'
+    real = ('```json\n{"function": "write_file", "arguments": {"path": "notes.md", '
+            '"content": ["- a", "- b", "- c"]}}\n```')
+    configure(server=scripted_server([invented, real, "Created notes.md."]))
+    out = cli.json("run", TASK, "--json", check=0)
+    assert out["safeguards"] == ["tool_call_as_text", "recovered_tool_call"]
+    assert (sentinel_home / "workspace" / "notes.md").read_text() == "- a\n- b\n- c"
