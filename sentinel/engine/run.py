@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from sentinel.engine.state import JOURNAL, RunState
 from sentinel.errors import Busy
 
 LOCK = "lock"
+LEASE_TRIES = 5       # a lease attempt that meets a probe's shared lock tries again before saying Busy
+LEASE_RETRY_S = 0.002
 # A snapshot costs O(size of the run), so it is taken after a number of events that grows
 # with the run: the cost per event stays flat and a resume replays at most a quarter of it.
 SNAPSHOT_MIN_EVENTS = 50
@@ -41,12 +44,17 @@ class Run:
     @staticmethod
     def lease(run_dir: Path) -> int:
         fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise Busy(f"run {run_dir.name} is being executed by another process (pid {holder})") from None
+        for attempt in range(LEASE_TRIES):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if attempt + 1 < LEASE_TRIES:  # `is_leased` holds a shared lock for microseconds: try again
+                    time.sleep(LEASE_RETRY_S)
+                    continue
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                os.close(fd)
+                raise Busy(f"run {run_dir.name} is being executed by another process (pid {holder})") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         return fd

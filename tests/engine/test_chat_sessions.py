@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from sentinel.engine import events as ev
@@ -122,6 +124,7 @@ def test_idle_is_an_event_every_renderer_sees(engine):
 
 def test_approving_a_run_someone_else_took_up_follows_it_instead_of_failing(engine, sentinel_home):
     import threading
+    import time
     from pathlib import Path
 
     from sentinel.engine.run import Run
@@ -137,7 +140,7 @@ def test_approving_a_run_someone_else_took_up_follows_it_instead_of_failing(engi
     def resume_second(run_id, on_event=None):
         taker.start()
         while not Run.is_leased(run_dir):
-            pass
+            time.sleep(0.001)
         return real_resume(run_id, on_event=on_event)
 
     eng.resume = resume_second
@@ -148,3 +151,28 @@ def test_approving_a_run_someone_else_took_up_follows_it_instead_of_failing(engi
     assert (outcome.status, outcome.output) == ("idle", "ran it")
     assert isinstance(seen[-1], ev.Idle) and not any(isinstance(e, ev.RunStarted) for e in seen)  # only what's new
     assert (sentinel_home / "workspace" / "counter.txt").read_text() == "ran\n"
+
+
+def test_a_lease_is_not_refused_because_another_process_only_looked(tmp_path):
+    """`is_leased` takes a shared lock for an instant; a lease attempt landing in that instant must not be told
+    the run is busy (a concurrent `sentinel runs` would otherwise fail an approve's resume)."""
+    import threading
+
+    from sentinel.engine.run import Run
+
+    run_dir = tmp_path / "r-probe"
+    run_dir.mkdir()
+    stop = threading.Event()
+
+    def probe() -> None:
+        while not stop.is_set():
+            Run.is_leased(run_dir)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    try:
+        for _ in range(200):
+            os.close(Run.lease(run_dir))
+    finally:
+        stop.set()
+        prober.join()
