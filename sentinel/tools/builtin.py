@@ -8,6 +8,7 @@ profile, and its whole process tree dies on timeout.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from typing import Any
@@ -91,6 +92,11 @@ def bash(args: dict[str, Any], ctx: ToolContext) -> str:
     return run_argv(["/bin/bash", "-c", args["command"]], ctx, args.get("timeout_s"))
 
 
+_NO_PYTHON = re.compile(r"\bpython: (?:command )?not found")
+# Debian has python3 and no `python`: small models reach for `python` first, then give up or invent a result.
+PYTHON_HINT = "\n[sentinel] There is no `python` command on this machine: use `python3`."
+
+
 def run_argv(argv: list[str], ctx: ToolContext, timeout_s: float | None = None) -> str:
     """Run a command under the agent's tool profile (Leash); its exit code and output, for the model."""
     timeout = min(float(timeout_s or ctx.bash_timeout_s), MAX_BASH_TIMEOUT_S)
@@ -103,6 +109,8 @@ def run_argv(argv: list[str], ctx: ToolContext, timeout_s: float | None = None) 
                        sandbox=ctx.sandbox, output_max_chars=ctx.output_max_chars)
         code, output, timed_out = res.exit_code, res.output, res.timed_out
     output, _ = truncate(output, ctx.output_max_chars)
+    if code == 127 and _NO_PYTHON.search(output):
+        output += PYTHON_HINT
     if timed_out:
         return f"Error: command timed out after {timeout:g}s and was killed (with everything it started)\n{output}"
     return f"exit code: {code}\n{output}" if output else f"exit code: {code}"

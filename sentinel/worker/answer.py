@@ -9,7 +9,10 @@ A reply is not a final answer when it is
 - `missing_output`: the request names a file to produce (`Create notes.md ...`, `... save it to out.txt`) and
   that file is not in the workspace;
 - `unbacked_claim`: it says an action was done ("I created notes.md") while no tool call of this turn changed
-  anything.
+  anything;
+- `unresolved_error`: the request asks for a file, or the reply claims an action, and the last tool call of the
+  turn failed (a command's non-zero exit, a write or edit that was refused): nothing after it shows the work
+  got done.
 The loop feeds back the problem's `correction` and lets the model try again (a bounded number of times), then
 ends the run `failed` with the problem's `failure`.
 """
@@ -23,6 +26,7 @@ from pathlib import Path
 from sentinel.models.toolcalls import invented
 
 TOOL_AS_TEXT, EMPTY, MISSING_OUTPUT, UNBACKED = "tool_call_as_text", "empty_answer", "missing_output", "unbacked_claim"
+UNRESOLVED = "unresolved_error"
 
 _CALL_TEXT = re.compile(r'\{\s*"(?:name|tool|tool_name)"\s*:\s*"([\w.-]+)"[^{}]*"(?:arguments|parameters|args)"')
 _FILE = r"[\w][\w./-]*\.[A-Za-z0-9]{1,8}\b"
@@ -44,12 +48,14 @@ _NEGATION = re.compile(r"\b(?:not|never|cannot|unable)\b|n't\b", re.IGNORECASE)
 @dataclass(frozen=True)
 class Turn:
     """What the checks know of the turn the reply ends: the tools that exist, how many calls of this turn
-    changed something, the request it answers (the task or the latest chat message) and the workspace."""
+    changed something, the request it answers (the task or the latest chat message), the workspace, and the
+    last tool call's result when that call failed."""
 
     known: set[str]
     changes: int
     request: str
     workspace: Path
+    last_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,8 @@ class Problem:
 
 
 def check(text: str, turn: Turn) -> Problem | None:
-    return _tool_as_text(text, turn) or _empty(text) or _missing_output(turn) or _unbacked(text, turn)
+    return (_tool_as_text(text, turn) or _empty(text) or _missing_output(turn) or _unbacked(text, turn)
+            or _unresolved(text, turn))
 
 
 def _tools(turn: Turn) -> str:
@@ -126,3 +133,35 @@ def _unbacked(text: str, turn: Turn) -> Problem | None:
                            "write_file), then answer.",
                            f"the answer claims an action ({claim.group('verb')}) that no tool call made")
     return None
+
+
+_EXIT = re.compile(r"\Aexit code: (-?\d+)")
+
+
+def failed(result: str, changes_things: bool) -> bool:
+    """Whether a tool result says the call failed: a command's non-zero exit or time-out, or an error from a tool
+    that changes things (a read that found nothing is an answer, not a failure)."""
+    code = _EXIT.match(result)
+    if code:
+        return code.group(1) != "0"
+    return result.startswith("Error:") and (changes_things or result.startswith("Error: command timed out"))
+
+
+def _unresolved(text: str, turn: Turn) -> Problem | None:
+    if turn.last_error is None or not (outputs(turn.request) or _claims(text)):
+        return None
+    said = _short(turn.last_error)
+    return Problem(UNRESOLVED, f"the last tool call failed ({said}) and the reply ends the task",
+                   f"[sentinel] Your last tool call failed: {said}. The task is not done. Fix the cause and "
+                   "make the call again (there is `python3`, not `python`), or, if it cannot be done, say so "
+                   "plainly.",
+                   f"the last tool call failed ({said}) and the model ended without a call that worked")
+
+
+def _claims(text: str) -> bool:
+    return any(not _NEGATION.search(c.group("gap") or "") for c in _CLAIM.finditer(text))
+
+
+def _short(text: str, limit: int = 160) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit - 1] + "…"

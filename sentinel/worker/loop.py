@@ -205,7 +205,26 @@ class AgentLoop:
 
     def turn(self) -> answer.Turn:
         request = "" if self.state.kind == "hook" else self.state.request  # a watcher's event asks for no file
-        return answer.Turn(self.known(), self.state.changes, request, self.deps.tool_ctx.workspace)
+        return answer.Turn(self.known(), self.state.changes, request, self.deps.tool_ctx.workspace,
+                           self.last_error())
+
+    def last_error(self) -> str | None:
+        """The result of this turn's last tool call when that call failed; corrections don't end the turn."""
+        names: dict[str, str] = {}
+        last: dict[str, Any] | None = None
+        for message in self.state.messages:
+            role = message.get("role")
+            if role == "user" and not str(message.get("content") or "").startswith("[sentinel]"):
+                last = None
+            elif role == "assistant":
+                names.update({c["id"]: c["function"]["name"] for c in message.get("tool_calls") or []})
+            elif role == "tool":
+                last = message
+        if last is None:
+            return None
+        tool = self.deps.registry.get(names.get(str(last.get("tool_call_id")), ""))
+        result = str(last.get("content") or "")
+        return result if answer.failed(result, changes_things=tool is None or not tool.read_only) else None
 
     def send_back(self, record: dict[str, Any], problem: answer.Problem) -> None:
         """A reply that is no answer: the model reads a correction and tries again, up to MAX_CORRECTIONS times

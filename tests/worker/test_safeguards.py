@@ -132,3 +132,43 @@ def test_the_default_models_own_shape_is_recovered_and_its_invented_tool_sent_ba
     out = cli.json("run", TASK, "--json", check=0)
     assert out["safeguards"] == ["tool_call_as_text", "recovered_tool_call"]
     assert (sentinel_home / "workspace" / "notes.md").read_text() == "- a\n- b\n- c"
+
+
+def test_a_failed_last_command_does_not_end_a_file_task_done(scripted_server, configure, cli, sentinel_home):
+    """The model ran a command that failed and answered as if it had worked: sent back, then the run fails."""
+    run = {"name": "bash", "arguments": {"command": "PATH=/nonexistent python report.py > report.txt"}}
+    configure(server=scripted_server([{"tool_calls": [run]}, "The output is saved in report.txt."]))
+    paused = cli.json("run", "Run the script report.py and save its output to report.txt.", "--json", check=3)
+    out = cli.json("approve", paused["id"], "--json", check=1)  # bash asks a person by default
+    assert out["status"] == "failed" and out["safeguards"] == ["unresolved_error"]
+    assert "last tool call failed" in out["error"]
+    results = _tool_results(cli, out["id"])
+    assert "use `python3`" in results[0]  # the missing `python` gets a hint, not just "not found"
+
+
+def test_a_failed_command_fixed_by_the_next_call_is_done(scripted_server, configure, cli, sentinel_home):
+    (sentinel_home / "workspace").mkdir(exist_ok=True)
+    (sentinel_home / "workspace" / "report.py").write_text("print('42 widgets')\n")
+    wrong = {"name": "bash", "arguments": {"command": "PATH=/nonexistent python report.py > report.txt"}}
+    right = {"name": "bash", "arguments": {"command": "python3 report.py > report.txt"}}
+    server = scripted_server([{"tool_calls": [wrong]}, "Saved report.txt.", {"tool_calls": [right]},
+                              "Saved report.txt."])
+    configure(server=server)
+    paused = cli.json("run", "Run the script report.py and save its output to report.txt.", "--json", check=3)
+    cli.json("approve", paused["id"], "--json", check=3)
+    out = cli.json("approve", paused["id"], "--json", check=0)
+    assert out["status"] == "done"
+    fired = cli.json("show", out["id"], "--json")["safeguards"]
+    assert [(g["kind"], g["action"]) for g in fired] == [("unresolved_error", "retry")]
+    assert (sentinel_home / "workspace" / "report.txt").read_text() == "42 widgets\n"
+    correction = server.requests[2]["messages"][-1]["content"]
+    assert correction.startswith("[sentinel] Your last tool call failed") and "python3" in correction
+
+
+def test_a_question_answered_after_a_command_that_found_nothing_is_done(scripted_server, configure, cli):
+    """grep's exit 1 (no match) is an answer to a question, not a failure: no file asked for, nothing claimed."""
+    grep = {"name": "bash", "arguments": {"command": "grep -c ERROR app.log"}}
+    configure(server=scripted_server([{"tool_calls": [grep]}, "No, there are no errors in app.log."]))
+    paused = cli.json("run", "Does app.log contain errors?", "--json", check=3)
+    out = cli.json("approve", paused["id"], "--json", check=0)
+    assert out["status"] == "done" and "safeguards" not in out
