@@ -137,11 +137,13 @@ class SelfState:
     def tools(self) -> list[Tool]:
         limit = self.config.memory.recall_max
         return [
-            Tool("edit_soul", "Rewrite your own soul (persona and standing instructions). The previous version "
+            Tool("edit_soul", "Rewrite your own soul (persona and standing instructions), never a workspace "
+                              "file: files are changed with edit_file or write_file. The previous version "
                               "is kept as a backup; the new soul applies from your next model call.",
                  _schema({"content": {"type": "string", "description": "The whole new soul, in Markdown."}},
                          ["content"]), self.edit_soul),
-            Tool("update_user", "Append what you learned about the operator (preferences, context) to user.md.",
+            Tool("update_user", "Append what you learned about the operator (preferences, context) to your notes "
+                                "about them, never to a workspace file.",
                  _schema({"content": {"type": "string"}}, ["content"]), self.update_user),
             Tool("remember", "Save a durable note to your memory; a note with the same title is updated.",
                  _schema({"title": {"type": "string"}, "content": {"type": "string"},

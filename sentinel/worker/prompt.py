@@ -15,6 +15,7 @@ reply with ONLY a JSON object on its own, for example:
 Use one tool at a time and wait for its result. Only the tools listed below exist: run a
 shell command (ls, cat, grep, mkdir, rm, ...) with the bash tool, for example:
 {{"tool": "bash", "arguments": {{"command": "mkdir build"}}}}
+Change files with write_file or edit_file; run Python with python3 (there is no python command).
 When the task is complete, reply with your final answer as plain text and no tool call.
 {guides}
 Your workspace is {workspace}; paths are relative to it.
