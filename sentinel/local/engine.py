@@ -402,11 +402,15 @@ class LocalEngine(Closing):
             if message is not None:
                 begin_turn(run, self.home, message, skills=skills, model=model)
             deps = build_deps(self.config, self.home, profile, run.state, self.store, children=LocalChildren(self, on_event),
-                              grants=self.store.grants_of(run.state.id))
+                              grants=self.store.grants_of(run.state.id), defer_curator=True)
             if not run.state.messages:  # new, or stopped between `created` and its first messages
                 run.record(*initial_messages(self.home, profile, deps, run.state.task, skills))
             AgentLoop(run, deps).execute()
             state = run.state
+        if deps.keeper is not None and deps.keeper.deferred:
+            from sentinel.worker import curate
+
+            curate.start(self.home, state.id)  # the curator model's call, after this command has exited
         self._notify()
         approval = next(iter(a.id for a in self.store.pending_approvals(state.id)), None)
         return Outcome(state.id, state.status, state.output, state.error, approval)

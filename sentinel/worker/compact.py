@@ -19,7 +19,9 @@ decisions and error -> fix pairs to the scope's MEMORY.md (sentinel/memory/curat
 chat turn) ends after at least CURATE_MIN_CALLS tool calls, it also asks the curator model
 (`context.curator_model`, default the run's model) for the session's conventions and patterns; each passes
 the injection scanner like any learning. The run's outcome is journaled before any of this, and a curator
-call that fails only costs a warning: the deterministic learnings are kept all the same.
+call that fails only costs a warning: the deterministic learnings are kept all the same. In local mode
+(`defer`) that call is made by a detached process after the command has printed its answer and exited
+(sentinel/worker/curate.py); its failure is then audited (`curator_failed`) and logged in state/curator.log.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any, Callable, Sequence
 from sentinel import paths
 from sentinel.engine import journal
 from sentinel.engine.run import Run
+from sentinel.engine.state import RunState
 from sentinel.errors import SentinelError
 from sentinel.memory import compact, curator
 from sentinel.memory.session import LIVE, SessionLog
@@ -47,10 +50,14 @@ Audit = Callable[[str, dict[str, Any]], None]
 
 class Keeper:
     def __init__(self, settings: ContextSettings, model: ModelClient, threshold: int, scope_dir: Path,
-                 audit: Audit | None = None, curator_model: ModelClient | None = None):
+                 audit: Audit | None = None, curator_model: ModelClient | None = None, defer: bool = False):
         self.settings = settings
         self.model = model
         self.curator_model = curator_model  # None: the deterministic curator only
+        # defer: the curator model's call is left to a detached process (sentinel/worker/curate.py) that the
+        # caller starts when `deferred` is set, so a command in the operator's terminal exits on the answer
+        self.defer = defer
+        self.deferred = False
         self.threshold = threshold
         self.scope_dir = scope_dir
         self.audit = audit or (lambda kind, record: None)
@@ -78,7 +85,11 @@ class Keeper:
             if self.log.changes:
                 self.checkpoint(run, f"run {run.state.status}")
             if run.state.status in ENDED:
-                self.curate(run, self.conventions(run))
+                if self.defer:
+                    self.deferred = self.curator_model is not None and wants_conventions(run.state)
+                    self.curate(run)
+                else:
+                    self.curate(run, self.conventions(run))
                 self.scribe(run, keep_checkpoints=TIDY_KEEP)
             else:
                 self.scribe(run)
@@ -131,16 +142,14 @@ class Keeper:
     def conventions(self, run: Run) -> list[str]:
         """The curator model's conventions and patterns of the turn that ended; none when the turn made fewer
         than CURATE_MIN_CALLS tool calls or the call fails (a warning says so)."""
-        messages = _turn(run.state.messages, run.state.request)
-        if self.curator_model is None or sum(m.get("role") == "tool" for m in messages) < CURATE_MIN_CALLS:
+        if self.curator_model is None or not wants_conventions(run.state):
             return []
         try:
-            reply = self.curator_model.complete(curator.conventions_request(messages), []).content
+            return conventions(run.state, self.curator_model)
         except ModelError as exc:
             run.record({"type": "warning", "message": f"curator: the model call failed ({exc}); kept the "
                         "deterministic learnings only"})
             return []
-        return curator.conventions(reply)
 
     # -- the resumption protocol --------------------------------------------------------------------
 
@@ -200,6 +209,18 @@ def _free(folder: Path, stem: str) -> Path:
         if not path.exists():
             return path
     raise SentinelError(f"{folder}: too many archived session files named {stem}")
+
+
+def wants_conventions(state: RunState) -> bool:
+    """Whether the turn that ended made enough tool calls to ask the curator model for conventions."""
+    calls: int = sum(m.get("role") == "tool" for m in _turn(state.messages, state.request))
+    return calls >= CURATE_MIN_CALLS
+
+
+def conventions(state: RunState, model: ModelClient) -> list[str]:
+    """The curator model's conventions and patterns of the turn that ended (ModelError when the call fails)."""
+    reply = model.complete(curator.conventions_request(_turn(state.messages, state.request)), []).content
+    return curator.conventions(reply)
 
 
 def _turn(messages: list[dict[str, Any]], request: str) -> list[dict[str, Any]]:

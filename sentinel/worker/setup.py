@@ -60,12 +60,14 @@ def layers_for(config: Config, home: Path, profile: profiles.AgentProfile, opera
 
 def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: Store, *,
                endpoint: tuple[str, str] | None = None, operator: bool = False, children: Children | None = None,
-               grants: list[str] | None = None, soul: str | None = None) -> Deps:
+               grants: list[str] | None = None, soul: str | None = None, defer_curator: bool = False) -> Deps:
     """`endpoint`: Muzzle's URL and the run token the supervisor handed over (system mode); `operator`: see
     layers_for; `children`: the engine's child runs (delegate, spawn, run_workflow are offered with it);
     `grants`: a child run's tools as its parent granted them (from the store): the run is granted only
     these, and within that approved delegation their own `needs_approval` is waived (see Delegated); `soul`: a
-    temporary subagent's, as its spawn was approved (its profile is then `profile` alone, not a file)."""
+    temporary subagent's, as its spawn was approved (its profile is then `profile` alone, not a file);
+    `defer_curator`: the curator model's call at the run's end is left to a detached process (local mode:
+    the command exits on the answer; see sentinel/worker/curate.py)."""
     if config.leash.tools == "sandboxed":
         from sentinel.leash.launch import ensure_launcher
 
@@ -106,7 +108,7 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
         team = roster(home, profile.name) if any(t["name"] == "delegate" for t in tools) else None
         return system_prompt(soul, tools, str(tool_ctx.workspace), profile.display_name, parts, team)
 
-    keeper = _keeper(config, home, profile, state, store, model, endpoint)
+    keeper = _keeper(config, home, profile, state, store, model, endpoint, defer_curator)
     return Deps(model=model, registry=registry, layers=layers, store=store, tool_ctx=tool_ctx,
                 max_steps=config.limits.max_steps, max_wall_s=config.limits.max_wall_s, granted=granted, prompt=prompt,
                 keeper=keeper, children=children)
@@ -123,7 +125,7 @@ def _muzzle_endpoint(model: object) -> tuple[str, str]:
 
 
 def _keeper(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: Store,
-            model: Any, endpoint: tuple[str, str] | None) -> Keeper:
+            model: Any, endpoint: tuple[str, str] | None, defer_curator: bool = False) -> Keeper:
     """Compaction (by the run's model unless `context.summary_model` names another), scribe and curator (its
     model call by the run's model unless `context.curator_model` names another or is "off")."""
     from sentinel.muzzle import model_for_run
@@ -139,7 +141,8 @@ def _keeper(config: Config, home: Path, profile: profiles.AgentProfile, state: R
     def audit(kind: str, record: dict[str, Any]) -> None:
         store.audit(kind, {"run_id": state.id, "agent": profile.name, **record})
 
-    return Keeper(config.context, summarizer, limit, memory_dir(home) / profile.scope, audit, curator)
+    return Keeper(config.context, summarizer, limit, memory_dir(home) / profile.scope, audit, curator,
+                  defer=defer_curator)
 
 
 def roster(home: Path, own: str) -> dict[str, str]:
