@@ -1,7 +1,7 @@
 """The model host: one `local/*` model in its own process, served OpenAI-style on a Unix socket.
 
     python -m sentinel.models.host --model NAME --socket PATH [--tool-mode M] [--memory-mb N]
-                                   [--idle-s S] [--threads N] [--context-tokens N] [--max-tokens N]
+                                   [--idle-s S] [--threads N] [--context-tokens N] [--max-tokens N] [--slots N]
 
 Two processes per model. The keeper (light: no llama.cpp) owns the listening socket and
 the status file `PATH.json`; it runs the server child, which loads the model once and
@@ -203,7 +203,7 @@ class Keeper:
         argv = [sys.executable, "-m", "sentinel.models.host", "--serve", str(listener.fileno()), "--report", str(wr),
                 "--model", a.model, "--socket", a.socket, "--tool-mode", a.tool_mode, "--idle-s", str(a.idle_s),
                 "--memory-mb", str(self.memory_mb), "--context-tokens", str(a.context_tokens),
-                "--max-tokens", str(a.max_tokens),
+                "--max-tokens", str(a.max_tokens), "--slots", str(a.slots),
                 *(["--threads", str(a.threads)] if a.threads else []),
                 *(["--rlimit"] if self.status["limit"] == "rlimit" else [])]
         child = self.child = subprocess.Popen(argv, pass_fds=(listener.fileno(), wr), stdin=subprocess.DEVNULL)
@@ -349,7 +349,8 @@ def serve(args: argparse.Namespace) -> int:
         limit = args.memory_mb << 20
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
-        engine = Engine(args.model, tool_mode=args.tool_mode, n_ctx=args.context_tokens, threads=args.threads)
+        engine = Engine(args.model, tool_mode=args.tool_mode, n_ctx=args.context_tokens, threads=args.threads,
+                        slots=args.slots)
     except (ModelError, MemoryError) as exc:
         why = str(exc) if isinstance(exc, ModelError) else f"model local/{args.model}: out of memory while loading"
         if args.rlimit or "cannot load" in why:
@@ -386,6 +387,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--context-tokens", type=int, default=8192)
     p.add_argument("--max-tokens", type=int, default=1024)
+    p.add_argument("--slots", type=int, default=2)
     p.add_argument("--serve", type=int, default=None, help=argparse.SUPPRESS)  # the child: the listening fd
     p.add_argument("--report", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--rlimit", action="store_true", help=argparse.SUPPRESS)

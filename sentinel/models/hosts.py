@@ -100,6 +100,7 @@ class Hosts:
         s = self.settings
         return ["--model", model, "--socket", str(self.socket(model)), "--tool-mode", s.tool_mode,
                 "--idle-s", str(s.idle_s), "--context-tokens", str(s.context_tokens), "--max-tokens", str(s.max_tokens),
+                "--slots", str(s.slots),
                 *(["--memory-mb", str(s.memory_mb)] if s.memory_mb else []),
                 *(["--threads", str(s.threads)] if s.threads else [])]
 

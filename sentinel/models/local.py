@@ -23,6 +23,7 @@ import json
 import os
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 from sentinel.models.base import Completion, ModelError, OnDelta, ToolCall
@@ -31,11 +32,20 @@ from sentinel.models.weights import path_of
 
 TOOL_MODES = ("scaffold", "native", "grammar")
 DEFAULT_MAX_TOKENS = 1024
+DEFAULT_SLOTS = 2  # llama.cpp contexts a model host keeps (local.slots): an agent's and one for side calls
 _TOOL_CALL = "<tool_call>"
 
 
 class Engine:
-    def __init__(self, model: str, *, tool_mode: str = "native", n_ctx: int = 8192, threads: int | None = None):
+    """One model, up to `slots` llama.cpp contexts over the same weights (mmapped once). A context keeps the
+    tokens it evaluated last, so a call whose prompt starts the same way (an agent's next step, its next run in
+    the same workspace) evaluates only what is new. Calls are routed by their system prompt: an agent's calls
+    go on meeting their own context, and a side call with another prompt (the curator, a rule-gate judge, a
+    summary) takes another context instead of evicting it. On 2 cores a 3,000-token agent prompt costs
+    over a minute to evaluate again."""
+
+    def __init__(self, model: str, *, tool_mode: str = "native", n_ctx: int = 8192, threads: int | None = None,
+                 slots: int = DEFAULT_SLOTS):
         if tool_mode not in TOOL_MODES:
             raise ModelError(f"local tool mode {tool_mode!r}: expected one of {', '.join(TOOL_MODES)}")
         self.name = f"local/{model}"
@@ -43,24 +53,45 @@ class Engine:
         self.tool_mode = tool_mode
         self.lock = threading.Lock()
         self.load_s = 0.0
+        self.cached_tokens = 0  # of the last call's prompt, found evaluated in its context already
+        self.n_ctx, self.threads, self.max_slots = n_ctx, threads, max(1, slots)
+        self.path = path_of(model)
+        self.slots: list[_Slot] = []
+        began = time.monotonic()
+        self.llama = self._load()
+        self.slots.append(_Slot(self.llama))
+        self.load_s = time.monotonic() - began
+
+    def _load(self) -> Any:
         try:
             from llama_cpp import Llama
         except ImportError:
             raise ModelError("the local model needs llama-cpp-python (pip install 'sentinel-harness[local]')") from None
-        path = path_of(model)
-        began = time.monotonic()
         with _quiet_stderr():  # llama.cpp logs to fd 2 even with verbose=False
             try:
-                self.llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads or default_threads(),
-                                   verbose=False, seed=0)
+                return Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.threads or default_threads(),
+                             verbose=False, seed=0)
             except (ValueError, RuntimeError, MemoryError) as exc:
-                raise ModelError(f"model {self.name}: cannot load {path.name} ({exc})") from None
-        self.load_s = time.monotonic() - began
+                raise ModelError(f"model {self.name}: cannot load {self.path.name} ({exc})") from None
+
+    def _slot(self, messages: list[dict[str, Any]]) -> Any:
+        """The context for a call: the one that last served this system prompt, else a new one while there is
+        room, else the one used longest ago (under self.lock)."""
+        key = str(messages[0].get("content") or "") if messages and messages[0].get("role") == "system" else ""
+        slot = next((s for s in self.slots if s.key == key), None)
+        if slot is None and len(self.slots) < self.max_slots:
+            slot = _Slot(self._load())
+            self.slots.append(slot)
+        if slot is None:
+            slot = min(self.slots, key=lambda s: s.used)
+        slot.key, slot.used = key, time.monotonic()
+        return slot.llama
 
     def close(self) -> None:
-        close = getattr(self.llama, "close", None)
-        if close:
-            close()
+        for slot in self.slots:
+            close = getattr(slot.llama, "close", None)
+            if close:
+                close()
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None,
                  response_format: dict[str, Any] | None = None, max_tokens: int | None = None,
@@ -81,7 +112,8 @@ class Engine:
             kwargs["messages"] = to_plain_chat(messages)
         wants_calls = bool(names) and response_format is None
         with self.lock:
-            text, usage = self._generate(kwargs, on_delta, stop, wants_calls or grammar_format is not None)
+            llama = self._slot(messages)
+            text, usage = self._generate(llama, kwargs, on_delta, stop, wants_calls or grammar_format is not None)
         calls = recover(text, names, 0) if wants_calls else []
         if calls:
             text = text.split(_TOOL_CALL)[0].strip() if text.lstrip()[:1] not in ("{", "[", "`", "<") else ""
@@ -90,15 +122,16 @@ class Engine:
         return Completion(text, [ToolCall(f"call_{os.urandom(4).hex()}", c.name, c.arguments) for c in calls],
                           usage, self.name)
 
-    def _generate(self, kwargs: dict[str, Any], on_delta: OnDelta | None, stop: threading.Event | None,
+    def _generate(self, llama: Any, kwargs: dict[str, Any], on_delta: OnDelta | None, stop: threading.Event | None,
                   calls: bool) -> tuple[str, dict[str, int]]:
         """Stream prose as it comes; a reply that opens like a call (`{`, `[`, a fence, a tag) is held back, so the
         caller gets it once, as a tool call, and never also as text (the model would see its call twice)."""
         parts: list[str] = []
         usage: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0}
+        before = _tokens(llama)
         streaming: bool | None = None if calls else True  # None: not known before the first visible character
         try:
-            for chunk in self.llama.create_chat_completion(stream=True, **kwargs):
+            for chunk in llama.create_chat_completion(stream=True, **kwargs):
                 if stop is not None and stop.is_set():
                     break
                 piece = chunk["choices"][0]["delta"].get("content") or "" if chunk["choices"] else ""
@@ -115,8 +148,30 @@ class Engine:
                     on_delta(piece)
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"model {self.name}: {exc}") from None
-        usage["prompt_tokens"] = int(getattr(self.llama, "n_tokens", 0)) - usage["completion_tokens"]
+        usage["prompt_tokens"] = int(getattr(llama, "n_tokens", 0)) - usage["completion_tokens"]
+        self.cached_tokens = _common_prefix(before, _tokens(llama)[:usage["prompt_tokens"]])
         return "".join(parts), usage
+
+
+@dataclass
+class _Slot:
+    llama: Any
+    key: str | None = None  # the system prompt of the last call it served
+    used: float = 0.0
+
+
+def _tokens(llama: Any) -> list[int]:
+    ids = getattr(llama, "input_ids", None)
+    return [] if ids is None else [int(t) for t in ids]
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def default_threads() -> int:

@@ -6,6 +6,7 @@
       idle_s: 900             # a model host with no call for this long exits (the next call starts one)
       threads: null           # llama.cpp threads; null: half the CPUs (see docs/models.md)
       context_tokens: 8192    # llama.cpp context window
+      slots: 2                # llama.cpp contexts a host keeps, so side calls don't evict the agent's prompt
       max_tokens: 1024        # the longest reply, unless a call asks for less
 """
 
@@ -27,4 +28,8 @@ class LocalSettings(BaseModel):
     idle_s: float = Field(900.0, gt=0, description="Seconds without a call before a model host exits.")
     threads: int | None = Field(None, ge=1, description="llama.cpp threads (null: half the CPUs).")
     context_tokens: int = Field(8192, ge=512, description="llama.cpp context window in tokens.")
+    slots: int = Field(2, ge=1, le=8, description="llama.cpp contexts a model host keeps, each with the prompt it "
+                                                   "evaluated last: calls with another system prompt (the curator, "
+                                                   "a rule-gate judge) take another one instead of evicting the "
+                                                   "agent's. Each costs a context's memory, not the weights again.")
     max_tokens: int = Field(1024, ge=1, description="The longest reply of a local model, unless a call asks for less.")

@@ -10,6 +10,8 @@ A reply is not a final answer when it is
   that file is not in the workspace;
 - `unbacked_claim`: it says an action was done ("I created notes.md") while no tool call of this turn changed
   anything;
+- `no_change`: the request asks for a change (it opens with an imperative like "Change", "Delete", "In
+  config.ini set ...", or names a file to produce) and no tool call of this turn changed anything;
 - `unresolved_error`: the request asks for a file, or the reply claims an action, and the last tool call of the
   turn failed (a command's non-zero exit, a write or edit that was refused): nothing after it shows the work
   got done.
@@ -26,7 +28,7 @@ from pathlib import Path
 from sentinel.models.toolcalls import invented
 
 TOOL_AS_TEXT, EMPTY, MISSING_OUTPUT, UNBACKED = "tool_call_as_text", "empty_answer", "missing_output", "unbacked_claim"
-UNRESOLVED = "unresolved_error"
+UNRESOLVED, NO_CHANGE = "unresolved_error", "no_change"
 
 _CALL_TEXT = re.compile(r'\{\s*"(?:name|tool|tool_name)"\s*:\s*"([\w.-]+)"[^{}]*"(?:arguments|parameters|args)"')
 _FILE = r"[\w][\w./-]*\.[A-Za-z0-9]{1,8}\b"
@@ -68,7 +70,7 @@ class Problem:
 
 def check(text: str, turn: Turn) -> Problem | None:
     return (_tool_as_text(text, turn) or _empty(text) or _missing_output(turn) or _unbacked(text, turn)
-            or _unresolved(text, turn))
+            or _no_change(turn) or _unresolved(text, turn))
 
 
 def _tools(turn: Turn) -> str:
@@ -165,3 +167,25 @@ def _claims(text: str) -> bool:
 def _short(text: str, limit: int = 160) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+# An imperative that asks for a change, at the start of a sentence or after "In FILE" ("In config.ini change ...").
+_CHANGE = re.compile(
+    r"(?:\A|[.;:!?]\s+|\n)\s*(?:in\s+[`'\"]?[\w./-]+[`'\"]?,?\s+)?(?:please\s+)?"
+    r"(?:change|edit|update|set|add|append|prepend|insert|delete|remove|rename|move|copy|fix|replace|create|write|"
+    r"convert|sort|put|save|make|modify|uncomment|comment out|increment|decrement|bump|truncate|clear)\b",
+    re.IGNORECASE)
+
+
+def asks_for_change(request: str) -> bool:
+    return bool(_CHANGE.search(request) or outputs(request))
+
+
+def _no_change(turn: Turn) -> Problem | None:
+    if turn.changes or not asks_for_change(turn.request):
+        return None
+    return Problem(NO_CHANGE, "the request asks for a change and no tool call changed anything",
+                   "[sentinel] The task asks you to change something, and no tool call has changed anything yet, "
+                   "so it is not done. Make the change now with a tool (edit_file, write_file or bash), then "
+                   "answer.",
+                   "the task asks for a change and no tool call made one")

@@ -171,3 +171,38 @@ def test_a_question_answered_after_a_command_that_found_nothing_is_done(scripted
     configure(server=scripted_server([{"tool_calls": [grep]}, "No, there are no errors in app.log."]))
     out = cli.json("run", "Does app.log contain errors?", "--json", check=0)  # grep is read-only: no approval
     assert out["status"] == "done" and "safeguards" not in out
+
+
+def test_a_change_request_answered_without_any_change_fails(scripted_server, configure, cli, sentinel_home):
+    """The default model called edit_soul (refused) for "change the port", then answered: not done."""
+    (sentinel_home / "workspace").mkdir(exist_ok=True)
+    (sentinel_home / "workspace" / "config.ini").write_text("host = a\nport = 8080\n")
+    soul = {"name": "edit_soul", "arguments": {"content": "port = 9090"}}
+    configure(server=scripted_server([{"tool_calls": [soul]}, "I did not receive any input to work on."]))
+    out = cli.json("run", "In config.ini change the port from 8080 to 9090.", "--json", check=1)
+    assert out["status"] == "failed" and out["safeguards"] == ["soul_edit_refused", "no_change"]
+    assert "asks for a change and no tool call made one" in out["error"]
+
+
+def test_a_change_request_met_after_the_correction_is_done(scripted_server, configure, cli, sentinel_home):
+    (sentinel_home / "workspace").mkdir(exist_ok=True)
+    (sentinel_home / "workspace" / "config.ini").write_text("host = a\nport = 8080\n")
+    edit = {"name": "edit_file", "arguments": {"path": "config.ini", "old_string": "8080", "new_string": "9090"}}
+    server = scripted_server(["The port is now 9090.", {"tool_calls": [edit]}, "Changed the port to 9090."])
+    configure(server=server)
+    out = cli.json("run", "In config.ini change the port from 8080 to 9090.", "--json", check=0)
+    assert out["status"] == "done" and (sentinel_home / "workspace" / "config.ini").read_text().endswith("9090\n")
+    assert "no tool call has changed anything" in server.requests[1]["messages"][-1]["content"]
+
+
+def test_what_asks_for_a_change():
+    from sentinel.worker.answer import asks_for_change
+
+    for request in ("In config.ini change the port from 8080 to 9090.", "Delete every .tmp file.",
+                    "Please rename draft.txt to final.txt", "Sort the lines of names.txt.", "Add a line to env.sh",
+                    "Fix the bug in calc.py so that the test passes", "Write a Python script hello.py"):
+        assert asks_for_change(request), request
+    for request in ("Which version is set in setup.cfg?", "What is our staging server called?",
+                    "Does app.log contain errors?", "Remember this for later: the server is heron-7.",
+                    "How do I change the port?", "What would you add to this list?"):
+        assert not asks_for_change(request), request
