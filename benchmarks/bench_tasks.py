@@ -131,12 +131,20 @@ class SentinelColumn:
             shown = _json(self.cli(["show", run_id, "--json"], env, ws).stdout)
             status, answer = shown.get("status", "?"), shown.get("output") or ""
         seconds = time.monotonic() - began
+        self.settle()
         why = task.check(ws, answer)
         tools = self.tools(ids, env, ws)
         if (home / "runs").is_dir():  # the journals, for --keep
             shutil.copytree(home / "runs", root / "runs")
         shutil.copytree(ws, root / "ws")
         return Outcome(task.name, why is None, status, seconds, approvals, why or "", tools, answer)
+
+    def settle(self) -> None:
+        """Wait (uncounted: no command waits for it) for the curator's detached model call, so it neither runs
+        during the peer's task nor writes into the home the next task empties."""
+        deadline = time.monotonic() + self.wall_s
+        while time.monotonic() < deadline and _curators(self.home):
+            time.sleep(0.5)
 
     def tools(self, run_ids: list[str], env: dict[str, str], ws: Path) -> list[str]:
         """Every tool the task's runs (and their child runs) called, in order."""
@@ -247,6 +255,19 @@ def _json(text: str) -> dict:
     except ValueError:
         return {}
     return data if isinstance(data, (dict, list)) else {}
+
+
+def _curators(home: Path) -> list[int]:
+    """Processes of `python -m sentinel.worker.curate --home HOME` still running."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"sentinel.worker.curate" in argv and str(home).encode() in argv:
+            found.append(int(proc.name))
+    return found
 
 
 def _free_port() -> int:
