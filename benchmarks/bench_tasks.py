@@ -1,6 +1,6 @@
 """Small realistic tasks on the default model: Sentinel against mini-swe-agent on the same GGUF, in the same run.
 
-    /opt/sentinel/venv/bin/python benchmarks/bench_tasks.py [--tasks NAME,...] [--only sentinel|peer] [--json]
+    /opt/sentinel/venv/bin/python benchmarks/bench_tasks.py [--tasks NAME,...] [--only sentinel|peer] [--parallel] [--json]
 
 Each task (benchmarks/tasks.py: create, edit in place, rename, sum a column, fix a bug so a test passes, run a
 script and save its output, CSV to JSON, extract lines, delete some files and keep others, answer a question
@@ -35,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
@@ -313,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--wall-s", type=float, default=WALL_S, help=f"seconds a run may take (default {WALL_S})")
     parser.add_argument("--keep", action="store_true", help="keep the workspaces (their path is printed)")
+    parser.add_argument("--parallel", action="store_true",
+                        help="run the two columns at once, each model on one thread (needs 2 free CPUs)")
     args = parser.parse_args(argv)
     known = {t.name: t for t in TASKS}
     wanted = args.tasks.split(",") if args.tasks else list(known)
@@ -342,12 +345,23 @@ def main(argv: list[str] | None = None) -> int:
         if "peer" in names:
             runners["peer"] = PeerColumn(root, gguf, settings.threads or default_threads(), settings.context_tokens,
                                          args.wall_s)
-        for i, task in enumerate(tasks):  # interleaved: machine noise falls on both columns alike
-            for n in names:
-                out = runners[n].run(task, root / f"{i:02d}-{task.name}-{n}")
-                columns[n].append(out)
-                print(f"[{n}] {task.name}: {'pass' if out.passed else 'fail'} ({out.status}, {out.seconds:.0f} s, "
-                      f"{out.approvals} approvals/commands) {out.why}", file=sys.stderr, flush=True)
+        def column(n: str, i: int, task: Task) -> None:
+            out = runners[n].run(task, root / f"{i:02d}-{task.name}-{n}")
+            columns[n].append(out)
+            print(f"[{n}] {task.name}: {'pass' if out.passed else 'fail'} ({out.status}, {out.seconds:.0f} s, "
+                  f"{out.approvals} approvals/commands) {out.why}", file=sys.stderr, flush=True)
+
+        if args.parallel:  # each column's model on its own CPU, both at once: the same conditions, half the time
+            threads = [threading.Thread(target=lambda n=n: [column(n, i, t) for i, t in enumerate(tasks)])
+                       for n in names]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        else:
+            for i, task in enumerate(tasks):  # interleaved: machine noise falls on both columns alike
+                for n in names:
+                    column(n, i, task)
     finally:
         for runner in runners.values():
             runner.close()
