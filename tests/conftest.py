@@ -49,6 +49,9 @@ def pytest_sessionstart(session):
 
 
 def pytest_collection_modifyitems(config, items):
+    # Tests marked `slow` first: the suite runs on several workers (pyproject's addopts), and a test of a
+    # minute or more started last would leave the others idle while it finishes.
+    items.sort(key=lambda item: "slow" not in item.keywords)
     if os.geteuid() == 0:
         return
     skip = pytest.mark.skip(reason="needs root (CI runs as root)")
