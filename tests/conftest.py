@@ -40,7 +40,10 @@ def stop_local_muzzle():
 def pytest_sessionstart(session):
     """The suite starts a few thousand `sentinel` processes: compile the package's bytecode once, here, so none
     of them compiles ~100 modules again (each would, under PYTHONDONTWRITEBYTECODE or as a user who cannot
-    write __pycache__): about 0.2 s off every `sentinel run`."""
+    write __pycache__): about 0.2 s off every `sentinel run`. Once, in the controlling process, not again in
+    each xdist worker."""
+    if hasattr(session.config, "workerinput"):
+        return
     import compileall
     import importlib.util
 
