@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 import textwrap
 
@@ -25,8 +26,7 @@ PROBE = textwrap.dedent("""
 
 @pytest.fixture
 def netns():
-    name = "sltest-nft"
-    subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    name = f"sltest-nft-{secrets.token_hex(3)}"
     subprocess.run(["ip", "netns", "add", name], check=True)
     subprocess.run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"], check=True)
     yield name
