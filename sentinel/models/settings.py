@@ -7,6 +7,7 @@
       threads: null           # llama.cpp threads; null: half the CPUs (see docs/models.md)
       context_tokens: 8192    # llama.cpp context window
       slots: 2                # llama.cpp contexts a host keeps, so side calls don't evict the agent's prompt
+      tool_set: focused       # focused | all: the tools a task run on a local model is shown (see docs/models.md)
       max_tokens: 1024        # the longest reply, unless a call asks for less
 """
 
@@ -28,6 +29,12 @@ class LocalSettings(BaseModel):
     idle_s: float = Field(900.0, gt=0, description="Seconds without a call before a model host exits.")
     threads: int | None = Field(None, ge=1, description="llama.cpp threads (null: half the CPUs).")
     context_tokens: int = Field(8192, ge=512, description="llama.cpp context window in tokens.")
+    tool_set: Literal["focused", "all"] = Field(
+        "focused", description="The tools a task run on a local/* model is offered when its profile grants every "
+                               "tool: focused leaves out the self-state and authoring tools (edit_soul, update_user, "
+                               "create_tool, edit_tool, list_tools, delete_tool, create_skill, list_skills, "
+                               "update_plan); all offers everything. Chat sessions and profiles that list their "
+                               "tools are not affected.")
     slots: int = Field(2, ge=1, le=8, description="llama.cpp contexts a model host keeps, each with the prompt it "
                                                    "evaluated last: calls with another system prompt (the curator, "
                                                    "a rule-gate judge) take another one instead of evicting the "

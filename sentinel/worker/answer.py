@@ -12,6 +12,10 @@ A reply is not a final answer when it is
   anything;
 - `no_change`: the request asks for a change (it opens with an imperative like "Change", "Delete", "In
   config.ini set ...", or names a file to produce) and no tool call of this turn changed anything;
+- `unread_input`: the request names a file that is in the workspace and no tool call of this turn named it (read
+  it, edited it, ran a command on it): the answer (or the file written) was made up;
+- `ungrounded_number`: after tool calls, the answer states a number (two digits or more) that appears nowhere in
+  the conversation: not in the request, a call or a result (a sum the model made up instead of reading it);
 - `unresolved_error`: the request asks for a file, or the reply claims an action, and the last tool call of the
   turn failed (a command's non-zero exit, a write or edit that was refused): nothing after it shows the work
   got done.
@@ -28,7 +32,7 @@ from pathlib import Path
 from sentinel.models.toolcalls import invented
 
 TOOL_AS_TEXT, EMPTY, MISSING_OUTPUT, UNBACKED = "tool_call_as_text", "empty_answer", "missing_output", "unbacked_claim"
-UNRESOLVED, NO_CHANGE = "unresolved_error", "no_change"
+UNRESOLVED, NO_CHANGE, UNGROUNDED, UNREAD = "unresolved_error", "no_change", "ungrounded_number", "unread_input"
 
 _CALL_TEXT = re.compile(r'\{\s*"(?:name|tool|tool_name)"\s*:\s*"([\w.-]+)"[^{}]*"(?:arguments|parameters|args)"')
 _FILE = r"[\w][\w./-]*\.[A-Za-z0-9]{1,8}\b"
@@ -58,6 +62,9 @@ class Turn:
     request: str
     workspace: Path
     last_error: str | None = None
+    calls: int = 0       # tool results this turn
+    evidence: str = ""   # the conversation's text: request, calls, results (what an answer can be grounded in)
+    call_args: str = ""  # the arguments of this turn's tool calls
 
 
 @dataclass(frozen=True)
@@ -69,8 +76,8 @@ class Problem:
 
 
 def check(text: str, turn: Turn) -> Problem | None:
-    return (_tool_as_text(text, turn) or _empty(text) or _missing_output(turn) or _unbacked(text, turn)
-            or _no_change(turn) or _unresolved(text, turn))
+    return (_tool_as_text(text, turn) or _empty(text) or _missing_output(turn) or _unread(turn)
+            or _unbacked(text, turn) or _no_change(turn) or _unresolved(text, turn) or _ungrounded(text, turn))
 
 
 def _tools(turn: Turn) -> str:
@@ -184,8 +191,62 @@ def asks_for_change(request: str) -> bool:
 def _no_change(turn: Turn) -> Problem | None:
     if turn.changes or not asks_for_change(turn.request):
         return None
+    named = re.search(_FILE, turn.request)
+    start = (f' Start by reading it: {{"tool": "read_file", "arguments": {{"path": "{named.group(0)}"}}}}'
+             if named and (turn.workspace / named.group(0)).is_file() else "")
     return Problem(NO_CHANGE, "the request asks for a change and no tool call changed anything",
                    "[sentinel] The task asks you to change something, and no tool call has changed anything yet, "
-                   "so it is not done. Make the change now with a tool (edit_file, write_file or bash), then "
-                   "answer.",
+                   "so it is not done. Make the change now with a tool (edit_file, write_file or bash: mv, cp, "
+                   f"rm, sed), then answer.{start}",
                    "the task asks for a change and no tool call made one")
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
+
+
+def _digits(token: str) -> str:
+    return token.replace(",", "").lstrip("-").rstrip(".")
+
+
+def ungrounded(text: str, evidence: str) -> list[str]:
+    """Numbers of two digits or more in `text` that `evidence` never shows (ignoring thousands separators)."""
+    seen = {_digits(m.group(0)) for m in _NUMBER.finditer(evidence)}
+    plain = evidence.replace(",", "")
+    found = []
+    for m in _NUMBER.finditer(text):
+        number = _digits(m.group(0))
+        if len(number.replace(".", "")) >= 2 and number not in seen and number not in plain:
+            found.append(m.group(0))
+    return list(dict.fromkeys(found))
+
+
+def _ungrounded(text: str, turn: Turn) -> Problem | None:
+    if not turn.calls or not turn.evidence:
+        return None
+    numbers = ungrounded(text, turn.evidence)
+    if not numbers:
+        return None
+    listed = ", ".join(numbers[:3])
+    return Problem(UNGROUNDED, f"the answer states {listed}, which no request, call or result shows",
+                   f"[sentinel] Your answer states {listed}, but no tool result shows that number. Do not guess: "
+                   "compute or read it with a tool (bash: awk, wc, python3 -c ...), check its output, and answer "
+                   "from that output.",
+                   f"the answer states {listed}, which no tool result showed")
+
+
+def inputs(request: str, workspace: Path) -> list[str]:
+    """Files the request names that are in the workspace, in order."""
+    named = [m.group(0).rstrip(".") for m in re.finditer(_FILE, request)]
+    return [f for f in dict.fromkeys(named) if (workspace / f).is_file()]
+
+
+def _unread(turn: Turn) -> Problem | None:
+    unread = [f for f in inputs(turn.request, turn.workspace) if f not in turn.call_args]
+    if not unread:
+        return None
+    listed = ", ".join(unread)
+    return Problem(UNREAD, f"the request names {listed} and no tool call of this task opened it",
+                   f"[sentinel] The task names {listed}, and you have not looked at it yet, so your answer is a "
+                   f'guess. Read it first: {{"tool": "read_file", "arguments": {{"path": "{unread[0]}"}}}}, then '
+                   "do the task from what it really contains.",
+                   f"the task names {listed} and the model never opened it")

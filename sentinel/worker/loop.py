@@ -98,6 +98,9 @@ LOOP_REPEATS = 4     # the same tool calls this many turns in a row stop the run
 DUPLICATE = ("[sentinel note] This is the same call with the same arguments as the call just before it, so it was "
              "not run again: the result above is that call's. Do something different: the next step, or your "
              "final answer.")
+UNREAD = ("Error: not written: {path} exists and you have not read it in this task, and write_file replaces the "
+          "whole file. Read it first with read_file, then change it with edit_file (or write_file with the whole "
+          "new content).")
 FILE_TOOLS = ("write_file", "edit_file")
 SELF_EDITS = {"edit_soul": "soul", "update_user": "user.md"}  # self-state tools whose edits the operator sees
 INTERRUPTED = ("Error: this call was interrupted before it finished (the process running it stopped) and was "
@@ -205,26 +208,38 @@ class AgentLoop:
 
     def turn(self) -> answer.Turn:
         request = "" if self.state.kind == "hook" else self.state.request  # a watcher's event asks for no file
+        last_error, calls, evidence, call_args = self.turn_facts()
         return answer.Turn(self.known(), self.state.changes, request, self.deps.tool_ctx.workspace,
-                           self.last_error())
+                           last_error, calls, evidence, call_args)
 
-    def last_error(self) -> str | None:
-        """The result of this turn's last tool call when that call failed; corrections don't end the turn."""
+    def turn_facts(self) -> tuple[str | None, int, str, str]:
+        """This turn's last tool result when that call failed, how many tool results the turn has (corrections
+        don't end a turn), the conversation's text an answer may draw on (every message, call and result), and
+        the arguments of this turn's calls."""
         names: dict[str, str] = {}
         last: dict[str, Any] | None = None
+        calls = 0
+        evidence: list[str] = []
+        call_args: list[str] = []
         for message in self.state.messages:
-            role = message.get("role")
-            if role == "user" and not str(message.get("content") or "").startswith("[sentinel]"):
-                last = None
+            role, content = message.get("role"), str(message.get("content") or "")
+            if role != "assistant" and not content.startswith("[sentinel]"):
+                evidence.append(content)  # the model's words and our corrections ground nothing; its calls do
+            if role == "user" and not content.startswith("[sentinel]"):
+                last, calls, call_args = None, 0, []
             elif role == "assistant":
-                names.update({c["id"]: c["function"]["name"] for c in message.get("tool_calls") or []})
+                for c in message.get("tool_calls") or []:
+                    names[c["id"]] = c["function"]["name"]
+                    evidence.append(str(c["function"].get("arguments") or ""))
+                    call_args.append(str(c["function"].get("arguments") or ""))
             elif role == "tool":
-                last = message
+                last, calls = message, calls + 1
         if last is None:
-            return None
+            return None, calls, "\n".join(evidence), "\n".join(call_args)
         tool = self.deps.registry.get(names.get(str(last.get("tool_call_id")), ""))
         result = str(last.get("content") or "")
-        return result if answer.failed(result, changes_things=tool is None or not tool.read_only) else None
+        failed = answer.failed(result, changes_things=tool is None or not tool.read_only)
+        return (result if failed else None), calls, "\n".join(evidence), "\n".join(call_args)
 
     def send_back(self, record: dict[str, Any], problem: answer.Problem) -> None:
         """A reply that is no answer: the model reads a correction and tries again, up to MAX_CORRECTIONS times
@@ -283,6 +298,10 @@ class AgentLoop:
             return self.run.record(self.safeguard("duplicate_call", "deduplicated", f"{name} with the same arguments "
                                                   "as the call just before it: not run again"),
                                    {"type": "finished", "call_id": call_id, "result": earlier, "duplicate": True})
+        if decision is None and (unread := self.unread_overwrite(call)) is not None:
+            return self.run.record(self.safeguard("unread_overwrite", "refused", f"write_file {unread}: it exists "
+                                                  "and the run has not read it"),
+                                   {"type": "finished", "call_id": call_id, "result": UNREAD.format(path=unread)})
         decision = decision or self.decide(call)
         if decision["outcome"] == "deny":
             self._pins.pop(call_id, None)
@@ -294,6 +313,27 @@ class AgentLoop:
         except CodeChanged as exc:
             return self.result(call_id, f"Error: {exc}")
         self.execute_call(call_id, name, decision, pinned)
+
+    def unread_overwrite(self, call: dict[str, Any]) -> str | None:
+        """The path of a write_file that would replace a workspace file no earlier call of the run named (read,
+        edited, listed by a command): a small model writes what it imagines a file holds without reading it."""
+        if call["function"]["name"] != "write_file":
+            return None
+        try:
+            path = str(json.loads(call["function"]["arguments"] or "{}").get("path") or "")
+        except (ValueError, AttributeError):
+            return None
+        target = self.deps.tool_ctx.workspace / path
+        try:
+            if not path or not target.is_file() or not target.resolve().is_relative_to(
+                    self.deps.tool_ctx.workspace.resolve()):
+                return None
+        except OSError:
+            return None
+        name = path.removeprefix("./")
+        earlier = [str(c["function"].get("arguments") or "") for m in self.state.messages
+                   if m.get("role") == "assistant" for c in m.get("tool_calls") or [] if c["id"] != call["id"]]
+        return None if any(name in args for args in earlier) else path
 
     def duplicate_of(self, call: dict[str, Any]) -> str | None:
         """The result the call just before this one got, with a note, when it is the same call with the same

@@ -13,7 +13,7 @@ You have tools. To use one, make a tool call. If you cannot make native tool cal
 reply with ONLY a JSON object on its own, for example:
 {{"tool": "list_dir", "arguments": {{"path": "."}}}}
 Use one tool at a time and wait for its result. Only the tools listed below exist: run a
-shell command (ls, cat, grep, mkdir, rm, ...) with the bash tool, for example:
+shell command (ls, cat, grep, mkdir, mv, cp, rm, sed, ...) with the bash tool, for example:
 {{"tool": "bash", "arguments": {{"command": "mkdir build"}}}}
 Change files with write_file or edit_file; run Python with python3 (there is no python command).
 When the task is complete, reply with your final answer as plain text and no tool call.

@@ -65,12 +65,12 @@ def test_a_failing_curator_call_keeps_the_deterministic_learnings_and_the_answer
 def test_the_command_exits_on_the_answer_while_the_curator_model_thinks(scripted_server, configure, cli,
                                                                         sentinel_home):
     """A slow curator model costs the operator nothing: `run` prints its answer and exits before the call ends."""
-    server = scripted_server(_script({"content": "- Convention: notes are Markdown", "delay_ms": 8000}))
+    server = scripted_server(_script({"content": "- Convention: notes are Markdown", "delay_ms": 10000}))
     configure(ON, server=server)
-    began = time.monotonic()
     out = cli.json("run", "Create notes.md with one bullet", "--json", check=0)
-    assert out["output"] == "Wrote notes.md." and time.monotonic() - began < 8
-    _eventually(lambda: "- Convention: notes are Markdown" in _memory(sentinel_home))
+    assert out["output"] == "Wrote notes.md."
+    assert "Convention" not in _memory(sentinel_home)  # had `run` waited for the curator, it would be there
+    _eventually(lambda: "- Convention: notes are Markdown" in _memory(sentinel_home), timeout=60)
 
 
 def test_a_short_run_or_curator_model_off_makes_no_curator_call(scripted_server, configure, cli):

@@ -178,7 +178,9 @@ def test_a_change_request_answered_without_any_change_fails(scripted_server, con
     (sentinel_home / "workspace").mkdir(exist_ok=True)
     (sentinel_home / "workspace" / "config.ini").write_text("host = a\nport = 8080\n")
     soul = {"name": "edit_soul", "arguments": {"content": "port = 9090"}}
-    configure(server=scripted_server([{"tool_calls": [soul]}, "I did not receive any input to work on."]))
+    read = {"name": "read_file", "arguments": {"path": "config.ini"}}
+    configure(server=scripted_server([{"tool_calls": [read]}, {"tool_calls": [soul]},
+                                      "I did not receive any input to work on."]))
     out = cli.json("run", "In config.ini change the port from 8080 to 9090.", "--json", check=1)
     assert out["status"] == "failed" and out["safeguards"] == ["soul_edit_refused", "no_change"]
     assert "asks for a change and no tool call made one" in out["error"]
@@ -188,11 +190,13 @@ def test_a_change_request_met_after_the_correction_is_done(scripted_server, conf
     (sentinel_home / "workspace").mkdir(exist_ok=True)
     (sentinel_home / "workspace" / "config.ini").write_text("host = a\nport = 8080\n")
     edit = {"name": "edit_file", "arguments": {"path": "config.ini", "old_string": "8080", "new_string": "9090"}}
-    server = scripted_server(["The port is now 9090.", {"tool_calls": [edit]}, "Changed the port to 9090."])
+    read = {"name": "read_file", "arguments": {"path": "config.ini"}}
+    server = scripted_server([{"tool_calls": [read]}, "The port is now 9090.", {"tool_calls": [edit]},
+                              "Changed the port to 9090."])
     configure(server=server)
     out = cli.json("run", "In config.ini change the port from 8080 to 9090.", "--json", check=0)
     assert out["status"] == "done" and (sentinel_home / "workspace" / "config.ini").read_text().endswith("9090\n")
-    assert "no tool call has changed anything" in server.requests[1]["messages"][-1]["content"]
+    assert "no tool call has changed anything" in server.requests[2]["messages"][-1]["content"]
 
 
 def test_what_asks_for_a_change():
@@ -206,3 +210,75 @@ def test_what_asks_for_a_change():
                     "Does app.log contain errors?", "Remember this for later: the server is heron-7.",
                     "How do I change the port?", "What would you add to this list?"):
         assert not asks_for_change(request), request
+
+
+def test_a_made_up_number_after_tool_calls_is_sent_back(scripted_server, configure, cli, sentinel_home):
+    """The default model summed a column with the wrong awk field (0), then answered 12345: no result shows it."""
+    (sentinel_home / "workspace").mkdir(exist_ok=True)
+    (sentinel_home / "workspace" / "sales.csv").write_text("item,amount\na,250\nb,252\n")
+    read = {"name": "read_file", "arguments": {"path": "sales.csv"}}
+    wrong = {"name": "write_file", "arguments": {"path": "total.txt", "content": "0"}}
+    server = scripted_server([{"tool_calls": [read]}, {"tool_calls": [wrong]}, "The total amount of sales is 12345."])
+    configure(server=server)
+    out = cli.json("run", "Add up the amount column of sales.csv and write the total to total.txt.", "--json",
+                   check=1)
+    assert out["status"] == "failed" and out["safeguards"] == ["ungrounded_number"]
+    assert "12345" in out["error"]
+    assert "no tool result shows that number" in server.requests[3]["messages"][-1]["content"]
+
+
+def test_numbers_an_answer_draws_from_results_or_the_request_pass():
+    from sentinel.worker.answer import ungrounded
+
+    evidence = "Which version is set in setup.cfg?\n[metadata]\nversion = 2.14.1\nport = 8,080\nexit code: 0\n502"
+    assert ungrounded("The version is 2.14.1; the port is 8080; the total is 502.", evidence) == []
+    assert ungrounded("There are 3 files.", evidence) == []  # one digit: counts a model can see at a glance
+    assert ungrounded("The total is 12,345 and 7.5% of 2.14.1", evidence) == ["12,345", "7.5"]
+
+
+def test_a_task_run_on_a_local_model_is_offered_the_focused_tools(sentinel_home):
+    """No edit_soul or authoring tools for a task on the embedded model (it picked edit_soul to edit config.ini);
+    a chat keeps them, and so does `local.tool_set: all`."""
+    from sentinel import config as config_mod
+    from sentinel.engine.state import RunState
+    from sentinel.worker.setup import FOCUS_HIDDEN, focused
+
+    config = config_mod.load(sentinel_home)
+    assert focused(config, RunState(model="local/qwen2.5-coder-1.5b", kind="task"))
+    assert not focused(config, RunState(model="local/qwen2.5-coder-1.5b", kind="chat"))
+    assert not focused(config, RunState(model="openai/gpt-4o", kind="task"))
+    (sentinel_home / "config.yaml").write_text("local:\n  tool_set: all\n")
+    assert not focused(config_mod.load(sentinel_home), RunState(model="local/qwen2.5-coder-1.5b", kind="task"))
+    assert {"edit_soul", "update_user", "create_tool"} <= FOCUS_HIDDEN and "recall" not in FOCUS_HIDDEN
+
+
+def test_an_answer_about_a_file_never_opened_is_sent_back(scripted_server, configure, cli, sentinel_home):
+    """The default model answered "Which version is set in setup.cfg?" without reading it: read it first."""
+    (sentinel_home / "workspace").mkdir(exist_ok=True)
+    (sentinel_home / "workspace" / "setup.cfg").write_text("[metadata]\nversion = 2.7.1\n")
+    read = {"name": "read_file", "arguments": {"path": "setup.cfg"}}
+    server = scripted_server(["The version is 1.0.", {"tool_calls": [read]}, "The version is 2.7.1."])
+    configure(server=server)
+    out = cli.json("run", "Which version is set in setup.cfg?", "--json", check=0)
+    assert out["output"] == "The version is 2.7.1." and out["safeguards"] == ["unread_input"]
+    correction = server.requests[1]["messages"][-1]["content"]
+    assert "setup.cfg" in correction and '"read_file"' in correction
+
+
+def test_writing_over_a_file_the_run_never_read_is_refused(scripted_server, configure, cli, sentinel_home):
+    """write_file replaces a whole file: over an existing one the run has not looked at, it is refused and the
+    file is kept; once read, the write goes through."""
+    ws = sentinel_home / "workspace"
+    ws.mkdir(exist_ok=True)
+    (ws / "setup.cfg").write_text("[metadata]\nversion = 2.7.1\nname = demo\n")
+    blind = {"name": "write_file", "arguments": {"path": "setup.cfg", "content": "version = 1.0"}}
+    read = {"name": "read_file", "arguments": {"path": "setup.cfg"}}
+    whole = {"name": "write_file", "arguments": {"path": "setup.cfg",
+                                                 "content": "[metadata]\nversion = 2.8.0\nname = demo\n"}}
+    configure(server=scripted_server([{"tool_calls": [blind]}, {"tool_calls": [read]}, {"tool_calls": [whole]},
+                                      "Set the version in setup.cfg to 2.8.0."]))
+    out = cli.json("run", "Set the version in setup.cfg to 2.8.0.", "--json", check=0)
+    assert out["status"] == "done" and out["safeguards"] == ["unread_overwrite"]
+    results = _tool_results(cli, out["id"])
+    assert results[0].startswith("Error: not written: setup.cfg exists and you have not read it")
+    assert (ws / "setup.cfg").read_text() == "[metadata]\nversion = 2.8.0\nname = demo\n"
