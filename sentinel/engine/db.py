@@ -102,6 +102,20 @@ def migrate(conn: Conn, migrations: Sequence[tuple[str, str]], table: str = "_mi
                 conn.execute(f"INSERT INTO {table} VALUES (?, ?)", (name, time.time()))
 
 
+def announce(conn: Conn, run_id: str) -> None:
+    """Tell every supervisor sharing the database that a decision on `run_id` was recorded (PostgreSQL NOTIFY on
+    `CHANNEL`; the run's own host resumes it). One host's SQLite file has no one else to tell."""
+    if shared(conn):
+        conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, run_id))
+
+
+def listen(conn: Conn) -> "Listener":
+    """A LISTEN session on the shared database `conn` is connected to."""
+    if not isinstance(conn, PgConn):
+        raise SentinelError("only a shared (PostgreSQL) store announces decisions")
+    return Listener(conn.url)
+
+
 def _lock(conn: Conn, table: str) -> None:
     if shared(conn):
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (f"sentinel.{table}",))
@@ -169,12 +183,6 @@ class PgConn:
             raise Unavailable(f"store {redact(self.url)}: {_first_line(exc)}") from None
         return cursor
 
-    def listener(self) -> "Listener":
-        return Listener(self.url)
-
-    def notify(self, channel: str, payload: str) -> None:
-        self.execute("SELECT pg_notify(?, ?)", (channel, payload))
-
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
@@ -187,8 +195,11 @@ class Listener:
     def __init__(self, url: str):
         import psycopg
 
-        self.conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
-        self.conn.execute(f"LISTEN {CHANNEL}")
+        try:
+            self.conn = psycopg.connect(url, autocommit=True, connect_timeout=5)
+            self.conn.execute(f"LISTEN {CHANNEL}")
+        except psycopg.Error as exc:
+            raise Unavailable(f"store {redact(url)}: {_first_line(exc)}") from None
 
     def fileno(self) -> int:
         return int(self.conn.fileno())

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 import socket
 import time
@@ -194,7 +195,7 @@ class Approval:
 
 def this_host() -> str:
     """The name a host's runs are labelled with unless the operator's `system.host` names one."""
-    return socket.gethostname().split(".")[0] or "localhost"
+    return re.sub(r"[^a-z0-9-]", "-", socket.gethostname().split(".")[0].lower())[:63] or "localhost"
 
 
 class Store:
@@ -414,6 +415,7 @@ class Store:
                 raise UsageError(f"approval {approval_id}: the digest shown ({str(digest)[:12]}…) is not the "
                                  f"call's ({approval.digest[:12]}…); reload and decide again")
             raise UsageError(f"approval {approval_id} is {approval.status}, not pending")
+        db.announce(self.conn, approval.run_id)  # on a shared store, the run's own host hears of it at once
         if approved and approval.code_sha256:
             self.trust_tool(self.trust_agent(approval.run_id), approval.tool, approval.code_sha256, by)
         return approval

@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 from sentinel.engine import outbox, relay
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.state import JOURNAL
-from sentinel.engine.store import TERMINAL, Store, new_id
+from sentinel.engine.store import TERMINAL, Store
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel.supervisor import agentfs, children, console, flows, layout, registry, runmodel
 from sentinel.supervisor.hub import Client, Hub, caller
@@ -148,7 +148,7 @@ def _agents(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 
 def _runs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     limit = _count(msg, "limit")
-    return reply(sup.store.list_runs(limit=min(limit or MAX_ROWS, MAX_ROWS)))
+    return reply(sup.store.list_runs(limit=min(limit or MAX_ROWS, MAX_ROWS), all_hosts=bool(msg.get("all_hosts"))))
 
 
 def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
@@ -170,7 +170,7 @@ def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _approvals(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    return reply(sup.store.pending_listing(_text(msg, "run_id", required=False)))
+    return reply(sup.store.pending_listing(_text(msg, "run_id", required=False), all_hosts=bool(msg.get("all_hosts"))))
 
 
 def _logs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
@@ -214,7 +214,7 @@ def start(sup: Hub, conn: Client, msg: dict[str, Any], door: str = "operator") -
     sentinel_home = layout.agent_sentinel_home(pw.pw_dir)
     workspace = _workspace(_text(msg, "workspace", required=False)) or str(sentinel_home / "workspace")
     skills = _skill_names(msg.get("skills"))
-    run_id = new_id("r-")
+    run_id = store.new_run_id()
     hook = _text(msg, "hook", required=False)  # a watcher firing's id: this run is its hook session
     if hook:
         _check_hook(store, hook)
@@ -289,13 +289,37 @@ def _link_decide(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] 
 
 
 def resume_decided(sup: Hub, conn: Client, approval: Any, msg: dict[str, Any]) -> dict[str, Any] | None:
-    """After a decision: a finished subagent is kept (or not); any other run resumes."""
+    """After a decision: a finished subagent is kept (or not); any other run resumes. Another host's run is
+    left to its own supervisor, which heard of the decision (`decided`); a follower here hears how it ends."""
     store = sup.store
+    if not executes_here(store, store.get_run(approval.run_id)):
+        return _follow(sup, conn, approval.run_id, msg)
     if approval.tool == "save_agent" and approval.call_id == SAVE_CALL:  # a finished subagent: keep it?
         if approval.status == "approved":
             sup.settle(approval.run_id)
         return reply(outcome(store, approval.run_id))
     return _resume_run(sup, conn, approval.run_id, msg)
+
+
+def executes_here(store: Store, row: dict[str, Any]) -> bool:
+    """Does this host's supervisor execute the run? On a shared store, only its own host's (docs/system-mode.md)."""
+    return not store.shared or row.get("host") == store.host
+
+
+def decided(sup: Hub, run_id: str) -> None:
+    """A decision on `run_id` was recorded, on any host: if this host executes the run and it waits for nothing
+    more, resume it. Idempotent (a run that runs, or still waits, is left alone), so hearing twice resumes once."""
+    store = sup.store
+    try:
+        row = store.get_run(run_id)
+    except NotFound:
+        return
+    if not executes_here(store, row):
+        return
+    if run_id in sup.workers:
+        sup.workers[run_id].relaunch = True  # the pausing worker is still exiting: resume once it has
+    elif row["status"] == "waiting_approval" and not store.pending_approvals(run_id):
+        sup.launch(run_id)
 
 
 def _resume(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
