@@ -50,7 +50,7 @@ class Server:
 
     def _as_user(self, *argv: str) -> None:
         proc = subprocess.run(["runuser", "-u", self.user.pw_name, "--", *argv], capture_output=True, text=True,
-                              timeout=120, cwd="/")
+                              timeout=600, cwd="/")  # initdb on busy, niced cores: minutes
         if proc.returncode != 0:
             raise RuntimeError(f"{argv[0]} failed: {proc.stdout}{proc.stderr}")
 

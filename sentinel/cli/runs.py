@@ -252,6 +252,9 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
         print(_status_line(key, value))
     if data.get("sandbox") == "best_effort":
         print("warning: sandbox is best_effort: a sandbox layer that cannot be applied does not stop a launch")
+    if (data.get("store") or {}).get("reachable") is False:
+        print("warning: the store does not answer: no run executes or is decided until it does (the supervisor "
+              "retries)")
 
 
 def _system_files() -> dict[str, Any]:

@@ -87,9 +87,10 @@ def migrate(conn: Conn, migrations: Sequence[tuple[str, str]], table: str = "_mi
     """Apply each named migration not yet recorded in `table`, in order, each in its own transaction. Two
     processes opening a new database at once apply each migration once: SQLite's write lock serializes them,
     on PostgreSQL an advisory lock does (the DDL itself is transactional there too)."""
-    with transaction(conn):
-        _lock(conn, table)
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    if not _has_table(conn, table):  # (a database in use is never write-locked just to be opened)
+        with transaction(conn):
+            _lock(conn, table)
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
     done = {r[0] for r in conn.execute(f"SELECT name FROM {table}")}
     for name, sql in migrations:
         if name in done:
@@ -114,6 +115,12 @@ def listen(conn: Conn) -> "Listener":
     if not isinstance(conn, PgConn):
         raise SentinelError("only a shared (PostgreSQL) store announces decisions")
     return Listener(conn.url)
+
+
+def _has_table(conn: Conn, table: str) -> bool:
+    if shared(conn):
+        return conn.execute("SELECT to_regclass(?)", (table,)).fetchone()[0] is not None
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone() is not None
 
 
 def _lock(conn: Conn, table: str) -> None:
@@ -200,9 +207,10 @@ class Listener:
             self.conn.execute(f"LISTEN {CHANNEL}")
         except psycopg.Error as exc:
             raise Unavailable(f"store {redact(url)}: {_first_line(exc)}") from None
+        self.fd = int(self.conn.fileno())  # kept: a lost connection still has to be unregistered by it
 
     def fileno(self) -> int:
-        return int(self.conn.fileno())
+        return self.fd
 
     def drain(self) -> list[str]:
         """The payloads that arrived (none waits); raises `Unavailable` once the connection is lost."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from sentinel.engine import outbox, relay
+from sentinel.engine import db, outbox, relay
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.state import JOURNAL
 from sentinel.engine.store import TERMINAL, Store
@@ -107,17 +107,29 @@ def answer(fn: Handler, sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str
 # -- reads ------------------------------------------------------------------------------------------
 
 def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    """What the supervisor knows; with the shared store unreachable, what it knows without it, and that."""
     store = sup.store
-    counts: dict[str, int] = {}
-    for row in store.list_runs():
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
-    return reply({"mode": "system", "socket": str(sup.settings.socket_path), "state_dir": str(sup.settings.state_dir),
-                  "operator_group": sup.settings.group, "you": conn.peer.name if conn.peer else None,
-                  "default_agent": registry.default(store), "agents": [a.name for a in registry.all_agents(store)],
-                  "sandbox": sup.config.sandbox, "resume_interrupted": sup.settings.resume,
-                  "default_model": sup.config.default_model, "muzzle": sup.muzzle_state(),
-                  "workers": sorted(sup.workers), "runs": counts, "pending_approvals": len(store.pending_approvals()),
-                  "model_hosts": _model_hosts(sup), "unreadable": _unreadable(sup), **_notify(sup)})
+    doc: dict[str, Any] = {
+        "mode": "system", "socket": str(sup.settings.socket_path), "state_dir": str(sup.settings.state_dir),
+        "operator_group": sup.settings.group, "you": conn.peer.name if conn.peer else None,
+        "store": _store_state(store), "sandbox": sup.config.sandbox, "resume_interrupted": sup.settings.resume,
+        "default_model": sup.config.default_model, "muzzle": sup.muzzle_state(), "workers": sorted(sup.workers)}
+    try:
+        counts: dict[str, int] = {}
+        for row in store.list_runs():
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+        return reply(doc | {"default_agent": registry.default(store),
+                            "agents": [a.name for a in registry.all_agents(store)], "runs": counts,
+                            "pending_approvals": len(store.pending_approvals()), "model_hosts": _model_hosts(sup),
+                            "unreadable": _unreadable(sup), **_notify(sup)})
+    except db.Unavailable as exc:
+        return reply(doc | {"store": {**doc["store"], "reachable": False, "error": str(exc)}})
+
+
+def _store_state(store: Store) -> dict[str, Any]:
+    if not store.shared:
+        return {"backend": "sqlite", "host": store.host}
+    return {"backend": "postgresql", "url": db.redact(str(store.path)), "host": store.host, "reachable": True}
 
 
 def _unreadable(sup: Hub) -> list[str]:

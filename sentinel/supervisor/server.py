@@ -139,6 +139,7 @@ class Supervisor:
         self.watch_keeper = WatchKeeper(settings.state_dir, settings.socket_path, settings.state_dir / "logs")
         self.decisions: db.Listener | None = None  # a shared store's LISTEN session (decisions made on any host)
         self._listen_at: float | None = None      # when to try it again after it was lost
+        self._lost = False                        # the shared store stopped answering (store_lost)
 
     # -- start-up -------------------------------------------------------------------------------
 
@@ -226,13 +227,16 @@ class Supervisor:
             signal.signal(sig, stop)
         try:
             while True:
-                self.tick(_soonest(self.muzzle.due(), self.watch_keeper.due(), self._listen_due(),
-                                   REMOTE_POLL_S if self._remote_followed() else None))
-                self.listen_decisions()
-                self.release_remote()
-                self.muzzle.tick()
-                self._watch_muzzle()
-                self.tick_watchers()
+                try:
+                    self.tick(_soonest(self.muzzle.due(), self.watch_keeper.due(), self._listen_due(),
+                                       REMOTE_POLL_S if self._remote_followed() else None))
+                    self.listen_decisions()
+                    self.release_remote()
+                    self.muzzle.tick()
+                    self._watch_muzzle()
+                    self.tick_watchers()
+                except db.Unavailable as exc:
+                    self.store_lost(exc)
         except Stop:
             pass
         finally:
@@ -416,11 +420,14 @@ class Supervisor:
         try:
             self.decisions = db.listen(self.store.conn)
         except db.Unavailable as exc:
-            self._listen_at = time.monotonic() + LISTEN_RETRY_S
-            print(f"sentinel supervisor: warning: {exc}; retrying", file=sys.stderr, flush=True)
-            return
+            self._listen_at = None
+            return self.store_lost(exc)
         self._listen_at = None
         self.sel.register(self.decisions, selectors.EVENT_READ, ("decided", None))
+        if self._lost:  # runs whose workers ended while the store was gone: interrupted, then resumed
+            self._lost = False
+            print("sentinel supervisor: the store answers again", file=sys.stderr, flush=True)
+            self.recover()
         self.resume_decided()
 
     def _listen_due(self) -> float | None:
@@ -430,15 +437,23 @@ class Supervisor:
 
     def hear_decisions(self) -> None:
         assert self.decisions is not None
-        try:
-            run_ids = self.decisions.drain()
-        except db.Unavailable:
+        for run_id in dict.fromkeys(self.decisions.drain()):
+            self._decided(run_id)
+
+    def store_lost(self, exc: db.Unavailable) -> None:
+        """The shared store stopped answering. Nothing is decided or executed meanwhile: a worker's decision or
+        approval request fails (so its tool call does not run) and the worker ends; `status` still answers. The
+        LISTEN session is tried again every LISTEN_RETRY_S; once it connects, `recover` picks the runs up."""
+        if not self._lost:
+            print(f"sentinel supervisor: warning: {exc}; runs are paused until it answers", file=sys.stderr,
+                  flush=True)
+        self._lost = True
+        if self.decisions is not None:
             self.sel.unregister(self.decisions)
             self.decisions.close()
-            self.decisions, self._listen_at = None, time.monotonic() + LISTEN_RETRY_S
-            return
-        for run_id in dict.fromkeys(run_ids):
-            self._decided(run_id)
+            self.decisions = None
+        if self._listen_at is None:
+            self._listen_at = time.monotonic() + LISTEN_RETRY_S
 
     def resume_decided(self) -> None:
         """This host's paused runs whose approvals were all decided (say, on another host while this one was
@@ -475,6 +490,9 @@ class Supervisor:
             self.store_trouble(exc)
 
     def store_trouble(self, exc: SentinelError) -> None:
+        """One run could not be resumed: say so and go on; a store that stopped answering is `store_lost`."""
+        if isinstance(exc, db.Unavailable):
+            raise exc
         print(f"sentinel supervisor: warning: {exc}", file=sys.stderr, flush=True)
 
     # -- the watcher child (watchkeep.py) --------------------------------------------------------
@@ -543,7 +561,10 @@ class Supervisor:
         for run_id, worker in list(self.workers.items()):
             worker.relaunch = False
             worker.spawned.kill()
-            self.exited(run_id)
+            try:
+                self.exited(run_id)
+            except db.Unavailable:  # its row still says running: the next start marks it interrupted
+                pass
         if self._muzzle_pidfd is not None:
             self.sel.unregister(self._muzzle_pidfd)
             self._muzzle_pidfd = None

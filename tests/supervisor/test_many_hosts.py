@@ -16,10 +16,10 @@ import pytest
 
 from sx_helpers import PY, SupervisorProc, _run, free_port, operator_config, serve_model
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.timeout(900)]  # two supervisors (and initdb) on busy cores
 
 SCRIPT = [
-    {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "a\n"}}]},
+    {"delay_ms": 1500, "tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "a\n"}}]},
     {"tool_calls": [{"name": "bash", "arguments": {"command": "echo ran >> counter.txt"}}]},
     "All done.",
 ]
@@ -37,7 +37,8 @@ class Host:
     def cmd(self, *args: str, check: int | None = None) -> subprocess.CompletedProcess:
         proc = _run(PY, "-m", "sentinel", *args, env={**os.environ, **self.env}, timeout=60)
         if check is not None:
-            assert proc.returncode == check, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+            died = self.proc.proc.stderr.read() if self.proc and self.proc.proc.poll() is not None else ""
+            assert proc.returncode == check, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}\n{died}"
         return proc
 
     def json(self, *args: str) -> object:
@@ -66,10 +67,15 @@ class Host:
 
 
 @pytest.fixture
-def hosts(system, pg_url, scripted_server):
+def model(scripted_server):
+    return scripted_server(SCRIPT * 3)
+
+
+@pytest.fixture
+def hosts(system, pg_url, model):
     """Hosts `a` (the `system` fixture's environment) and `b` (a second one), both on one fresh database and one
     scripted model; stopped afterwards."""
-    server = scripted_server(SCRIPT * 3)
+    server = model
     made = []
     for name in ("hosta", "hostb"):
         if name == "hosta":
@@ -173,3 +179,45 @@ def test_kill9_of_the_approver_right_after_the_decision_loses_nothing(hosts):
     time.sleep(1.0)
     assert b.status(run_id) == "done"
     assert _counter(user) == "ran\n" and _workers_started(b, run_id) == 2
+
+
+def _cut(pg_server, url: str, reachable: bool) -> None:
+    """Make the test database refuse every session (and end those it has), or accept them again."""
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS {'true' if reachable else 'false'}")
+        if not reachable:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname=%s", (name,))
+
+
+def test_store_unreachable_pauses_runs_status_says_so_and_nothing_is_lost(hosts, pg_server, pg_url, model):
+    a, _ = hosts
+    a.start()
+    user = a.agent()
+    from sentinel.supervisor.client import SystemEngine
+
+    run_id = str(SystemEngine(a.socket).call("start", task="count", agent=user)["id"])
+    deadline = time.monotonic() + 20
+    while not model.requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert model.requests, "the worker never called the model"
+    _cut(pg_server, pg_url, reachable=False)  # while the model is answering: its next call cannot be decided
+    try:
+        time.sleep(4.0)
+        status = a.json("status")
+        assert status["store"]["reachable"] is False and "store" in status["store"]["error"]  # type: ignore[index]
+        assert "the store does not answer" in a.cmd("status", check=0).stdout
+        assert a.cmd("approve", run_id).returncode != 0  # nothing can be decided meanwhile
+        assert _counter(user) == ""  # no tool call ran undecided
+    finally:
+        _cut(pg_server, pg_url, reachable=True)
+    deadline = time.monotonic() + 30
+    while a.json("status")["store"].get("reachable") is False:  # type: ignore[index]
+        assert time.monotonic() < deadline, "the supervisor never reconnected"
+        time.sleep(0.2)
+    a.wait(run_id, "waiting_approval")  # picked up again: the bash call waits for its decision
+    assert _counter(user) == ""
+    a.cmd("approve", run_id, check=0)
+    assert a.status(run_id) == "done" and _counter(user) == "ran\n"
