@@ -45,7 +45,7 @@ class Host:
         return json.loads(self.cmd(*args, "--json", check=0).stdout)
 
     def start(self) -> "Host":
-        self.proc = SupervisorProc(self).start()
+        self.proc = SupervisorProc(self).start(wait_s=120)  # two supervisors and their Muzzles on busy cores
         return self
 
     def agent(self) -> str:
@@ -119,9 +119,9 @@ def _url(host: Host) -> str:
 
 def _paused_on_b(a: Host, b: Host) -> tuple[str, str]:
     """A run of host b's agent, paused for approval of its bash call."""
+    user = b.agent()  # (setup also makes b's Muzzle user: its supervisor starts Muzzle at once)
     a.start()
     b.start()
-    user = b.agent()
     from sentinel.supervisor.client import SystemEngine
 
     run_id = str(SystemEngine(b.socket).call("start", task="count", agent=user)["id"])
@@ -194,8 +194,8 @@ def _cut(pg_server, url: str, reachable: bool) -> None:
 
 def test_store_unreachable_pauses_runs_status_says_so_and_nothing_is_lost(hosts, pg_server, pg_url, model):
     a, _ = hosts
-    a.start()
     user = a.agent()
+    a.start()
     from sentinel.supervisor.client import SystemEngine
 
     run_id = str(SystemEngine(a.socket).call("start", task="count", agent=user)["id"])
