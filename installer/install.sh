@@ -44,10 +44,11 @@ apt-get update -qq
 # libcap-dev: python-prctl; build-essential+cmake: llama-cpp-python; bubblewrap: the Leash benchmark's peer;
 # nftables+iproute2: per-UID egress rules and their tests; binutils: the portable-build check;
 # chromium: the browser the web console's tests drive (Playwright, no browser download);
-# sudo: `sudo -u AGENT sentinel chat` (Debian's image has none; util-linux's runuser works too).
+# sudo: `sudo -u AGENT sentinel chat` (Debian's image has none; util-linux's runuser works too);
+# postgresql: the shared store of many hosts (`store: postgresql://...`) and the server its tests start.
 apt-get install -y -qq --no-install-recommends \
     python3 python3-venv python3-dev libcap-dev build-essential cmake git binutils \
-    bubblewrap nftables iproute2 procps util-linux sudo chromium >/dev/null
+    bubblewrap nftables iproute2 procps util-linux sudo chromium postgresql >/dev/null
 
 echo "==> virtualenv at $venv"
 if [ ! -x "$venv/bin/python" ]; then

@@ -93,6 +93,15 @@ class Config(_Strict):
         return value
     notify: list[Target] = Field(default_factory=list,
                                  description="Where a person hears of approvals, finished runs and escalations.")
+    store: str | None = Field(None, description="The supervisor's store: postgresql://USER@HOST/DB, shared by the "
+                                                "supervisors of many hosts; default: SQLite under its state dir.")
+
+    @field_validator("store")
+    @classmethod
+    def _store_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a postgresql:// URL (leave it out for the SQLite store)")
+        return value
 
     def provider(self, name: str) -> Provider | None:
         if name in self.providers:

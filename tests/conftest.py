@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from pgserver import pg_server, pg_url  # noqa: F401  (a real PostgreSQL server: tests/pgserver.py)
+
 
 @pytest.fixture(autouse=True)
 def sentinel_home(tmp_path, monkeypatch):

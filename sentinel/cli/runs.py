@@ -22,6 +22,8 @@ from sentinel.engine.events import SelfEdited
 from sentinel.engine.api import Engine, Outcome
 from sentinel.errors import NotFound
 
+ALL_HOSTS_HELP = "Every host's, each labelled with its host (system mode on a shared store: docs/system-mode.md)."
+
 
 def _engine() -> Engine:
     """The supervisor's client when one answers (system mode), else the in-process engine (local mode)."""
@@ -65,21 +67,23 @@ def run(task: str = typer.Argument(..., help="What the agent should do."),
 
 
 def runs(as_json: bool = typer.Option(False, "--json"),
-         status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status.")) -> None:
+         status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
+         all_hosts: bool = typer.Option(False, "--all-hosts", help=ALL_HOSTS_HELP)) -> None:
     """List runs, newest first."""
     with _engine() as engine:
-        rows = engine.runs(status=status)
+        rows = engine.runs(status=status, all_hosts=all_hosts)
     if as_json:
         return print_json(rows)
     from rich.table import Table
     from rich.text import Text  # cells are text, never markup: a task says what its author wrote
 
-    table = Table("id", "status", "agent", "model", "created", "task", box=None, pad_edge=False)
+    table = Table("id", "status", "agent", "model", "created", "task", *(["host"] if all_hosts else []),
+                  box=None, pad_edge=False)
     table.columns[5].no_wrap, table.columns[5].overflow = True, "ellipsis"
     for r, level in _tree(rows):
         table.add_row(*map(Text, (("  " * (level - 1) + "└ " if level else "") + r["id"], r["status"], r["agent"],
                                   r["model"], time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
-                                  task_title(r))))
+                                  task_title(r), *([r.get("host") or "?"] if all_hosts else []))))
     listing_console().print(table)
 
 
@@ -135,25 +139,29 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         console.print(f"[red]error[/]: {data['error']}")
 
 
-def approvals(as_json: bool = typer.Option(False, "--json")) -> None:
+def approvals(as_json: bool = typer.Option(False, "--json"),
+              all_hosts: bool = typer.Option(False, "--all-hosts", help=ALL_HOSTS_HELP)) -> None:
     """List pending approvals."""
     with _engine() as engine:
-        pending = engine.pending()
+        pending = engine.pending(all_hosts=all_hosts)
     if as_json:
         return print_json([{k: a[k] for k in ("id", "run_id", "parents", "tool", "arguments", "user", "workspace",
-                                              "reason", "code", "code_sha256", "mcp") if k in a} for a in pending])
+                                              "host", "reason", "code", "code_sha256", "mcp") if k in a}
+                           for a in pending])
     if not pending:
         print("no pending approvals")
         return
     from rich.table import Table
     from rich.text import Text  # cells are text, never markup: an agent wrote the command and the reason
 
-    table = Table("approval", "run", "tool", "call", "runs as", "workspace", "why", box=None, pad_edge=False)
+    table = Table("approval", "run", "tool", "call", "runs as", "workspace", "why", *(["host"] if all_hosts else []),
+                  box=None, pad_edge=False)
     table.columns[3].overflow = table.columns[6].overflow = "fold"
     for a in pending:
         chain = "".join(f" ← {parent}" for parent in a.get("parents") or [])  # a child run's: under its parents
         table.add_row(*map(Text, (a["id"], f"{a['run_id']}{chain}", a["tool"], arguments_text(a["arguments"], 200),
-                                  a.get("user") or "?", a.get("workspace") or "?", short(a.get("reason") or "", 120))))
+                                  a.get("user") or "?", a.get("workspace") or "?", short(a.get("reason") or "", 120),
+                                  *([a.get("host") or "?"] if all_hosts else []))))
     console = listing_console()
     console.print(table)
     for a in pending:
@@ -244,6 +252,9 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
         print(_status_line(key, value))
     if data.get("sandbox") == "best_effort":
         print("warning: sandbox is best_effort: a sandbox layer that cannot be applied does not stop a launch")
+    if (data.get("store") or {}).get("reachable") is False:
+        print("warning: the store does not answer: no run executes or is decided until it does (the supervisor "
+              "retries)")
 
 
 def _system_files() -> dict[str, Any]:

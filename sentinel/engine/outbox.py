@@ -18,10 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import sqlite3
 import time
 from typing import Any
 
+from sentinel.engine import db
 from sentinel.errors import UsageError
 
 PREFIX_KEY = "web_prefix"
@@ -37,20 +37,20 @@ def sha256(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def meta_once(conn: sqlite3.Connection, key: str, value: str) -> str:
+def meta_once(conn: db.Conn, key: str, value: str) -> str:
     """The meta value under `key`, set to `value` by the first caller (every process agrees on it)."""
     conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (key, value))
     return str(conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()[0])
 
 
-def console_prefix(conn: sqlite3.Connection) -> str:
+def console_prefix(conn: db.Conn) -> str:
     """The console's secret path, kept: links in notifications and signed-in browsers outlive a restart."""
     return meta_once(conn, PREFIX_KEY, f"/s/{secrets.token_urlsafe(18)}")
 
 
 # -- the outbox ---------------------------------------------------------------------------------
 
-def enqueue(conn: sqlite3.Connection, event: str, target: str, spec: dict[str, Any], doc: dict[str, Any],
+def enqueue(conn: db.Conn, event: str, target: str, spec: dict[str, Any], doc: dict[str, Any],
             now: float | None = None) -> bool:
     """Queue one notification for one target; False when this event was already queued for it."""
     now = time.time() if now is None else now
@@ -60,7 +60,7 @@ def enqueue(conn: sqlite3.Connection, event: str, target: str, spec: dict[str, A
     return cur.rowcount == 1
 
 
-def claim(conn: sqlite3.Connection, now: float, lease_s: float) -> list[dict[str, Any]]:
+def claim(conn: db.Conn, now: float, lease_s: float) -> list[dict[str, Any]]:
     """Due rows this caller may send now; each is leased until `now + lease_s` (a deliverer that dies mid-send
     leaves it to the next one after the lease: at least once)."""
     out = []
@@ -73,12 +73,12 @@ def claim(conn: sqlite3.Connection, now: float, lease_s: float) -> list[dict[str
     return out
 
 
-def delivered(conn: sqlite3.Connection, row_id: int) -> None:
+def delivered(conn: db.Conn, row_id: int) -> None:
     conn.execute("UPDATE notify_outbox SET status='delivered', attempts=attempts+1, error=NULL, lease_until=NULL,"
                  " done_at=? WHERE id=?", (time.time(), row_id))
 
 
-def attempt_failed(conn: sqlite3.Connection, row: dict[str, Any], error: str, retry_at: float | None) -> None:
+def attempt_failed(conn: db.Conn, row: dict[str, Any], error: str, retry_at: float | None) -> None:
     """Record a failed attempt: retried at `retry_at`, or given up (`failed`) when None."""
     if retry_at is None:
         conn.execute("UPDATE notify_outbox SET status='failed', attempts=attempts+1, error=?, lease_until=NULL,"
@@ -88,13 +88,13 @@ def attempt_failed(conn: sqlite3.Connection, row: dict[str, Any], error: str, re
                      (error[:500], retry_at, row["id"]))
 
 
-def next_due(conn: sqlite3.Connection) -> float | None:
-    row = conn.execute("SELECT MIN(MAX(next_at, COALESCE(lease_until, 0))) FROM notify_outbox"
+def next_due(conn: db.Conn) -> float | None:
+    row = conn.execute("SELECT MIN(CASE WHEN lease_until > next_at THEN lease_until ELSE next_at END) FROM notify_outbox"
                        " WHERE status='pending'").fetchone()
     return row[0] if row else None
 
 
-def failing(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def failing(conn: db.Conn) -> list[dict[str, Any]]:
     """Each target whose newest notification is failing (retrying, or given up), with its last error."""
     sql = ("SELECT target, status, attempts, error, event FROM notify_outbox WHERE id IN"
            " (SELECT MAX(id) FROM notify_outbox GROUP BY target) AND error IS NOT NULL AND status != 'delivered'"
@@ -103,17 +103,17 @@ def failing(conn: sqlite3.Connection) -> list[dict[str, Any]]:
              "attempts": r["attempts"], "event": r["event"], "error": r["error"]} for r in conn.execute(sql)]
 
 
-def target_status(conn: sqlite3.Connection, labels: list[str]) -> list[dict[str, Any]]:
+def target_status(conn: db.Conn, labels: list[str]) -> list[dict[str, Any]]:
     """Each configured target: ok, or failing with its last error (what `sentinel status` shows, both modes)."""
     failed = {f["target"]: f for f in failing(conn)}
     return [failed.get(label) or {"target": label, "state": "ok"} for label in labels]
 
 
-def history(conn: sqlite3.Connection, limit: int = 50) -> list[dict[str, Any]]:
+def history(conn: db.Conn, limit: int = 50) -> list[dict[str, Any]]:
     return [_row(r) for r in conn.execute("SELECT * FROM notify_outbox ORDER BY id DESC LIMIT ?", (limit,))]
 
 
-def _row(row: sqlite3.Row) -> dict[str, Any]:
+def _row(row: Any) -> dict[str, Any]:
     out = dict(row)
     out["spec"], out["doc"] = json.loads(out["spec"]), json.loads(out["doc"])
     return out
@@ -121,7 +121,7 @@ def _row(row: sqlite3.Row) -> dict[str, Any]:
 
 # -- one-tap decision links --------------------------------------------------------------------
 
-def mint_link(conn: sqlite3.Connection, approval_id: str, digest: str, ttl_s: float, target: str,
+def mint_link(conn: db.Conn, approval_id: str, digest: str, ttl_s: float, target: str,
               outbox_id: int | None = None) -> tuple[str, float]:
     """A new link secret for deciding one approval, once, as it was when minted; the store keeps its hash only.
     A retried delivery mints anew and retires the links its earlier attempts minted."""
@@ -136,7 +136,7 @@ def mint_link(conn: sqlite3.Connection, approval_id: str, digest: str, ttl_s: fl
     return secret, now + ttl_s
 
 
-def link(conn: sqlite3.Connection, secret: str, now: float | None = None) -> dict[str, Any]:
+def link(conn: db.Conn, secret: str, now: float | None = None) -> dict[str, Any]:
     """The link's row if it can still be used; LinkRefused saying why not."""
     now = time.time() if now is None else now
     row = conn.execute("SELECT * FROM notify_links WHERE secret_sha256=?", (sha256(secret),)).fetchone()
@@ -150,7 +150,7 @@ def link(conn: sqlite3.Connection, secret: str, now: float | None = None) -> dic
     return dict(row)
 
 
-def redeem(conn: sqlite3.Connection, secret: str, used_as: str) -> dict[str, Any]:
+def redeem(conn: db.Conn, secret: str, used_as: str) -> dict[str, Any]:
     """Use a link, exactly once (the first of two racing uses wins, the other is refused)."""
     row = link(conn, secret)
     now = time.time()
@@ -163,7 +163,7 @@ def redeem(conn: sqlite3.Connection, secret: str, used_as: str) -> dict[str, Any
 
 # -- the console's sessions and sign-in tokens -----------------------------------------------------
 
-def issue_sign_in(conn: sqlite3.Connection, operator: str, ttl_s: float) -> str:
+def issue_sign_in(conn: db.Conn, operator: str, ttl_s: float) -> str:
     """A one-time sign-in token for `operator` (any console of this store accepts it, once, before it expires)."""
     token = secrets.token_urlsafe(32)
     now = time.time()
@@ -172,7 +172,7 @@ def issue_sign_in(conn: sqlite3.Connection, operator: str, ttl_s: float) -> str:
     return token
 
 
-def trade_sign_in(conn: sqlite3.Connection, token: str, session_ttl_s: float) -> dict[str, Any] | None:
+def trade_sign_in(conn: db.Conn, token: str, session_ttl_s: float) -> dict[str, Any] | None:
     """Trade a sign-in token for a new session (its cookie secret and CSRF token); None when it cannot be."""
     now = time.time()
     digest = sha256(token)
@@ -184,14 +184,14 @@ def trade_sign_in(conn: sqlite3.Connection, token: str, session_ttl_s: float) ->
     return new_session(conn, operator, session_ttl_s)
 
 
-def new_session(conn: sqlite3.Connection, operator: str, ttl_s: float) -> dict[str, Any]:
+def new_session(conn: db.Conn, operator: str, ttl_s: float) -> dict[str, Any]:
     secret, csrf, now = secrets.token_urlsafe(32), secrets.token_urlsafe(32), time.time()
     conn.execute("INSERT INTO web_sessions (secret_sha256, operator, csrf, created_at, expires_at)"
                  " VALUES (?, ?, ?, ?, ?)", (sha256(secret), operator, csrf, now, now + ttl_s))
     return {"secret": secret, "operator": operator, "csrf": csrf, "created_at": now}
 
 
-def session(conn: sqlite3.Connection, secret: str) -> dict[str, Any] | None:
+def session(conn: db.Conn, secret: str) -> dict[str, Any] | None:
     row = conn.execute("SELECT operator, csrf, created_at FROM web_sessions WHERE secret_sha256=? AND expires_at > ?",
                        (sha256(secret), time.time())).fetchone()
     return dict(row) if row else None

@@ -18,10 +18,10 @@ cannot write: a worker reaches `notify` and `escalate` only through its supervis
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from typing import Any, Iterable
 
+from sentinel.engine import db
 from sentinel.errors import NotFound, SentinelError, UsageError
 
 PENDING = "pending"
@@ -39,7 +39,7 @@ class Settled(SentinelError):
             super().__init__(f"firing {firing['id']} is already {firing['status']}")
 
 
-def open_firing(conn: sqlite3.Connection, *, firing_id: str, watcher: str, dedupe_key: str,
+def open_firing(conn: db.Conn, *, firing_id: str, watcher: str, dedupe_key: str,
                 envelope: dict[str, Any], fired_at: float, deadline: float, fallback: bool) -> str:
     conn.execute("INSERT INTO watch_firings (id, watcher, dedupe_key, status, fired_at, deadline, fallback, envelope)"
                  " VALUES (?, ?, ?, 'pending', ?, ?, ?, ?)",
@@ -47,23 +47,23 @@ def open_firing(conn: sqlite3.Connection, *, firing_id: str, watcher: str, dedup
     return firing_id
 
 
-def link(conn: sqlite3.Connection, firing_id: str, run_id: str) -> None:
+def link(conn: db.Conn, firing_id: str, run_id: str) -> None:
     conn.execute("UPDATE watch_firings SET run_id=? WHERE id=? AND run_id IS NULL", (run_id, firing_id))
 
 
-def get(conn: sqlite3.Connection, firing_id: str) -> dict[str, Any]:
+def get(conn: db.Conn, firing_id: str) -> dict[str, Any]:
     row = conn.execute("SELECT * FROM watch_firings WHERE id=?", (firing_id,)).fetchone()
     if row is None:
         raise NotFound(f"no firing {firing_id!r} (see `sentinel watch history`)")
     return _firing(row)
 
 
-def for_run(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
+def for_run(conn: db.Conn, run_id: str) -> dict[str, Any] | None:
     row = conn.execute("SELECT * FROM watch_firings WHERE run_id=?", (run_id,)).fetchone()
     return _firing(row) if row else None
 
 
-def history(conn: sqlite3.Connection, watcher: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+def history(conn: db.Conn, watcher: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     sql, params = "SELECT * FROM watch_firings", []
     if watcher:
         sql, params = sql + " WHERE watcher=?", [watcher]
@@ -71,25 +71,24 @@ def history(conn: sqlite3.Connection, watcher: str | None = None, limit: int | N
     return [_firing(r) for r in conn.execute(sql, params + ([limit] if limit else []))]
 
 
-def due(conn: sqlite3.Connection, now: float) -> list[dict[str, Any]]:
+def due(conn: db.Conn, now: float) -> list[dict[str, Any]]:
     """Pending firings whose deadline has passed: the fallback timer's work (it survives restarts: it is a row)."""
     rows = conn.execute("SELECT * FROM watch_firings WHERE status='pending' AND deadline <= ? ORDER BY deadline",
                         (now,))
     return [_firing(r) for r in rows]
 
 
-def next_deadline(conn: sqlite3.Connection) -> float | None:
+def next_deadline(conn: db.Conn) -> float | None:
     row = conn.execute("SELECT MIN(deadline) FROM watch_firings WHERE status='pending'").fetchone()
     return row[0] if row else None
 
 
-def settle(conn: sqlite3.Connection, firing_id: str, status: str, detail: dict[str, Any],
+def settle(conn: db.Conn, firing_id: str, status: str, detail: dict[str, Any],
            deliveries: Iterable[tuple[dict[str, Any], str]], *, in_time: bool = False) -> bool:
     """Claim the firing's one outcome and enqueue its deliveries, atomically; False when another won.
     `in_time`: only before the deadline (a notify: past it, the outcome is the fallback's, whoever runs it)."""
     now = time.time()
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.transaction(conn):
         cur = conn.execute("UPDATE watch_firings SET status=?, outcome=?, resolved_at=? WHERE id=? AND status='pending'"
                            + (" AND deadline > ?" if in_time else ""),
                            (status, json.dumps(detail), now, firing_id, *([now] if in_time else [])))
@@ -97,14 +96,10 @@ def settle(conn: sqlite3.Connection, firing_id: str, status: str, detail: dict[s
             row = get(conn, firing_id)
             for target, message in deliveries:
                 _enqueue(conn, row, target, message, status, now)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return cur.rowcount == 1
 
 
-def _enqueue(conn: sqlite3.Connection, firing: dict[str, Any], target: dict[str, Any], message: str, kind: str,
+def _enqueue(conn: db.Conn, firing: dict[str, Any], target: dict[str, Any], message: str, kind: str,
              now: float) -> None:
     """The inbox is this database: its entry is written in the claiming transaction. Other targets are queued."""
     if target.get("type") == "inbox":
@@ -127,7 +122,7 @@ def targets_of(firing: dict[str, Any], names: list[str] | None = None) -> list[d
     return [by_name[n] for n in names]
 
 
-def notify(conn: sqlite3.Connection, run_id: str, message: str, names: list[str] | None = None) -> dict[str, Any]:
+def notify(conn: db.Conn, run_id: str, message: str, names: list[str] | None = None) -> dict[str, Any]:
     """sentinel_act notify from run `run_id`: fulfil its firing's contract. Settled when it already had an
     outcome; NotFound when the run answers no firing."""
     firing = for_run(conn, run_id)
@@ -140,7 +135,7 @@ def notify(conn: sqlite3.Connection, run_id: str, message: str, names: list[str]
     return get(conn, firing["id"])
 
 
-def escalate(conn: sqlite3.Connection, run_id: str, reason: str, severity: str) -> dict[str, Any]:
+def escalate(conn: db.Conn, run_id: str, reason: str, severity: str) -> dict[str, Any]:
     """sentinel_escalate: recorded on the contract, which stays open for the fallback to deliver."""
     firing = for_run(conn, run_id)
     if firing is None:
@@ -154,35 +149,34 @@ def escalate(conn: sqlite3.Connection, run_id: str, reason: str, severity: str) 
 
 # -- deliveries and the inbox -------------------------------------------------------------------
 
-def add_inbox(conn: sqlite3.Connection, firing_id: str | None, watcher: str | None, kind: str, message: str,
+def add_inbox(conn: db.Conn, firing_id: str | None, watcher: str | None, kind: str, message: str,
               now: float | None = None) -> None:
     conn.execute("INSERT INTO watch_inbox (t, firing_id, watcher, kind, message) VALUES (?, ?, ?, ?, ?)",
                  (now or time.time(), firing_id, watcher, kind, message))
 
 
-def inbox(conn: sqlite3.Connection, limit: int | None = None) -> list[dict[str, Any]]:
+def inbox(conn: db.Conn, limit: int | None = None) -> list[dict[str, Any]]:
     sql = "SELECT * FROM watch_inbox ORDER BY id DESC" + (" LIMIT ?" if limit else "")
     return [dict(r) for r in conn.execute(sql, [limit] if limit else [])]
 
 
-def pending_deliveries(conn: sqlite3.Connection, now: float) -> list[dict[str, Any]]:
+def pending_deliveries(conn: db.Conn, now: float) -> list[dict[str, Any]]:
     rows = conn.execute("SELECT * FROM watch_deliveries WHERE status='pending' AND next_at <= ? ORDER BY id", (now,))
     return [{**dict(r), "target": json.loads(r["target"])} for r in rows]
 
 
-def delivered(conn: sqlite3.Connection, delivery_id: int) -> None:
+def delivered(conn: db.Conn, delivery_id: int) -> None:
     conn.execute("UPDATE watch_deliveries SET status='done', attempts=attempts+1, done_at=?, error=NULL"
                  " WHERE id=? AND status='pending'", (time.time(), delivery_id))
 
 
-def retry_later(conn: sqlite3.Connection, delivery: dict[str, Any], error: str, next_at: float | None) -> None:
+def retry_later(conn: db.Conn, delivery: dict[str, Any], error: str, next_at: float | None) -> None:
     """A failed attempt: try again at `next_at`, or (None: out of attempts) give up into the inbox, never silently."""
     if next_at is not None:
         conn.execute("UPDATE watch_deliveries SET attempts=attempts+1, next_at=?, error=? WHERE id=? AND status='pending'",
                      (next_at, error, delivery["id"]))
         return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.transaction(conn):
         cur = conn.execute("UPDATE watch_deliveries SET status='failed', attempts=attempts+1, error=?, done_at=?"
                            " WHERE id=? AND status='pending'", (error, time.time(), delivery["id"]))
         if cur.rowcount == 1:
@@ -190,18 +184,14 @@ def retry_later(conn: sqlite3.Connection, delivery: dict[str, Any], error: str, 
             target = delivery["target"].get("name") or delivery["target"].get("type")
             add_inbox(conn, firing["id"], firing["watcher"], delivery["kind"],
                       f"[delivery to {target} failed: {error}] {delivery['message']}")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
-def deliveries(conn: sqlite3.Connection, firing_id: str) -> list[dict[str, Any]]:
+def deliveries(conn: db.Conn, firing_id: str) -> list[dict[str, Any]]:
     rows = conn.execute("SELECT * FROM watch_deliveries WHERE firing_id=? ORDER BY id", (firing_id,))
     return [{**dict(r), "target": json.loads(r["target"])} for r in rows]
 
 
-def _firing(row: sqlite3.Row) -> dict[str, Any]:
+def _firing(row: Any) -> dict[str, Any]:
     data = dict(row)
     for key in ("envelope", "outcome", "escalation"):
         data[key] = json.loads(data[key]) if data.get(key) else None

@@ -1,8 +1,9 @@
-"""The state database: run registry, decisions, approval queue, audit log (SQLite, WAL).
+"""The state database: run registry, decisions, approval queue, audit log (SQLite, WAL; or PostgreSQL).
 
 Local mode keeps it at $SENTINEL_HOME/state/sentinel.db; the supervisor keeps
-its own root-only copy under /var/lib/sentinel/. Schema changes are named,
-forward-only migrations recorded in `_migrations`.
+its own root-only copy under /var/lib/sentinel/, or shares one PostgreSQL database with the supervisors of
+other hosts (`store: postgresql://...`; sentinel/engine/db.py, docs/system-mode.md). Schema changes are named,
+forward-only migrations recorded in `_migrations`, the same on both backends.
 
 Approval invariants live in single UPDATE statements, so they hold across
 processes: a pending approval is resolved once (approve or deny, first wins),
@@ -16,14 +17,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
-import sqlite3
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
 from sentinel import paths
+from sentinel.engine import db
 from sentinel.errors import NotFound, UsageError
 from sentinel.mcp.names import named, split_name
 
@@ -135,6 +138,11 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE TABLE mcp_trust (server TEXT PRIMARY KEY, sha256 TEXT NOT NULL, document TEXT NOT NULL,
                                 trusted_by TEXT NOT NULL, trusted_at REAL NOT NULL);
     """),
+    # Many hosts, one database (docs/system-mode.md): the host whose supervisor executes each run.
+    ("012_hosts", """
+        ALTER TABLE runs ADD COLUMN host TEXT;
+        CREATE INDEX runs_host_status ON runs(host, status);
+    """),
 ]
 
 TERMINAL = ("done", "failed", "cancelled")
@@ -185,20 +193,31 @@ class Approval:
         return data | named(self.tool)
 
 
+def this_host() -> str:
+    """The name a host's runs are labelled with unless the operator's `system.host` names one."""
+    return re.sub(r"[^a-z0-9-]", "-", socket.gethostname().split(".")[0].lower())[:63] or "localhost"
+
+
 class Store:
-    def __init__(self, conn: sqlite3.Connection, path: Path):
+    def __init__(self, conn: db.Conn, path: Path | str, host: str | None = None):
         self.conn = conn
         self.path = path
+        self.host = host or this_host()    # the host whose supervisor executes the runs this store creates
+        self.shared = db.shared(conn)      # many hosts' supervisors use this database (PostgreSQL)
 
     @classmethod
-    def open(cls, path: Path | str | None = None) -> "Store":
-        path = Path(path) if path else paths.state_dir() / "sentinel.db"
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        conn = paths.connect_wal(path, 30.0)
-        conn.row_factory = sqlite3.Row
-        store = cls(conn, path)
+    def open(cls, path: Path | str | None = None, *, host: str | None = None) -> "Store":
+        """`path`: a SQLite file (default: the state dir's sentinel.db) or a `postgresql://` URL."""
+        if not (path and db.is_url(path)):
+            path = Path(path) if path else paths.state_dir() / "sentinel.db"
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        store = cls(db.connect(path), path, host)
         store.migrate()
         return store
+
+    def new_run_id(self) -> str:
+        """A run id; on a shared database it names the host that executes the run (r-HOST-xxxxxxxxxx)."""
+        return new_id(f"r-{self.host}-" if self.shared else "r-")
 
     def close(self) -> None:
         self.conn.close()
@@ -210,21 +229,7 @@ class Store:
         self.close()
 
     def migrate(self) -> None:
-        self.conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-        done = {r[0] for r in self.conn.execute("SELECT name FROM _migrations")}
-        for name, sql in MIGRATIONS:
-            if name in done:
-                continue
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                if self.conn.execute("SELECT 1 FROM _migrations WHERE name=?", (name,)).fetchone() is None:
-                    for statement in filter(str.strip, sql.split(";")):
-                        self.conn.execute(statement)
-                    self.conn.execute("INSERT INTO _migrations VALUES (?, ?)", (name, time.time()))
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
+        db.migrate(self.conn, MIGRATIONS)
 
     # -- runs ---------------------------------------------------------------
 
@@ -236,9 +241,9 @@ class Store:
         now = time.time()
         self.conn.execute(
             "INSERT INTO runs (id, parent_id, agent, task, model, status, workspace, run_dir, created_at, updated_at,"
-            " kind, call_id, depth, grants) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
+            " kind, call_id, depth, grants, host) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run_id, parent_id, agent, task, model, str(workspace), str(run_dir), now, now, kind, call_id, depth,
-             json.dumps(sorted(grants)) if grants is not None else None))
+             json.dumps(sorted(grants)) if grants is not None else None, self.host))
 
     def set_status(self, run_id: str, status: str, *, output: str | None = None, error: str | None = None) -> None:
         self.conn.execute("UPDATE runs SET status=?, output=COALESCE(?, output), error=?, updated_at=? WHERE id=?",
@@ -250,13 +255,20 @@ class Store:
             raise NotFound(f"no run {run_id!r} (see `sentinel runs`)")
         return dict(row)
 
-    def list_runs(self, limit: int | None = None, status: Iterable[str] | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT id, parent_id, depth, kind, agent, task, model, status, created_at, updated_at FROM runs"
+    def list_runs(self, limit: int | None = None, status: Iterable[str] | None = None,
+                  all_hosts: bool = False) -> list[dict[str, Any]]:
+        """Runs, the newest first; on a shared database this host's only unless `all_hosts`."""
+        sql = "SELECT id, parent_id, depth, kind, agent, task, model, status, created_at, updated_at, host FROM runs"
+        where: list[str] = []
         params: list[Any] = []
+        if self.shared and not all_hosts:
+            where, params = ["host=?"], [self.host]
         if status:
             statuses = list(status)
-            sql += f" WHERE status IN ({','.join('?' * len(statuses))})"
+            where.append(f"status IN ({','.join('?' * len(statuses))})")
             params += statuses
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY created_at DESC"
         if limit:
             sql += " LIMIT ?"
@@ -287,14 +299,18 @@ class Store:
             parent = self.get_run(parent).get("parent_id")
         return chain
 
-    def pending_listing(self, run_id: str | None = None, *, user: str | None = None) -> list[dict[str, Any]]:
-        """Pending approvals as a person reviews them: each with its run's parent chain, its workspace and the
-        Linux user its call would run as (`user` for runs the registry names none for: local mode's own)."""
+    def pending_listing(self, run_id: str | None = None, *, user: str | None = None,
+                        all_hosts: bool = True) -> list[dict[str, Any]]:
+        """Pending approvals as a person reviews them: each with its run's parent chain, its workspace, its host
+        and the Linux user its call would run as (`user` for runs the registry names none for: local mode's
+        own). On a shared database, `all_hosts=False` keeps this host's runs only."""
         out = []
         for approval in self.pending_approvals(run_id):
             run = self.get_run(approval.run_id)
+            if self.shared and not all_hosts and run.get("host") != self.host:
+                continue
             out.append({**approval.public(), "parents": self.parent_chain(approval.run_id),
-                        "workspace": run["workspace"], "user": run.get("user") or user})
+                        "workspace": run["workspace"], "user": run.get("user") or user, "host": run.get("host")})
         return out
 
     def waited_approvals(self, run_id: str) -> list["Approval"]:
@@ -399,6 +415,7 @@ class Store:
                 raise UsageError(f"approval {approval_id}: the digest shown ({str(digest)[:12]}…) is not the "
                                  f"call's ({approval.digest[:12]}…); reload and decide again")
             raise UsageError(f"approval {approval_id} is {approval.status}, not pending")
+        db.announce(self.conn, approval.run_id)  # on a shared store, the run's own host hears of it at once
         if approved and approval.code_sha256:
             self.trust_tool(self.trust_agent(approval.run_id), approval.tool, approval.code_sha256, by)
         return approval
@@ -522,7 +539,7 @@ def _resolution(approval: Approval | None) -> dict[str, Any] | None:
             "status": approval.status, "reason": approval.resolution_reason or "", "by": approval.resolved_by}
 
 
-def _approval(row: sqlite3.Row) -> Approval:
+def _approval(row: Any) -> Approval:
     return Approval(row["id"], row["run_id"], row["call_id"], row["tool"], json.loads(row["arguments"]),
                     row["digest"], row["reason"], row["status"], row["created_at"], row["resolved_by"],
                     row["resolution_reason"], json.loads(row["code"]) if row["code"] else None, row["code_sha256"])

@@ -278,7 +278,8 @@ class LocalEngine(Closing):
                 "self_edits": state.self_edits,
                 "pending_approvals": self.store.pending_listing(run_id, user=operator_name())}
 
-    def runs(self, *, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def runs(self, *, status: str | None = None, limit: int | None = None,
+             all_hosts: bool = False) -> list[dict[str, Any]]:  # local mode: one host
         wanted = [status] if status and status != "interrupted" else ["running"] if status else None
         rows = self.store.list_runs(limit=limit, status=wanted)
         for row in rows:
@@ -286,7 +287,7 @@ class LocalEngine(Closing):
                 row["status"] = self._live_status(self.store.get_run(row["id"]))
         return [r for r in rows if not status or r["status"] == status]
 
-    def pending(self) -> list[dict[str, Any]]:
+    def pending(self, *, all_hosts: bool = False) -> list[dict[str, Any]]:
         return self.store.pending_listing(user=operator_name())  # local mode's tools run as this user
 
     def sessions(self, *, limit: int | None = None) -> list[dict[str, Any]]:

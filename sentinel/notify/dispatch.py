@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from sentinel.engine import outbox
+from sentinel.engine import db, outbox
 from sentinel.engine.store import Store
 from sentinel.notify import send
 from sentinel.watchers.deliver import DeliveryError
@@ -113,7 +112,7 @@ class Dispatcher:
             time.sleep(POLL_S)
 
 
-def scan(conn: sqlite3.Connection, config: Any, now: float | None = None) -> int:
+def scan(conn: db.Conn, config: Any, now: float | None = None) -> int:
     """Queue every new event for every target that wants it; returns how many rows were queued."""
     now = time.time() if now is None else now
     since = max(float(outbox.meta_once(conn, outbox.SINCE_KEY, repr(now - GRACE_S))), now - WINDOW_S)
@@ -127,7 +126,7 @@ def scan(conn: sqlite3.Connection, config: Any, now: float | None = None) -> int
     return queued
 
 
-def _events(conn: sqlite3.Connection, since: float, base: str) -> list[tuple[str, str, dict[str, Any]]]:
+def _events(conn: db.Conn, since: float, base: str) -> list[tuple[str, str, dict[str, Any]]]:
     found = []
     for a in conn.execute(
             "SELECT a.id, a.run_id, a.tool, a.arguments, a.reason, a.digest, a.created_at, r.task, r.agent, r.user"

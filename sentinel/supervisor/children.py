@@ -227,7 +227,7 @@ def create(sup: Hub, parent_id: str, call_id: str, plan: dict[str, Any], *, task
     if task is None:
         chain = store.parent_chain(parent_id)
         task = handoff(str(plan["task"]), store.get_run(chain[-1] if chain else parent_id)["task"])
-    child_id = new_id("r-")
+    child_id = store.new_run_id()
     store.create_run(child_id, agent=profile, task=task, model=str(plan["model"]),
                      workspace=workspace or home / "workspace", run_dir=home / "runs" / child_id, parent_id=parent_id,
                      call_id=call_id, depth=_depth(store, parent_id) + 1, grants=plan["grants"])

@@ -205,12 +205,13 @@ class SystemEngine(Closing):
     def show(self, run_id: str) -> dict[str, Any]:
         return protocol.result_object(self.call("show", run_id=run_id))
 
-    def runs(self, *, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        rows = self.call("runs", limit=limit)
+    def runs(self, *, status: str | None = None, limit: int | None = None,
+             all_hosts: bool = False) -> list[dict[str, Any]]:
+        rows = self.call("runs", limit=limit, all_hosts=all_hosts)
         return [r for r in rows if not status or r.get("status") == status]
 
-    def pending(self) -> list[dict[str, Any]]:
-        return protocol.result_objects(self.call("approvals"))
+    def pending(self, *, all_hosts: bool = False) -> list[dict[str, Any]]:
+        return protocol.result_objects(self.call("approvals", all_hosts=all_hosts))
 
     def events(self, run_id: str | None = None, *, after: int = 0, follow: bool = False) -> Iterator[Event]:
         """Streams as the supervisor sends: each event is yielded as soon as its frame arrives."""

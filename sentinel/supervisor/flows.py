@@ -20,7 +20,6 @@ from typing import Any
 from sentinel.config import read_yaml
 from sentinel.engine.run import Run
 from sentinel.engine.state import JOURNAL
-from sentinel.engine.store import new_id
 from sentinel.supervisor import registry
 from sentinel.supervisor.hub import Hub
 from sentinel.workflows import model as workflows, runner
@@ -41,7 +40,7 @@ def start(sup: Hub, name: str, input_text: str, flow: workflows.Workflow, *, par
           call_id: str | None = None, depth: int = 0, grants: list[str] | None = None) -> str:
     """Make the workflow's run and start its first step; the run's id."""
     workflows.check_name(name)
-    run_id = new_id("r-")
+    run_id = sup.store.new_run_id()
     run_dir = sup.settings.state_dir / "workflows" / run_id
     run_dir.parent.mkdir(mode=0o700, exist_ok=True)
     agent = f"{runner.AGENT}{name}"

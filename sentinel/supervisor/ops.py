@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from sentinel.engine import outbox, relay
+from sentinel.engine import db, outbox, relay
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.state import JOURNAL
-from sentinel.engine.store import TERMINAL, Store, new_id
+from sentinel.engine.store import TERMINAL, Store
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel.supervisor import agentfs, children, console, flows, layout, registry, runmodel
 from sentinel.supervisor.hub import Client, Hub, caller
@@ -107,17 +107,29 @@ def answer(fn: Handler, sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str
 # -- reads ------------------------------------------------------------------------------------------
 
 def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    """What the supervisor knows; with the shared store unreachable, what it knows without it, and that."""
     store = sup.store
-    counts: dict[str, int] = {}
-    for row in store.list_runs():
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
-    return reply({"mode": "system", "socket": str(sup.settings.socket_path), "state_dir": str(sup.settings.state_dir),
-                  "operator_group": sup.settings.group, "you": conn.peer.name if conn.peer else None,
-                  "default_agent": registry.default(store), "agents": [a.name for a in registry.all_agents(store)],
-                  "sandbox": sup.config.sandbox, "resume_interrupted": sup.settings.resume,
-                  "default_model": sup.config.default_model, "muzzle": sup.muzzle_state(),
-                  "workers": sorted(sup.workers), "runs": counts, "pending_approvals": len(store.pending_approvals()),
-                  "model_hosts": _model_hosts(sup), "unreadable": _unreadable(sup), **_notify(sup)})
+    doc: dict[str, Any] = {
+        "mode": "system", "socket": str(sup.settings.socket_path), "state_dir": str(sup.settings.state_dir),
+        "operator_group": sup.settings.group, "you": conn.peer.name if conn.peer else None,
+        "store": _store_state(store), "sandbox": sup.config.sandbox, "resume_interrupted": sup.settings.resume,
+        "default_model": sup.config.default_model, "muzzle": sup.muzzle_state(), "workers": sorted(sup.workers)}
+    try:
+        counts: dict[str, int] = {}
+        for row in store.list_runs():
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+        return reply(doc | {"default_agent": registry.default(store),
+                            "agents": [a.name for a in registry.all_agents(store)], "runs": counts,
+                            "pending_approvals": len(store.pending_approvals()), "model_hosts": _model_hosts(sup),
+                            "unreadable": _unreadable(sup), **_notify(sup)})
+    except db.Unavailable as exc:
+        return reply(doc | {"store": {**doc["store"], "reachable": False, "error": str(exc)}})
+
+
+def _store_state(store: Store) -> dict[str, Any]:
+    if not store.shared:
+        return {"backend": "sqlite", "host": store.host}
+    return {"backend": "postgresql", "url": db.redact(str(store.path)), "host": store.host, "reachable": True}
 
 
 def _unreadable(sup: Hub) -> list[str]:
@@ -148,7 +160,7 @@ def _agents(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 
 def _runs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     limit = _count(msg, "limit")
-    return reply(sup.store.list_runs(limit=min(limit or MAX_ROWS, MAX_ROWS)))
+    return reply(sup.store.list_runs(limit=min(limit or MAX_ROWS, MAX_ROWS), all_hosts=bool(msg.get("all_hosts"))))
 
 
 def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
@@ -170,7 +182,7 @@ def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _approvals(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    return reply(sup.store.pending_listing(_text(msg, "run_id", required=False)))
+    return reply(sup.store.pending_listing(_text(msg, "run_id", required=False), all_hosts=bool(msg.get("all_hosts"))))
 
 
 def _logs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
@@ -214,7 +226,7 @@ def start(sup: Hub, conn: Client, msg: dict[str, Any], door: str = "operator") -
     sentinel_home = layout.agent_sentinel_home(pw.pw_dir)
     workspace = _workspace(_text(msg, "workspace", required=False)) or str(sentinel_home / "workspace")
     skills = _skill_names(msg.get("skills"))
-    run_id = new_id("r-")
+    run_id = store.new_run_id()
     hook = _text(msg, "hook", required=False)  # a watcher firing's id: this run is its hook session
     if hook:
         _check_hook(store, hook)
@@ -289,13 +301,37 @@ def _link_decide(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] 
 
 
 def resume_decided(sup: Hub, conn: Client, approval: Any, msg: dict[str, Any]) -> dict[str, Any] | None:
-    """After a decision: a finished subagent is kept (or not); any other run resumes."""
+    """After a decision: a finished subagent is kept (or not); any other run resumes. Another host's run is
+    left to its own supervisor, which heard of the decision (`decided`); a follower here hears how it ends."""
     store = sup.store
+    if not executes_here(store, store.get_run(approval.run_id)):
+        return _follow(sup, conn, approval.run_id, msg)
     if approval.tool == "save_agent" and approval.call_id == SAVE_CALL:  # a finished subagent: keep it?
         if approval.status == "approved":
             sup.settle(approval.run_id)
         return reply(outcome(store, approval.run_id))
     return _resume_run(sup, conn, approval.run_id, msg)
+
+
+def executes_here(store: Store, row: dict[str, Any]) -> bool:
+    """Does this host's supervisor execute the run? On a shared store, only its own host's (docs/system-mode.md)."""
+    return not store.shared or row.get("host") == store.host
+
+
+def decided(sup: Hub, run_id: str) -> None:
+    """A decision on `run_id` was recorded, on any host: if this host executes the run and it waits for nothing
+    more, resume it. Idempotent (a run that runs, or still waits, is left alone), so hearing twice resumes once."""
+    store = sup.store
+    try:
+        row = store.get_run(run_id)
+    except NotFound:
+        return
+    if not executes_here(store, row):
+        return
+    if run_id in sup.workers:
+        sup.workers[run_id].relaunch = True  # the pausing worker is still exiting: resume once it has
+    elif row["status"] == "waiting_approval" and not store.pending_approvals(run_id):
+        sup.launch(run_id)
 
 
 def _resume(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:

@@ -37,7 +37,7 @@ def register(store: Store, name: str, display_name: str, *, home: str, origin: s
     """Record an agent (idempotent; the first origin and creation time stay)."""
     store.conn.execute(
         "INSERT INTO agents (name, display_name, user, uid, home, origin, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (name) DO UPDATE SET uid=COALESCE(excluded.uid, uid), display_name=excluded.display_name,"
+        " ON CONFLICT (name) DO UPDATE SET uid=COALESCE(excluded.uid, agents.uid), display_name=excluded.display_name,"
         " home=excluded.home", (name, display_name, name, uid, home, origin, time.time()))
 
 

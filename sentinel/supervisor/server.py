@@ -10,6 +10,10 @@ Then recovery: runs left `running` by a previous supervisor (even one killed wit
 workers died with it through pdeathsig) become `interrupted`; with `resume` on, they and paused
 runs whose approval was resolved are resumed at once. Pending approvals are rows in the database
 and simply stay pending.
+
+On a store many hosts share (`store: postgresql://...`, docs/system-mode.md), this supervisor executes its own
+host's runs only; a decision made on any host is heard here at once through a LISTEN session whose socket the
+loop waits on, and one made while that session was down is found when it reconnects.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ import signal
 import socket
 import stat
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from sentinel.engine import db
 from sentinel.engine.store import Store
 from sentinel.errors import Busy, SentinelError, UsageError
 from sentinel import frames as protocol
@@ -38,6 +44,8 @@ READ_CHUNK = 1 << 16
 STRANGER_FRAME = 64 * 1024  # a peer that is no operator is refused; it may not make us read more than this
 MUZZLE_START_S = 30.0       # how long start-up waits for Muzzle to answer
 MUZZLE_LAUNCH_S = 10.0      # how long a launch waits for a Muzzle that is (re)starting
+LISTEN_RETRY_S = 2.0        # how soon a lost LISTEN session on a shared store is tried again
+REMOTE_POLL_S = 0.25        # how often a followed run of another host is looked at
 
 
 class Stop(BaseException):
@@ -129,6 +137,9 @@ class Supervisor:
                                  workers.model_ports(self.config, settings.model_ports), settings.group)
         self._muzzle_pidfd: int | None = None
         self.watch_keeper = WatchKeeper(settings.state_dir, settings.socket_path, settings.state_dir / "logs")
+        self.decisions: db.Listener | None = None  # a shared store's LISTEN session (decisions made on any host)
+        self._listen_at: float | None = None      # when to try it again after it was lost
+        self._lost = False                        # the shared store stopped answering (store_lost)
 
     # -- start-up -------------------------------------------------------------------------------
 
@@ -136,7 +147,7 @@ class Supervisor:
         if os.geteuid() != 0:
             raise UsageError("the supervisor runs as root (system mode); without root, use local mode")
         os.umask(0o077)
-        self._db = open_store(self.settings.state_dir)
+        self._db = open_store(self.settings.state_dir, self.config)
         self.prune_egress()
         self.site.interpreter = interp.ensure(self.settings.state_dir)
         self.listener = listen(self.settings.socket_path, ensure_group(self.settings.group))
@@ -150,6 +161,7 @@ class Supervisor:
         if self.muzzle_url(MUZZLE_START_S) is None:
             print(f"sentinel supervisor: warning: {self.muzzle.why_down()}", file=sys.stderr, flush=True)
         self.recover()
+        self.listen_decisions()
         self.start_watchers()
 
     def prune_egress(self) -> None:
@@ -215,10 +227,16 @@ class Supervisor:
             signal.signal(sig, stop)
         try:
             while True:
-                self.tick(_soonest(self.muzzle.due(), self.watch_keeper.due()))
-                self.muzzle.tick()
-                self._watch_muzzle()
-                self.tick_watchers()
+                try:
+                    self.tick(_soonest(self.muzzle.due(), self.watch_keeper.due(), self._listen_due(),
+                                       REMOTE_POLL_S if self._remote_followed() else None))
+                    self.listen_decisions()
+                    self.release_remote()
+                    self.muzzle.tick()
+                    self._watch_muzzle()
+                    self.tick_watchers()
+                except db.Unavailable as exc:
+                    self.store_lost(exc)
         except Stop:
             pass
         finally:
@@ -233,6 +251,8 @@ class Supervisor:
                 self.exited(obj)
             elif kind == "watchers":
                 self.watchers_exited()
+            elif kind == "decided":
+                self.hear_decisions()
             elif kind == "muzzle":
                 self.sel.unregister(key.fileobj)
                 self._muzzle_pidfd = None
@@ -390,6 +410,91 @@ class Supervisor:
         for watch in self.watchers.pop(run_id, []):
             watch.conn.finish(protocol.reply(outcome))
 
+    # -- decisions made on other hosts (a shared store) ------------------------------------------
+
+    def listen_decisions(self) -> None:
+        """(Re)open the LISTEN session when the store is shared and it is due; then resume whatever was decided
+        while nobody listened (a decision is a row: a lost notification delays a resume, never loses it)."""
+        if not self.store.shared or self.decisions is not None or (self._listen_due() or 0.0) > 0.0:
+            return
+        try:
+            self.decisions = db.listen(self.store.conn)
+        except db.Unavailable as exc:
+            self._listen_at = None
+            return self.store_lost(exc)
+        self._listen_at = None
+        self.sel.register(self.decisions, selectors.EVENT_READ, ("decided", None))
+        if self._lost:  # runs whose workers ended while the store was gone: interrupted, then resumed
+            self._lost = False
+            print("sentinel supervisor: the store answers again", file=sys.stderr, flush=True)
+            self.recover()
+        self.resume_decided()
+
+    def _listen_due(self) -> float | None:
+        if self._listen_at is None:
+            return None
+        return max(0.0, self._listen_at - time.monotonic())
+
+    def hear_decisions(self) -> None:
+        assert self.decisions is not None
+        for run_id in dict.fromkeys(self.decisions.drain()):
+            self._decided(run_id)
+
+    def store_lost(self, exc: db.Unavailable) -> None:
+        """The shared store stopped answering. Nothing is decided or executed meanwhile: a worker's decision or
+        approval request fails (so its tool call does not run) and the worker ends; `status` still answers. The
+        LISTEN session is tried again every LISTEN_RETRY_S; once it connects, `recover` picks the runs up."""
+        if not self._lost:
+            print(f"sentinel supervisor: warning: {exc}; runs are paused until it answers", file=sys.stderr,
+                  flush=True)
+        self._lost = True
+        if self.decisions is not None:
+            self.sel.unregister(self.decisions)
+            self.decisions.close()
+            self.decisions = None
+        if self._listen_at is None:
+            self._listen_at = time.monotonic() + LISTEN_RETRY_S
+
+    def resume_decided(self) -> None:
+        """This host's paused runs whose approvals were all decided (say, on another host while this one was
+        not listening) resume."""
+        try:
+            for row in self.store.list_runs(status=["waiting_approval"]):
+                self._decided(row["id"])
+        except SentinelError as exc:
+            self.store_trouble(exc)
+
+    def _decided(self, run_id: str) -> None:
+        try:
+            ops.decided(self, run_id)
+        except SentinelError as exc:
+            self.store_trouble(exc)
+
+    def _remote_followed(self) -> list[str]:
+        """Followed runs another host executes (a decision made here resumed them there)."""
+        if not self.store.shared or not self.watchers:
+            return []
+        return [run_id for run_id in self.watchers
+                if run_id not in self.workers and not ops.executes_here(self.store, self.store.get_run(run_id))]
+
+    def release_remote(self) -> None:
+        """A followed run of another host: its follower is told how it ended, or that it paused again, once its
+        row says so (no live events cross hosts; the outcome does)."""
+        try:
+            for run_id in self._remote_followed():
+                row = self.store.get_run(run_id)
+                waiting = row["status"] == "waiting_approval" and not self.store.pending_approvals(run_id)
+                if row["status"] not in ("running", "waiting_child") and not waiting:
+                    self.release(run_id)
+        except SentinelError as exc:
+            self.store_trouble(exc)
+
+    def store_trouble(self, exc: SentinelError) -> None:
+        """One run could not be resumed: say so and go on; a store that stopped answering is `store_lost`."""
+        if isinstance(exc, db.Unavailable):
+            raise exc
+        print(f"sentinel supervisor: warning: {exc}", file=sys.stderr, flush=True)
+
     # -- the watcher child (watchkeep.py) --------------------------------------------------------
 
     def start_watchers(self) -> None:
@@ -456,7 +561,10 @@ class Supervisor:
         for run_id, worker in list(self.workers.items()):
             worker.relaunch = False
             worker.spawned.kill()
-            self.exited(run_id)
+            try:
+                self.exited(run_id)
+            except db.Unavailable:  # its row still says running: the next start marks it interrupted
+                pass
         if self._muzzle_pidfd is not None:
             self.sel.unregister(self._muzzle_pidfd)
             self._muzzle_pidfd = None
@@ -471,6 +579,8 @@ class Supervisor:
                     os.unlink(path)
             except OSError:
                 pass
+        if self.decisions is not None:
+            self.decisions.close()
         if self._db is not None:
             self._db.close()
 
@@ -503,14 +613,18 @@ def _system_config() -> Any:
     return config_mod.load(layout.etc_dir())
 
 
-def open_store(state_dir: Path) -> Store:
-    """The supervisor database: root-only directory (0700) and files (0600)."""
+def open_store(state_dir: Path, config: Any = None) -> Store:
+    """The supervisor database: root-only directory (0700) and files (0600); or, when the operator's config
+    names `store: postgresql://...`, the database the supervisors of many hosts share (docs/system-mode.md)."""
     state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     st = os.lstat(state_dir)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
         raise UsageError(f"{state_dir}: must be a directory owned by root")
     os.chmod(state_dir, 0o700)
-    store = Store.open(layout.db_path(state_dir))
+    config = config or _system_config()
+    if config.store:
+        return Store.open(config.store, host=config.system.host)
+    store = Store.open(layout.db_path(state_dir), host=config.system.host)
     for suffix in ("", "-wal", "-shm"):
         path = Path(f"{layout.db_path(state_dir)}{suffix}")
         if path.exists():

@@ -7,6 +7,8 @@
       agents:
         bars_agent: {models: [ollama/*], default_model: ollama/qwen3:4b}
       start_muzzle: true                  # start Muzzle as its own user whenever none answers
+      host: web1                          # this host's name on a shared store (default: the hostname)
+    store: postgresql://sentinel@db.example/sentinel   # many hosts, one store (docs/system-mode.md)
 
 An agent's own ~/.sentinel (its config.yaml and profiles) can only choose among what this allows: a run
 token names exactly the run's model and the operator's judge models.
@@ -34,6 +36,9 @@ class SystemSettings(_Strict):
     agents: dict[str, AgentModels] = Field(default_factory=dict, description="Per agent: a narrower list, a default.")
     start_muzzle: bool = Field(True, description="The supervisor starts (and restarts) Muzzle as its own user "
                                                  "whenever none answers on muzzle.host:muzzle.port.")
+    host: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9-]{0,62}$",
+                             description="This host's name on a shared store (`store:`), in run ids and "
+                                         "listings; default: the machine's hostname.")
 
     def allowed(self, agent: str, default_model: str) -> list[list[str]]:
         """The lists a model must match, every one of them, to be used by `agent`."""

@@ -49,7 +49,8 @@ def main(argv: list[str]) -> int:
     stopping = []
     signal.signal(signal.SIGTERM, lambda *a: stopping.append(1))
     config = config_mod.load(layout.etc_dir())
-    store = Store.open(layout.db_path(Path(args.state_dir)))
+    target = config.store or layout.db_path(Path(args.state_dir))  # the supervisor's store, shared or its own
+    store = Store.open(target, host=config.system.host)
     good, bad = spec.load_all(system=True)
     for exc in bad:
         print(f"watchers: error: {exc} (skipped)", file=sys.stderr, flush=True)
@@ -58,12 +59,12 @@ def main(argv: list[str]) -> int:
     print(f"watchers: running {', '.join(w.id for w in good) or 'no watchers'} (pid {os.getpid()})",
           file=sys.stderr, flush=True)
     if config.notify:
-        _deliver_notifications(layout.db_path(Path(args.state_dir)), config, lambda: bool(stopping))
+        _deliver_notifications(target, config, lambda: bool(stopping))
     runner.run(stop=lambda: bool(stopping))
     return 0
 
 
-def _deliver_notifications(db: Path, config: Any, stop: Any) -> None:
+def _deliver_notifications(db: Path | str, config: Any, stop: Any) -> None:
     import threading
 
     from sentinel.engine.store import Store

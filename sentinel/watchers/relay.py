@@ -9,11 +9,10 @@ a fallback says (why there was no notify) and drives deliveries: each failing at
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from typing import Any
 
-from sentinel.engine import relay
+from sentinel.engine import db, relay
 from sentinel.watchers.deliver import DeliveryError, deliver
 from sentinel.watchers.envelope import summary
 from sentinel.watchers.settings import WatcherSettings
@@ -23,7 +22,7 @@ SESSION_WHY = {"done": "the session ended without sentinel_act notify",
                "idle": "the session ended without sentinel_act notify"}
 
 
-def why(conn: sqlite3.Connection, firing: dict[str, Any]) -> str:
+def why(conn: db.Conn, firing: dict[str, Any]) -> str:
     """Why the fallback delivers: an escalation, the session's failure, or the time running out."""
     if esc := firing.get("escalation"):
         return f"escalated ({esc.get('severity')}): {esc.get('reason')}"
@@ -43,7 +42,7 @@ def why(conn: sqlite3.Connection, firing: dict[str, Any]) -> str:
     return f"no notify within {timeout_ms} ms (the session is {status})"
 
 
-def fall_back(conn: sqlite3.Connection, firing: dict[str, Any], reason: str | None = None) -> bool:
+def fall_back(conn: db.Conn, firing: dict[str, Any], reason: str | None = None) -> bool:
     """Settle a firing with its fallback (or nothing, with fallback mode none); False when already settled."""
     reason = reason or why(conn, firing)
     targets = firing["envelope"].get("delivery") or [relay.INBOX]
@@ -54,7 +53,7 @@ def fall_back(conn: sqlite3.Connection, firing: dict[str, Any], reason: str | No
 
 
 class Relay:
-    def __init__(self, conn: sqlite3.Connection, settings: WatcherSettings, run_command: RunCommand):
+    def __init__(self, conn: db.Conn, settings: WatcherSettings, run_command: RunCommand):
         self.conn = conn
         self.settings = settings
         self.run_command = run_command

@@ -144,8 +144,8 @@ class Hub:
 
 
 def _read(engine: Engine) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    pending = {a["id"]: a for a in engine.pending()}
-    runs = {r["id"]: r for r in engine.runs(limit=RUNS_SHOWN)}
+    pending = {a["id"]: a for a in engine.pending(all_hosts=True)}  # the console shows every host's
+    runs = {r["id"]: r for r in engine.runs(limit=RUNS_SHOWN, all_hosts=True)}
     return pending, runs
 
 

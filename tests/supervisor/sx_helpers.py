@@ -156,11 +156,11 @@ class SupervisorProc:
     def __init__(self, system, extra: list[str] = ()):
         self.system, self.extra, self.proc = system, list(extra), None
 
-    def start(self) -> "SupervisorProc":
+    def start(self, wait_s: float = 20) -> "SupervisorProc":
         args = [PY, "-m", "sentinel", "supervisor"] + self.extra
         self.proc = subprocess.Popen(args, env={**os.environ, **self.system.env}, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"supervisor exited: {self.proc.stderr.read()}")
