@@ -24,6 +24,7 @@ from sentinel.chat.complete import COMMANDS
 from sentinel.chat.view import View
 from sentinel.engine.api import Engine, Outcome
 from sentinel.errors import Busy, SentinelError, UsageError
+from sentinel.engine.status import TERMINAL, RunStatus
 
 Turn = Callable[[View], Outcome]
 SKILL = re.compile(r"(?<!\S)\$([a-z0-9][a-z0-9_-]*)(?!\S)")
@@ -50,9 +51,9 @@ class Shell:
         self.session = row
         self.agent = self.agent or row.get("user") or row.get("agent")
         self.io.say(banner(row))
-        if row["status"] == "running":  # another process runs a turn of it: watch that turn end
+        if row["status"] == RunStatus.RUNNING:  # another process runs a turn of it: watch that turn end
             self.turn(lambda view: self.follow(row["id"], view))
-        elif row["status"] in ("interrupted", "waiting_approval"):  # take the stopped turn up again
+        elif row["status"] in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL):  # take the stopped turn up again
             self.turn(lambda view: self.engine.resume(row["id"], on_event=view))
 
     def find(self, run_id: str) -> dict[str, Any]:
@@ -63,7 +64,7 @@ class Shell:
         raise UsageError(f"run {run_id} is not a chat session (`sentinel chats` lists them)")
 
     def newest(self) -> dict[str, Any] | None:
-        rows = [r for r in self.engine.sessions() if r["status"] not in ("cancelled", "failed", "done")]
+        rows = [r for r in self.engine.sessions() if r["status"] not in TERMINAL]
         if self.agent:
             rows = [r for r in rows if self.agent in (r.get("agent"), r.get("user"))]
         return rows[0] if rows else None
@@ -103,7 +104,7 @@ class Shell:
             outcome = self.turn(lambda view: self.engine.start(text, agent=self.agent, model=self.model, chat=True,
                                                                skills=skills, on_event=view))
         else:
-            if self.session["status"] in ("interrupted", "waiting_approval"):
+            if self.session["status"] in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL):
                 self.turn(lambda view: self.engine.resume(self.session["id"], on_event=view))
             outcome = self.turn(lambda view: self.engine.send(self.session["id"], text, skills=skills,
                                                               model=self.model, on_event=view))
@@ -127,7 +128,7 @@ class Shell:
         view = self.io.view()
         try:
             outcome: Outcome | None = op(view)
-            while outcome is not None and outcome.status == "waiting_approval":
+            while outcome is not None and outcome.status == RunStatus.WAITING_APPROVAL:
                 view.close()  # no spinner left under the question
                 outcome = self.approval(outcome, view)
         except KeyboardInterrupt:
@@ -142,7 +143,7 @@ class Shell:
     def settle(self, outcome: Outcome) -> None:
         if self.session is not None and self.session["id"] == outcome.id:
             self.session["status"] = outcome.status
-        if outcome.status in ("interrupted", "failed", "cancelled"):
+        if outcome.status in (RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.CANCELLED):
             self.io.error(f"session {outcome.id} is {outcome.status}: {outcome.error or ''}")
 
     def stop(self, view: View) -> Outcome | None:
@@ -276,7 +277,7 @@ class Shell:
         if name not in {w["name"] for w in self.catalog().get("workflows", [])}:
             raise UsageError(f"/workflow run: no saved workflow {name!r} (workflows/{name}.yaml)")
         outcome = self.turn(lambda view: self.engine.run_workflow(name, input_text.strip(), on_event=view))
-        if outcome is not None and outcome.status == "done":
+        if outcome is not None and outcome.status == RunStatus.DONE:
             self.io.plain(outcome.output or "")  # the last step's answer (the steps' own turns are their runs')
 
     def cmd_mcp(self, arg: str) -> None:
@@ -307,7 +308,7 @@ class Shell:
     def _attached(self) -> list[str]:
         if self.session is None:
             return []
-        return list(self.engine.show(self.session["id"]).get("skills") or [])
+        return list(self.engine.show(self.session["id"]).skills)
 
 
 def _item(item: dict[str, str]) -> str:

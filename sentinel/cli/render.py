@@ -14,10 +14,12 @@ from typing import Any
 
 from sentinel.cli.spinner import usage_text
 from sentinel.engine import events as ev
+from sentinel.engine.status import RunStatus
 
 PIPED_WIDTH = 400
-STATUS_EXIT = {"done": 0, "idle": 0, "waiting_approval": 3, "failed": 1, "cancelled": 1, "interrupted": 1, "waiting_child": 1,
-               "running": 1}
+STATUS_EXIT = {RunStatus.DONE: 0, RunStatus.IDLE: 0, RunStatus.WAITING_APPROVAL: 3, RunStatus.FAILED: 1,
+               RunStatus.CANCELLED: 1, RunStatus.INTERRUPTED: 1, RunStatus.WAITING_CHILD: 1,
+               RunStatus.RUNNING: 1}
 
 
 def short(value: Any, limit: int = 100) -> str:

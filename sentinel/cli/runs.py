@@ -21,6 +21,7 @@ from sentinel.cli.render import (STATUS_EXIT, Progress, arguments_text, code_lis
 from sentinel.engine.events import SelfEdited
 from sentinel.engine.api import Engine, Outcome
 from sentinel.errors import NotFound
+from sentinel.engine.status import TERMINAL, RunStatus
 
 ALL_HOSTS_HELP = "Every host's, each labelled with its host (system mode on a shared store: docs/system-mode.md)."
 
@@ -40,9 +41,9 @@ def _finish(outcome: Outcome, as_json: bool, progress: Progress | None = None) -
                     **({"approval_id": outcome.approval_id} if outcome.approval_id else {}),
                     **({"warnings": warnings} if warnings else {}),
                     **({"safeguards": progress.safeguards} if progress and progress.safeguards else {})})
-    elif outcome.status == "done" or (outcome.status == "idle" and not outcome.error):
+    elif outcome.status == RunStatus.DONE or (outcome.status == RunStatus.IDLE and not outcome.error):
         print(outcome.output or "")
-    elif outcome.status == "waiting_approval":
+    elif outcome.status == RunStatus.WAITING_APPROVAL:
         print(f"run {outcome.id} is waiting for approval {outcome.approval_id}: "
               f"sentinel approve {outcome.approval_id}  |  sentinel deny {outcome.approval_id}", file=sys.stderr)
     else:
@@ -110,33 +111,33 @@ def _tree(rows: list[dict]) -> list[tuple[dict, int]]:
 def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = typer.Option(False, "--json")) -> None:
     """Show a run: status, messages and every decision with its reason."""
     with _engine() as engine:
-        data = engine.show(run_id)
+        detail = engine.show(run_id)
     if as_json:
-        return print_json(data)
+        return print_json(detail.to_dict())
     from rich.console import Console
 
     console = Console(highlight=False)
-    console.print(f"[bold]{data['id']}[/] {data['status']}  agent={data['agent']} model={data['model']}")
-    console.print(f"task: {data['task']}")
-    if data.get("parent_id"):
-        console.print(f"parent: {data['parent_id']}")
-    for d in data["decisions"]:
+    console.print(f"[bold]{detail.id}[/] {detail.status}  agent={detail.agent} model={detail.model}")
+    console.print(f"task: {detail.task}")
+    if detail.parent_id:
+        console.print(f"parent: {detail.parent_id}")
+    for d in detail.decisions:
         console.print(f"  {d['tool']} {d['call_id']}: [bold]{d['outcome']}[/] — {d['reason']}")
-    for c in data.get("children") or []:
+    for c in detail.children:
         console.print(f"  child {c['id']} {c['status']}  agent={c['agent']}  ({c['call_id']}): {c['task'][:60]}",
                       markup=False)
-    for g in data.get("safeguards") or []:
+    for g in detail.safeguards:
         console.print(f"  safeguard {g['kind']} → {g['action']}: {g['detail']}", markup=False)
-    for e in data.get("self_edits") or []:
-        console.print(f"  {e['tool']}: {self_edit_line(SelfEdited(run_id=data['id'], seq=0, **e))}", markup=False)
-    for a in data.get("pending_approvals", []):
+    for e in detail.self_edits:
+        console.print(f"  {e['tool']}: {self_edit_line(SelfEdited(run_id=detail.id, seq=0, **e))}", markup=False)
+    for a in detail.pending_approvals:
         if a.get("code_sha256"):
             console.print(f"pending approval {a['id']} would run this code:", markup=False)
             console.print(code_listing(a), markup=False)
-    if data["output"]:
-        console.print(f"output: {data['output']}")
-    if data["error"]:
-        console.print(f"[red]error[/]: {data['error']}")
+    if detail.output:
+        console.print(f"output: {detail.output}")
+    if detail.error:
+        console.print(f"[red]error[/]: {detail.error}")
 
 
 def approvals(as_json: bool = typer.Option(False, "--json"),
@@ -213,13 +214,13 @@ def resume(run_id: str = typer.Argument(...), as_json: bool = typer.Option(False
     """Resume an interrupted or paused run (a finished run just reports its status)."""
     with _engine() as engine, Progress(False if as_json else None) as progress:
         outcome = engine.resume(run_id, on_event=progress)
-    if outcome.status in ("done", "failed", "cancelled") and not as_json:
+    if outcome.status in TERMINAL and not as_json:
         print(f"run {outcome.id} is {outcome.status}" + (f": {outcome.error}" if outcome.error else ""),
               file=sys.stderr)
-        if outcome.status == "done":
+        if outcome.status == RunStatus.DONE:
             print(outcome.output or "")
         raise typer.Exit(0)
-    if outcome.status in ("done", "failed", "cancelled"):
+    if outcome.status in TERMINAL:
         print_json(outcome.to_dict())
         raise typer.Exit(0)
     _finish(outcome, as_json, progress)

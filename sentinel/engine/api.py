@@ -13,7 +13,7 @@ them reaches into the store, the journal or the worker.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Self, Sequence
 
@@ -39,6 +39,46 @@ class Outcome:
     def from_dict(cls, data: dict[str, Any]) -> "Outcome":
         return cls(data["id"], data["status"], data.get("output"), data.get("error"), data.get("approval_id"),
                    list(data.get("warnings") or []))
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    """One run as `show` reports it, the same in local and system mode (`sentinel show ID --json` prints
+    `to_dict()`). `messages`: the conversation as the model sees it now; `history`: as it happened, before
+    any compaction (`compactions` says where); `decisions`: the verdicts as the store recorded them, each
+    with its operator resolution; `user`: the Linux user its tools run as (None: the operator's, local mode)."""
+
+    id: str
+    status: str
+    task: str
+    agent: str
+    model: str
+    kind: str = "task"
+    user: str | None = None
+    workspace: str = ""
+    parent_id: str | None = None
+    output: str | None = None
+    error: str | None = None
+    steps: int = 0
+    created_at: float = 0.0
+    skills: list[str] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    compactions: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    children: list[dict[str, Any]] = field(default_factory=list)
+    safeguards: list[dict[str, Any]] = field(default_factory=list)
+    self_edits: list[dict[str, Any]] = field(default_factory=list)
+    pending_approvals: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunDetail":
+        """From the supervisor's answer; keys this version does not know are left out."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 class Engine(Protocol):
@@ -92,7 +132,7 @@ class Engine(Protocol):
         """`all_hosts`: on a store many hosts share (system mode), every host's runs, not only this one's."""
         ...
 
-    def show(self, run_id: str) -> dict[str, Any]: ...
+    def show(self, run_id: str) -> RunDetail: ...
 
     def pending(self, *, all_hosts: bool = False) -> list[dict[str, Any]]: ...
 

@@ -17,6 +17,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
+from sentinel.engine import records as rec
+from sentinel.engine.status import RunStatus
+
 
 @dataclass(frozen=True, kw_only=True)
 class Event:
@@ -231,7 +234,7 @@ class Failed(Event):
     """The run stopped without an answer: `failed`, `cancelled`, or `interrupted` (resumable)."""
 
     type: ClassVar[str] = "failed"
-    status: str = "failed"
+    status: str = RunStatus.FAILED
     error: str | None = None
 
 
@@ -281,86 +284,79 @@ class Translator:
         self.sessions = sessions
         self.seq = 0
 
-    def feed(self, record: dict[str, Any]) -> list[Event]:
-        self.seq = int(record.get("seq", self.seq))
-        handler = getattr(self, f"_{record.get('type')}", None)
-        return handler(record, {"run_id": self.run_id, "seq": self.seq, "t": record.get("t")}) if handler else []
+    def feed(self, record: rec.Record) -> list[Event]:
+        self.seq = record.seq if record.has("seq") else self.seq
+        handler = getattr(self, f"_{record.type}", None)
+        return handler(record, {"run_id": self.run_id, "seq": self.seq, "t": record.t}) if handler else []
 
-    def _created(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        self.run_id = base["run_id"] = r.get("id", self.run_id)
-        return [RunStarted(**base, task=r.get("task", ""), agent=r.get("agent", ""), model=r.get("model", ""),
-                           workspace=r.get("workspace", ""), parent_id=r.get("parent_id"))]
+    def _created(self, r: rec.Created, base: dict[str, Any]) -> list[Event]:
+        self.run_id = base["run_id"] = r.id if r.has("id") else self.run_id
+        return [RunStarted(**base, task=r.task, agent=r.agent, model=r.model, workspace=r.workspace,
+                           parent_id=r.parent_id)]
 
-    def _session(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
+    def _session(self, r: rec.Session, base: dict[str, Any]) -> list[Event]:
         self.sessions += 1
-        return [Resumed(**base, pid=r.get("pid"))] if self.sessions > 1 else []
+        return [Resumed(**base, pid=r.pid)] if self.sessions > 1 else []
 
-    def _message(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        msg = r.get("message") or {}
+    def _message(self, r: rec.Message, base: dict[str, Any]) -> list[Event]:
+        msg = r.message
         return [MessageAdded(**base, role=str(msg.get("role", "")), content=str(msg.get("content") or ""))]
 
-    def _assistant(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        msg = r.get("message") or {}
-        return [ModelCallEnded(**base, model=r.get("model") or "", latency_ms=r.get("latency_ms") or 0.0,
+    def _assistant(self, r: rec.Assistant, base: dict[str, Any]) -> list[Event]:
+        msg = r.message
+        return [ModelCallEnded(**base, model=r.model or "", latency_ms=r.latency_ms or 0.0,
                                content=msg.get("content") or "", tool_calls=msg.get("tool_calls") or [],
-                               recovered=bool(r.get("recovered")), rejected=str(r.get("rejected") or ""),
-                               usage=_usage(r.get("usage")))]
+                               recovered=r.recovered, rejected=r.rejected or "", usage=_usage(r.usage))]
 
-    def _decision(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        self.decisions[r["call_id"]] = {"tool": r.get("tool"), "arguments": r.get("arguments")}
-        layers = r.get("layers") or []
-        out: list[Event] = [Decision(**base, call_id=r["call_id"], tool=r.get("tool", ""),
-                                     arguments=r.get("arguments"), outcome=r.get("outcome", ""),
-                                     reason=r.get("reason", ""), layers=layers)]
-        return out + [Warned(**base, message=f"{r.get('tool', '')}: {w}") for w in layer_warnings(layers)]
+    def _decision(self, r: rec.Decision, base: dict[str, Any]) -> list[Event]:
+        self.decisions[r.call_id] = {"tool": r.tool if r.has("tool") else None, "arguments": r.arguments}
+        out: list[Event] = [Decision(**base, call_id=r.call_id, tool=r.tool, arguments=r.arguments,
+                                     outcome=r.outcome, reason=r.reason, layers=r.layers)]
+        return out + [Warned(**base, message=f"{r.tool}: {w}") for w in layer_warnings(r.layers)]
 
     def _decided(self, call_id: str) -> dict[str, Any]:
         return self.decisions.get(call_id) or self.known.get(call_id) or {}
 
-    def _started(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        decided = self._decided(r["call_id"])
-        return [ToolCallBegin(**base, call_id=r["call_id"], tool=r.get("tool") or decided.get("tool") or "",
+    def _started(self, r: rec.Started, base: dict[str, Any]) -> list[Event]:
+        decided = self._decided(r.call_id)
+        return [ToolCallBegin(**base, call_id=r.call_id, tool=r.tool or decided.get("tool") or "",
                               arguments=decided.get("arguments"))]
 
-    def _finished(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        tool = r.get("tool") or self._decided(r["call_id"]).get("tool") or ""
-        return [ToolCallEnd(**base, call_id=r["call_id"], tool=tool, result=r.get("result", ""),
-                            interrupted=bool(r.get("interrupted")))]
+    def _finished(self, r: rec.Finished, base: dict[str, Any]) -> list[Event]:
+        tool = r.tool or self._decided(r.call_id).get("tool") or ""
+        return [ToolCallEnd(**base, call_id=r.call_id, tool=tool, result=r.result, interrupted=r.interrupted)]
 
-    def _paused(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        decided = self._decided(r["call_id"])
-        return [Paused(**base, call_id=r["call_id"], approval_id=r.get("approval_id", ""),
-                       tool=r.get("tool", ""), reason=r.get("reason", ""), arguments=decided.get("arguments"))]
+    def _paused(self, r: rec.Paused, base: dict[str, Any]) -> list[Event]:
+        decided = self._decided(r.call_id)
+        return [Paused(**base, call_id=r.call_id, approval_id=r.approval_id, tool=r.tool, reason=r.reason,
+                       arguments=decided.get("arguments"))]
 
-    def _resolved(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        return [Resolved(**base, call_id=r["call_id"], approval_id=r.get("approval_id", ""),
-                         approved=bool(r.get("approved")), reason=r.get("reason") or "", by=r.get("by"))]
+    def _resolved(self, r: rec.Resolved, base: dict[str, Any]) -> list[Event]:
+        return [Resolved(**base, call_id=r.call_id, approval_id=r.approval_id or "", approved=r.approved,
+                         reason=r.reason or "", by=r.by)]
 
-    def _child_started(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        return [ChildStarted(**base, child_id=r.get("child_id", ""), agent=r.get("agent", ""),
-                             task=r.get("task", ""), call_id=r.get("call_id", ""))]
+    def _child_started(self, r: rec.ChildStarted, base: dict[str, Any]) -> list[Event]:
+        return [ChildStarted(**base, child_id=r.child_id, agent=r.agent, task=r.task, call_id=r.call_id)]
 
-    def _child_finished(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        return [ChildFinished(**base, child_id=r.get("child_id", ""), status=r.get("status", ""),
-                              output=r.get("output"), call_id=r.get("call_id", ""))]
+    def _child_finished(self, r: rec.ChildFinished, base: dict[str, Any]) -> list[Event]:
+        return [ChildFinished(**base, child_id=r.child_id, status=r.status, output=r.output, call_id=r.call_id)]
 
-    def _compaction(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        return [Compaction(**base, summarized=r.get("summarized", 0), chars_before=r.get("chars_before", 0),
-                           chars_after=r.get("chars_after", 0))]
+    def _compaction(self, r: rec.Compaction, base: dict[str, Any]) -> list[Event]:
+        return [Compaction(**base, summarized=r.summarized, chars_before=r.chars_before, chars_after=r.chars_after)]
 
-    def _warning(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        return [Warned(**base, message=r.get("message", ""))]
+    def _warning(self, r: rec.Warned, base: dict[str, Any]) -> list[Event]:
+        return [Warned(**base, message=r.message)]
 
-    def _safeguard(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        return [Safeguard(**base, kind=r.get("kind", ""), action=r.get("action", ""), detail=r.get("detail", ""))]
+    def _safeguard(self, r: rec.Safeguard, base: dict[str, Any]) -> list[Event]:
+        return [Safeguard(**base, kind=r.kind, action=r.action, detail=r.detail)]
 
-    def _self_edit(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        return [SelfEdited(**base, agent=r.get("agent", ""), call_id=r.get("call_id", ""), tool=r.get("tool", ""), file=r.get("file", ""),
-                           chars=int(r.get("chars") or 0), version=r.get("version"), excerpt=r.get("excerpt", ""))]
+    def _self_edit(self, r: rec.SelfEdit, base: dict[str, Any]) -> list[Event]:
+        return [SelfEdited(**base, agent=r.agent, call_id=r.call_id, tool=r.tool, file=r.file, chars=r.chars,
+                           version=r.version, excerpt=r.excerpt)]
 
-    def _status(self, r: dict[str, Any], base: dict[str, Any]) -> list[Event]:
-        if r.get("status") == "done":
-            return [Done(**base, output=r.get("output"))]
-        if r.get("status") == "idle":
-            return [Idle(**base, output=r.get("output"), error=r.get("error"))]
-        return [Failed(**base, status=r.get("status", "failed"), error=r.get("error"))]
+    def _status(self, r: rec.Status, base: dict[str, Any]) -> list[Event]:
+        if r.status == RunStatus.DONE:
+            return [Done(**base, output=r.output)]
+        if r.status == RunStatus.IDLE:
+            return [Idle(**base, output=r.output, error=r.error)]
+        return [Failed(**base, status=r.status, error=r.error)]

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sentinel.frames import loads
+from sentinel.engine.records import Record, parse
 
 
 class Journal:
@@ -63,22 +63,19 @@ def _parse_failpoint(spec: str | None) -> tuple[str, int] | None:
     return kind, int(nth or 1)
 
 
-def read(path: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
-    """Events from byte `offset` on, and the offset after the last complete line."""
+def read(path: Path, offset: int = 0) -> tuple[list[Record], int]:
+    """Records from byte `offset` on, and the offset after the last complete line. A line that is no
+    record (`records.parse`) is skipped."""
     try:
         with open(path, "rb") as f:
             f.seek(offset)
             data = f.read()
     except FileNotFoundError:
         return [], offset
-    events = []
     end = data.rfind(b"\n") + 1  # a torn last line (crash mid-write) is ignored
-    for line in data[:end].splitlines():
-        if line.strip():
-            try:
-                event = loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict) and isinstance(event.get("type"), str):
-                events.append(event)
-    return events, offset + end
+    return decode(data[:end]), offset + end
+
+
+def decode(data: bytes) -> list[Record]:
+    """The records whole journal lines hold, in order."""
+    return [r for r in (parse(line) for line in data.splitlines() if line.strip()) if r is not None]

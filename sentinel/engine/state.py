@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sentinel.engine import journal
+from sentinel.engine import records as rec
 from sentinel.frames import loads
+from sentinel.engine.status import RunStatus
 
 SNAPSHOT = "snapshot.json"
 JOURNAL = "journal.jsonl"
@@ -32,7 +34,7 @@ class RunState:
     mission: str = ""
     parent_id: str | None = None
     kind: str = "task"                                       # "chat": a session that waits for the next message
-    status: str = "running"
+    status: str = RunStatus.RUNNING
     output: str | None = None
     error: str | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
@@ -61,91 +63,92 @@ class RunState:
 
     # -- reducer ------------------------------------------------------------
 
-    def apply(self, e: dict[str, Any]) -> None:
-        kind = e["type"]
-        t = e.get("t")
-        if kind == "session":
+    def apply(self, e: rec.Record) -> None:
+        t = e.t
+        if isinstance(e, rec.Session):
             self._close_session()
             self.session_t = t
             self.sessions += 1
-        handler = getattr(self, f"_on_{kind}", None)
+        handler = getattr(self, f"_on_{e.type}", None)
         if handler:
             handler(e)
         self.last_t = t
-        self.seq = e.get("seq", self.seq)
+        self.seq = e.seq if e.has("seq") else self.seq
 
     def _close_session(self) -> None:
         if self.session_t is not None and self.last_t is not None:
             self.active_s += max(0.0, self.last_t - self.session_t)
         self.session_t = None
 
-    def _on_created(self, e: dict[str, Any]) -> None:
+    def _on_created(self, e: rec.Created) -> None:
         for key in ("id", "task", "agent", "model", "workspace", "mission", "parent_id", "kind"):
-            setattr(self, key, e.get(key, getattr(self, key)))
+            if e.has(key):
+                setattr(self, key, getattr(e, key))
 
-    def _on_message(self, e: dict[str, Any]) -> None:
-        self.messages.append(e["message"])
-        if e.get("skill"):
-            self.skills.append(e["skill"])
-        elif e["message"].get("role") == "user" and not e.get("note"):  # a harness note is not a new request
+    def _on_message(self, e: rec.Message) -> None:
+        self.messages.append(e.message)
+        if e.skill:
+            self.skills.append(e.skill)
+        elif e.message.get("role") == "user" and not e.note:  # a harness note is not a new request
             self._close_session()  # the time a session waited for this message is not work
             self.turn_steps, self.turn_s = self.steps, self.active_s
-            self.request, self.corrections, self.changes = str(e["message"].get("content") or ""), 0, 0
+            self.request, self.corrections, self.changes = str(e.message.get("content") or ""), 0, 0
 
-    def _on_model(self, e: dict[str, Any]) -> None:
-        self.model = e["model"]
+    def _on_model(self, e: rec.Model) -> None:
+        self.model = e.model
 
-    def _on_system(self, e: dict[str, Any]) -> None:
+    def _on_system(self, e: rec.System) -> None:
         """The system prompt changed (self-state edited during the run): later model calls see the new one."""
-        prompt = {"role": "system", "content": e["content"]}
+        prompt = {"role": "system", "content": e.content}
         if self.messages and self.messages[0].get("role") == "system":
             self.messages[0] = prompt
         else:
             self.messages.insert(0, prompt)
 
-    def _on_compaction(self, e: dict[str, Any]) -> None:
+    def _on_compaction(self, e: rec.Compaction) -> None:
         """The middle of the conversation was summarized: one message stands for messages[start:end] from now on."""
-        self.messages[e["start"]:e["end"]] = [e["message"]]
+        self.messages[e.start:e.end] = [e.message]
         self.compactions += 1
 
-    def _on_assistant(self, e: dict[str, Any]) -> None:
-        self.messages.append(e["message"])
+    def _on_assistant(self, e: rec.Assistant) -> None:
+        self.messages.append(e.message)
         self.steps += 1
-        self.rejected = bool(e.get("rejected"))
+        self.rejected = bool(e.rejected)
 
-    def _on_safeguard(self, e: dict[str, Any]) -> None:
-        self.safeguards.append({k: e.get(k) for k in ("kind", "action", "detail")})
-        if e.get("action") == "retry":
+    def _on_safeguard(self, e: rec.Safeguard) -> None:
+        self.safeguards.append({"kind": e.kind, "action": e.action, "detail": e.detail})
+        if e.action == "retry":
             self.corrections += 1
 
-    def _on_self_edit(self, e: dict[str, Any]) -> None:
-        self.self_edits.append({k: e.get(k) for k in ("agent", "call_id", "tool", "file", "chars", "version",
-                                                           "excerpt")})
+    def _on_self_edit(self, e: rec.SelfEdit) -> None:
+        self.self_edits.append({"agent": e.agent, "call_id": e.call_id, "tool": e.tool, "file": e.file,
+                                "chars": e.chars, "version": e.version, "excerpt": e.excerpt})
 
-    def _on_decision(self, e: dict[str, Any]) -> None:
-        self.decisions[e["call_id"]] = {k: e[k] for k in ("call_id", "tool", "arguments", "outcome", "reason", "layers",
-                                                          "code_sha256") if k in e}
+    def _on_decision(self, e: rec.Decision) -> None:
+        kept = ("call_id", "tool", "arguments", "outcome", "reason", "layers", "code_sha256")
+        self.decisions[e.call_id] = {k: v for k, v in e.to_dict().items() if k in kept}
 
-    def _on_started(self, e: dict[str, Any]) -> None:
-        self.started[e["call_id"]] = self.started.get(e["call_id"], 0) + 1
+    def _on_started(self, e: rec.Started) -> None:
+        self.started[e.call_id] = self.started.get(e.call_id, 0) + 1
 
-    def _on_finished(self, e: dict[str, Any]) -> None:
-        self.finished[e["call_id"]] = True
-        self.changes += bool(e.get("changed"))
-        self.messages.append({"role": "tool", "tool_call_id": e["call_id"], "content": e["result"]})
+    def _on_finished(self, e: rec.Finished) -> None:
+        self.finished[e.call_id] = True
+        self.changes += e.changed
+        self.messages.append({"role": "tool", "tool_call_id": e.call_id, "content": e.result})
 
-    def _on_paused(self, e: dict[str, Any]) -> None:
-        self.approvals[e["call_id"]] = e["approval_id"]
-        self.status = "waiting_approval"
+    def _on_paused(self, e: rec.Paused) -> None:
+        self.approvals[e.call_id] = e.approval_id
+        self.status = RunStatus.WAITING_APPROVAL
 
-    def _on_resolved(self, e: dict[str, Any]) -> None:
-        self.resolved[e["call_id"]] = {k: e.get(k) for k in ("approval_id", "approved", "reason", "by")}
-        self.status = "running"
+    def _on_resolved(self, e: rec.Resolved) -> None:
+        self.resolved[e.call_id] = {"approval_id": e.approval_id, "approved": e.approved, "reason": e.reason,
+                                    "by": e.by}
+        self.status = RunStatus.RUNNING
 
-    def _on_status(self, e: dict[str, Any]) -> None:
-        self.status = e["status"]
-        self.output = e.get("output", self.output)
-        self.error = e.get("error")
+    def _on_status(self, e: rec.Status) -> None:
+        self.status = e.status
+        self.output = e.output if e.has("output") else self.output
+        self.error = e.error
 
     # -- queries ------------------------------------------------------------
 
@@ -176,7 +179,7 @@ class RunState:
         state = cls._from_snapshot(run_dir / SNAPSHOT) or cls()
         events, state.offset = journal.read(run_dir / JOURNAL, state.offset)
         for event in events:
-            if event.get("seq", 0) > state.seq:
+            if event.seq > state.seq:
                 state.apply(event)
         return state
 
@@ -206,13 +209,13 @@ class RunState:
             os.close(dfd)
 
 
-def history(events: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def history(events: Iterable[rec.Record]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The whole conversation as it happened (compactions not applied) and the compactions, from journal records."""
     state = _History()
     for event in events:
         try:
             state.apply(event)
-        except (KeyError, TypeError, AttributeError, ValueError):
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError):
             continue  # a malformed line (the agent owns its journal) costs that line only
     return state.messages, state.folded
 
@@ -221,6 +224,7 @@ def history(events: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
 class _History(RunState):
     folded: list[dict[str, Any]] = field(default_factory=list)
 
-    def _on_compaction(self, e: dict[str, Any]) -> None:
-        self.folded.append({k: e.get(k) for k in ("seq", "t", "summarized", "turns", "chars_before", "chars_after",
-                                                  "start", "end")})
+    def _on_compaction(self, e: rec.Compaction) -> None:
+        self.folded.append({"seq": e.seq, "t": e.t, "summarized": e.summarized, "turns": e.turns,
+                            "chars_before": e.chars_before, "chars_after": e.chars_after, "start": e.start,
+                            "end": e.end})

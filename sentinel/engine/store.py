@@ -27,6 +27,7 @@ from typing import Any, Iterable
 
 from sentinel import paths
 from sentinel.engine import db
+from sentinel.engine.status import TERMINAL
 from sentinel.errors import NotFound, UsageError
 from sentinel.mcp.names import named, split_name
 
@@ -145,7 +146,6 @@ MIGRATIONS: list[tuple[str, str]] = [
     """),
 ]
 
-TERMINAL = ("done", "failed", "cancelled")
 
 
 def call_digest(tool: str, arguments: dict[str, Any], code_sha256: str | None = None) -> str:

@@ -17,8 +17,9 @@ from sentinel.agents import profile as profiles
 from sentinel.engine.events import Listener
 from sentinel.engine.state import RunState
 from sentinel.engine.store import new_id
+from sentinel.engine.status import TERMINAL
 from sentinel.tools import ToolError
-from sentinel.worker.children import (ENDED, SAVE_CALL, TEMPORARY, check_depth, grants, handoff,
+from sentinel.worker.children import (SAVE_CALL, TEMPORARY, check_depth, grants, handoff,
                                       temporary_description)
 from sentinel.workflows import model as workflows
 
@@ -94,7 +95,7 @@ class LocalChildren:
     def advance(self, child_id: str) -> dict[str, Any]:
         outcome = self.engine.advance(child_id, self.on_event)
         row = self.store.get_run(child_id)
-        if outcome.status in ENDED and row["agent"].startswith(TEMPORARY):
+        if outcome.status in TERMINAL and row["agent"].startswith(TEMPORARY):
             self._end_temporary(row)
         return {"id": child_id, "status": outcome.status, "output": outcome.output, "error": outcome.error}
 

@@ -22,18 +22,18 @@ from sentinel import config as config_mod
 from sentinel import paths
 from sentinel.agents import profile as profiles
 from sentinel.engine import journal, relay
-from sentinel.engine.api import Closing, Outcome
+from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener, Translator
 from sentinel.engine.run import Run
 from sentinel.engine.state import JOURNAL, RunState, history
-from sentinel.engine.store import TERMINAL, Store, new_id
+from sentinel.engine.store import Store, new_id
 from sentinel.errors import Busy, NotFound, UsageError
+from sentinel.engine.status import SETTLED, TERMINAL, RunStatus
 
 if TYPE_CHECKING:
     from sentinel.workflows.model import Workflow
 
 FOLLOW_POLL_S = 0.2
-WAITING = "waiting_child"      # a run whose tool call (or workflow step) waits on its child run
 STOPPED = "turn stopped by the operator"
 WAITING_HINT = {"waiting_approval": ": answer its pending approval first",
                 "interrupted": ": resume its interrupted turn first", "running": ": another process is running a turn"}
@@ -126,7 +126,7 @@ class LocalEngine(Closing):
             raise UsageError("message: must not be empty")
         row = self._session(run_id)
         status = self._live_status(row)
-        if status != "idle":
+        if status != RunStatus.IDLE:
             raise UsageError(f"session {run_id} is {status}, not waiting for a message{WAITING_HINT.get(status, '')}")
         self._check(model, skills)
         run = Run.open(Path(row["run_dir"]))
@@ -141,9 +141,9 @@ class LocalEngine(Closing):
             raise UsageError(f"session {run_id} is already {row['status']}")
         with Run.open(Path(row["run_dir"])) as run:  # Busy while another process executes the turn
             self.store.cancel_approvals(run_id)
-            if run.state.status != "idle" or row["status"] != "idle":
-                run.record({"type": "status", "status": "idle", "error": STOPPED})
-                self.store.set_status(run_id, "idle", error=STOPPED)
+            if run.state.status != RunStatus.IDLE or row["status"] != RunStatus.IDLE:
+                run.record({"type": "status", "status": RunStatus.IDLE, "error": STOPPED})
+                self.store.set_status(run_id, RunStatus.IDLE, error=STOPPED)
         return self._outcome_of(self.store.get_run(run_id))
 
     def resume(self, run_id: str, *, on_event: Listener | None = None) -> Outcome:
@@ -153,7 +153,7 @@ class LocalEngine(Closing):
     def advance(self, run_id: str, on_event: Listener | None = None) -> Outcome:
         """Execute one run until it pauses or ends (a child run: its parent is not resumed here)."""
         row = self.store.get_run(run_id)
-        if row["status"] in TERMINAL or row["status"] == "idle":
+        if row["status"] in SETTLED:
             return self._outcome_of(row)
         run = Run.open(Path(row["run_dir"]))
         if run.state.status in TERMINAL:  # the journal finished but the registry missed it
@@ -173,12 +173,12 @@ class LocalEngine(Closing):
         with run:
             if on_event:
                 run.listeners.append(on_event)
-            self.store.set_status(run.state.id, "running")
+            self.store.set_status(run.state.id, RunStatus.RUNNING)
             flow = workflows.parse_file(run.dir / runner.FILE, self.home)
             status = runner.advance(run, flow, LocalChildren(self, on_event))
             state = run.state
-            self.store.set_status(state.id, status, output=state.output if status == "done" else None,
-                                  error=state.error if status == "failed" else None)
+            self.store.set_status(state.id, status, output=state.output if status == RunStatus.DONE else None,
+                                  error=state.error if status == RunStatus.FAILED else None)
             run.snapshot()
         self._notify()
         return Outcome(state.id, status, state.output, state.error)
@@ -188,13 +188,13 @@ class LocalEngine(Closing):
         the approval its descendants wait for."""
         while outcome.status in TERMINAL:
             parent = self.store.get_run(outcome.id).get("parent_id")
-            if not parent or self.store.get_run(parent)["status"] != WAITING:
+            if not parent or self.store.get_run(parent)["status"] != RunStatus.WAITING_CHILD:
                 break
             outcome = self.advance(parent, on_event)
-        if outcome.status == WAITING:
+        if outcome.status == RunStatus.WAITING_CHILD:
             pending = self.store.waited_approvals(outcome.id)
             if pending:
-                return Outcome(outcome.id, "waiting_approval", outcome.output, outcome.error, pending[0].id,
+                return Outcome(outcome.id, RunStatus.WAITING_APPROVAL, outcome.output, outcome.error, pending[0].id,
                                outcome.warnings)
         return outcome
 
@@ -256,34 +256,34 @@ class LocalEngine(Closing):
             raise UsageError(f"run {run_id} is already {row['status']}")
         if Run.is_leased(Path(row["run_dir"])):
             raise Busy(f"run {run_id} is being executed by another process; stop that process first")
-        self.store.set_status(run_id, "cancelled", error="cancelled")
+        self.store.set_status(run_id, RunStatus.CANCELLED, error="cancelled")
         self.store.cancel_approvals(run_id)
-        return Outcome(run_id, "cancelled", row.get("output"), "cancelled")
+        return Outcome(run_id, RunStatus.CANCELLED, row.get("output"), "cancelled")
 
     # -- queries --------------------------------------------------------------
 
-    def show(self, run_id: str) -> dict[str, Any]:
+    def show(self, run_id: str) -> RunDetail:
         row = self.store.get_run(run_id)
         state = RunState.load(Path(row["run_dir"]))
         status = self._live_status(row)
         decisions = self.store.verdicts(run_id)  # as recorded, never as the journal retells them
         run_dir = Path(row["run_dir"])
         full, compactions = history(journal.read(run_dir / JOURNAL)[0]) if state.compactions else (state.messages, [])
-        return {"id": run_id, "status": status, "kind": row.get("kind") or "task", "task": row["task"],
-                "agent": row["agent"], "model": row["model"], "skills": state.skills,
-                "workspace": row["workspace"], "parent_id": row.get("parent_id"), "output": state.output,
-                "error": state.error or row.get("error"), "steps": state.steps, "created_at": row["created_at"],
-                "messages": state.messages, "decisions": decisions, "compactions": compactions, "history": full,
-                "children": self.store.children(run_id), "safeguards": state.safeguards,
-                "self_edits": state.self_edits,
-                "pending_approvals": self.store.pending_listing(run_id, user=operator_name())}
+        return RunDetail(id=run_id, status=status, kind=row.get("kind") or "task", task=row["task"],
+                         agent=row["agent"], user=row.get("user"), model=row["model"], skills=state.skills,
+                         workspace=row["workspace"], parent_id=row.get("parent_id"), output=state.output,
+                         error=state.error or row.get("error"), steps=state.steps, created_at=row["created_at"],
+                         messages=state.messages, decisions=decisions, compactions=compactions, history=full,
+                         children=self.store.children(run_id), safeguards=state.safeguards,
+                         self_edits=state.self_edits,
+                         pending_approvals=self.store.pending_listing(run_id, user=operator_name()))
 
     def runs(self, *, status: str | None = None, limit: int | None = None,
              all_hosts: bool = False) -> list[dict[str, Any]]:  # local mode: one host
-        wanted = [status] if status and status != "interrupted" else ["running"] if status else None
+        wanted = [status] if status and status != RunStatus.INTERRUPTED else [RunStatus.RUNNING] if status else None
         rows = self.store.list_runs(limit=limit, status=wanted)
         for row in rows:
-            if row["status"] == "running":
+            if row["status"] == RunStatus.RUNNING:
                 row["status"] = self._live_status(self.store.get_run(row["id"]))
         return [r for r in rows if not status or r["status"] == status]
 
@@ -293,7 +293,7 @@ class LocalEngine(Closing):
     def sessions(self, *, limit: int | None = None) -> list[dict[str, Any]]:
         rows = self.store.list_sessions(limit)
         for row in rows:
-            if row["status"] == "running":
+            if row["status"] == RunStatus.RUNNING:
                 row["status"] = self._live_status(self.store.get_run(row["id"]))
         return rows
 
@@ -313,7 +313,7 @@ class LocalEngine(Closing):
                         yield event
             if not follow:
                 return
-            last = records[-1]["type"] if records else last
+            last = records[-1].type if records else last
             if not Run.is_leased(run_dir) and (last in ("status", "paused") or not records):
                 return  # paused, ended, or nobody executes it any more (interrupted)
             time.sleep(FOLLOW_POLL_S)
@@ -355,7 +355,7 @@ class LocalEngine(Closing):
 
     def _live_status(self, row: dict[str, Any]) -> str:
         """A run marked running whose process is gone is `interrupted` (resume it)."""
-        if row["status"] == "running" and not Run.is_leased(Path(row["run_dir"])):
+        if row["status"] == RunStatus.RUNNING and not Run.is_leased(Path(row["run_dir"])):
             return "interrupted"
         return row["status"]
 

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from sentinel.engine import records
 from sentinel.tools import Tool, ToolContext, ToolError
 from sentinel.tools import object_schema as _schema
 
@@ -59,32 +60,32 @@ class SessionLog:
 
     # -- the journal, record by record ------------------------------------------------------------
 
-    def feed(self, r: dict[str, Any]) -> None:
-        handler = getattr(self, f"_on_{r.get('type')}", None)
+    def feed(self, r: records.Record) -> None:
+        handler = getattr(self, f"_on_{r.type}", None)
         if handler:
             handler(r)
 
-    def _on_created(self, r: dict[str, Any]) -> None:
-        self.started, self.goal = r.get("t"), " ".join(str(r.get("task") or "").split())
+    def _on_created(self, r: records.Created) -> None:
+        self.started, self.goal = r.t, " ".join(r.task.split())
 
-    def _on_archived(self, r: dict[str, Any]) -> None:
-        fresh = SessionLog(started=r.get("t"), goal=self.goal)
+    def _on_archived(self, r: records.Archived) -> None:
+        fresh = SessionLog(started=r.t, goal=self.goal)
         self.__dict__.update(fresh.__dict__)
 
-    def _on_message(self, r: dict[str, Any]) -> None:
-        msg = r.get("message") or {}
-        if msg.get("role") == "user" and not r.get("skill") and not r.get("note"):
+    def _on_message(self, r: records.Message) -> None:
+        msg = r.message
+        if msg.get("role") == "user" and not r.skill and not r.note:
             self.last_request = " ".join(str(msg.get("content") or "").split())
 
-    def _on_decision(self, r: dict[str, Any]) -> None:
-        if r.get("outcome") != "deny":
-            self._calls[r["call_id"]] = {"tool": r.get("tool"), "arguments": r.get("arguments")}
+    def _on_decision(self, r: records.Decision) -> None:
+        if r.outcome != "deny":
+            self._calls[r.call_id] = {"tool": r.tool if r.has("tool") else None, "arguments": r.arguments}
 
-    def _on_finished(self, r: dict[str, Any]) -> None:
-        call = self._calls.pop(r["call_id"], None)
-        if call is None or r.get("interrupted") or str(r.get("result") or "").startswith("Denied"):
+    def _on_finished(self, r: records.Finished) -> None:
+        call = self._calls.pop(r.call_id, None)
+        if call is None or r.interrupted or r.result.startswith("Denied"):
             return
-        tool, args, result = str(call["tool"]), call["arguments"], str(r.get("result") or "")
+        tool, args, result = str(call["tool"]), call["arguments"], r.result
         if failed(result):
             self._failed[tool] = first_line(result)
             return
@@ -106,19 +107,19 @@ class SessionLog:
                 self.decisions = [*self.decisions, line][-KEEP_DECISIONS:]
         self.changes += 1
 
-    def _on_checkpoint(self, r: dict[str, Any]) -> None:
+    def _on_checkpoint(self, r: records.Checkpoint) -> None:
         done = {i for i, item in enumerate(self.plan, 1) if item["status"] == "done"}
-        self.checkpoints.append(Checkpoint(len(self.checkpoints) + 1, float(r.get("t") or 0), str(r.get("title") or ""),
+        self.checkpoints.append(Checkpoint(len(self.checkpoints) + 1, float(r.t or 0), r.title,
                                            sorted(done - self.done_at_checkpoint), self.files))
         self.done_at_checkpoint, self.files, self.changes = done, [], 0
 
-    def _on_status(self, r: dict[str, Any]) -> None:
-        self.status = str(r.get("status") or self.status)
+    def _on_status(self, r: records.Status) -> None:
+        self.status = r.status or self.status
 
-    def _on_paused(self, r: dict[str, Any]) -> None:
+    def _on_paused(self, r: records.Paused) -> None:
         self.status = "waiting_approval"
 
-    def _on_resolved(self, r: dict[str, Any]) -> None:
+    def _on_resolved(self, r: records.Resolved) -> None:
         self.status = "running"
 
     # -- queries ----------------------------------------------------------------------------------

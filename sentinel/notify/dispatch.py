@@ -27,6 +27,7 @@ from sentinel.engine import db, outbox
 from sentinel.engine.store import Store
 from sentinel.notify import send
 from sentinel.watchers.deliver import DeliveryError
+from sentinel.engine.status import RunStatus
 
 POLL_S = 0.25
 WINDOW_S = 3600.0     # events older than this are not looked for again
@@ -142,7 +143,7 @@ def _events(conn: db.Conn, since: float, base: str) -> list[tuple[str, str, dict
             " AND status IN ('done', 'failed') AND parent_id IS NULL AND kind != 'hook'", (since,)):
         found.append((f"run:{r['id']}:{r['status']}", r["status"], {
             "event": r["status"], "run_id": r["id"], "task": _short(r["task"]), "agent": _who(r),
-            "output": _short(r["output"] or "") if r["status"] == "done" else "", "error": _short(r["error"] or ""),
+            "output": _short(r["output"] or "") if r["status"] == RunStatus.DONE else "", "error": _short(r["error"] or ""),
             "t": r["updated_at"], "url": f"{base}/runs/{r['id']}"}))
     for f in conn.execute("SELECT id, watcher, run_id, escalation, fired_at FROM watch_firings"
                           " WHERE escalation IS NOT NULL AND fired_at >= ?", (since,)):

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
+from sentinel.engine import journal
+from sentinel.engine.records import Record
 from sentinel.engine.state import JOURNAL, RunState
-from sentinel.frames import loads
 from sentinel.tools.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, openat2
 
 STRICT = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
@@ -70,9 +70,9 @@ def journal_rel(run_id: str) -> str:
     return f".sentinel/runs/{run_id}/{JOURNAL}"
 
 
-def read_journal(home: str | Path, run_id: str, uid: int, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
-    """Events from byte `offset` on and the offset after the last whole line (a torn tail is left).
-    A line that is not a bounded JSON object with a `type` is skipped."""
+def read_journal(home: str | Path, run_id: str, uid: int, offset: int = 0) -> tuple[list[Record], int]:
+    """Records from byte `offset` on and the offset after the last whole line (a torn tail is left).
+    A line that is no record (`records.parse`: bounded JSON of a known kind, typed keys) is skipped."""
     fd = open_beneath(home, journal_rel(run_id), uid)
     if fd is None:
         return [], offset
@@ -80,24 +80,16 @@ def read_journal(home: str | Path, run_id: str, uid: int, offset: int = 0) -> tu
         f.seek(offset)
         data = f.read(MAX_JOURNAL)
     end = data.rfind(b"\n") + 1
-    events = []
-    for line in data[:end].splitlines():
-        try:
-            event = loads(line)  # nesting bounded: an agent's line never makes root recurse
-        except ValueError:
-            continue
-        if isinstance(event, dict) and isinstance(event.get("type"), str):
-            events.append(event)
-    return events, offset + end
+    return journal.decode(data[:end]), offset + end
 
 
-def replay(events: list[dict[str, Any]]) -> RunState:
-    """The state a journal's events make (a run's state is replayed from its journal: the snapshot cache is
-    the agent's, so it is not trusted); a malformed event is skipped."""
+def replay(events: list[Record]) -> RunState:
+    """The state a journal's records make (a run's state is replayed from its journal: the snapshot cache is
+    the agent's, so it is not trusted); a record that does not fit the state is skipped."""
     state = RunState()
     for event in events:
         try:
             state.apply(event)
-        except (KeyError, TypeError, AttributeError, ValueError):
-            continue  # a malformed event (the agent owns this file) is skipped, never a supervisor crash
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError):
+            continue  # a well-typed record can still not fit (the agent owns this file): never a supervisor crash
     return state

@@ -17,14 +17,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sentinel.engine.store import TERMINAL, Store, call_digest, new_id
+from sentinel.engine.store import Store, call_digest, new_id
 from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.frames import failure, reply
 from sentinel.engine.state import RunState
+from sentinel.engine.status import TERMINAL, RunStatus
 from sentinel.supervisor import agentfs, flows, layout, registry, runmodel
 from sentinel.supervisor.hub import Hub
 from sentinel.tools import ToolError
-from sentinel.worker.children import (CHILD_TOOLS, SAVE_CALL, TEMPORARY, WAITING, check_depth, grants, handoff,
+from sentinel.worker.children import (CHILD_TOOLS, SAVE_CALL, TEMPORARY, check_depth, grants, handoff,
                                       temporary_description)
 
 
@@ -209,7 +210,7 @@ def settle_temporary(sup: Hub, run_id: str) -> None:
     `discard` needs nothing: it never was a file."""
     store = sup.store
     row = store.get_run(run_id)
-    if (row["status"] != "done" or sup.config.orchestration.temporary != "ask" or subagent(store, row) is None
+    if (row["status"] != RunStatus.DONE or sup.config.orchestration.temporary != "ask" or subagent(store, row) is None
             or store.approval_for_call(run_id, SAVE_CALL) is not None):
         return
     store.submit_approval(run_id, SAVE_CALL, "save_agent", {"agent": f"{row.get('user')}/{row['agent']}"},
@@ -249,8 +250,8 @@ def nudge(sup: Hub, child_id: str) -> dict[str, Any]:
     """Where a child stands; one interrupted (a crash, a restart) or approved meanwhile is launched again."""
     store = sup.store
     row = store.get_run(child_id)
-    stalled = row["status"] in ("running", "interrupted") or (
-        row["status"] == "waiting_approval" and not store.pending_approvals(row["id"]))
+    stalled = row["status"] in (RunStatus.RUNNING, RunStatus.INTERRUPTED) or (
+        row["status"] == RunStatus.WAITING_APPROVAL and not store.pending_approvals(row["id"]))
     if row["id"] not in sup.workers and stalled:
         sup.launch(row["id"])
         row = store.get_run(row["id"])
@@ -281,7 +282,7 @@ def busy(sup: Hub, run_id: str) -> bool:
     if run_id in sup.workers:
         return True
     row = sup.store.get_run(run_id)
-    kids = sup.store.children(run_id) if row["status"] == WAITING else []
+    kids = sup.store.children(run_id) if row["status"] == RunStatus.WAITING_CHILD else []
     return bool(kids) and busy(sup, kids[-1]["id"])
 
 
@@ -291,7 +292,7 @@ def carry_on(sup: Hub, run_id: str) -> bool:
     that paused lets the followers of its waiting ancestors have their outcome."""
     store = sup.store
     row = store.get_run(run_id)
-    if row["status"] == WAITING:
+    if row["status"] == RunStatus.WAITING_CHILD:
         kids = store.children(run_id)
         if kids and busy(sup, kids[-1]["id"]):
             return True
@@ -300,12 +301,12 @@ def carry_on(sup: Hub, run_id: str) -> bool:
             return True
         return False
     parent = row.get("parent_id")
-    if not parent or parent in sup.workers or store.get_run(parent)["status"] != WAITING:
+    if not parent or parent in sup.workers or store.get_run(parent)["status"] != RunStatus.WAITING_CHILD:
         return False
     if row["status"] in TERMINAL and store.children(parent)[-1]["id"] == run_id:
         sup.launch(parent)  # its followers follow the new worker
     elif row["status"] not in TERMINAL:  # paused: whoever follows the runs waiting above it hears so now
-        while parent and parent not in sup.workers and store.get_run(parent)["status"] == WAITING:
+        while parent and parent not in sup.workers and store.get_run(parent)["status"] == RunStatus.WAITING_CHILD:
             sup.release(parent)
             parent = store.get_run(parent).get("parent_id")
     return False
@@ -316,7 +317,7 @@ def waiting_top(store: Store, run_id: str) -> str:
     on to, so an operator's `approve` of a child follows its head run to the end."""
     top = run_id
     for parent in store.parent_chain(run_id):
-        if store.get_run(parent)["status"] != WAITING:
+        if store.get_run(parent)["status"] != RunStatus.WAITING_CHILD:
             break
         top = parent
     return top

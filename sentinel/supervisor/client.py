@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from sentinel.engine import events
-from sentinel.engine.api import Closing, Outcome
+from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel import frames as protocol
@@ -202,8 +202,8 @@ class SystemEngine(Closing):
         """The system agents a workflow step may name."""
         return list(self.status().get("agents") or [])
 
-    def show(self, run_id: str) -> dict[str, Any]:
-        return protocol.result_object(self.call("show", run_id=run_id))
+    def show(self, run_id: str) -> RunDetail:
+        return RunDetail.from_dict(protocol.result_object(self.call("show", run_id=run_id)))
 
     def runs(self, *, status: str | None = None, limit: int | None = None,
              all_hosts: bool = False) -> list[dict[str, Any]]:

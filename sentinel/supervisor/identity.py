@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentinel.errors import SentinelError, UsageError
+from sentinel.engine.status import RunStatus
 
 if TYPE_CHECKING:
     from sentinel.supervisor.registry import Agent
@@ -211,12 +212,12 @@ def remove(name: str, store: Any, *, user: bool = False, by: str = "root") -> di
                          "only users it created (remove without --user, then userdel it yourself)")
     rows = store.conn.execute("SELECT id, status FROM runs WHERE user=? AND status NOT IN ('done', 'failed', "
                               "'cancelled')", (name,)).fetchall()
-    running = [r["id"] for r in rows if r["status"] == "running"]
+    running = [r["id"] for r in rows if r["status"] == RunStatus.RUNNING]
     if running:
         raise UsageError(f"agent {name} has runs executing ({', '.join(running)}): cancel them first "
                          "(sentinel cancel RUN)")
     for row in rows:
-        store.set_status(row["id"], "cancelled", error=f"agent {name} was removed")
+        store.set_status(row["id"], RunStatus.CANCELLED, error=f"agent {name} was removed")
         store.cancel_approvals(row["id"])
     store.conn.execute("DELETE FROM agents WHERE name=?", (name,))
     if registry.default(store) == name:

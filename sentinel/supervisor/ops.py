@@ -29,13 +29,15 @@ from typing import Any, Callable, Sequence
 
 from sentinel.engine import db, outbox, relay
 from sentinel.engine.events import KINDS, Translator
+from sentinel.engine.records import Record
 from sentinel.engine.state import JOURNAL
-from sentinel.engine.store import TERMINAL, Store
+from sentinel.engine.store import Store
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel.supervisor import agentfs, children, console, flows, layout, registry, runmodel
 from sentinel.supervisor.hub import Client, Hub, caller
 from sentinel.frames import failure, reply
 from sentinel.worker.children import SAVE_CALL
+from sentinel.engine.status import SETTLED, TERMINAL, RunStatus
 
 Handler = Callable[[Hub, Client, dict[str, Any]], "dict[str, Any] | None"]
 
@@ -171,8 +173,9 @@ def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     full, compactions = _history(store, row, state)
     _stream(conn, "history", full)  # as it happened, before any compaction
     _stream(conn, "decisions", store.verdicts(row["id"]))  # verdicts from the supervisor's store only
-    return reply({"id": row["id"], "status": row["status"], "task": row["task"], "agent": row["agent"],
-                  "user": row.get("user"), "model": row["model"], "workspace": row["workspace"],
+    return reply({"id": row["id"], "status": row["status"], "kind": row.get("kind") or "task", "task": row["task"],
+                  "agent": row["agent"], "user": row.get("user"), "model": row["model"], "skills": state.skills,
+                  "workspace": row["workspace"],
                   "output": row.get("output") or state.output, "error": row.get("error") or state.error,
                   "steps": state.steps, "created_at": row["created_at"], "messages": [], "decisions": [],
                   "history": [], "compactions": compactions,
@@ -341,9 +344,9 @@ def _resume(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | Non
 def _resume_run(sup: Hub, conn: Client, run_id: str, msg: dict[str, Any]) -> dict[str, Any] | None:
     store = sup.store
     row = _row(store, run_id)
-    if row["status"] in TERMINAL or row["status"] == "idle":  # an idle chat session waits for `send`
+    if row["status"] in SETTLED:  # an idle chat session waits for `send`
         return reply(outcome(store, run_id))
-    if row["status"] == "waiting_approval" and store.pending_approvals(run_id):
+    if row["status"] == RunStatus.WAITING_APPROVAL and store.pending_approvals(run_id):
         return reply(outcome(store, run_id))
     if run_id in sup.workers:
         sup.workers[run_id].relaunch = True  # the pausing worker is still exiting: resume once it has
@@ -365,7 +368,7 @@ def _cancel(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     row = _row(store, _text(msg, "run_id"))
     if row["status"] in TERMINAL:
         raise UsageError(f"run {row['id']} is already {row['status']}")
-    store.set_status(row["id"], "cancelled", error=f"cancelled by {caller(conn).name}")
+    store.set_status(row["id"], RunStatus.CANCELLED, error=f"cancelled by {caller(conn).name}")
     store.cancel_approvals(row["id"])
     sup.cancel(row["id"])
     store.audit("run_cancelled", {"run_id": row["id"], "by": caller(conn).name})
@@ -386,7 +389,7 @@ def _send(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     text = _text(msg, "text")
     if not text.strip():
         raise UsageError("message: must not be empty")
-    if row["status"] != "idle" or row["id"] in sup.workers:
+    if row["status"] != RunStatus.IDLE or row["id"] in sup.workers:
         raise UsageError(f"session {row['id']} is {row['status']}, not waiting for a message")
     skills = _skill_names(msg.get("skills"))
     model = _text(msg, "model", required=False)
@@ -409,7 +412,7 @@ def _interrupt(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
         worker.stopped, worker.relaunch = True, False
         sup.cancel(row["id"])
     store.cancel_approvals(row["id"])
-    store.set_status(row["id"], "idle", error=f"turn stopped by {caller(conn).name}")
+    store.set_status(row["id"], RunStatus.IDLE, error=f"turn stopped by {caller(conn).name}")
     store.audit("turn_stopped", {"run_id": row["id"], "by": caller(conn).name})
     return reply(outcome(store, row["id"]))
 
@@ -556,10 +559,10 @@ def outcome(store: Store, run_id: str) -> dict[str, Any]:
     row = _row(store, run_id)
     pending = store.pending_approvals(run_id)
     status = row["status"]
-    if status == "waiting_child" and (waited := store.waited_approvals(run_id)):
-        status, pending = "waiting_approval", waited  # its child waits for an operator: so does it
+    if status == RunStatus.WAITING_CHILD and (waited := store.waited_approvals(run_id)):
+        status, pending = RunStatus.WAITING_APPROVAL, waited  # its child waits for an operator: so does it
     return {"id": run_id, "status": status, "output": row.get("output"), "error": row.get("error"),
-            "approval_id": pending[0].id if pending and status == "waiting_approval" else None}
+            "approval_id": pending[0].id if pending and status == RunStatus.WAITING_APPROVAL else None}
 
 
 def _row(store: Store, run_id: str) -> dict[str, Any]:
@@ -579,7 +582,7 @@ def _owner(store: Store, row: dict[str, Any]) -> tuple[str, int] | None:
     return pw.pw_dir, pw.pw_uid
 
 
-def _events(store: Store, row: dict[str, Any]) -> list[dict[str, Any]]:
+def _events(store: Store, row: dict[str, Any]) -> list[Record]:
     if row.get("kind") == flows.KIND:  # walked by the supervisor: its journal is in the state directory
         from sentinel.engine import journal
 

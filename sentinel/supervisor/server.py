@@ -38,7 +38,7 @@ from sentinel.supervisor.install import ensure_group
 from sentinel.supervisor.hub import Settings
 from sentinel.supervisor.muzzled import MuzzleKeeper
 from sentinel.supervisor.watchkeep import WatchKeeper
-from sentinel.worker.children import WAITING
+from sentinel.engine.status import RunStatus
 
 READ_CHUNK = 1 << 16
 STRANGER_FRAME = 64 * 1024  # a peer that is no operator is refused; it may not make us read more than this
@@ -196,13 +196,13 @@ class Supervisor:
 
         cgroups.sweep()  # groups of workers that died with a previous supervisor
         store = self.store
-        for row in store.list_runs(status=["running"]):
+        for row in store.list_runs(status=[RunStatus.RUNNING]):
             if row["id"] not in self.workers:
-                store.set_status(row["id"], "interrupted", error="the supervisor stopped while its worker ran")
+                store.set_status(row["id"], RunStatus.INTERRUPTED, error="the supervisor stopped while its worker ran")
         if not self.settings.resume:
             return
-        candidates = [r["id"] for r in store.list_runs(status=["interrupted"])]
-        candidates += [r["id"] for r in store.list_runs(status=["waiting_approval"])
+        candidates = [r["id"] for r in store.list_runs(status=[RunStatus.INTERRUPTED])]
+        candidates += [r["id"] for r in store.list_runs(status=[RunStatus.WAITING_APPROVAL])
                        if not store.pending_approvals(r["id"])]
         for run_id in reversed(candidates):
             if run_id in self.workers:  # a resumed workflow already launched its step
@@ -210,7 +210,7 @@ class Supervisor:
             try:
                 self.launch(run_id)
             except SentinelError as exc:
-                store.set_status(run_id, "interrupted", error=f"resume on start failed: {exc}")
+                store.set_status(run_id, RunStatus.INTERRUPTED, error=f"resume on start failed: {exc}")
 
     @property
     def store(self) -> Store:
@@ -335,11 +335,11 @@ class Supervisor:
             return None
         if run_id in self.workers:
             raise Busy(f"run {run_id} is already being executed (worker pid {self.workers[run_id].spawned.pid})")
-        self.store.set_status(run_id, "running")
+        self.store.set_status(run_id, RunStatus.RUNNING)
         try:
             return self._spawn(run_id)
         except SentinelError as exc:
-            self.store.set_status(run_id, "interrupted", error=f"worker could not start: {exc}")
+            self.store.set_status(run_id, RunStatus.INTERRUPTED, error=f"worker could not start: {exc}")
             raise
 
     def settle(self, run_id: str) -> None:
@@ -377,11 +377,11 @@ class Supervisor:
         self.store.audit("worker_exited", {"run_id": run_id, "code": code, "pid": worker.spawned.pid})
         if worker.settling:
             return
-        if row["status"] == "running":
+        if row["status"] == RunStatus.RUNNING:
             why = worker.error or f"worker exited with code {code}"
-            self.store.set_status(run_id, "interrupted", error=why)
+            self.store.set_status(run_id, RunStatus.INTERRUPTED, error=why)
         children.settle_temporary(self, run_id)
-        if worker.relaunch and row["status"] == "waiting_approval" and not self.store.pending_approvals(run_id):
+        if worker.relaunch and row["status"] == RunStatus.WAITING_APPROVAL and not self.store.pending_approvals(run_id):
             try:
                 self.launch(run_id)  # the watchers stay and follow the new worker
                 return
@@ -399,10 +399,10 @@ class Supervisor:
         try:
             status = flows.advance(self, run_id, children.Steps(self))
         except Exception as exc:  # noqa: BLE001 - a workflow's failure must not stop the supervisor
-            status = "failed"
+            status = RunStatus.FAILED
             self.store.set_status(run_id, status, error=f"workflow: {exc}")
             self.store.audit("workflow_failed", {"run_id": run_id, "error": str(exc)})
-        if status != WAITING and not children.carry_on(self, run_id):
+        if status != RunStatus.WAITING_CHILD and not children.carry_on(self, run_id):
             self.release(run_id)
 
     def release(self, run_id: str) -> None:

@@ -24,18 +24,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 from urllib.parse import urlparse
 
-from sentinel.engine.store import TERMINAL, Approval, Store
+from sentinel.engine.store import Approval, Store
 from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.supervisor import children, layout, registry, spawn
 from sentinel.supervisor.hub import Client
 from sentinel.frames import failure, reply
 from sentinel.mcp.names import split_name
 from sentinel.mcp.pin import reshown, shows_listing
+from sentinel.engine.status import TERMINAL, RunStatus
 
 if TYPE_CHECKING:
     from sentinel.config import Config
 
-WORKER_STATUSES = ("running", "waiting_approval", "done", "failed", "idle", "waiting_child")
+WORKER_STATUSES = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.DONE, RunStatus.FAILED, RunStatus.IDLE,
+                   RunStatus.WAITING_CHILD)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 OUTCOMES = ("auto", "needs_approval", "deny")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"

@@ -17,6 +17,7 @@ from sentinel.watchers.deliver import DeliveryError, deliver
 from sentinel.watchers.envelope import summary
 from sentinel.watchers.settings import WatcherSettings
 from sentinel.watchers.strategies import RunCommand
+from sentinel.engine.status import RunStatus
 
 SESSION_WHY = {"done": "the session ended without sentinel_act notify",
                "idle": "the session ended without sentinel_act notify"}
@@ -37,7 +38,7 @@ def why(conn: db.Conn, firing: dict[str, Any]) -> str:
         return f"no notify within {timeout_ms} ms (the session is {status})"
     if status in SESSION_WHY:
         return SESSION_WHY[status]
-    if status in ("failed", "cancelled"):
+    if status in (RunStatus.FAILED, RunStatus.CANCELLED):
         return f"the session {status}: {row['error'] or 'no reason given'}"
     return f"no notify within {timeout_ms} ms (the session is {status})"
 

@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from sentinel.errors import SentinelError, UsageError
 from sentinel.web import views
+from sentinel.engine.status import RunStatus
 
 REFUSED = 410
 FORM_MAX = 8192
@@ -53,7 +54,7 @@ async def decide(request: Request) -> Response:
             return _page(c, "refused", message=str(value), status_code=code)
         raise value
     verb = "approved" if choice == "approve" else "denied"
-    status = value.status if kind == "outcome" else "running"
+    status = value.status if kind == "outcome" else RunStatus.RUNNING
     return _page(c, "done", message=f"{verb}; the run is {status}")
 
 

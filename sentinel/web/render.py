@@ -17,8 +17,9 @@ import jinja2
 
 from sentinel.cli.render import task_title
 from sentinel.engine.events import Event
+from sentinel.engine.status import RunStatus
 
-STATUS_LABELS = {"waiting_approval": "waiting for approval", "waiting_child": "waiting for a child run"}
+STATUS_LABELS = {RunStatus.WAITING_APPROVAL: "waiting for approval", RunStatus.WAITING_CHILD: "waiting for a child run"}
 
 
 def _pretty(value: Any) -> str:

@@ -31,10 +31,12 @@ from sentinel.engine.api import Engine, Outcome
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel.web import render
 from sentinel.web.live import Engines, Hub, Snapshot, run_events
+from sentinel.engine.status import RunStatus
 
 logger = logging.getLogger("sentinel.web")
 KEEPALIVE_S = 15.0
-RUN_STATUSES = ("running", "waiting_approval", "waiting_child", "done", "failed", "cancelled", "interrupted")
+RUN_STATUSES = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.WAITING_CHILD, RunStatus.DONE, RunStatus.FAILED,
+                RunStatus.CANCELLED, RunStatus.INTERRUPTED)
 
 
 class BadRequest(UsageError):
@@ -103,7 +105,7 @@ async def run_page(request: Request) -> Response:
     events = [ev for ev in events if ev.durable]
     return c.page(request, "run.html", run=data, row=snap.runs.get(run_id) or {},
                   chain=render.chain(run_id, snap.runs), children=render.children_of(run_id, snap.runs),
-                  approvals=render.approval_views({a["id"]: a for a in data.get("pending_approvals") or []},
+                  approvals=render.approval_views({a["id"]: a for a in data.pending_approvals},
                                                   snap.runs),
                   events=[c.templates.event(c.prefix, ev) for ev in events],
                   after=events[-1].seq if events else 0)
@@ -156,7 +158,7 @@ async def _decide(request: Request, approved: bool) -> Response:
     outcome = value if isinstance(value, Outcome) else None
     after = f"; the run is {outcome.status}" if outcome else "; the run resumed"
     return JSONResponse({"ok": True, "approval_id": approval_id, "decision": verb,
-                         "status": outcome.status if outcome else "running", "message": f"{verb}{after}"})
+                         "status": outcome.status if outcome else RunStatus.RUNNING, "message": f"{verb}{after}"})
 
 
 async def _json_body(request: Request) -> dict[str, Any]:

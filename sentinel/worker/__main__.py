@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sentinel.errors import SentinelError
+from sentinel.engine.status import RunStatus
 
 
 def _channel() -> Any:
@@ -140,13 +141,13 @@ def execute(run_id: str) -> int:
                 begin_turn(run, home, str(spec["message"]), skills=skills, model=spec.get("model"))
             run.state.model = spec["model"]  # the supervisor's, whatever the journal says
             store = RemoteStore(channel, run_id)
-            deps = build_deps(config, home, profile, run.state, store,  # type: ignore[arg-type]
+            deps = build_deps(config, home, profile, run.state, store,
                               endpoint=endpoint, operator=True, children=RemoteChildren(channel),
                               grants=spec.get("grants"), soul=(spec.get("subagent") or {}).get("soul"))
             if not run.state.messages:  # new, or stopped between `created` and its first messages
                 run.record(*initial_messages(home, profile, deps, spec["task"], skills))
             AgentLoop(run, deps).execute()
-            if spec.get("subagent") and run.state.status == "done" and config.orchestration.temporary == "save":
+            if spec.get("subagent") and run.state.status == RunStatus.DONE and config.orchestration.temporary == "save":
                 _keep(spec, profile, home)
         return 0
     except SentinelError as exc:

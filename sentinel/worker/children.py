@@ -20,12 +20,11 @@ from typing import Any, Callable, Iterable, Protocol
 from sentinel.agents.naming import CHILD_TOOLS
 from sentinel.engine.state import RunState
 from sentinel.tools import Tool, ToolContext, ToolError, object_schema
+from sentinel.engine.status import RunStatus
 
-__all__ = ["CHILD_TOOLS", "Children", "WaitingChild", "child_tools", "grants"]
-WAITING = "waiting_child"
+__all__ = ["CHILD_TOOLS", "Children", "child_tools", "grants"]
 TEMPORARY = "sub-"        # a spawned subagent's profile name: sub-<id>
 SAVE_CALL = "save-agent"  # the call id of the approval that keeps one (orchestration.temporary: ask)
-ENDED = ("done", "failed", "cancelled")
 
 
 class Children(Protocol):
@@ -43,11 +42,6 @@ class Children(Protocol):
     def advance(self, child_id: str) -> dict[str, Any]:
         """Let the child go on until it pauses or ends: its status, output and error."""
         ...
-
-
-class WaitingChild(Exception):
-    def __init__(self, child_id: str):
-        self.child_id = child_id
 
 
 def grants(parent: Iterable[str], wanted: Iterable[str] | None, *, strict: bool = False) -> list[str]:
@@ -84,7 +78,7 @@ def temporary_description(task: str) -> str:
 
 def result_text(ended: dict[str, Any]) -> str:
     """What the parent's call returns: the child's answer, or why it has none."""
-    if ended["status"] == "done":
+    if ended["status"] == RunStatus.DONE:
         return ended.get("output") or ""
     return f"Error: the child run {ended['id']} {ended['status']}: {ended.get('error') or 'no answer'}"
 

@@ -35,13 +35,13 @@ from sentinel import paths
 from sentinel.engine import journal
 from sentinel.engine.run import Run
 from sentinel.engine.state import RunState
+from sentinel.engine.status import SETTLED
 from sentinel.errors import SentinelError
 from sentinel.memory import compact, curator
 from sentinel.memory.session import LIVE, SessionLog
 from sentinel.memory.settings import ContextSettings
 from sentinel.models import ModelClient, ModelError
 
-ENDED = ("done", "failed", "idle", "cancelled")
 TIDY_KEEP = 2  # checkpoints the curator's tidy-up keeps
 CURATE_MIN_CALLS = 2  # tool calls in the ended turn before the curator model is asked for conventions
 
@@ -84,7 +84,7 @@ class Keeper:
             self._catch_up(run)
             if self.log.changes:
                 self.checkpoint(run, f"run {run.state.status}")
-            if run.state.status in ENDED:
+            if run.state.status in SETTLED:
                 if self.defer:
                     self.deferred = self.curator_model is not None and wants_conventions(run.state)
                     self.curate(run)

@@ -2,9 +2,8 @@
 
     AgentLoop(run, deps).execute() -> final status
 
-`execute` loops over `step`; control leaves the loop through Paused, Finished,
-Failed and Unavailable (the model went away: the run stops `interrupted`, to be
-resumed). Every effect is journaled before and after it happens:
+`execute` loops over `step`; control leaves the loop through one exception family
+(sentinel/worker/exits.py), each exit saying the status the run is left in. Every effect is journaled before and after it happens:
 
 - a tool call is journaled `started` before it runs and `finished` after; on
   resume a call that started but never finished is not re-run (read-only tools
@@ -38,43 +37,20 @@ from typing import Any, Callable
 
 from sentinel.agents.selfstate import SOUL_REFUSED
 from sentinel.engine.run import Run
-from sentinel.engine.store import Store, call_digest
+from sentinel.engine.runstore import RunStore
+from sentinel.engine.store import call_digest
 from sentinel.errors import SentinelError
 from sentinel.models import ModelClient, ModelError, ModelUnavailable
 from sentinel.models.toolcalls import recover
 from sentinel.policy.decide import CallContext, Layer, decide
 from sentinel.tools import Pinned, Registry, Tool, ToolContext, ToolError, parse_arguments
 from sentinel.worker import answer
-from sentinel.worker.children import CHILD_TOOLS, ENDED, WAITING, Children, WaitingChild, result_text
+from sentinel.worker.compact import Keeper
+from sentinel.worker.children import CHILD_TOOLS, Children, result_text
+from sentinel.worker.exits import (CodeChanged, Corrected, Failed, Finished, Paused, Stopped, Unavailable, Waiting,
+                                    WaitingChild)
 from sentinel.worker.stream import CallStream
-
-
-class Paused(Exception):
-    def __init__(self, approval_id: str):
-        self.approval_id = approval_id
-
-
-class Finished(Exception):
-    def __init__(self, output: str):
-        self.output = output
-
-
-class Failed(Exception):
-    def __init__(self, error: str):
-        self.error = error
-
-
-class Corrected(Exception):
-    """The model's reply was sent back with a correction (see sentinel/worker/answer.py): ask it again."""
-
-
-class CodeChanged(Exception):
-    """A pinned tool's files no longer hash to what the decision (and any approval) saw."""
-
-
-class Unavailable(Exception):
-    def __init__(self, error: str):
-        self.error = error
+from sentinel.engine.status import TERMINAL, RunStatus
 
 
 @dataclass
@@ -82,14 +58,14 @@ class Deps:
     model: ModelClient
     registry: Registry
     layers: list[Layer]
-    store: Store
+    store: RunStore
     tool_ctx: ToolContext
     max_steps: int
     max_wall_s: float
     granted: frozenset[str] | None = None
     approval_ttl_s: float | None = None
     prompt: Callable[[], str] | None = None  # the system prompt as the agent's files make it now
-    keeper: Any = None  # sentinel.worker.compact.Keeper: compaction, session file, curator
+    keeper: Keeper | None = None  # compaction, session file, curator
     children: Children | None = None  # child runs (delegate, spawn, run_workflow), when the engine offers them
 
 
@@ -118,21 +94,15 @@ class AgentLoop:
 
     def execute(self) -> str:
         self.run.record({"type": "session", "pid": os.getpid()})
-        self.deps.store.set_status(self.state.id, "running")
+        self.deps.store.set_status(self.state.id, RunStatus.RUNNING)
         try:
             while True:
                 self.step()
-        except Paused:
-            self.deps.store.set_status(self.state.id, "waiting_approval")
-        except WaitingChild:  # the child runs on (or waits for its approval); its end resumes this run
-            self.state.status = WAITING
-            self.deps.store.set_status(self.state.id, WAITING)
-        except Finished as done:
-            self._finish("idle" if self.chat else "done", output=done.output)
-        except Failed as failed:  # a chat session survives a failed turn: the next message tries again
-            self._finish("idle" if self.chat else "failed", error=failed.error)
-        except Unavailable as gone:  # resumable: the model host or upstream is back on the next try
-            self._finish("idle" if self.chat else "interrupted", error=gone.error)
+        except Waiting as wait:  # an operator, or a child run (whose end resumes this run)
+            self.state.status = wait.status
+            self.deps.store.set_status(self.state.id, wait.status)
+        except Stopped as stop:  # a chat session survives its turn's end, failed or not: the next message goes on
+            self._finish(RunStatus.IDLE if self.chat else stop.status, output=stop.output, error=stop.error)
         finally:
             self.run.snapshot()
         if self.deps.keeper is not None:
@@ -414,7 +384,7 @@ class AgentLoop:
         store.expire()
         approval = store.get_approval(approval.id)
         if approval.status == "pending":
-            if self.state.approvals.get(call_id) != approval.id or self.state.status != "waiting_approval":
+            if self.state.approvals.get(call_id) != approval.id or self.state.status != RunStatus.WAITING_APPROVAL:
                 self.run.record({"type": "paused", "call_id": call_id, "approval_id": approval.id,
                                  "tool": decision["tool"], "reason": decision["reason"]})
             raise Paused(approval.id)
@@ -520,11 +490,11 @@ class AgentLoop:
         else:
             child_id = child["id"]
         ended = children.advance(child_id)
-        if ended["status"] not in ENDED:
+        if ended["status"] not in TERMINAL:
             raise WaitingChild(child_id)
         self.run.record({"type": "child_finished", "child_id": child_id, "call_id": call_id,
                          "status": ended["status"], "output": ended.get("output")})
-        self.result(call_id, result_text(ended), **({"changed": True} if ended["status"] == "done" else {}))
+        self.result(call_id, result_text(ended), **({"changed": True} if ended["status"] == RunStatus.DONE else {}))
 
     def _after_crash(self, call: dict[str, Any]) -> None:
         tool = self.deps.registry.get(call["function"]["name"])

@@ -19,7 +19,7 @@ from sentinel.agents.skills import SkillTools
 from sentinel.agents.trust import TrustLayer
 from sentinel.config import Config
 from sentinel.engine.state import RunState
-from sentinel.engine.store import Store
+from sentinel.engine.runstore import RunStore
 from sentinel.errors import SentinelError
 from sentinel.memory import compact
 from sentinel.memory.session import plan_tool
@@ -58,7 +58,7 @@ def layers_for(config: Config, home: Path, profile: profiles.AgentProfile, opera
     return layers
 
 
-def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: Store, *,
+def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: RunStore, *,
                endpoint: tuple[str, str] | None = None, operator: bool = False, children: Children | None = None,
                grants: list[str] | None = None, soul: str | None = None, defer_curator: bool = False) -> Deps:
     """`endpoint`: Muzzle's URL and the run token the supervisor handed over (system mode); `operator`: see
@@ -139,7 +139,7 @@ def _muzzle_endpoint(model: object) -> tuple[str, str]:
     return model.base_url, model.api_key
 
 
-def _keeper(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: Store,
+def _keeper(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: RunStore,
             model: Any, endpoint: tuple[str, str] | None, defer_curator: bool = False) -> Keeper:
     """Compaction (by the run's model unless `context.summary_model` names another), scribe and curator (its
     model call by the run's model unless `context.curator_model` names another or is "off")."""
@@ -192,7 +192,7 @@ class Delegated:
 
 
 def _add_agent_tools(registry: Registry, config: Config, home: Path, profile: profiles.AgentProfile,
-                     state: RunState, store: Store, soul: str | None = None) -> tuple[SelfState, AuthoredTools]:
+                     state: RunState, store: RunStore, soul: str | None = None) -> tuple[SelfState, AuthoredTools]:
     """Self-state, skill and tool-management tools, then the agent's own tools (broken ones are audited)."""
 
     def audit(kind: str, record: dict[str, Any]) -> None:
@@ -213,7 +213,7 @@ def _add_agent_tools(registry: Registry, config: Config, home: Path, profile: pr
 
 
 def _add_mcp_tools(registry: Registry, config: Config, home: Path, profile: profiles.AgentProfile, state: RunState,
-                   store: Store, ctx: ToolContext) -> dict[str, str]:
+                   store: RunStore, ctx: ToolContext) -> dict[str, str]:
     """The tools of the MCP servers the profile grants (`mcp:`), each server started now; their verdicts."""
     servers = {name: config.mcp_servers[name] for name in profile.mcp if name in config.mcp_servers}
     if not servers:
@@ -228,7 +228,7 @@ def _add_mcp_tools(registry: Registry, config: Config, home: Path, profile: prof
     return tools.register(registry)
 
 
-def _add_hook_tools(registry: Registry, state: RunState, store: Store) -> None:
+def _add_hook_tools(registry: Registry, state: RunState, store: RunStore) -> None:
     """A hook session (a run a watcher started) answers its relay contract with sentinel_act/sentinel_escalate."""
     if state.kind == "hook":
         from sentinel.tools.hook import hook_tools

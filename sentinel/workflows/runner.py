@@ -13,13 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from sentinel.engine import journal
+from sentinel.engine import journal, records
 from sentinel.engine.run import Run
 from sentinel.engine.state import RunState
 from sentinel.workflows.model import Workflow, render
+from sentinel.engine.status import TERMINAL, RunStatus
 
-ENDED = ("done", "failed", "cancelled")
-WAITING = "waiting_child"
 KIND = "workflow"             # the kind of a workflow's run
 AGENT = "workflow:"           # the agent column of a workflow's run: workflow:<name>
 FILE = "workflow.yaml"        # the validated workflow, kept beside the run's journal
@@ -49,7 +48,7 @@ def step_key(name: str) -> str:
 
 def advance(run: Run, workflow: Workflow, steps: Steps) -> str:
     state = run.state
-    journaled = {r.get("call_id") for r in journal.read(run.journal.path)[0] if r.get("type") == "child_finished"}
+    journaled = {r.call_id for r in journal.read(run.journal.path)[0] if isinstance(r, records.ChildFinished)}
     outputs: dict[str, str] = {}
     previous: str | None = None
     for step in workflow.steps:
@@ -63,15 +62,15 @@ def advance(run: Run, workflow: Workflow, steps: Steps) -> str:
         else:
             child_id = child["id"]
         ended = steps.advance(child_id)
-        if ended["status"] not in ENDED:
-            return WAITING
+        if ended["status"] not in TERMINAL:
+            return RunStatus.WAITING_CHILD
         if key not in journaled:
             run.record({"type": "child_finished", "child_id": child_id, "status": ended["status"],
                         "output": ended.get("output"), "call_id": key})
-        if ended["status"] != "done":
+        if ended["status"] != RunStatus.DONE:
             error = f"step {step.name} ({child_id}) {ended['status']}: {ended.get('error') or 'no output'}"
-            run.record({"type": "status", "status": "failed", "output": None, "error": error})
-            return "failed"
+            run.record({"type": "status", "status": RunStatus.FAILED, "output": None, "error": error})
+            return RunStatus.FAILED
         outputs[step.name] = previous = ended.get("output") or ""
-    run.record({"type": "status", "status": "done", "output": previous, "error": None})
-    return "done"
+    run.record({"type": "status", "status": RunStatus.DONE, "output": previous, "error": None})
+    return RunStatus.DONE

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from dataclasses import fields
 
 import pytest
 
 from sentinel.engine import events as ev
+from sentinel.engine.api import RunDetail
 from sentinel.errors import UsageError
 
 BASH = {"tool_calls": [{"name": "bash", "arguments": {"command": "echo ran >> counter.txt"}}]}
@@ -93,7 +95,11 @@ def test_skills_join_the_context_once_and_a_bad_name_persists_nothing(engine, se
     eng.send(session.id, "again", skills=["file-discipline"])
     texts = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
     assert sum("# File discipline" in t for t in texts) == 1 and texts[-1] == "again"
-    assert eng.show(session.id)["skills"] == ["file-discipline"]
+    shown = eng.show(session.id)
+    assert shown.skills == ["file-discipline"] and shown.kind == "chat"
+    # `show --json` prints this shape in local and system mode alike (the supervisor's is checked in
+    # tests/supervisor/test_hostile_input.py)
+    assert list(shown.to_dict()) == [f.name for f in fields(RunDetail)]
 
 
 def test_a_new_model_applies_from_the_next_message(engine):

@@ -9,6 +9,7 @@ import sys
 import time
 
 from sentinel.engine import events as ev
+from sentinel.engine.records import from_dict
 
 
 def test_every_kind_survives_its_wire_form():
@@ -22,9 +23,9 @@ def test_every_kind_survives_its_wire_form():
 
 def test_a_decision_with_a_skipped_rule_becomes_a_warning():
     translator = ev.Translator("r-1")
-    out = translator.feed({"type": "decision", "seq": 3, "call_id": "c1", "tool": "write_file",
+    out = translator.feed(from_dict({"type": "decision", "seq": 3, "call_id": "c1", "tool": "write_file",
                            "arguments": {"path": "a"}, "outcome": "auto", "reason": "ok",
-                           "layers": [{"layer": "gate", "warnings": ["rule no-writes skipped: judge unreachable"]}]})
+                           "layers": [{"layer": "gate", "warnings": ["rule no-writes skipped: judge unreachable"]}]}))
     assert [type(e) for e in out] == [ev.Decision, ev.Warned]
     assert out[1].message == "write_file: rule no-writes skipped: judge unreachable" and out[1].seq == 3
 

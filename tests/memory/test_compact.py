@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from sentinel.memory import compact, curator
+from sentinel.engine.records import from_dict
 from sentinel.memory.session import MAX_LINES, SessionLog
 from sentinel.models import script
 
@@ -76,22 +77,28 @@ def test_threshold_from_the_window():
     assert compact.threshold(5000, "local/qwen", 8192) == 5000
 
 
+def _feed(log: SessionLog, record: dict) -> None:
+    parsed = from_dict(record)
+    assert parsed is not None, record
+    log.feed(parsed)
+
+
 def _plan(log: SessionLog, n: int, done: int, seq: list[int]) -> None:
     seq[0] += 1
     args = {"plan": [{"task": f"task {i}", "status": "done" if i < done else "pending"} for i in range(n)]}
-    log.feed({"type": "decision", "call_id": f"p{seq[0]}", "tool": "update_plan", "outcome": "auto", "arguments": args})
-    log.feed({"type": "finished", "call_id": f"p{seq[0]}", "result": "Plan recorded."})
+    _feed(log, {"type": "decision", "call_id": f"p{seq[0]}", "tool": "update_plan", "outcome": "auto", "arguments": args})
+    _feed(log, {"type": "finished", "call_id": f"p{seq[0]}", "result": "Plan recorded."})
 
 
 def test_the_session_file_stays_short_and_keeps_its_plan():
     log, seq = SessionLog(), [0]
-    log.feed({"type": "created", "t": 0, "task": "a long job"})
+    _feed(log, {"type": "created", "t": 0, "task": "a long job"})
     _plan(log, 40, 0, seq)
     for i in range(100):
-        log.feed({"type": "decision", "call_id": f"w{i}", "tool": "write_file", "outcome": "auto",
+        _feed(log, {"type": "decision", "call_id": f"w{i}", "tool": "write_file", "outcome": "auto",
                   "arguments": {"path": f"f{i}.txt", "content": "x"}})
-        log.feed({"type": "finished", "call_id": f"w{i}", "result": "Wrote 1 bytes"})
-        log.feed({"type": "checkpoint", "t": i, "title": f"step {i}"})
+        _feed(log, {"type": "finished", "call_id": f"w{i}", "result": "Wrote 1 bytes"})
+        _feed(log, {"type": "checkpoint", "t": i, "title": f"step {i}"})
     text = log.render()
     assert len(text.splitlines()) < MAX_LINES
     assert "| 40 | task 39 | pending | main |" in text  # the plan is whole

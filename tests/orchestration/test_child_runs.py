@@ -51,11 +51,11 @@ def test_kill_during_a_child_then_resume_the_parent_reruns_nothing(failpoint, ro
     [kid] = _children(cli, parent)  # one child for the call, never a second
     assert kid["status"] == "done" and cli.json("show", parent, "--json")["status"] == "done"
     records = journal.read(sentinel_home / "runs" / kid["id"] / "journal.jsonl")[0]
-    started = [r["call_id"] for r in records if r["type"] == "started"]
+    started = [r.call_id for r in records if r.type == "started"]
     assert len(started) == len(set(started))  # no call of the child started twice
-    assert [r["type"] for r in records].count("created") == 1
+    assert [r.type for r in records].count("created") == 1
     parent_records = journal.read(sentinel_home / "runs" / parent / "journal.jsonl")[0]
-    assert [r["type"] for r in parent_records].count("child_started") == 1
+    assert [r.type for r in parent_records].count("child_started") == 1
     results = [m for m in head.requests[-1]["messages"] if m["role"] == "tool"]
     assert [m["content"] for m in results] == ["Child done."]
 

@@ -57,7 +57,7 @@ def test_nothing_outside_the_parents_grants_ever_runs(scripted_server, tmp_path)
                 if level:
                     allowed &= granted[name]
                 records = journal.read(home / "runs" / run_id / "journal.jsonl")[0]
-                ran = {r["tool"] for r in records if r["type"] == "started"} - {"delegate"}
+                ran = {r.tool for r in records if r.type == "started"} - {"delegate"}
                 assert ran == allowed - {"delegate"}, (round_, name, ran, allowed)
                 children = engine.store.children(run_id)
                 assert len(children) == (1 if level < depth and "delegate" in allowed else 0)

@@ -30,7 +30,7 @@ try:
     elif op == "approvals":
         result = engine.pending()
     elif op == "show":
-        result = engine.show(arg)
+        result = engine.show(arg).to_dict()
     elif op == "task":
         result = engine.start("not a chat").to_dict()
     elif op == "other":

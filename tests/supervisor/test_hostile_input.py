@@ -8,11 +8,13 @@ import pwd
 import socket
 import struct
 import time
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from sentinel import frames
+from sentinel.engine.api import RunDetail
 from sentinel.supervisor.client import SystemEngine
 from sx_helpers import write_as
 
@@ -134,7 +136,9 @@ def test_a_deeply_nested_journal_line_is_skipped_by_show_and_logs(system, sup, m
     ])
     engine = SystemEngine(system.socket)
     shown = engine.show(run_id)
-    assert [m["content"] for m in shown["messages"]] == ["still here"]
+    assert [m["content"] for m in shown.messages] == ["still here"]
+    # the supervisor answers `show` in exactly the shape local mode does: nothing dropped, nothing missing
+    assert set(frames.result_object(engine.call("show", run_id=run_id))) == {f.name for f in fields(RunDetail)}
     assert [e.type for e in engine.events(run_id)] == ["run_started", "message"]
     _alive(system)
 
@@ -147,10 +151,10 @@ def test_a_run_larger_than_a_frame_is_shown_in_parts(system, sup, make_agent):
     lines.append(_record(30, type="message", message={"role": "user", "content": "z" * (3 << 20)}))
     run_id = _planted_run(system, name, lines)
     shown = SystemEngine(system.socket).show(run_id)
-    assert len(shown["messages"]) == 21
-    assert [m["content"] for m in shown["messages"][:20]] == [f"{i}:{big}" for i in range(20)]
-    assert "cut by the supervisor" in shown["messages"][20]["content"]
-    assert len(json.dumps(shown)) > frames.MAX_FRAME
+    assert len(shown.messages) == 21
+    assert [m["content"] for m in shown.messages[:20]] == [f"{i}:{big}" for i in range(20)]
+    assert "cut by the supervisor" in shown.messages[20]["content"]
+    assert len(json.dumps(shown.to_dict())) > frames.MAX_FRAME
     _alive(system)
 
 

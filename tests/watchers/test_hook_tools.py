@@ -27,7 +27,7 @@ def hook_run(engine, firing_id="f-1", delivery=None):
 
 
 def tool_results(engine, run_id):
-    return [m["content"] for m in engine.show(run_id)["messages"] if m["role"] == "tool"]
+    return [m["content"] for m in engine.show(run_id).messages if m["role"] == "tool"]
 
 
 def test_run_command_is_decided_by_the_bash_rules(scripted_server, configure):

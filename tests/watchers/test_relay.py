@@ -33,8 +33,8 @@ def runner(sentinel_home, data, config_extra=None):
 def first_user_message(r, firing_id):
     """The envelope: the run's task, after any skill the watcher's skillId attached."""
     run = r.engine.show(relay.get(r.conn, firing_id)["run_id"])
-    users = [m["content"] for m in run["messages"] if m["role"] == "user"]
-    assert run["task"] == users[-1] and run["kind"] == "hook"
+    users = [m["content"] for m in run.messages if m["role"] == "user"]
+    assert run.task == users[-1] and run.kind == "hook"
     return json.loads(users[-1])
 
 
@@ -47,7 +47,7 @@ def test_envelope_has_exactly_the_seed_fields(sentinel_home, scripted_server, co
                                                   "payloadTemplate": {"price": "{{data.price}}", "note": "at {{value}}"}}))
     env = first_user_message(r, r.wait(r.fire(r.watchers["eth"], {"price": 1990}, 1990))["id"])
     assert set(env) == {"watcher", "trigger", "mode", "context", "payload", "delivery"}
-    assert r.engine.show(relay.history(r.conn)[0]["run_id"])["skills"] == ["file-discipline"]
+    assert r.engine.show(relay.history(r.conn)[0]["run_id"]).skills == ["file-discipline"]
     assert env["watcher"] == {"id": "eth", "skillId": "file-discipline", "eventName": "eth.price.low",
                               "strategy": "http-poll", "endpoint": "http://127.0.0.1:9/", "tags": ["defi"]}
     assert set(env["trigger"]) == {"matchedAt", "dedupeKey", "priority"} and env["trigger"]["priority"] == "high"
@@ -89,7 +89,7 @@ def test_notify_to_named_targets_and_a_file_target(sentinel_home, scripted_serve
                                             delivery=[{"type": "inbox"}, {"type": "file", "name": "log", "path": str(out)}]))
     fid = r.fire(r.watchers["eth"], {"price": 1990}, 1990)
     assert r.wait(fid)["status"] == "notified"
-    results = [m["content"] for m in r.engine.show(relay.get(r.conn, fid)["run_id"])["messages"] if m["role"] == "tool"]
+    results = [m["content"] for m in r.engine.show(relay.get(r.conn, fid)["run_id"]).messages if m["role"] == "tool"]
     assert results[0].startswith("Error: unknown delivery target(s) nope; configured: inbox, log")
     assert relay.inbox(r.conn) == []                               # only the named target
     [line] = out.read_text().splitlines()

@@ -75,6 +75,6 @@ def test_a_session_past_its_timeout_gets_the_fallback_and_its_late_notify_is_ref
     firing = runner.wait(fid)
     assert firing["status"] == "fallback" and firing["outcome"]["reason"].startswith("no notify within 300 ms")
     run = runner.engine.show(firing["run_id"])
-    assert [m["content"] for m in run["messages"] if m["role"] == "tool"] == [
+    assert [m["content"] for m in run.messages if m["role"] == "tool"] == [
         f"Error: firing {fid}: the response time ran out; the fallback delivers it"]
     assert [e["kind"] for e in relay.inbox(runner.conn)] == ["fallback"]

@@ -135,10 +135,10 @@ def test_a_denial_tells_the_agent_the_reason(paused, console):
     assert answer.status_code == 200 and answer.json()["decision"] == "denied"
     engine = _engine()
     deadline = time.monotonic() + 20
-    while (shown := engine.show(run_id))["status"] != "done" and time.monotonic() < deadline:
+    while (shown := engine.show(run_id)).status != "done" and time.monotonic() < deadline:
         time.sleep(0.1)
     engine.close()
-    assert [m["content"] for m in shown["messages"] if m["role"] == "tool"] == [
+    assert [m["content"] for m in shown.messages if m["role"] == "tool"] == [
         "Denied by the operator: use the staging box"]
     assert shown["decisions"][0]["approval"]["approved"] is False
 

@@ -1,0 +1,305 @@
+"""The journal's records, typed: one frozen dataclass per kind of line `journal.jsonl` holds.
+
+    record = parse(line)          # bytes or str of one journal line -> Record | None, never raises
+    record = from_dict(obj)       # an already decoded line (what `Journal.append` stamped)
+    record.to_dict()              # the JSON object the line holds, key for key
+
+Journals are written by agents' workers and read by root (the supervisor): a line is data, never trusted.
+`parse` is total: anything that is not a JSON object of a known `type` whose keys have the types below (a
+required key present, nested JSON bounded) is None, and the reader skips that line as it skips a torn one.
+Keys a kind does not know are dropped. `absent` remembers which optional keys the line left out, so
+`to_dict` gives back the line's own object and a reader can tell "no output given" from "output: null".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from sentinel.frames import loads
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record:
+    type: ClassVar[str] = ""
+
+    seq: int = 0
+    t: float | None = None
+    absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        for f in dataclasses.fields(self):
+            if f.name != "absent" and f.name not in self.absent:
+                out[f.name] = getattr(self, f.name)
+        return out
+
+    def has(self, key: str) -> bool:
+        """True when the line gave `key` (even as null)."""
+        return key not in self.absent
+
+
+@dataclass(frozen=True, kw_only=True)
+class Created(Record):
+    type: ClassVar[str] = "created"
+    id: str = ""
+    task: str = ""
+    agent: str = ""
+    model: str = ""
+    workspace: str = ""
+    mission: str = ""
+    parent_id: str | None = None
+    kind: str = "task"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Session(Record):
+    """A process took the run up (the first one, or again after a pause, a crash or a restart)."""
+
+    type: ClassVar[str] = "session"
+    pid: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Message(Record):
+    """A system or user message joined the conversation; `skill` an attached skill, `note` a harness note
+    (a resume, a safeguard's correction) rather than a new request."""
+
+    type: ClassVar[str] = "message"
+    message: dict[str, Any]
+    skill: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Model(Record):
+    type: ClassVar[str] = "model"
+    model: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class System(Record):
+    """The system prompt changed during the run (self-state edited)."""
+
+    type: ClassVar[str] = "system"
+    content: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Assistant(Record):
+    type: ClassVar[str] = "assistant"
+    message: dict[str, Any]
+    model: str | None = None
+    latency_ms: float | None = None
+    usage: dict[str, Any] | None = None
+    recovered: bool = False
+    rejected: str | None = None       # the safeguard that sent the reply back
+
+
+@dataclass(frozen=True, kw_only=True)
+class Safeguard(Record):
+    type: ClassVar[str] = "safeguard"
+    kind: str = ""
+    action: str = ""
+    detail: str = ""
+    note: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SelfEdit(Record):
+    type: ClassVar[str] = "self_edit"
+    agent: str = ""
+    call_id: str = ""
+    tool: str = ""
+    file: str = ""
+    chars: int = 0
+    version: int | None = None
+    excerpt: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision(Record):
+    type: ClassVar[str] = "decision"
+    call_id: str
+    tool: str = ""
+    arguments: Any = None
+    outcome: str = ""
+    reason: str = ""
+    layers: list[Any] = field(default_factory=list)
+    code_sha256: str | None = None
+    mcp: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Started(Record):
+    type: ClassVar[str] = "started"
+    call_id: str
+    tool: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finished(Record):
+    type: ClassVar[str] = "finished"
+    call_id: str
+    result: str
+    tool: str | None = None
+    changed: bool = False
+    interrupted: bool = False
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Paused(Record):
+    type: ClassVar[str] = "paused"
+    call_id: str
+    approval_id: str
+    tool: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resolved(Record):
+    type: ClassVar[str] = "resolved"
+    call_id: str
+    approval_id: str | None = None
+    approved: bool = False
+    reason: str | None = None
+    by: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Status(Record):
+    """The run ended, went idle, or stopped: `output` left out keeps the output it had."""
+
+    type: ClassVar[str] = "status"
+    status: str
+    output: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChildStarted(Record):
+    type: ClassVar[str] = "child_started"
+    child_id: str = ""
+    call_id: str = ""
+    agent: str = ""
+    task: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChildFinished(Record):
+    type: ClassVar[str] = "child_finished"
+    child_id: str = ""
+    call_id: str = ""
+    status: str = ""
+    output: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compaction(Record):
+    """messages[start:end] were summarized into `message`."""
+
+    type: ClassVar[str] = "compaction"
+    start: int
+    end: int
+    message: dict[str, Any]
+    summarized: int = 0
+    turns: int = 0
+    chars_before: int = 0
+    chars_after: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Warned(Record):
+    type: ClassVar[str] = "warning"
+    message: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Checkpoint(Record):
+    type: ClassVar[str] = "checkpoint"
+    title: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Archived(Record):
+    """The session file was archived under `path`; a fresh one starts."""
+
+    type: ClassVar[str] = "archived"
+    path: str = ""
+
+
+KINDS: dict[str, type[Record]] = {cls.type: cls for cls in (
+    Created, Session, Message, Model, System, Assistant, Safeguard, SelfEdit, Decision, Started, Finished, Paused,
+    Resolved, Status, ChildStarted, ChildFinished, Compaction, Warned, Checkpoint, Archived)}
+
+
+def parse(line: bytes | str) -> Record | None:
+    """The record one journal line holds; None for anything else (torn, not JSON, too deep, unknown kind,
+    a key of the wrong type)."""
+    try:
+        data = loads(line)
+    except (ValueError, TypeError):  # UnicodeDecodeError is a ValueError
+        return None
+    return from_dict(data)
+
+
+def from_dict(data: Any) -> Record | None:
+    """The record a decoded journal line holds; None when it is not one."""
+    if not isinstance(data, dict):
+        return None
+    kind = data.get("type")
+    cls = KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        return None
+    fields = _FIELDS[cls]
+    values: dict[str, Any] = {}
+    for name, (accepts, required) in fields.items():
+        if name not in data:
+            if required:
+                return None
+            continue
+        value = data[name]
+        if accepts is not None and not _accepts(accepts, value):
+            return None
+        values[name] = value
+    return cls(**values, absent=frozenset(n for n in fields if n not in data))
+
+
+def _accepts(accepts: tuple[type, ...], value: Any) -> bool:
+    if isinstance(value, bool) and bool not in accepts:
+        return False  # True is an int to Python, not to a journal
+    return isinstance(value, accepts)
+
+
+def _runtime_types(hint: Any) -> tuple[type, ...] | None:
+    """What a field's annotation lets a JSON value be; None for Any."""
+    if hint is Any:
+        return None
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        out: tuple[type, ...] = ()
+        for arm in typing.get_args(hint):
+            arm_types = _runtime_types(arm)
+            if arm_types is None:
+                return None
+            out += arm_types
+        return out
+    if hint is type(None):
+        return (type(None),)
+    if hint is float:
+        return (int, float)
+    origin = typing.get_origin(hint)
+    return (origin,) if origin is not None else (hint,)
+
+
+def _fields(cls: type[Record]) -> dict[str, tuple[tuple[type, ...] | None, bool]]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: (_runtime_types(hints[f.name]),
+                     f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+            for f in dataclasses.fields(cls) if f.name != "absent"}
+
+
+_FIELDS = {cls: _fields(cls) for cls in KINDS.values()}

@@ -1,0 +1,26 @@
+"""A run's status: the values the store's `runs.status` column, `status` journal records and `--json` output hold.
+
+`RunStatus` is a `str` enum, so a status compares equal to, hashes like and serializes as its plain string:
+JSON, the database and old journals see exactly what they saw before.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    WAITING_APPROVAL = "waiting_approval"   # a tool call waits for an operator
+    WAITING_CHILD = "waiting_child"         # a tool call (or a workflow step) waits for its child run
+    IDLE = "idle"                           # a chat session between turns: it waits for the next message
+    INTERRUPTED = "interrupted"             # nobody executes it any more (a crash, a stop): resumable
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+# A run in one of these never runs again.
+TERMINAL: frozenset[str] = frozenset({RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED})
+# A run that stopped for now or for good: nothing runs until someone sends, resumes or starts it.
+SETTLED: frozenset[str] = TERMINAL | {RunStatus.IDLE}

@@ -1,0 +1,121 @@
+"""Journal records: every kind a worker writes parses to its typed record and back to the same JSON object, and
+`parse` never raises on a line an agent planted (the supervisor reads agents' journals as root)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sentinel.engine import journal, records
+from sentinel.engine.records import parse
+from sentinel.engine.state import RunState
+from sentinel.supervisor.agentfs import replay
+
+# Lines as journals on disk hold them today (one of every kind the code writes, optional keys in and out).
+OLD_LINES = [
+    '{"seq":1,"t":1.5,"type":"created","id":"r-1","task":"t","agent":"default","model":"openai/m",'
+    '"workspace":"/w","mission":"","parent_id":null,"kind":"task"}',
+    '{"seq":2,"t":1.5,"type":"session","pid":42}',
+    '{"seq":3,"t":1.5,"type":"message","message":{"role":"system","content":"be brief"}}',
+    '{"seq":4,"t":1.5,"type":"message","message":{"role":"user","content":"go"},"skill":"tdd"}',
+    '{"seq":5,"t":1.5,"type":"message","message":{"role":"user","content":"resumed"},"note":"resume"}',
+    '{"seq":6,"t":2,"type":"model","model":"openai/other"}',
+    '{"seq":7,"t":2,"type":"system","content":"new soul"}',
+    '{"seq":8,"t":2,"type":"assistant","message":{"role":"assistant","content":"","tool_calls":[{"id":"c1",'
+    '"type":"function","function":{"name":"write_file","arguments":"{}"}}]},"model":"m","latency_ms":12.5,'
+    '"usage":{"prompt_tokens":3,"completion_tokens":4},"recovered":false}',
+    '{"seq":9,"t":2,"type":"assistant","message":{"role":"assistant","content":"x"},"model":"m","latency_ms":1,'
+    '"usage":{},"recovered":false,"rejected":"empty_answer"}',
+    '{"seq":10,"t":2,"type":"safeguard","kind":"loop","action":"stopped","detail":"d"}',
+    '{"seq":11,"t":2,"type":"safeguard","kind":"write_unverified","action":"flagged","detail":"d","note":"n"}',
+    '{"seq":12,"t":2,"type":"decision","call_id":"c1","tool":"write_file","arguments":{"path":"a"},'
+    '"outcome":"auto","reason":"ok","layers":[{"layer":"gate","outcome":"auto"}]}',
+    '{"seq":13,"t":2,"type":"decision","call_id":"c2","tool":"t","arguments":"{bad","outcome":"deny","layers":[],'
+    '"reason":"r","code_sha256":"ab","mcp":{"server":"s","tool":"t"}}',
+    '{"seq":14,"t":2,"type":"started","call_id":"c1","tool":"write_file"}',
+    '{"seq":15,"t":2,"type":"finished","call_id":"c1","result":"Wrote 1 bytes","changed":true}',
+    '{"seq":16,"t":2,"type":"finished","call_id":"c3","result":"Interrupted","interrupted":true}',
+    '{"seq":17,"t":2,"type":"finished","call_id":"c4","result":"same","duplicate":true}',
+    '{"seq":18,"t":2,"type":"paused","call_id":"c5","approval_id":"a-1","tool":"shell","reason":"ask"}',
+    '{"seq":19,"t":2,"type":"resolved","call_id":"c5","approval_id":"a-1","approved":true,"reason":"","by":"op"}',
+    '{"seq":20,"t":2,"type":"self_edit","agent":"a","call_id":"c6","tool":"edit_soul","file":"SOUL.md",'
+    '"chars":5,"version":3,"excerpt":"hello"}',
+    '{"seq":21,"t":2,"type":"child_started","child_id":"r-2","call_id":"c7","agent":"helper","task":"sub"}',
+    '{"seq":22,"t":2,"type":"child_finished","child_id":"r-2","call_id":"c7","status":"done","output":"ok"}',
+    '{"seq":23,"t":2,"type":"compaction","start":1,"end":3,"message":{"role":"user","content":"summary"},'
+    '"summarized":2,"turns":1,"chars_before":100,"chars_after":10}',
+    '{"seq":24,"t":2,"type":"warning","message":"skill \'x\' not found; not attached"}',
+    '{"seq":25,"t":2,"type":"checkpoint","title":"before children"}',
+    '{"seq":26,"t":2,"type":"archived","path":"session-1.md"}',
+    '{"seq":27,"t":3,"type":"status","status":"idle","error":"stopped"}',
+    '{"seq":28,"t":3,"type":"status","status":"done","output":"answer","error":null}',
+]
+
+
+@pytest.mark.parametrize("line", OLD_LINES)
+def test_an_old_journal_line_parses_and_gives_back_its_json(line):
+    record = parse(line)
+    assert record is not None and record.type == json.loads(line)["type"]
+    assert record.to_dict() == json.loads(line)
+    assert parse(json.dumps(record.to_dict())) == record
+
+
+def test_every_kind_the_code_writes_is_covered():
+    assert {json.loads(line)["type"] for line in OLD_LINES} == set(records.KINDS)
+
+
+def test_an_absent_output_keeps_the_answer_a_null_one_clears_it():
+    state = RunState()
+    for line in OLD_LINES:
+        state.apply(parse(line))
+    assert state.output == "answer" and state.status == "done"
+    state.apply(parse('{"seq":29,"type":"status","status":"idle","error":"stopped"}'))
+    assert state.output == "answer" and state.error == "stopped"
+    state.apply(parse('{"seq":30,"type":"status","status":"failed","output":null,"error":"x"}'))
+    assert state.output is None
+
+
+HOSTILE = [
+    b"", b"   ", b"\xff\xfe", b"not json", b"[]", b"null", b"42", b'"created"', b"{}", b'{"type":null}',
+    b'{"type":["created"]}', b'{"type":{"a":1}}', b'{"type":"no-such-kind"}', b'{"type":"__class__"}',
+    b'{"type":"created","seq":"1"}', b'{"type":"created","seq":true}', b'{"type":"created","t":"now"}',
+    b'{"type":"created","id":7}', b'{"type":"created","parent_id":[]}', b'{"type":"created","absent":["id"]}',
+    b'{"type":"message"}', b'{"type":"message","message":"hi"}', b'{"type":"message","message":null}',
+    b'{"type":"model"}', b'{"type":"model","model":1}', b'{"type":"assistant","message":[]}',
+    b'{"type":"assistant","message":{},"latency_ms":"fast"}', b'{"type":"decision"}',
+    b'{"type":"decision","call_id":{"x":1}}', b'{"type":"decision","call_id":"c","layers":"all"}',
+    b'{"type":"started","call_id":1}', b'{"type":"finished","call_id":"c"}',
+    b'{"type":"finished","call_id":"c","result":1}', b'{"type":"finished","call_id":"c","result":"r","changed":1}',
+    b'{"type":"paused","call_id":"c"}', b'{"type":"resolved","call_id":"c","approved":"yes"}',
+    b'{"type":"status"}', b'{"type":"status","status":0}', b'{"type":"compaction","start":"0","end":1,"message":{}}',
+    b'{"type":"self_edit","chars":1.5}', b'{"type":"session","pid":"1"}', b'{"type":"warning","message":[1]}',
+    b'{"type":"created"' + b',"x":' * 10, b"[" * 100_000, b'{"type":"message","message":' + b"[" * 5000 + b"]" * 5000
+    + b"}", b'{"type":"status","status":"done","output":1e999}', b'{"type":"created","type":"created","id":NaN}',
+]
+
+
+@pytest.mark.parametrize("line", HOSTILE)
+def test_parse_never_raises_on_a_planted_line(line):
+    record = parse(line)
+    assert record is None or isinstance(record, records.Record)
+    if record is not None:  # what it takes is typed: the reducer cannot trip over it
+        RunState().apply(record)
+
+
+def test_a_malformed_record_costs_its_line_only(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    path.write_bytes(b"\n".join([*HOSTILE, *(line.encode() for line in OLD_LINES)]) + b'\n{"type":"sta')
+    read, offset = journal.read(path)
+    assert [r.seq for r in read if r.seq] == list(range(1, len(OLD_LINES) + 1))
+    assert offset == path.stat().st_size - len(b'{"type":"sta')
+    state = replay(read)
+    assert state.id == "r-1" and state.status == "done" and state.steps == 2
+
+
+def test_a_record_the_harness_writes_with_a_wrong_type_is_a_bug(tmp_path):
+    from sentinel.engine.run import Run
+
+    with Run.create(tmp_path / "r-1", {"id": "r-1", "task": "t"}) as run:
+        with pytest.raises(TypeError, match="finished"):
+            run.record({"type": "finished", "call_id": "c1", "result": None})
