@@ -124,8 +124,8 @@ def test_a_strangers_approve_says_they_are_not_an_operator_and_resolves_nothing(
 
 def test_an_unreachable_interpreter_is_named_with_the_fix(tmp_path):
     from sentinel.leash.errors import SandboxUnavailable
+    from sentinel.leash import confine, spawn
     from sentinel.leash.profile import Profile
-    from sentinel.supervisor import spawn
 
     hidden = Path(tmp_path) / "root-only"
     hidden.mkdir(mode=0o700)
@@ -134,7 +134,8 @@ def test_an_unreachable_interpreter_is_named_with_the_fix(tmp_path):
     null = os.open(os.devnull, os.O_RDWR)
     try:
         launch = spawn.Launch([str(hidden / "python3")], {"PATH": "/usr/bin"}, nobody.pw_uid, nobody.pw_gid, "/",
-                              Profile("probe", ["/"], []), (null, null, null), sandbox="best_effort", confine=False)
+                              Profile("probe", ["/"], [], layers=confine.SERVICE), (null, null, null),
+                              sandbox="best_effort")
         with pytest.raises(SandboxUnavailable) as failed:
             spawn.spawn(launch)
     finally:
