@@ -8,8 +8,9 @@
     workers.py    one worker per active run: its launch (sentinel/leash/spawn.py), its channel (a Store restricted to its own run), exit
     ops.py        what operators may ask: start, approve, deny, resume, cancel, runs, show, logs, status
     server.py     the single-threaded selector loop tying them together; restart recovery
-    client.py     the CLI side of the operator socket
     console.py    the web console's one-time sign-in tokens, issued to operators only
+    admin.py      root's administration the CLI runs itself (setup, init, agent remove, egress, serve): the one
+                  module here a UI may import
 
 Code here runs as root; nothing here writes into an agent's home.
 """

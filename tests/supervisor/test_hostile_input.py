@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sentinel import frames
-from sentinel.supervisor.client import SystemEngine
+from sentinel.client.system import SystemEngine
 from sx_helpers import write_as
 
 pytestmark = pytest.mark.root
