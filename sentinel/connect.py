@@ -1,6 +1,7 @@
 """Which engine a UI talks to: the supervisor's when one answers (system mode), else this process's.
 
     engine = open_engine()      # sentinel.engine.api.Engine: SystemEngine or LocalEngine
+    supervisor_answers()        # whether open_engine() would pick the supervisor (system mode)
 
 SENTINEL_MODE=local forces local mode; SENTINEL_SOCKET (or SENTINEL_MODE=system) names a supervisor that
 must answer; otherwise the default socket is used when it exists and answers.
@@ -18,7 +19,7 @@ def open_engine(*, local_if_refused: bool = False, agent_door: bool = False) -> 
     local mode on their own $SENTINEL_HOME instead of failing, unless SENTINEL_SOCKET or SENTINEL_MODE=system
     demands the supervisor. `agent_door`: a user who is no operator but a registered agent's own user
     (`sudo -u AGENT sentinel chat`) goes through the supervisor's agent door instead of local mode."""
-    from sentinel.supervisor.client import Denied, connect, connect_agent, local_note
+    from sentinel.client.system import Denied, connect, connect_agent, local_note
 
     try:
         system = connect()
@@ -35,3 +36,13 @@ def open_engine(*, local_if_refused: bool = False, agent_door: bool = False) -> 
     from sentinel.local.engine import LocalEngine
 
     return LocalEngine(note=note)
+
+
+def supervisor_answers() -> bool:
+    """Whether a supervisor runs this user's commands (system mode), as open_engine() would decide it."""
+    from sentinel.client.system import connect
+
+    client = connect()
+    if client is not None:
+        client.close()
+    return client is not None

@@ -56,10 +56,10 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-def encode(message: dict[str, Any]) -> bytes:
+def encode(message: dict[str, Any], max_frame: int = MAX_FRAME) -> bytes:
     payload = json.dumps(message, ensure_ascii=False, default=str, separators=(",", ":")).encode()
-    if len(payload) > MAX_FRAME:
-        raise ProtocolError(f"frame too large ({len(payload)} bytes; at most {MAX_FRAME})")
+    if len(payload) > max_frame:
+        raise ProtocolError(f"frame too large ({len(payload)} bytes; at most {max_frame})")
     return HEADER.pack(len(payload)) + payload
 
 
@@ -83,13 +83,14 @@ class Decoder:
             payload = bytes(self.buf[HEADER.size:HEADER.size + size])
             del self.buf[:HEADER.size + size]
             try:
-                out.append(_parse(payload))
+                out.append(parse(payload))
             except BadFrame as exc:
                 out.append(exc)
         return out
 
 
-def _parse(payload: bytes) -> dict[str, Any]:
+def parse(payload: bytes) -> dict[str, Any]:
+    """One frame's payload as a message; BadFrame when it is not a JSON object within the bounds."""
     try:
         message = loads(payload)
     except ValueError as exc:
@@ -105,16 +106,17 @@ def send(sock: socket.socket, message: dict[str, Any]) -> None:
 
 def recv(sock: socket.socket) -> dict[str, Any] | None:
     """One message from a blocking socket; None on a clean end of stream."""
-    head = _exact(sock, HEADER.size, allow_eof=True)
+    head = exact(sock, HEADER.size, allow_eof=True)
     if head is None:
         return None
     (size,) = HEADER.unpack(head)
     if size > MAX_FRAME:
         raise ProtocolError("frame too large")
-    return _parse(_exact(sock, size) or b"")
+    return parse(exact(sock, size) or b"")
 
 
-def _exact(sock: socket.socket, n: int, allow_eof: bool = False) -> bytes | None:
+def exact(sock: socket.socket, n: int, allow_eof: bool = False) -> bytes | None:
+    """Exactly `n` bytes from a blocking socket; None on a clean end of stream when `allow_eof`."""
     chunks, got = [], 0
     while got < n:
         chunk = sock.recv(min(n - got, 1 << 20))

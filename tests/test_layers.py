@@ -15,14 +15,16 @@ ROOT = Path(__file__).resolve().parents[1] / "sentinel"
 LAYERS: list[tuple[str, ...]] = [
     ("sentinel.__main__", "sentinel.cli", "sentinel.chat", "sentinel.web"),
     ("sentinel.connect",),
-    ("sentinel.local", "sentinel.supervisor", "sentinel.watchers", "sentinel.workflows", "sentinel.notify"),
+    # sentinel.client: the operator socket's client side (UIs and the watcher runner talk to the supervisor)
+    ("sentinel.local", "sentinel.supervisor", "sentinel.watchers", "sentinel.workflows", "sentinel.notify",
+     "sentinel.client"),
     ("sentinel.worker",),
     ("sentinel.agents", "sentinel.memory", "sentinel.mcp.client", "sentinel.mcp.tools"),
     ("sentinel.engine",),
     ("sentinel.policy", "sentinel.muzzle", "sentinel.hooks"),
     ("sentinel.models", "sentinel.tools", "sentinel.mcp"),
     ("sentinel.leash",),
-    ("sentinel.config", "sentinel.paths", "sentinel.errors", "sentinel.frames", "sentinel"),
+    ("sentinel.config", "sentinel.paths", "sentinel.errors", "sentinel.frames", "sentinel.client.paths", "sentinel"),
 ]
 
 
@@ -104,3 +106,28 @@ def test_comments_cite_only_documents_the_repository_has():
     offenders = [f"{path.relative_to(ROOT.parent)}:{number}" for path in sorted(ROOT.rglob("*.py"))
                  for number, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
     assert offenders == []
+
+
+UIS = ("sentinel.cli", "sentinel.chat", "sentinel.web")
+ROOT_ADMIN = "sentinel.supervisor.admin"  # setup, init, agent remove, egress, `sentinel supervisor`: run as root
+
+
+def test_uis_use_only_the_engine_protocol():
+    """cli, chat and web reach runs, approvals, trust, watchers and console sign-in through the engine
+    protocol (sentinel/engine/api.py): no import of the supervisor's internals (code that runs as root) or of
+    the store, and no store opened by hand. Root's own administration goes through one module, ROOT_ADMIN."""
+    graph = _graph()
+    reached = [f"{m} -> {t}" for m, targets in graph.items() if m.startswith(UIS) for t in targets
+               if (t.startswith("sentinel.supervisor") and t != ROOT_ADMIN) or t == "sentinel.engine.store"]
+    opened = []
+    for path in ROOT.rglob("*.py"):
+        module = _name(path)
+        if not module.startswith(UIS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "open" \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "Store":
+                opened.append(f"{module}:{node.lineno} Store.open")
+            if isinstance(node, ast.Name) and node.id == "open_store":
+                opened.append(f"{module}:{node.lineno} open_store")
+    assert not reached and not opened, "UIs reaching around the engine:\n" + "\n".join(sorted(reached + opened))

@@ -169,15 +169,10 @@ def remove(name: str = typer.Argument(..., help="The agent (its Linux user name)
     import os
     import pwd
 
-    from sentinel.cli.system import _store
-    from sentinel.supervisor import identity
+    from sentinel.supervisor import admin
 
-    store = _store()  # root only
-    try:
-        by = os.environ.get("SUDO_USER") or pwd.getpwuid(os.getuid()).pw_name
-        done = identity.remove(name, store, user=user, by=by)
-    finally:
-        store.close()
+    by = os.environ.get("SUDO_USER") or pwd.getpwuid(os.getuid()).pw_name
+    done = admin.remove_agent(name, user=user, by=by)
     if as_json:
         return print_json(done)
     cancelled = done["runs_cancelled"]

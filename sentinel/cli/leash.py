@@ -120,20 +120,13 @@ def proxy(
 @app.command()
 def egress(uninstall: bool = typer.Option(False, "--uninstall", help="Remove the table (uninstalling Sentinel).")) -> None:
     """Install (idempotently) or remove the per-UID nftables egress rules for every registered agent (root)."""
-    from sentinel.supervisor.identity import apply_egress
-    from sentinel.cli.system import _store
-    from sentinel.leash import nft
+    from sentinel.supervisor import admin
 
-    store = _store()  # root only
     if uninstall:
-        store.close()
-        nft.uninstall(netns=os.environ.get("SENTINEL_EGRESS_NETNS"))
+        admin.remove_egress(netns=os.environ.get("SENTINEL_EGRESS_NETNS"))
         print("egress table removed")
         return
-    try:
-        print(f"egress: {apply_egress(store)}")
-    finally:
-        store.close()
+    print(f"egress: {admin.apply_egress()}")
 
 
 def _store_audit(record: dict) -> None:

@@ -33,9 +33,9 @@ def _config_file() -> Path:
 def _system_root() -> Path | None:
     mode = os.environ.get("SENTINEL_MODE", "")
     if mode != "local":
-        from sentinel.supervisor import layout
+        from sentinel.client.paths import socket_path
 
-        if mode == "system" or os.environ.get("SENTINEL_SOCKET") or layout.socket_path().exists():
+        if mode == "system" or os.environ.get("SENTINEL_SOCKET") or socket_path().exists():
             from sentinel.muzzle.layout import system_config_dir
 
             return system_config_dir()

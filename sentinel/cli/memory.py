@@ -37,13 +37,12 @@ def _memory(scope: str | None) -> Any:
 
 
 def _audit(memory: Any, rows: list[Any]) -> None:
-    from sentinel import paths
-    from sentinel.engine.store import Store
+    """The notes are this user's own memory (local files in either mode): their audit goes to this user's store."""
+    from sentinel.local.engine import LocalEngine
 
-    with Store.open(paths.state_dir() / "sentinel.db") as store:
-        for row in rows:
-            store.audit("memory_quarantined", {"scope": memory.scope, "note": row.rel, "title": row.title,
-                                               "finding": row.flagged, "source": "cli"})
+    with LocalEngine() as engine:
+        engine.audit_quarantined(memory.scope, [{"note": row.rel, "title": row.title, "finding": row.flagged}
+                                                for row in rows])
 
 
 def _row(memory: Any, row: Any) -> dict[str, Any]:

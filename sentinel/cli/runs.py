@@ -176,10 +176,10 @@ def approvals(as_json: bool = typer.Option(False, "--json"),
 def _operator() -> Iterator[Engine]:
     """The engine for approve/deny. Someone the supervisor does not take as an operator is told that, in one
     line, rather than that their own local mode has no such approval."""
-    from sentinel.supervisor import layout
-    from sentinel.supervisor.client import Denied, hidden
+    from sentinel.client.paths import operator_group
+    from sentinel.client.system import Denied, hidden
 
-    refused = f"you are not an operator (root or group {layout.operator_group()})"
+    refused = f"you are not an operator (root or group {operator_group()})"
     try:
         engine = _engine()
     except Denied as exc:
@@ -262,19 +262,11 @@ def _system_files() -> dict[str, Any]:
     """Root beside a system-mode setup with no supervisor answering: which files its parts cannot read."""
     import os
 
-    from sentinel.supervisor import layout
+    from sentinel.supervisor import admin
 
-    if os.geteuid() != 0 or not (layout.etc_dir() / "config.yaml").exists():
+    if os.geteuid() != 0 or not admin.system_installed():
         return {}
-    from sentinel import config as config_mod
-    from sentinel.supervisor import readable, registry
-    from sentinel.supervisor.server import open_store
-
-    agents: list[str] = []
-    if layout.db_path().exists():
-        with open_store(layout.state_dir()) as store:
-            agents = [a.user for a in registry.all_agents(store)]
-    return {"unreadable": readable.problems(config_mod.load(layout.etc_dir()), agents)}
+    return {"unreadable": admin.unreadable_files()}
 
 
 def _status_line(key: str, value: Any) -> str:

@@ -16,32 +16,14 @@ from sentinel.cli.render import print_json
 PROMPT = "Name your agent (also its Linux user)"
 
 
-def _store() -> object:
-    from sentinel.errors import UsageError
-    from sentinel.supervisor import layout
-    from sentinel.supervisor.server import open_store
-
-    import os
-
-    if os.geteuid() != 0:
-        raise UsageError("system mode commands need root (sudo sentinel ...)")
-    os.umask(0o077)
-    return open_store(layout.state_dir())
-
-
 def setup(name: Optional[str] = typer.Option(None, "--name", "--leash", help="The agent's name; also its Linux user."),
           as_json: bool = typer.Option(False, "--json")) -> None:
     """Name your agent: creates its Linux user and its ~/.sentinel (written as that user), and makes it the default."""
-    from sentinel.supervisor import identity
-    from sentinel.supervisor import layout
+    from sentinel.supervisor import admin
 
     if name is None:
-        name = typer.prompt(PROMPT, default=identity.DEFAULT_NAME) if sys.stdin.isatty() else identity.DEFAULT_NAME
-    store = _store()
-    try:
-        who = identity.setup(name, store, layout.home_base(), layout.operator_group())
-    finally:
-        store.close()
+        name = typer.prompt(PROMPT, default=admin.DEFAULT_NAME) if sys.stdin.isatty() else admin.DEFAULT_NAME
+    who = admin.setup(name)
     if as_json:
         return print_json(who.public())
     verb = "created" if who.created else "already existed; its tree is up to date"
@@ -55,14 +37,9 @@ def init(leash: str = typer.Option(..., "--leash", help="An existing Linux user 
          muzzle: bool = typer.Option(False, "--muzzle", help="Also check that Muzzle is reachable."),
          as_json: bool = typer.Option(False, "--json")) -> None:
     """Register an existing user with Leash (and check Muzzle) so the supervisor can run it as an agent."""
-    from sentinel.supervisor import identity
-    from sentinel.supervisor import layout
+    from sentinel.supervisor import admin
 
-    store = _store()
-    try:
-        who = identity.init_leash(leash, store, layout.operator_group())
-    finally:
-        store.close()
+    who = admin.init_leash(leash)
     report = {**who.public(), "leash": leash_status(who.name)}
     if muzzle:
         report["muzzle"] = muzzle_status()
@@ -76,11 +53,11 @@ def init(leash: str = typer.Option(..., "--leash", help="An existing Linux user 
 
 def leash_status(user: str) -> str:
     from sentinel.leash import cgroups, lsm
-    from sentinel.supervisor import layout
+    from sentinel.supervisor.admin import etc_dir
 
     abi = lsm.abi_version()
     landlock = f"Landlock ABI {abi}" if abi else "Landlock unavailable (workers refuse to start under sandbox: enforce)"
-    return f"policy {layout.etc_dir() / 'leash' / (user + '.yaml')}; {landlock}; cgroups: {cgroups.describe()}"
+    return f"policy {etc_dir() / 'leash' / (user + '.yaml')}; {landlock}; cgroups: {cgroups.describe()}"
 
 
 def muzzle_status() -> str:
@@ -88,7 +65,7 @@ def muzzle_status() -> str:
     import socket
 
     from sentinel import config as config_mod
-    from sentinel.supervisor import layout
+    from sentinel.supervisor.admin import etc_dir
 
     if importlib.util.find_spec("sentinel.muzzle") is None:
         return "not configured (sentinel.muzzle is not installed)"
@@ -96,7 +73,7 @@ def muzzle_status() -> str:
 
     if not hasattr(muzzle, "issue_token"):
         return "not configured (this Muzzle cannot issue run tokens)"
-    cfg = config_mod.load(layout.etc_dir()).muzzle
+    cfg = config_mod.load(etc_dir()).muzzle
     if not cfg.enabled:
         return "disabled in /etc/sentinel/config.yaml (muzzle.enabled: false)"
     try:
@@ -113,16 +90,9 @@ def supervisor(state_dir: Optional[Path] = typer.Option(None, "--state-dir", hel
                model_port: list[int] = typer.Option([], "--allow-model-port",
                                                     help="A loopback TCP port workers may reach besides Muzzle's.")) -> None:
     """Run the supervisor in the foreground (as root): run registry, approval queue, workers."""
-    from sentinel.supervisor import layout
-    from sentinel.supervisor.server import Settings, Supervisor
+    from sentinel.supervisor import admin
 
-    settings = Settings(state_dir=state_dir or layout.state_dir(), socket_path=socket_path or layout.socket_path(),
-                        group=group or layout.operator_group(), resume=resume, model_ports=list(model_port))
-    sup = Supervisor(settings)
-    sup.open()
-    print(f"sentinel supervisor: listening on {settings.socket_path} (operators: root, group {settings.group})",
-          file=sys.stderr, flush=True)
-    sup.serve()
+    admin.serve(state_dir, socket_path, group, resume, list(model_port))
 
 
 def register(app: typer.Typer) -> None:

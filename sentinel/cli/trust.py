@@ -8,7 +8,7 @@ whose database the agents cannot write; in local mode it uses $SENTINEL_HOME/sta
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import typer
 
@@ -17,25 +17,18 @@ from sentinel.cli.render import print_json
 app = typer.Typer(no_args_is_help=True, help="Trusted code of agent-authored tools: list, revoke.")
 
 
-def _with_trust(system_op: str, local: Callable[[Any], Any], **args: Any) -> Any:
-    """Ask the supervisor when one answers (system mode), else the local state database."""
-    from sentinel.supervisor.client import connect
+def _engine() -> Any:
+    from sentinel.connect import open_engine
 
-    system = connect()
-    if system is not None:
-        return system.call(system_op, **args)
-    from sentinel import paths
-    from sentinel.engine.store import Store
-
-    with Store.open(paths.state_dir() / "sentinel.db") as store:
-        return local(store)
+    return open_engine()
 
 
 @app.command("list")
 def list_(agent: Optional[str] = typer.Option(None, "--agent", "-a", help="Only this agent's trusted tools."),
           as_json: bool = typer.Option(False, "--json")) -> None:
     """List trusted tool code: agent, tool, SHA-256, who trusted it and when."""
-    rows = _with_trust("trust_list", lambda store: store.trusted_tools(agent), agent=agent)
+    with _engine() as engine:
+        rows = engine.trust_list(agent)
     if as_json:
         return print_json(rows)
     if not rows:
@@ -51,12 +44,8 @@ def revoke(tool: str = typer.Argument(..., help="Tool name."),
            sha256: Optional[str] = typer.Option(None, "--sha256", help="Only this code hash (default: every hash)."),
            as_json: bool = typer.Option(False, "--json")) -> None:
     """Revoke trust: the tool's next call pauses for approval again."""
-    from sentinel.local.engine import operator_name
-
-    by = operator_name()
-    count = _with_trust("trust_revoke",
-                        lambda store: {"revoked": store.revoke_trust(tool, agent=agent, code_sha256=sha256, by=by)},
-                        tool=tool, agent=agent, code_sha256=sha256)["revoked"]
+    with _engine() as engine:
+        count = engine.trust_revoke(tool, agent=agent, code_sha256=sha256)
     if as_json:
         return print_json({"tool": tool, "agent": agent, "code_sha256": sha256, "revoked": count})
     print(f"revoked {count} trusted hash(es) of {tool}" + (f" for {agent}" if agent else ""))

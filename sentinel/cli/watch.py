@@ -7,11 +7,9 @@ mode `sentinel watch run` runs the watchers in the foreground; in system mode th
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 import time
-from types import SimpleNamespace
 from typing import Any, Optional
 
 import typer
@@ -29,12 +27,9 @@ def _engine() -> Any:
 
 
 def _system() -> bool:
-    from sentinel.supervisor.client import connect
+    from sentinel.connect import supervisor_answers
 
-    client = connect()
-    if client is not None:
-        client.close()
-    return client is not None
+    return supervisor_answers()
 
 
 def _when(t: float | None) -> str:
@@ -90,7 +85,7 @@ def test(ident: str = typer.Argument(..., metavar="ID"), as_json: bool = typer.O
     if watcher.strategy.type in ("webhook", "file", "schedule"):
         raise UsageError(f"watch test: a {watcher.strategy.type} watcher has nothing to poll; "
                          f"use `sentinel watch fire {ident} --payload JSON`")
-    source = make_source(watcher, _runner_parts()[2])
+    source = make_source(watcher, _command_runner())
     try:
         data = source.poll(time.time())[0]
     except SourceError as exc:
@@ -104,26 +99,22 @@ def test(ident: str = typer.Argument(..., metavar="ID"), as_json: bool = typer.O
     print(f"value: {json.dumps(result['value'])}  match holds: {'yes' if ok else 'no'}  dedupeKey: {result['dedupeKey']}")
 
 
-def _runner_parts() -> tuple[Any, Any, Any]:
-    """Local mode's engine, its config and the leashed command runner the watchers use."""
+def _command_runner() -> Any:
+    """The leashed command runner local mode's watchers use."""
     from sentinel import paths
     from sentinel.local.engine import LocalEngine
     from sentinel.watchers.deliver import command_runner
 
-    engine = LocalEngine()
-    return engine, engine.config, command_runner(engine.config, engine.config.default_agent,
-                                                 paths.workspace_dir(engine.home))
+    with LocalEngine() as engine:
+        return command_runner(engine.config, engine.config.default_agent, paths.workspace_dir(engine.home))
 
 
-def _local_runner(watchers: list[Any], on_event: Progress | None = None) -> Any:
-    """`on_event`: who hears the hook sessions' events (`watch fire` shows them as `run` does)."""
+def _local_runner(watchers: list[Any]) -> Any:
     if _system():
         raise UsageError("a supervisor is running: it runs the watchers (`sentinel watch history` shows firings)")
-    from sentinel.watchers.runner import Runner
+    from sentinel.local.engine import LocalEngine
 
-    engine, config, run_command = _runner_parts()
-    starter = SimpleNamespace(start=functools.partial(engine.start, on_event=on_event)) if on_event else engine
-    return Runner(starter, engine.store, config, watchers, run_command)
+    return LocalEngine().watcher_runner(watchers)
 
 
 @app.command("fire")
@@ -131,37 +122,15 @@ def fire(ident: str = typer.Argument(..., metavar="ID"),
          payload: Optional[str] = typer.Option(None, "--payload", help="JSON data the firing carries (default {})."),
          as_json: bool = typer.Option(False, "--json")) -> None:
     """Fire the watcher now (no match, dedupe or cooldown) and wait for its relay outcome."""
-    from sentinel.watchers import spec
-
     try:
         data = json.loads(payload) if payload is not None else {}
     except ValueError as exc:
         raise UsageError(f"--payload: not valid JSON ({exc})") from None
-    with Progress(False if as_json else None) as progress:
-        firing = (_fire_system(ident, data, progress) if _system()
-                  else _fire_local(spec.find(ident), data, progress))
+    with Progress(False if as_json else None) as progress, _engine() as engine:
+        firing = engine.fire_watcher(ident, data, on_event=progress)
     if as_json:
         return print_json(firing)
     print(f"{firing['id']}: {firing['status']} (session {firing['run_id'] or '-'})")
-
-
-def _fire_local(watcher: Any, data: Any, progress: Progress) -> dict[str, Any]:
-    runner = _local_runner([watcher], progress)
-    return runner.wait(runner.fire(watcher, data))
-
-
-def _fire_system(ident: str, data: Any, progress: Progress) -> dict[str, Any]:
-    """The supervisor fires it; follow its hook session's events, then wait (polling its history) until the
-    relay settled it."""
-    engine = _engine()
-    firing = engine.call("watch_fire", id=ident, payload=data)
-    if firing.get("run_id") and progress.enabled:
-        for event in engine.events(firing["run_id"], follow=True):
-            progress(event)
-    while firing["status"] == "pending":
-        time.sleep(0.2)
-        firing = next(f for f in engine.firings(watcher=ident, limit=50) if f["id"] == firing["id"])
-    return firing
 
 
 @app.command("history")

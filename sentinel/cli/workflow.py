@@ -19,10 +19,10 @@ app = typer.Typer(no_args_is_help=True, help="Saved workflows: linear steps, eac
 
 def _roster() -> list[str] | None:
     """The agents a step may name: the supervisor's (system mode), or None for the profiles here (local mode)."""
-    from sentinel.supervisor.client import connect
+    from sentinel.connect import open_engine
 
-    system = connect()
-    return system.roster() if system is not None else None
+    with open_engine() as engine:
+        return engine.roster()
 
 
 def _describe(name: str) -> dict[str, Any]:

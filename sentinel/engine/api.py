@@ -151,6 +151,50 @@ class Engine(Protocol):
 
     def status(self) -> dict[str, Any]: ...
 
+    def roster(self) -> list[str] | None:
+        """The agents a workflow step may name: the supervisor's registered agents; None in local mode, where
+        any agent profile here may be named."""
+        ...
+
+    def trust_list(self, agent: str | None = None) -> list[dict[str, Any]]:
+        """Trusted code of agent-authored tools: agent, tool, code_sha256, trusted_by, trusted_at."""
+        ...
+
+    def trust_revoke(self, tool: str, *, agent: str | None = None, code_sha256: str | None = None) -> int:
+        """Revoke trust in a tool's code (all agents, every hash unless narrowed); how many grants were revoked."""
+        ...
+
+    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> dict[str, Any]:
+        """Fire a watcher now (no match, dedupe or cooldown) and wait until its relay settled the firing; its
+        hook session's events go to `on_event`. The firing as `firings()` lists it."""
+        ...
+
+    def audit_quarantined(self, scope: str, findings: list[dict[str, Any]]) -> None:
+        """Record memory notes the CLI's sync found and quarantined (note, title, finding), one audit record each."""
+        ...
+
+    def web_token(self) -> dict[str, Any]:
+        """The web console's kept secret path and a one-time sign-in token for this operator:
+        {prefix, operator, token} (sentinel/web/guard.py)."""
+        ...
+
+    def web_sign_in(self, token: str, session_ttl_s: float) -> dict[str, Any] | None:
+        """Trade a one-time sign-in token for a console session; None when the token is unknown or used."""
+        ...
+
+    def web_session(self, secret: str) -> dict[str, Any] | None:
+        """The console session a cookie's secret names, or None."""
+        ...
+
+    def link(self, secret: str) -> dict[str, Any]:
+        """What a one-tap decision link (sentinel/notify) would decide; refused when it can no longer be used."""
+        ...
+
+    def decide_link(self, secret: str, *, approved: bool, reason: str = "",
+                    on_event: Listener | None = None) -> Outcome:
+        """Approve or deny with a one-tap link, once, then execute the run as `approve` does."""
+        ...
+
     def close(self) -> None: ...
 
     def __enter__(self) -> "Engine": ...

@@ -31,7 +31,7 @@ def _layers(prof: Profile, root: bool, uid_change: bool, tool: bool) -> dict[str
     if built is not None:
         os.close(built.fd)
     missing = prepared.plan_missing(built)
-    if not tool:  # the supervisor spawns workers (sentinel/supervisor/spawn.py), with its own layer names
+    if not tool:  # the supervisor spawns workers (sentinel/leash/spawn.py), with its own layer names
         missing = ["seccomp-net" if m == "seccomp" else m for m in missing]
     rooted = root and tool  # tool launches by root: an IPC namespace, read-only mounts, never uid 0
     wanted = ["rlimits", *(["keyring"] if tool else []), *(["ipc-ns", "mount-ro"] if rooted else []),

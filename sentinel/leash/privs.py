@@ -1,7 +1,7 @@
 """Process-level kernel controls through ctypes: prctl, capabilities, securebits, rlimits, namespaces,
 the session keyring, installing a seccomp filter.
 
-Only ever called in the single-threaded launch child (sentinel/leash/child.py). Every call checks
+Only ever called in a single-threaded process made for a launch (sentinel/leash/confine.py). Every call checks
 its return value and raises OSError.
 """
 

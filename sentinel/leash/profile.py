@@ -1,10 +1,22 @@
-"""The two sandbox profiles, tool and worker, built from an agent's Leash policy into a launch spec.
+"""The sandbox profiles, built from an agent's Leash policy into a launch spec, and which layers each gets.
 
     tool    read-write the workspace (and a private TMPDIR) only; read-only system paths and the
             Python install; nothing of $SENTINEL_HOME; TCP connect only to the egress proxy port,
             and only when the policy grants network; no UDP at all.
     worker  read-write the agent's ~/.sentinel and workspace; read-only system paths and the
             Sentinel package; TCP connect only to Muzzle's port and the egress proxy port.
+    service the supervisor's Muzzle, as its own user: no Landlock or seccomp (it must reach any upstream).
+    root service  the supervisor's watcher runner: stays root, no layer (it starts tools through Leash).
+
+Layers, in the order sentinel/leash/confine.py applies them (root-only ones marked *):
+
+              cgroup keyring caps* ipc-ns* mount-ro* rlimits uid no_new_privs seccomp landlock
+    tool        x      x      x      x       x        x      x*1      x        x       x
+    worker      x             x                       x      x        x        x-net   x
+    service     x             x                       x      x        x
+    root svc    (none)
+
+    *1 root without an agent user: a uid of the tool's own (the egress proxy's key for root's tools)
 
 Landlock cannot carve a file out of a granted directory, so /etc is granted entry by entry
 (never shadow, gshadow, sudoers, ssh host keys, ssl/private); `/proc` is granted read-only because
@@ -21,6 +33,7 @@ from typing import Any, Sequence
 
 from sentinel import paths
 from sentinel.errors import UsageError
+from sentinel.leash import confine
 from sentinel.leash.policy import LeashPolicy
 
 SYSTEM_READ = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
@@ -39,7 +52,8 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 @dataclass
 class Profile:
     """Everything needed to confine one process: the paths and ports go into the Landlock ruleset
-    (built by the caller); the keeper gets the rest (`keeper_fields`) with each request."""
+    (built by the caller); the keeper gets the rest (`keeper_fields`) with each request. `layers` says
+    which layers of the one sequence (sentinel/leash/confine.py) the process gets."""
 
     name: str
     read: list[str]
@@ -51,6 +65,7 @@ class Profile:
     pids_max: int | None = None
     private_tmp: bool = True
     env: dict[str, str] = field(default_factory=dict)
+    layers: tuple[str, ...] = confine.TOOL
 
     def keeper_fields(self) -> dict[str, Any]:
         return {"network": self.network, "rlimits": self.rlimits, "memory_bytes": self.memory_bytes,
@@ -119,10 +134,20 @@ def worker_profile(sentinel_home: Path, workspace: Path, policy: LeashPolicy, *,
     write = [_real(sentinel_home), _real(workspace)] + [_real(p) for p in policy.read_write]
     read = system_read() + [str(paths.REPO_DIR), str(paths.PACKAGE_DIR)] + [_real(p) for p in policy.read_only]
     prof = Profile("worker", read, write + DEV_WRITE, tcp_connect=[muzzle_port, proxy[1]], network=True,
-                   rlimits=rlimits(policy), private_tmp=True)
+                   rlimits=rlimits(policy), private_tmp=True, layers=confine.WORKER)
     _limits(prof, policy)
     prof.rlimits.pop("RLIMIT_CPU", None)  # a worker lives for the whole run
     return prof
+
+
+def service_profile(name: str) -> Profile:
+    """A service the supervisor keeps that is no agent (Muzzle): its own user, no core dumps."""
+    return Profile(name, [], [], rlimits={"RLIMIT_CORE": 0}, private_tmp=False, layers=confine.SERVICE)
+
+
+def root_service_profile(name: str) -> Profile:
+    """A child the supervisor keeps as root (the watcher runner): a new session and pdeathsig, no layer."""
+    return Profile(name, [], [], private_tmp=False, layers=confine.ROOT_SERVICE)
 
 
 def _limits(prof: Profile, policy: LeashPolicy) -> None:

@@ -1,4 +1,6 @@
-"""The launcher's wire format: length-prefixed JSON over a unix stream socket, fds riding on the first byte."""
+"""The launcher's wire: the frames of sentinel/frames.py (a 4-byte big-endian length, then one JSON
+object, depth-bounded) over a unix stream socket, with fds riding on the header; and the
+launch child's status pipe (JSON lines)."""
 
 from __future__ import annotations
 
@@ -6,20 +8,23 @@ import array
 import json
 import os
 import socket
-import struct
 from typing import Any, Sequence
+
+from sentinel import frames
 
 MAX_MESSAGE = 64 * 1024 * 1024
 
 
 def send(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
-    payload = json.dumps(message).encode()
-    data = struct.pack("!I", len(payload)) + payload
+    try:
+        data = frames.encode(message, MAX_MESSAGE)
+    except frames.ProtocolError as exc:
+        raise ConnectionError(f"launcher message: {exc}") from None
     if fds:
-        sent = socket.send_fds(sock, [data[:4]], list(fds))
-        if sent != 4:
+        sent = socket.send_fds(sock, [data[:frames.HEADER.size]], list(fds))
+        if sent != frames.HEADER.size:
             raise ConnectionError("short write on launcher socket")
-        data = data[4:]
+        data = data[frames.HEADER.size:]
     sock.sendall(data)
 
 
@@ -36,29 +41,24 @@ def recv_fds(sock: socket.socket, bufsize: int, maxfds: int, flags: int = 0) -> 
 
 
 def recv(sock: socket.socket, maxfds: int = 0) -> tuple[dict[str, Any] | None, list[int]]:
-    """One message and any fds sent with it; (None, []) on a clean EOF."""
+    """One message and any fds sent with it; (None, []) on a clean EOF. ConnectionError for anything else
+    that is not a whole acceptable frame."""
     if maxfds:
-        head, fds = recv_fds(sock, 4, maxfds)
+        head, fds = recv_fds(sock, frames.HEADER.size, maxfds)
+        if not head:
+            return None, fds
+        head += frames.exact(sock, frames.HEADER.size - len(head)) or b""
     else:
-        head, fds = sock.recv(4), []
-    if not head:
-        return None, fds
-    head += _exact(sock, 4 - len(head))
-    (size,) = struct.unpack("!I", head)
+        head, fds = frames.exact(sock, frames.HEADER.size, allow_eof=True) or b"", []
+        if not head:
+            return None, fds
+    (size,) = frames.HEADER.unpack(head)
     if size > MAX_MESSAGE:
         raise ConnectionError("launcher message too large")
-    return json.loads(_exact(sock, size)), fds
-
-
-def _exact(sock: socket.socket, n: int) -> bytes:
-    chunks = []
-    while n:
-        chunk = sock.recv(min(n, 1 << 20))
-        if not chunk:
-            raise ConnectionError("launcher socket closed mid-message")
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
+    try:
+        return frames.parse(frames.exact(sock, size) or b""), fds
+    except frames.BadFrame as exc:
+        raise ConnectionError(f"launcher message: {exc}") from None
 
 
 def read_status(fd: int) -> dict[str, Any]:

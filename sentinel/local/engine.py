@@ -324,6 +324,40 @@ class LocalEngine(Closing):
     def inbox(self, *, limit: int | None = None) -> list[dict[str, Any]]:
         return relay.inbox(self.store.conn, limit)
 
+    def roster(self) -> list[str] | None:
+        return None  # any agent profile here
+
+    def trust_list(self, agent: str | None = None) -> list[dict[str, Any]]:
+        return self.store.trusted_tools(agent)
+
+    def trust_revoke(self, tool: str, *, agent: str | None = None, code_sha256: str | None = None) -> int:
+        return self.store.revoke_trust(tool, agent=agent, code_sha256=code_sha256, by=operator_name())
+
+    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> dict[str, Any]:
+        """One of this user's watchers fires in this process: its hook session runs here, then its relay."""
+        from sentinel.watchers import spec
+
+        watcher = spec.find(ident)
+        runner = self.watcher_runner([watcher], on_event)
+        return runner.wait(runner.fire(watcher, payload))
+
+    def watcher_runner(self, watchers: list[Any], on_event: Listener | None = None) -> Any:
+        """A runner of local mode's watchers on this engine (`sentinel watch run` runs it in the foreground);
+        `on_event` hears the hook sessions' events."""
+        import functools
+        from types import SimpleNamespace
+
+        from sentinel.watchers.deliver import command_runner
+        from sentinel.watchers.runner import Runner
+
+        run_command = command_runner(self.config, self.config.default_agent, paths.workspace_dir(self.home))
+        starter = SimpleNamespace(start=functools.partial(self.start, on_event=on_event)) if on_event else self
+        return Runner(starter, self.store, self.config, watchers, run_command)
+
+    def audit_quarantined(self, scope: str, findings: list[dict[str, Any]]) -> None:
+        for finding in findings:
+            self.store.audit("memory_quarantined", {"scope": scope, **finding, "source": "cli"})
+
     def status(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
         for r in self.runs():

@@ -4,13 +4,13 @@
     auth.py       SO_PEERCRED: who is on the other end, and whether they are an operator
     registry.py   the agents Sentinel created or registered, and the default agent
     agentfs.py    reading an agent's files as root without following anything the agent planted
-    spawn.py      fork + confine (Leash layer functions, in the documented order) + execve as the agent's user
     hub.py        the narrow interface the handlers see of the loop (settings, store, launch, watch)
-    workers.py    one worker per active run: spawn, its channel (a Store restricted to its own run), exit
+    workers.py    one worker per active run: its launch (sentinel/leash/spawn.py), its channel (a Store restricted to its own run), exit
     ops.py        what operators may ask: start, approve, deny, resume, cancel, runs, show, logs, status
     server.py     the single-threaded selector loop tying them together; restart recovery
-    client.py     the CLI side of the operator socket
     console.py    the web console's one-time sign-in tokens, issued to operators only
+    admin.py      root's administration the CLI runs itself (setup, init, agent remove, egress, serve): the one
+                  module here a UI may import
 
 Code here runs as root; nothing here writes into an agent's home.
 """

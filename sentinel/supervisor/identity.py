@@ -7,7 +7,7 @@
     init_leash(user, store) -> Identity     # `sentinel init --leash USER`: register an existing user
 
 The tree (docs/architecture.md, State) is written by a process running as the agent's user, confined to its home
-(sentinel/supervisor/spawn.py), never by root (docs/architecture.md, property 2). `python -m sentinel.supervisor.identity
+(sentinel/leash/spawn.py), never by root (docs/architecture.md, property 2). `python -m sentinel.supervisor.identity
 SPEC_JSON` is that process. Existing files are never overwritten: re-running setup adds, it does not
 rename or delete.
 """
@@ -286,12 +286,12 @@ def ensure_leash_policy(name: str) -> Path:
 def write_tree(pw: pwd.struct_passwd, name: str, display: str) -> None:
     """Run this module as the agent's user, confined to its home, to write its ~/.sentinel tree."""
     from sentinel import paths
+    from sentinel.leash import confine, spawn
     from sentinel.leash.profile import DEV_WRITE, Profile, system_read
-    from sentinel.supervisor import spawn
 
     spec = json.dumps({"name": name, "display_name": display})
     prof = Profile("setup", system_read() + [str(paths.REPO_DIR), str(paths.PACKAGE_DIR)],
-                   [pw.pw_dir] + DEV_WRITE, rlimits={"RLIMIT_CORE": 0}, private_tmp=False)
+                   [pw.pw_dir] + DEV_WRITE, rlimits={"RLIMIT_CORE": 0}, private_tmp=False, layers=confine.WORKER)
     env = {"HOME": pw.pw_dir, "USER": pw.pw_name, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1"}
     null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)

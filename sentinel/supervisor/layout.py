@@ -9,7 +9,8 @@
 
 Overrides: SENTINEL_SYSTEM_DIR (state), SENTINEL_SOCKET (socket; the agent door goes beside its
 directory, in DIR-agent/agent.sock), SENTINEL_AGENT_SOCKET, SENTINEL_OPERATOR_GROUP,
-SENTINEL_AGENT_HOME_BASE (where `sentinel setup` puts agent homes).
+SENTINEL_AGENT_HOME_BASE (where `sentinel setup` puts agent homes). The socket paths and the operator
+group are the operator side's (sentinel/client/paths.py): clients find the supervisor where it listens.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sentinel.client.paths import agent_socket_path, operator_group, socket_path
+
+__all__ = ["agent_socket_path", "operator_group", "socket_path", "state_dir", "db_path", "home_base", "etc_dir",
+           "agent_sentinel_home"]
+
 STATE_DIR = Path("/var/lib/sentinel")
-SOCKET = Path("/run/sentinel/sentinel.sock")
 ETC_DIR = Path("/etc/sentinel")
-OPERATOR_GROUP = "sentinel"
 HOME_BASE = Path("/home")
 
 
@@ -30,23 +34,6 @@ def state_dir() -> Path:
 
 def db_path(state: Path | None = None) -> Path:
     return (state or state_dir()) / "sentinel.db"
-
-
-def socket_path() -> Path:
-    return Path(os.environ.get("SENTINEL_SOCKET") or SOCKET)
-
-
-def agent_socket_path() -> Path:
-    """The agent door: <operator socket's directory>-agent/agent.sock unless SENTINEL_AGENT_SOCKET names it."""
-    env = os.environ.get("SENTINEL_AGENT_SOCKET")
-    if env:
-        return Path(env)
-    run = socket_path().parent
-    return run.with_name(f"{run.name}-agent") / "agent.sock"
-
-
-def operator_group() -> str:
-    return os.environ.get("SENTINEL_OPERATOR_GROUP") or OPERATOR_GROUP
 
 
 def home_base() -> Path:

@@ -8,8 +8,9 @@ supervisor starts as Muzzle's own system user and restarts with backoff when it 
 
 A machine without systemd needs only `sentinel supervisor`; with systemd, sentinel-muzzle.service usually
 answers first and the keeper just uses it. The child dies with the supervisor (pdeathsig), so a
-restarted supervisor starts its own. The child runs with no capabilities and no_new_privs; it is no
-agent, so it gets no Landlock domain or seccomp filter (it must reach any upstream).
+restarted supervisor starts its own. It is a KeptChild (sentinel/leash/kept.py) with the service
+profile: its own cgroup, rlimits, no capabilities and no_new_privs; it is no agent, so it gets no
+Landlock domain or seccomp filter (it must reach any upstream).
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sentinel.errors import SentinelError
-from sentinel.supervisor import spawn
+from sentinel.leash import spawn
+from sentinel.leash.kept import KeptChild
 
 if TYPE_CHECKING:
     from sentinel.config import Config
 
-BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 PROBE_S = 0.5
 
 
@@ -42,10 +43,11 @@ class MuzzleKeeper:
         self.config = config
         self.logs = logs
         self.base = f"http://{config.muzzle.host}:{config.muzzle.port}"
-        self.child: spawn.Spawned | None = None
-        self.failures = 0
-        self.restart_at: float | None = None
-        self.last_error: str | None = None
+        self.kept = KeptChild("muzzle", logs, self._launch)
+
+    @property
+    def child(self) -> spawn.Spawned | None:
+        return self.kept.child
 
     # -- asking -----------------------------------------------------------------------------------
 
@@ -81,7 +83,7 @@ class MuzzleKeeper:
         if not self.config.system.start_muzzle:
             return f"no Muzzle answers on {where}: start it (systemctl start sentinel-muzzle, or sentinel muzzle " \
                    "serve --system as its user), or set system.start_muzzle: true"
-        detail = f" ({self.last_error})" if self.last_error else ""
+        detail = f" ({self.kept.last_error})" if self.kept.last_error else ""
         return f"no Muzzle answers on {where}; the supervisor's own did not come up{detail}: see " \
                f"{self.logs / 'muzzle.log'}, and run `sentinel muzzle setup-system` once as root"
 
@@ -97,56 +99,32 @@ class MuzzleKeeper:
         own = f", started by the supervisor (pid {self.child.pid})" if self.child else ""
         return f"{self.base}/v1 {state}{own}"
 
-    # -- its process --------------------------------------------------------------------------------
+    # -- its process (a KeptChild) -------------------------------------------------------------------
 
     def start(self) -> None:
-        self.restart_at = None
-        self.logs.mkdir(mode=0o700, exist_ok=True)
-        log = os.open(self.logs / "muzzle.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
-                      0o600)
-        null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            self.child = spawn.spawn(self._launch((null, log, log)))
-            self.last_error = None
-        except (OSError, SentinelError) as exc:
-            self.last_error = str(exc)
-            self._backoff()
-        finally:
-            os.close(log)
-            os.close(null)
+        self.kept.start()
 
     def exited(self) -> int:
-        assert self.child is not None
-        code = self.child.reap()
-        self.child = None
-        self.last_error = f"it exited with code {code}"
-        self._backoff()
-        return code
+        return self.kept.exited()
 
     def due(self) -> float | None:
-        return None if self.restart_at is None else max(0.0, self.restart_at - time.monotonic())
+        return self.kept.due()
 
     def tick(self) -> None:
         """Restart Muzzle if a restart is due and still none answers."""
-        if self.restart_at is not None and time.monotonic() >= self.restart_at and self.child is None:
+        kept = self.kept
+        if kept.restart_at is not None and time.monotonic() >= kept.restart_at and kept.child is None:
             if self.answers():
-                self.restart_at = None
-                self.failures = 0
+                kept.restart_at = None
+                kept.failures = 0
             else:
-                self.start()
+                kept.start()
 
     def stop(self) -> None:
-        if self.child is not None:
-            self.child.kill()
-            self.child.reap()
-            self.child = None
-
-    def _backoff(self) -> None:
-        self.restart_at = time.monotonic() + BACKOFF_S[min(self.failures, len(BACKOFF_S) - 1)]
-        self.failures += 1
+        self.kept.stop()
 
     def _launch(self, stdio: tuple[int, int, int]) -> spawn.Launch:
-        from sentinel.leash.profile import Profile
+        from sentinel.leash.profile import service_profile
         from sentinel.muzzle.layout import system_layout, system_user
 
         user = system_user()
@@ -161,6 +139,5 @@ class MuzzleKeeper:
             if os.environ.get(name):
                 env[name] = os.environ[name]
         argv = [sys.executable, "-I", "-B", "-m", "sentinel", "muzzle", "serve", "--system"]
-        profile = Profile("muzzle", [], [], rlimits={"RLIMIT_CORE": 0})
-        return spawn.Launch(argv, env, pw.pw_uid, pw.pw_gid, "/", profile, stdio, name="sentinel-muzzle",
-                            confine=False)
+        return spawn.Launch(argv, env, pw.pw_uid, pw.pw_gid, "/", service_profile("muzzle"), stdio,
+                            name="sentinel-muzzle")

@@ -11,6 +11,7 @@ only root and members of the operator group get past `handle`.
     link, link_decide                               a one-tap decision link from a notification: show it; use it once
     firings, inbox                                  read: watcher firings with their relay outcome; the inbox
     watch_fire                                      fire an operator watcher now (`sentinel watch fire`)
+    audit_quarantined                               record memory notes an operator's sync quarantined
 
 `start`, `approve`, `deny`, `resume`, `send` and `logs` with `follow` stream `{"event": ...}` frames of
 the run until its worker exits, then reply with the outcome. `show` streams a run's messages and
@@ -642,6 +643,18 @@ def _watch_fire(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     return reply(relay.get(sup.store.conn, firing_id))
 
 
+def _audit_quarantined(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+    """One audit record per quarantined note, by the operator the kernel names; strings only, each bounded."""
+    scope, findings = _text(msg, "scope"), msg.get("findings")
+    if not isinstance(findings, list) or not all(isinstance(f, dict) for f in findings):
+        raise UsageError("findings: must be a list of objects")
+    by = caller(conn).name
+    for finding in findings[:MAX_ROWS]:
+        fields = {k: str(finding.get(k) or "")[:1000] for k in ("note", "title", "finding")}
+        sup.store.audit("memory_quarantined", {"scope": str(scope)[:200], **fields, "source": "cli", "by": by})
+    return reply({"recorded": min(len(findings), MAX_ROWS)})
+
+
 OPS: dict[str, Handler] = {
     "status": _status, "agents": _agents, "runs": _runs, "show": _show, "approvals": _approvals, "logs": _logs,
     "start": _start, "approve": _approve, "deny": _deny, "resume": _resume, "cancel": _cancel,
@@ -650,6 +663,6 @@ OPS: dict[str, Handler] = {
     "mcp_trust_get": _mcp_trust_get, "mcp_trust_set": _mcp_trust_set, "mcp_trust_forget": _mcp_trust_forget,
     "web_token": console.web_token, "web_sign_in": console.web_sign_in, "web_session": console.web_session,
     "link": _link, "link_decide": _link_decide,
-    "firings": _firings, "inbox": _inbox, "watch_fire": _watch_fire,
+    "firings": _firings, "inbox": _inbox, "watch_fire": _watch_fire, "audit_quarantined": _audit_quarantined,
     "workflow_start": _workflow_start,
 }

@@ -1,6 +1,6 @@
 """The supervisor process: one single-threaded selector loop over the operator socket, worker channels
 and worker pidfds. No threads, ever: workers are forked from this process and change credentials
-after the fork (sentinel/supervisor/spawn.py).
+after the fork (sentinel/leash/spawn.py).
 
     sup = Supervisor(Settings(...)); sup.open(); sup.serve()     # `sentinel supervisor`
 
@@ -504,8 +504,12 @@ class Supervisor:
         from sentinel.watchers.spec import system_dir
 
         if system_dir().is_dir() or relay.next_deadline(self.store.conn) is not None or self.config.notify:
-            self.watch_keeper.start()
-            self.sel.register(self.watch_keeper.pidfd, selectors.EVENT_READ, ("watchers", None))  # type: ignore[arg-type]
+            pidfd = self.watch_keeper.start()
+            if pidfd is not None:
+                self.sel.register(pidfd, selectors.EVENT_READ, ("watchers", None))
+            else:
+                self.store.audit("watchers_exited", {"error": self.watch_keeper.last_error,
+                                                     "restart_in_s": self.watch_keeper.due()})
 
     def ensure_watchers(self) -> None:
         """A firing is open: its relay timer must run (`watch fire` without operator watcher files)."""

@@ -26,7 +26,8 @@ from urllib.parse import urlparse
 
 from sentinel.engine.store import Approval, Store
 from sentinel.errors import NotFound, SentinelError, UsageError
-from sentinel.supervisor import children, layout, registry, spawn
+from sentinel.leash import spawn
+from sentinel.supervisor import children, layout, registry
 from sentinel.supervisor.hub import Client
 from sentinel.frames import failure, reply
 from sentinel.mcp.names import split_name

@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
     from sentinel import config as config_mod
     from sentinel.engine.store import Store
     from sentinel.supervisor import layout
-    from sentinel.supervisor.client import connect
+    from sentinel.client.system import connect
     from sentinel.watchers import spec
     from sentinel.watchers.runner import Runner
 

@@ -66,10 +66,10 @@ class EngineSessions:
         self.ttl_s = ttl_s
 
     def sign_in(self, token: str) -> dict[str, Any] | None:
-        return self.engines.run(lambda e: e.web_sign_in(token, self.ttl_s))  # type: ignore[attr-defined]
+        return self.engines.run(lambda e: e.web_sign_in(token, self.ttl_s))
 
     def session(self, secret: str) -> dict[str, Any] | None:
-        return self.engines.run(lambda e: e.web_session(secret))  # type: ignore[attr-defined]
+        return self.engines.run(lambda e: e.web_session(secret))
 
 
 def engines_for(engine: Engine) -> Engines:
@@ -86,7 +86,7 @@ def engines_for(engine: Engine) -> Engines:
 def launch_for(engines: Engines) -> Launch:
     """The console's kept secret path and a one-time sign-in token for the operator starting it (system mode:
     issued by the supervisor, to operators only, by SO_PEERCRED)."""
-    issued = engines.run(lambda e: e.web_token())  # type: ignore[attr-defined]
+    issued = engines.run(lambda e: e.web_token())
     return Launch(str(issued["prefix"]), str(issued["token"]), str(issued["operator"]))
 
 

@@ -29,7 +29,7 @@ async def show(request: Request) -> Response:
     c = views._console(request)
     secret = request.path_params["secret"]
     try:
-        view = await c.engines.call(lambda e: e.link(secret))  # type: ignore[attr-defined]
+        view = await c.engines.call(lambda e: e.link(secret))
     except UsageError as exc:  # LinkRefused (over the supervisor's socket: its UsageError)
         return _page(c, "refused", message=str(exc), status_code=REFUSED)
     return _page(c, "ask", a=view["approval"], run=view["run"], expires_at=view["expires_at"])

@@ -40,7 +40,7 @@ def test_the_supervisor_notifies_once_and_a_link_decides_once(system, make_agent
     assert rows == [(hashlib.sha256(secret.encode()).hexdigest(),)]
 
     from sentinel.errors import UsageError
-    from sentinel.supervisor.client import SystemEngine
+    from sentinel.client.system import SystemEngine
 
     engine = SystemEngine(system.socket)
     assert engine.link(secret)["approval"]["id"] == out["approval_id"]

@@ -21,7 +21,7 @@ CLIENT = """
 import json, sys
 from pathlib import Path
 from sentinel.errors import SentinelError
-from sentinel.supervisor.client import SystemEngine
+from sentinel.client.system import SystemEngine
 door, op, arg = Path(sys.argv[1]), sys.argv[2], (sys.argv[3:] or [None])[0]
 engine = SystemEngine(door)
 try:
@@ -35,6 +35,8 @@ try:
         result = engine.start("not a chat").to_dict()
     elif op == "other":
         result = engine.start("hi", agent=arg, chat=True).to_dict()
+    elif op.startswith("call:"):
+        result = engine.call(op[5:])
     else:
         result = engine.status()
     print(json.dumps({"ok": result}))
@@ -83,6 +85,18 @@ def test_a_sandboxed_process_of_the_agent_gets_nothing_from_the_door(system, mak
     assert door_call(name, _door(system), "status")["ok"]["agent"] == name
     refused = door_call(name, _door(system), "status", sandboxed=True)
     assert refused["error"] == "Denied" and "sandbox" in refused["message"]
+
+
+def test_the_operators_own_operations_are_refused_at_the_door(system, make_agent, supervisor):
+    """What the engine protocol gives operators (trust, firing a watcher, console sign-in, the quarantine audit)
+    is refused to an agent's own user at its door, and audited."""
+    name = make_agent()
+    supervisor()
+    ops = ("trust_list", "trust_revoke", "watch_fire", "web_token", "audit_quarantined")
+    for op in ops:
+        refused = door_call(name, _door(system), f"call:{op}")
+        assert refused["error"] == "Denied" and "is for operators" in refused["message"], (op, refused)
+    assert {r["op"] for r in _audit(system) if r["kind"] == "agent_door_refused"} >= set(ops)
 
 
 def test_an_operators_run_stays_the_operators(system, make_agent, supervisor, scripted_server, sentinel_cmd):

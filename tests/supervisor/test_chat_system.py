@@ -54,7 +54,7 @@ def test_operator_chat_runs_as_the_agent_and_approves_inline(system, make_agent,
 
 @pytest.mark.root
 def test_a_stopped_turn_cancels_its_supervised_approval(system, make_agent, supervisor, scripted_server):
-    from sentinel.supervisor.client import connect
+    from sentinel.client.system import connect
     from sentinel.errors import UsageError
 
     name = make_agent()
@@ -97,7 +97,7 @@ def test_the_agents_own_user_chats_in_its_own_home_and_workspace(system, make_ag
 
 @pytest.mark.root
 def test_the_catalog_never_follows_the_agents_links(system, make_agent, supervisor, scripted_server, tmp_path):
-    from sentinel.supervisor.client import connect
+    from sentinel.client.system import connect
 
     name = make_agent()
     home = Path(pwd.getpwnam(name).pw_dir) / ".sentinel"

@@ -51,7 +51,7 @@ def test_delegate_to_a_writer_running_as_its_own_user(system, make_agent, sentin
     assert approval["tool"] == "delegate" and approval["arguments"] == {
         "agent": writer, "task": "Write hello to out.txt", "model": "fake2/m", "grants": ["read_file", "write_file"]}
     from sentinel.engine import events as ev
-    from sentinel.supervisor.client import connect
+    from sentinel.client.system import connect
 
     heard: list = []  # the operator's `approve` follows the parent and hears the child live
     done = connect().approve(approval["id"], on_event=heard.append)

@@ -15,7 +15,7 @@ import pytest
 
 from sentinel import frames
 from sentinel.engine.api import RunDetail
-from sentinel.supervisor.client import SystemEngine
+from sentinel.client.system import SystemEngine
 from sx_helpers import write_as
 
 pytestmark = pytest.mark.root

@@ -122,7 +122,7 @@ def _paused_on_b(a: Host, b: Host) -> tuple[str, str]:
     user = b.agent()  # (setup also makes b's Muzzle user: its supervisor starts Muzzle at once)
     a.start()
     b.start()
-    from sentinel.supervisor.client import SystemEngine
+    from sentinel.client.system import SystemEngine
 
     run_id = str(SystemEngine(b.socket).call("start", task="count", agent=user)["id"])
     b.wait(run_id, "waiting_approval")
@@ -196,7 +196,7 @@ def test_store_unreachable_pauses_runs_status_says_so_and_nothing_is_lost(hosts,
     a, _ = hosts
     user = a.agent()
     a.start()
-    from sentinel.supervisor.client import SystemEngine
+    from sentinel.client.system import SystemEngine
 
     run_id = str(SystemEngine(a.socket).call("start", task="count", agent=user)["id"])
     deadline = time.monotonic() + 20

@@ -7,7 +7,8 @@ import socket
 
 import pytest
 
-from sentinel.supervisor import client, layout
+from sentinel.client import system as client
+from sentinel.client import paths as layout
 
 
 @pytest.fixture

@@ -82,13 +82,14 @@ def test_peercred_refuses_non_operators_even_through_an_open_socket(system, make
     for user in (human, operator):
         subprocess.run(["useradd", "--no-create-home", user], check=True)
     subprocess.run(["usermod", "-aG", system.group, operator], check=True)
-    ask = ("import json,sys\nfrom sentinel.supervisor.client import SystemEngine\nfrom pathlib import Path\n"
+    ask = ("import json,sys\nfrom sentinel.client.system import SystemEngine\nfrom pathlib import Path\n"
            f"e=SystemEngine(Path({str(system.socket)!r}))\n"
            "try:\n print(json.dumps(e.call(sys.argv[1], ident=sys.argv[2]) if sys.argv[1]=='approve' else e.call(sys.argv[1])))\n"
            "except Exception as x: print(type(x).__name__, x)")
     env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     for user in (name, human):
-        for op in ("approve", "approvals", "status"):
+        for op in ("approve", "approvals", "status", "trust_list", "trust_revoke", "watch_fire", "web_token",
+                   "audit_quarantined"):
             got = as_user(user, sys.executable, "-c", ask, op, out["approval_id"], env=env).stdout
             assert got.startswith("Denied permission denied"), (user, op, got)
     listed = as_user(operator, sys.executable, "-c", ask, "approvals", "-", env=env).stdout
@@ -124,7 +125,7 @@ def test_a_journal_the_agent_rewrote_does_not_change_what_runs(make_agent, senti
 
 def test_concurrent_approvers_resolve_once_and_the_call_runs_once(system, make_agent, sentinel_cmd, supervisor,
                                                                   scripted_server):
-    from sentinel.supervisor.client import SystemEngine
+    from sentinel.client.system import SystemEngine
 
     name, pw, out = _paused(make_agent, sentinel_cmd, supervisor, scripted_server, "echo ran >> counter.txt")
     engine = SystemEngine(system.socket)
@@ -149,7 +150,7 @@ def test_concurrent_approvers_resolve_once_and_the_call_runs_once(system, make_a
 
 def test_the_cli_streams_events_and_logs_follow_replays_them(system, make_agent, supervisor, scripted_server,
                                                              sentinel_cmd):
-    from sentinel.supervisor.client import SystemEngine
+    from sentinel.client.system import SystemEngine
 
     name = make_agent()
     server = scripted_server(scripted_bash("echo hi > hi.txt"))

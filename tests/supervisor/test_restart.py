@@ -23,7 +23,7 @@ SLOW_SCRIPT = [
 
 
 def _killed_mid_model_call(system, make_agent, supervisor, scripted_server, extra=()):
-    from sentinel.supervisor.client import SystemEngine
+    from sentinel.client.system import SystemEngine
 
     name = make_agent()
     server = scripted_server(SLOW_SCRIPT)

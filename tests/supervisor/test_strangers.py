@@ -80,12 +80,12 @@ def test_local_mode_works_for_them_beside_a_supervisor(system, supervisor, stran
 def test_local_mode_notes_a_supervisor_it_may_not_use(system, supervisor, stranger):
     supervisor()
     _hide_the_socket(system)
-    code = ("import os, json\nfrom sentinel.supervisor.client import connect, local_note\n"
+    code = ("import os, json\nfrom sentinel.client.system import connect, local_note\n"
             "os.environ.pop('SENTINEL_MODE', None)\nprint(json.dumps([connect() is None, local_note()]))")
     env = {"SENTINEL_SOCKET": "", "SENTINEL_MODE": "local", "SENTINEL_OPERATOR_GROUP": system.group}
     # the default socket path is the system's; point the default at this test's hidden one instead
     probe = as_user(stranger, sys.executable, "-c",
-                    f"import sentinel.supervisor.layout as l; from pathlib import Path; l.SOCKET = Path({str(system.socket)!r})\n"
+                    f"import sentinel.client.paths as l; from pathlib import Path; l.SOCKET = Path({str(system.socket)!r})\n"
                     + code, env=env)
     assert probe.returncode == 0, probe.stderr
     local, note = json.loads(probe.stdout)
@@ -108,7 +108,7 @@ def test_a_strangers_approve_says_they_are_not_an_operator_and_resolves_nothing(
     for verb in ("approve", "deny"):
         # the socket where the machine's supervisor keeps it, not asked for: the stranger's own local mode answers
         probe = as_user(stranger, sys.executable, "-c",
-                        f"import sentinel.supervisor.layout as l; from pathlib import Path; "
+                        f"import sentinel.client.paths as l; from pathlib import Path; "
                         f"l.SOCKET = Path({str(system.socket)!r}); from sentinel.cli import main; "
                         f"main([{verb!r}, {approval['id']!r}])",
                         env={"SENTINEL_OPERATOR_GROUP": system.group})
@@ -124,8 +124,8 @@ def test_a_strangers_approve_says_they_are_not_an_operator_and_resolves_nothing(
 
 def test_an_unreachable_interpreter_is_named_with_the_fix(tmp_path):
     from sentinel.leash.errors import SandboxUnavailable
+    from sentinel.leash import confine, spawn
     from sentinel.leash.profile import Profile
-    from sentinel.supervisor import spawn
 
     hidden = Path(tmp_path) / "root-only"
     hidden.mkdir(mode=0o700)
@@ -134,7 +134,8 @@ def test_an_unreachable_interpreter_is_named_with_the_fix(tmp_path):
     null = os.open(os.devnull, os.O_RDWR)
     try:
         launch = spawn.Launch([str(hidden / "python3")], {"PATH": "/usr/bin"}, nobody.pw_uid, nobody.pw_gid, "/",
-                              Profile("probe", ["/"], []), (null, null, null), sandbox="best_effort", confine=False)
+                              Profile("probe", ["/"], [], layers=confine.SERVICE), (null, null, null),
+                              sandbox="best_effort")
         with pytest.raises(SandboxUnavailable) as failed:
             spawn.spawn(launch)
     finally:

@@ -93,7 +93,7 @@ def _uid_of(pid: int) -> int:
 
 @pytest.mark.root
 def test_the_agents_own_user_cannot_read_trace_or_rob_its_worker(system, make_agent, supervisor, scripted_server):
-    from sentinel.supervisor.client import SystemEngine
+    from sentinel.client.system import SystemEngine
 
     name = make_agent()
     pw = pwd.getpwnam(name)

@@ -38,7 +38,7 @@ def test_an_agents_uid_can_never_obtain_a_console_token(system, make_agent, sent
                                                         scripted_server):
     name, out = _paused(make_agent, sentinel_cmd, supervisor, scripted_server)
     os.chmod(system.socket, 0o666)  # take the socket's file mode out of the way: SO_PEERCRED must still refuse
-    ask = ("from pathlib import Path\nfrom sentinel.supervisor.client import SystemEngine\n"
+    ask = ("from pathlib import Path\nfrom sentinel.client.system import SystemEngine\n"
            f"try:\n print(SystemEngine(Path({str(system.socket)!r})).web_token())\n"
            "except Exception as x: print(type(x).__name__, x)")
     got = as_user(name, sys.executable, "-c", ask, env={"PYTHONPATH": REPO}).stdout

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -24,7 +25,7 @@ from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel import frames as protocol
-from sentinel.supervisor import layout
+from sentinel.client import paths
 ERRORS: dict[str, type[SentinelError]] = {"usage": UsageError, "not_found": NotFound, "busy": Busy}
 
 
@@ -39,7 +40,7 @@ def connect() -> "SystemEngine | None":
     explicit = bool(os.environ.get("SENTINEL_SOCKET")) or mode == "system"
     if mode == "local" or (os.environ.get("SENTINEL_HOME") and not explicit):
         return None
-    path = layout.socket_path()
+    path = paths.socket_path()
     seen = _visible(path)
     if not explicit and not seen:
         return None
@@ -70,7 +71,7 @@ def connect_agent() -> "SystemEngine | None":
     mode = os.environ.get("SENTINEL_MODE", "")
     if mode == "local" or (os.environ.get("SENTINEL_HOME") and not os.environ.get("SENTINEL_AGENT_SOCKET")):
         return None
-    path = layout.agent_socket_path()
+    path = paths.agent_socket_path()
     if not _visible(path):
         return None
     engine = SystemEngine(path)
@@ -85,10 +86,10 @@ def connect_agent() -> "SystemEngine | None":
 
 def local_note() -> str | None:
     """Why local mode was chosen on a machine that has a supervisor directory, if it does."""
-    path = layout.socket_path()
+    path = paths.socket_path()
     seen = _visible(path)
     if seen is None:
-        return (f"a supervisor runs system mode here, for root and members of group {layout.operator_group()!r} "
+        return (f"a supervisor runs system mode here, for root and members of group {paths.operator_group()!r} "
                 "only; you are in local mode, in your own account")
     if not seen and _visible(path.parent):
         return "a supervisor directory exists but its socket is missing (is `sentinel supervisor` running?)"
@@ -97,7 +98,7 @@ def local_note() -> str | None:
 
 def hidden() -> bool:
     """Whether this machine's supervisor hides its socket from this user: they are not an operator."""
-    return _visible(layout.socket_path()) is None
+    return _visible(paths.socket_path()) is None
 
 
 def _visible(path: Path) -> bool | None:
@@ -113,7 +114,7 @@ def _visible(path: Path) -> bool | None:
 
 def _not_yours(path: Path) -> str:
     return (f"permission denied on the supervisor socket {path}: only root and members of group "
-            f"{layout.operator_group()!r} may use it (SENTINEL_MODE=local for local mode)")
+            f"{paths.operator_group()!r} may use it (SENTINEL_MODE=local for local mode)")
 
 
 class SystemEngine(Closing):
@@ -201,6 +202,28 @@ class SystemEngine(Closing):
     def roster(self) -> list[str]:
         """The system agents a workflow step may name."""
         return list(self.status().get("agents") or [])
+
+    def trust_list(self, agent: str | None = None) -> list[dict[str, Any]]:
+        return protocol.result_objects(self.call("trust_list", agent=agent))
+
+    def trust_revoke(self, tool: str, *, agent: str | None = None, code_sha256: str | None = None) -> int:
+        answer = protocol.result_object(self.call("trust_revoke", tool=tool, agent=agent, code_sha256=code_sha256))
+        return int(answer["revoked"])
+
+    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> dict[str, Any]:
+        """The supervisor fires one of the operator's watchers; follow its hook session's events, then wait
+        (polling its history) until the relay settled it."""
+        firing = protocol.result_object(self.call("watch_fire", id=ident, payload=payload))
+        if firing.get("run_id") and on_event is not None:
+            for event in self.events(firing["run_id"], follow=True):
+                on_event(event)
+        while firing["status"] == "pending":
+            time.sleep(0.2)
+            firing = next(f for f in self.firings(watcher=ident, limit=50) if f["id"] == firing["id"])
+        return firing
+
+    def audit_quarantined(self, scope: str, findings: list[dict[str, Any]]) -> None:
+        self.call("audit_quarantined", scope=scope, findings=findings)
 
     def show(self, run_id: str) -> RunDetail:
         return RunDetail.from_dict(protocol.result_object(self.call("show", run_id=run_id)))

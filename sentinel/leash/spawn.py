@@ -1,23 +1,25 @@
-"""Start a process as an agent's user from a single-threaded root process: fork, confine, execve.
+"""Start a process the caller keeps, from a single-threaded root process: fork, confine, execve.
 
-    spawn(Launch(...)) -> Spawned        a long-lived process (a run's worker); the caller watches its pidfd
+    spawn(Launch(...)) -> Spawned        a long-lived process (a run's worker, Muzzle, the watcher runner);
+                                         the caller watches its pidfd (sentinel/leash/kept.py restarts one)
     run(Launch(...))   -> (code, output) a short job (setup's tree writer), waited for here
 
-The forked child confines itself with Leash's layer functions in the order docs/architecture.md gives (Processes and privilege):
-
-    join cgroup -> rlimits -> securebits + capability bounding set -> setgroups([]) -> setresgid ->
-    setresuid -> clear capabilities -> pdeathsig again -> no_new_privs -> seccomp -> Landlock -> execve
+The forked child goes through the one confinement sequence (sentinel/leash/confine.py) with the
+layers its profile names: a worker gets cgroup, rlimits, the capability bounding set and securebits,
+the uid change, no_new_privs, seccomp and Landlock; Muzzle the same without seccomp and Landlock
+(it is no agent and must reach any upstream); the watcher runner none (it stays root). Every layer the
+profile names is enforced in the child; `sandbox: best_effort` only lets a kernel that lacks
+Landlock, seccomp or cgroups start the process without them.
 
 The Landlock ruleset is built here before the fork, by root, with the paths opened before any uid
 change. `executable` (a path the child opens as root) is what execve runs, by descriptor, with argv[0]
-unchanged: the worker's execute-only interpreter (interp.py). `confine=False` skips seccomp and
-Landlock for a service that is no agent (Muzzle, as its own user). The child reports over a close-on-exec pipe: `{"ok": ...}` just before execve, or an error,
-and the parent waits for that pipe to close, so a spawn that returns has passed every layer.
-Never called with threads running (checked): setuid in a multithreaded process is unsafe, and
-preexec_fn is never used.
+unchanged: the worker's execute-only interpreter (sentinel/supervisor/interp.py). The child reports
+over a close-on-exec pipe: `{"ok": ...}` just before execve, or an error, and the parent waits for
+that pipe to close, so a spawn that returns has passed every layer. Never called with threads running
+(checked): setuid in a multithreaded process is unsafe, and preexec_fn is never used.
 
-(The Leash launcher in sentinel/leash/launch.py runs one-shot tools and has no call yet that hands
-back a long-lived process with an extra inherited socket; this is the smallest such spawn.)
+(Tools go through the launcher, sentinel/leash/launch.py, whose keepers own one launched tree at a
+time; this is the launch for a process its caller keeps, with the caller's own stdio.)
 """
 
 from __future__ import annotations
@@ -30,13 +32,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from sentinel.leash import cgroups, lsm, privs, seccomp, wire
+from sentinel.leash import cgroups, confine, lsm, seccomp, wire
 from sentinel.leash.errors import LaunchFailed, SandboxUnavailable
 from sentinel.leash.profile import Profile
 
 EXIT_REFUSED = 126
-RESET_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM,
-                 signal.SIGCHLD, signal.SIGHUP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU, signal.SIGUSR1)
 HIGH_FD = 512
 
 
@@ -44,15 +44,14 @@ HIGH_FD = 512
 class Launch:
     argv: list[str]
     env: dict[str, str]
-    uid: int
-    gid: int
+    uid: int | None  # None (only for a profile without the uid layer): the caller's own
+    gid: int | None
     cwd: str
     profile: Profile
     stdio: tuple[int, int, int]
     sandbox: str = "enforce"
     name: str = "sentinel-worker"
     executable: str | None = None
-    confine: bool = True
 
 
 @dataclass
@@ -62,6 +61,12 @@ class Spawned:
     group: cgroups.Group | None
     applied: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+
+    def signal(self, sig: int) -> None:
+        try:
+            os.kill(self.pid, sig)
+        except OSError:
+            pass
 
     def kill(self) -> None:
         """SIGKILL the process, its process group and everything left in its cgroup."""
@@ -90,29 +95,33 @@ class Spawned:
 def spawn(launch: Launch) -> Spawned:
     if threading.active_count() != 1:
         raise LaunchFailed("refusing to fork a process running threads (privileges are changed after fork)")
-    if launch.uid == 0 or launch.gid == 0:
+    layers = launch.profile.layers
+    if "uid" in layers and not (launch.uid and launch.gid):
         raise LaunchFailed("refusing to launch as uid or gid 0")
-    built, applied, missing = _ruleset(launch) if launch.confine else (None, [], [])
-    program = seccomp.program(bool(launch.profile.network)) if launch.confine and seccomp.supported() else None
-    if launch.confine and program is None:
-        missing.append("seccomp-net")
-    group = _group(launch, applied, missing)
+    if "uid" not in layers and (launch.uid, launch.gid) != (None, None):
+        raise LaunchFailed(f"profile {launch.profile.name} changes no uid: launch it without one")
+    built, applied, missing = _ruleset(launch) if "landlock" in layers else (None, [], [])
+    allow_tcp = _seccomp(launch, missing) if "seccomp" in layers else None
+    group = _group(launch, applied, missing) if "cgroup" in layers else None
     if missing and launch.sandbox == "enforce" and set(missing) - {"cgroup"}:
         _cleanup(built, group)
         raise SandboxUnavailable(f"sandbox layers unavailable: {', '.join(missing)}; "
                                  "set `sandbox: best_effort` to run without them")
+    plan = confine.Plan(cwd=launch.cwd, parent_pid=os.getpid(), layers=layers, root=os.geteuid() == 0,
+                        group=group, rlimits=launch.profile.rlimits, uid=launch.uid, gid=launch.gid,
+                        seccomp_allow_tcp=allow_tcp, seccomp_name="seccomp-net",
+                        ruleset_fd=built.fd if built else None, ruleset_layers=list(built.applied) if built else [])
     status_r, status_w = os.pipe2(os.O_CLOEXEC)
-    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
         os.close(status_r)
-        _child(launch, built.fd if built else None, program, group, status_w, parent)
+        _child(launch, plan, status_w)
     os.close(status_w)
     _cleanup(built, None)
     status = _read_status(status_r)
     if not status.get("ok"):
         _wait_failed(pid, group)
-        raise SandboxUnavailable(status.get("error") or "the worker did not start")
+        raise SandboxUnavailable(status.get("error") or "the process did not start")
     return Spawned(pid, os.pidfd_open(pid), group, applied + status.get("applied", []), missing)
 
 
@@ -140,7 +149,17 @@ def _ruleset(launch: Launch) -> tuple[lsm.Built | None, list[str], list[str]]:
                                           tcp_connect=list(prof.tcp_connect)))
     except OSError:
         return None, [], ["landlock-fs", "landlock-tcp", "landlock-scope"]
-    return built, list(built.applied), list(built.missing)
+    return built, [], list(built.missing)  # the child reports the applied ones
+
+
+def _seccomp(launch: Launch, missing: list[str]) -> bool | None:
+    """Whether the filter lets TCP out (its program made here, so the child finds it cached); None: no filter."""
+    if not seccomp.supported():
+        missing.append("seccomp-net")
+        return None
+    allow_tcp = bool(launch.profile.network)
+    seccomp.program(allow_tcp, tool=False, private_ipc=False)  # the call confine.seccomp_program makes
+    return allow_tcp
 
 
 def _group(launch: Launch, applied: list[str], missing: list[str]) -> cgroups.Group | None:
@@ -189,38 +208,19 @@ def _wait_failed(pid: int, group: cgroups.Group | None) -> None:
 
 # -- the child (never returns) --------------------------------------------------------------------------
 
-def _child(launch: Launch, ruleset_fd: int | None, seccomp: bytes | None, group: cgroups.Group | None,
-           status_w: int, parent: int) -> None:
-    applied: list[str] = []
+def _child(launch: Launch, plan: confine.Plan, status_w: int) -> None:
     try:
         exe = os.open(launch.executable, os.O_PATH | os.O_CLOEXEC) if launch.executable else None
-        status_w, ruleset_fd, exe = _arrange_fds(launch.stdio, status_w, ruleset_fd, exe)
-        os.setsid()
-        for sig in RESET_SIGNALS:
-            signal.signal(sig, signal.SIG_DFL)
-        if group is not None:
-            group.join()
-        privs.set_rlimits(launch.profile.rlimits)
-        privs.lock_securebits()
-        privs.drop_bounding_set()
-        _switch_user(launch.uid, launch.gid)
-        privs.clear_capabilities()
-        if any(privs.capabilities()):
-            raise OSError(1, "capabilities still held after the uid change")
-        privs.set_pdeathsig(signal.SIGKILL)  # setresuid cleared it
-        if os.getppid() != parent:
-            raise OSError(3, "the supervisor exited during the launch")
-        privs.set_no_new_privs()
-        if seccomp is not None:
-            privs.install_seccomp(seccomp)
-            applied.append("seccomp-net")
-        if ruleset_fd is not None:
-            lsm.restrict_self(ruleset_fd)
-            os.close(ruleset_fd)
-        os.chdir(launch.cwd)
-        _check_reachable(launch)
-        _report(status_w, {"ok": True, "applied": ["rlimits", "caps", "uid", "no_new_privs", *applied]})
+        status_w, plan.ruleset_fd, exe = _arrange_fds(launch.stdio, status_w, plan.ruleset_fd, exe)
+        confine.new_session()
+        plan.early_errors = confine.early(plan.layers, plan.root)
+        confine.apply(plan)
+        if plan.uid is not None:
+            _check_reachable(launch)
+        _report(status_w, {"ok": True, "applied": plan.applied})
         os.execve(exe if exe is not None else launch.argv[0], launch.argv, launch.env)
+    except confine.Refused as exc:
+        _report(status_w, {"error": f"launch failed: {exc}"})
     except BaseException as exc:  # noqa: BLE001 - a forked child must never unwind into the supervisor
         detail = getattr(exc, "strerror", None) or str(exc)
         filename = getattr(exc, "filename", None)
@@ -280,14 +280,6 @@ def _arrange_fds(stdio: tuple[int, int, int], status_w: int, ruleset_fd: int | N
         low = fd + 1
     os.closerange(low, 1 << 20)
     return status_w, ruleset_fd, exe
-
-
-def _switch_user(uid: int, gid: int) -> None:
-    os.setgroups([])
-    os.setresgid(gid, gid, gid)
-    os.setresuid(uid, uid, uid)
-    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups():
-        raise OSError(1, "uid/gid/groups did not change")
 
 
 def _report(fd: int, message: dict[str, Any]) -> None:
