@@ -352,12 +352,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"{out.approvals} approvals/commands) {out.why}", file=sys.stderr, flush=True)
 
         if args.parallel:  # each column's model on its own CPU, both at once: the same conditions, half the time
-            threads = [threading.Thread(target=lambda n=n: [column(n, i, t) for i, t in enumerate(tasks)])
-                       for n in names]
+            # daemon threads: a stopped bench (SIGTERM, Ctrl-C) leaves through `finally` without waiting for them
+            threads = [threading.Thread(target=lambda n=n: [column(n, i, t) for i, t in enumerate(tasks)],
+                                        daemon=True) for n in names]
             for thread in threads:
                 thread.start()
-            for thread in threads:
-                thread.join()
+            while any(thread.is_alive() for thread in threads):
+                time.sleep(0.5)  # not join(): a signal handler runs in the main thread only between waits
         else:
             for i, task in enumerate(tasks):  # interleaved: machine noise falls on both columns alike
                 for n in names:
