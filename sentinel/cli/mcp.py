@@ -81,14 +81,15 @@ def _server(name: str) -> Any:
     return servers[name]
 
 
-def _store_call(system_op: str, local: Any, **args: Any) -> Any:
-    from sentinel.cli.trust import _with_trust
+def _engine() -> Any:
+    from sentinel.connect import open_engine
 
-    return _with_trust(system_op, local, **args)
+    return open_engine()
 
 
 def _pin(name: str) -> dict[str, Any] | None:
-    return _store_call("mcp_trust_get", lambda store: store.mcp_trust(name), server=name)
+    with _engine() as engine:
+        return engine.mcp_trust(name)
 
 
 @app.command("list")
@@ -173,7 +174,6 @@ def _pair(text: str, option: str) -> tuple[str, str]:
 @app.command("remove")
 def remove(name: str = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
     """Remove a server from config.yaml (and forget its pin)."""
-    from sentinel.local.engine import operator_name
 
     data = _raw()
     servers = data.get("mcp_servers") or {}
@@ -181,8 +181,8 @@ def remove(name: str = typer.Argument(...), as_json: bool = typer.Option(False, 
         raise NotFound(f"no MCP server {name!r} in {_config_file()}")
     del servers[name]
     _save(data)
-    by = operator_name()
-    _store_call("mcp_trust_forget", lambda store: store.untrust_mcp(name, by), server=name)
+    with _engine() as engine:
+        engine.mcp_trust_forget(name)
     if as_json:
         return print_json({"name": name, "removed": True})
     print(f"removed MCP server {name!r}")
@@ -248,16 +248,15 @@ def trust(name: str = typer.Argument(...),
           workspace: Optional[Path] = typer.Option(None, "--workspace", help="Its workspace (default: an empty one)."),
           as_json: bool = typer.Option(False, "--json")) -> None:
     """Pin the server: the SHA-256 of its command or URL and tool list; calls of a changed listing pause."""
-    from sentinel.local.engine import operator_name
     from sentinel.mcp import pin as pins
     from sentinel.mcp.tools import check_tool
 
     server, listed = _listing(name, agent, workspace)
     doc = pins.document(name, server, listed)
-    sha, text, by = pins.digest(doc), pins.canonical(doc), operator_name()
+    sha, text = pins.digest(doc), pins.canonical(doc)
     changes = pins.shown(doc, _pin(name)).get(pins.DIFF)
-    _store_call("mcp_trust_set", lambda store: store.trust_mcp(name, sha, text, by), server=name, sha256=sha,
-                document=text)
+    with _engine() as engine:
+        engine.mcp_trust_set(name, sha, text)
     withheld = {t.name: problem for t in listed if (problem := check_tool(name, t))}
     if as_json:
         return print_json({"server": name, "sha256": sha, "tools": [t.name for t in listed], "withheld": withheld,

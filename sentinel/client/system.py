@@ -222,6 +222,16 @@ class SystemEngine(Closing):
             firing = next(f for f in self.firings(watcher=ident, limit=50) if f["id"] == firing["id"])
         return firing
 
+    def mcp_trust(self, server: str) -> dict[str, Any] | None:
+        pin = self.call("mcp_trust_get", server=server)
+        return protocol.result_object(pin) if pin is not None else None
+
+    def mcp_trust_set(self, server: str, sha256: str, document: str) -> None:
+        self.call("mcp_trust_set", server=server, sha256=sha256, document=document)
+
+    def mcp_trust_forget(self, server: str) -> None:
+        self.call("mcp_trust_forget", server=server)
+
     def audit_quarantined(self, scope: str, findings: list[dict[str, Any]]) -> None:
         self.call("audit_quarantined", scope=scope, findings=findings)
 

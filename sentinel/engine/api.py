@@ -164,6 +164,18 @@ class Engine(Protocol):
         """Revoke trust in a tool's code (all agents, every hash unless narrowed); how many grants were revoked."""
         ...
 
+    def mcp_trust(self, server: str) -> dict[str, Any] | None:
+        """The pin of an MCP server (`sentinel mcp trust`): sha256, document, trusted_by, trusted_at; None."""
+        ...
+
+    def mcp_trust_set(self, server: str, sha256: str, document: str) -> None:
+        """Pin an MCP server's listing as the operator approved it (`document` must hash to `sha256`)."""
+        ...
+
+    def mcp_trust_forget(self, server: str) -> None:
+        """Drop an MCP server's pin (the server was removed from the configuration)."""
+        ...
+
     def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> dict[str, Any]:
         """Fire a watcher now (no match, dedupe or cooldown) and wait until its relay settled the firing; its
         hook session's events go to `on_event`. The firing as `firings()` lists it."""

@@ -333,6 +333,16 @@ class LocalEngine(Closing):
     def trust_revoke(self, tool: str, *, agent: str | None = None, code_sha256: str | None = None) -> int:
         return self.store.revoke_trust(tool, agent=agent, code_sha256=code_sha256, by=operator_name())
 
+    def mcp_trust(self, server: str) -> dict[str, Any] | None:
+        pin: dict[str, Any] | None = self.store.mcp_trust(server)
+        return pin
+
+    def mcp_trust_set(self, server: str, sha256: str, document: str) -> None:
+        self.store.trust_mcp(server, sha256, document, operator_name())
+
+    def mcp_trust_forget(self, server: str) -> None:
+        self.store.untrust_mcp(server, operator_name())
+
     def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> dict[str, Any]:
         """One of this user's watchers fires in this process: its hook session runs here, then its relay."""
         from sentinel.watchers import spec

@@ -22,6 +22,7 @@ import atexit
 import os
 import subprocess
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -32,6 +33,7 @@ from sentinel.tools import ToolContext
 
 STDERR_TAIL = 2000
 LINE_MAX = 16 * 1024 * 1024
+EXIT_WAIT_S = 1.0  # how long a failed call waits for a dying stdio server's exit code
 
 SecretLookup = Callable[[str], str | None]
 
@@ -221,6 +223,12 @@ class Connection:
         proc = self._process
         if proc is not None:
             code = None
+            # the pipe closes as the server dies, a moment before its exit can be collected: wait for that moment
+            deadline = time.monotonic() + EXIT_WAIT_S
+            while not (proc.poll() is not None if isinstance(proc, subprocess.Popen) else proc.ended()):
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.02)
             if isinstance(proc, subprocess.Popen):
                 code = proc.poll()
             elif proc.ended():

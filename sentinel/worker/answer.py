@@ -65,6 +65,7 @@ class Turn:
     calls: int = 0       # tool results this turn
     evidence: str = ""   # the conversation's text: request, calls, results (what an answer can be grounded in)
     call_args: str = ""  # the arguments of this turn's tool calls
+    denied: bool = False  # a call of this turn was denied (by policy or a person): the answer reports that
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ def asks_for_change(request: str) -> bool:
 
 
 def _no_change(turn: Turn) -> Problem | None:
-    if turn.changes or not asks_for_change(turn.request):
+    if turn.changes or turn.denied or not asks_for_change(turn.request):
         return None
     named = re.search(_FILE, turn.request)
     start = (f' Start by reading it: {{"tool": "read_file", "arguments": {{"path": "{named.group(0)}"}}}}'

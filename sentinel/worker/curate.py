@@ -28,7 +28,8 @@ def start(home: Path, run_id: str) -> None:
     log = paths.state_dir(home) / LOG
     argv = [sys.executable, "-I", "-m", "sentinel.worker.curate", "--home", str(home), run_id]
     subprocess.run(["/bin/sh", "-c", 'exec >/dev/null 2>>"$SENTINEL_CURATOR_LOG" </dev/null; "$@" &', "sh", *argv],
-                   env={**os.environ, "SENTINEL_CURATOR_LOG": str(log)}, start_new_session=True, check=False)
+                   env={**os.environ, "SENTINEL_HOME": str(home), "SENTINEL_CURATOR_LOG": str(log)},
+                   start_new_session=True, check=False)
 
 
 def curate(home: Path, run_id: str) -> list[str]:

@@ -178,25 +178,26 @@ class AgentLoop:
 
     def turn(self) -> answer.Turn:
         request = "" if self.state.kind == "hook" else self.state.request  # a watcher's event asks for no file
-        last_error, calls, evidence, call_args = self.turn_facts()
+        last_error, calls, evidence, call_args, denied = self.turn_facts()
         return answer.Turn(self.known(), self.state.changes, request, self.deps.tool_ctx.workspace,
-                           last_error, calls, evidence, call_args)
+                           last_error, calls, evidence, call_args, denied)
 
-    def turn_facts(self) -> tuple[str | None, int, str, str]:
+    def turn_facts(self) -> tuple[str | None, int, str, str, bool]:
         """This turn's last tool result when that call failed, how many tool results the turn has (corrections
         don't end a turn), the conversation's text an answer may draw on (every message, call and result), and
-        the arguments of this turn's calls."""
+        the arguments of this turn's calls, and whether a call of this turn was denied."""
         names: dict[str, str] = {}
         last: dict[str, Any] | None = None
         calls = 0
         evidence: list[str] = []
         call_args: list[str] = []
+        denied = False
         for message in self.state.messages:
             role, content = message.get("role"), str(message.get("content") or "")
             if role != "assistant" and not content.startswith("[sentinel]"):
                 evidence.append(content)  # the model's words and our corrections ground nothing; its calls do
             if role == "user" and not content.startswith("[sentinel]"):
-                last, calls, call_args = None, 0, []
+                last, calls, call_args, denied = None, 0, [], False
             elif role == "assistant":
                 for c in message.get("tool_calls") or []:
                     names[c["id"]] = c["function"]["name"]
@@ -204,12 +205,13 @@ class AgentLoop:
                     call_args.append(str(c["function"].get("arguments") or ""))
             elif role == "tool":
                 last, calls = message, calls + 1
+                denied = denied or content.startswith("Denied")
         if last is None:
-            return None, calls, "\n".join(evidence), "\n".join(call_args)
+            return None, calls, "\n".join(evidence), "\n".join(call_args), denied
         tool = self.deps.registry.get(names.get(str(last.get("tool_call_id")), ""))
         result = str(last.get("content") or "")
         failed = answer.failed(result, changes_things=tool is None or not tool.read_only)
-        return (result if failed else None), calls, "\n".join(evidence), "\n".join(call_args)
+        return (result if failed else None), calls, "\n".join(evidence), "\n".join(call_args), denied
 
     def send_back(self, record: dict[str, Any], problem: answer.Problem) -> None:
         """A reply that is no answer: the model reads a correction and tries again, up to MAX_CORRECTIONS times

@@ -108,8 +108,9 @@ def test_the_agent_cannot_edit_its_trusted_code_and_an_edit_that_lands_pauses(le
     assert results(server)[3] == "4" and tool_py.read_text() == WORDS and out["status"] == "done"
 
     # With its workspace pointed at the tool's folder, the agent's write lands: the next call pauses.
-    server, out = leashed([call("write_file", path="tool.py", content=MARKER), call("word_count", text="a"), "ok"],
-                          "--workspace", str(tool_py.parent), "edit", check=3)
+    # (it reads the file first: write_file does not replace a file the run has not read)
+    server, out = leashed([call("read_file", path="tool.py"), call("write_file", path="tool.py", content=MARKER),
+                           call("word_count", text="a"), "ok"], "--workspace", str(tool_py.parent), "edit", check=3)
     assert tool_py.read_text() == MARKER and not (tool_py.parent / "swapped.txt").exists()
     assert cli.json("approvals", "--json")[0]["code"]["tool.py"] == MARKER
 

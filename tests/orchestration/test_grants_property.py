@@ -10,7 +10,7 @@ import yaml
 
 from sentinel.engine import journal
 
-TOOLS = {"read_file": {"path": "f.txt"}, "list_dir": {"path": "."}, "write_file": {"path": "w.txt", "content": "x"},
+TOOLS = {"read_file": {"path": "f.txt"}, "list_dir": {"path": "."}, "write_file": {"path": "f.txt", "content": "aaa"},
          "edit_file": {"path": "f.txt", "old_string": "a", "new_string": "b"},
          "update_user": {"content": "likes tests"}, "recall": {"query": "x"}}
 ROUNDS = 8

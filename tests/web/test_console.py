@@ -140,7 +140,7 @@ def test_a_denial_tells_the_agent_the_reason(paused, console):
     engine.close()
     assert [m["content"] for m in shown.messages if m["role"] == "tool"] == [
         "Denied by the operator: use the staging box"]
-    assert shown["decisions"][0]["approval"]["approved"] is False
+    assert shown.decisions[0]["approval"]["approved"] is False
 
 
 def test_what_the_agent_wrote_is_shown_as_text(scripted_server, configure, sentinel_home, console):

@@ -282,3 +282,12 @@ def test_writing_over_a_file_the_run_never_read_is_refused(scripted_server, conf
     results = _tool_results(cli, out["id"])
     assert results[0].startswith("Error: not written: setup.cfg exists and you have not read it")
     assert (ws / "setup.cfg").read_text() == "[metadata]\nversion = 2.8.0\nname = demo\n"
+
+
+def test_a_change_request_whose_call_was_denied_ends_with_the_models_report(scripted_server, configure, cli):
+    """A denied call is not a model that did nothing: its answer reports the denial and the run is done."""
+    rm = {"name": "bash", "arguments": {"command": "rm -rf build"}}
+    configure({"policy": {"bash": {"default": "deny"}}},
+              server=scripted_server([{"tool_calls": [rm]}, "I could not delete build: the policy denied it."]))
+    out = cli.json("run", "Delete the build directory.", "--json", check=0)
+    assert out["status"] == "done" and "safeguards" not in out
