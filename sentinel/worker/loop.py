@@ -28,11 +28,13 @@ and the next user message (`sentinel.worker.turn`) starts another turn.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from sentinel.agents.selfstate import SOUL_REFUSED
@@ -418,10 +420,13 @@ class AgentLoop:
         if self.hands_to_child(name):
             return self.hand_to_child(call_id, name, decision)
         self.run.record({"type": "started", "call_id": call_id, "tool": name})
+        before = _fingerprint(self.deps.tool_ctx.workspace) if name == "bash" else None
         output = self.deps.registry.run(name, decision["arguments"], self.deps.tool_ctx, pinned)
         notes = [layer["note"] for layer in decision.get("layers", []) if layer.get("note")]
         notes += self.after_notes(call_id, name, decision["arguments"], output)
         changed = not tool.read_only and not output.startswith("Error:")
+        if changed and before is not None and _fingerprint(self.deps.tool_ctx.workspace) == before:
+            changed = False  # a command that left every workspace file as it was (a sed that matched nothing)
         records = self.verify(call_id, name, decision["arguments"], output, changed)
         notes += [r["note"] for r in records if r.get("note")]
         if notes:
@@ -507,6 +512,38 @@ class AgentLoop:
 
     def result(self, call_id: str, text: str, **extra: Any) -> None:
         self.run.record({"type": "finished", "call_id": call_id, "result": text, **extra})
+
+
+FINGERPRINT_MAX = 500  # workspace entries: beyond this a command counts as a change without looking
+
+
+HASH_MAX = 256 * 1024  # files up to this size are compared by content (`sed -i` rewrites a file it left as it was)
+
+
+def _fingerprint(workspace: Path) -> dict[str, tuple[int, int | bytes]] | None:
+    """Each workspace entry's size and content digest (modification time for a large file);
+    None: too many entries to look at cheaply, or unreadable."""
+    seen: dict[str, tuple[int, int | bytes]] = {}
+    stack = [workspace]
+    try:
+        while stack:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    st = entry.stat(follow_symlinks=False)
+                    if entry.is_dir(follow_symlinks=False):
+                        seen[entry.path] = (0, 0)  # its entries are listed; its mtime moves with any rename in it
+                    elif entry.is_file(follow_symlinks=False) and st.st_size <= HASH_MAX:
+                        with open(entry.path, "rb") as f:
+                            seen[entry.path] = (st.st_size, hashlib.blake2b(f.read(), digest_size=16).digest())
+                    else:
+                        seen[entry.path] = (st.st_size, st.st_mtime_ns)
+                    if len(seen) > FINGERPRINT_MAX:
+                        return None
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+    except OSError:
+        return None
+    return seen
 
 
 def _canonical(raw: Any) -> str:

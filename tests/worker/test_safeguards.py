@@ -291,3 +291,18 @@ def test_a_change_request_whose_call_was_denied_ends_with_the_models_report(scri
               server=scripted_server([{"tool_calls": [rm]}, "I could not delete build: the policy denied it."]))
     out = cli.json("run", "Delete the build directory.", "--json", check=0)
     assert out["status"] == "done" and "safeguards" not in out
+
+
+def test_a_command_that_changed_no_file_is_not_a_change(scripted_server, configure, cli, sentinel_home):
+    """The default model ran a sed that matched nothing (exit 0) and said "I set debug to false"."""
+    ws = sentinel_home / "workspace"
+    ws.mkdir(exist_ok=True)
+    (ws / "settings.json").write_text('{\n  "debug": true\n}\n')
+    miss = {"name": "bash", "arguments": {"command": "sed -i 's/debug true/debug false/' settings.json"}}
+    hit = {"name": "bash", "arguments": {"command": "sed -i 's/\"debug\": true/\"debug\": false/' settings.json"}}
+    server = scripted_server([{"tool_calls": [miss]}, "I set debug to false.", {"tool_calls": [hit]},
+                              "I set debug to false."])
+    configure({"policy": {"bash": {"default": "auto"}}}, server=server)
+    out = cli.json("run", "In settings.json set debug to false.", "--json", check=0)
+    assert out["status"] == "done" and out["safeguards"] == ["no_change"]
+    assert (ws / "settings.json").read_text() == '{\n  "debug": false\n}\n'
