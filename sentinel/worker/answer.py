@@ -132,17 +132,19 @@ def _missing_output(turn: Turn) -> Problem | None:
 
 
 def _unbacked(text: str, turn: Turn) -> Problem | None:
-    if turn.changes:
+    if turn.changes or (claim := _claim(text)) is None:
         return None
-    for claim in _CLAIM.finditer(text):
-        if not _NEGATION.search(claim.group("gap") or ""):
-            said = " ".join(text[claim.start():claim.end() + 40].split())
-            return Problem(UNBACKED, f"the answer says {said!r} but no tool call changed anything",
-                           f"[sentinel] You said you {claim.group('verb')} something, but no tool call in this task "
-                           "changed anything, so it was not done. Make the tool call now (a file is created with "
-                           "write_file), then answer.",
-                           f"the answer claims an action ({claim.group('verb')}) that no tool call made")
-    return None
+    said = " ".join(text[claim.start():claim.end() + 40].split())
+    return Problem(UNBACKED, f"the answer says {said!r} but no tool call changed anything",
+                   f"[sentinel] You said you {claim.group('verb')} something, but no tool call in this task "
+                   "changed anything, so it was not done. Make the tool call now (a file is created with "
+                   "write_file), then answer.",
+                   f"the answer claims an action ({claim.group('verb')}) that no tool call made")
+
+
+def _claim(text: str) -> re.Match[str] | None:
+    """The first claim of a change in `text` that is not negated ("I have not created ..." is none)."""
+    return next((c for c in _CLAIM.finditer(text) if not _NEGATION.search(c.group("gap") or "")), None)
 
 
 _EXIT = re.compile(r"\Aexit code: (-?\d+)")
@@ -158,7 +160,7 @@ def failed(result: str, changes_things: bool) -> bool:
 
 
 def _unresolved(text: str, turn: Turn) -> Problem | None:
-    if turn.last_error is None or not (outputs(turn.request) or _claims(text)):
+    if turn.last_error is None or not (outputs(turn.request) or _claim(text)):
         return None
     said = _short(turn.last_error)
     return Problem(UNRESOLVED, f"the last tool call failed ({said}) and the reply ends the task",
@@ -166,10 +168,6 @@ def _unresolved(text: str, turn: Turn) -> Problem | None:
                    "make the call again (there is `python3`, not `python`), or, if it cannot be done, say so "
                    "plainly.",
                    f"the last tool call failed ({said}) and the model ended without a call that worked")
-
-
-def _claims(text: str) -> bool:
-    return any(not _NEGATION.search(c.group("gap") or "") for c in _CLAIM.finditer(text))
 
 
 def _short(text: str, limit: int = 160) -> str:

@@ -518,13 +518,14 @@ FINGERPRINT_MAX = 500  # workspace entries: beyond this a command counts as a ch
 
 
 HASH_MAX = 256 * 1024  # files up to this size are compared by content (`sed -i` rewrites a file it left as it was)
+HASHED_MAX = 8 * 1024 * 1024  # bytes read per look: beyond this a command counts as a change without looking
 
 
 def _fingerprint(workspace: Path) -> dict[str, tuple[int, int | bytes]] | None:
     """Each workspace entry's size and content digest (modification time for a large file);
     None: too many entries to look at cheaply, or unreadable."""
     seen: dict[str, tuple[int, int | bytes]] = {}
-    stack = [workspace]
+    stack, hashed = [workspace], 0
     try:
         while stack:
             with os.scandir(stack.pop()) as entries:
@@ -533,6 +534,9 @@ def _fingerprint(workspace: Path) -> dict[str, tuple[int, int | bytes]] | None:
                     if entry.is_dir(follow_symlinks=False):
                         seen[entry.path] = (0, 0)  # its entries are listed; its mtime moves with any rename in it
                     elif entry.is_file(follow_symlinks=False) and st.st_size <= HASH_MAX:
+                        hashed += st.st_size
+                        if hashed > HASHED_MAX:
+                            return None
                         with open(entry.path, "rb") as f:
                             seen[entry.path] = (st.st_size, hashlib.blake2b(f.read(), digest_size=16).digest())
                     else:
