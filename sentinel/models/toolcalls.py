@@ -4,8 +4,11 @@ Accepted shapes, bare or in a ```json fence, alone or in a list:
     {"tool": NAME, "arguments": {...}}      {"name": NAME, "arguments"|"parameters"|"args": {...}}
     {"function": {"name": NAME, "arguments": ...}}    {"function": NAME, "arguments": {...}}
     {"tool_calls": [...]}
-Only names of registered tools count; anything else stays ordinary text. `invented` names the tools a
-reply called in that shape that do not exist (`create_note`): such a reply is not a final answer either.
+Only names of registered tools count; anything else stays ordinary text. One exception: a call to an invented
+tool whose only argument is a string `command` (`{"name": "setup_cfg", "arguments": {"command": "grep ..."}}`,
+the default model's habit) is a shell command, recovered as `bash` when that tool exists. `invented` names the
+tools a reply called in that shape that do not exist and could not be recovered (`create_note`): such a reply is
+not a final answer either.
 """
 
 from __future__ import annotations
@@ -57,6 +60,17 @@ def _as_call(obj: Any) -> tuple[str, Any] | None:
     return name, {}
 
 
+def _resolve(found: tuple[str, Any] | None, known: set[str]) -> tuple[str, Any] | None:
+    """The call as one of the known tools, or None: an invented name whose only argument is a string `command`
+    is a shell command."""
+    if found is None or found[0] in known:
+        return found
+    args = found[1]
+    if "bash" in known and isinstance(args, dict) and list(args) == ["command"] and isinstance(args["command"], str):
+        return "bash", args
+    return None
+
+
 def _flatten(obj: Any) -> list[Any]:
     if isinstance(obj, dict) and isinstance(obj.get("tool_calls"), list):
         return obj["tool_calls"]
@@ -82,7 +96,7 @@ def invented(text: str, known: set[str]) -> list[str]:
     for candidate in _json_candidates(text):
         for item in _flatten(candidate):
             name = _call_shaped(item)
-            if name is not None and name not in known and name not in names:
+            if name is not None and _resolve(_as_call(item), known) is None and name not in names:
                 names.append(name)
     return names
 
@@ -92,8 +106,8 @@ def recover(text: str, known: set[str], turn: int) -> list[ToolCall]:
     seen: set[tuple[str, str]] = set()
     for candidate in _json_candidates(text):
         for item in _flatten(candidate):
-            found = _as_call(item)
-            if not found or found[0] not in known:
+            found = _resolve(_as_call(item), known)
+            if not found:
                 continue
             name, args = found
             raw = args if isinstance(args, str) else json.dumps(args)

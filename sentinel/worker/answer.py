@@ -187,6 +187,17 @@ def asks_for_change(request: str) -> bool:
     return bool(_CHANGE.search(request) or outputs(request))
 
 
+# How a question opens ("Which version ...?", "How many ...?", "Is ...?"); "Can you fix ...?" asks for work.
+_QUESTION = re.compile(r"\A\s*(?:what|which|who|whom|whose|where|when|why|how|is|are|was|were|does|do|did|has|"
+                       r"have)\b", re.IGNORECASE)
+
+
+def asks_question(request: str) -> bool:
+    """The request only asks something: it opens like a question, ends with `?` and asks for no change."""
+    text = request.strip()
+    return text.endswith("?") and bool(_QUESTION.match(text)) and not asks_for_change(text)
+
+
 def _no_change(turn: Turn) -> Problem | None:
     if turn.changes or turn.denied or not asks_for_change(turn.request):
         return None

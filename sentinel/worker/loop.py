@@ -79,6 +79,8 @@ DUPLICATE = ("[sentinel note] This is the same call with the same arguments as t
 UNREAD = ("Error: not written: {path} exists and you have not read it in this task, and write_file replaces the "
           "whole file. Read it first with read_file, then change it with edit_file (or write_file with the whole "
           "new content).")
+UNASKED = ("Error: not changed: {path} was kept, because the task is a question and asks for no change. Answer "
+           "it from what you read.")
 FILE_TOOLS = ("write_file", "edit_file")
 SELF_EDITS = {"edit_soul": "soul", "update_user": "user.md"}  # self-state tools whose edits the operator sees
 INTERRUPTED = ("Error: this call was interrupted before it finished (the process running it stopped) and was "
@@ -276,6 +278,10 @@ class AgentLoop:
             return self.run.record(self.safeguard("unread_overwrite", "refused", f"write_file {unread}: it exists "
                                                   "and the run has not read it"),
                                    {"type": "finished", "call_id": call_id, "result": UNREAD.format(path=unread)})
+        if decision is None and (unasked := self.unasked_change(call)) is not None:
+            return self.run.record(self.safeguard("unasked_change", "refused", f"{name} {unasked}: the request is "
+                                                  "a question and asks for no change"),
+                                   {"type": "finished", "call_id": call_id, "result": UNASKED.format(path=unasked)})
         decision = decision or self.decide(call)
         if decision["outcome"] == "deny":
             self._pins.pop(call_id, None)
@@ -287,6 +293,17 @@ class AgentLoop:
         except CodeChanged as exc:
             return self.result(call_id, f"Error: {exc}")
         self.execute_call(call_id, name, decision, pinned)
+
+    def unasked_change(self, call: dict[str, Any]) -> str | None:
+        """The path of a write_file or edit_file made while the request is a question: the default model, asked
+        which version a file sets, changed the version and answered with the new one."""
+        if call["function"]["name"] not in FILE_TOOLS or self.state.kind == "hook" or not answer.asks_question(
+                self.state.request):
+            return None
+        try:
+            return str(json.loads(call["function"]["arguments"] or "{}").get("path") or "") or "the file"
+        except (ValueError, AttributeError):
+            return "the file"
 
     def unread_overwrite(self, call: dict[str, Any]) -> str | None:
         """The path of a write_file that would replace a workspace file no earlier call of the run named (read,

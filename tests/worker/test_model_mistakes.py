@@ -83,3 +83,14 @@ def test_an_unreachable_upstream_stops_the_run_resumable(scripted_server, config
     scripted_server(["finished after the outage"], port=port)  # the provider is back
     resumed = cli.json("resume", run_id, "--json")
     assert resumed["status"] == "done" and resumed["output"] == "finished after the outage"
+
+
+def test_an_invented_tool_with_only_a_command_runs_as_bash(scripted_server, configure, cli):
+    """The default model's first reply to a question: a fenced call to `setup_cfg` with a shell command."""
+    text = '```json\n{\n  "name": "setup_cfg",\n  "arguments": {\n    "command": "echo version=2.7.1"\n  }\n}\n```'
+    server = scripted_server([text, "The version is 2.7.1."])
+    configure(server=server)
+    out = cli.json("run", "Print the version", "--json", check=0)
+    assert out["status"] == "done" and out["safeguards"] == ["recovered_tool_call"]
+    tool = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert len(tool) == 1 and "version=2.7.1" in tool[0]["content"]

@@ -306,3 +306,46 @@ def test_a_command_that_changed_no_file_is_not_a_change(scripted_server, configu
     out = cli.json("run", "In settings.json set debug to false.", "--json", check=0)
     assert out["status"] == "done" and out["safeguards"] == ["no_change"]
     assert (ws / "settings.json").read_text() == '{\n  "debug": false\n}\n'
+
+
+def test_a_question_does_not_change_the_file_it_asks_about(scripted_server, configure, cli, sentinel_home):
+    """The default model, asked which version setup.cfg sets, read it, bumped the version to 2.7.2 and answered
+    with the new number: a question's edits are refused and the file is kept."""
+    ws = sentinel_home / "workspace"
+    ws.mkdir(exist_ok=True)
+    (ws / "setup.cfg").write_text("[metadata]\nversion = 2.7.1\n")
+    read = {"name": "read_file", "arguments": {"path": "setup.cfg"}}
+    bump = {"name": "edit_file", "arguments": {"path": "setup.cfg", "old_string": "version = 2.7.1",
+                                               "new_string": "version = 2.7.2"}}
+    blind = {"name": "write_file", "arguments": {"path": "setup.cfg", "content": "version = 2.7.2\n"}}
+    configure(server=scripted_server([{"tool_calls": [read]}, {"tool_calls": [bump]}, {"tool_calls": [blind]},
+                                      "setup.cfg sets version 2.7.1."]))
+    out = cli.json("run", "Which version is set in setup.cfg?", "--json", check=0)
+    assert out["status"] == "done" and out["output"] == "setup.cfg sets version 2.7.1."
+    assert out["safeguards"] == ["unasked_change"]
+    assert (ws / "setup.cfg").read_text() == "[metadata]\nversion = 2.7.1\n"
+    results = _tool_results(cli, out["id"])
+    assert results[1].startswith("Error: not changed: setup.cfg was kept") and results[2] == results[1]
+
+
+def test_a_request_phrased_as_a_question_still_gets_its_change(scripted_server, configure, cli, sentinel_home):
+    """"Can you ...?" asks for work, and a question that also asks for a change is a change request."""
+    ws = sentinel_home / "workspace"
+    ws.mkdir(exist_ok=True)
+    (ws / "notes.md").write_text("- one\n")
+    read = {"name": "read_file", "arguments": {"path": "notes.md"}}
+    edit = {"name": "edit_file", "arguments": {"path": "notes.md", "old_string": "- one", "new_string": "- two"}}
+    configure(server=scripted_server([{"tool_calls": [read]}, {"tool_calls": [edit]}, "Changed it to two."]))
+    out = cli.json("run", "Can you change 'one' to 'two' in notes.md?", "--json", check=0)
+    assert out["status"] == "done" and "safeguards" not in out
+    assert (ws / "notes.md").read_text() == "- two\n"
+
+
+def test_what_is_a_question():
+    from sentinel.worker.answer import asks_question
+    assert asks_question("Which version is set in setup.cfg?")
+    assert asks_question("How many lines does app.log have?")
+    assert not asks_question("Can you fix calc.py?")
+    assert not asks_question("What is wrong in calc.py? Fix it.")
+    assert not asks_question("Which file is the largest? Save its name to largest.txt?")
+    assert not asks_question("Fix the bug in calc.py")
