@@ -162,7 +162,7 @@ def failed(result: str, changes_things: bool) -> bool:
 def _unresolved(text: str, turn: Turn) -> Problem | None:
     if turn.last_error is None or not (outputs(turn.request) or _claim(text)):
         return None
-    said = _short(turn.last_error)
+    said = short(turn.last_error)
     return Problem(UNRESOLVED, f"the last tool call failed ({said}) and the reply ends the task",
                    f"[sentinel] Your last tool call failed: {said}. The task is not done. Fix the cause and "
                    "make the call again (there is `python3`, not `python`), or, if it cannot be done, say so "
@@ -170,7 +170,8 @@ def _unresolved(text: str, turn: Turn) -> Problem | None:
                    f"the last tool call failed ({said}) and the model ended without a call that worked")
 
 
-def _short(text: str, limit: int = 160) -> str:
+def short(text: str, limit: int = 160) -> str:
+    """`text` on one line, cut to `limit` characters."""
     line = " ".join(text.split())
     return line if len(line) <= limit else line[:limit - 1] + "…"
 

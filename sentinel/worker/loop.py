@@ -181,15 +181,10 @@ class AgentLoop:
         return self.deps.registry.names() if self.deps.granted is None else set(self.deps.granted)
 
     def turn(self) -> answer.Turn:
+        """What the answer checks know of the turn a reply ends: its last tool result when that call failed, how
+        many tool results it has (corrections don't end a turn), the conversation's text an answer may draw on
+        (every message, call and result), the arguments of its calls, and whether one of them was denied."""
         request = "" if self.state.kind == "hook" else self.state.request  # a watcher's event asks for no file
-        last_error, calls, evidence, call_args, denied = self.turn_facts()
-        return answer.Turn(self.known(), self.state.changes, request, self.deps.tool_ctx.workspace,
-                           last_error, calls, evidence, call_args, denied)
-
-    def turn_facts(self) -> tuple[str | None, int, str, str, bool]:
-        """This turn's last tool result when that call failed, how many tool results the turn has (corrections
-        don't end a turn), the conversation's text an answer may draw on (every message, call and result), and
-        the arguments of this turn's calls, and whether a call of this turn was denied."""
         names: dict[str, str] = {}
         last: dict[str, Any] | None = None
         calls = 0
@@ -210,12 +205,13 @@ class AgentLoop:
             elif role == "tool":
                 last, calls = message, calls + 1
                 denied = denied or content.startswith("Denied")
-        if last is None:
-            return None, calls, "\n".join(evidence), "\n".join(call_args), denied
-        tool = self.deps.registry.get(names.get(str(last.get("tool_call_id")), ""))
-        result = str(last.get("content") or "")
-        failed = answer.failed(result, changes_things=tool is None or not tool.read_only)
-        return (result if failed else None), calls, "\n".join(evidence), "\n".join(call_args), denied
+        last_error = None
+        if last is not None:
+            tool = self.deps.registry.get(names.get(str(last.get("tool_call_id")), ""))
+            result = str(last.get("content") or "")
+            last_error = result if answer.failed(result, changes_things=tool is None or not tool.read_only) else None
+        return answer.Turn(self.known(), self.state.changes, request, self.deps.tool_ctx.workspace, last_error,
+                           calls, "\n".join(evidence), "\n".join(call_args), denied)
 
     def send_back(self, record: dict[str, Any], problem: answer.Problem) -> None:
         """A reply that is no answer: the model reads a correction and tries again, up to MAX_CORRECTIONS times
@@ -238,9 +234,10 @@ class AgentLoop:
         turns = [_signature(m) for m in self.state.messages if m.get("role") == "assistant"][-2 * LOOP_REPEATS:]
         last = turns[-LOOP_REPEATS:]
         if len(last) == LOOP_REPEATS and len(set(last)) == 1:
-            why = f"the same tool call(s) {LOOP_REPEATS} turns in a row: {_short(last[0])}"
+            why = f"the same tool call(s) {LOOP_REPEATS} turns in a row: {answer.short(last[0], 120)}"
         elif len(turns) >= 6 and len(set(turns[-6:])) == 2 and turns[-6:] == turns[-2:] * 3:
-            why = f"the same two turns taking turns three times: {_short(turns[-1])} / {_short(turns[-2])}"
+            why = (f"the same two turns taking turns three times: {answer.short(turns[-1], 120)} / "
+                   f"{answer.short(turns[-2], 120)}")
         else:
             return
         results = [{"type": "finished", "call_id": c["id"], "result": "Not run: the run was stopped for repeating "
@@ -456,7 +453,7 @@ class AgentLoop:
         """What the loop checks after a call: a written file exists; a self-state edit is recorded for the
         operator to see (with the soul version that undoes it), a refused soul edit too."""
         if name == "edit_soul" and output.startswith(f"Error: {SOUL_REFUSED}"):
-            return [self.safeguard("soul_edit_refused", "refused", _short(output[len("Error: "):], 160))]
+            return [self.safeguard("soul_edit_refused", "refused", answer.short(output[len("Error: "):], 160))]
         if not changed:
             return []
         if name in FILE_TOOLS:
@@ -469,7 +466,7 @@ class AgentLoop:
             content = str(args.get("content") or "")
             return [{"type": "self_edit", "agent": self.state.agent, "call_id": call_id, "tool": name,
                      "file": SELF_EDITS[name], "chars": len(content), "version": _version(output),
-                     "excerpt": _short(" ".join(content.split()), 160)}]
+                     "excerpt": answer.short(content, 160)}]
         return []
 
     def context(self, call_id: str, name: str, args: dict[str, Any], code_sha256: str | None = None) -> CallContext:
@@ -579,10 +576,6 @@ def _canonical(raw: Any) -> str:
 def _signature(message: dict[str, Any]) -> str:
     calls = message.get("tool_calls") or []
     return "; ".join(f"{c['function']['name']} {_canonical(c['function']['arguments'])}" for c in calls) or "(text)"
-
-
-def _short(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _version(output: str) -> int | None:
