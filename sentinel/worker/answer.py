@@ -8,6 +8,8 @@ A reply is not a final answer when it is
 - `empty_answer`: nothing at all;
 - `missing_output`: the request names a file to produce (`Create notes.md ...`, `... save it to out.txt`) and
   that file is not in the workspace;
+- `missing_bullets`: the request asks for a number of bullet points in a file it names ("Create notes.md with
+  three bullet points") and the file has fewer Markdown bullets (`- `, `* `, `+ `) than that;
 - `unbacked_claim`: it says an action was done ("I created notes.md") while no tool call of this turn changed
   anything;
 - `no_change`: the request asks for a change (it opens with an imperative like "Change", "Delete", "In
@@ -33,6 +35,7 @@ from sentinel.models.toolcalls import invented
 
 TOOL_AS_TEXT, EMPTY, MISSING_OUTPUT, UNBACKED = "tool_call_as_text", "empty_answer", "missing_output", "unbacked_claim"
 UNRESOLVED, NO_CHANGE, UNGROUNDED, UNREAD = "unresolved_error", "no_change", "ungrounded_number", "unread_input"
+BULLETS = "missing_bullets"
 
 _CALL_TEXT = re.compile(r'\{\s*"(?:name|tool|tool_name)"\s*:\s*"([\w.-]+)"[^{}]*"(?:arguments|parameters|args)"')
 _FILE = r"[\w][\w./-]*\.[A-Za-z0-9]{1,8}\b"
@@ -77,7 +80,7 @@ class Problem:
 
 
 def check(text: str, turn: Turn) -> Problem | None:
-    return (_tool_as_text(text, turn) or _empty(text) or _missing_output(turn) or _unread(turn)
+    return (_tool_as_text(text, turn) or _empty(text) or _missing_output(turn) or _bullets(turn) or _unread(turn)
             or _unbacked(text, turn) or _no_change(turn) or _unresolved(text, turn) or _ungrounded(text, turn))
 
 
@@ -129,6 +132,32 @@ def _missing_output(turn: Turn) -> Problem | None:
                    f"[sentinel] The task asks for {listed}, but it does not exist in the workspace yet. Create it "
                    "with a tool call (write_file), then answer.",
                    f"the task asks for {listed} and it does not exist in the workspace")
+
+
+_COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+           "ten": 10}
+_BULLETS = re.compile(r"\b(\d{1,2}|" + "|".join(_COUNTS) + r")\s+(?:short\s+)?bullet(?:\s*points?|s)?\b",
+                      re.IGNORECASE)
+_BULLET = re.compile(r"^\s*[-*+\u2022]\s+\S", re.MULTILINE)
+
+
+def _bullets(turn: Turn) -> Problem | None:
+    asked = _BULLETS.search(turn.request)
+    files = [f for f in outputs(turn.request) if (turn.workspace / f).is_file()]
+    if asked is None or not files:
+        return None
+    wanted = int(asked.group(1)) if asked.group(1).isdigit() else _COUNTS[asked.group(1).lower()]
+    try:
+        found = len(_BULLET.findall((turn.workspace / files[0]).read_text(errors="replace")[:65536]))
+    except OSError:
+        return None
+    if found >= wanted:
+        return None
+    return Problem(BULLETS, f"the request asks for {wanted} bullet points and {files[0]} has {found}",
+                   f"[sentinel] The task asks for {wanted} bullet points, and {files[0]} has {found} lines that are "
+                   f"Markdown bullets. Write it again with write_file, one line per point, each starting with "
+                   f'"- ", then answer.',
+                   f"the task asks for {wanted} bullet points and {files[0]} has {found}")
 
 
 def _unbacked(text: str, turn: Turn) -> Problem | None:

@@ -349,3 +349,22 @@ def test_what_is_a_question():
     assert not asks_question("What is wrong in calc.py? Fix it.")
     assert not asks_question("Which file is the largest? Save its name to largest.txt?")
     assert not asks_question("Fix the bug in calc.py")
+
+
+def test_a_file_without_the_bullet_points_asked_for_is_sent_back(scripted_server, configure, cli, sentinel_home):
+    """The default model wrote notes.md as a numbered list and said it was done."""
+    numbered = {"name": "write_file", "arguments": {"path": "notes.md", "content": "1. kernel\n2. shell\n3. files\n"}}
+    server = scripted_server([{"tool_calls": [numbered]}, "Created notes.md.", {"tool_calls": [NOTES]},
+                              "Created notes.md with three bullet points."])
+    configure(server=server)
+    out = cli.json("run", TASK, "--json", check=0)
+    assert out["status"] == "done" and out["safeguards"] == ["missing_bullets"]
+    assert "3 bullet points" in server.requests[2]["messages"][-1]["content"]
+    assert (sentinel_home / "workspace" / "notes.md").read_text().count("- ") == 3
+
+
+def test_a_file_that_never_gets_its_bullet_points_fails(scripted_server, configure, cli, sentinel_home):
+    one_line = {"name": "write_file", "arguments": {"path": "notes.md", "content": "Linux is a kernel.\n"}}
+    configure(server=scripted_server([{"tool_calls": [one_line]}, "Created notes.md."]))
+    out = cli.json("run", TASK, "--json", check=1)
+    assert out["status"] == "failed" and "3 bullet points and notes.md has 0" in out["error"]
