@@ -15,14 +15,13 @@ sent again, at least once). Sending happens in a small thread pool; the store is
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from sentinel.detach import detach
 from sentinel.engine import db, outbox
 from sentinel.engine.store import Store
 from sentinel.notify import send
@@ -168,7 +167,4 @@ def kick(store: Store, config: Any, home: Path) -> None:
     scan(store.conn, config)
     if outbox.next_due(store.conn) is None:
         return
-    log = home / "state" / "notify.log"
-    argv = [sys.executable, "-I", "-m", "sentinel.notify", "--home", str(home)]
-    subprocess.run(["/bin/sh", "-c", 'exec >/dev/null 2>>"$SENTINEL_NOTIFY_LOG" </dev/null; "$@" &', "sh", *argv],
-                   env={**os.environ, "SENTINEL_NOTIFY_LOG": str(log)}, start_new_session=True, check=False)
+    detach("sentinel.notify", ["--home", str(home)], log=home / "state" / "notify.log")

@@ -13,23 +13,19 @@ next chat turn); a failed call is audited as `curator_failed` and logged in stat
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 from sentinel import paths
+from sentinel.detach import detach
 
 LOG = "curator.log"
 
 
 def start(home: Path, run_id: str) -> None:
     """Start the curator's process for `run_id`, detached: this costs one fork of /bin/sh, which exits at once."""
-    log = paths.state_dir(home) / LOG
-    argv = [sys.executable, "-I", "-m", "sentinel.worker.curate", "--home", str(home), run_id]
-    subprocess.run(["/bin/sh", "-c", 'exec >/dev/null 2>>"$SENTINEL_CURATOR_LOG" </dev/null; "$@" &', "sh", *argv],
-                   env={**os.environ, "SENTINEL_HOME": str(home), "SENTINEL_CURATOR_LOG": str(log)},
-                   start_new_session=True, check=False)
+    detach("sentinel.worker.curate", ["--home", str(home), run_id], log=paths.state_dir(home) / LOG,
+           env={"SENTINEL_HOME": str(home)})
 
 
 def curate(home: Path, run_id: str) -> list[str]:

@@ -163,7 +163,7 @@ def test_a_target_that_never_answers_does_not_hold_up_the_run(notify_config, web
 def test_a_deliverer_that_cannot_start_leaves_the_run_standing(notify_config, webhook, sentinel_home, monkeypatch,
                                                                 capsys):
     from sentinel.local.engine import LocalEngine
-    from sentinel.notify import dispatch
+    from sentinel import detach
 
     hook = webhook()
     notify_config([{"type": "webhook", "url": hook.url, "on": ["approval"]}])
@@ -173,7 +173,7 @@ def test_a_deliverer_that_cannot_start_leaves_the_run_standing(notify_config, we
 
     (sentinel_home / "workspace").mkdir(exist_ok=True)
     with monkeypatch.context() as patched, LocalEngine() as engine:
-        patched.setattr(dispatch.subprocess, "run", no_shell)
+        patched.setattr(detach.subprocess, "run", no_shell)
         outcome = engine.start("note that it ran", workspace=sentinel_home / "workspace")
     assert outcome.status == "waiting_approval" and outcome.approval_id
     assert "warning: notify: could not queue or start the deliverer" in capsys.readouterr().err
