@@ -149,7 +149,7 @@ class Engine:
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"model {self.name}: {exc}") from None
         usage["prompt_tokens"] = int(getattr(llama, "n_tokens", 0)) - usage["completion_tokens"]
-        self.cached_tokens = _common_prefix(before, _tokens(llama)[:usage["prompt_tokens"]])
+        self.cached_tokens = int(llama.longest_token_prefix(before, _tokens(llama)[:usage["prompt_tokens"]]))
         return "".join(parts), usage
 
 
@@ -163,15 +163,6 @@ class _Slot:
 def _tokens(llama: Any) -> list[int]:
     ids = getattr(llama, "input_ids", None)
     return [] if ids is None else [int(t) for t in ids]
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def default_threads() -> int:
