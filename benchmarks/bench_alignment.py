@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-TABLE = Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures" / "alignment_scenarios.yaml"
+TABLE = Path(__file__).resolve().parents[1] / "tests" / "policy" / "gate" / "data" / "alignment_scenarios.yaml"
 
 
 def load_table(path: Path) -> list[dict[str, Any]]:
