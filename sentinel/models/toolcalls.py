@@ -20,9 +20,17 @@ from typing import Any, Iterable
 from sentinel.models.base import ToolCall
 
 _FENCE = re.compile(r"```(?:json|tool_call|tool)?\s*(.*?)```", re.S)
+_ESCAPE = re.compile(r"\\(.)", re.S)
+
+
+def _escaped(text: str) -> str:
+    r"""`text` with every backslash that starts no JSON escape doubled: the default model writes a shell
+    command's `\;` (find -exec) into a JSON string as it is, which no JSON parser accepts."""
+    return _ESCAPE.sub(lambda m: m.group(0) if m.group(1) in '"\\/bfnrtu' else "\\\\" + m.group(1), text)
 
 
 def _json_candidates(text: str) -> Iterable[Any]:
+    text = _escaped(text)
     for block in _FENCE.findall(text):
         try:
             yield json.loads(block)

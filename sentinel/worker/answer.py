@@ -10,6 +10,8 @@ A reply is not a final answer when it is
   that file is not in the workspace;
 - `missing_bullets`: the request asks for a number of bullet points in a file it names ("Create notes.md with
   three bullet points") and the file has fewer Markdown bullets (`- `, `* `, `+ `) than that;
+- `invalid_file`: the request asks for a change and a JSON, YAML or TOML file it names no longer parses (the
+  default model replaced settings.json with `debug = false`);
 - `unbacked_claim`: it says an action was done ("I created notes.md") while no tool call of this turn changed
   anything;
 - `no_change`: the request asks for a change (it opens with an imperative like "Change", "Delete", "In
@@ -27,15 +29,19 @@ ends the run `failed` with the problem's `failure`.
 
 from __future__ import annotations
 
+import json
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from sentinel.models.toolcalls import invented
 
 TOOL_AS_TEXT, EMPTY, MISSING_OUTPUT, UNBACKED = "tool_call_as_text", "empty_answer", "missing_output", "unbacked_claim"
 UNRESOLVED, NO_CHANGE, UNGROUNDED, UNREAD = "unresolved_error", "no_change", "ungrounded_number", "unread_input"
-BULLETS = "missing_bullets"
+BULLETS, INVALID = "missing_bullets", "invalid_file"
 
 _CALL_TEXT = re.compile(r'\{\s*"(?:name|tool|tool_name)"\s*:\s*"([\w.-]+)"[^{}]*"(?:arguments|parameters|args)"')
 _FILE = r"[\w][\w./-]*\.[A-Za-z0-9]{1,8}\b"
@@ -80,7 +86,8 @@ class Problem:
 
 
 def check(text: str, turn: Turn) -> Problem | None:
-    return (_tool_as_text(text, turn) or _empty(text) or _missing_output(turn) or _bullets(turn) or _unread(turn)
+    return (_tool_as_text(text, turn) or _empty(text) or _missing_output(turn) or _bullets(turn) or _invalid(turn)
+            or _unread(turn)
             or _unbacked(text, turn) or _no_change(turn) or _unresolved(text, turn) or _ungrounded(text, turn))
 
 
@@ -141,23 +148,66 @@ _BULLETS = re.compile(r"\b(\d{1,2}|" + "|".join(_COUNTS) + r")\s+(?:short\s+)?bu
 _BULLET = re.compile(r"^\s*[-*+\u2022]\s+\S", re.MULTILINE)
 
 
-def _bullets(turn: Turn) -> Problem | None:
-    asked = _BULLETS.search(turn.request)
-    files = [f for f in outputs(turn.request) if (turn.workspace / f).is_file()]
-    if asked is None or not files:
-        return None
-    wanted = int(asked.group(1)) if asked.group(1).isdigit() else _COUNTS[asked.group(1).lower()]
+def _read(path: Path) -> str | None:
     try:
-        found = len(_BULLET.findall((turn.workspace / files[0]).read_text(errors="replace")[:65536]))
+        return path.read_text(errors="replace")[:1 << 20] if path.is_file() else None
     except OSError:
         return None
-    if found >= wanted:
+
+
+def bullets_missing(request: str, workspace: Path, path: str) -> tuple[int, int] | None:
+    """(asked, found) when the request asks for bullet points in `path` (its first output file) and the file has
+    fewer Markdown bullets than asked."""
+    asked = _BULLETS.search(request)
+    files = outputs(request)
+    if asked is None or not files or files[0] != path.removeprefix("./") or (text := _read(workspace / path)) is None:
         return None
-    return Problem(BULLETS, f"the request asks for {wanted} bullet points and {files[0]} has {found}",
-                   f"[sentinel] The task asks for {wanted} bullet points, and {files[0]} has {found} lines that are "
+    wanted = int(asked.group(1)) if asked.group(1).isdigit() else _COUNTS[asked.group(1).lower()]
+    found = len(_BULLET.findall(text))
+    return (wanted, found) if found < wanted else None
+
+
+def _bullets(turn: Turn) -> Problem | None:
+    files = outputs(turn.request)
+    short_of = bullets_missing(turn.request, turn.workspace, files[0]) if files else None
+    if short_of is None:
+        return None
+    (wanted, found), name = short_of, files[0]
+    return Problem(BULLETS, f"the request asks for {wanted} bullet points and {name} has {found}",
+                   f"[sentinel] The task asks for {wanted} bullet points, and {name} has {found} lines that are "
                    f"Markdown bullets. Write it again with write_file, one line per point, each starting with "
                    f'"- ", then answer.',
-                   f"the task asks for {wanted} bullet points and {files[0]} has {found}")
+                   f"the task asks for {wanted} bullet points and {name} has {found}")
+
+
+def unparsable(workspace: Path, path: str) -> str | None:
+    """Why `path` does not parse as the JSON, YAML or TOML its name says it holds; None when it does (or is
+    another kind of file, or is not there)."""
+    kind = Path(path).suffix.lower()
+    if kind not in (".json", ".yaml", ".yml", ".toml") or (text := _read(workspace / path)) is None:
+        return None
+    try:
+        if kind == ".json":
+            json.loads(text)
+        elif kind == ".toml":
+            tomllib.loads(text)
+        else:
+            yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        return f"{path} is not valid {kind[1:].upper().replace('YML', 'YAML')}: {short(str(exc), 100)}"
+    return None
+
+
+def _invalid(turn: Turn) -> Problem | None:
+    if not asks_for_change(turn.request):
+        return None
+    why = next((w for f in named_files(turn.request) if (w := unparsable(turn.workspace, f))), None)
+    if why is None:
+        return None
+    return Problem(INVALID, why,
+                   f"[sentinel] {why}. Read it with read_file, then write it again whole and valid, with the change "
+                   "the task asks for, then answer.",
+                   why)
 
 
 def _unbacked(text: str, turn: Turn) -> Problem | None:
@@ -274,10 +324,14 @@ def _ungrounded(text: str, turn: Turn) -> Problem | None:
                    f"the answer states {listed}, which no tool result showed")
 
 
+def named_files(request: str) -> list[str]:
+    """Every file name the request mentions, in order."""
+    return list(dict.fromkeys(m.group(0).rstrip(".") for m in re.finditer(_FILE, request)))
+
+
 def inputs(request: str, workspace: Path) -> list[str]:
     """Files the request names that are in the workspace, in order."""
-    named = [m.group(0).rstrip(".") for m in re.finditer(_FILE, request)]
-    return [f for f in dict.fromkeys(named) if (workspace / f).is_file()]
+    return [f for f in named_files(request) if (workspace / f).is_file()]
 
 
 def _unread(turn: Turn) -> Problem | None:

@@ -462,11 +462,32 @@ class AgentLoop:
                 note = f"{path} does not exist after this {name} call: check the path and write it again."
                 return [{**self.safeguard("write_unverified", "flagged", f"{name}: {path} missing after the "
                                           "write"), "note": note}]
+        if checked := self.check_content(name, args):
+            return checked
         if name in SELF_EDITS:
             content = str(args.get("content") or "")
             return [{"type": "self_edit", "agent": self.state.agent, "call_id": call_id, "tool": name,
                      "file": SELF_EDITS[name], "chars": len(content), "version": _version(output),
                      "excerpt": answer.short(content, 160)}]
+        return []
+
+    def check_content(self, name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+        """After a call changed files: a JSON, YAML or TOML file it wrote (or, after a command, one the request
+        names) that no longer parses, or a file asked to hold N bullet points that holds fewer, gets a note at
+        once, so the model can mend it before it answers."""
+        request, workspace = self.state.request, self.deps.tool_ctx.workspace
+        if self.state.kind == "hook" or not answer.asks_for_change(request):
+            return []
+        paths = [str(args.get("path") or "")] if name in FILE_TOOLS else answer.named_files(request)
+        for path in filter(None, paths):
+            if why := answer.unparsable(workspace, path):
+                return [{**self.safeguard(answer.INVALID, "flagged", why),
+                         "note": f"{why}. Write it again whole and valid."}]
+            if short_of := answer.bullets_missing(request, workspace, path):
+                wanted, found = short_of
+                return [{**self.safeguard(answer.BULLETS, "flagged", f"{path} has {found} of {wanted} bullet points"),
+                         "note": f"The task asks for {wanted} bullet points and {path} now has {found} lines "
+                                 'starting with "- ". Write it again, one "- " line per point.'}]
         return []
 
     def context(self, call_id: str, name: str, args: dict[str, Any], code_sha256: str | None = None) -> CallContext:

@@ -94,3 +94,18 @@ def test_an_invented_tool_with_only_a_command_runs_as_bash(scripted_server, conf
     assert out["status"] == "done" and out["safeguards"] == ["recovered_tool_call"]
     tool = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert len(tool) == 1 and "version=2.7.1" in tool[0]["content"]
+
+
+def test_a_text_call_with_a_shell_escape_in_its_json_is_recovered(scripted_server, configure, cli, sentinel_home):
+    """The default model's cleanup: `find ... -exec rm -f {} \\;` written into a JSON string as it is (an invalid
+    JSON escape) was sent back three times as "not valid JSON" and the run failed."""
+    ws = sentinel_home / "workspace"
+    ws.mkdir(exist_ok=True)
+    (ws / "old.tmp").write_text("x")
+    (ws / "keep.txt").write_text("y")
+    text = ('```json\n{"tool": "bash", "arguments": {"command": "find . -type f -name \'*.tmp\' -exec rm -f {} \\;",'
+            ' "timeout_s": 60}}\n```')
+    configure({"policy": {"bash": {"default": "auto"}}}, server=scripted_server([text, "Deleted old.tmp."]))
+    out = cli.json("run", "Delete every .tmp file in the workspace. Keep all the other files.", "--json", check=0)
+    assert out["status"] == "done" and out["safeguards"] == ["recovered_tool_call"]
+    assert not (ws / "old.tmp").exists() and (ws / "keep.txt").exists()

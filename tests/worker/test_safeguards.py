@@ -368,3 +368,44 @@ def test_a_file_that_never_gets_its_bullet_points_fails(scripted_server, configu
     configure(server=scripted_server([{"tool_calls": [one_line]}, "Created notes.md."]))
     out = cli.json("run", TASK, "--json", check=1)
     assert out["status"] == "failed" and "3 bullet points and notes.md has 0" in out["error"]
+
+
+def test_a_config_file_broken_by_the_change_is_flagged_and_sent_back(scripted_server, configure, cli, sentinel_home):
+    """The default model replaced settings.json with `debug = false` (echo > settings.json), then said it had no
+    instructions: the broken JSON is flagged at once and the answer is sent back until the file parses."""
+    ws = sentinel_home / "workspace"
+    ws.mkdir(exist_ok=True)
+    (ws / "settings.json").write_text('{\n  "debug": true\n}\n')
+    clobber = {"name": "bash", "arguments": {"command": "echo 'debug = false' > settings.json"}}
+    read = {"name": "read_file", "arguments": {"path": "settings.json"}}
+    mend = {"name": "write_file", "arguments": {"path": "settings.json", "content": '{\n  "debug": false\n}\n'}}
+    server = scripted_server([{"tool_calls": [clobber]}, "I did not receive any input or instructions.",
+                              {"tool_calls": [read]}, {"tool_calls": [mend]}, "Set debug to false."])
+    configure({"policy": {"bash": {"default": "auto"}}}, server=server)
+    out = cli.json("run", "In settings.json set debug to false.", "--json", check=0)
+    assert out["status"] == "done" and out["safeguards"] == ["invalid_file"]
+    assert json.loads((ws / "settings.json").read_text()) == {"debug": False}
+    results = _tool_results(cli, out["id"])
+    assert "[sentinel note] settings.json is not valid JSON" in results[0]
+    assert "settings.json is not valid JSON" in server.requests[2]["messages"][-1]["content"]
+
+
+def test_a_config_file_left_broken_fails_the_run(scripted_server, configure, cli, sentinel_home):
+    ws = sentinel_home / "workspace"
+    ws.mkdir(exist_ok=True)
+    (ws / "app.yaml").write_text("debug: true\n")
+    read = {"name": "read_file", "arguments": {"path": "app.yaml"}}
+    broken = {"name": "write_file", "arguments": {"path": "app.yaml", "content": "debug: [false\n"}}
+    configure(server=scripted_server([{"tool_calls": [read]}, {"tool_calls": [broken]}, "Done."]))
+    out = cli.json("run", "In app.yaml set debug to false.", "--json", check=1)
+    assert out["status"] == "failed" and "app.yaml is not valid YAML" in out["error"]
+
+
+def test_a_question_about_a_broken_file_is_still_answered(scripted_server, configure, cli, sentinel_home):
+    ws = sentinel_home / "workspace"
+    ws.mkdir(exist_ok=True)
+    (ws / "broken.json").write_text('{"a": 1,,}')
+    read = {"name": "read_file", "arguments": {"path": "broken.json"}}
+    configure(server=scripted_server([{"tool_calls": [read]}, "It has two commas in a row."]))
+    out = cli.json("run", "What is wrong with broken.json?", "--json", check=0)
+    assert out["status"] == "done" and "safeguards" not in out
