@@ -76,9 +76,11 @@ LOOP_REPEATS = 4     # the same tool calls this many turns in a row stop the run
 DUPLICATE = ("[sentinel note] This is the same call with the same arguments as the call just before it, so it was "
              "not run again: the result above is that call's. Do something different: the next step, or your "
              "final answer.")
-UNREAD = ("Error: not written: {path} exists and you have not read it in this task, and write_file replaces the "
+UNREAD = ("Error: not written: {path} exists and you have not read it in this task, and this call replaces the "
           "whole file. Read it first with read_file, then change it with edit_file (or write_file with the whole "
           "new content).")
+# A command's `> FILE` (not `>>`, `2>`, `&>` or `>&2`): it replaces FILE whole.
+_REDIRECT = re.compile(r"(?<![>&\d])>\s*['\"]?([\w][\w./-]*)")
 UNASKED = ("Error: not changed: {path} was kept, because the task is a question and asks for no change. Answer "
            "it from what you read.")
 FILE_TOOLS = ("write_file", "edit_file")
@@ -272,7 +274,7 @@ class AgentLoop:
                                                   "as the call just before it: not run again"),
                                    {"type": "finished", "call_id": call_id, "result": earlier, "duplicate": True})
         if decision is None and (unread := self.unread_overwrite(call)) is not None:
-            return self.run.record(self.safeguard("unread_overwrite", "refused", f"write_file {unread}: it exists "
+            return self.run.record(self.safeguard("unread_overwrite", "refused", f"{name} {unread}: it exists "
                                                   "and the run has not read it"),
                                    {"type": "finished", "call_id": call_id, "result": UNREAD.format(path=unread)})
         if decision is None and (unasked := self.unasked_change(call)) is not None:
@@ -303,25 +305,31 @@ class AgentLoop:
             return "the file"
 
     def unread_overwrite(self, call: dict[str, Any]) -> str | None:
-        """The path of a write_file that would replace a workspace file no earlier call of the run named (read,
-        edited, listed by a command): a small model writes what it imagines a file holds without reading it."""
-        if call["function"]["name"] != "write_file":
+        """The path of a write_file, or of a command's `> FILE` redirection, that would replace a workspace file
+        no earlier call of the run named (read, edited, listed by a command): a small model writes what it
+        imagines a file holds without reading it (`echo "debug = false" > settings.json`)."""
+        name = call["function"]["name"]
+        if name not in ("write_file", "bash"):
             return None
         try:
-            path = str(json.loads(call["function"]["arguments"] or "{}").get("path") or "")
+            args = json.loads(call["function"]["arguments"] or "{}")
+            paths = ([str(args.get("path") or "")] if name == "write_file"
+                     else _REDIRECT.findall(str(args.get("command") or "")))
         except (ValueError, AttributeError):
             return None
-        target = self.deps.tool_ctx.workspace / path
-        try:
-            if not path or not target.is_file() or not target.resolve().is_relative_to(
-                    self.deps.tool_ctx.workspace.resolve()):
-                return None
-        except OSError:
-            return None
-        name = path.removeprefix("./")
         earlier = [str(c["function"].get("arguments") or "") for m in self.state.messages
                    if m.get("role") == "assistant" for c in m.get("tool_calls") or [] if c["id"] != call["id"]]
-        return None if any(name in args for args in earlier) else path
+        workspace = self.deps.tool_ctx.workspace
+        for path in paths:
+            target = workspace / path
+            try:
+                if not path or not target.is_file() or not target.resolve().is_relative_to(workspace.resolve()):
+                    continue
+            except OSError:
+                continue
+            if not any(path.removeprefix("./") in args for args in earlier):
+                return path
+        return None
 
     def duplicate_of(self, call: dict[str, Any]) -> str | None:
         """The result the call just before this one got, with a note, when it is the same call with the same

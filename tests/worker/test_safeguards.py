@@ -379,15 +379,34 @@ def test_a_config_file_broken_by_the_change_is_flagged_and_sent_back(scripted_se
     clobber = {"name": "bash", "arguments": {"command": "echo 'debug = false' > settings.json"}}
     read = {"name": "read_file", "arguments": {"path": "settings.json"}}
     mend = {"name": "write_file", "arguments": {"path": "settings.json", "content": '{\n  "debug": false\n}\n'}}
-    server = scripted_server([{"tool_calls": [clobber]}, "I did not receive any input or instructions.",
-                              {"tool_calls": [read]}, {"tool_calls": [mend]}, "Set debug to false."])
+    server = scripted_server([{"tool_calls": [read]}, {"tool_calls": [clobber]},
+                              "I did not receive any input or instructions.", {"tool_calls": [mend]},
+                              "Set debug to false."])
     configure({"policy": {"bash": {"default": "auto"}}}, server=server)
     out = cli.json("run", "In settings.json set debug to false.", "--json", check=0)
     assert out["status"] == "done" and out["safeguards"] == ["invalid_file"]
     assert json.loads((ws / "settings.json").read_text()) == {"debug": False}
     results = _tool_results(cli, out["id"])
-    assert "[sentinel note] settings.json is not valid JSON" in results[0]
-    assert "settings.json is not valid JSON" in server.requests[2]["messages"][-1]["content"]
+    assert "[sentinel note] settings.json is not valid JSON" in results[1]
+    assert "settings.json is not valid JSON" in server.requests[3]["messages"][-1]["content"]
+
+
+def test_a_command_replacing_a_file_the_run_never_read_is_refused(scripted_server, configure, cli, sentinel_home):
+    """`echo "debug = false" > settings.json` before any read: refused before it is decided (nobody is asked to
+    approve a blind overwrite) and the file is kept; appending, stderr and new files are not held."""
+    ws = sentinel_home / "workspace"
+    ws.mkdir(exist_ok=True)
+    (ws / "settings.json").write_text('{\n  "debug": true\n}\n')
+    (ws / "log.txt").write_text("one\n")
+    clobber = {"name": "bash", "arguments": {"command": "echo 'debug = false' > settings.json"}}
+    others = {"name": "bash", "arguments": {"command": "echo two >> log.txt; echo x 2>/dev/null > new.txt >&2"}}
+    server = scripted_server([{"tool_calls": [clobber]}, {"tool_calls": [others]}, "I did not change settings.json."])
+    configure(server=server)  # bash needs approval by default: the refused call never asks
+    out = cli.json("run", "In settings.json set debug to false.", "--json", check=3)
+    assert out["status"] == "waiting_approval" and out["safeguards"] == ["unread_overwrite"]
+    assert (ws / "settings.json").read_text() == '{\n  "debug": true\n}\n'
+    assert _tool_results(cli, out["id"])[0].startswith("Error: not written: settings.json exists and you have not")
+    assert cli.json("show", out["id"], "--json")["pending_approvals"][0]["arguments"] == others["arguments"]
 
 
 def test_a_config_file_left_broken_fails_the_run(scripted_server, configure, cli, sentinel_home):
