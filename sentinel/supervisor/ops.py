@@ -251,12 +251,14 @@ def _workflow_start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, An
     validated whole against the roster before anything runs, then walked by the supervisor."""
     name = _text(msg, "name")
     flow = flows.parse(sup, msg.get("workflow"), _text(msg, "source", required=False) or f"workflows/{name}.yaml")
-    run_id = flows.start(sup, name, _text(msg, "input", required=False) or "", flow)
-    sup.store.audit("workflow_started", {"run_id": run_id, "workflow": name, "by": caller(conn).name})
-    if msg.get("follow"):
+
+    def follow(run_id: str) -> None:
         conn.send({"started": run_id})
         sup.watch(conn, run_id)
-        flows.announce(sup, run_id)
+
+    run_id = flows.start(sup, name, _text(msg, "input", required=False) or "", flow,
+                         follow=follow if msg.get("follow") else None)
+    sup.store.audit("workflow_started", {"run_id": run_id, "workflow": name, "by": caller(conn).name})
     sup.launch(run_id)  # walks to its first step; a workflow that cannot start ends here (and tells its followers)
     return None if msg.get("follow") else reply(outcome(sup.store, run_id))
 
