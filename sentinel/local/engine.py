@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from sentinel import config as config_mod
 from sentinel import paths
 from sentinel.agents import profile as profiles
-from sentinel.engine import journal, relay
+from sentinel.engine import journal, lifecycle, relay
 from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener, Translator
 from sentinel.engine.run import Run
@@ -122,9 +122,8 @@ class LocalEngine(Closing):
 
     def send(self, run_id: str, text: str, *, skills: Sequence[str] = (), model: str | None = None,
              on_event: Listener | None = None) -> Outcome:
-        if not text.strip():
-            raise UsageError("message: must not be empty")
-        row = self._session(run_id)
+        lifecycle.check_message(text)
+        row = lifecycle.session_row(self.store, run_id)
         status = self._live_status(row)
         if status != RunStatus.IDLE:
             raise UsageError(f"session {run_id} is {status}, not waiting for a message{WAITING_HINT.get(status, '')}")
@@ -136,9 +135,8 @@ class LocalEngine(Closing):
                              message=text, model=model)
 
     def interrupt(self, run_id: str) -> Outcome:
-        row = self._session(run_id)
-        if row["status"] in TERMINAL:
-            raise UsageError(f"session {run_id} is already {row['status']}")
+        row = lifecycle.session_row(self.store, run_id)
+        lifecycle.check_stoppable(row)
         with Run.open(Path(row["run_dir"])) as run:  # Busy while another process executes the turn
             self.store.cancel_approvals(run_id)
             if run.state.status != RunStatus.IDLE or row["status"] != RunStatus.IDLE:
@@ -186,17 +184,9 @@ class LocalEngine(Closing):
     def _bubble(self, outcome: Outcome, on_event: Listener | None) -> Outcome:
         """A run that ended resumes the parent waiting on it, and so on up; a run waiting on a child reports
         the approval its descendants wait for."""
-        while outcome.status in TERMINAL:
-            parent = self.store.get_run(outcome.id).get("parent_id")
-            if not parent or self.store.get_run(parent)["status"] != RunStatus.WAITING_CHILD:
-                break
+        while outcome.status in TERMINAL and (parent := lifecycle.waiting_parent(self.store, outcome.id)):
             outcome = self.advance(parent, on_event)
-        if outcome.status == RunStatus.WAITING_CHILD:
-            pending = self.store.waited_approvals(outcome.id)
-            if pending:
-                return Outcome(outcome.id, RunStatus.WAITING_APPROVAL, outcome.output, outcome.error, pending[0].id,
-                               outcome.warnings)
-        return outcome
+        return lifecycle.promoted(self.store, outcome)
 
     def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
                 by: str | None = None, follow: bool = True) -> Outcome:
@@ -256,12 +246,10 @@ class LocalEngine(Closing):
 
     def cancel(self, run_id: str) -> Outcome:
         row = self.store.get_run(run_id)
-        if row["status"] in TERMINAL:
-            raise UsageError(f"run {run_id} is already {row['status']}")
+        lifecycle.check_cancellable(row)
         if Run.is_leased(Path(row["run_dir"])):
             raise Busy(f"run {run_id} is being executed by another process; stop that process first")
-        self.store.set_status(run_id, RunStatus.CANCELLED, error="cancelled")
-        self.store.cancel_approvals(run_id)
+        lifecycle.cancelled(self.store, run_id, "cancelled")
         return Outcome(run_id, RunStatus.CANCELLED, row.get("output"), "cancelled")
 
     # -- queries --------------------------------------------------------------
@@ -420,12 +408,6 @@ class LocalEngine(Closing):
         row = self.store.get_run(run_id)
         approval = next(iter(a.id for a in self.store.pending_approvals(run_id)), None)
         return Outcome(run_id, self._live_status(row), row.get("output"), row.get("error"), approval)
-
-    def _session(self, run_id: str) -> dict[str, Any]:
-        row = self.store.get_run(run_id)
-        if row.get("kind") != "chat":
-            raise UsageError(f"run {run_id} is not a chat session (`sentinel chats` lists them)")
-        return row
 
     def _check(self, model: str | None, skills: Sequence[str]) -> None:
         from sentinel.agents import skills as skill_files
