@@ -174,13 +174,16 @@ class SystemEngine(Closing):
     def resume(self, run_id: str, *, on_event: Listener | None = None) -> Outcome:
         return Outcome.from_dict(self.call("resume", on_event, run_id=run_id, follow=True))
 
-    def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None) -> Outcome:
-        return Outcome.from_dict(self.call("approve", on_event, ident=ident, digest=digest, follow=True))
+    def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
+                follow: bool = True) -> Outcome:
+        """The supervisor records the decision and resumes the run in its worker (`follow`: hear it until it
+        pauses or ends)."""
+        return Outcome.from_dict(self.call("approve", on_event, ident=ident, digest=digest, follow=follow))
 
     def deny(self, ident: str, *, reason: str = "", digest: str | None = None,
-             on_event: Listener | None = None) -> Outcome:
+             on_event: Listener | None = None, follow: bool = True) -> Outcome:
         return Outcome.from_dict(self.call("deny", on_event, ident=ident, reason=reason, digest=digest,
-                                           follow=True))
+                                           follow=follow))
 
     def cancel(self, run_id: str) -> Outcome:
         return Outcome.from_dict(self.call("cancel", run_id=run_id))
@@ -283,9 +286,9 @@ class SystemEngine(Closing):
         return protocol.result_object(self.call("link", secret=secret))
 
     def decide_link(self, secret: str, *, approved: bool, reason: str = "",
-                    on_event: Listener | None = None) -> Outcome:
+                    on_event: Listener | None = None, follow: bool = True) -> Outcome:
         return Outcome.from_dict(self.call("link_decide", on_event, secret=secret, approved=approved, reason=reason,
-                                           follow=True))
+                                           follow=follow))
 
 
 def _answer(sock: socket.socket, listener: Listener | None) -> Any:

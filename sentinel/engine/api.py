@@ -118,12 +118,15 @@ class Engine(Protocol):
         """Run a saved workflow: each step a child run of the workflow's run, until it ends or a step pauses."""
         ...
 
-    def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None) -> Outcome:
-        """Approve an approval (or a run's single pending one); `digest`, when given, must match the call's."""
+    def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
+                follow: bool = True) -> Outcome:
+        """Approve an approval (or a run's single pending one); `digest`, when given, must match the call's.
+        The decision is recorded, then the run resumes: `follow` waits for it to pause or end (its events to
+        `on_event`); without it the engine's own runner resumes it and this answers at once."""
         ...
 
     def deny(self, ident: str, *, reason: str = "", digest: str | None = None,
-             on_event: Listener | None = None) -> Outcome: ...
+             on_event: Listener | None = None, follow: bool = True) -> Outcome: ...
 
     def cancel(self, run_id: str) -> Outcome: ...
 
@@ -203,8 +206,8 @@ class Engine(Protocol):
         ...
 
     def decide_link(self, secret: str, *, approved: bool, reason: str = "",
-                    on_event: Listener | None = None) -> Outcome:
-        """Approve or deny with a one-tap link, once, then execute the run as `approve` does."""
+                    on_event: Listener | None = None, follow: bool = True) -> Outcome:
+        """Approve or deny with a one-tap link, once, then resume the run as `approve` does."""
         ...
 
     def close(self) -> None: ...

@@ -14,7 +14,7 @@ import fcntl
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from sentinel.engine import journal as journal_mod
 from sentinel.engine import records
@@ -75,9 +75,11 @@ class Run:
             os.close(fd)
 
     @classmethod
-    def create(cls, run_dir: Path, created: dict[str, Any]) -> "Run":
+    def create(cls, run_dir: Path, created: dict[str, Any], listeners: Sequence[Listener] = ()) -> "Run":
+        """A new run, leased; `listeners` hear its `created` as it is journaled, and every event after it."""
         run_dir.mkdir(parents=True, mode=0o700)
         run = cls(run_dir, cls.lease(run_dir), RunState())
+        run.listeners.extend(listeners)
         run.record({"type": "created", **created})
         return run
 

@@ -12,27 +12,31 @@ instead; both sides implement `sentinel.engine.api.Engine`.
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from sentinel import config as config_mod
 from sentinel import paths
 from sentinel.agents import profile as profiles
-from sentinel.engine import journal, relay
+from sentinel.engine import journal, lifecycle, relay
 from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener, Translator
 from sentinel.engine.run import Run
 from sentinel.engine.state import JOURNAL, RunState, history
 from sentinel.engine.store import Store, new_id
-from sentinel.errors import Busy, NotFound, UsageError
+from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel.engine.status import SETTLED, TERMINAL, RunStatus
 
 if TYPE_CHECKING:
     from sentinel.workflows.model import Workflow
 
+logger = logging.getLogger("sentinel.local")
 FOLLOW_POLL_S = 0.2
 STOPPED = "turn stopped by the operator"
 WAITING_HINT = {"waiting_approval": ": answer its pending approval first",
@@ -67,17 +71,15 @@ class LocalEngine(Closing):
         ws = self._workspace(workspace)
         run = self.create_run(task, agent=profile.name, model=model_name, workspace=ws,
                               mission=mission or profile.mission or "", parent_id=parent_id,
-                              kind="hook" if hook else "chat" if chat else "task")
+                              kind="hook" if hook else "chat" if chat else "task", on_event=on_event)
         if hook:
             relay.link(self.store.conn, hook, run.state.id)
-        self._replay_created(run, on_event)
         return self._bubble(self._execute(run, profile, on_event, skills=skills), on_event)
 
     def run_workflow(self, name: str, input_text: str = "", *, workspace: Path | None = None,
                      on_event: Listener | None = None) -> Outcome:
         """Validate the workflow whole, then run its steps in order, each a child run of the workflow's run."""
-        run = self.create_workflow_run(name, input_text, workspace=self._workspace(workspace))
-        self._replay_created(run, on_event)
+        run = self.create_workflow_run(name, input_text, workspace=self._workspace(workspace), on_event=on_event)
         run.close()
         return self._bubble(self.advance(run.state.id, on_event), on_event)
 
@@ -88,26 +90,23 @@ class LocalEngine(Closing):
         ws.mkdir(parents=True, exist_ok=True)
         return ws
 
-    def _replay_created(self, run: Run, on_event: Listener | None) -> None:
-        if on_event:  # `created` was journaled before anyone could listen
-            for event in Translator(run.state.id).feed(journal.read(run.dir / JOURNAL)[0][0]):
-                on_event(event)
-
     def create_run(self, task: str, *, agent: str, model: str, workspace: Path, mission: str = "",
                    parent_id: str | None = None, kind: str = "task", call_id: str | None = None, depth: int = 0,
-                   grants: list[str] | None = None) -> Run:
-        """A new run in the store and its journal, leased to this process (close it, or execute it)."""
+                   grants: list[str] | None = None, on_event: Listener | None = None) -> Run:
+        """A new run in the store and its journal, leased to this process (close it, or execute it); `on_event`
+        hears its `created` as it is journaled, and every event after it while this handle is open."""
         run_id = new_id("r-")
         run_dir = paths.runs_dir(self.home) / run_id
         self.store.create_run(run_id, agent=agent, task=task, model=model, workspace=workspace, run_dir=run_dir,
                               parent_id=parent_id, kind=kind, call_id=call_id, depth=depth, grants=grants)
         return Run.create(run_dir, {"id": run_id, "task": task, "agent": agent, "model": model,
                                     "workspace": str(workspace), "mission": mission, "parent_id": parent_id,
-                                    "kind": kind})
+                                    "kind": kind}, listeners=[on_event] if on_event else [])
 
     def create_workflow_run(self, name: str, input_text: str, *, workspace: Path | None = None,
                             parent_id: str | None = None, call_id: str | None = None, depth: int = 0,
-                            grants: list[str] | None = None, flow: "Workflow | None" = None) -> Run:
+                            grants: list[str] | None = None, flow: "Workflow | None" = None,
+                            on_event: Listener | None = None) -> Run:
         """A workflow's run, with the validated workflow kept beside its journal: an edit of the file later
         never changes a workflow that already runs. `flow`: the workflow as an approval bound it (else the file)."""
         from sentinel.workflows import model as workflows, runner
@@ -116,15 +115,15 @@ class LocalEngine(Closing):
         if workspace is None:
             workspace = Path(self.store.get_run(parent_id)["workspace"]) if parent_id else self._workspace(None)
         run = self.create_run(input_text, agent=f"{runner.AGENT}{name}", model="-", workspace=workspace,
-                              parent_id=parent_id, kind=runner.KIND, call_id=call_id, depth=depth, grants=grants)
+                              parent_id=parent_id, kind=runner.KIND, call_id=call_id, depth=depth, grants=grants,
+                              on_event=on_event)
         runner.keep(run.dir, flow)
         return run
 
     def send(self, run_id: str, text: str, *, skills: Sequence[str] = (), model: str | None = None,
              on_event: Listener | None = None) -> Outcome:
-        if not text.strip():
-            raise UsageError("message: must not be empty")
-        row = self._session(run_id)
+        lifecycle.check_message(text)
+        row = lifecycle.session_row(self.store, run_id)
         status = self._live_status(row)
         if status != RunStatus.IDLE:
             raise UsageError(f"session {run_id} is {status}, not waiting for a message{WAITING_HINT.get(status, '')}")
@@ -136,9 +135,8 @@ class LocalEngine(Closing):
                              message=text, model=model)
 
     def interrupt(self, run_id: str) -> Outcome:
-        row = self._session(run_id)
-        if row["status"] in TERMINAL:
-            raise UsageError(f"session {run_id} is already {row['status']}")
+        row = lifecycle.session_row(self.store, run_id)
+        lifecycle.check_stoppable(row)
         with Run.open(Path(row["run_dir"])) as run:  # Busy while another process executes the turn
             self.store.cancel_approvals(run_id)
             if run.state.status != RunStatus.IDLE or row["status"] != RunStatus.IDLE:
@@ -186,30 +184,20 @@ class LocalEngine(Closing):
     def _bubble(self, outcome: Outcome, on_event: Listener | None) -> Outcome:
         """A run that ended resumes the parent waiting on it, and so on up; a run waiting on a child reports
         the approval its descendants wait for."""
-        while outcome.status in TERMINAL:
-            parent = self.store.get_run(outcome.id).get("parent_id")
-            if not parent or self.store.get_run(parent)["status"] != RunStatus.WAITING_CHILD:
-                break
+        while outcome.status in TERMINAL and (parent := lifecycle.waiting_parent(self.store, outcome.id)):
             outcome = self.advance(parent, on_event)
-        if outcome.status == RunStatus.WAITING_CHILD:
-            pending = self.store.waited_approvals(outcome.id)
-            if pending:
-                return Outcome(outcome.id, RunStatus.WAITING_APPROVAL, outcome.output, outcome.error, pending[0].id,
-                               outcome.warnings)
-        return outcome
+        return lifecycle.promoted(self.store, outcome)
 
     def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
-                by: str | None = None) -> Outcome:
+                by: str | None = None, follow: bool = True) -> Outcome:
         approval = self.store.resolve(self.store.approval_id(ident), True, by or operator_name(), digest=digest)
-        self._settle_save(approval)
-        return self._take_up(approval.run_id, on_event)
+        return self._decided(approval, on_event, follow)
 
     def deny(self, ident: str, *, reason: str = "", digest: str | None = None, on_event: Listener | None = None,
-             by: str | None = None) -> Outcome:
+             by: str | None = None, follow: bool = True) -> Outcome:
         approval = self.store.resolve(self.store.approval_id(ident), False, by or operator_name(), reason,
                                       digest=digest)
-        self._settle_save(approval)
-        return self._take_up(approval.run_id, on_event)
+        return self._decided(approval, on_event, follow)
 
     def web_token(self) -> dict[str, Any]:
         """The web console's kept secret path and a one-time sign-in token for this user (sentinel/web/guard.py)."""
@@ -235,29 +223,33 @@ class LocalEngine(Closing):
 
         return outbox.link_view(self.store, secret)
 
-    def decide_link(self, secret: str, *, approved: bool, reason: str = "",
-                    on_event: Listener | None = None) -> Outcome:
+    def decide_link(self, secret: str, *, approved: bool, reason: str = "", on_event: Listener | None = None,
+                    follow: bool = True) -> Outcome:
         """Approve or deny with a one-tap link, once, then execute the run as `approve` does."""
         from sentinel.engine import outbox
 
-        approval = outbox.use_link(self.store, secret, approved, reason)
-        self._settle_save(approval)
-        return self._take_up(approval.run_id, on_event)
+        return self._decided(outbox.use_link(self.store, secret, approved, reason), on_event, follow)
 
-    def _settle_save(self, approval: Any) -> None:
+    def _decided(self, approval: Any, on_event: Listener | None, follow: bool) -> Outcome:
+        """A decision was recorded: a finished subagent is kept or discarded, and the run resumes. `follow`:
+        here, until it pauses or ends; else on this engine's runner in the background, answering at once."""
         from sentinel.local.children import settle_save
 
         if settle_save(self.store.get_approval(approval.id), self.home):
             self.store.consume(approval.id, approval.digest)
+        if follow:
+            return self._take_up(approval.run_id, on_event)
+        in_background(f"resume-{approval.run_id}", functools.partial(_take_up_in, self.home, approval.run_id))
+        row = self.store.get_run(approval.run_id)
+        return Outcome(approval.run_id, RunStatus.RUNNING if row["status"] not in SETTLED else row["status"],
+                       row.get("output"), row.get("error"))
 
     def cancel(self, run_id: str) -> Outcome:
         row = self.store.get_run(run_id)
-        if row["status"] in TERMINAL:
-            raise UsageError(f"run {run_id} is already {row['status']}")
+        lifecycle.check_cancellable(row)
         if Run.is_leased(Path(row["run_dir"])):
             raise Busy(f"run {run_id} is being executed by another process; stop that process first")
-        self.store.set_status(run_id, RunStatus.CANCELLED, error="cancelled")
-        self.store.cancel_approvals(run_id)
+        lifecycle.cancelled(self.store, run_id, "cancelled")
         return Outcome(run_id, RunStatus.CANCELLED, row.get("output"), "cancelled")
 
     # -- queries --------------------------------------------------------------
@@ -417,12 +409,6 @@ class LocalEngine(Closing):
         approval = next(iter(a.id for a in self.store.pending_approvals(run_id)), None)
         return Outcome(run_id, self._live_status(row), row.get("output"), row.get("error"), approval)
 
-    def _session(self, run_id: str) -> dict[str, Any]:
-        row = self.store.get_run(run_id)
-        if row.get("kind") != "chat":
-            raise UsageError(f"run {run_id} is not a chat session (`sentinel chats` lists them)")
-        return row
-
     def _check(self, model: str | None, skills: Sequence[str]) -> None:
         from sentinel.agents import skills as skill_files
         from sentinel.models import split
@@ -435,23 +421,13 @@ class LocalEngine(Closing):
 
     def _execute(self, run: Run, profile: profiles.AgentProfile, on_event: Listener | None, *,
                  skills: Sequence[str] = (), message: str | None = None, model: str | None = None) -> Outcome:
-        from sentinel.worker.loop import AgentLoop
-        from sentinel.worker.setup import build_deps, initial_messages
-        from sentinel.worker.turn import begin_turn
-
         from sentinel.local.children import LocalChildren
+        from sentinel.worker.execute import execute_run
 
-        with run:
-            if on_event:
-                run.listeners.append(on_event)
-            if message is not None:
-                begin_turn(run, self.home, message, skills=skills, model=model)
-            deps = build_deps(self.config, self.home, profile, run.state, self.store, children=LocalChildren(self, on_event),
-                              grants=self.store.grants_of(run.state.id), defer_curator=True)
-            if not run.state.messages:  # new, or stopped between `created` and its first messages
-                run.record(*initial_messages(self.home, profile, deps, run.state.task, skills))
-            AgentLoop(run, deps).execute()
-            state = run.state
+        deps = execute_run(run, self.home, self.config, profile, self.store, listener=on_event, message=message,
+                           skills=skills, model=model, children=LocalChildren(self, on_event),
+                           grants=self.store.grants_of(run.state.id), defer_curator=True)
+        state = run.state
         if deps.keeper is not None and deps.keeper.deferred:
             from sentinel.worker import curate
 
@@ -474,6 +450,27 @@ class LocalEngine(Closing):
 
     def _outcome_of(self, row: dict[str, Any]) -> Outcome:
         return Outcome(row["id"], row["status"], row.get("output"), row.get("error"))
+
+
+def _take_up_in(home: Path, run_id: str) -> None:
+    """Resume a decided run on a LocalEngine of this thread's own (a SQLite connection belongs to its thread)."""
+    with LocalEngine(home) as engine:
+        engine._take_up(run_id, None)
+
+
+def in_background(label: str, work: Callable[[], None]) -> None:
+    """Local mode's runner: `work` in a daemon thread of this process, so whoever handed it over (the web
+    console, answering a decision) returns at once. What it raises is logged, never lost. A process that exits
+    mid-run leaves the run `interrupted`, for `sentinel resume`."""
+    def run() -> None:
+        try:
+            work()
+        except SentinelError as exc:  # the decision stands; the run waits for `sentinel resume`
+            logger.warning("%s: %s", label, exc)
+        except Exception:  # a harness bug: the log has the traceback; the run waits for `sentinel resume`
+            logger.exception("%s failed", label)
+
+    threading.Thread(target=run, name=f"sentinel-{label}", daemon=True).start()
 
 
 def model_hosts(config: Any) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sentinel.engine import lifecycle
 from sentinel.engine.store import Store, call_digest, new_id
 from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.frames import failure, reply
@@ -300,8 +301,8 @@ def carry_on(sup: Hub, run_id: str) -> bool:
             sup.launch(run_id)
             return True
         return False
-    parent = row.get("parent_id")
-    if not parent or parent in sup.workers or store.get_run(parent)["status"] != RunStatus.WAITING_CHILD:
+    parent = lifecycle.waiting_parent(store, run_id)
+    if parent is None or parent in sup.workers:
         return False
     if row["status"] in TERMINAL and store.children(parent)[-1]["id"] == run_id:
         sup.launch(parent)  # its followers follow the new worker

@@ -15,11 +15,11 @@ for approval pauses the workflow, and approving it continues the workflow to its
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from sentinel.config import read_yaml
+from sentinel.engine.events import Listener
 from sentinel.engine.run import Run
-from sentinel.engine.state import JOURNAL
 from sentinel.supervisor import registry
 from sentinel.supervisor.hub import Hub
 from sentinel.workflows import model as workflows, runner
@@ -38,8 +38,10 @@ def parse(sup: Hub, doc: Any, source: str) -> workflows.Workflow:
 
 
 def start(sup: Hub, name: str, input_text: str, flow: workflows.Workflow, *, parent_id: str | None = None,
-          call_id: str | None = None, depth: int = 0, grants: list[str] | None = None) -> str:
-    """Make the workflow's run and start its first step; the run's id."""
+          call_id: str | None = None, depth: int = 0, grants: list[str] | None = None,
+          follow: Callable[[str], None] | None = None) -> str:
+    """Make the workflow's run and start its first step; the run's id. `follow(run_id)` is called once the run
+    has its id, before its journal begins: whoever it sets to watch the run hears its `created` live."""
     workflows.check_name(name)
     run_id = sup.store.new_run_id()
     run_dir = sup.settings.state_dir / "workflows" / run_id
@@ -47,8 +49,12 @@ def start(sup: Hub, name: str, input_text: str, flow: workflows.Workflow, *, par
     agent = f"{runner.AGENT}{name}"
     sup.store.create_run(run_id, agent=agent, task=input_text, model="-", workspace=Path("/"),
                          run_dir=run_dir, parent_id=parent_id, kind=KIND, call_id=call_id, depth=depth, grants=grants)
+    listeners: list[Listener] = []
+    if follow is not None:
+        follow(run_id)
+        listeners.append(lambda event: sup.relay(run_id, event.to_dict()))
     with Run.create(run_dir, {"id": run_id, "task": input_text, "agent": agent, "model": "-", "workspace": "",
-                              "parent_id": parent_id, "kind": KIND}):
+                              "parent_id": parent_id, "kind": KIND}, listeners):
         runner.keep(run_dir, flow)
     sup.store.audit("run_started", {"run_id": run_id, "workflow": name, "parent_id": parent_id,
                                     "steps": [s.name for s in flow.steps]})
@@ -69,14 +75,4 @@ def advance(sup: Hub, run_id: str, steps: runner.Steps) -> str:
                              error=state.error if status == RunStatus.FAILED else None)
         run.snapshot()
     return status
-
-
-def announce(sup: Hub, run_id: str) -> None:
-    """Relay the run's `created` to those who follow it from its start."""
-    from sentinel.engine import journal
-    from sentinel.engine.events import Translator
-
-    path = Path(sup.store.get_run(run_id)["run_dir"]) / JOURNAL
-    for event in Translator(run_id).feed(journal.read(path)[0][0]):
-        sup.relay(run_id, event.to_dict())
 

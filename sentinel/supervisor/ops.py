@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from sentinel.engine import db, outbox, relay
+from sentinel.engine import db, lifecycle, outbox, relay
+from sentinel.engine.api import Outcome
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.records import Record
 from sentinel.engine.state import JOURNAL
@@ -38,7 +39,7 @@ from sentinel.supervisor import agentfs, children, console, flows, layout, regis
 from sentinel.supervisor.hub import Client, Hub, caller
 from sentinel.frames import failure, reply
 from sentinel.worker.children import SAVE_CALL
-from sentinel.engine.status import SETTLED, TERMINAL, RunStatus
+from sentinel.engine.status import SETTLED, RunStatus
 
 Handler = Callable[[Hub, Client, dict[str, Any]], "dict[str, Any] | None"]
 
@@ -251,12 +252,14 @@ def _workflow_start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, An
     validated whole against the roster before anything runs, then walked by the supervisor."""
     name = _text(msg, "name")
     flow = flows.parse(sup, msg.get("workflow"), _text(msg, "source", required=False) or f"workflows/{name}.yaml")
-    run_id = flows.start(sup, name, _text(msg, "input", required=False) or "", flow)
-    sup.store.audit("workflow_started", {"run_id": run_id, "workflow": name, "by": caller(conn).name})
-    if msg.get("follow"):
+
+    def follow(run_id: str) -> None:
         conn.send({"started": run_id})
         sup.watch(conn, run_id)
-        flows.announce(sup, run_id)
+
+    run_id = flows.start(sup, name, _text(msg, "input", required=False) or "", flow,
+                         follow=follow if msg.get("follow") else None)
+    sup.store.audit("workflow_started", {"run_id": run_id, "workflow": name, "by": caller(conn).name})
     sup.launch(run_id)  # walks to its first step; a workflow that cannot start ends here (and tells its followers)
     return None if msg.get("follow") else reply(outcome(sup.store, run_id))
 
@@ -367,10 +370,8 @@ def _follow(sup: Hub, conn: Client, run_id: str, msg: dict[str, Any]) -> dict[st
 def _cancel(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     store = sup.store
     row = _row(store, _text(msg, "run_id"))
-    if row["status"] in TERMINAL:
-        raise UsageError(f"run {row['id']} is already {row['status']}")
-    store.set_status(row["id"], RunStatus.CANCELLED, error=f"cancelled by {caller(conn).name}")
-    store.cancel_approvals(row["id"])
+    lifecycle.check_cancellable(row)
+    lifecycle.cancelled(store, row["id"], f"cancelled by {caller(conn).name}")
     sup.cancel(row["id"])
     store.audit("run_cancelled", {"run_id": row["id"], "by": caller(conn).name})
     return reply(outcome(store, row["id"]))
@@ -386,10 +387,9 @@ def _sessions(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 def _send(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     """A chat session's next message: its worker records it (with any skills) and runs the turn."""
     store = sup.store
-    row = _chat_row(store, _text(msg, "run_id"))
+    row = lifecycle.session_row(store, _text(msg, "run_id"))
     text = _text(msg, "text")
-    if not text.strip():
-        raise UsageError("message: must not be empty")
+    lifecycle.check_message(text)
     if row["status"] != RunStatus.IDLE or row["id"] in sup.workers:
         raise UsageError(f"session {row['id']} is {row['status']}, not waiting for a message")
     skills = _skill_names(msg.get("skills"))
@@ -405,15 +405,13 @@ def _send(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
 def _interrupt(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     """Stop a session's turn: its worker is killed, its approvals can never be used, the session is idle."""
     store = sup.store
-    row = _chat_row(store, _text(msg, "run_id"))
-    if row["status"] in TERMINAL:
-        raise UsageError(f"session {row['id']} is already {row['status']}")
+    row = lifecycle.session_row(store, _text(msg, "run_id"))
+    lifecycle.check_stoppable(row)
     worker = sup.workers.get(row["id"])
     if worker is not None:
         worker.stopped, worker.relaunch = True, False
         sup.cancel(row["id"])
-    store.cancel_approvals(row["id"])
-    store.set_status(row["id"], RunStatus.IDLE, error=f"turn stopped by {caller(conn).name}")
+    lifecycle.stopped(store, row["id"], f"turn stopped by {caller(conn).name}")
     store.audit("turn_stopped", {"run_id": row["id"], "by": caller(conn).name})
     return reply(outcome(store, row["id"]))
 
@@ -439,13 +437,6 @@ def _catalog(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
                              [a.name for a in registry.all_agents(store)] + profiles],
                   "skills": catalog.listing(list(skills.values())),
                   "workflows": [{"name": n, "description": ""} for n in workflows]})
-
-
-def _chat_row(store: Store, run_id: str) -> dict[str, Any]:
-    row = _row(store, run_id)
-    if row.get("kind") != "chat":
-        raise UsageError(f"run {row['id']} is not a chat session (`sentinel chats` lists them)")
-    return row
 
 
 def _skill_names(value: Any) -> list[str]:
@@ -558,12 +549,11 @@ def _cut(value: Any, keep: int) -> Any:
 
 def outcome(store: Store, run_id: str) -> dict[str, Any]:
     row = _row(store, run_id)
-    pending = store.pending_approvals(run_id)
-    status = row["status"]
-    if status == RunStatus.WAITING_CHILD and (waited := store.waited_approvals(run_id)):
-        status, pending = RunStatus.WAITING_APPROVAL, waited  # its child waits for an operator: so does it
-    return {"id": run_id, "status": status, "output": row.get("output"), "error": row.get("error"),
-            "approval_id": pending[0].id if pending and status == RunStatus.WAITING_APPROVAL else None}
+    pending = store.pending_approvals(run_id) if row["status"] == RunStatus.WAITING_APPROVAL else []
+    now = lifecycle.promoted(store, Outcome(run_id, row["status"], row.get("output"), row.get("error"),
+                                            pending[0].id if pending else None))
+    return {"id": now.id, "status": now.status, "output": now.output, "error": now.error,
+            "approval_id": now.approval_id}
 
 
 def _row(store: Store, run_id: str) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from starlette.routing import Route
 
 from sentinel.errors import SentinelError, UsageError
 from sentinel.web import views
-from sentinel.engine.status import RunStatus
 
 REFUSED = 410
 FORM_MAX = 8192
@@ -44,8 +43,8 @@ async def decide(request: Request) -> Response:
         return _page(c, "refused", message="decision: must be approve or deny", status_code=400)
     reason = (form.get("reason") or [""])[0][:2000]
 
-    def act(engine: Any, first: Any) -> Any:
-        return engine.decide_link(secret, approved=choice == "approve", reason=reason, on_event=first)
+    def act(engine: Any) -> Any:
+        return engine.decide_link(secret, approved=choice == "approve", reason=reason, follow=False)
 
     kind, value = await views.decided(c.engines, act, "link")
     if kind == "error":
@@ -54,8 +53,7 @@ async def decide(request: Request) -> Response:
             return _page(c, "refused", message=str(value), status_code=code)
         raise value
     verb = "approved" if choice == "approve" else "denied"
-    status = value.status if kind == "outcome" else RunStatus.RUNNING
-    return _page(c, "done", message=f"{verb}; the run is {status}")
+    return _page(c, "done", message=f"{verb}; the run is {value.status}")
 
 
 def _page(c: views.Console, state: str, status_code: int = 200, **context: Any) -> HTMLResponse:

@@ -16,10 +16,8 @@ engine protocol, so the CLI, the chat and this page share one store and each app
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import threading
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable
 
@@ -155,10 +153,8 @@ async def _decide(request: Request, approved: bool) -> Response:
     if kind == "error":
         raise value
     verb = "approved" if approved else "denied"
-    outcome = value if isinstance(value, Outcome) else None
-    after = f"; the run is {outcome.status}" if outcome else "; the run resumed"
-    return JSONResponse({"ok": True, "approval_id": approval_id, "decision": verb,
-                         "status": outcome.status if outcome else RunStatus.RUNNING, "message": f"{verb}{after}"})
+    return JSONResponse({"ok": True, "approval_id": approval_id, "decision": verb, "status": value.status,
+                         "message": f"{verb}; the run is {value.status}"})
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
@@ -172,49 +168,28 @@ async def _json_body(request: Request) -> dict[str, Any]:
 
 
 async def decide(engines: Engines, approval_id: str, approved: bool, digest: str, reason: str) -> tuple[str, Any]:
-    """Resolve the approval and resume its run in a thread; answer once the store has taken the decision.
+    """Record the decision and answer: ("outcome", where the run stands) or ("error", exc).
 
-    The engine resolves first (refusing a stale digest or an approval already resolved, as the CLI is
-    refused) and then executes the run until it pauses or ends: the first event, or the outcome, means the
-    decision stands. In local mode this process executes the run; in system mode the supervisor's worker."""
-    def act(engine: Engine, first: Any) -> Outcome:
+    The engine resolves (refusing a stale digest or an approval already resolved, as the CLI is refused) and
+    hands the run's resume to its own runner: local mode's background thread, system mode's worker. No agent
+    loop runs in the request; the page hears the run go on over /stream."""
+    def act(engine: Engine) -> Outcome:
         if approved:
-            return engine.approve(approval_id, digest=digest, on_event=first)
-        return engine.deny(approval_id, reason=reason, digest=digest, on_event=first)
+            return engine.approve(approval_id, digest=digest, follow=False)
+        return engine.deny(approval_id, reason=reason, digest=digest, follow=False)
 
     return await decided(engines, act, approval_id)
 
 
-async def decided(engines: Engines, act: Callable[[Engine, Any], Outcome], label: str) -> tuple[str, Any]:
-    """Run `act(engine, on_event)` in a thread: ("resumed", None) at its first event, else ("outcome", o) or
-    ("error", exc) when it returns or raises first."""
-    loop = asyncio.get_running_loop()
-    answered: asyncio.Future[tuple[str, Any]] = loop.create_future()
-
-    def settle(kind: str, value: Any) -> None:
-        def set_once() -> None:
-            if not answered.done():
-                answered.set_result((kind, value))
-
-        with contextlib.suppress(RuntimeError):  # the server stopped while the run went on
-            loop.call_soon_threadsafe(set_once)
-
-    def first(event: Any) -> None:
-        settle("resumed", None)
-
-    def work() -> None:
-        try:
-            with engines.open() as engine:
-                outcome = act(engine, first)
-            settle("outcome", outcome)
-        except SentinelError as exc:
-            settle("error", exc)
-        except Exception as exc:  # a harness bug: the page hears of it, the log has the traceback
-            logger.exception("running %s after its decision failed", label)
-            settle("error", exc)
-
-    threading.Thread(target=work, name=f"console-decide-{label}", daemon=True).start()
-    return await answered
+async def decided(engines: Engines, act: Callable[[Engine], Outcome], label: str) -> tuple[str, Any]:
+    """`act(engine)`, a decision that does not follow its run, in a worker thread: ("outcome", o) or ("error", exc)."""
+    try:
+        return "outcome", await engines.call(act)
+    except SentinelError as exc:
+        return "error", exc
+    except Exception as exc:  # a harness bug: the page hears of it, the log has the traceback
+        logger.exception("deciding %s failed", label)
+        return "error", exc
 
 
 # -- the live stream --------------------------------------------------------------------------------

@@ -16,10 +16,13 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sentinel.errors import SentinelError
 from sentinel.engine.status import RunStatus
+
+if TYPE_CHECKING:
+    from sentinel.engine.events import Listener
 
 
 def _channel() -> Any:
@@ -46,7 +49,8 @@ def _undumpable() -> None:
         raise SentinelError("the worker could not make itself non-dumpable; refusing to take the run token")
 
 
-def _open_run(spec: dict[str, Any], home: Path, config: Any) -> tuple[Any, Any, bool]:
+def _open_run(spec: dict[str, Any], home: Path, config: Any, listener: "Listener") -> tuple[Any, Any, bool]:
+    """The run the supervisor fixed, reopened or created here; `listener` hears a new run's `created` live."""
     from sentinel import paths
     from sentinel.engine.run import Run
     from sentinel.engine.state import JOURNAL
@@ -63,7 +67,8 @@ def _open_run(spec: dict[str, Any], home: Path, config: Any) -> tuple[Any, Any, 
     paths.runs_dir(home).mkdir(parents=True, exist_ok=True, mode=0o700)
     run = Run.create(run_dir, {"id": spec["id"], "task": spec["task"], "agent": profile.name, "model": spec["model"],
                                "workspace": str(workspace), "mission": spec.get("mission") or profile.mission or "",
-                               "parent_id": spec.get("parent_id"), "kind": spec.get("kind") or "task"})
+                               "parent_id": spec.get("parent_id"), "kind": spec.get("kind") or "task"},
+                     listeners=[listener])
     return run, profile, True
 
 
@@ -110,10 +115,8 @@ def _settings(spec: dict[str, Any]) -> tuple[Any, tuple[str, str]]:
 
 def execute(run_id: str) -> int:
     from sentinel import paths
-    from sentinel.worker.loop import AgentLoop
+    from sentinel.worker.execute import execute_run
     from sentinel.worker.remote import RemoteChildren, RemoteStore
-    from sentinel.worker.setup import build_deps, initial_messages
-    from sentinel.worker.turn import begin_turn
 
     channel = _channel()
     try:
@@ -127,28 +130,15 @@ def execute(run_id: str) -> int:
         if spec.get("settle"):  # an operator approved keeping this finished subagent: nothing else runs
             _keep(spec, _profile(spec, home, config), home)
             return 0
-        run, profile, fresh = _open_run(spec, home, config)
-        with run:
-            if fresh:  # `created` was journaled before anyone listened
-                from sentinel.engine import journal
-                from sentinel.engine.events import Translator
-
-                for event in Translator(run_id).feed(journal.read(run.journal.path)[0][0]):
-                    channel.emit(event)
-            run.listeners.append(channel.emit)
-            skills = [str(s) for s in spec.get("skills") or []]
-            if spec.get("message") and not fresh:  # a chat session's next message (`send`)
-                begin_turn(run, home, str(spec["message"]), skills=skills, model=spec.get("model"))
-            run.state.model = spec["model"]  # the supervisor's, whatever the journal says
-            store = RemoteStore(channel, run_id)
-            deps = build_deps(config, home, profile, run.state, store,
-                              endpoint=endpoint, operator=True, children=RemoteChildren(channel),
-                              grants=spec.get("grants"), soul=(spec.get("subagent") or {}).get("soul"))
-            if not run.state.messages:  # new, or stopped between `created` and its first messages
-                run.record(*initial_messages(home, profile, deps, spec["task"], skills))
-            AgentLoop(run, deps).execute()
-            if spec.get("subagent") and run.state.status == RunStatus.DONE and config.orchestration.temporary == "save":
-                _keep(spec, profile, home)
+        run, profile, fresh = _open_run(spec, home, config, channel.emit)
+        sub = spec.get("subagent")
+        execute_run(run, home, config, profile, RemoteStore(channel, run_id), listener=channel.emit,
+                    message=str(spec["message"]) if spec.get("message") and not fresh else None,
+                    skills=[str(s) for s in spec.get("skills") or []], model=spec["model"], endpoint=endpoint,
+                    operator=True, children=RemoteChildren(channel), grants=spec.get("grants"),
+                    soul=(sub or {}).get("soul"))
+        if sub and run.state.status == RunStatus.DONE and config.orchestration.temporary == "save":
+            _keep(spec, profile, home)
         return 0
     except SentinelError as exc:
         try:

@@ -196,3 +196,58 @@ def test_a_bad_web_section_in_config_is_one_line(configure, cli):
     configure({"web": {"port": "eighty"}})
     proc = cli("web", timeout=30)
     assert proc.returncode == 2 and "config.yaml: web.port" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_decision_is_answered_while_the_approved_call_still_runs(scripted_server, configure, sentinel_home, console):
+    """Deciding only records the decision: the answer comes while the approved command still blocks, and the run
+    goes on to its end on the engine's own runner after the request is long answered."""
+    from sentinel.local.engine import LocalEngine
+
+    workspace = sentinel_home / "workspace"
+    workspace.mkdir(exist_ok=True)
+    command = "until [ -e release ]; do sleep 0.05; done; echo ran >> ran.txt"
+    configure(server=scripted_server([{"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
+                                      "All done."]))
+    with LocalEngine() as engine:
+        paused = engine.start("wait for the release", workspace=workspace)
+    assert paused.status == "waiting_approval"
+    session = console().signed_in()
+    answer = session.decide(paused.approval_id, digest=pending()[0]["digest"])
+    assert answer.status_code == 200 and answer.json()["status"] == "running"
+    assert not (workspace / "ran.txt").exists()  # the approved call has not finished: the answer did not wait
+    (workspace / "release").touch()
+    deadline = time.monotonic() + 30
+    with LocalEngine() as engine:
+        while (shown := engine.show(paused.id)).status != "done":
+            assert time.monotonic() < deadline, shown.status
+            time.sleep(0.1)
+    assert (workspace / "ran.txt").read_text() == "ran\n" and shown.output == "All done."
+
+
+def test_a_decision_is_answered_at_once_while_another_process_holds_the_run(paused, console, sentinel_home):
+    """A decision never waits on the run: while another process executes it (a chat asking about this
+    approval), the console still answers at once, and the run resumes once that process lets go."""
+    from sentinel.engine.run import Run
+
+    (run_id, approval_id), = paused()
+    session = console().signed_in()
+    digest = pending()[0]["digest"]
+    with Run.open(sentinel_home / "runs" / run_id):  # the lease another process would hold
+        started = time.monotonic()
+        answer = session.decide(approval_id, digest=digest)
+        assert answer.status_code == 200 and answer.json()["decision"] == "approved"
+        assert time.monotonic() - started < 5
+    from sentinel.errors import Busy
+
+    engine, deadline = _engine(), time.monotonic() + 30
+    try:
+        while True:  # the console's runner may have taken it up as the lease was let go: then it ends there
+            try:
+                outcome = engine.resume(run_id)
+                break
+            except Busy:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+    finally:
+        engine.close()
+    assert outcome.status == "done" and (sentinel_home / "workspace" / "ran.txt").read_text() == "ran\n"
