@@ -23,6 +23,7 @@ from typing import Any, Iterator, Sequence
 from sentinel.engine import events
 from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener
+from sentinel.engine.rows import ApprovalRow, RunRow, SessionRow
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel import frames as protocol
 from sentinel.client import paths
@@ -165,8 +166,8 @@ class SystemEngine(Closing):
     def interrupt(self, run_id: str) -> Outcome:
         return Outcome.from_dict(self.call("interrupt", run_id=run_id))
 
-    def sessions(self, *, limit: int | None = None) -> list[dict[str, Any]]:
-        return protocol.result_objects(self.call("sessions", limit=limit))
+    def sessions(self, *, limit: int | None = None) -> list[SessionRow]:
+        return [SessionRow.from_dict(r) for r in protocol.result_objects(self.call("sessions", limit=limit))]
 
     def catalog(self, agent: str | None = None) -> dict[str, list[dict[str, str]]]:
         return protocol.result_object(self.call("catalog", agent=agent))
@@ -239,12 +240,12 @@ class SystemEngine(Closing):
         return RunDetail.from_dict(protocol.result_object(self.call("show", run_id=run_id)))
 
     def runs(self, *, status: str | None = None, limit: int | None = None,
-             all_hosts: bool = False) -> list[dict[str, Any]]:
-        rows = self.call("runs", limit=limit, all_hosts=all_hosts)
-        return [r for r in rows if not status or r.get("status") == status]
+             all_hosts: bool = False) -> list[RunRow]:
+        rows = protocol.result_objects(self.call("runs", limit=limit, all_hosts=all_hosts))
+        return [RunRow.from_dict(r) for r in rows if not status or r.get("status") == status]
 
-    def pending(self, *, all_hosts: bool = False) -> list[dict[str, Any]]:
-        return protocol.result_objects(self.call("approvals", all_hosts=all_hosts))
+    def pending(self, *, all_hosts: bool = False) -> list[ApprovalRow]:
+        return [ApprovalRow.from_dict(a) for a in protocol.result_objects(self.call("approvals", all_hosts=all_hosts))]
 
     def events(self, run_id: str | None = None, *, after: int = 0, follow: bool = False) -> Iterator[Event]:
         """Streams as the supervisor sends: each event is yielded as soon as its frame arrives."""

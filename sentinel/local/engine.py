@@ -12,11 +12,12 @@ instead; both sides implement `sentinel.engine.api.Engine`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, TypeVar
 
 from sentinel import config as config_mod
 from sentinel import paths
@@ -24,6 +25,7 @@ from sentinel.agents import profile as profiles
 from sentinel.engine import journal, relay
 from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener, Translator
+from sentinel.engine.rows import ApprovalRow, RunRow, SessionRow
 from sentinel.engine.run import Run
 from sentinel.engine.state import JOURNAL, RunState, history
 from sentinel.engine.store import Store, new_id
@@ -32,6 +34,8 @@ from sentinel.engine.status import SETTLED, TERMINAL, RunStatus
 
 if TYPE_CHECKING:
     from sentinel.workflows.model import Workflow
+
+Listed = TypeVar("Listed", RunRow, SessionRow)
 
 FOLLOW_POLL_S = 0.2
 STOPPED = "turn stopped by the operator"
@@ -279,23 +283,16 @@ class LocalEngine(Closing):
                          pending_approvals=self.store.pending_listing(run_id, user=operator_name()))
 
     def runs(self, *, status: str | None = None, limit: int | None = None,
-             all_hosts: bool = False) -> list[dict[str, Any]]:  # local mode: one host
+             all_hosts: bool = False) -> list[RunRow]:  # local mode: one host
         wanted = [status] if status and status != RunStatus.INTERRUPTED else [RunStatus.RUNNING] if status else None
-        rows = self.store.list_runs(limit=limit, status=wanted)
-        for row in rows:
-            if row["status"] == RunStatus.RUNNING:
-                row["status"] = self._live_status(self.store.get_run(row["id"]))
-        return [r for r in rows if not status or r["status"] == status]
+        rows = [self._live(row) for row in self.store.list_runs(limit=limit, status=wanted)]
+        return [r for r in rows if not status or r.status == status]
 
-    def pending(self, *, all_hosts: bool = False) -> list[dict[str, Any]]:
+    def pending(self, *, all_hosts: bool = False) -> list[ApprovalRow]:
         return self.store.pending_listing(user=operator_name())  # local mode's tools run as this user
 
-    def sessions(self, *, limit: int | None = None) -> list[dict[str, Any]]:
-        rows = self.store.list_sessions(limit)
-        for row in rows:
-            if row["status"] == RunStatus.RUNNING:
-                row["status"] = self._live_status(self.store.get_run(row["id"]))
-        return rows
+    def sessions(self, *, limit: int | None = None) -> list[SessionRow]:
+        return [self._live(row) for row in self.store.list_sessions(limit)]
 
     def catalog(self, agent: str | None = None) -> dict[str, list[dict[str, str]]]:
         from sentinel.agents import catalog
@@ -371,7 +368,7 @@ class LocalEngine(Closing):
     def status(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
         for r in self.runs():
-            counts[r["status"]] = counts.get(r["status"], 0) + 1
+            counts[r.status] = counts.get(r.status, 0) + 1
         cfg = self.config
         data = {"mode": "local", "home": str(self.home), "default_model": cfg.default_model,
                 "default_agent": cfg.default_agent, "sandbox": cfg.sandbox, "tools": cfg.leash.tools,
@@ -394,8 +391,14 @@ class LocalEngine(Closing):
             newest = self.store.list_runs(limit=1)
             if not newest:
                 raise NotFound("no runs yet")
-            run_id = newest[0]["id"]
+            run_id = newest[0].id
         return Path(self.store.get_run(run_id)["run_dir"])
+
+    def _live(self, row: Listed) -> Listed:
+        """A listed run or session as it stands: one marked running whose process is gone is interrupted."""
+        if row.status != RunStatus.RUNNING:
+            return row
+        return dataclasses.replace(row, status=self._live_status(self.store.get_run(row.id)))
 
     def _live_status(self, row: dict[str, Any]) -> str:
         """A run marked running whose process is gone is `interrupted` (resume it)."""

@@ -38,7 +38,7 @@ def test_run_command_is_decided_by_the_bash_rules(scripted_server, configure):
     assert results[0] == "exit code: 0\nhi\n"                                # auto: a read-only command
     assert results[1] == "Denied by policy: policy: privilege escalation is never allowed"  # the no-privilege-escalation rule
     assert outcome.status == "waiting_approval"                              # rm: needs approval, like bash
-    assert engine.pending()[0]["arguments"]["command"] == "rm"
+    assert engine.pending()[0].arguments["command"] == "rm"
 
 
 def test_the_relay_tools_exist_only_in_hook_sessions(scripted_server, configure):
