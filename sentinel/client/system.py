@@ -23,7 +23,7 @@ from typing import Any, Iterator, Sequence
 from sentinel.engine import events
 from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener
-from sentinel.engine.rows import ApprovalRow, RunRow, SessionRow
+from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel import frames as protocol
 from sentinel.client import paths
@@ -152,11 +152,12 @@ class SystemEngine(Closing):
         return Outcome.from_dict(self.call("start", on_event, task=task, model=model, agent=agent, workspace=ws,
                                            follow=not hook, chat=chat, skills=list(skills), hook=hook))
 
-    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        return protocol.result_objects(self.call("firings", watcher=watcher, limit=limit))
+    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[FiringRow]:
+        return [FiringRow.from_dict(f) for f in protocol.result_objects(self.call("firings", watcher=watcher,
+                                                                                    limit=limit))]
 
-    def inbox(self, *, limit: int | None = None) -> list[dict[str, Any]]:
-        return protocol.result_objects(self.call("inbox", limit=limit))
+    def inbox(self, *, limit: int | None = None) -> list[InboxRow]:
+        return [InboxRow.from_dict(n) for n in protocol.result_objects(self.call("inbox", limit=limit))]
 
     def send(self, run_id: str, text: str, *, skills: Sequence[str] = (), model: str | None = None,
              on_event: Listener | None = None) -> Outcome:
@@ -211,16 +212,16 @@ class SystemEngine(Closing):
         answer = protocol.result_object(self.call("trust_revoke", tool=tool, agent=agent, code_sha256=code_sha256))
         return int(answer["revoked"])
 
-    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> dict[str, Any]:
+    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> FiringRow:
         """The supervisor fires one of the operator's watchers; follow its hook session's events, then wait
         (polling its history) until the relay settled it."""
-        firing = protocol.result_object(self.call("watch_fire", id=ident, payload=payload))
-        if firing.get("run_id") and on_event is not None:
-            for event in self.events(firing["run_id"], follow=True):
+        firing = FiringRow.from_dict(protocol.result_object(self.call("watch_fire", id=ident, payload=payload)))
+        if firing.run_id and on_event is not None:
+            for event in self.events(firing.run_id, follow=True):
                 on_event(event)
-        while firing["status"] == "pending":
+        while firing.status == "pending":
             time.sleep(0.2)
-            firing = next(f for f in self.firings(watcher=ident, limit=50) if f["id"] == firing["id"])
+            firing = next(f for f in self.firings(watcher=ident, limit=50) if f.id == firing.id)
         return firing
 
     def mcp_trust(self, server: str) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, Protocol, Self, Sequence
 
 from sentinel.engine.events import Event, Listener
-from sentinel.engine.rows import ApprovalRow, RunRow, SessionRow
+from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow
 
 
 @dataclass
@@ -143,12 +143,12 @@ class Engine(Protocol):
         """A run's durable events after `after` (the newest run when None); with `follow`, until it pauses or ends."""
         ...
 
-    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[FiringRow]:
         """Watcher firings, newest first: watcher, dedupe key, hook session (run_id), status (pending, notified,
         fallback, suppressed), outcome, escalation."""
         ...
 
-    def inbox(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+    def inbox(self, *, limit: int | None = None) -> list[InboxRow]:
         """The operator's inbox, newest first: what relays delivered there (notify, fallback, failed deliveries)."""
         ...
 
@@ -179,7 +179,7 @@ class Engine(Protocol):
         """Drop an MCP server's pin (the server was removed from the configuration)."""
         ...
 
-    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> dict[str, Any]:
+    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> FiringRow:
         """Fire a watcher now (no match, dedupe or cooldown) and wait until its relay settled the firing; its
         hook session's events go to `on_event`. The firing as `firings()` lists it."""
         ...

@@ -1,4 +1,4 @@
-"""The store's listings, typed: what `runs`, `pending` and `sessions` return in both modes.
+"""The store's listings, typed: what `runs`, `pending`, `sessions`, `firings` and `inbox` return in both modes.
 
     for run in engine.runs(): run.id, run.status, run.parent_id ...
     run.to_dict()                  # the JSON object `sentinel runs --json` prints and the supervisor sends
@@ -95,3 +95,35 @@ class ApprovalRow(Row):
     workspace: str | None = None
     user: str | None = None
     host: str | None = None
+
+
+@dataclass(frozen=True)
+class FiringRow(Row):
+    """A watcher's firing and its relay contract (`firings`): `run_id` its hook session; `status` pending,
+    notified, fallback or suppressed; `envelope` what the session was given; `escalation` and `outcome` as
+    the session or the fallback timer recorded them."""
+
+    id: str
+    watcher: str
+    dedupe_key: str
+    run_id: str | None
+    status: str
+    fired_at: float
+    deadline: float
+    fallback: bool
+    envelope: dict[str, Any] | None
+    escalation: dict[str, Any] | None
+    outcome: dict[str, Any] | None
+    resolved_at: float | None
+
+
+@dataclass(frozen=True)
+class InboxRow(Row):
+    """One entry of the operator's inbox (`inbox`): what a relay delivered there, or a delivery that failed."""
+
+    id: int
+    t: float
+    firing_id: str | None
+    watcher: str | None
+    kind: str
+    message: str

@@ -25,7 +25,7 @@ from sentinel.agents import profile as profiles
 from sentinel.engine import journal, relay
 from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener, Translator
-from sentinel.engine.rows import ApprovalRow, RunRow, SessionRow
+from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow
 from sentinel.engine.run import Run
 from sentinel.engine.state import JOURNAL, RunState, history
 from sentinel.engine.store import Store, new_id
@@ -315,10 +315,10 @@ class LocalEngine(Closing):
                 return  # paused, ended, or nobody executes it any more (interrupted)
             time.sleep(FOLLOW_POLL_S)
 
-    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[FiringRow]:
         return relay.history(self.store.conn, watcher, limit)
 
-    def inbox(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+    def inbox(self, *, limit: int | None = None) -> list[InboxRow]:
         return relay.inbox(self.store.conn, limit)
 
     def roster(self) -> list[str] | None:
@@ -340,13 +340,13 @@ class LocalEngine(Closing):
     def mcp_trust_forget(self, server: str) -> None:
         self.store.untrust_mcp(server, operator_name())
 
-    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> dict[str, Any]:
+    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> FiringRow:
         """One of this user's watchers fires in this process: its hook session runs here, then its relay."""
         from sentinel.watchers import spec
 
         watcher = spec.find(ident)
         runner = self.watcher_runner([watcher], on_event)
-        return runner.wait(runner.fire(watcher, payload))
+        return FiringRow.from_dict(runner.wait(runner.fire(watcher, payload)))
 
     def watcher_runner(self, watchers: list[Any], on_event: Listener | None = None) -> Any:
         """A runner of local mode's watchers on this engine (`sentinel watch run` runs it in the foreground);

@@ -617,11 +617,11 @@ def _check_hook(store: Store, firing_id: str) -> None:
 
 def _firings(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     rows = relay.history(sup.store.conn, _text(msg, "watcher", required=False), _count(msg, "limit") or MAX_ROWS)
-    return reply(rows)
+    return reply([r.to_dict() for r in rows])
 
 
 def _inbox(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    return reply(relay.inbox(sup.store.conn, _count(msg, "limit") or MAX_ROWS))
+    return reply([r.to_dict() for r in relay.inbox(sup.store.conn, _count(msg, "limit") or MAX_ROWS)])
 
 
 def _watch_fire(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from sentinel.engine.api import RunDetail
-from sentinel.engine.rows import ApprovalRow, RunRow
+from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow
 from sentinel.errors import SentinelError
 
 # What the agent door answers for `approvals`: no workspace, user or host (a person's own chat sessions only).
@@ -32,3 +32,19 @@ def test_show_keeps_its_pending_approvals_as_sent():
 def test_a_row_missing_a_field_is_a_broken_peer_in_one_line():
     with pytest.raises(SentinelError, match="RunRow without a field"):
         RunRow.from_dict({"id": "r-1"})
+
+
+def test_a_firing_and_an_inbox_entry_read_back_key_for_key(tmp_path):
+    from sentinel.engine import relay
+    from sentinel.engine.store import Store
+
+    with Store.open(tmp_path / "s.db") as store:
+        store.conn.execute("INSERT INTO watch_firings (id, watcher, dedupe_key, run_id, status, fired_at, deadline,"
+                           " fallback, envelope) VALUES ('f-1', 'eth', 'k', NULL, 'pending', 1, 2, 1, '{\"a\": 1}')")
+        relay.add_inbox(store.conn, "f-1", "eth", "notify", "ETH is low", now=3.0)
+        [firing], [entry] = relay.history(store.conn), relay.inbox(store.conn)
+        wire = json.loads(json.dumps([firing.to_dict(), entry.to_dict()]))
+    assert (firing.fallback, firing.envelope, entry.message) == (True, {"a": 1}, "ETH is low")
+    assert list(wire[0]) == ["id", "watcher", "dedupe_key", "run_id", "status", "fired_at", "deadline", "fallback",
+                             "envelope", "escalation", "outcome", "resolved_at"]
+    assert [FiringRow.from_dict(wire[0]), InboxRow.from_dict(wire[1])] == [firing, entry]

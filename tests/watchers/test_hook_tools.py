@@ -82,5 +82,5 @@ def test_a_worker_names_targets_it_cannot_describe_them(channel):
     assert relay.get(store.conn, "f-r-mine")["status"] == "pending"
     assert ask("relay_notify", message="ok")["result"]["status"] == "notified"
     assert ask("relay_notify", message="again")["kind"] == "denied"     # one outcome: a second notify is refused
-    assert [e["message"] for e in relay.inbox(store.conn)] == ["ok"]
+    assert [e.message for e in relay.inbox(store.conn)] == ["ok"]
     assert store.conn.execute("SELECT COUNT(*) FROM watch_deliveries").fetchone()[0] == 0
