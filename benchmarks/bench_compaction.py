@@ -105,7 +105,7 @@ def instrument() -> Timer:
     from sentinel.worker import compact as keeper_mod
 
     timer = Timer()
-    keeper = keeper_mod.Keeper
+    keeper = keeper_mod.ContextKeeper
     timer.wrap(keeper, "compact", "compact")
     timer.wrap(keeper, "scribe", "scribe")
     timer.wrap(keeper, "_catch_up", "catch_up")

@@ -19,9 +19,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("sentinel.local", "sentinel.supervisor", "sentinel.watchers", "sentinel.workflows", "sentinel.notify",
      "sentinel.client"),
     ("sentinel.worker",),
-    ("sentinel.agents", "sentinel.memory", "sentinel.mcp.client", "sentinel.mcp.tools"),
+    # Muzzle keeps its token store with the engine's one migration runner (sentinel/engine/db.py)
+    ("sentinel.agents", "sentinel.memory", "sentinel.mcp.client", "sentinel.mcp.tools", "sentinel.muzzle"),
     ("sentinel.engine",),
-    ("sentinel.policy", "sentinel.muzzle", "sentinel.hooks"),
+    ("sentinel.policy", "sentinel.hooks"),
     ("sentinel.models", "sentinel.tools", "sentinel.mcp"),
     ("sentinel.leash",),
     ("sentinel.config", "sentinel.paths", "sentinel.errors", "sentinel.frames", "sentinel.client.paths", "sentinel"),

@@ -12,6 +12,7 @@ holds, and Ctrl-C stops the turn (`interrupt`), not the shell.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 import time
@@ -23,6 +24,7 @@ from rich.markup import escape
 from sentinel.chat.complete import COMMANDS
 from sentinel.chat.view import View
 from sentinel.engine.api import Engine, Outcome
+from sentinel.engine.rows import ApprovalRow, SessionRow
 from sentinel.errors import Busy, SentinelError, UsageError
 from sentinel.engine.status import TERMINAL, RunStatus
 
@@ -37,7 +39,7 @@ class Shell:
     def __init__(self, engine: Engine, io: Any, *, agent: str | None = None, model: str | None = None):
         self.engine, self.io = engine, io
         self.agent, self.model = agent, model
-        self.session: dict[str, Any] | None = None   # the `sessions()` row of the current session
+        self.session: SessionRow | None = None        # the `sessions()` row of the current session
         self.skills: list[str] = []                   # attached with $name, sent with the next message
         self._catalog: dict[str, list[dict[str, str]]] | None = None
 
@@ -49,24 +51,24 @@ class Shell:
             self.io.say("[dim]new session: type a message (/help lists the commands, Ctrl-D leaves)[/]")
             return
         self.session = row
-        self.agent = self.agent or row.get("user") or row.get("agent")
+        self.agent = self.agent or row.user or row.agent
         self.io.say(banner(row))
-        if row["status"] == RunStatus.RUNNING:  # another process runs a turn of it: watch that turn end
-            self.turn(lambda view: self.follow(row["id"], view))
-        elif row["status"] in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL):  # take the stopped turn up again
-            self.turn(lambda view: self.engine.resume(row["id"], on_event=view))
+        if row.status == RunStatus.RUNNING:  # another process runs a turn of it: watch that turn end
+            self.turn(lambda view: self.follow(row.id, view))
+        elif row.status in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL):  # take the stopped turn up again
+            self.turn(lambda view: self.engine.resume(row.id, on_event=view))
 
-    def find(self, run_id: str) -> dict[str, Any]:
+    def find(self, run_id: str) -> SessionRow:
         for row in self.engine.sessions():
-            if row["id"] == run_id:
+            if row.id == run_id:
                 return row
         self.engine.show(run_id)  # NotFound for an id that names nothing
         raise UsageError(f"run {run_id} is not a chat session (`sentinel chats` lists them)")
 
-    def newest(self) -> dict[str, Any] | None:
-        rows = [r for r in self.engine.sessions() if r["status"] not in TERMINAL]
+    def newest(self) -> SessionRow | None:
+        rows = [r for r in self.engine.sessions() if r.status not in TERMINAL]
         if self.agent:
-            rows = [r for r in rows if self.agent in (r.get("agent"), r.get("user"))]
+            rows = [r for r in rows if self.agent in (r.agent, r.user)]
         return rows[0] if rows else None
 
     # -- the loop -----------------------------------------------------------------------------------
@@ -86,7 +88,7 @@ class Shell:
                 self.io.error(str(exc))
 
     def prompt(self) -> str:
-        who = (self.session or {}).get("agent") or self.agent
+        who = (self.session.agent if self.session else None) or self.agent
         return f"{who} › " if who else "› "
 
     def message(self, line: str) -> None:
@@ -104,11 +106,12 @@ class Shell:
             outcome = self.turn(lambda view: self.engine.start(text, agent=self.agent, model=self.model, chat=True,
                                                                skills=skills, on_event=view))
         else:
-            if self.session["status"] in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL):
-                self.turn(lambda view: self.engine.resume(self.session["id"], on_event=view))
-            outcome = self.turn(lambda view: self.engine.send(self.session["id"], text, skills=skills,
+            session_id = self.session.id
+            if self.session.status in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL):
+                self.turn(lambda view: self.engine.resume(session_id, on_event=view))
+            outcome = self.turn(lambda view: self.engine.send(session_id, text, skills=skills,
                                                               model=self.model, on_event=view))
-        if outcome is not None and (self.session is None or self.session["id"] != outcome.id):
+        if outcome is not None and (self.session is None or self.session.id != outcome.id):
             self.session = self.find(outcome.id)
 
     def delegate(self, line: str) -> None:
@@ -141,13 +144,13 @@ class Shell:
         return outcome
 
     def settle(self, outcome: Outcome) -> None:
-        if self.session is not None and self.session["id"] == outcome.id:
-            self.session["status"] = outcome.status
+        if self.session is not None and self.session.id == outcome.id:
+            self.session = dataclasses.replace(self.session, status=outcome.status)
         if outcome.status in (RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.CANCELLED):
             self.io.error(f"session {outcome.id} is {outcome.status}: {outcome.error or ''}")
 
     def stop(self, view: View) -> Outcome | None:
-        run_id = view.run_id or (self.session or {}).get("id")
+        run_id = view.run_id or (self.session.id if self.session else None)
         if run_id is None:
             return None
         try:
@@ -174,16 +177,16 @@ class Shell:
             return None
         try:
             if answer == "yes":
-                return self.engine.approve(ident, digest=approval["digest"], on_event=view)
-            return self.engine.deny(ident, reason="denied in the chat", digest=approval["digest"], on_event=view)
+                return self.engine.approve(ident, digest=approval.digest, on_event=view)
+            return self.engine.deny(ident, reason="denied in the chat", digest=approval.digest, on_event=view)
         except UsageError as exc:
             if self.pending(ident) is not None:
                 raise
             self.io.say(f"[dim]{escape(str(exc))}: someone resolved it first[/]")
             return self.follow(outcome.id, view)
 
-    def pending(self, ident: str) -> dict[str, Any] | None:
-        return next((a for a in self.engine.pending() if a["id"] == ident), None)
+    def pending(self, ident: str) -> ApprovalRow | None:
+        return next((a for a in self.engine.pending() if a.id == ident), None)
 
     def resolved_elsewhere(self, ident: str) -> bool:
         try:
@@ -240,7 +243,7 @@ class Shell:
 
     def cmd_model(self, arg: str) -> None:
         if not arg:
-            current = self.model or (self.session or {}).get("model") or "the agent's default"
+            current = self.model or (self.session.model if self.session else None) or "the agent's default"
             return self.io.plain(f"model: {current}")
         self.model = arg
         self.io.say(f"model [bold]{escape(arg)}[/] from your next message on")
@@ -251,17 +254,17 @@ class Shell:
 
     def cmd_chats(self, arg: str) -> None:
         for row in self.engine.sessions():
-            mark = "*" if self.session and row["id"] == self.session["id"] else " "
-            self.io.plain(f"{mark} {row['id']}  {row['status']:<16} {_title(row)}")
+            mark = "*" if self.session and row.id == self.session.id else " "
+            self.io.plain(f"{mark} {row.id}  {row.status:<16} {_title(row)}")
 
     def cmd_status(self, arg: str) -> None:
         status = self.engine.status()
         self.io.plain(f"mode: {status.get('mode')}  pending approvals: {status.get('pending_approvals')}")
         if self.session is None:
             return self.io.plain("session: none yet (your next message starts one)")
-        row = self.find(self.session["id"])
-        self.io.plain(f"session: {row['id']} {row['status']}  agent: {row.get('agent')}  "
-                      f"model: {self.model or row.get('model')}  «{_title(row)}»")
+        row = self.find(self.session.id)
+        self.io.plain(f"session: {row.id} {row.status}  agent: {row.agent}  "
+                      f"model: {self.model or row.model}  «{_title(row)}»")
         if attached := self._attached() + self.skills:
             self.io.plain("skills: " + ", ".join(attached))
 
@@ -308,15 +311,15 @@ class Shell:
     def _attached(self) -> list[str]:
         if self.session is None:
             return []
-        return list(self.engine.show(self.session["id"]).skills)
+        return list(self.engine.show(self.session.id).skills)
 
 
 def _item(item: dict[str, str]) -> str:
     return f"{item['name']:<24} {item.get('description') or ''}".rstrip()
 
 
-def _title(row: dict[str, Any]) -> str:
-    title = " ".join(str(row.get("title") or "").split())
+def _title(row: SessionRow) -> str:
+    title = " ".join(str(row.title or "").split())
     return title if len(title) <= 60 else title[:59] + "…"
 
 
@@ -330,10 +333,10 @@ def _ago(t: float | None) -> str:
     return "just now"
 
 
-def banner(row: dict[str, Any]) -> str:
+def banner(row: SessionRow) -> str:
     """The one line a resumed session opens with."""
-    return (f"[bold]↻ session {row['id']} «{escape(_title(row))}»[/] [dim]· {escape(str(row.get('agent')))} · "
-            f"{escape(str(row.get('model')))} · {row['status']} · active {_ago(row.get('updated_at'))}"
+    return (f"[bold]↻ session {row.id} «{escape(_title(row))}»[/] [dim]· {escape(str(row.agent))} · "
+            f"{escape(str(row.model))} · {row.status} · active {_ago(row.updated_at)}"
             f" — /new starts a fresh one[/]")
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sentinel.chat.view import PlainView, TerminalView, View
+from sentinel.engine.rows import ApprovalRow
 
 CLOSE_POLL_S = 0.5
 YES = ("y", "yes")
@@ -84,19 +85,19 @@ class TerminalIO:
 
         self.console.print(f"[red]error[/]: {escape(text)}")
 
-    def approval(self, approval: dict[str, Any]) -> None:
+    def approval(self, approval: ApprovalRow) -> None:
         from rich.console import Group
         from rich.panel import Panel
         from rich.syntax import Syntax
         from rich.text import Text
 
-        args = approval.get("arguments")
-        shown = args["command"] if approval.get("tool") == "bash" and isinstance(args, dict) and "command" in args \
+        args = approval.arguments
+        shown = args["command"] if approval.tool == "bash" and isinstance(args, dict) and "command" in args \
             else json.dumps(args, ensure_ascii=False, indent=2)
-        parts: list[Any] = [Text(shown), Text(f"why: {approval.get('reason', '')}", style="dim")]
-        if approval.get("code"):  # an agent-authored tool not trusted yet: the code about to run
-            parts.append(Syntax(str(approval["code"]), "python", line_numbers=True))
-        title = f"approval {approval['id']} · {approval.get('tool', '')}"
+        parts: list[Any] = [Text(shown), Text(f"why: {approval.reason}", style="dim")]
+        if approval.code:  # an agent-authored tool not trusted yet: the code about to run
+            parts.append(Syntax(str(approval.code), "python", line_numbers=True))
+        title = f"approval {approval.id} · {approval.tool}"
         self.console.print(Panel(Group(*parts), title=title, title_align="left", border_style="yellow"))
 
 
@@ -131,9 +132,9 @@ class LineIO:
     def error(self, text: str) -> None:
         print(f"error: {text}", file=sys.stderr, flush=True)
 
-    def approval(self, approval: dict[str, Any]) -> None:
-        args = json.dumps(approval.get("arguments"), ensure_ascii=False)
-        print(f"approval {approval['id']}: {approval.get('tool')} {args} ({approval.get('reason', '')})",
+    def approval(self, approval: ApprovalRow) -> None:
+        args = json.dumps(approval.arguments, ensure_ascii=False)
+        print(f"approval {approval.id}: {approval.tool} {args} ({approval.reason})",
               file=sys.stderr, flush=True)
-        if approval.get("code"):
-            print(str(approval["code"]), file=sys.stderr, flush=True)
+        if approval.code:
+            print(str(approval.code), file=sys.stderr, flush=True)

@@ -41,15 +41,14 @@ def chats(as_json: bool = typer.Option(False, "--json")) -> None:
     with _engine() as engine:
         rows = engine.sessions()
     if as_json:
-        return print_json(rows)
+        return print_json([r.to_dict() for r in rows])
     from rich.console import Console
     from rich.table import Table
 
     table = Table("id", "status", "agent", "last active", "title", box=None)
     for r in rows:
-        table.add_row(r["id"], r["status"], r.get("agent") or "",
-                      time.strftime("%Y-%m-%d %H:%M", time.localtime(r["updated_at"])),
-                      " ".join(str(r["title"]).split())[:60])
+        table.add_row(r.id, r.status, r.agent or "", time.strftime("%Y-%m-%d %H:%M", time.localtime(r.updated_at)),
+                      " ".join(str(r.title).split())[:60])
     Console().print(table)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from sentinel.cli.spinner import usage_text
 from sentinel.engine import events as ev
+from sentinel.engine.rows import ApprovalRow
 from sentinel.engine.status import RunStatus
 
 PIPED_WIDTH = 400
@@ -184,16 +185,16 @@ def arguments_text(arguments: Any, limit: int = 100) -> str:
     return short(arguments, limit)
 
 
-def task_title(row: dict[str, Any], limit: int = 80) -> str:
+def task_title(kind: str | None, task: str | None, limit: int = 80) -> str:
     """A run's task on one line; a watcher's hook session by the watcher that fired it (its task is the firing's
     JSON envelope, which the session reads and a person does not)."""
-    if row.get("kind") == "hook":
+    if kind == "hook":
         try:
-            watcher = json.loads(row.get("task") or "")["watcher"]
+            watcher = json.loads(task or "")["watcher"]
             return short(f"⚑ watcher {watcher['id']} fired ({watcher.get('eventName') or 'event'})", limit)
         except (ValueError, TypeError, KeyError):
             return "⚑ watcher firing"
-    return short(str(row.get("task") or ""), limit)
+    return short(str(task or ""), limit)
 
 
 def listing_console() -> Any:
@@ -210,10 +211,10 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
-def code_listing(approval: dict[str, Any]) -> str:
+def code_listing(approval: ApprovalRow) -> str:
     """The code an approval of an agent-authored tool would run, file by file, with its SHA-256."""
-    lines = [f"    code sha256 {approval['code_sha256']}"]
-    for name, text in (approval.get("code") or {}).items():
+    lines = [f"    code sha256 {approval.code_sha256}"]
+    for name, text in (approval.code or {}).items():
         lines.append(f"    --- {name}")
         lines += [f"    | {line}" for line in text.rstrip("\n").splitlines()]
     return "\n".join(lines)

@@ -20,6 +20,7 @@ from sentinel.cli.render import (STATUS_EXIT, Progress, arguments_text, code_lis
                                   self_edit_line, short, task_title)
 from sentinel.engine.events import SelfEdited
 from sentinel.engine.api import Engine, Outcome
+from sentinel.engine.rows import RunRow
 from sentinel.errors import NotFound
 from sentinel.engine.status import TERMINAL, RunStatus
 
@@ -74,7 +75,7 @@ def runs(as_json: bool = typer.Option(False, "--json"),
     with _engine() as engine:
         rows = engine.runs(status=status, all_hosts=all_hosts)
     if as_json:
-        return print_json(rows)
+        return print_json([r.to_dict() for r in rows])
     from rich.table import Table
     from rich.text import Text  # cells are text, never markup: a task says what its author wrote
 
@@ -82,28 +83,28 @@ def runs(as_json: bool = typer.Option(False, "--json"),
                   box=None, pad_edge=False)
     table.columns[5].no_wrap, table.columns[5].overflow = True, "ellipsis"
     for r, level in _tree(rows):
-        table.add_row(*map(Text, (("  " * (level - 1) + "└ " if level else "") + r["id"], r["status"], r["agent"],
-                                  r["model"], time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
-                                  task_title(r), *([r.get("host") or "?"] if all_hosts else []))))
+        table.add_row(*map(Text, (("  " * (level - 1) + "└ " if level else "") + r.id, r.status, r.agent,
+                                  r.model, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
+                                  task_title(r.kind, r.task), *([r.host or "?"] if all_hosts else []))))
     listing_console().print(table)
 
 
-def _tree(rows: list[dict]) -> list[tuple[dict, int]]:
+def _tree(rows: list[RunRow]) -> list[tuple[RunRow, int]]:
     """Runs newest first, each child run right under its parent (oldest child first), with its level."""
-    ids = {r["id"] for r in rows}
-    kids: dict[str, list[dict]] = {}
+    ids = {r.id for r in rows}
+    kids: dict[str, list[RunRow]] = {}
     for r in rows:
-        if r.get("parent_id") in ids:
-            kids.setdefault(r["parent_id"], []).append(r)
-    out: list[tuple[dict, int]] = []
+        if r.parent_id is not None and r.parent_id in ids:
+            kids.setdefault(r.parent_id, []).append(r)
+    out: list[tuple[RunRow, int]] = []
 
-    def add(row: dict, level: int) -> None:
+    def add(row: RunRow, level: int) -> None:
         out.append((row, level))
-        for kid in sorted(kids.get(row["id"], []), key=lambda k: k["created_at"]):
+        for kid in sorted(kids.get(row.id, []), key=lambda k: k.created_at):
             add(kid, level + 1)
 
     for r in rows:
-        if r.get("parent_id") not in ids:
+        if r.parent_id not in ids:
             add(r, 0)
     return out
 
@@ -131,8 +132,8 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
     for e in detail.self_edits:
         console.print(f"  {e['tool']}: {self_edit_line(SelfEdited(run_id=detail.id, seq=0, **e))}", markup=False)
     for a in detail.pending_approvals:
-        if a.get("code_sha256"):
-            console.print(f"pending approval {a['id']} would run this code:", markup=False)
+        if a.code_sha256:
+            console.print(f"pending approval {a.id} would run this code:", markup=False)
             console.print(code_listing(a), markup=False)
     if detail.output:
         console.print(f"output: {detail.output}")
@@ -146,9 +147,10 @@ def approvals(as_json: bool = typer.Option(False, "--json"),
     with _engine() as engine:
         pending = engine.pending(all_hosts=all_hosts)
     if as_json:
+        listed = [a.to_dict() for a in pending]
         return print_json([{k: a[k] for k in ("id", "run_id", "parents", "tool", "arguments", "user", "workspace",
                                               "host", "reason", "code", "code_sha256", "mcp") if k in a}
-                           for a in pending])
+                           for a in listed])
     if not pending:
         print("no pending approvals")
         return
@@ -159,17 +161,17 @@ def approvals(as_json: bool = typer.Option(False, "--json"),
                   box=None, pad_edge=False)
     table.columns[3].overflow = table.columns[6].overflow = "fold"
     for a in pending:
-        chain = "".join(f" ← {parent}" for parent in a.get("parents") or [])  # a child run's: under its parents
-        table.add_row(*map(Text, (a["id"], f"{a['run_id']}{chain}", a["tool"], arguments_text(a["arguments"], 200),
-                                  a.get("user") or "?", a.get("workspace") or "?", short(a.get("reason") or "", 120),
-                                  *([a.get("host") or "?"] if all_hosts else []))))
+        chain = "".join(f" ← {parent}" for parent in a.parents)  # a child run's: under its parents
+        table.add_row(*map(Text, (a.id, f"{a.run_id}{chain}", a.tool, arguments_text(a.arguments, 200),
+                                  a.user or "?", a.workspace or "?", short(a.reason or "", 120),
+                                  *([a.host or "?"] if all_hosts else []))))
     console = listing_console()
     console.print(table)
     for a in pending:
-        if a.get("mcp"):
-            console.print(f"approval {a['id']}: MCP server {a['mcp']['server']}, tool {a['mcp']['tool']}", markup=False)
-        if a.get("code_sha256"):
-            console.print(f"approval {a['id']} would run this code:\n{code_listing(a)}", markup=False)
+        if a.mcp:
+            console.print(f"approval {a.id}: MCP server {a.mcp['server']}, tool {a.mcp['tool']}", markup=False)
+        if a.code_sha256:
+            console.print(f"approval {a.id} would run this code:\n{code_listing(a)}", markup=False)
 
 
 @contextlib.contextmanager

@@ -129,8 +129,8 @@ def fire(ident: str = typer.Argument(..., metavar="ID"),
     with Progress(False if as_json else None) as progress, _engine() as engine:
         firing = engine.fire_watcher(ident, data, on_event=progress)
     if as_json:
-        return print_json(firing)
-    print(f"{firing['id']}: {firing['status']} (session {firing['run_id'] or '-'})")
+        return print_json(firing.to_dict())
+    print(f"{firing.id}: {firing.status} (session {firing.run_id or '-'})")
 
 
 @app.command("history")
@@ -140,12 +140,12 @@ def history(watcher: Optional[str] = typer.Option(None, "--watcher", "-w", help=
     """Firings, newest first, with their hook session and relay outcome."""
     rows = _engine().firings(watcher=watcher, limit=limit)
     if as_json:
-        return print_json(rows)
+        return print_json([r.to_dict() for r in rows])
     if not rows:
         print("no firings yet")
     for r in rows:
-        why = (r.get("outcome") or {}).get("reason") or (r.get("outcome") or {}).get("by") or ""
-        print(f"{_when(r['fired_at'])}  {r['id']}  {r['watcher']:<20} {r['status']:<10} {r.get('run_id') or '-':<14} {why}")
+        why = (r.outcome or {}).get("reason") or (r.outcome or {}).get("by") or ""
+        print(f"{_when(r.fired_at)}  {r.id}  {r.watcher:<20} {r.status:<10} {r.run_id or '-':<14} {why}")
 
 
 @app.command("run")
@@ -170,11 +170,11 @@ def inbox(limit: int = typer.Option(50, "--limit", "-n", min=1), as_json: bool =
     """The operator's inbox: what hook sessions and relay fallbacks delivered, newest first."""
     rows = _engine().inbox(limit=limit)
     if as_json:
-        return print_json(rows)
+        return print_json([r.to_dict() for r in rows])
     if not rows:
         print("inbox is empty")
     for r in rows:
-        print(f"{_when(r['t'])}  {r['kind']:<9} {r.get('watcher') or '-':<20} {r['message']}")
+        print(f"{_when(r.t)}  {r.kind:<9} {r.watcher or '-':<20} {r.message}")
 
 
 def register(root: typer.Typer) -> None:

@@ -23,6 +23,7 @@ from typing import Any, Iterator, Sequence
 from sentinel.engine import events
 from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener
+from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel import frames as protocol
 from sentinel.client import paths
@@ -151,11 +152,12 @@ class SystemEngine(Closing):
         return Outcome.from_dict(self.call("start", on_event, task=task, model=model, agent=agent, workspace=ws,
                                            follow=not hook, chat=chat, skills=list(skills), hook=hook))
 
-    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        return protocol.result_objects(self.call("firings", watcher=watcher, limit=limit))
+    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[FiringRow]:
+        return [FiringRow.from_dict(f) for f in protocol.result_objects(self.call("firings", watcher=watcher,
+                                                                                    limit=limit))]
 
-    def inbox(self, *, limit: int | None = None) -> list[dict[str, Any]]:
-        return protocol.result_objects(self.call("inbox", limit=limit))
+    def inbox(self, *, limit: int | None = None) -> list[InboxRow]:
+        return [InboxRow.from_dict(n) for n in protocol.result_objects(self.call("inbox", limit=limit))]
 
     def send(self, run_id: str, text: str, *, skills: Sequence[str] = (), model: str | None = None,
              on_event: Listener | None = None) -> Outcome:
@@ -165,8 +167,8 @@ class SystemEngine(Closing):
     def interrupt(self, run_id: str) -> Outcome:
         return Outcome.from_dict(self.call("interrupt", run_id=run_id))
 
-    def sessions(self, *, limit: int | None = None) -> list[dict[str, Any]]:
-        return protocol.result_objects(self.call("sessions", limit=limit))
+    def sessions(self, *, limit: int | None = None) -> list[SessionRow]:
+        return [SessionRow.from_dict(r) for r in protocol.result_objects(self.call("sessions", limit=limit))]
 
     def catalog(self, agent: str | None = None) -> dict[str, list[dict[str, str]]]:
         return protocol.result_object(self.call("catalog", agent=agent))
@@ -213,16 +215,16 @@ class SystemEngine(Closing):
         answer = protocol.result_object(self.call("trust_revoke", tool=tool, agent=agent, code_sha256=code_sha256))
         return int(answer["revoked"])
 
-    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> dict[str, Any]:
+    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> FiringRow:
         """The supervisor fires one of the operator's watchers; follow its hook session's events, then wait
         (polling its history) until the relay settled it."""
-        firing = protocol.result_object(self.call("watch_fire", id=ident, payload=payload))
-        if firing.get("run_id") and on_event is not None:
-            for event in self.events(firing["run_id"], follow=True):
+        firing = FiringRow.from_dict(protocol.result_object(self.call("watch_fire", id=ident, payload=payload)))
+        if firing.run_id and on_event is not None:
+            for event in self.events(firing.run_id, follow=True):
                 on_event(event)
-        while firing["status"] == "pending":
+        while firing.status == "pending":
             time.sleep(0.2)
-            firing = next(f for f in self.firings(watcher=ident, limit=50) if f["id"] == firing["id"])
+            firing = next(f for f in self.firings(watcher=ident, limit=50) if f.id == firing.id)
         return firing
 
     def mcp_trust(self, server: str) -> dict[str, Any] | None:
@@ -242,12 +244,12 @@ class SystemEngine(Closing):
         return RunDetail.from_dict(protocol.result_object(self.call("show", run_id=run_id)))
 
     def runs(self, *, status: str | None = None, limit: int | None = None,
-             all_hosts: bool = False) -> list[dict[str, Any]]:
-        rows = self.call("runs", limit=limit, all_hosts=all_hosts)
-        return [r for r in rows if not status or r.get("status") == status]
+             all_hosts: bool = False) -> list[RunRow]:
+        rows = protocol.result_objects(self.call("runs", limit=limit, all_hosts=all_hosts))
+        return [RunRow.from_dict(r) for r in rows if not status or r.get("status") == status]
 
-    def pending(self, *, all_hosts: bool = False) -> list[dict[str, Any]]:
-        return protocol.result_objects(self.call("approvals", all_hosts=all_hosts))
+    def pending(self, *, all_hosts: bool = False) -> list[ApprovalRow]:
+        return [ApprovalRow.from_dict(a) for a in protocol.result_objects(self.call("approvals", all_hosts=all_hosts))]
 
     def events(self, run_id: str | None = None, *, after: int = 0, follow: bool = False) -> Iterator[Event]:
         """Streams as the supervisor sends: each event is yielded as soon as its frame arrives."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, Protocol, Self, Sequence
 
 from sentinel.engine.events import Event, Listener
+from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow
 
 
 @dataclass
@@ -69,16 +70,18 @@ class RunDetail:
     children: list[dict[str, Any]] = field(default_factory=list)
     safeguards: list[dict[str, Any]] = field(default_factory=list)
     self_edits: list[dict[str, Any]] = field(default_factory=list)
-    pending_approvals: list[dict[str, Any]] = field(default_factory=list)
+    pending_approvals: list[ApprovalRow] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(self) | {"pending_approvals": [a.to_dict() for a in self.pending_approvals]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunDetail":
         """From the supervisor's answer; keys this version does not know are left out."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        known = {k: v for k, v in data.items() if k in names}
+        approvals = [ApprovalRow.from_dict(a) for a in known.pop("pending_approvals", None) or []]
+        return cls(**known, pending_approvals=approvals)
 
 
 class Engine(Protocol):
@@ -103,7 +106,7 @@ class Engine(Protocol):
         session becomes idle and its next message continues the conversation."""
         ...
 
-    def sessions(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+    def sessions(self, *, limit: int | None = None) -> list[SessionRow]:
         """Chat sessions, most recently active first: id, title (the first message), agent, model, status."""
         ...
 
@@ -131,24 +134,24 @@ class Engine(Protocol):
     def cancel(self, run_id: str) -> Outcome: ...
 
     def runs(self, *, status: str | None = None, limit: int | None = None,
-             all_hosts: bool = False) -> list[dict[str, Any]]:
+             all_hosts: bool = False) -> list[RunRow]:
         """`all_hosts`: on a store many hosts share (system mode), every host's runs, not only this one's."""
         ...
 
     def show(self, run_id: str) -> RunDetail: ...
 
-    def pending(self, *, all_hosts: bool = False) -> list[dict[str, Any]]: ...
+    def pending(self, *, all_hosts: bool = False) -> list[ApprovalRow]: ...
 
     def events(self, run_id: str | None = None, *, after: int = 0, follow: bool = False) -> Iterator[Event]:
         """A run's durable events after `after` (the newest run when None); with `follow`, until it pauses or ends."""
         ...
 
-    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[FiringRow]:
         """Watcher firings, newest first: watcher, dedupe key, hook session (run_id), status (pending, notified,
         fallback, suppressed), outcome, escalation."""
         ...
 
-    def inbox(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+    def inbox(self, *, limit: int | None = None) -> list[InboxRow]:
         """The operator's inbox, newest first: what relays delivered there (notify, fallback, failed deliveries)."""
         ...
 
@@ -179,7 +182,7 @@ class Engine(Protocol):
         """Drop an MCP server's pin (the server was removed from the configuration)."""
         ...
 
-    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> dict[str, Any]:
+    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> FiringRow:
         """Fire a watcher now (no match, dedupe or cooldown) and wait until its relay settled the firing; its
         hook session's events go to `on_event`. The firing as `firings()` lists it."""
         ...

@@ -22,6 +22,7 @@ import time
 from typing import Any, Iterable
 
 from sentinel.engine import db
+from sentinel.engine.rows import FiringRow, InboxRow
 from sentinel.errors import NotFound, SentinelError, UsageError
 
 PENDING = "pending"
@@ -63,12 +64,12 @@ def for_run(conn: db.Conn, run_id: str) -> dict[str, Any] | None:
     return _firing(row) if row else None
 
 
-def history(conn: db.Conn, watcher: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+def history(conn: db.Conn, watcher: str | None = None, limit: int | None = None) -> list[FiringRow]:
     sql, params = "SELECT * FROM watch_firings", []
     if watcher:
         sql, params = sql + " WHERE watcher=?", [watcher]
     sql += " ORDER BY fired_at DESC, rowid DESC" + (" LIMIT ?" if limit else "")
-    return [_firing(r) for r in conn.execute(sql, params + ([limit] if limit else []))]
+    return [FiringRow(**_firing(r)) for r in conn.execute(sql, params + ([limit] if limit else []))]
 
 
 def due(conn: db.Conn, now: float) -> list[dict[str, Any]]:
@@ -155,9 +156,9 @@ def add_inbox(conn: db.Conn, firing_id: str | None, watcher: str | None, kind: s
                  (now or time.time(), firing_id, watcher, kind, message))
 
 
-def inbox(conn: db.Conn, limit: int | None = None) -> list[dict[str, Any]]:
+def inbox(conn: db.Conn, limit: int | None = None) -> list[InboxRow]:
     sql = "SELECT * FROM watch_inbox ORDER BY id DESC" + (" LIMIT ?" if limit else "")
-    return [dict(r) for r in conn.execute(sql, [limit] if limit else [])]
+    return [InboxRow(**dict(r)) for r in conn.execute(sql, [limit] if limit else [])]
 
 
 def pending_deliveries(conn: db.Conn, now: float) -> list[dict[str, Any]]:

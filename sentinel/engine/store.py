@@ -27,6 +27,7 @@ from typing import Any, Iterable
 
 from sentinel import paths
 from sentinel.engine import db
+from sentinel.engine.rows import ApprovalRow, RunRow, SessionRow
 from sentinel.engine.status import TERMINAL
 from sentinel.errors import NotFound, UsageError
 from sentinel.mcp.names import named, split_name
@@ -256,7 +257,7 @@ class Store:
         return dict(row)
 
     def list_runs(self, limit: int | None = None, status: Iterable[str] | None = None,
-                  all_hosts: bool = False) -> list[dict[str, Any]]:
+                  all_hosts: bool = False) -> list[RunRow]:
         """Runs, the newest first; on a shared database this host's only unless `all_hosts`."""
         sql = "SELECT id, parent_id, depth, kind, agent, task, model, status, created_at, updated_at, host FROM runs"
         where: list[str] = []
@@ -273,7 +274,7 @@ class Store:
         if limit:
             sql += " LIMIT ?"
             params.append(limit)
-        return [dict(r) for r in self.conn.execute(sql, params)]
+        return [RunRow(**dict(r)) for r in self.conn.execute(sql, params)]
 
     def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None:
         """The child run a parent's tool call (or workflow step) made, if it made one: one per call, ever."""
@@ -300,7 +301,7 @@ class Store:
         return chain
 
     def pending_listing(self, run_id: str | None = None, *, user: str | None = None,
-                        all_hosts: bool = True) -> list[dict[str, Any]]:
+                        all_hosts: bool = True) -> list[ApprovalRow]:
         """Pending approvals as a person reviews them: each with its run's parent chain, its workspace, its host
         and the Linux user its call would run as (`user` for runs the registry names none for: local mode's
         own). On a shared database, `all_hosts=False` keeps this host's runs only."""
@@ -309,8 +310,9 @@ class Store:
             run = self.get_run(approval.run_id)
             if self.shared and not all_hosts and run.get("host") != self.host:
                 continue
-            out.append({**approval.public(), "parents": self.parent_chain(approval.run_id),
-                        "workspace": run["workspace"], "user": run.get("user") or user, "host": run.get("host")})
+            out.append(ApprovalRow.from_dict({**approval.public(), "parents": self.parent_chain(approval.run_id),
+                                              "workspace": run["workspace"], "user": run.get("user") or user,
+                                              "host": run.get("host")}))
         return out
 
     def waited_approvals(self, run_id: str) -> list["Approval"]:
@@ -322,11 +324,12 @@ class Store:
                 found += self.pending_approvals(child["id"]) + self.waited_approvals(child["id"])
         return found
 
-    def list_sessions(self, limit: int | None = None) -> list[dict[str, Any]]:
+    def list_sessions(self, limit: int | None = None) -> list[SessionRow]:
         """Chat sessions, the most recently active first; `title` is the first message."""
         sql = ("SELECT id, agent, user, model, status, task AS title, error, created_at, updated_at FROM runs"
                " WHERE kind='chat' ORDER BY updated_at DESC")
-        return [dict(r) for r in self.conn.execute(sql + (" LIMIT ?" if limit else ""), [limit] if limit else [])]
+        return [SessionRow(**dict(r))
+                for r in self.conn.execute(sql + (" LIMIT ?" if limit else ""), [limit] if limit else [])]
 
     def set_model(self, run_id: str, model: str) -> None:
         self.conn.execute("UPDATE runs SET model=?, updated_at=? WHERE id=?", (model, time.time(), run_id))

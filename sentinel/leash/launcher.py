@@ -2,7 +2,7 @@
 
 Each message on its SOCK_SEQPACKET control socket carries one unix stream socket (SCM_RIGHTS) for
 one request. The message is taken straight off the shared socket by a ready keeper
-(sentinel/leash/keeper.py), a long-lived fork of this process that serves one launch at a time.
+(sentinel/leash/launch_keeper.py), a long-lived fork of this process that serves one launch at a time.
 The launcher keeps the pool: SPARES keepers from the start (replaced if one leaves), and one more
 whenever every keeper is busy, so concurrent launches never wait for each other; those extra
 keepers leave after EXTRA_IDLE_S without a request. No interpreter start, fork or cgroup creation
@@ -24,7 +24,7 @@ import socket
 import sys
 from dataclasses import dataclass
 
-from sentinel.leash import cgroups, keeper, lsm, privs, seccomp
+from sentinel.leash import cgroups, launch_keeper, lsm, privs, seccomp
 
 SPARES = 2  # two, so the keeper that just served has time to fork its next launch child
 EXTRA_IDLE_S = 60.0
@@ -62,11 +62,11 @@ def _setup(ctl: socket.socket, parent: int) -> None:
     cgroups.detect()
     cgroups.sweep()  # groups of launchers killed with their callers
     if os.geteuid() == 0:
-        keeper.ToolIdentity.prepare(os.getpid())
+        launch_keeper.ToolIdentity.prepare(os.getpid())
 
 
 @dataclass
-class _Keeper:
+class _LaunchKeeper:
     pidfd: int
     core: bool        # one of the SPARES: never leaves for idleness, replaced when it leaves
     busy: bool = False  # serving a launch or leaving; a keeper still getting ready counts as free
@@ -78,7 +78,7 @@ class Pool:
     def __init__(self, ctl: socket.socket):
         self.ctl = ctl
         self.notes_r, self.notes_w = os.pipe2(os.O_CLOEXEC)
-        self.keepers: dict[int, _Keeper] = {}
+        self.keepers: dict[int, _LaunchKeeper] = {}
         self.poller = select.poll()
         self.poller.register(self.notes_r, select.POLLIN)
         self.poller.register(ctl.fileno(), 0)  # POLLHUP only: the caller closed the control socket
@@ -100,15 +100,15 @@ class Pool:
                 self._fork(core=False)  # every keeper is busy: one more, so the next launch need not wait
 
     def _read_notes(self) -> bool:
-        data = os.read(self.notes_r, keeper.NOTE.size * 256)
-        for off in range(0, len(data) - keeper.NOTE.size + 1, keeper.NOTE.size):
-            kind, pid = keeper.NOTE.unpack_from(data, off)
+        data = os.read(self.notes_r, launch_keeper.NOTE.size * 256)
+        for off in range(0, len(data) - launch_keeper.NOTE.size + 1, launch_keeper.NOTE.size):
+            kind, pid = launch_keeper.NOTE.unpack_from(data, off)
             k = self.keepers.get(pid)
-            if kind == keeper.HUNG_UP:
+            if kind == launch_keeper.HUNG_UP:
                 return False
             if k is None:
                 continue
-            k.busy = kind != keeper.READY  # taken, or leaving: unavailable until its pidfd says it is gone
+            k.busy = kind != launch_keeper.READY  # taken, or leaving: unavailable until its pidfd says it is gone
         return True
 
     def _reap(self, pid: int) -> None:
@@ -128,11 +128,11 @@ class Pool:
         if pid == 0:
             try:
                 os.close(self.notes_r)
-                keeper.keep(self.ctl, self.notes_w, None if core else EXTRA_IDLE_S)
+                launch_keeper.keep(self.ctl, self.notes_w, None if core else EXTRA_IDLE_S)
             finally:
                 os._exit(0)
         pidfd = os.pidfd_open(pid)
-        self.keepers[pid] = _Keeper(pidfd, core)
+        self.keepers[pid] = _LaunchKeeper(pidfd, core)
         self.by_fd[pidfd] = pid
         self.poller.register(pidfd, select.POLLIN)
 

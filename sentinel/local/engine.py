@@ -12,6 +12,7 @@ instead; both sides implement `sentinel.engine.api.Engine`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -19,7 +20,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 from sentinel import config as config_mod
 from sentinel import paths
@@ -27,6 +28,7 @@ from sentinel.agents import profile as profiles
 from sentinel.engine import journal, lifecycle, relay
 from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener, Translator
+from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow
 from sentinel.engine.run import Run
 from sentinel.engine.state import JOURNAL, RunState, history
 from sentinel.engine.store import Store, new_id
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from sentinel.workflows.model import Workflow
 
 logger = logging.getLogger("sentinel.local")
+Listed = TypeVar("Listed", RunRow, SessionRow)
 FOLLOW_POLL_S = 0.2
 STOPPED = "turn stopped by the operator"
 WAITING_HINT = {"waiting_approval": ": answer its pending approval first",
@@ -271,23 +274,16 @@ class LocalEngine(Closing):
                          pending_approvals=self.store.pending_listing(run_id, user=operator_name()))
 
     def runs(self, *, status: str | None = None, limit: int | None = None,
-             all_hosts: bool = False) -> list[dict[str, Any]]:  # local mode: one host
+             all_hosts: bool = False) -> list[RunRow]:  # local mode: one host
         wanted = [status] if status and status != RunStatus.INTERRUPTED else [RunStatus.RUNNING] if status else None
-        rows = self.store.list_runs(limit=limit, status=wanted)
-        for row in rows:
-            if row["status"] == RunStatus.RUNNING:
-                row["status"] = self._live_status(self.store.get_run(row["id"]))
-        return [r for r in rows if not status or r["status"] == status]
+        rows = [self._live(row) for row in self.store.list_runs(limit=limit, status=wanted)]
+        return [r for r in rows if not status or r.status == status]
 
-    def pending(self, *, all_hosts: bool = False) -> list[dict[str, Any]]:
+    def pending(self, *, all_hosts: bool = False) -> list[ApprovalRow]:
         return self.store.pending_listing(user=operator_name())  # local mode's tools run as this user
 
-    def sessions(self, *, limit: int | None = None) -> list[dict[str, Any]]:
-        rows = self.store.list_sessions(limit)
-        for row in rows:
-            if row["status"] == RunStatus.RUNNING:
-                row["status"] = self._live_status(self.store.get_run(row["id"]))
-        return rows
+    def sessions(self, *, limit: int | None = None) -> list[SessionRow]:
+        return [self._live(row) for row in self.store.list_sessions(limit)]
 
     def catalog(self, agent: str | None = None) -> dict[str, list[dict[str, str]]]:
         from sentinel.agents import catalog
@@ -310,10 +306,10 @@ class LocalEngine(Closing):
                 return  # paused, ended, or nobody executes it any more (interrupted)
             time.sleep(FOLLOW_POLL_S)
 
-    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[FiringRow]:
         return relay.history(self.store.conn, watcher, limit)
 
-    def inbox(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+    def inbox(self, *, limit: int | None = None) -> list[InboxRow]:
         return relay.inbox(self.store.conn, limit)
 
     def roster(self) -> list[str] | None:
@@ -335,13 +331,13 @@ class LocalEngine(Closing):
     def mcp_trust_forget(self, server: str) -> None:
         self.store.untrust_mcp(server, operator_name())
 
-    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> dict[str, Any]:
+    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> FiringRow:
         """One of this user's watchers fires in this process: its hook session runs here, then its relay."""
         from sentinel.watchers import spec
 
         watcher = spec.find(ident)
         runner = self.watcher_runner([watcher], on_event)
-        return runner.wait(runner.fire(watcher, payload))
+        return FiringRow.from_dict(runner.wait(runner.fire(watcher, payload)))
 
     def watcher_runner(self, watchers: list[Any], on_event: Listener | None = None) -> Any:
         """A runner of local mode's watchers on this engine (`sentinel watch run` runs it in the foreground);
@@ -363,7 +359,7 @@ class LocalEngine(Closing):
     def status(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
         for r in self.runs():
-            counts[r["status"]] = counts.get(r["status"], 0) + 1
+            counts[r.status] = counts.get(r.status, 0) + 1
         cfg = self.config
         data = {"mode": "local", "home": str(self.home), "default_model": cfg.default_model,
                 "default_agent": cfg.default_agent, "sandbox": cfg.sandbox, "tools": cfg.leash.tools,
@@ -386,8 +382,14 @@ class LocalEngine(Closing):
             newest = self.store.list_runs(limit=1)
             if not newest:
                 raise NotFound("no runs yet")
-            run_id = newest[0]["id"]
+            run_id = newest[0].id
         return Path(self.store.get_run(run_id)["run_dir"])
+
+    def _live(self, row: Listed) -> Listed:
+        """A listed run or session as it stands: one marked running whose process is gone is interrupted."""
+        if row.status != RunStatus.RUNNING:
+            return row
+        return dataclasses.replace(row, status=self._live_status(self.store.get_run(row.id)))
 
     def _live_status(self, row: dict[str, Any]) -> str:
         """A run marked running whose process is gone is `interrupted` (resume it)."""

@@ -9,7 +9,7 @@ The files are the truth: `sync` re-reads a note whose size or modification time 
 a full scan the first time, then from inotify events), drops notes whose file is gone, and scans
 every (re)read note for prompt injection. A flagged note is kept on disk and in `notes` with its
 finding, but not in the full-text table: recall never returns it and the prompt never lists it.
-Deleting the database file only costs a rebuild.
+Deleting the database file only costs a rebuild. Its schema migrates by name (sentinel/engine/db.py's runner).
 """
 
 from __future__ import annotations
@@ -22,25 +22,29 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sentinel.engine import db
 from sentinel.memory import notes as notes_mod
 from sentinel.memory.scan import scan
 from sentinel.memory.watch import Watch
 from sentinel.paths import connect_wal
 
 DB_NAME = ".index.sqlite"
-SCHEMA_VERSION = 1
 NOTE_MAX_BYTES = 1 << 20  # a bigger file is indexed by its first megabyte
 WEIGHTS = (10.0, 4.0, 1.0)  # bm25 weights of title, tags, body
 _WORD = re.compile(r"\w+", re.UNICODE)
 
-SCHEMA = """
-    CREATE TABLE notes (
-        id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
-        title TEXT NOT NULL, title_key TEXT NOT NULL, tags TEXT NOT NULL, created TEXT, updated TEXT,
-        source_run TEXT, flagged TEXT);
-    CREATE INDEX notes_title ON notes(title_key);
-    CREATE VIRTUAL TABLE notes_fts USING fts5(title, tags, body, tokenize='porter unicode61 remove_diacritics 2');
-"""
+# `IF NOT EXISTS`: an index made before migrations were recorded (PRAGMA user_version 1) has these tables.
+MIGRATIONS: list[tuple[str, str]] = [
+    ("001_notes", """
+        CREATE TABLE IF NOT EXISTS notes (
+            id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+            title TEXT NOT NULL, title_key TEXT NOT NULL, tags TEXT NOT NULL, created TEXT, updated TEXT,
+            source_run TEXT, flagged TEXT);
+        CREATE INDEX IF NOT EXISTS notes_title ON notes(title_key);
+        CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(title, tags, body,
+                                                                tokenize='porter unicode61 remove_diacritics 2');
+    """),
+]
 
 
 @dataclass
@@ -122,8 +126,7 @@ class Index:
         seen = self._known() if paths is None else None
         on_disk = _scan(self.vault) if paths is None else {p: _stat(self.vault / p) for p in paths}
         result = Synced()
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with db.transaction(self.conn):
             known = seen if seen is not None else self._known(list(on_disk))
             for rel, stat in on_disk.items():
                 if stat is None:
@@ -142,10 +145,6 @@ class Index:
                     self._delete(rel)
                     result.removed += 1
             result.relisted |= bool(result.removed)
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
         return result
 
     def _changed_paths(self) -> list[str] | None:
@@ -243,18 +242,7 @@ class Index:
 
 def _connect(path: Path) -> sqlite3.Connection:
     conn = connect_wal(path, 30.0)
-    if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for table in ("notes_fts", "notes"):
-                conn.execute(f"DROP TABLE IF EXISTS {table}")
-            for statement in filter(str.strip, SCHEMA.split(";")):
-                conn.execute(statement)
-            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+    db.migrate(conn, MIGRATIONS)
     return conn
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentinel.models.base import Completion, ModelError, ModelUnavailable, OnDelta, OnProgress
-from sentinel.models.host import address, status_path
+from sentinel.models.host_process import address, status_path
 from sentinel.models.weights import cache_dir
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class Hosts:
         _SPAWNED[:] = [p for p in _SPAWNED if p.poll() is None]  # reap keepers that exited
         with open(sock.with_suffix(".log"), "ab") as log:
             # cwd "/": `-m` puts the working directory first on sys.path, and a checkout there must not win
-            keeper = subprocess.Popen([sys.executable, "-m", "sentinel.models.host", *argv], cwd="/",
+            keeper = subprocess.Popen([sys.executable, "-m", "sentinel.models.host_process", *argv], cwd="/",
                                       env=self._env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=log, start_new_session=True)  # outlives this process; not its signals
         _SPAWNED.append(keeper)

@@ -1,6 +1,6 @@
 """The embedded model itself: one llama.cpp instance, loaded once, run inside a model host.
 
-Only the model host (`sentinel.models.host`) imports llama.cpp; Muzzle and runs talk
+Only the model host (`sentinel.models.host_process`) imports llama.cpp; Muzzle and runs talk
 to the host over its socket, so a fault in llama.cpp costs one call, not their process.
 
     Engine(model, tool_mode)    loads `local/<model>` (see `weights`), answers OpenAI-style calls

@@ -10,7 +10,8 @@ The same file is used by the in-process Muzzle and the engine (local mode:
 `$SENTINEL_HOME/state/muzzle.db`) and by `sentinel muzzle serve` and the
 supervisor (system mode: `/var/lib/sentinel-muzzle/muzzle.db`, owned by
 Muzzle's user; SQLite hands its journal files to the database's owner when
-root writes). Migrations are append-only and recorded by name.
+root writes). Migrations are append-only and recorded by name in `migrations` (sentinel/engine/db.py's
+runner, as every database in Sentinel).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sentinel import paths
+from sentinel.engine import db
 from sentinel.errors import SentinelError
 from sentinel.muzzle.settings import Budgets
 
@@ -117,29 +119,11 @@ class TokenStore:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _prepare(path)
         conn = paths.connect_wal(path, 10.0)
-        store = cls(conn, path)
-        store._migrate()
-        return store
+        db.migrate(conn, MIGRATIONS, table="migrations")
+        return cls(conn, path)
 
     def close(self) -> None:
         self.conn.close()
-
-    def _migrate(self) -> None:
-        self.conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-        done = {r[0] for r in self.conn.execute("SELECT name FROM migrations")}
-        for name, sql in MIGRATIONS:
-            if name in done:
-                continue
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                if not self.conn.execute("SELECT 1 FROM migrations WHERE name=?", (name,)).fetchone():
-                    for statement in filter(str.strip, sql.split(";")):
-                        self.conn.execute(statement)
-                    self.conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
 
     # -- tokens -------------------------------------------------------------
 
@@ -188,18 +172,13 @@ class TokenStore:
         return Spent(row[0] or 0, row[1] or 0)
 
     def charge(self, grant: Grant, tokens: int) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with db.transaction(self.conn):
             self.conn.execute(
                 "INSERT INTO run_usage (run_id, tokens, calls) VALUES (?, ?, 1) ON CONFLICT(run_id)"
                 " DO UPDATE SET tokens = tokens + excluded.tokens, calls = calls + 1", (grant.run_id, tokens))
             self.conn.execute(
                 "INSERT INTO agent_usage (agent, day, tokens) VALUES (?, ?, ?) ON CONFLICT(agent, day)"
                 " DO UPDATE SET tokens = tokens + excluded.tokens", (grant.agent, today(), tokens))
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
 
     def run_usage(self, run_id: str) -> dict[str, int]:
         row = self.conn.execute("SELECT tokens, calls FROM run_usage WHERE run_id = ?", (run_id,)).fetchone()

@@ -134,7 +134,7 @@ def _resolve(handler: ops.Handler) -> ops.Handler:
 
 def _sessions(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     assert conn.peer is not None
-    rows = [r for r in sup.store.list_sessions() if mine(sup.store, conn.peer, r["id"])]
+    rows = [r.to_dict() for r in sup.store.list_sessions() if mine(sup.store, conn.peer, r.id)]
     return reply(rows[:ops.MAX_ROWS])
 
 

@@ -327,9 +327,9 @@ def waiting_top(store: Store, run_id: str) -> str:
 def _operator_outcome(sup: Hub, tool: str) -> str:
     """What the operator's policy says of `delegate` or `run_workflow` (the worker's decision is the agent's
     claim: a child runs as another agent's user, so the supervisor asks for the approval itself)."""
-    from sentinel.policy import action
+    from sentinel.policy import action_policy
 
-    policy = action.load(("the operator's config.yaml policy", sup.config.policy))
+    policy = action_policy.load(("the operator's config.yaml policy", sup.config.policy))
     return policy.tools.get(tool, policy.default)
 
 

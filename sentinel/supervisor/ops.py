@@ -121,7 +121,7 @@ def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     try:
         counts: dict[str, int] = {}
         for row in store.list_runs():
-            counts[row["status"]] = counts.get(row["status"], 0) + 1
+            counts[row.status] = counts.get(row.status, 0) + 1
         return reply(doc | {"default_agent": registry.default(store),
                             "agents": [a.name for a in registry.all_agents(store)], "runs": counts,
                             "pending_approvals": len(store.pending_approvals()), "model_hosts": _model_hosts(sup),
@@ -164,7 +164,8 @@ def _agents(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 
 def _runs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     limit = _count(msg, "limit")
-    return reply(sup.store.list_runs(limit=min(limit or MAX_ROWS, MAX_ROWS), all_hosts=bool(msg.get("all_hosts"))))
+    rows = sup.store.list_runs(limit=min(limit or MAX_ROWS, MAX_ROWS), all_hosts=bool(msg.get("all_hosts")))
+    return reply([r.to_dict() for r in rows])
 
 
 def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
@@ -183,11 +184,12 @@ def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
                   "history": [], "compactions": compactions,
                   "parent_id": row.get("parent_id"), "children": store.children(row["id"]),
                   "safeguards": state.safeguards, "self_edits": state.self_edits,
-                  "pending_approvals": store.pending_listing(row["id"])})
+                  "pending_approvals": [a.to_dict() for a in store.pending_listing(row["id"])]})
 
 
 def _approvals(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    return reply(sup.store.pending_listing(_text(msg, "run_id", required=False), all_hosts=bool(msg.get("all_hosts"))))
+    pending = sup.store.pending_listing(_text(msg, "run_id", required=False), all_hosts=bool(msg.get("all_hosts")))
+    return reply([a.to_dict() for a in pending])
 
 
 def _logs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
@@ -197,7 +199,7 @@ def _logs(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
         newest = store.list_runs(limit=1)
         if not newest:
             raise NotFound("no runs yet")
-        run_id = newest[0]["id"]
+        run_id = newest[0].id
     row = _row(store, run_id)
     after = _count(msg, "after") or 0
     translator, last = Translator(row["id"]), after
@@ -381,7 +383,7 @@ def _cancel(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 
 def _sessions(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     limit = _count(msg, "limit")
-    return reply(sup.store.list_sessions(min(limit or MAX_ROWS, MAX_ROWS)))
+    return reply([r.to_dict() for r in sup.store.list_sessions(min(limit or MAX_ROWS, MAX_ROWS))])
 
 
 def _send(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
@@ -605,11 +607,11 @@ def _check_hook(store: Store, firing_id: str) -> None:
 
 def _firings(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     rows = relay.history(sup.store.conn, _text(msg, "watcher", required=False), _count(msg, "limit") or MAX_ROWS)
-    return reply(rows)
+    return reply([r.to_dict() for r in rows])
 
 
 def _inbox(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    return reply(relay.inbox(sup.store.conn, _count(msg, "limit") or MAX_ROWS))
+    return reply([r.to_dict() for r in relay.inbox(sup.store.conn, _count(msg, "limit") or MAX_ROWS)])
 
 
 def _watch_fire(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:

@@ -197,13 +197,13 @@ class Supervisor:
         cgroups.sweep()  # groups of workers that died with a previous supervisor
         store = self.store
         for row in store.list_runs(status=[RunStatus.RUNNING]):
-            if row["id"] not in self.workers:
-                store.set_status(row["id"], RunStatus.INTERRUPTED, error="the supervisor stopped while its worker ran")
+            if row.id not in self.workers:
+                store.set_status(row.id, RunStatus.INTERRUPTED, error="the supervisor stopped while its worker ran")
         if not self.settings.resume:
             return
-        candidates = [r["id"] for r in store.list_runs(status=[RunStatus.INTERRUPTED])]
-        candidates += [r["id"] for r in store.list_runs(status=[RunStatus.WAITING_APPROVAL])
-                       if not store.pending_approvals(r["id"])]
+        candidates = [r.id for r in store.list_runs(status=[RunStatus.INTERRUPTED])]
+        candidates += [r.id for r in store.list_runs(status=[RunStatus.WAITING_APPROVAL])
+                       if not store.pending_approvals(r.id)]
         for run_id in reversed(candidates):
             if run_id in self.workers:  # a resumed workflow already launched its step
                 continue
@@ -460,7 +460,7 @@ class Supervisor:
         not listening) resume."""
         try:
             for row in self.store.list_runs(status=["waiting_approval"]):
-                self._decided(row["id"])
+                self._decided(row.id)
         except SentinelError as exc:
             self.store_trouble(exc)
 

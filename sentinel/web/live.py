@@ -22,6 +22,7 @@ import anyio
 
 from sentinel.engine.api import Engine
 from sentinel.engine.events import Event
+from sentinel.engine.rows import ApprovalRow, RunRow
 
 RUNS_SHOWN = 500  # the newest runs the hub watches (the runs page lists these)
 T = TypeVar("T")
@@ -54,19 +55,19 @@ class Engines:
 @dataclass
 class Snapshot:
     version: int = 0
-    pending: dict[str, dict[str, Any]] = field(default_factory=dict)   # approval id -> approval
-    runs: dict[str, dict[str, Any]] = field(default_factory=dict)      # run id -> registry row, newest first
+    pending: dict[str, ApprovalRow] = field(default_factory=dict)   # approval id -> approval
+    runs: dict[str, RunRow] = field(default_factory=dict)           # run id -> registry row, newest first
     error: str | None = None                                            # the last poll failed (supervisor gone)
 
 
-def _changed(old: Snapshot, pending: dict[str, dict[str, Any]], runs: dict[str, dict[str, Any]]) -> bool:
+def _changed(old: Snapshot, pending: dict[str, ApprovalRow], runs: dict[str, RunRow]) -> bool:
     if old.pending.keys() != pending.keys() or old.runs.keys() != runs.keys():
         return True
     return any(_mark(old.runs[k]) != _mark(row) for k, row in runs.items())
 
 
-def _mark(row: dict[str, Any]) -> tuple[Any, Any]:
-    return row.get("status"), row.get("updated_at")
+def _mark(row: RunRow) -> tuple[str, float]:
+    return row.status, row.updated_at
 
 
 class Hub:
@@ -143,9 +144,9 @@ class Hub:
                 return
 
 
-def _read(engine: Engine) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    pending = {a["id"]: a for a in engine.pending(all_hosts=True)}  # the console shows every host's
-    runs = {r["id"]: r for r in engine.runs(limit=RUNS_SHOWN, all_hosts=True)}
+def _read(engine: Engine) -> tuple[dict[str, ApprovalRow], dict[str, RunRow]]:
+    pending = {a.id: a for a in engine.pending(all_hosts=True)}  # the console shows every host's
+    runs = {r.id: r for r in engine.runs(limit=RUNS_SHOWN, all_hosts=True)}
     return pending, runs
 
 

@@ -103,7 +103,7 @@ async def run_page(request: Request) -> Response:
     events = [ev for ev in events if ev.durable]
     return c.page(request, "run.html", run=data, row=snap.runs.get(run_id) or {},
                   chain=render.chain(run_id, snap.runs), children=render.children_of(run_id, snap.runs),
-                  approvals=render.approval_views({a["id"]: a for a in data.pending_approvals},
+                  approvals=render.approval_views({a.id: a for a in data.pending_approvals},
                                                   snap.runs),
                   events=[c.templates.event(c.prefix, ev) for ev in events],
                   after=events[-1].seq if events else 0)
@@ -247,13 +247,13 @@ async def _inbox_frames(c: Console, run_id: str | None, queue: asyncio.Queue[byt
             queue.put_nowait(_frame("runs", {"count": len(runs)}))
         if run_id and run_id in snap.runs:
             row = snap.runs[run_id]
-            queue.put_nowait(_frame("status", {"run_id": run_id, "status": row.get("status"),
-                                               "label": render.status_label(row.get("status"))}))
+            queue.put_nowait(_frame("status", {"run_id": run_id, "status": row.status,
+                                               "label": render.status_label(row.status)}))
         queue.put_nowait(_frame("trouble", {"error": snap.error}))
 
 
 def _marks(snap: Snapshot) -> dict[str, Any]:
-    return {k: (r.get("status"), r.get("updated_at")) for k, r in snap.runs.items()}
+    return {k: (r.status, r.updated_at) for k, r in snap.runs.items()}
 
 
 async def _run_frames(c: Console, run_id: str, after: int, queue: asyncio.Queue[bytes]) -> None:

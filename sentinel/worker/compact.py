@@ -48,7 +48,9 @@ CURATE_MIN_CALLS = 2  # tool calls in the ended turn before the curator model is
 Audit = Callable[[str, dict[str, Any]], None]
 
 
-class Keeper:
+class ContextKeeper:
+    """A run's context as it grows: compaction, the session file (scribe) and the curator."""
+
     def __init__(self, settings: ContextSettings, model: ModelClient, threshold: int, scope_dir: Path,
                  audit: Audit | None = None, curator_model: ModelClient | None = None, defer: bool = False):
         self.settings = settings

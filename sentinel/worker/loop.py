@@ -47,7 +47,7 @@ from sentinel.models.toolcalls import recover
 from sentinel.policy.decide import CallContext, Layer, decide
 from sentinel.tools import Pinned, Registry, Tool, ToolContext, ToolError, parse_arguments
 from sentinel.worker import answer
-from sentinel.worker.compact import Keeper
+from sentinel.worker.compact import ContextKeeper
 from sentinel.worker.children import CHILD_TOOLS, Children, result_text
 from sentinel.worker.exits import (CodeChanged, Corrected, Failed, Finished, Paused, Stopped, Unavailable, Waiting,
                                     WaitingChild)
@@ -67,7 +67,7 @@ class Deps:
     granted: frozenset[str] | None = None
     approval_ttl_s: float | None = None
     prompt: Callable[[], str] | None = None  # the system prompt as the agent's files make it now
-    keeper: Keeper | None = None  # compaction, session file, curator
+    keeper: ContextKeeper | None = None  # compaction, session file, curator
     children: Children | None = None  # child runs (delegate, spawn, run_workflow), when the engine offers them
 
 

@@ -24,10 +24,10 @@ from sentinel.errors import SentinelError
 from sentinel.memory import compact
 from sentinel.memory.session import plan_tool
 from sentinel.memory.vault import memory_dir
-from sentinel.policy import action
+from sentinel.policy import action_policy
 from sentinel.tools import Registry, ToolContext
 from sentinel.tools.builtin import default_registry
-from sentinel.worker.compact import Keeper
+from sentinel.worker.compact import ContextKeeper
 from sentinel.worker.children import CHILD_TOOLS, Children, child_tools
 from sentinel.worker.loop import Deps
 from sentinel.worker.prompt import system_prompt
@@ -44,11 +44,12 @@ def layers_for(config: Config, home: Path, profile: profiles.AgentProfile, opera
     `policy:` can make a call stricter, never looser (the strictest layer wins). `mcp`: the verdicts of the
     run's MCP tools from `mcp_servers` (read_only/tools), under any `policy.tools` entry naming them."""
     servers = ("config.yaml mcp_servers", {"tools": mcp}) if mcp else ("", {})
-    policy = action.load(servers, ("config.yaml policy", config.policy),
-                         (f"agents/{profile.name}.yaml policy", profile.policy))
-    layers: list[Any] = [action.GrantsLayer(), action.PolicyLayer(policy)]
+    policy = action_policy.load(servers, ("config.yaml policy", config.policy),
+                                (f"agents/{profile.name}.yaml policy", profile.policy))
+    layers: list[Any] = [action_policy.GrantsLayer(), action_policy.PolicyLayer(policy)]
     if operator and profile.policy:
-        layers.append(action.PolicyLayer(action.load(servers, ("the operator's config.yaml policy", config.policy))))
+        operators = action_policy.load(servers, ("the operator's config.yaml policy", config.policy))
+        layers.append(action_policy.PolicyLayer(operators))
     if config.gate.enabled and importlib.util.find_spec("sentinel.policy.gate"):
         from sentinel.policy.gate.layer import RuleGate
 
@@ -140,7 +141,7 @@ def _muzzle_endpoint(model: object) -> tuple[str, str]:
 
 
 def _keeper(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: RunStore,
-            model: Any, endpoint: tuple[str, str] | None, defer_curator: bool = False) -> Keeper:
+            model: Any, endpoint: tuple[str, str] | None, defer_curator: bool = False) -> ContextKeeper:
     """Compaction (by the run's model unless `context.summary_model` names another), scribe and curator (its
     model call by the run's model unless `context.curator_model` names another or is "off")."""
     from sentinel.muzzle import model_for_run
@@ -156,8 +157,8 @@ def _keeper(config: Config, home: Path, profile: profiles.AgentProfile, state: R
     def audit(kind: str, record: dict[str, Any]) -> None:
         store.audit(kind, {"run_id": state.id, "agent": profile.name, **record})
 
-    return Keeper(config.context, summarizer, limit, memory_dir(home) / profile.scope, audit, curator,
-                  defer=defer_curator)
+    return ContextKeeper(config.context, summarizer, limit, memory_dir(home) / profile.scope, audit, curator,
+                         defer=defer_curator)
 
 
 def roster(home: Path, own: str) -> dict[str, str]:

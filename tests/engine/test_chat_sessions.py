@@ -40,8 +40,8 @@ def test_a_session_answers_waits_and_continues_with_the_whole_conversation(engin
     assert (second.status, second.output) == ("idle", "second answer")
     sent = [(m["role"], m["content"]) for m in server.requests[-1]["messages"] if m["role"] != "system"]
     assert sent == [("user", "hello"), ("assistant", "first answer"), ("user", "and then?")]
-    assert [s["id"] for s in eng.sessions()] == [first.id]
-    assert eng.sessions()[0]["title"] == "hello"
+    assert [s.id for s in eng.sessions()] == [first.id]
+    assert eng.sessions()[0].title == "hello"
 
 
 def test_an_idle_session_is_not_resumed_into_another_model_call(engine):
@@ -83,7 +83,7 @@ def test_limits_count_per_turn_and_a_failed_turn_leaves_the_session_usable(engin
     assert eng.send(session.id, "b").output == "two"  # 4 model calls in all, 2 per turn
     failed = eng.send(session.id, "c")
     assert failed.status == "idle" and "step limit" in failed.error
-    assert eng.sessions()[0]["status"] == "idle"
+    assert eng.sessions()[0].status == "idle"
 
 
 def test_skills_join_the_context_once_and_a_bad_name_persists_nothing(engine, sentinel_home):
@@ -106,7 +106,7 @@ def test_a_new_model_applies_from_the_next_message(engine):
     eng, server = engine(["one", "two"])
     session = eng.start("hi", chat=True)
     eng.send(session.id, "again", model="fake/other")
-    assert server.requests[-1]["model"] == "other" and eng.sessions()[0]["model"] == "fake/other"
+    assert server.requests[-1]["model"] == "other" and eng.sessions()[0].model == "fake/other"
     with pytest.raises(UsageError):
         eng.send(session.id, "x", model="no-provider-here")
 

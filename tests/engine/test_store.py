@@ -142,3 +142,33 @@ def test_commands_started_at_once_on_a_new_home_all_open_the_store(fresh, backen
         for p in procs:
             p.join(30)
     assert failures == []
+
+
+def test_listings_are_typed_rows_whose_dicts_are_the_json_they_always_were(store, tmp_path):
+    """`runs`, `sessions` and `pending` give typed rows; `to_dict` is what `--json` prints and the supervisor
+    sends, key for key and in the same order, on both backends."""
+    store.create_run("r-head", agent="a", task="t", model="m", workspace=tmp_path, run_dir=tmp_path / "r-head")
+    store.create_run("r-kid", agent="b", task="sub", model="m", workspace=tmp_path, run_dir=tmp_path / "r-kid",
+                     parent_id="r-head", call_id="call_1", depth=1)
+    store.create_run("r-chat", agent="a", task="hello", model="m", workspace=tmp_path, run_dir=tmp_path / "c",
+                     kind="chat")
+    kid = next(r for r in store.list_runs() if r.id == "r-kid")
+    assert (kid.parent_id, kid.depth, kid.status, kid.host) == ("r-head", 1, "running", store.host)
+    assert list(kid.to_dict()) == ["id", "parent_id", "depth", "kind", "agent", "task", "model", "status",
+                                   "created_at", "updated_at", "host"]
+    chat = store.list_sessions()[0]
+    assert (chat.id, chat.title) == ("r-chat", "hello")
+    assert list(chat.to_dict()) == ["id", "agent", "user", "model", "status", "title", "error", "created_at",
+                                    "updated_at"]
+
+    store.submit_approval("r-kid", "call_2", "bash", {"command": "make"}, "needs approval")
+    store.submit_approval("r-head", "call_3", "mcp__git__push", {}, "new server",
+                          code={"tool.py": "print(1)"}, code_sha256="c" * 64)
+    plain, mcp = sorted(store.pending_listing(user="op"), key=lambda a: a.call_id)
+    assert (plain.parents, plain.workspace, plain.user, plain.arguments) == (["r-head"], str(tmp_path), "op",
+                                                                           {"command": "make"})
+    assert list(plain.to_dict()) == ["id", "run_id", "tool", "arguments", "reason", "status", "call_id",
+                                     "created_at", "digest", "parents", "workspace", "user", "host"]
+    assert list(mcp.to_dict()) == ["id", "run_id", "tool", "arguments", "reason", "status", "call_id", "created_at",
+                                   "digest", "code", "code_sha256", "mcp", "parents", "workspace", "user", "host"]
+    assert mcp.mcp == {"server": "git", "tool": "push"} and mcp.code == {"tool.py": "print(1)"}

@@ -149,7 +149,7 @@ def test_cgroup_limits_are_lifted_for_the_next_launch_and_not_rewritten(tmp_path
 def test_keeper_take_times_out_and_sees_the_caller_hang_up():
     import socket
 
-    from sentinel.leash import keeper
+    from sentinel.leash import launch_keeper as keeper
 
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     assert keeper._take(theirs, 0.05) == (None, False)

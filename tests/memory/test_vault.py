@@ -154,3 +154,20 @@ def test_a_process_keeps_few_indexes_open_and_reopens_an_evicted_one(tmp_path):
     assert [h.title for h in first.recall("thursdays", 5)] == ["Deploy day"]
     for memory in [first, *others]:
         memory.index.close()
+
+
+def test_an_index_made_before_migrations_were_recorded_opens_as_it_is(memory, tmp_path):
+    """Indexes written by earlier versions carry PRAGMA user_version 1 and no `_migrations` table."""
+    import sqlite3
+
+    memory.remember("Deploy day", "We deploy on Thursdays")
+    memory.index.close()
+    old = sqlite3.connect(memory.root / index_mod.DB_NAME)
+    old.execute("DROP TABLE _migrations")
+    old.execute("PRAGMA user_version=1")
+    old.commit()
+    old.close()
+    again = Memory.open(tmp_path, "team")
+    assert [h.title for h in again.recall("thursdays", 5)] == ["Deploy day"]
+    assert [r[0] for r in again.index.conn.execute("SELECT name FROM _migrations")] == ["001_notes"]
+    again.index.close()

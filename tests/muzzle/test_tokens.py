@@ -110,3 +110,25 @@ def test_system_mode_reads_keys_from_its_file_first(tmp_path, monkeypatch):
     assert Credentials(cfg, keys).key_for("openai") == "sk-from-file"
     assert Credentials(cfg, None).key_for("openai") == "sk-from-env"
     assert Credentials(cfg, keys).known_secrets() == [("upstream_key", "sk-from-file")]
+
+
+def test_a_store_made_by_an_earlier_version_keeps_its_tokens(tmp_path):
+    """Earlier versions ran their own migration loop into a `migrations` table; the shared runner reads it."""
+    import sqlite3
+
+    from sentinel.muzzle.tokens import MIGRATIONS
+
+    path = tmp_path / "muzzle.db"
+    old = sqlite3.connect(path)
+    old.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    old.executescript(MIGRATIONS[0][1])
+    old.execute("INSERT INTO migrations VALUES ('001_tokens', 0)")
+    old.execute("INSERT INTO run_usage VALUES ('r-1', 7, 1)")
+    old.commit()
+    old.close()
+    store = TokenStore.open(path)
+    assert store.run_usage("r-1") == {"tokens": 7, "calls": 1}
+    token = store.issue("ana", "r-1", ["fake/m"], 60)
+    store.charge(store.lookup(token), 5)
+    assert store.run_usage("r-1") == {"tokens": 12, "calls": 2}
+    store.close()

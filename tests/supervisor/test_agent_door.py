@@ -28,7 +28,7 @@ try:
     if op == "approve":
         result = engine.approve(arg).to_dict()
     elif op == "approvals":
-        result = engine.pending()
+        result = [a.to_dict() for a in engine.pending()]
     elif op == "show":
         result = engine.show(arg).to_dict()
     elif op == "task":

@@ -38,7 +38,7 @@ def test_run_command_is_decided_by_the_bash_rules(scripted_server, configure):
     assert results[0] == "exit code: 0\nhi\n"                                # auto: a read-only command
     assert results[1] == "Denied by policy: policy: privilege escalation is never allowed"  # the no-privilege-escalation rule
     assert outcome.status == "waiting_approval"                              # rm: needs approval, like bash
-    assert engine.pending()[0]["arguments"]["command"] == "rm"
+    assert engine.pending()[0].arguments["command"] == "rm"
 
 
 def test_the_relay_tools_exist_only_in_hook_sessions(scripted_server, configure):
@@ -82,5 +82,5 @@ def test_a_worker_names_targets_it_cannot_describe_them(channel):
     assert relay.get(store.conn, "f-r-mine")["status"] == "pending"
     assert ask("relay_notify", message="ok")["result"]["status"] == "notified"
     assert ask("relay_notify", message="again")["kind"] == "denied"     # one outcome: a second notify is refused
-    assert [e["message"] for e in relay.inbox(store.conn)] == ["ok"]
+    assert [e.message for e in relay.inbox(store.conn)] == ["ok"]
     assert store.conn.execute("SELECT COUNT(*) FROM watch_deliveries").fetchone()[0] == 0

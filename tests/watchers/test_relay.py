@@ -47,7 +47,7 @@ def test_envelope_has_exactly_the_seed_fields(sentinel_home, scripted_server, co
                                                   "payloadTemplate": {"price": "{{data.price}}", "note": "at {{value}}"}}))
     env = first_user_message(r, r.wait(r.fire(r.watchers["eth"], {"price": 1990}, 1990))["id"])
     assert set(env) == {"watcher", "trigger", "mode", "context", "payload", "delivery"}
-    assert r.engine.show(relay.history(r.conn)[0]["run_id"]).skills == ["file-discipline"]
+    assert r.engine.show(relay.history(r.conn)[0].run_id).skills == ["file-discipline"]
     assert env["watcher"] == {"id": "eth", "skillId": "file-discipline", "eventName": "eth.price.low",
                               "strategy": "http-poll", "endpoint": "http://127.0.0.1:9/", "tags": ["defi"]}
     assert set(env["trigger"]) == {"matchedAt", "dedupeKey", "priority"} and env["trigger"]["priority"] == "high"
@@ -67,7 +67,7 @@ def test_a_plain_answer_is_not_a_delivery(sentinel_home, scripted_server, config
     assert firing["status"] == "fallback"
     assert firing["outcome"]["reason"] == "the session ended without sentinel_act notify"
     [entry] = relay.inbox(r.conn)
-    assert entry["kind"] == "fallback" and "[eth] eth.price.low" in entry["message"] and "1990" in entry["message"]
+    assert entry.kind == "fallback" and "[eth] eth.price.low" in entry.message and "1990" in entry.message
 
 
 def test_fallback_mode_none_delivers_nothing(sentinel_home, scripted_server, configure):
@@ -114,8 +114,8 @@ def test_failed_delivery_is_retried_with_backoff_then_lands_in_the_inbox(sentine
     [d] = relay.deliveries(r.conn, fid)
     assert d["status"] == "failed" and d["attempts"] == 3
     [entry] = relay.inbox(r.conn)
-    assert entry["message"].startswith("[delivery to webhook failed: POST http://127.0.0.1:9/hook") \
-        and entry["message"].endswith("ETH is low")
+    assert entry.message.startswith("[delivery to webhook failed: POST http://127.0.0.1:9/hook") \
+        and entry.message.endswith("ETH is low")
 
 
 def test_command_target_gets_the_message_on_stdin(sentinel_home, scripted_server, configure, tmp_path):
@@ -153,7 +153,7 @@ def test_racing_claims_settle_exactly_once(sentinel_home):
     assert sum(wins) == 1
     with Store.open(db) as store:
         [entry] = relay.inbox(store.conn)
-        assert entry["kind"] == relay.get(store.conn, "f-race")["status"]
+        assert entry.kind == relay.get(store.conn, "f-race")["status"]
 
 
 def test_the_console_renders_firings_and_the_inbox_from_the_engine(sentinel_home, scripted_server, configure):

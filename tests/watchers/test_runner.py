@@ -48,7 +48,7 @@ def test_notify_fulfils_the_contract_and_cancels_the_fallback(price_server, writ
     time.sleep(0.5)
     runner.relay.tick()
     entries = relay.inbox(runner.conn)
-    assert [(e["kind"], e["message"]) for e in entries] == [("notified", "ETH is low")]
+    assert [(e.kind, e.message) for e in entries] == [("notified", "ETH is low")]
 
 
 def test_escalation_gives_exactly_one_fallback(price_server, write_watcher, two_models):
@@ -62,7 +62,7 @@ def test_escalation_gives_exactly_one_fallback(price_server, write_watcher, two_
     for _ in range(3):
         runner.relay.tick()
     entries = relay.inbox(runner.conn)
-    assert len(entries) == 1 and entries[0]["kind"] == "fallback" and "needs a person" in entries[0]["message"]
+    assert len(entries) == 1 and entries[0].kind == "fallback" and "needs a person" in entries[0].message
 
 
 def test_a_session_past_its_timeout_gets_the_fallback_and_its_late_notify_is_refused(scripted_server, configure,
@@ -77,4 +77,4 @@ def test_a_session_past_its_timeout_gets_the_fallback_and_its_late_notify_is_ref
     run = runner.engine.show(firing["run_id"])
     assert [m["content"] for m in run.messages if m["role"] == "tool"] == [
         f"Error: firing {fid}: the response time ran out; the fallback delivers it"]
-    assert [e["kind"] for e in relay.inbox(runner.conn)] == ["fallback"]
+    assert [e.kind for e in relay.inbox(runner.conn)] == ["fallback"]

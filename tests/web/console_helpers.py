@@ -9,6 +9,6 @@ def pending() -> list[dict]:
 
     engine = LocalEngine()
     try:
-        return engine.pending()
+        return [a.to_dict() for a in engine.pending()]
     finally:
         engine.close()

@@ -168,13 +168,16 @@ def test_an_untrusted_tools_code_and_hash_are_on_its_card():
 
 
 def test_watcher_firings_and_the_inbox_render_when_the_engine_offers_them():
+    from sentinel.engine.rows import FiringRow, InboxRow
     from sentinel.web.render import Templates
 
     base = {"prefix": "/s/p", "csrf": "t", "operator": "op", "mode": "local", "pending_count": 0, "poll_error": None}
     none = Templates().render("watchers.html", firings=None, inbox=None, **base)
     assert "no watchers yet" in none
-    page = Templates().render("watchers.html", firings=[{"id": "f-1", "watcher": "rates", "outcome": "notified"}],
-                              inbox=[{"id": "n-1", "message": "EUR < 1.05"}], **base)
+    firing = FiringRow(id="f-1", watcher="rates", dedupe_key="k", run_id=None, status="notified", fired_at=1.0,
+                       deadline=2.0, fallback=False, envelope={}, escalation=None, outcome=None, resolved_at=3.0)
+    note = InboxRow(id=1, t=3.0, firing_id="f-1", watcher="rates", kind="notify", message="EUR < 1.05")
+    page = Templates().render("watchers.html", firings=[firing], inbox=[note], **base)
     assert "rates" in page and "notified" in page and "EUR &lt; 1.05" in page
 
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from sentinel.errors import ConfigError
-from sentinel.policy import action
+from sentinel.policy import action_policy as action
 from sentinel.policy.decide import CallContext, decide
 
 

@@ -1,6 +1,6 @@
 """The model host: one `local/*` model in its own process, served OpenAI-style on a Unix socket.
 
-    python -m sentinel.models.host --model NAME --socket PATH [--tool-mode M] [--memory-mb N]
+    python -m sentinel.models.host_process --model NAME --socket PATH [--tool-mode M] [--memory-mb N]
                                    [--idle-s S] [--threads N] [--context-tokens N] [--max-tokens N] [--slots N]
 
 Two processes per model. The keeper (light: no llama.cpp) owns the listening socket and
@@ -87,7 +87,7 @@ def signal_name(code: int) -> str:
 # -- the keeper -------------------------------------------------------------------------------
 
 
-class Keeper:
+class HostKeeper:
     def __init__(self, args: argparse.Namespace, argv: list[str]):
         self.args = args
         self.sock_path = Path(args.socket)
@@ -200,8 +200,9 @@ class Keeper:
         """Run one server child to its end: (exit code, whether it had loaded the model)."""
         a = self.args
         rd, wr = os.pipe()
-        argv = [sys.executable, "-m", "sentinel.models.host", "--serve", str(listener.fileno()), "--report", str(wr),
-                "--model", a.model, "--socket", a.socket, "--tool-mode", a.tool_mode, "--idle-s", str(a.idle_s),
+        argv = [sys.executable, "-m", "sentinel.models.host_process", "--serve", str(listener.fileno()),
+                "--report", str(wr), "--model", a.model, "--socket", a.socket, "--tool-mode", a.tool_mode,
+                "--idle-s", str(a.idle_s),
                 "--memory-mb", str(self.memory_mb), "--context-tokens", str(a.context_tokens),
                 "--max-tokens", str(a.max_tokens), "--slots", str(a.slots),
                 *(["--threads", str(a.threads)] if a.threads else []),
@@ -378,7 +379,7 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m sentinel.models.host", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m sentinel.models.host_process", description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="catalog name or PATH.gguf (without `local/`)")
     p.add_argument("--socket", required=True, help="Unix socket path; the status file is beside it (.json)")
     p.add_argument("--tool-mode", default="native", choices=("scaffold", "native", "grammar"))
@@ -398,7 +399,7 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     if args.serve is not None:
         return serve(args)
-    return Keeper(args, argv).run()
+    return HostKeeper(args, argv).run()
 
 
 if __name__ == "__main__":

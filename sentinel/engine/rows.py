@@ -1,0 +1,129 @@
+"""The store's listings, typed: what `runs`, `pending`, `sessions`, `firings` and `inbox` return in both modes.
+
+    for run in engine.runs(): run.id, run.status, run.parent_id ...
+    run.to_dict()                  # the JSON object `sentinel runs --json` prints and the supervisor sends
+    RunRow.from_dict(obj)          # from the supervisor's answer
+
+`to_dict` gives exactly the keys, key order and values these listings always had, so `--json` output and the
+operator socket's wire format are unchanged; `from_dict` drops keys this version does not know.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Self
+
+from sentinel.errors import SentinelError
+
+
+@dataclass(frozen=True)
+class Row:
+    """A listing row: a frozen dataclass that reads from and writes to its JSON object. `absent` remembers the
+    optional keys an object left out (the agent door's approvals carry no workspace), so `to_dict` gives that
+    object back key for key."""
+
+    absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False, kw_only=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k != "absent" and k not in self.absent}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """From the store's or the supervisor's object; keys this version does not know are left out, a
+        missing required one is a broken peer."""
+        names = {f.name for f in fields(cls)} - {"absent"}
+        try:
+            return cls(**{k: v for k, v in data.items() if k in names}, absent=frozenset(names - data.keys()))
+        except TypeError as exc:
+            raise SentinelError(f"the other end sent a {cls.__name__} without a field ({exc})") from None
+
+
+@dataclass(frozen=True)
+class RunRow(Row):
+    """A run in the registry (`runs`): a child run's `parent_id` names its parent, `depth` how far below the
+    head run it is; `host` the host whose supervisor executes it (None before hosts were recorded)."""
+
+    id: str
+    parent_id: str | None
+    depth: int
+    kind: str
+    agent: str
+    task: str
+    model: str
+    status: str
+    created_at: float
+    updated_at: float
+    host: str | None = None
+
+
+@dataclass(frozen=True)
+class SessionRow(Row):
+    """A chat session (`sessions`): `title` is its first message; `user` the Linux user it runs as (None:
+    local mode's operator)."""
+
+    id: str
+    agent: str
+    user: str | None
+    model: str
+    status: str
+    title: str
+    error: str | None
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class ApprovalRow(Row):
+    """A pending approval as a person reviews it (`pending`): the call (`tool`, `arguments`, bound by
+    `digest`), why it paused, the runs above its run (`parents`, its parent first), the workspace, the Linux user it
+    would run as and the host. `code`/`code_sha256`: an agent-authored tool's files as shown, and their
+    hash, given for such a tool only; `mcp`: {server, tool}, given for an MCP tool only."""
+
+    id: str
+    run_id: str
+    tool: str
+    arguments: dict[str, Any]
+    reason: str
+    status: str
+    call_id: str
+    created_at: float
+    digest: str
+    code: dict[str, str] | None = None
+    code_sha256: str | None = None
+    mcp: dict[str, str] | None = None
+    parents: list[str] = field(default_factory=list)
+    workspace: str | None = None
+    user: str | None = None
+    host: str | None = None
+
+
+@dataclass(frozen=True)
+class FiringRow(Row):
+    """A watcher's firing and its relay contract (`firings`): `run_id` its hook session; `status` pending,
+    notified, fallback or suppressed; `envelope` what the session was given; `escalation` and `outcome` as
+    the session or the fallback timer recorded them."""
+
+    id: str
+    watcher: str
+    dedupe_key: str
+    run_id: str | None
+    status: str
+    fired_at: float
+    deadline: float
+    fallback: bool
+    envelope: dict[str, Any] | None
+    escalation: dict[str, Any] | None
+    outcome: dict[str, Any] | None
+    resolved_at: float | None
+
+
+@dataclass(frozen=True)
+class InboxRow(Row):
+    """One entry of the operator's inbox (`inbox`): what a relay delivered there, or a delivery that failed."""
+
+    id: int
+    t: float
+    firing_id: str | None
+    watcher: str | None
+    kind: str
+    message: str
