@@ -55,6 +55,7 @@ class RunState:
     request: str = ""                                        # the last user message: the task, or a chat message
     corrections: int = 0                                     # replies sent back as no answer since `request`
     changes: int = 0                                         # tool calls that changed something since `request`
+    last_change: str = ""                                    # the call id of the latest of them
     rejected: bool = False                                   # the last assistant reply was not taken as an answer
     safeguards: list[dict[str, Any]] = field(default_factory=list)   # kind, action, detail: each time one fired
     self_edits: list[dict[str, Any]] = field(default_factory=list)   # edit_soul / update_user calls that wrote
@@ -93,6 +94,7 @@ class RunState:
             self._close_session()  # the time a session waited for this message is not work
             self.turn_steps, self.turn_s = self.steps, self.active_s
             self.request, self.corrections, self.changes = str(e.message.get("content") or ""), 0, 0
+            self.last_change = ""
 
     def _on_model(self, e: rec.Model) -> None:
         self.model = e.model
@@ -134,6 +136,8 @@ class RunState:
     def _on_finished(self, e: rec.Finished) -> None:
         self.finished[e.call_id] = True
         self.changes += e.changed
+        if e.changed:
+            self.last_change = e.call_id
         self.messages.append({"role": "tool", "tool_call_id": e.call_id, "content": e.result})
 
     def _on_paused(self, e: rec.Paused) -> None:

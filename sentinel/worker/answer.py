@@ -12,6 +12,8 @@ A reply is not a final answer when it is
   three bullet points") and the file has fewer Markdown bullets (`- `, `* `, `+ `) than that;
 - `invalid_file`: the request asks for a change and a JSON, YAML or TOML file it names no longer parses (the
   default model replaced settings.json with `debug = false`);
+- `untested_fix`: the request says a command must pass ("python3 test_calc.py fails. Fix ... so that the test
+  passes"), the turn changed files, and no command run since the last change ran it with exit code 0;
 - `unbacked_claim`: it says an action was done ("I created notes.md") while no tool call of this turn changed
   anything;
 - `no_change`: the request asks for a change (it opens with an imperative like "Change", "Delete", "In
@@ -41,7 +43,7 @@ from sentinel.models.toolcalls import invented
 
 TOOL_AS_TEXT, EMPTY, MISSING_OUTPUT, UNBACKED = "tool_call_as_text", "empty_answer", "missing_output", "unbacked_claim"
 UNRESOLVED, NO_CHANGE, UNGROUNDED, UNREAD = "unresolved_error", "no_change", "ungrounded_number", "unread_input"
-BULLETS, INVALID = "missing_bullets", "invalid_file"
+BULLETS, INVALID, UNTESTED = "missing_bullets", "invalid_file", "untested_fix"
 
 _CALL_TEXT = re.compile(r'\{\s*"(?:name|tool|tool_name)"\s*:\s*"([\w.-]+)"[^{}]*"(?:arguments|parameters|args)"')
 _FILE = r"[\w][\w./-]*\.[A-Za-z0-9]{1,8}\b"
@@ -75,6 +77,7 @@ class Turn:
     evidence: str = ""   # the conversation's text: request, calls, results (what an answer can be grounded in)
     call_args: str = ""  # the arguments of this turn's tool calls
     denied: bool = False  # a call of this turn was denied (by policy or a person): the answer reports that
+    since_change: tuple[tuple[str, str], ...] = ()  # (command, result) of each bash call after the last change
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,8 @@ class Problem:
 def check(text: str, turn: Turn) -> Problem | None:
     return (_tool_as_text(text, turn) or _empty(text) or _missing_output(turn) or _bullets(turn) or _invalid(turn)
             or _unread(turn)
-            or _unbacked(text, turn) or _no_change(turn) or _unresolved(text, turn) or _ungrounded(text, turn))
+            or _unbacked(text, turn) or _no_change(turn) or _unresolved(text, turn) or _untested(turn)
+            or _ungrounded(text, turn))
 
 
 def _tools(turn: Turn) -> str:
@@ -289,6 +293,31 @@ def _no_change(turn: Turn) -> Problem | None:
                    "so it is not done. Make the change now with a tool (edit_file, write_file or bash: mv, cp, "
                    f"rm, sed), then answer.{start}",
                    "the task asks for a change and no tool call made one")
+
+
+# A command the request says must pass: `python3 test_calc.py`, `pytest tests/x.py`, `make test`.
+_CHECK = re.compile(r"\b(python3?\s+(?:-m\s+)?[\w./-]+|pytest(?:\s+(?:-[\w-]+|[\w.:-]*(?:/|\.py)[\w./:-]*))*|make(?:\s+[\w-]+)?|npm\s+test|go\s+test|"
+                    r"cargo\s+test)")
+_PASS = re.compile(r"\bpass(?:es|ing)?\b|\bsucceeds?\b|\bworks?\b", re.IGNORECASE)
+
+
+def must_pass(request: str) -> str | None:
+    """The command the request says must pass, when it says so."""
+    found = _CHECK.search(request)
+    return found.group(1).strip() if found and _PASS.search(request) else None
+
+
+def _untested(turn: Turn) -> Problem | None:
+    if not turn.changes or (command := must_pass(turn.request)) is None:
+        return None
+    key = command.split()[-1] if command.startswith("python") else command  # the script, however it is run
+    if any(key in ran and result.startswith("exit code: 0") for ran, result in turn.since_change):
+        return None
+    return Problem(UNTESTED, f"the request says `{command}` must pass and it has not passed since the last change",
+                   f"[sentinel] The task says `{command}` must pass, and it has not been run since your last change. "
+                   f"Run it now with bash (`{command}`) and read its output; if it fails, fix the cause and run it "
+                   "again, then answer.",
+                   f"the task says `{command}` must pass and the model did not show it passing")
 
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")

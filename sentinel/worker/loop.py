@@ -207,13 +207,33 @@ class AgentLoop:
             elif role == "tool":
                 last, calls = message, calls + 1
                 denied = denied or content.startswith("Denied")
+        since_change = self.since_change()
         last_error = None
         if last is not None:
             tool = self.deps.registry.get(names.get(str(last.get("tool_call_id")), ""))
             result = str(last.get("content") or "")
             last_error = result if answer.failed(result, changes_things=tool is None or not tool.read_only) else None
         return answer.Turn(self.known(), self.state.changes, request, self.deps.tool_ctx.workspace, last_error,
-                           calls, "\n".join(evidence), "\n".join(call_args), denied)
+                           calls, "\n".join(evidence), "\n".join(call_args), denied, since_change)
+
+    def since_change(self) -> tuple[tuple[str, str], ...]:
+        """(command, result) of each bash call made after this turn's last change (a test run that checks it)."""
+        if not self.state.last_change:
+            return ()
+        results = {m.get("tool_call_id"): str(m.get("content") or "") for m in self.state.messages
+                   if m.get("role") == "tool"}
+        calls = [c for m in self.state.messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
+        ids = [c["id"] for c in calls]
+        after = calls[ids.index(self.state.last_change) + 1:] if self.state.last_change in ids else []
+        ran = []
+        for c in after:
+            if c["function"]["name"] == "bash" and c["id"] in results:
+                try:
+                    command = str(json.loads(c["function"].get("arguments") or "{}").get("command") or "")
+                except (ValueError, AttributeError):
+                    continue
+                ran.append((command, results[c["id"]]))
+        return tuple(ran)
 
     def send_back(self, record: dict[str, Any], problem: answer.Problem) -> None:
         """A reply that is no answer: the model reads a correction and tries again, up to MAX_CORRECTIONS times

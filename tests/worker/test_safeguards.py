@@ -428,3 +428,54 @@ def test_a_question_about_a_broken_file_is_still_answered(scripted_server, confi
     configure(server=scripted_server([{"tool_calls": [read]}, "It has two commas in a row."]))
     out = cli.json("run", "What is wrong with broken.json?", "--json", check=0)
     assert out["status"] == "done" and "safeguards" not in out
+
+
+CALC = "def add(a, b):\n    return a - b\n"
+TEST_CALC = "from calc import add\n\nassert add(2, 3) == 5, add(2, 3)\nprint('ok')\n"
+FIX_TASK = "python3 test_calc.py fails. Fix the bug in calc.py so that the test passes; do not change test_calc.py."
+
+
+def _calc_workspace(sentinel_home):
+    ws = sentinel_home / "workspace"
+    ws.mkdir(exist_ok=True)
+    (ws / "calc.py").write_text(CALC)
+    (ws / "test_calc.py").write_text(TEST_CALC)
+    return ws
+
+
+def test_a_fix_whose_test_was_not_run_after_it_is_sent_back(scripted_server, configure, cli, sentinel_home):
+    """The default model changed calc.py wrongly and answered "Fixed": the task says the test must pass, so the
+    answer waits for a run of that test, after the change, that exits 0."""
+    ws = _calc_workspace(sentinel_home)
+    read = [{"name": "read_file", "arguments": {"path": "test_calc.py"}},
+            {"name": "read_file", "arguments": {"path": "calc.py"}}]
+    wrong = {"name": "edit_file", "arguments": {"path": "calc.py", "old_string": "a - b", "new_string": "a * b"}}
+    test = {"name": "bash", "arguments": {"command": "python3 test_calc.py"}}
+    right = {"name": "edit_file", "arguments": {"path": "calc.py", "old_string": "a * b", "new_string": "a + b"}}
+    server = scripted_server([{"tool_calls": read}, {"tool_calls": [wrong]}, "I fixed the bug in calc.py.",
+                              {"tool_calls": [test]}, {"tool_calls": [right]}, {"tool_calls": [test]},
+                              "Fixed: add returns a + b and the test prints ok."])
+    configure({"policy": {"bash": {"default": "auto"}}}, server=server)
+    out = cli.json("run", FIX_TASK, "--json", check=0)
+    assert out["status"] == "done" and out["safeguards"] == ["untested_fix"]
+    assert "Run it now with bash (`python3 test_calc.py`)" in server.requests[3]["messages"][-1]["content"]
+    assert "a + b" in (ws / "calc.py").read_text()
+
+
+def test_a_fix_that_never_passes_its_test_fails(scripted_server, configure, cli, sentinel_home):
+    _calc_workspace(sentinel_home)
+    read = [{"name": "read_file", "arguments": {"path": "test_calc.py"}},
+            {"name": "read_file", "arguments": {"path": "calc.py"}}]
+    wrong = {"name": "edit_file", "arguments": {"path": "calc.py", "old_string": "a - b", "new_string": "a * b"}}
+    configure(server=scripted_server([{"tool_calls": read}, {"tool_calls": [wrong]}, "I fixed the bug."]))
+    out = cli.json("run", FIX_TASK, "--json", check=1)
+    assert out["status"] == "failed" and "`python3 test_calc.py` must pass" in out["error"]
+    assert "untested_fix" in out["error"]
+
+
+def test_what_names_a_command_that_must_pass():
+    from sentinel.worker.answer import must_pass
+    assert must_pass(FIX_TASK) == "python3 test_calc.py"
+    assert must_pass("Make pytest tests/test_x.py pass.") == "pytest tests/test_x.py"
+    assert must_pass("Run the script report.py and save its output to report.txt.") is None
+    assert must_pass("python3 hello.py should print Hello") is None
