@@ -296,8 +296,9 @@ def _no_change(turn: Turn) -> Problem | None:
 
 
 # A command the request says must pass: `python3 test_calc.py`, `pytest tests/x.py`, `make test`.
-_CHECK = re.compile(r"\b(python3?\s+(?:-m\s+)?[\w./-]+|pytest(?:\s+(?:-[\w-]+|[\w.:-]*(?:/|\.py)[\w./:-]*))*|make(?:\s+[\w-]+)?|npm\s+test|go\s+test|"
-                    r"cargo\s+test)")
+_CHECK = re.compile(r"\b(python3?\s+(?:-m\s+)?[\w./-]+"
+                    r"|pytest(?:\s+(?:-[\w-]+|[\w.:-]*(?:/|\.py)[\w./:-]*))*"
+                    r"|make(?:\s+[\w-]+)?|npm\s+test|go\s+test|cargo\s+test)")
 _PASS = re.compile(r"\bpass(?:es|ing)?\b|\bsucceeds?\b|\bworks?\b", re.IGNORECASE)
 
 
