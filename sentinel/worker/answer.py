@@ -6,6 +6,8 @@ A reply is not a final answer when it is
 - `tool_call_as_text`: a tool call written as text (JSON, bare or fenced) that could not be recovered into a
   real call: a tool that does not exist, or a call that is not valid JSON;
 - `empty_answer`: nothing at all;
+- `plan_only`: a short reply that only says what to do next ("We need to find the name of the staging
+  server.", "Let me check the file."): the default model, asked about something it had remembered, ended so;
 - `missing_output`: the request names a file to produce (`Create notes.md ...`, `... save it to out.txt`) and
   that file is not in the workspace;
 - `missing_bullets`: the request asks for a number of bullet points in a file it names ("Create notes.md with
@@ -43,7 +45,7 @@ from sentinel.models.toolcalls import invented
 
 TOOL_AS_TEXT, EMPTY, MISSING_OUTPUT, UNBACKED = "tool_call_as_text", "empty_answer", "missing_output", "unbacked_claim"
 UNRESOLVED, NO_CHANGE, UNGROUNDED, UNREAD = "unresolved_error", "no_change", "ungrounded_number", "unread_input"
-BULLETS, INVALID, UNTESTED = "missing_bullets", "invalid_file", "untested_fix"
+BULLETS, INVALID, UNTESTED, PLAN = "missing_bullets", "invalid_file", "untested_fix", "plan_only"
 
 _CALL_TEXT = re.compile(r'\{\s*"(?:name|tool|tool_name)"\s*:\s*"([\w.-]+)"[^{}]*"(?:arguments|parameters|args)"')
 _FILE = r"[\w][\w./-]*\.[A-Za-z0-9]{1,8}\b"
@@ -89,7 +91,7 @@ class Problem:
 
 
 def check(text: str, turn: Turn) -> Problem | None:
-    return (_tool_as_text(text, turn) or _empty(text) or _missing_output(turn) or _bullets(turn) or _invalid(turn)
+    return (_tool_as_text(text, turn) or _empty(text) or _plan_only(text) or _missing_output(turn) or _bullets(turn) or _invalid(turn)
             or _unread(turn)
             or _unbacked(text, turn) or _no_change(turn) or _unresolved(text, turn) or _untested(turn)
             or _ungrounded(text, turn))
@@ -132,6 +134,25 @@ def outputs(request: str) -> list[str]:
     if _INTO_VERBS.search(request):
         found += [m.group(1) for m in _INTO.finditer(request)]
     return list(dict.fromkeys(f.rstrip(".") for f in found))
+
+
+# A reply that opens by announcing the next step: "We need to ...", "I'll check ...", "Let me look" (not "Let me
+# know"), "First, I ...".
+_PLAN = re.compile(r"\A\s*(?:(?:we|i)\s+(?:need|have|want|must|should)\s+to|(?:i|we)\s+will|i'll|we'll|"
+                   r"i\s*'?a?m\s+going\s+to|let\s+me(?!\s+know)|let's|let\s+us|(?:first|next|now)\s*,?\s+(?:i\s+(?:will|need|must)|i'll|we'll|let))\b",
+                   re.IGNORECASE)
+PLAN_CHARS = 240  # longer replies usually carry the answer after the preamble
+
+
+def _plan_only(text: str) -> Problem | None:
+    said = text.strip()
+    if len(said) > PLAN_CHARS or not _PLAN.match(said):
+        return None
+    return Problem(PLAN, f"the reply only says what to do next: {short(said, 80)}",
+                   "[sentinel] Your reply says what you would do next, but it is not an answer and nothing was done. "
+                   "Do it now with a tool call (to look up something remembered earlier, call recall), then answer "
+                   "with what you found.",
+                   "the model described its next step instead of doing it or answering")
 
 
 def _missing_output(turn: Turn) -> Problem | None:

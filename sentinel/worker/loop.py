@@ -46,7 +46,7 @@ from sentinel.models import ModelClient, ModelError, ModelUnavailable
 from sentinel.models.toolcalls import recover
 from sentinel.policy.decide import CallContext, Layer, decide
 from sentinel.tools import Pinned, Registry, Tool, ToolContext, ToolError, parse_arguments
-from sentinel.worker import answer
+from sentinel.worker import answer, deletes
 from sentinel.worker.compact import ContextKeeper
 from sentinel.worker.children import CHILD_TOOLS, Children, result_text
 from sentinel.worker.exits import (CodeChanged, Corrected, Failed, Finished, Paused, Stopped, Unavailable, Waiting,
@@ -83,6 +83,8 @@ UNREAD = ("Error: not written: {path} exists and you have not read it in this ta
 _REDIRECT = re.compile(r"(?<![>&\d])>\s*['\"]?([\w][\w./-]*)")
 UNASKED = ("Error: not changed: {path} was kept, because the task is a question and asks for no change. Answer "
            "it from what you read.")
+WIDE = ("Error: not run: `{part}` could delete files the task says to keep; it allows deleting only {allowed}. "
+        "Delete exactly those, for example `rm -- {example}` or `find . -name '{example}' -delete`.")
 FILE_TOOLS = ("write_file", "edit_file")
 SELF_EDITS = {"edit_soul": "soul", "update_user": "user.md"}  # self-state tools whose edits the operator sees
 INTERRUPTED = ("Error: this call was interrupted before it finished (the process running it stopped) and was "
@@ -301,6 +303,12 @@ class AgentLoop:
             return self.run.record(self.safeguard("unasked_change", "refused", f"{name} {unasked}: the request is "
                                                   "a question and asks for no change"),
                                    {"type": "finished", "call_id": call_id, "result": UNASKED.format(path=unasked)})
+        if decision is None and (wide := self.wide_delete(call)) is not None:
+            part, allowed = wide
+            return self.run.record(self.safeguard("wide_delete", "refused", f"{answer.short(part, 120)}: the "
+                                                  f"request deletes only {', '.join(allowed)} and keeps the rest"),
+                                   {"type": "finished", "call_id": call_id,
+                                    "result": WIDE.format(part=part, allowed=", ".join(allowed), example=allowed[0])})
         decision = decision or self.decide(call)
         if decision["outcome"] == "deny":
             self._pins.pop(call_id, None)
@@ -323,6 +331,21 @@ class AgentLoop:
             return str(json.loads(call["function"]["arguments"] or "{}").get("path") or "") or "the file"
         except (ValueError, AttributeError):
             return "the file"
+
+    def wide_delete(self, call: dict[str, Any]) -> tuple[str, list[str]] | None:
+        """(the deleting part, what the request allows) for a command that could delete files the request says to
+        keep ("Delete every .tmp file. Keep all the other files." answered with `find . -type f -delete`)."""
+        if call["function"]["name"] != "bash" or self.state.kind == "hook":
+            return None
+        allowed = deletes.targets(self.state.request)
+        if not allowed:
+            return None
+        try:
+            command = str(json.loads(call["function"]["arguments"] or "{}").get("command") or "")
+        except (ValueError, AttributeError):
+            return None
+        part = deletes.overreach(command, allowed)
+        return (part, allowed) if part is not None else None
 
     def unread_overwrite(self, call: dict[str, Any]) -> str | None:
         """The path of a write_file, or of a command's `> FILE` redirection, that would replace a workspace file

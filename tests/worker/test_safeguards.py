@@ -479,3 +479,62 @@ def test_what_names_a_command_that_must_pass():
     assert must_pass("Make pytest tests/test_x.py pass.") == "pytest tests/test_x.py"
     assert must_pass("Run the script report.py and save its output to report.txt.") is None
     assert must_pass("python3 hello.py should print Hello") is None
+
+
+KEEP = {"keep.txt": "keep me\n", "notes.md": "- one\n", "data.csv": "a,b\n1,2\n"}
+CLEANUP = "Delete every .tmp file in the workspace. Keep all the other files."
+
+
+def test_a_command_deleting_files_the_task_keeps_is_refused(scripted_server, configure, cli, sentinel_home):
+    """The default model, asked to delete the .tmp files and keep the rest, deleted every file: a deleting command
+    whose targets reach past what the task names is refused before it runs, and the narrow one runs."""
+    ws = sentinel_home / "workspace"
+    ws.mkdir(exist_ok=True)
+    for name, text in {**KEEP, "a.tmp": "x", "b.tmp": "y"}.items():
+        (ws / name).write_text(text)
+    wide = {"name": "bash", "arguments": {"command": "find . -type f -delete"}}
+    everything = {"name": "bash", "arguments": {"command": "rm -f *"}}
+    narrow = {"name": "bash", "arguments": {"command": "find . -name '*.tmp' -delete"}}
+    configure({"policy": {"bash": {"default": "auto"}}},
+              server=scripted_server([{"tool_calls": [wide]}, {"tool_calls": [everything]}, {"tool_calls": [narrow]},
+                                      "I deleted a.tmp and b.tmp."]))
+    out = cli.json("run", CLEANUP, "--json", check=0)
+    assert out["status"] == "done" and out["safeguards"] == ["wide_delete"]
+    assert sorted(p.name for p in ws.iterdir()) == sorted(KEEP)
+    assert all((ws / name).read_text() == text for name, text in KEEP.items())
+    results = _tool_results(cli, out["id"])
+    assert results[0].startswith("Error: not run: `find . -type f -delete` could delete files the task says to keep")
+    assert results[1].startswith("Error: not run: `rm -f *`")
+
+
+def test_what_deletes_more_than_the_task_allows():
+    from sentinel.worker.deletes import overreach, targets
+    assert targets(CLEANUP) == ["*.tmp"]
+    assert targets("Remove old1.log and old2.log but keep current.log.") == ["old1.log", "old2.log"]
+    assert targets("Delete build.log.") == []  # nothing said to keep: not this safeguard's business
+    allowed = ["*.tmp"]
+    for narrow in ("rm *.tmp", "rm -f -- ./*.tmp", "find . -name '*.tmp' -delete", "ls && rm a.tmp b.tmp",
+                   "find . -name '*.tmp' -exec rm {} \\;", "cat notes.md"):
+        assert overreach(narrow, allowed) is None, narrow
+    for wide in ("rm *", "rm -rf .", "find . -type f -delete", "find . ! -name '*.tmp' -delete",
+                 "rm a.tmp keep.txt", "cd /tmp; sudo rm -r *", "find . -type f -exec rm {} +"):
+        assert overreach(wide, allowed) is not None, wide
+
+
+def test_a_reply_that_only_announces_its_next_step_is_not_an_answer(scripted_server, configure, cli):
+    """Asked what it had remembered, the default model answered "We need to find the name of the staging
+    server." and the run ended done: a reply that only says what it would do is sent back."""
+    configure(server=scripted_server(["We need to find the name of the staging server.", "It is called heron-7."]))
+    out = cli.json("run", "What is our staging server called?", "--json", check=0)
+    assert out["status"] == "done" and out["output"] == "It is called heron-7."
+    assert out["safeguards"] == ["plan_only"]
+    configure(server=scripted_server(["Let me check.", "I will look it up.", "Let me look.", "I'll find it."]))
+    out = cli.json("run", "What is our staging server called?", "--json", check=1)
+    assert out["status"] == "failed" and "next step" in out["error"]
+
+
+def test_answers_that_only_look_like_plans_are_answers():
+    from sentinel.worker.answer import _plan_only
+    for said in ("Let me know if you need anything else.", "First, I created the file.", "Now I have finished.",
+                 "The staging server is heron-7.", "I need to " + "x" * 300):
+        assert _plan_only(said) is None, said

@@ -1,0 +1,94 @@
+"""Whether a command deletes more than the request allows: the `wide_delete` safeguard.
+
+    allowed = targets("Delete every .tmp file in the workspace. Keep all the other files.")   # ["*.tmp"]
+    overreach(command, allowed)     # "rm *": the part of the command that could delete a file to keep
+
+Asked to delete the `.tmp` files and keep the rest, the default model ran a command that deleted every file.
+When the request says to delete some files (by extension, `*.x` pattern or name) and to keep others, a `rm`,
+`unlink` or `find ... -delete` / `-exec rm` whose targets are not all among those is refused before it runs.
+Other commands (a script, `mv`) are not read: this catches the common slip, it is no sandbox.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shlex
+
+_DELETE = re.compile(r"\b(?:delete|remove|erase)\b", re.IGNORECASE)
+_KEEP = re.compile(r"\bkeep\b|\bleave\b[^.]*\b(?:alone|as (?:they|it) (?:are|is)|untouched)", re.IGNORECASE)
+_EXTENSION = re.compile(r"(?<![\w*])\.([A-Za-z0-9]{1,8})\s+files?\b", re.IGNORECASE)  # "every .tmp file"
+_GLOB = re.compile(r"(?<!\S)[`'\"]?(\*\.[A-Za-z0-9]{1,8})\b")                          # "*.tmp"
+_NAME = re.compile(r"(?<![\w.*/])[\w][\w-]*\.[A-Za-z0-9]{1,8}\b")                     # "old.log"
+_SEPARATORS = {";", "&&", "||", "|", "&", "\n", "(", ")"}
+
+
+def targets(request: str) -> list[str]:
+    """The patterns a deleting request allows (`*.tmp`, `old.log`), from the part that asks to delete; empty
+    when the request does not both delete and keep."""
+    deleting = _DELETE.search(request)
+    if deleting is None or not _KEEP.search(request):
+        return []
+    clause = re.split(r"(?<=[.!?;])\s|\bbut\b|\bkeep\b", request[deleting.start():], maxsplit=1, flags=re.I)[0]
+    found = [f"*.{m.group(1)}" for m in _EXTENSION.finditer(clause)] + _GLOB.findall(clause)
+    found += [m.group(0) for m in _NAME.finditer(clause) if f"*{m.group(0)}" not in found]
+    return list(dict.fromkeys(found))
+
+
+def overreach(command: str, allowed: list[str]) -> str | None:
+    """The first deleting part of `command` that could delete a file none of `allowed` matches, or None."""
+    if not allowed:
+        return None
+    for words in _commands(command):
+        program = words[0].rsplit("/", 1)[-1] if words else ""
+        if program in ("rm", "unlink"):
+            bad = [w for w in _operands(words[1:]) if not _allowed(w, allowed)]
+            if bad or not _operands(words[1:]):
+                return " ".join(words)
+        elif program == "find" and _find_deletes(words):
+            names = [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-name", "-iname")]
+            negated = any(w in ("!", "-not", "-o", "-or") for w in words)
+            if negated or not names or not all(_allowed(n, allowed) for n in names):
+                return " ".join(words)
+    return None
+
+
+def _commands(command: str) -> list[list[str]]:
+    """The simple commands of a shell line, as words; a line that does not split is one word list of its own."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()\n")
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:
+        tokens = command.split()
+    out: list[list[str]] = [[]]
+    for token in tokens:
+        if token in _SEPARATORS or set(token) <= set(";&|()\n"):
+            out.append([])
+        elif not out[-1] and token in ("sudo", "command", "exec", "nice"):
+            continue  # the program after them is the one that runs
+        else:
+            out[-1].append(token)
+    return [words for words in out if words]
+
+
+def _operands(args: list[str]) -> list[str]:
+    operands, options = [], True
+    for arg in args:
+        if options and arg == "--":
+            options = False
+        elif not (options and arg.startswith("-") and arg != "-"):
+            operands.append(arg)
+    return operands
+
+
+def _find_deletes(words: list[str]) -> bool:
+    return "-delete" in words or any(w in ("-exec", "-execdir", "-ok") and i + 1 < len(words)
+                                     and words[i + 1].rsplit("/", 1)[-1] in ("rm", "unlink")
+                                     for i, w in enumerate(words))
+
+
+def _allowed(operand: str, allowed: list[str]) -> bool:
+    name = operand.rstrip("/").rsplit("/", 1)[-1]
+    return bool(name) and name not in (".", "..", "*") and any(fnmatch.fnmatchcase(name, p) or name == p
+                                                               for p in allowed)
