@@ -19,6 +19,7 @@ from typing import Any, Iterator, Protocol, Self, Sequence
 
 from sentinel.engine.events import Event, Listener
 from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow
+from sentinel.engine.state import RunState
 
 
 @dataclass
@@ -74,6 +75,20 @@ class RunDetail:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"pending_approvals": [a.to_dict() for a in self.pending_approvals]}
+
+    @classmethod
+    def of(cls, row: dict[str, Any], state: RunState, *, status: str, decisions: list[dict[str, Any]],
+           history: list[dict[str, Any]], compactions: list[dict[str, Any]], children: list[dict[str, Any]],
+           pending: list[ApprovalRow]) -> "RunDetail":
+        """The one way both modes build `show`: the store's row first (the agent writes its journal, never
+        the store), the replayed journal for the conversation."""
+        return cls(id=row["id"], status=status, kind=row.get("kind") or "task", task=row["task"],
+                   agent=row["agent"], user=row.get("user"), model=row["model"], skills=state.skills,
+                   workspace=row["workspace"], parent_id=row.get("parent_id"),
+                   output=row.get("output") or state.output, error=row.get("error") or state.error,
+                   steps=state.steps, created_at=row["created_at"], messages=state.messages,
+                   decisions=decisions, compactions=compactions, history=history, children=children,
+                   safeguards=state.safeguards, self_edits=state.self_edits, pending_approvals=pending)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunDetail":

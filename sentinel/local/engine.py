@@ -174,13 +174,9 @@ class LocalEngine(Closing):
         with run:
             if on_event:
                 run.listeners.append(on_event)
-            self.store.set_status(run.state.id, RunStatus.RUNNING)
             flow = workflows.parse_file(run.dir / runner.FILE, self.home)
-            status = runner.advance(run, flow, LocalChildren(self, on_event))
+            status = runner.walk(run, flow, LocalChildren(self, on_event), self.store)
             state = run.state
-            self.store.set_status(state.id, status, output=state.output if status == RunStatus.DONE else None,
-                                  error=state.error if status == RunStatus.FAILED else None)
-            run.snapshot()
         self._notify()
         return Outcome(state.id, status, state.output, state.error)
 
@@ -259,19 +255,13 @@ class LocalEngine(Closing):
 
     def show(self, run_id: str) -> RunDetail:
         row = self.store.get_run(run_id)
-        state = RunState.load(Path(row["run_dir"]))
-        status = self._live_status(row)
-        decisions = self.store.verdicts(run_id)  # as recorded, never as the journal retells them
         run_dir = Path(row["run_dir"])
+        state = RunState.load(run_dir)
         full, compactions = history(journal.read(run_dir / JOURNAL)[0]) if state.compactions else (state.messages, [])
-        return RunDetail(id=run_id, status=status, kind=row.get("kind") or "task", task=row["task"],
-                         agent=row["agent"], user=row.get("user"), model=row["model"], skills=state.skills,
-                         workspace=row["workspace"], parent_id=row.get("parent_id"), output=state.output,
-                         error=state.error or row.get("error"), steps=state.steps, created_at=row["created_at"],
-                         messages=state.messages, decisions=decisions, compactions=compactions, history=full,
-                         children=self.store.children(run_id), safeguards=state.safeguards,
-                         self_edits=state.self_edits,
-                         pending_approvals=self.store.pending_listing(run_id, user=operator_name()))
+        return RunDetail.of(row, state, status=self._live_status(row),
+                            decisions=self.store.verdicts(run_id),  # as recorded, never as the journal retells
+                            history=full, compactions=compactions, children=self.store.children(run_id),
+                            pending=self.store.pending_listing(run_id, user=operator_name()))
 
     def runs(self, *, status: str | None = None, limit: int | None = None,
              all_hosts: bool = False) -> list[RunRow]:  # local mode: one host

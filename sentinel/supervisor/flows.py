@@ -23,7 +23,6 @@ from sentinel.engine.run import Run
 from sentinel.supervisor import registry
 from sentinel.supervisor.hub import Hub
 from sentinel.workflows import model as workflows, runner
-from sentinel.engine.status import RunStatus
 
 KIND = runner.KIND
 
@@ -67,12 +66,6 @@ def advance(sup: Hub, run_id: str, steps: runner.Steps) -> str:
     row = sup.store.get_run(run_id)
     with Run.open(Path(row["run_dir"])) as run:
         run.listeners.append(lambda event: sup.relay(run_id, event.to_dict()))
-        sup.store.set_status(run_id, RunStatus.RUNNING)
         flow = workflows.Workflow.model_validate(read_yaml(Path(row["run_dir"]) / runner.FILE))
-        status = runner.advance(run, flow, steps)
-        state = run.state
-        sup.store.set_status(run_id, status, output=state.output if status == RunStatus.DONE else None,
-                             error=state.error if status == RunStatus.FAILED else None)
-        run.snapshot()
-    return status
+        return runner.walk(run, flow, steps, sup.store)
 

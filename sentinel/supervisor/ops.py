@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from sentinel.engine import db, lifecycle, outbox, relay
-from sentinel.engine.api import Outcome
+from sentinel.engine.api import Outcome, RunDetail
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.records import Record
-from sentinel.engine.state import JOURNAL
+from sentinel.engine.state import JOURNAL, RunState
 from sentinel.engine.store import Store
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel.supervisor import agentfs, children, console, flows, layout, registry, runmodel
@@ -176,15 +176,9 @@ def _show(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     full, compactions = _history(store, row, state)
     _stream(conn, "history", full)  # as it happened, before any compaction
     _stream(conn, "decisions", store.verdicts(row["id"]))  # verdicts from the supervisor's store only
-    return reply({"id": row["id"], "status": row["status"], "kind": row.get("kind") or "task", "task": row["task"],
-                  "agent": row["agent"], "user": row.get("user"), "model": row["model"], "skills": state.skills,
-                  "workspace": row["workspace"],
-                  "output": row.get("output") or state.output, "error": row.get("error") or state.error,
-                  "steps": state.steps, "created_at": row["created_at"], "messages": [], "decisions": [],
-                  "history": [], "compactions": compactions,
-                  "parent_id": row.get("parent_id"), "children": store.children(row["id"]),
-                  "safeguards": state.safeguards, "self_edits": state.self_edits,
-                  "pending_approvals": [a.to_dict() for a in store.pending_listing(row["id"])]})
+    detail = RunDetail.of(row, state, status=row["status"], decisions=[], history=[], compactions=compactions,
+                          children=store.children(row["id"]), pending=store.pending_listing(row["id"]))
+    return reply(detail.to_dict() | {"messages": []})  # streamed above: an answer frame has a size limit
 
 
 def _approvals(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
@@ -584,7 +578,7 @@ def _events(store: Store, row: dict[str, Any]) -> list[Record]:
     return agentfs.read_journal(owner[0], row["id"], owner[1])[0] if owner else []
 
 
-def _state(store: Store, row: dict[str, Any]) -> Any:
+def _state(store: Store, row: dict[str, Any]) -> RunState:
     return agentfs.replay(_events(store, row))
 
 

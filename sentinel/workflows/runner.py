@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from sentinel.engine import journal, records
 from sentinel.engine.run import Run
 from sentinel.engine.state import RunState
+from sentinel.engine.store import Store
 from sentinel.workflows.model import Workflow, render
 from sentinel.engine.status import TERMINAL, RunStatus
 
@@ -44,6 +45,18 @@ class Steps(Protocol):
 
 def step_key(name: str) -> str:
     return f"step:{name}"
+
+
+def walk(run: Run, workflow: Workflow, steps: Steps, store: Store) -> str:
+    """Advance a workflow run as far as it goes now, its row in `store` following: `running` while it walks,
+    then the status `advance` reached (local mode and the supervisor both walk a workflow this way)."""
+    store.set_status(run.state.id, RunStatus.RUNNING)
+    status = advance(run, workflow, steps)
+    state = run.state
+    store.set_status(state.id, status, output=state.output if status == RunStatus.DONE else None,
+                     error=state.error if status == RunStatus.FAILED else None)
+    run.snapshot()
+    return status
 
 
 def advance(run: Run, workflow: Workflow, steps: Steps) -> str:
