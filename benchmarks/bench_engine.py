@@ -26,8 +26,12 @@ def setup_home(root: Path, steps: int) -> Path:
     home = root / f"home-{steps}"
     home.mkdir()
     script = home / "script.yaml"
-    script.write_text(yaml.safe_dump([{"repeat": steps, "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
-                                      "done"]))
+    workspace = home / "workspace"
+    workspace.mkdir()
+    for i in range(steps):  # a different call each step: the same call again would be deduplicated, then a loop
+        (workspace / f"f{i}.txt").write_text(f"file {i}\n")
+    calls = [{"tool_calls": [{"name": "read_file", "arguments": {"path": f"f{i}.txt"}}]} for i in range(steps)]
+    script.write_text(yaml.safe_dump([*calls, "done"]))
     (home / "config.yaml").write_text(yaml.safe_dump({
         "default_model": f"scripted/{script}", "limits": {"max_steps": steps + 5},
         "leash": {"tools": "plain"}, "muzzle": {"enabled": False}}))

@@ -38,7 +38,8 @@ def loads(text: bytes | str, limit: int = MAX_DEPTH) -> Any:
         value = json.loads(text)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
-    if too_deep(value, limit):
+    opens = text.count(b"[") + text.count(b"{") if isinstance(text, bytes) else text.count("[") + text.count("{")
+    if opens > limit and too_deep(value, limit):  # nesting deeper than `limit` takes more brackets than that
         raise ValueError(f"JSON nested deeper than {limit} levels")
     return value
 

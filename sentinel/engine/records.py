@@ -255,18 +255,18 @@ def from_dict(data: Any) -> Record | None:
     cls = KINDS.get(kind) if isinstance(kind, str) else None
     if cls is None:
         return None
-    fields = _FIELDS[cls]
+    names, fields = _NAMES[cls], _FIELDS[cls]
     values: dict[str, Any] = {}
-    for name, (accepts, required) in fields.items():
-        if name not in data:
+    for name, accepts, required in fields:
+        value = data.get(name, _MISSING)
+        if value is _MISSING:
             if required:
                 return None
             continue
-        value = data[name]
         if accepts is not None and not _accepts(accepts, value):
             return None
         values[name] = value
-    return cls(**values, absent=frozenset(n for n in fields if n not in data))
+    return cls(**values, absent=names.difference(data) if len(values) < len(names) else _NONE)
 
 
 def _accepts(accepts: tuple[type, ...], value: Any) -> bool:
@@ -302,4 +302,6 @@ def _fields(cls: type[Record]) -> dict[str, tuple[tuple[type, ...] | None, bool]
             for f in dataclasses.fields(cls) if f.name != "absent"}
 
 
-_FIELDS = {cls: _fields(cls) for cls in KINDS.values()}
+_FIELDS = {cls: tuple((name, *spec) for name, spec in _fields(cls).items()) for cls in KINDS.values()}
+_NAMES = {cls: frozenset(name for name, _, _ in spec) for cls, spec in _FIELDS.items()}
+_MISSING, _NONE = object(), frozenset[str]()

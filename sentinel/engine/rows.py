@@ -10,7 +10,7 @@ operator socket's wire format are unchanged; `from_dict` drops keys this version
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Self
 
 from sentinel.errors import SentinelError
@@ -25,7 +25,9 @@ class Row:
     absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False, kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k != "absent" and k not in self.absent}
+        """Shallow: the values are the row's own (JSON values, never dataclasses), not copies; `asdict`'s deep
+        copy made `runs --json` over 10,000 runs a third slower."""
+        return {name: getattr(self, name) for name in _names(type(self)) if name not in self.absent}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
@@ -36,6 +38,16 @@ class Row:
             return cls(**{k: v for k, v in data.items() if k in names}, absent=frozenset(names - data.keys()))
         except TypeError as exc:
             raise SentinelError(f"the other end sent a {cls.__name__} without a field ({exc})") from None
+
+
+_NAMES: dict[type[Row], tuple[str, ...]] = {}
+
+
+def _names(cls: type[Row]) -> tuple[str, ...]:
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in fields(cls) if f.name != "absent")
+    return names
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -201,7 +201,8 @@ class RunState:
         tmp = run_dir / f".{SNAPSHOT}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
-            os.write(fd, json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":")).encode())
+            shallow = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict deep-copies every message
+            os.write(fd, json.dumps(shallow, ensure_ascii=False, separators=(",", ":")).encode())
             os.fsync(fd)
         finally:
             os.close(fd)
