@@ -623,10 +623,15 @@ def _watch_fire(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
             return _start(sup, conn, {"task": task, "agent": agent, "model": model, "skills": list(skills),
                                       "hook": hook})
 
-    firing_id = Runner(Starter(), sup.store, sup.config, [watcher], run_command=None,  # type: ignore[arg-type]
+    firing_id = Runner(Starter(), sup.store, sup.config, [watcher], run_command=_no_command,
                        log=lambda line: None).fire(watcher, payload if payload is not None else {})
     sup.ensure_watchers()
     return reply(relay.get(sup.store.conn, firing_id))
+
+
+def _no_command(argv: list[str], timeout_s: float, stdin: bytes | None) -> tuple[int | None, str]:
+    """A firing made here polls no source and delivers nothing: the watcher child (its own user) does both."""
+    raise UsageError("commands of a watcher run in its watcher process, not in the supervisor")
 
 
 def _audit_quarantined(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
