@@ -327,10 +327,7 @@ class AgentLoop:
         if call["function"]["name"] not in FILE_TOOLS or self.state.kind == "hook" or not answer.asks_question(
                 self.state.request):
             return None
-        try:
-            return str(json.loads(call["function"]["arguments"] or "{}").get("path") or "") or "the file"
-        except (ValueError, AttributeError):
-            return "the file"
+        return str(_arguments(call).get("path") or "") or "the file"
 
     def wide_delete(self, call: dict[str, Any]) -> tuple[str, list[str]] | None:
         """(the deleting part, what the request allows) for a command that could delete files the request says to
@@ -340,11 +337,7 @@ class AgentLoop:
         allowed = deletes.targets(self.state.request)
         if not allowed:
             return None
-        try:
-            command = str(json.loads(call["function"]["arguments"] or "{}").get("command") or "")
-        except (ValueError, AttributeError):
-            return None
-        part = deletes.overreach(command, allowed)
+        part = deletes.overreach(str(_arguments(call).get("command") or ""), allowed)
         return (part, allowed) if part is not None else None
 
     def unread_overwrite(self, call: dict[str, Any]) -> str | None:
@@ -354,12 +347,8 @@ class AgentLoop:
         name = call["function"]["name"]
         if name not in ("write_file", "bash"):
             return None
-        try:
-            args = json.loads(call["function"]["arguments"] or "{}")
-            paths = ([str(args.get("path") or "")] if name == "write_file"
-                     else _REDIRECT.findall(str(args.get("command") or "")))
-        except (ValueError, AttributeError):
-            return None
+        args = _arguments(call)
+        paths = [str(args.get("path") or "")] if name == "write_file" else _REDIRECT.findall(str(args.get("command") or ""))
         earlier = [str(c["function"].get("arguments") or "") for m in self.state.messages
                    if m.get("role") == "assistant" for c in m.get("tool_calls") or [] if c["id"] != call["id"]]
         workspace = self.deps.tool_ctx.workspace
@@ -654,3 +643,12 @@ def _version(output: str) -> int | None:
     """The soul version an edit_soul result names ("... the previous version is kept as version 3")."""
     found = re.search(r"\bversion (\d+)\b", output)
     return int(found.group(1)) if found else None
+
+
+def _arguments(call: dict[str, Any]) -> dict[str, Any]:
+    """A call's arguments as an object ({} when they are not one): what the checks before a call read."""
+    try:
+        args = json.loads(call["function"].get("arguments") or "{}")
+    except ValueError:
+        return {}
+    return args if isinstance(args, dict) else {}
