@@ -91,9 +91,8 @@ class Problem:
 
 
 def check(text: str, turn: Turn) -> Problem | None:
-    return (_tool_as_text(text, turn) or _empty(text) or _plan_only(text) or _missing_output(turn) or _bullets(turn) or _invalid(turn)
-            or _unread(turn)
-            or _unbacked(text, turn) or _no_change(turn) or _unresolved(text, turn) or _untested(turn)
+    return (_tool_as_text(text, turn) or _empty(text) or _plan_only(text) or _missing_output(turn) or _bullets(turn)
+            or _invalid(turn) or _unread(turn) or _unbacked(text, turn) or _no_change(turn) or _unresolved(text, turn) or _untested(turn)
             or _ungrounded(text, turn))
 
 

@@ -20,7 +20,7 @@ _KEEP = re.compile(r"\bkeep\b|\bleave\b[^.]*\b(?:alone|as (?:they|it) (?:are|is)
 _EXTENSION = re.compile(r"(?<![\w*])\.([A-Za-z0-9]{1,8})\s+files?\b", re.IGNORECASE)  # "every .tmp file"
 _GLOB = re.compile(r"(?<!\S)[`'\"]?(\*\.[A-Za-z0-9]{1,8})\b")                          # "*.tmp"
 _NAME = re.compile(r"(?<![\w.*/])[\w][\w-]*\.[A-Za-z0-9]{1,8}\b")                     # "old.log"
-_SEPARATORS = {";", "&&", "||", "|", "&", "\n", "(", ")"}
+_PUNCTUATION = ";&|()\n"  # what separates simple commands: `;`, `&&`, `||`, `|`, `&`, a subshell, a new line
 
 
 def targets(request: str) -> list[str]:
@@ -42,8 +42,8 @@ def overreach(command: str, allowed: list[str]) -> str | None:
     for words in _commands(command):
         program = words[0].rsplit("/", 1)[-1] if words else ""
         if program in ("rm", "unlink"):
-            bad = [w for w in _operands(words[1:]) if not _allowed(w, allowed)]
-            if bad or not _operands(words[1:]):
+            operands = _operands(words[1:])
+            if not operands or not all(_allowed(w, allowed) for w in operands):
                 return " ".join(words)
         elif program == "find" and _find_deletes(words):
             names = [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-name", "-iname")]
@@ -56,14 +56,14 @@ def overreach(command: str, allowed: list[str]) -> str | None:
 def _commands(command: str) -> list[list[str]]:
     """The simple commands of a shell line, as words; a line that does not split is one word list of its own."""
     try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()\n")
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION)
         lexer.whitespace_split = True
         tokens = list(lexer)
     except ValueError:
         tokens = command.split()
     out: list[list[str]] = [[]]
     for token in tokens:
-        if token in _SEPARATORS or set(token) <= set(";&|()\n"):
+        if set(token) <= set(_PUNCTUATION):
             out.append([])
         elif not out[-1] and token in ("sudo", "command", "exec", "nice"):
             continue  # the program after them is the one that runs

@@ -229,11 +229,8 @@ class AgentLoop:
         after = calls[ids.index(self.state.last_change) + 1:] if self.state.last_change in ids else []
         ran = []
         for c in after:
-            if c["function"]["name"] == "bash" and c["id"] in results:
-                try:
-                    command = str(json.loads(c["function"].get("arguments") or "{}").get("command") or "")
-                except (ValueError, AttributeError):
-                    continue
+            command = str(_arguments(c).get("command") or "") if c["function"]["name"] == "bash" else ""
+            if command and c["id"] in results:
                 ran.append((command, results[c["id"]]))
         return tuple(ran)
 
