@@ -81,20 +81,22 @@ def test_history_survives_a_restart(model, pty_chat):
 
 
 def test_restore_reopens_a_session_by_id(model, pty_chat, cli):
-    server = model(["first", "second", "third"])
+    # The script answers by turn within a session. Its replies share no word with what is typed: an expect must
+    # wait for the model, not match the echo of the line just sent, or Ctrl-D lands while the turn still runs.
+    server = model(["Reply one.", "Reply two."])
     one = pty_chat()
     one.say("the first session")
-    one.expect("first")
+    one.expect(r"Reply one\.")
     assert one.quit() == 0
     two = pty_chat("chat", "--new")
     two.say("the second session")
-    two.expect("first")
+    two.expect(r"Reply one\.")
     assert two.quit() == 0
     oldest = _sessions(cli)[-1]["id"]
     back = pty_chat("restore", oldest)
     back.expect(f"↻ session {oldest} «the first session»")
     back.say("still there?")
-    back.expect("second")
+    back.expect(r"Reply two\.")
     assert back.quit() == 0
     sent = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
     assert sent == ["the first session", "still there?"]
