@@ -66,7 +66,7 @@ def test_block_with_judge_reason_and_ollama_request_shape(repo, judge):
 
 
 def test_rules_are_judged_in_parallel_up_to_max_parallel(repo, judge):
-    j = judge({"": VIOLATION}, delay_ms=200)
+    j = judge({"": VIOLATION}, delay_ms=400)  # four in a row take 1.6 s: parallel shows at a wide margin
     rules = {f"r{i}": billing(prompt=f"rule {i}: {{{{file_path}}}}") for i in range(4)}
     root = repo(rules, cfg(j, max_parallel=4, ollama_concurrency=4))
     gate, _ = gate_for(root)
@@ -74,12 +74,12 @@ def test_rules_are_judged_in_parallel_up_to_max_parallel(repo, judge):
     verdict = gate.pre(write(root, "src/core/billing/a.ts"))
     elapsed = time.monotonic() - began
     assert len(verdict.blocks) == 4 and len(j.requests) == 4
-    assert elapsed < 0.6, elapsed
+    assert elapsed < 1.2, elapsed
     root2 = repo(rules, cfg(j, max_parallel=4, ollama_concurrency=1), name="serial")
     gate2, _ = gate_for(root2)
     began = time.monotonic()
     gate2.pre(write(root2, "src/core/billing/a.ts"))
-    assert time.monotonic() - began >= 0.75  # ollama_concurrency 1: the GPU serialises
+    assert time.monotonic() - began >= 1.55  # ollama_concurrency 1: the GPU serialises
 
 
 def test_confidence_threshold(repo, judge):
