@@ -88,21 +88,30 @@ def token_hash(token: str) -> str:
 def _prepare(path: Path) -> None:
     """Create the database file 0600; as root in another user's directory (the supervisor issuing into
     Muzzle's system store), hand it to that user, who must keep reading it. SQLite then gives its
-    journal files to the database's owner too. A symlink in its place is refused."""
+    journal files to the database's owner too. A symlink in its place is refused.
+
+    An existing file is only looked at, never opened: closing any descriptor of a database file drops every
+    POSIX lock this process holds on it, the locks of its live SQLite connections included (the in-process
+    Muzzle's, while the engine issues the next turn's token). Another process then takes itself for the last
+    connection and removes the WAL index under the live one: "database disk image is malformed"."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    except FileExistsError:
+        pass  # there already, or a symlink: lstat tells
     except OSError as exc:
         raise SentinelError(f"{path}: cannot open the token store ({exc.strerror})") from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise SentinelError(f"{path}: not a regular file")
-        if os.geteuid() == 0:
-            owner = os.stat(path.parent)
-            if owner.st_uid != 0 and st.st_uid != owner.st_uid:
-                os.fchown(fd, owner.st_uid, owner.st_gid)
-    finally:
-        os.close(fd)
+        st = os.lstat(path)
+    except OSError as exc:
+        raise SentinelError(f"{path}: cannot open the token store ({exc.strerror})") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise SentinelError(f"{path}: cannot open the token store (a symbolic link stands in its place)")
+    if not stat.S_ISREG(st.st_mode):
+        raise SentinelError(f"{path}: not a regular file")
+    if os.geteuid() == 0:
+        owner = os.stat(path.parent)
+        if owner.st_uid != 0 and st.st_uid != owner.st_uid:
+            os.chown(path, owner.st_uid, owner.st_gid, follow_symlinks=False)
 
 
 def today() -> str:

@@ -153,7 +153,7 @@ def test_ctrl_c_at_the_question_cancels_the_approval_for_good(model, pty_chat, c
 
 
 def test_an_approval_resolved_elsewhere_closes_the_question(model, pty_chat, cli, sentinel_home):
-    model([COUNT, ANSWER])
+    server = model([COUNT, ANSWER])
     chat = pty_chat()
     chat.say("count")
     chat.expect(APPROVE)
@@ -161,7 +161,9 @@ def test_an_approval_resolved_elsewhere_closes_the_question(model, pty_chat, cli
     cli("approve", approval["id"], env={"SENTINEL_MODE": "local"}, check=0)
     chat.expect("resolved elsewhere")
     chat.expect(ANSWER)
-    chat.send("y\r")  # too late: the question is gone, so this is just an empty-ish message line
+    chat.send("y\r")  # too late: the question is gone, so "y" is the next message to the model
+    chat.expect(ANSWER)  # its reply: the turn is over before Ctrl-D
+    assert server.requests[-1]["messages"][-1] == {"role": "user", "content": "y"}
     assert chat.quit() == 0
     assert (sentinel_home / "workspace" / "counter.txt").read_text() == "ran\n"
 

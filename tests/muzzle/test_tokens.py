@@ -69,6 +69,29 @@ def test_a_symlink_in_place_of_the_store_is_refused(tmp_path):
         TokenStore.open(tmp_path / "m.db")
 
 
+def test_issuing_beside_a_live_store_keeps_it_readable(tmp_path):
+    """Local mode: the in-process Muzzle holds the store open while the engine issues each turn's token
+    through a second store, and another `sentinel` process uses the file too. Nothing may drop the live
+    connection's locks, or that process removes the WAL index under it ("database disk image is malformed")."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "muzzle.db"
+    live = TokenStore.open(path)
+    token = live.issue("ana", "r-1", ["fake/m"], 60)
+    assert live.lookup(token) is not None
+    issue_token("ana", "r-2", ["fake/m"], 60, store=path)  # the next turn's token, this process
+    other = ("import sys; from sentinel.muzzle.tokens import TokenStore\n"
+             "s = TokenStore.open(__import__('pathlib').Path(sys.argv[1])); s.issue('bo', 'r-3', ['fake/m'], 60)\n"
+             "s.close()")
+    subprocess.run([sys.executable, "-c", other, str(path)], check=True)
+    assert (tmp_path / "muzzle.db-shm").exists()
+    grant = live.lookup(token)
+    assert grant is not None and grant.run_id == "r-1"
+    assert live.lookup(issue_token("ana", "r-4", ["fake/m"], 60, store=path)).run_id == "r-4"
+    live.close()
+
+
 @pytest.mark.root
 def test_root_issuing_into_muzzles_store_keeps_it_muzzles(tmp_path):
     nobody = pwd.getpwnam("nobody")
