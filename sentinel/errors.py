@@ -4,7 +4,8 @@
     ├── UsageError           bad input from the operator (exit 2)
     │   └── ConfigError      a config, policy or rule file failed validation
     ├── NotFound             an id that names nothing (exit 2)
-    └── Busy                 a run is leased by another process (exit 1)
+    ├── Busy                 a run is leased by another process (exit 1)
+    └── Damaged              a database file SQLite cannot read (exit 1)
 
 Harness bugs are not SentinelErrors: they raise whatever they raise.
 """
@@ -40,6 +41,11 @@ class NotFound(UsageError):
 
 class Busy(SentinelError):
     pass
+
+
+class Damaged(SentinelError):
+    """A database file is not one SQLite can read. A cache (the memory index) is rebuilt from its files;
+    a store of record is named and left for the operator to move aside."""
 
 
 def pydantic_detail(exc: Exception) -> str:

@@ -63,17 +63,26 @@ def connect_wal(path: Path, timeout_s: float) -> sqlite3.Connection:
 
     Turning a new database to WAL takes a lock SQLite does not wait for: when two processes open a fresh
     home at once (`sentinel run &` then `sentinel runs`), the one that loses retries instead of failing."""
-    conn = sqlite3.connect(str(path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
+    from sentinel.errors import Damaged, SentinelError
+
+    try:
+        conn = sqlite3.connect(str(path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise SentinelError(f"{path}: cannot open the database ({exc})") from None
     deadline = time.monotonic() + timeout_s
     while True:
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             break
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                conn.close()
-                raise
-            time.sleep(0.005)
+            if "locked" in str(exc) and time.monotonic() <= deadline:
+                time.sleep(0.005)
+                continue
+            conn.close()
+            raise SentinelError(f"{path}: cannot open the database ({exc})") from None
+        except sqlite3.DatabaseError as exc:  # "file is not a database": damaged, or something else in its place
+            conn.close()
+            raise Damaged(f"{path}: {exc}; move it aside to start a new one") from None
     conn.execute("PRAGMA synchronous=NORMAL")
     return conn
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sentinel.engine import db
+from sentinel.errors import Damaged
 from sentinel.memory import notes as notes_mod
 from sentinel.memory.scan import scan
 from sentinel.memory.watch import Watch
@@ -241,7 +242,13 @@ class Index:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    conn = connect_wal(path, 30.0)
+    """The index database; a damaged one is a cache like any other: removed and built again from the notes."""
+    try:
+        conn = connect_wal(path, 30.0)
+    except Damaged:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        conn = connect_wal(path, 30.0)
     db.migrate(conn, MIGRATIONS)
     return conn
 

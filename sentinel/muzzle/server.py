@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import logging
 import resource
 import socket
 import threading
@@ -32,10 +33,28 @@ def _uvicorn_config(config: "Config", layout: Layout, *, quiet: bool) -> Any:
     from sentinel.muzzle.app import build_app
 
     extra: dict[str, Any] = {"log_config": None} if quiet else {}
+    if quiet:
+        _errors_to_file(layout.state_dir / "muzzle-errors.log")
     app = build_app(config, layout)
     return uvicorn.Config(app, http=app.state.guard.protocol(),
                           log_level="warning", access_log=False, lifespan="on", timeout_keep_alive=30,
                           server_header=False, date_header=False, **extra)
+
+
+class _ErrorLog(logging.FileHandler):
+    """In-process, uvicorn's error log (a traceback when a request fails unexpectedly) goes to a file beside
+    the call log, not to the terminal the chat or the run draws on. The client still gets its HTTP 500."""
+
+
+def _errors_to_file(path: Path) -> None:
+    log = logging.getLogger("uvicorn.error")
+    for old in [h for h in log.handlers if isinstance(h, _ErrorLog)]:
+        log.removeHandler(old)
+        old.close()
+    handler = _ErrorLog(path, delay=True, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    log.addHandler(handler)
+    log.propagate = False
 
 
 def serve(config: "Config", layout: Layout, host: str, port: int, *, on_ready: Any = None) -> None:

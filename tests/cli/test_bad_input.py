@@ -49,3 +49,16 @@ def test_bad_config_does_not_lose_existing_runs(sentinel_home, cli, configure, s
     assert cli("runs").returncode == 2
     (sentinel_home / "config.yaml").write_text(good)
     assert [r["id"] for r in cli.json("runs", "--json")] == [run_id]
+
+
+@pytest.mark.parametrize("name", ["sentinel.db", "muzzle.db"])
+def test_a_damaged_database_is_one_line_naming_it_and_is_left_in_place(name, sentinel_home, cli, configure):
+    configure()
+    state = sentinel_home / "state"
+    state.mkdir(exist_ok=True)
+    damaged = b"\x13not sqlite at all\n" * 400
+    (state / name).write_bytes(damaged)
+    proc = cli("run", "hello")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip() == f"error: {state / name}: file is not a database; move it aside to start a new one"
+    assert (state / name).read_bytes() == damaged  # the operator's to inspect or move, never overwritten
