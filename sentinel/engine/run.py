@@ -23,7 +23,9 @@ from sentinel.engine.state import JOURNAL, RunState
 from sentinel.errors import Busy
 
 LOCK = "lock"
-LEASE_TRIES = 5       # a lease attempt that meets a probe's shared lock tries again before saying Busy
+# A lease attempt that meets only probes' shared locks (`is_leased`) tries again; one that meets an executor's
+# exclusive lock is Busy at once. A probe holds its lock for microseconds, unless a loaded machine deschedules it.
+LEASE_PATIENCE_S = 2.0
 LEASE_RETRY_S = 0.002
 # A snapshot costs O(size of the run), so it is taken after a number of events that grows
 # with the run: the cost per event stays flat and a resume replays at most a quarter of it.
@@ -45,12 +47,13 @@ class Run:
     @staticmethod
     def lease(run_dir: Path) -> int:
         fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        for attempt in range(LEASE_TRIES):
+        deadline = time.monotonic() + LEASE_PATIENCE_S
+        while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if attempt + 1 < LEASE_TRIES:  # `is_leased` holds a shared lock for microseconds: try again
+                if Run._only_probed(fd) and time.monotonic() < deadline:
                     time.sleep(LEASE_RETRY_S)
                     continue
                 holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
@@ -59,6 +62,17 @@ class Run:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         return fd
+
+    @staticmethod
+    def _only_probed(fd: int) -> bool:
+        """No executor holds the lease, only shared locks do: a shared lock of our own is granted (and let go
+        at once, so that two leasers racing do not block each other's upgrade)."""
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
 
     @staticmethod
     def is_leased(run_dir: Path) -> bool:
