@@ -56,13 +56,13 @@ def test_delegate_to_a_writer_running_as_its_own_user(system, make_agent, sentin
     heard: list = []  # the operator's `approve` follows the parent and hears the child live
     done = connect().approve(approval["id"], on_event=heard.append)
     assert done.id == out["id"] and done.status == "done" and done.output == "Boss done."
+    runs = json.loads(sentinel_cmd("runs", "--json", check=0).stdout)
+    [kid] = [r for r in runs if r["parent_id"] == out["id"]]
+    assert kid["status"] == "done" and kid["depth"] == 1, sentinel_cmd("show", kid["id"]).stdout
     pw = pwd.getpwnam(writer)
     ws = Path(pw.pw_dir) / ".sentinel" / "workspace"
     assert (ws / "out.txt").read_text() == "hello\n" and (ws / "out.txt").stat().st_uid == pw.pw_uid
     assert not (ws / "pwned.txt").exists()  # bash: the writer's profile has it, its parent did not
-    runs = json.loads(sentinel_cmd("runs", "--json", check=0).stdout)
-    [kid] = [r for r in runs if r["parent_id"] == out["id"]]
-    assert kid["status"] == "done" and kid["depth"] == 1
     from_kid = [e for e in heard if e.run_id == kid["id"]]
     assert any(isinstance(e, ev.ToolCallEnd) and e.tool == "write_file" for e in from_kid)
     assert heard[-1].run_id == out["id"] and isinstance(heard[-1], ev.Done)
