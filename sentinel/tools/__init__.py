@@ -64,20 +64,28 @@ def object_schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 
 
-def parse_arguments(raw: str | dict[str, Any], tool: Tool) -> dict[str, Any]:
-    """Normalize and validate arguments; raises ToolError with a correction for the model."""
+def decode_arguments(raw: str | dict[str, Any]) -> Any:
+    """A call's arguments as the model meant them: JSON text decoded (blank is {}), and decoded once more when a
+    small model encoded them twice. Raises json.JSONDecodeError when the text is not JSON. The tool and the
+    checks made before a call (worker/loop.py) both read arguments through this."""
     args: Any = raw
     if isinstance(raw, str):
-        try:
-            args = json.loads(raw) if raw.strip() else {}
-        except ValueError as exc:
-            raise ToolError(f"arguments for {tool.name} are not valid JSON ({exc.msg} at char {exc.pos}); "
-                            f"send a JSON object matching {json.dumps(tool.parameters)}") from None
+        args = json.loads(raw) if raw.strip() else {}
     if isinstance(args, str):  # doubly-encoded by a small model
         try:
             args = json.loads(args)
         except ValueError:
             pass
+    return args
+
+
+def parse_arguments(raw: str | dict[str, Any], tool: Tool) -> dict[str, Any]:
+    """Normalize and validate arguments; raises ToolError with a correction for the model."""
+    try:
+        args = decode_arguments(raw)
+    except json.JSONDecodeError as exc:
+        raise ToolError(f"arguments for {tool.name} are not valid JSON ({exc.msg} at char {exc.pos}); "
+                        f"send a JSON object matching {json.dumps(tool.parameters)}") from None
     if not isinstance(args, dict):
         raise ToolError(f"arguments for {tool.name} must be a JSON object, got {type(args).__name__}")
     args = _coerce(args, tool.parameters)

@@ -45,7 +45,7 @@ from sentinel.errors import SentinelError
 from sentinel.models import ModelClient, ModelError, ModelUnavailable
 from sentinel.models.toolcalls import recover
 from sentinel.policy.decide import CallContext, Layer, decide
-from sentinel.tools import Pinned, Registry, Tool, ToolContext, ToolError, parse_arguments
+from sentinel.tools import Pinned, Registry, Tool, ToolContext, ToolError, decode_arguments, parse_arguments
 from sentinel.worker import answer, deletes
 from sentinel.worker.compact import ContextKeeper
 from sentinel.worker.children import CHILD_TOOLS, Children, result_text
@@ -625,7 +625,7 @@ def _fingerprint(workspace: Path) -> dict[str, tuple[int, int | bytes]] | None:
 def _canonical(raw: Any) -> str:
     """A call's arguments in one spelling, so the same arguments compare equal however they were written."""
     try:
-        value = json.loads(raw) if isinstance(raw, str) else raw
+        value = decode_arguments(raw)
     except ValueError:
         return str(raw)
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
@@ -643,9 +643,10 @@ def _version(output: str) -> int | None:
 
 
 def _arguments(call: dict[str, Any]) -> dict[str, Any]:
-    """A call's arguments as an object ({} when they are not one): what the checks before a call read."""
+    """A call's arguments as an object ({} when they are not one): what the checks before a call read, decoded
+    as the tool will decode them (twice-encoded included), so no spelling runs what a check did not see."""
     try:
-        args = json.loads(call["function"].get("arguments") or "{}")
+        args = decode_arguments(call["function"].get("arguments") or "{}")
     except ValueError:
         return {}
     return args if isinstance(args, dict) else {}

@@ -507,6 +507,23 @@ def test_a_command_deleting_files_the_task_keeps_is_refused(scripted_server, con
     assert results[1].startswith("Error: not run: `rm -f *`")
 
 
+def test_a_wide_delete_whose_arguments_are_encoded_twice_is_refused_too(scripted_server, configure, cli,
+                                                                        sentinel_home):
+    """A small model may send its arguments as a JSON string inside the JSON; the tool runs them decoded once
+    more, so the checks before the call read them the same way."""
+    ws = sentinel_home / "workspace"
+    ws.mkdir(exist_ok=True)
+    for name, text in {**KEEP, "a.tmp": "x"}.items():
+        (ws / name).write_text(text)
+    twice = {"name": "bash", "arguments": json.dumps(json.dumps({"command": "rm -f *"}))}
+    configure({"policy": {"bash": {"default": "auto"}}},
+              server=scripted_server([{"tool_calls": [twice]}, "I deleted the .tmp files."]))
+    out = cli.json("run", CLEANUP, "--json", check=None)
+    assert "wide_delete" in out["safeguards"]
+    assert _tool_results(cli, out["id"])[0].startswith("Error: not run: `rm -f *`")
+    assert all((ws / name).read_text() == text for name, text in KEEP.items())
+
+
 def test_what_deletes_more_than_the_task_allows():
     from sentinel.worker.deletes import overreach, targets
     assert targets(CLEANUP) == ["*.tmp"]
