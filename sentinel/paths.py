@@ -7,6 +7,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+from sentinel.errors import Damaged, SentinelError
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 # Data shipped next to the package in a source checkout; falls back to package data when installed.
 REPO_DIR = PACKAGE_DIR.parent
@@ -63,8 +65,6 @@ def connect_wal(path: Path, timeout_s: float) -> sqlite3.Connection:
 
     Turning a new database to WAL takes a lock SQLite does not wait for: when two processes open a fresh
     home at once (`sentinel run &` then `sentinel runs`), the one that loses retries instead of failing."""
-    from sentinel.errors import Damaged, SentinelError
-
     try:
         conn = sqlite3.connect(str(path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:

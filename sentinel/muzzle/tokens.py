@@ -16,6 +16,7 @@ runner, as every database in Sentinel).
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -95,12 +96,8 @@ def _prepare(path: Path) -> None:
     Muzzle's, while the engine issues the next turn's token). Another process then takes itself for the last
     connection and removes the WAL index under the live one: "database disk image is malformed"."""
     try:
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
-    except FileExistsError:
-        pass  # there already, or a symlink: lstat tells
-    except OSError as exc:
-        raise SentinelError(f"{path}: cannot open the token store ({exc.strerror})") from None
-    try:
+        with contextlib.suppress(FileExistsError):  # there already, or a symlink: lstat tells
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
         st = os.lstat(path)
     except OSError as exc:
         raise SentinelError(f"{path}: cannot open the token store ({exc.strerror})") from None
