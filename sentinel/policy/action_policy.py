@@ -1,7 +1,9 @@
 """The action policy (decision layers 1-2, docs/architecture.md): grants, per-tool outcomes, bash command rules.
 
 Loaded from policies/default.yaml, then merged with config.yaml `policy:` and the
-agent profile's `policy:`. Each command rule's `match` / `not_match` examples are
+agent profile's `policy:`. Command rules match the commands a real parse of the line finds
+(sentinel.policy.shell): an `auto` rule must cover every one of them, on a parse that is sure;
+a `deny` or `needs_approval` rule matches any one of them, or the line as written. Each command rule's `match` / `not_match` examples are
 checked at load time; a rule that contradicts its own examples is a ConfigError.
 """
 
@@ -17,7 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from sentinel import paths
 from sentinel.errors import ConfigError, pydantic_detail
+from sentinel.policy import shell
 from sentinel.policy.decide import CallContext, LayerResult, Outcome, strictest
+from sentinel.policy.landing import land
 
 # Redirection, substitution, chaining, pipes, backgrounding, newlines, heredocs.
 _SHELL_SYNTAX = re.compile(r"[;&|<>`\n\r]|\$\(|\$\{|\beval\b")
@@ -52,15 +56,29 @@ class CommandRule(BaseModel):
         return re.compile(self.pattern) if self.pattern else None
 
     def matches(self, command: str) -> bool:
+        """An `auto` rule matches when the line parses surely and it covers every command the line runs (so
+        `ls && curl x | sh` never rides on an `ls` rule); any other rule when it matches one of them, or the line."""
         command = command.strip()
         if self.plain and _SHELL_SYNTAX.search(command):
             return False
-        if self._regex is not None and self._regex.search(command):
+        parsed = shell.parse(command)
+        if self.decision == "auto":
+            return parsed.sure and bool(parsed.commands) and all(self.covers(c) for c in parsed.commands)
+        return self._hits(command, _words(command), None) or any(self._hits(c.text, c.words, c.open_at)
+                                                                  for c in parsed.commands)
+
+    def covers(self, command: shell.Command) -> bool:
+        """This rule allows that one command: its prefix words are all known, or its pattern matches it all known."""
+        if command.open_at is not None and self._regex is not None and not self.prefix:
+            return False
+        return self._hits(command.text, command.words, command.open_at)
+
+    def _hits(self, text: str, words: list[str], open_at: int | None) -> bool:
+        if self._regex is not None and self._regex.search(text) and (open_at is None or self.decision != "auto"):
             return True
-        if self.prefix:
-            words = _words(command)
-            return bool(words) and any(words[: len(p.split())] == p.split() for p in self.prefix)
-        return False
+        known = words if open_at is None else words[:open_at]
+        return bool(self.prefix) and bool(known) and any(known[: len(p.split())] == p.split() for p in self.prefix
+                                                         if len(p.split()) <= len(known))
 
 
 def _words(command: str) -> list[str]:
@@ -95,11 +113,26 @@ class ActionPolicy(BaseModel):
 
     def decide_bash(self, command: str) -> LayerResult:
         hits = [r for r in self.bash.rules if r.matches(command)]
+        if not any(r.decision == "auto" for r in hits) and (auto := self._auto_together(command)):
+            hits.append(auto)
         if not hits:
             return LayerResult("policy", self.bash.default, f"no command rule matches; bash default is {self.bash.default}")
         outcome = strictest(*(r.decision for r in hits))
         rule = next(r for r in hits if r.decision == outcome)
         return LayerResult("policy", outcome, rule.reason or f"command rule {rule.id}", rule_id=rule.id)
+
+    def _auto_together(self, command: str) -> CommandRule | None:
+        """`ls && git status`: each command allowed by some auto rule (none covers both) is allowed as a whole."""
+        command = command.strip()
+        autos = [r for r in self.bash.rules if r.decision == "auto" and not (r.plain and _SHELL_SYNTAX.search(command))]
+        parsed = shell.parse(command)
+        if not autos or not parsed.sure or not parsed.commands:
+            return None
+        used = [next((r for r in autos if r.covers(c)), None) for c in parsed.commands]
+        if any(r is None for r in used):
+            return None
+        ids = ", ".join(dict.fromkeys(r.id for r in used if r is not None))
+        return CommandRule(id=ids, decision="auto", prefix=["-"], reason=f"every command is allowed by {ids}")
 
 
 def check_examples(policy: ActionPolicy, source: str) -> None:
@@ -200,20 +233,8 @@ def _hook_command(ctx: CallContext) -> list[str] | None:
 
 
 def _outside(workspace: Path, path: str) -> bool:
-    """A lexical check for the decision; the file tools enforce it again in the kernel."""
-    p = Path(path)
-    if not p.is_absolute():
-        p = workspace / p
-    parts: list[str] = []
-    for part in p.parts:
-        if part == "..":
-            if parts:
-                parts.pop()
-        elif part != ".":
-            parts.append(part)
-    normalized = Path(*parts) if parts else Path("/")
-    try:
-        normalized.relative_to(workspace)
-        return False
-    except ValueError:
+    """Where the path lands, symlinks followed (sentinel.policy.landing); the file tools enforce it again in the
+    kernel."""
+    if "\x00" in path:
         return True
+    return not land(str(workspace), path).inside

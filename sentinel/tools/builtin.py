@@ -1,12 +1,15 @@
 """The built-in tools: read_file, write_file, edit_file, list_dir, bash.
 
 File tools resolve every path beneath the run's workspace in the kernel
-(openat2 RESOLVE_BENEATH); bash runs in a fresh process under the Leash tool
+(openat2 RESOLVE_BENEATH); writes also refuse any symlink on the way (RESOLVE_NO_SYMLINKS): the
+decision already replaced a path through a symlink by where it lands (sentinel.policy.landing),
+so the file written is the one decided, and a link planted after the decision fails the write. bash runs in a fresh process under the Leash tool
 profile, and its whole process tree dies on timeout.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
@@ -14,7 +17,7 @@ import subprocess
 from typing import Any
 
 from sentinel.tools import Registry, Tool, ToolContext, ToolError, object_schema
-from sentinel.tools.fs import Confined, OutsideRoot
+from sentinel.tools.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, Confined, OutsideRoot
 
 MAX_BASH_TIMEOUT_S = 3600.0
 
@@ -31,6 +34,15 @@ def truncate(text: str, limit: int) -> tuple[str, bool]:
 
 def _confined(ctx: ToolContext) -> Confined:
     return Confined(ctx.workspace)
+
+
+def _writable(ctx: ToolContext) -> Confined:
+    return Confined(ctx.workspace, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS)
+
+
+def _linked(path: str) -> ToolError:
+    return ToolError(f"path {path!r} now passes through a symlink that was not there when the call was checked; "
+                     "it was not written. Call it again to have the new path checked.")
 
 
 def _outside(path: str) -> ToolError:
@@ -51,9 +63,13 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
 def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     content = args["content"]
     try:
-        _confined(ctx).write_bytes(args["path"], content.encode())
+        _writable(ctx).write_bytes(args["path"], content.encode())
     except OutsideRoot:
         raise _outside(args["path"]) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _linked(args["path"]) from None
+        raise
     return f"Wrote {len(content)} characters to {args['path']}"
 
 
@@ -61,17 +77,26 @@ def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
     path, old, new = args["path"], args["old_string"], args["new_string"]
     if not old:
         raise ToolError("old_string must not be empty; use write_file to create a file")
-    fs = _confined(ctx)
+    fs = _writable(ctx)
     try:
         text = fs.read_bytes(path).decode("utf-8", errors="replace")
     except OutsideRoot:
         raise _outside(path) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _linked(path) from None
+        raise
     count = text.count(old)
     if count == 0:
         raise ToolError(f"old_string not found in {path}; read the file and copy the exact text")
     if count > 1:
         raise ToolError(f"old_string appears {count} times in {path}; include more surrounding text so it is unique")
-    fs.write_bytes(path, text.replace(old, new, 1).encode())
+    try:
+        fs.write_bytes(path, text.replace(old, new, 1).encode())
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _linked(path) from None
+        raise
     return f"Edited {path}: replaced 1 occurrence"
 
 

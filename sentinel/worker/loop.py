@@ -44,6 +44,7 @@ from sentinel.engine.store import call_digest
 from sentinel.errors import SentinelError
 from sentinel.models import ModelClient, ModelError, ModelUnavailable
 from sentinel.models.toolcalls import recover
+from sentinel.policy import landing
 from sentinel.policy.decide import CallContext, Layer, decide
 from sentinel.tools import Pinned, Registry, Tool, ToolContext, ToolError, decode_arguments, parse_arguments
 from sentinel.worker import answer, deletes
@@ -386,6 +387,8 @@ class AgentLoop:
             try:
                 args = parse_arguments(raw, tool)
                 args = tool.plan(args) if tool.plan is not None else args
+                if tool.trigger == "file_write":  # decided, approved and written where the path lands
+                    args = landing.bind(args, str(self.deps.tool_ctx.workspace))
                 pinned = self._pin(call_id, tool)
             except (ToolError, SentinelError) as exc:
                 event |= {"arguments": raw, "outcome": "deny", "layers": [], "reason": str(exc)}

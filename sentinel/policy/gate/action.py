@@ -3,9 +3,11 @@
     classify(tool_name, tool_input, tool_map, mcp_prefix, mcp_separator) -> Action
     patch(tool_name, tool_input, text) -> [Action]     one file_write per file of an apply_patch envelope
 
-An Action has a trigger (file_write | bash | mcp | other) and a target (the file
-path relative to the repository, the command string, or `server:tool`), plus the
-fields the gate's prompt templates use (docs/gate.md).
+An Action has a trigger (file_write | bash | mcp | other) and a target (where the file
+write lands, relative to the repository with symlinks followed (sentinel.policy.landing);
+the command string; or `server:tool`), plus the fields the gate's prompt templates use
+(docs/gate.md). `aliases` are further names scopes match: the written path as text when a
+symlink sends it elsewhere.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ class Action:
     """One proposed tool call, normalised. `target` is what rule scopes match."""
 
     __slots__ = ("trigger", "tool_name", "tool_input", "file_path", "content", "command", "server", "mcp_tool",
-                 "target", "tool_output", "agent_id", "read_only")
+                 "target", "aliases", "tool_output", "agent_id", "read_only")
 
     def __init__(self, trigger: str, tool_name: str, tool_input: dict | None = None, *, file_path: str = "",
                  content: str = "", command: str = "", server: str = "", mcp_tool: str = "",
@@ -41,11 +43,13 @@ class Action:
         self.agent_id = agent_id
         self.read_only = read_only
         self.target = ""
+        self.aliases: tuple[str, ...] = ()
 
     def locate(self, root: str | None) -> "Action":
-        """Set `target`: file paths become relative to `root` when they lie inside it."""
+        """Set `target`: file paths become where the write lands, relative to `root` when inside it."""
         if self.trigger == "file_write":
-            self.target = relative_path(self.file_path, root)
+            self.target, lexical = landing_path(self.file_path, root)
+            self.aliases = (lexical,) if lexical != self.target else ()
         elif self.trigger == "bash":
             self.target = self.command.strip()
         elif self.trigger == "mcp":
@@ -58,7 +62,18 @@ class Action:
         return f"Action({self.trigger!r}, {self.tool_name!r}, target={self.target!r})"
 
 
+def landing_path(path: str, root: str | None) -> tuple[str, str]:
+    """(where the write lands, the path as written) both relative to root when inside it."""
+    if not path or not root or "\x00" in path:
+        return relative_path(path, root), relative_path(path, root)
+    from sentinel.policy.landing import land
+
+    landing = land(root, path)
+    return landing.path, landing.lexical
+
+
 def relative_path(path: str, root: str | None) -> str:
+    """The path as text, normalised (no symlink followed)."""
     if not path:
         return ""
     if root:

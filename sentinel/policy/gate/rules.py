@@ -1,8 +1,9 @@
 """The runtime rule: built from a validated (possibly cached) rule dict; decides whether it applies.
 
 A rule applies to an action when its trigger fits (`any` fits every action) and its
-scope matches the action's target while no exclude pattern does. That test is pure
-string matching: a rule out of scope costs no model call.
+scope matches the action's target (or one of its aliases: a file write is matched where it
+lands and as written) while no exclude pattern does; for bash, some command of the line's
+parse (sentinel.policy.shell). A rule out of scope costs no model call.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ class Rule:
         if self.trigger != "any" and self.trigger != action.trigger:
             return False
         trigger = action.trigger if action.trigger in ("file_write", "bash", "mcp") else "other"
-        return scope.matches(self._scope_c, self._exclude_c, trigger, action.target, action.server, action.mcp_tool)
+        return any(scope.matches(self._scope_c, self._exclude_c, trigger, target, action.server, action.mcp_tool)
+                   for target in (action.target, *action.aliases))
 
     def phase(self) -> str:
         """pre: judged (or rendered) before the tool runs; post: synthesized after it ran."""

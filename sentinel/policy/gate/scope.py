@@ -1,26 +1,34 @@
 """Scope matching: which actions a rule's `scope` and `exclude` patterns select.
 
     file_write   `**` globs on the path relative to the repository (wcmatch, GLOBSTAR)
-    bash         fnmatch patterns on the command string, and on each `&&`/`||`/`;`/`|` segment of it
+    bash         fnmatch patterns on each simple command a real parse finds (sentinel.policy.shell), and on
+                 the whole line; a line the parse is not sure of is in scope of every bash rule
     mcp          `server:tool` patterns on the composite; a pattern without `:` matches the server or the tool
     any / other  the target of whatever the action is (tool name for tools that are none of the above)
 
 Patterns are translated to regexes once, with wcmatch, when rules load (`compile_patterns`);
 the cached regex strings are all the hook needs at run time (`matches`), so wcmatch is not
-imported on the hot path.
+imported on the hot path. Nor is the shell parser, unless a bash rule's scope could match: a
+command whose text lacks every scope pattern's literal pieces (and has no expansion, glob or
+opaque word that could produce them) is out of scope without a parse (`shell.may_run`).
+
+A bash rule applies when some command (or the whole line) is in its scope and not excluded.
+A command the parse knows only in part (`$x`, a glob, xargs' input from some word on) is in
+scope when a pattern's literal head could still match it, and is never excluded.
 """
 
 from __future__ import annotations
 
 import re
 
-_SEGMENTS = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
 _CACHE: dict[str, re.Pattern[str]] = {}
 
 
 def compile_patterns(patterns: list[str], trigger: str) -> list[dict[str, object]]:
     """Each pattern as {"p": pattern, "g": glob regex, "f": fnmatch regex, "c": has a colon}."""
     from wcmatch import fnmatch, glob
+
+    from sentinel.policy.shell import literal_runs
 
     gflags = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE
     fflags = fnmatch.DOTMATCH | fnmatch.BRACE
@@ -32,6 +40,7 @@ def compile_patterns(patterns: list[str], trigger: str) -> list[dict[str, object
                                         flags=gflags)[0]
         if trigger != "file_write":
             entry["f"] = fnmatch.translate(pattern, flags=fflags)[0]
+            entry["r"] = literal_runs(pattern)
         out.append(entry)
     return out
 
@@ -47,17 +56,9 @@ def _any(sources: object, text: str) -> bool:
     return any(_rx(s).match(text) for s in (sources or ()))  # type: ignore[union-attr]
 
 
-def command_candidates(command: str) -> list[str]:
-    command = command.strip()
-    parts = [p for p in _SEGMENTS.split(command) if p]
-    return [command] + [p for p in parts if p != command]
-
-
 def pattern_matches(entry: dict[str, object], trigger: str, target: str, server: str = "", tool: str = "") -> bool:
     if trigger == "file_write":
         return _any(entry.get("g"), target)
-    if trigger == "bash":
-        return any(_any(entry.get("f"), c) for c in command_candidates(target))
     if trigger == "mcp":
         if entry.get("c"):
             return _any(entry.get("f"), f"{server}:{tool}")
@@ -68,6 +69,52 @@ def pattern_matches(entry: dict[str, object], trigger: str, target: str, server:
 def matches(scope: list[dict[str, object]], exclude: list[dict[str, object]], trigger: str, target: str,
             server: str = "", tool: str = "") -> bool:
     """True when some scope pattern matches (an empty scope matches everything) and no exclude does."""
+    if trigger == "bash":
+        return bash_matches(scope, exclude, target)
     if scope and not any(pattern_matches(e, trigger, target, server, tool) for e in scope):
         return False
     return not any(pattern_matches(e, trigger, target, server, tool) for e in exclude)
+
+
+def bash_matches(scope: list[dict[str, object]], exclude: list[dict[str, object]], command: str) -> bool:
+    """Some command of the line is in scope and not excluded; every rule when the parse is not sure."""
+    command = command.strip()
+    if not command:
+        return False
+    if scope and not any(_may_run(e, command) for e in scope):
+        return False
+    if not scope and not exclude:
+        return True
+    from sentinel.policy import shell
+
+    parsed = shell.parse(command)
+    if not parsed.sure:
+        return True
+    candidates = [shell.Command([command])] + parsed.commands
+    return any((not scope or any(_command_in(e, c) for e in scope)) and
+               (c.open_at is not None or not any(_any(e.get("f"), c.text) for e in exclude)) for c in candidates)
+
+
+def _may_run(entry: dict[str, object], command: str) -> bool:
+    from sentinel.policy.shell import may_run, literal_runs
+
+    runs = entry.get("r", ...)
+    if runs is ...:
+        runs = literal_runs(str(entry.get("p") or ""))
+    return runs is None or may_run(command, runs)  # type: ignore[arg-type]
+
+
+def _command_in(entry: dict[str, object], command: object) -> bool:
+    """The pattern matches the command's text, or (for a command known only in part) could match some expansion."""
+    text, open_at, known = command.text, command.open_at, command.known  # type: ignore[attr-defined]
+    if _any(entry.get("f"), text):
+        return True
+    if open_at is None:
+        return False
+    head = _head(str(entry.get("p") or ""))
+    return head.startswith(known) or known.startswith(head)
+
+
+def _head(pattern: str) -> str:
+    """The literal text every match of the pattern starts with."""
+    return re.split(r"[*?\[{\\]", pattern, maxsplit=1)[0]

@@ -1,0 +1,306 @@
+"""What a bash command line runs: every simple command, found by a real parse (bashlex), never by splitting text.
+
+    parse(text) -> Parsed         .commands: [Command]; .sure: False when the parse cannot tell what runs
+    may_run(text, runs) -> bool   a cheap pre-check: False only when no parse could yield a command holding all `runs`
+
+A Command is one simple command as the shell runs it: quotes removed, whitespace collapsed, `VAR=x`
+prefixes dropped, redirections kept after the words. Commands are found in lists, pipelines,
+background jobs, subshells, brace groups, if/while/until/for bodies, functions, `$(…)`, backticks,
+process substitutions, `bash -c`/`sh -c` strings and here-strings (parsed again), and behind the
+wrappers of WRAPPERS (`env`, `command`, `exec`, `nohup`, `sudo`, `xargs`, ...), which yield both the
+wrapper's command and the wrapped one. A word the shell expands (`$x`, `$(…)`, a glob, a brace list,
+`~`) makes the command `open` from that word on: only the words before it are known.
+
+The parse is not sure (`sure` False) when what runs cannot be read from the text: the line does not
+parse (bashlex has no `case`, `[[ ]]`, `$((…))`, `time`), a command name is an expansion, `eval`,
+`source`/`.`, `alias`, `trap`, a shell reading a script from its input, or a here-document whose body
+runs command substitutions.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+MAX_DEPTH = 4  # `bash -c "bash -c '…'"` nesting parsed before the line counts as unsure
+SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "busybox-sh"})
+OPAQUE = frozenset({"eval", "source", ".", "alias", "trap", "fc", "coproc", "enable", "let"})
+# wrapper -> (options taking an argument, positional words before the wrapped command)
+WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+    "env": (frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}), 0),
+    "command": (frozenset(), 0),
+    "builtin": (frozenset(), 0),
+    "exec": (frozenset({"-a"}), 0),
+    "nohup": (frozenset(), 0),
+    "time": (frozenset({"-f", "--format", "-o", "--output"}), 0),
+    "nice": (frozenset({"-n", "--adjustment"}), 0),
+    "ionice": (frozenset({"-c", "--class", "-n", "--classdata", "-p", "--pid"}), 0),
+    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
+    "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), 0),
+    "setsid": (frozenset(), 0),
+    "sudo": (frozenset({"-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host",
+                        "-p", "--prompt", "-r", "--role", "-t", "--type", "-T", "--command-timeout", "-U",
+                        "--other-user", "-R", "--chroot"}), 0),
+    "doas": (frozenset({"-u", "-C"}), 0),
+    "chroot": (frozenset({"--userspec", "--groups"}), 1),
+    "xargs": (frozenset({"-I", "-i", "-n", "--max-args", "-P", "--max-procs", "-L", "--max-lines", "-s",
+                         "--max-chars", "-d", "--delimiter", "-E", "-e", "-a", "--arg-file"}), 0),
+    "flock": (frozenset({"-w", "--wait", "--timeout", "-E", "--conflict-exit-code"}), 1),
+    "busybox": (frozenset(), 0),
+    "watch": (frozenset({"-n", "--interval", "-d", "--differences"}), 0),
+    "strace": (frozenset({"-e", "-o", "-p", "-s", "-u"}), 0),
+}
+RUNS_STRING = frozenset({"watch"})  # the wrapped words are joined and run by `sh -c`
+FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+# Pre-check: anything here can make the parse yield words the text does not spell out.
+_DYNAMIC_TEXT = re.compile(r"[$`*?\[{~]")
+_DEQUOTE = str.maketrans("", "", "'\"\\")
+_WORDS = re.compile(r"[^\s;&|()<>!]+")
+_BRACE = re.compile(r"\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}")
+_UNSEEN = OPAQUE | SHELLS | {"xargs", "su"}  # words after which the parse may find text the line does not spell
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+class Command:
+    """One simple command: `words` (redirections last), the literal ones before `open_at` (None: all known)."""
+
+    __slots__ = ("words", "open_at")
+
+    def __init__(self, words: list[str], open_at: int | None = None):
+        self.words = words
+        self.open_at = open_at
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+    @property
+    def known(self) -> str:
+        """The text every expansion of this command starts with."""
+        return self.text if self.open_at is None else " ".join(self.words[:self.open_at])
+
+    def __repr__(self) -> str:
+        return f"Command({self.text!r}, open_at={self.open_at})"
+
+
+class Parsed:
+    __slots__ = ("commands", "sure", "why")
+
+    def __init__(self) -> None:
+        self.commands: list[Command] = []
+        self.sure = True
+        self.why = ""
+
+    def unsure(self, why: str) -> None:
+        if self.sure:
+            self.sure, self.why = False, why
+
+
+def may_run(text: str, runs: list[str]) -> bool:
+    """False only when no command the parse could find holds every literal run of `runs` (see `literal_runs`):
+    the text has no expansion, glob, opaque word, shell or xargs, and lacks some run once quotes are removed."""
+    flat = text.translate(_DEQUOTE)
+    if _DYNAMIC_TEXT.search(flat):
+        return True
+    if any(w.rsplit("/", 1)[-1] in _UNSEEN for w in _WORDS.findall(flat)):
+        return True
+    return all(run in flat for run in runs)
+
+
+def literal_runs(pattern: str) -> list[str] | None:
+    """The literal pieces every match of an fnmatch pattern contains; None when the pattern is beyond this
+    simple reading (braces, escapes, quotes), so the pre-check must not exclude anything."""
+    if any(c in pattern for c in "{}\\'\""):
+        return None
+    return [r for r in re.split(r"[*?\s]+|\[[^\]]*\]", pattern) if r]
+
+
+@lru_cache(maxsize=32)
+def parse(text: str) -> Parsed:
+    parsed = Parsed()
+    _script(text, parsed, 0)
+    return parsed
+
+
+def _script(text: str, parsed: Parsed, depth: int) -> None:
+    if not text.strip():
+        return
+    if depth > MAX_DEPTH:
+        return parsed.unsure("nested too deep")
+    import bashlex
+
+    try:
+        trees = bashlex.parse(text)
+    except Exception as exc:  # bashlex raises parse errors, NotImplementedError and worse: all mean "not sure"
+        return parsed.unsure(f"does not parse ({type(exc).__name__})")
+    for tree in trees:
+        for node in _command_nodes(tree):
+            _simple(node, text, parsed, depth)
+
+
+def _command_nodes(node: object) -> list[object]:
+    """Every CommandNode in the tree, including those inside substitutions, in source order."""
+    found: list[object] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(reversed(item))
+            continue
+        if not hasattr(item, "kind"):
+            continue
+        if item.kind == "command":
+            found.append(item)
+        stack.extend(reversed([v for v in vars(item).values() if isinstance(v, list) or hasattr(v, "kind")]))
+    return found
+
+
+def _simple(node: object, text: str, parsed: Parsed, depth: int) -> None:
+    words: list[str] = []
+    dynamic: list[bool] = []
+    redirects: list[tuple[str, bool]] = []
+    for part in getattr(node, "parts", []):
+        kind = part.kind
+        if kind == "word":
+            words.append(part.word)
+            dynamic.append(is_dynamic(text[part.pos[0]:part.pos[1]]))
+        elif kind == "redirect":
+            redirects.append(_redirect(part, text, parsed, depth))
+    if not words:
+        return
+    _add(words, dynamic, redirects, node, text, parsed, depth)
+
+
+def _redirect(part: object, text: str, parsed: Parsed, depth: int) -> tuple[str, bool]:
+    out = getattr(part, "output", None)
+    heredoc = getattr(part, "heredoc", None)
+    if heredoc is not None and getattr(out, "word", "") == text[out.pos[0]:out.pos[1]] and \
+            re.search(r"\$\(|`", heredoc.value):  # an unquoted delimiter: the body's substitutions run
+        parsed.unsure("a here-document runs command substitutions")
+    prefix = str(part.input) if isinstance(getattr(part, "input", None), int) else ""
+    if isinstance(out, int):
+        return f"{prefix}{part.type}{out}", False
+    target = getattr(out, "word", "")
+    return f"{prefix}{part.type} {target}", is_dynamic(text[out.pos[0]:out.pos[1]]) if out is not None else False
+
+
+def _add(words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool]], node: object, text: str,
+         parsed: Parsed, depth: int) -> None:
+    tokens = words + [r for r, _ in redirects]
+    flags = dynamic + [d for _, d in redirects]
+    open_at = next((i for i, d in enumerate(flags) if d), None)
+    parsed.commands.append(Command(tokens, open_at))
+    if open_at == 0:
+        return parsed.unsure("the command name is an expansion")
+    name = words[0].rsplit("/", 1)[-1]
+    if name != words[0]:
+        parsed.commands.append(Command([name] + tokens[1:], open_at))
+    _inner(name, words, dynamic, redirects, node, text, parsed, depth)
+
+
+def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool]], node: object,
+           text: str, parsed: Parsed, depth: int) -> None:
+    """The commands this one runs in turn: a wrapped command, a shell's script string, find's -exec."""
+    if name in OPAQUE:
+        return parsed.unsure(f"`{name}` runs text the parse cannot see")
+    if name in SHELLS or (name == "su" and "-c" in words):
+        return _shell(words, dynamic, node, text, parsed, depth)
+    if name == "find":
+        _find_exec(words, dynamic, parsed)
+    spec = WRAPPERS.get(name)
+    if spec is None or depth > MAX_DEPTH:
+        return
+    start = _wrapped_start(words, spec, name == "env", parsed, dynamic, depth)
+    if start is None or start >= len(words):
+        return
+    inner_words, inner_dynamic = words[start:], dynamic[start:]
+    if name in RUNS_STRING:
+        if any(inner_dynamic):
+            return parsed.unsure(f"`{name}` runs an expanded string")
+        return _script(" ".join(inner_words), parsed, depth + 1)
+    if name == "xargs":  # its input becomes more arguments: everything after the given words is unknown
+        parsed.commands.append(Command(inner_words, len(inner_words)))
+        if inner_dynamic[0]:
+            parsed.unsure("xargs runs an expanded command name")
+        return _inner(inner_words[0].rsplit("/", 1)[-1], inner_words, inner_dynamic, [], node, text, parsed,
+                      depth + 1)
+    _add(inner_words, inner_dynamic, redirects, node, text, parsed, depth + 1)
+
+
+def _wrapped_start(words: list[str], spec: tuple[frozenset[str], int], env: bool, parsed: Parsed,
+                   dynamic: list[bool], depth: int) -> int | None:
+    takes_arg, positionals = spec
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if dynamic[i]:
+            parsed.unsure("a wrapper's option is an expansion")
+            return None
+        if word == "--":
+            i += 1
+            break
+        if env and word in ("-S", "--split-string") and i + 1 < len(words):
+            _script(words[i + 1], parsed, depth + 1)  # env -S splits its argument into a command line
+        if word.startswith("-") and len(word) > 1:
+            i += 2 if word in takes_arg else 1
+        elif env and _NAME.match(word):
+            i += 1
+        else:
+            break
+    return i + positionals
+
+
+def _shell(words: list[str], dynamic: list[bool], node: object, text: str, parsed: Parsed, depth: int) -> None:
+    """`bash -c STRING`: the string is parsed again; a shell reading its script from input is unsure."""
+    i, has_c = 1, False
+    while i < len(words) and words[i].startswith(("-", "+")) and words[i] not in ("-", "--"):
+        word = words[i]
+        has_c = has_c or (not word.startswith("--") and "c" in word[1:])
+        i += 2 if word in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file") else 1
+    if i < len(words) and words[i] == "--":
+        i += 1
+    if i < len(words) and words[i] != "-":
+        if not has_c:
+            return  # `bash script.sh`: a program like any other; its file is not read
+        if dynamic[i]:
+            return parsed.unsure("a shell runs an expanded string")
+        return _script(words[i], parsed, depth + 1)
+    strings = [p for p in getattr(node, "parts", []) if p.kind == "redirect" and p.type == "<<<"]
+    if strings and not is_dynamic(text[strings[0].output.pos[0]:strings[0].output.pos[1]]):
+        return _script(strings[0].output.word, parsed, depth + 1)
+    parsed.unsure("a shell reads its script from its input")
+
+
+def _find_exec(words: list[str], dynamic: list[bool], parsed: Parsed) -> None:
+    for i, word in enumerate(words):
+        if word in FIND_EXEC and i + 1 < len(words):
+            end = next((j for j in range(i + 1, len(words)) if words[j] in (";", "+")), len(words))
+            if end > i + 1:
+                inner = words[i + 1:end]
+                open_at = next((k for k, d in enumerate(dynamic[i + 1:end]) if d), None)
+                parsed.commands.append(Command(inner, open_at))
+                if open_at == 0:
+                    parsed.unsure("find -exec runs an expanded command name")
+
+
+def is_dynamic(raw: str) -> bool:
+    """True when the shell expands this word (as written) into text the word does not spell out."""
+    quote = ""
+    i = 0
+    while i < len(raw):
+        c = raw[i]
+        if quote == "'":
+            quote = "" if c == "'" else quote
+        elif c == "\\":
+            i += 1
+        elif c in "$`":
+            return True
+        elif quote == '"':
+            quote = "" if c == '"' else quote
+        elif c in "'\"":
+            quote = c
+        elif c in "*?" or (c == "[" and "]" in raw[i + 2:]) or (c == "~" and (i == 0 or raw[i - 1] in "=:")) \
+                or (c == "{" and _BRACE.match(raw, i)):
+            return True
+        i += 1
+    return False
