@@ -114,7 +114,10 @@ class GateSettings(_Section):
     model: str = Field("gemma3:4b", description="Default judge model (backend-specific).")
     backends: dict[str, BackendSettings] = Field(default_factory=_default_backends)
     ollama_url: str | None = Field(None, description="Backward compatibility: the Ollama URL when `backends` is absent.")
-    timeout_ms: int = Field(5000, ge=1, description="Per-rule evaluation timeout.")
+    timeout_ms: int = Field(5000, ge=1, description="Wall-clock deadline of one judge call, every byte of it.")
+    deadline_ms: int = Field(20000, ge=1, description="Wall-clock deadline of all the judge calls of one action: the "
+                                                      "decision is made by then (below the coding agents' 30 s hook "
+                                                      "timeouts); a call still running is a failed call.")
     confidence_threshold: float = Field(0.7, ge=0, le=1, description="Minimum confidence to count a violation.")
     max_parallel: int = Field(4, ge=1, description="Concurrent judge calls.")
     ollama_concurrency: int = Field(1, ge=1, description="Concurrent Ollama/local calls (GPU-bound).")

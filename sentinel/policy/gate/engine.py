@@ -10,6 +10,12 @@ synthesized message after it (`post: true`). A violation counts only at or above
 `confidence_threshold`. A failed judge call is skipped when `fail_open` (the default)
 and otherwise applies the rule's own severity with the error as the reason. Every
 evaluation appends a telemetry line.
+
+Every judge call ends: each has a wall-clock deadline (`timeout_ms`, cut to what is left of
+`deadline_ms` for the action), enforced by its backend (a watchdog cuts a connection that still
+trickles bytes, a CLI judge is killed) and again here: the calls run on daemon threads that are
+waited for only until the deadline plus MARGIN_S; a call still running then is a failed call,
+skipped (fail_open) or applying its rule's severity (strict).
 """
 
 from __future__ import annotations
@@ -91,6 +97,7 @@ class Verdict:
 
 
 NO_ANSWER = "no answer before the deadline"
+MARGIN_S = 0.25  # past the deadline, what a backend gets to report its own timeout before the call counts as failed
 
 
 def run_parallel(fn: Callable[[Any], Any], items: list[Any], max_parallel: int, deadline_s: float,
@@ -157,17 +164,40 @@ class Gate:
                    verdict: Verdict) -> list[dict[str, Any]]:
         uses_gpu = any(self.backend_of(r) in GPU_BACKENDS for r in rules)
         lock_path = self.paths.lock_file(session_id) if uses_gpu else None
-        timeout_s = self.cfg.timeout_ms / 1000
         waves = -(-len(rules) // max(1, self.cfg.max_parallel))
+        self._prepare({self.backend_of(r) for r in rules})
+        budget_s = min(waves * self.cfg.timeout_ms, self.deadline_ms) / 1000
+        end = time.monotonic() + budget_s
         with priority_lock(lock_path, "judge"):
-            outcomes = run_parallel(lambda r: self._judge_one(r, action, intent), rules, self.cfg.max_parallel,
-                                    waves * timeout_s + 1.0)
+            outcomes = run_parallel(lambda r: self._judge_one(r, action, intent, end), rules, self.cfg.max_parallel,
+                                    budget_s + MARGIN_S, inline_one=False)
         return [self._settle(rule, out, action, verdict) for rule, out in zip(rules, outcomes)]
 
     def backend_of(self, rule: Rule) -> str:
         return rule.backend or self.cfg.backend
 
-    def _judge_one(self, rule: Rule, action: Action, intent: alignment.Intent | None) -> tuple[Any, float, str]:
+    def _prepare(self, backends: set[str]) -> None:
+        """Build the backends and import their client libraries before the clock starts: the deadline bounds the
+        judge, not a cold `import openai`. A backend that cannot be built fails in its call, with its rule."""
+        for name in sorted(backends):
+            try:
+                prepare = getattr(self.judges.get(name), "prepare", None)
+                if prepare is not None:
+                    prepare()
+            except Exception:
+                pass
+
+    @property
+    def deadline_ms(self) -> float:
+        return float(self.cfg.data.get("deadline_ms") or 20000)
+
+    def _timeout_s(self, end: float | None) -> float:
+        """A call's own deadline: `timeout_ms`, or what is left of the action's deadline when that is sooner."""
+        timeout_s = self.cfg.timeout_ms / 1000
+        return timeout_s if end is None else max(0.0, min(timeout_s, end - time.monotonic()))
+
+    def _judge_one(self, rule: Rule, action: Action, intent: alignment.Intent | None,
+                   end: float | None = None) -> tuple[Any, float, str]:
         backend = self.backend_of(rule)
         model = self.cfg.model_for(backend, rule.model)
         began = time.monotonic()
@@ -175,12 +205,14 @@ class Gate:
             if rule.skip_read_only and alignment.category(action) == "read_only":
                 return {"decision": "approve", "reason": "read-only action (skipped)", "skipped": True}, 0.0, model
             req = alignment.request(action, intent or alignment.Intent(None, None), model, guidance=rule.prompt,
-                                    timeout_s=self.cfg.timeout_ms / 1000,
+                                    timeout_s=self._timeout_s(end),
                                     content_max_chars=self.cfg.content_max_chars)
         else:
             user = render(rule.prompt, template_vars(action, self.cfg.content_max_chars))
-            req = Request(JUDGE_SYSTEM, user, VERDICT, model, timeout_s=self.cfg.timeout_ms / 1000,
+            req = Request(JUDGE_SYSTEM, user, VERDICT, model, timeout_s=self._timeout_s(end),
                           temperature=0.0, max_tokens=200, think=bool(self.cfg.think))
+        if req.start().remaining() <= 0:
+            raise JudgeError(NO_ANSWER)  # waited its turn past the action's deadline
         answer = self.judges.get(backend).complete(req)
         try:
             answer = check(req.schema, answer)
@@ -251,7 +283,11 @@ class Gate:
                       timeout_s=self.cfg.timeout_ms / 1000, temperature=0.0, max_tokens=200, think=bool(self.cfg.think))
         began = time.monotonic()
         try:
-            answer = check(CONTEXT, self.judges.get(backend).complete(req))
+            answer = run_parallel(lambda r: self.judges.get(backend).complete(r.start()), [req], 1,
+                                  req.timeout_s + MARGIN_S, inline_one=False)[0]
+            if isinstance(answer, Exception):
+                raise answer
+            answer = check(CONTEXT, answer)
         except (JudgeError, ValueError) as exc:
             verdict.errors.append(f"rule {rule.id}: {exc}")
             return telemetry.record(rule.id, action.trigger, action.target, violation=None, confidence=None,

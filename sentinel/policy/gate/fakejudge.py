@@ -8,6 +8,10 @@ in `requests`, so tests assert what reached the "model" (schema, temperature, pr
 
     with FakeJudge(by_substring({"billing": VIOLATION}), delay_ms=100) as judge:
         cfg = {"backends": {"ollama": {"url": judge.url}}}
+
+`trickle_s` makes it the judge that never finishes: headers at once, then the body one byte every
+`trickle_s` seconds (each socket read succeeds; only a deadline on the whole call ends it), until the
+client hangs up or the judge stops.
 """
 
 from __future__ import annotations
@@ -53,14 +57,32 @@ class FakeJudge(Loopback):
     THREAD = "fake-judge"
 
     def __init__(self, responder: Responder | None = None, *, delay_ms: float = 0, status: int = 200,
-                 host: str = "127.0.0.1", port: int = 0):
+                 host: str = "127.0.0.1", port: int = 0, trickle_s: float = 0):
         self.responder = responder or by_substring({})
         self.delay_ms = delay_ms
+        self.trickle_s = trickle_s
+        self.hung_up = threading.Event()  # a trickled reply's client closed the connection
+        self._stopping = threading.Event()
         self.status = status
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self._lock = threading.Lock()
         self.listen(_handler(self), host, port, queue=64)  # `url` is the Ollama-style root, `base_url` OpenAI's
+
+    def stop(self) -> None:
+        self._stopping.set()
+        super().stop()
+
+    def trickle(self, wfile: Any, raw: bytes) -> None:
+        for i in range(len(raw)):
+            if self._stopping.wait(self.trickle_s):
+                return
+            try:
+                wfile.write(raw[i:i + 1])
+                wfile.flush()
+            except OSError:
+                self.hung_up.set()
+                return
 
     def answer(self, path: str, body: dict[str, Any]) -> Any:
         with self._lock:
@@ -92,8 +114,11 @@ def _handler(judge: FakeJudge) -> type[BaseHTTPRequestHandler]:
             raw = json.dumps(data).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
+            self.send_header("Content-Length", str(len(raw) * 1000 if judge.trickle_s else len(raw)))
             self.end_headers()
+            if judge.trickle_s:
+                self.wfile.flush()
+                return judge.trickle(self.wfile, raw * 1000)
             self.wfile.write(raw)
 
         def do_POST(self) -> None:

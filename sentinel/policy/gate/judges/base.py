@@ -7,6 +7,7 @@ import the backends without an import cycle.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Callable, Protocol
 
 
@@ -14,8 +15,37 @@ class JudgeError(Exception):
     """A judge call failed: unreachable, timed out, or answered with something unusable."""
 
 
+def past_deadline(name: str, request: "Request") -> JudgeError:
+    return JudgeError(f"{name}: no complete answer within {round(request.timeout_s, 1):g}s (deadline)")
+
+
+class Watchdog:
+    """Calls `action` once at the request's deadline unless cancelled first: it cuts a connection a judge keeps
+    trickling bytes on, so the call (and its thread) ends. `fired` tells the caller why its read failed."""
+
+    def __init__(self, request: "Request", action: Callable[[], None]):
+        self.fired = False
+        self._action = action
+        self._timer = threading.Timer(request.remaining(), self._fire)
+        self._timer.daemon = True
+
+    def _fire(self) -> None:
+        self.fired = True
+        try:
+            self._action()
+        except Exception:  # the connection may be closing on its own; cutting it is best effort
+            pass
+
+    def __enter__(self) -> "Watchdog":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._timer.cancel()
+
+
 class Request:
-    __slots__ = ("system", "user", "schema", "model", "timeout_s", "temperature", "max_tokens", "think")
+    __slots__ = ("system", "user", "schema", "model", "timeout_s", "temperature", "max_tokens", "think", "deadline")
 
     def __init__(self, system: str, user: str, schema: dict[str, Any], model: str, *, timeout_s: float = 5.0,
                  temperature: float = 0.0, max_tokens: int = 200, think: bool = False):
@@ -27,6 +57,18 @@ class Request:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.think = think
+        self.deadline: float | None = None  # time.monotonic() by which the whole call must have ended
+
+    def start(self) -> "Request":
+        """Start the clock: the whole call, every byte of it, must end within `timeout_s` from now."""
+        self.deadline = time.monotonic() + self.timeout_s
+        return self
+
+    def remaining(self) -> float:
+        """Seconds left before the deadline (the full timeout when the clock was never started)."""
+        if self.deadline is None:
+            return self.timeout_s
+        return max(0.0, self.deadline - time.monotonic())
 
     def messages(self) -> list[dict[str, str]]:
         out = [{"role": "system", "content": self.system}] if self.system else []

@@ -14,7 +14,7 @@ import subprocess
 from typing import Any
 
 from sentinel.policy.gate import GUARD_ENV
-from sentinel.policy.gate.judges.base import JudgeError, Request
+from sentinel.policy.gate.judges.base import JudgeError, Request, past_deadline
 from sentinel.policy.gate.prompts import parse_json_text
 
 
@@ -40,9 +40,9 @@ class CliJudge:
         env = {**os.environ, GUARD_ENV: "1"}
         try:
             proc = subprocess.run(self.argv(request), capture_output=True, text=True, env=env,
-                                  timeout=request.timeout_s, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise JudgeError(f"{self.name}: no answer within {request.timeout_s:g}s") from None
+                                  timeout=max(0.001, request.remaining()), stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:  # run() kills the child: a wall-clock bound on the whole call
+            raise past_deadline(self.name, request) from None
         except OSError as exc:
             raise JudgeError(f"{self.name}: cannot run {self.command!r} ({exc.strerror or exc})") from None
         if proc.returncode != 0:

@@ -14,7 +14,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from sentinel.policy.gate.judges.base import JudgeError, Request
+from sentinel.policy.gate.judges.base import JudgeError, Request, Watchdog, past_deadline
 
 
 class OllamaJudge:
@@ -36,28 +36,41 @@ class OllamaJudge:
 
     def complete(self, request: Request) -> dict[str, Any]:
         with self.limit:
-            data = self._post("/api/chat", self.body(request), request.timeout_s)
+            data = self._post("/api/chat", self.body(request), request)
         content = ((data.get("message") or {}).get("content") or "").strip()
         try:
             return json.loads(content)
         except ValueError:
             raise JudgeError(f"ollama: model {request.model} answered with non-JSON: {content[:80]!r}") from None
 
-    def _post(self, path: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    def _post(self, path: str, body: dict[str, Any], request: Request) -> dict[str, Any]:
+        """One POST whose every byte arrives by the request's deadline: the socket timeout bounds each read, the
+        watchdog cuts the connection at the deadline (a judge trickling a byte at a time passes every read)."""
         p = self._parts
         cls = http.client.HTTPSConnection if p.scheme == "https" else http.client.HTTPConnection
-        conn = cls(p.hostname, p.port, timeout=timeout_s)
+        conn = cls(p.hostname, p.port, timeout=max(0.001, request.remaining()))
+        watchdog = Watchdog(request, lambda: _cut(conn))
         try:
-            conn.request("POST", (p.path or "") + path, json.dumps(body), {"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            raw = resp.read()
+            with watchdog:
+                conn.request("POST", (p.path or "") + path, json.dumps(body), {"Content-Type": "application/json"})
+                resp = conn.getresponse()
+                raw = resp.read()
         except (socket.timeout, TimeoutError):
-            raise JudgeError(f"ollama: no answer from {self.url} within {timeout_s:g}s") from None
-        except OSError as exc:
+            raise past_deadline("ollama", request) from None
+        except (OSError, http.client.HTTPException) as exc:
+            if watchdog.fired:
+                raise past_deadline("ollama", request) from None
             raise JudgeError(f"ollama: cannot reach {self.url} ({exc.__class__.__name__})") from None
         finally:
             conn.close()
+        if watchdog.fired:
+            raise past_deadline("ollama", request)
         return _decode(resp.status, raw, self.url)
+
+
+def _cut(conn: http.client.HTTPConnection) -> None:
+    if conn.sock is not None:
+        conn.sock.shutdown(socket.SHUT_RDWR)
 
 
 def _decode(status: int, raw: bytes, url: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from sentinel.models.openai_compat import body_error
-from sentinel.policy.gate.judges.base import JudgeError, Request
+from sentinel.policy.gate.judges.base import JudgeError, Request, Watchdog, past_deadline
 
 
 class OpenAIJudge:
@@ -24,6 +24,11 @@ class OpenAIJudge:
         self.api_key = api_key
 
     @staticmethod
+    def prepare() -> None:
+        """Import the client before a deadline starts running (the gate calls this first)."""
+        import openai  # noqa: F401
+
+    @staticmethod
     def kwargs(request: Request) -> dict[str, Any]:
         return {"model": request.model, "messages": request.messages(), "temperature": request.temperature,
                 "max_tokens": request.max_tokens, "response_format": {"type": "json_schema",
@@ -33,15 +38,20 @@ class OpenAIJudge:
         import openai
 
         kwargs = self.kwargs(request)
+        timeout = max(0.001, request.remaining())
+        client = openai.OpenAI(base_url=self.base_url, api_key=self.api_key or "unused", timeout=timeout,
+                               max_retries=0)
+        watchdog = Watchdog(request, client.close)  # closing the client drops its connection at the deadline
         try:
-            with openai.OpenAI(base_url=self.base_url, api_key=self.api_key or "unused", timeout=request.timeout_s,
-                               max_retries=0) as client:
-                resp = self._create(client, openai, kwargs, request.timeout_s)
+            with client, watchdog:
+                resp = self._create(client, openai, kwargs, request)
         except openai.APITimeoutError:
-            raise JudgeError(f"{self.name}: no answer within {request.timeout_s:g}s") from None
+            raise past_deadline(self.name, request) from None
         except openai.APIStatusError as exc:
             raise JudgeError(f"{self.name}: HTTP {exc.status_code}: {_message(exc)}") from None
         except openai.APIConnectionError:
+            if watchdog.fired:
+                raise past_deadline(self.name, request) from None
             raise JudgeError(f"{self.name}: cannot reach {self.base_url}") from None
         except openai.OpenAIError as exc:
             raise JudgeError(f"{self.name}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
@@ -54,14 +64,14 @@ class OpenAIJudge:
             raise JudgeError(f"{self.name}: model {request.model} answered with non-JSON: {content[:80]!r}") from None
 
     @staticmethod
-    def _create(client: Any, openai: Any, kwargs: dict[str, Any], timeout_s: float) -> Any:
+    def _create(client: Any, openai: Any, kwargs: dict[str, Any], request: Request) -> Any:
         try:
-            return client.chat.completions.create(timeout=timeout_s, **kwargs)
+            return client.chat.completions.create(timeout=max(0.001, request.remaining()), **kwargs)
         except openai.BadRequestError as exc:
             if "temperature" not in _message(exc).lower():
                 raise
             kwargs.pop("temperature", None)
-            return client.chat.completions.create(timeout=timeout_s, **kwargs)
+            return client.chat.completions.create(timeout=max(0.001, request.remaining()), **kwargs)
 
 
 def _message(exc: Any) -> str:
