@@ -6,6 +6,8 @@
     `sentinel hook install` writes (`python -I -S .../launch.py`): target <= 1.3x `python -I -c pass`
     of the same interpreter, measured in the same run; the `sentinel` console script beside it
     (editable install's path finder, `site`) for comparison
+(c) the same with a bash rule (`git push --force*`) and `ls -la && git status`: out of scope without
+    importing the shell parser: target <= 1.3x as (a)
 (b) eight rules in scope, each judged by a scripted Ollama-native judge on loopback that
     answers in 100 ms (max_parallel 8, ollama_concurrency 8): target < 250 ms
 
@@ -44,11 +46,18 @@ def make_repo(root: Path, judge_url: str) -> None:
         f"backends:\n  ollama:\n    url: {judge_url}\nmax_parallel: 8\nollama_concurrency: 8\ntimeout_ms: 3000\n")
     for n in range(8):
         (rules / f"billing-{n}.yaml").write_text(RULE.format(id=f"billing-{n}", n=n))
+    (rules / "force-push.yaml").write_text('id: force-push\ntrigger: bash\nscope: ["git push --force*"]\n'
+                                           'prompt: "CMD {{command}}"\n')
 
 
 def payload(root: Path, rel: str) -> str:
     return json.dumps({"session_id": "bench", "cwd": str(root), "hook_event_name": "PreToolUse",
                        "tool_name": "Write", "tool_input": {"file_path": str(root / rel), "content": "x = 1\n"}})
+
+
+def bash_payload(root: Path, command: str) -> str:
+    return json.dumps({"session_id": "bench", "cwd": str(root), "hook_event_name": "PreToolUse",
+                       "tool_name": "Bash", "tool_input": {"command": command}})
 
 
 def median_ms(argv: list[str], stdin: str | None, runs: int, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
@@ -94,16 +103,21 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((f"{sys.executable} -I -c pass (target base)", bare))
         rows.append(("(a') console script, no rule in scope", median_ms(script_argv(), idle, args.runs, env)[0]))
         a, proc_a = median_ms(hook_argv(), idle, args.runs, env)
+        c, proc_c = median_ms(hook_argv(), bash_payload(root, "ls -la && git status"), args.runs, env)
         calls_before = len(judge.requests)
         b, proc_b = median_ms(hook_argv(), hit, max(5, args.runs // 2), env)
-        rows += [("(a) installed hook command, no rule in scope", a), ("(b) hook, 8 rules in scope, judge 100 ms", b)]
+        rows += [("(a) installed hook command, no rule in scope", a),
+                 ("(c) hook, bash rule out of scope (`ls -la && git status`)", c),
+                 ("(b) hook, 8 rules in scope, judge 100 ms", b)]
     for label, ms in rows:
         print(f"{label:62s} {ms:8.1f} ms")
     ok_a = a <= 1.3 * bare and proc_a.returncode == 0 and not proc_a.stdout
+    ok_c = c <= 1.3 * bare and proc_c.returncode == 0 and not proc_c.stdout
     ok_b = b < 250 and "deny" in proc_b.stdout and calls_before == 0
     print(f"(a) {a / bare:.2f}x `python -I -c pass` (target <= 1.3x): {'PASS' if ok_a else 'FAIL'}")
+    print(f"(c) {c / bare:.2f}x `python -I -c pass` (target <= 1.3x): {'PASS' if ok_c else 'FAIL'}")
     print(f"(b) {b:.0f} ms for 8 overlapping judge calls (target < 250 ms): {'PASS' if ok_b else 'FAIL'}")
-    return 0 if ok_a and ok_b else 1
+    return 0 if ok_a and ok_b and ok_c else 1
 
 
 if __name__ == "__main__":
