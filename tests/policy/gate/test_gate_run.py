@@ -87,3 +87,30 @@ def test_a_rule_whose_judge_is_unreachable_is_skipped_out_loud(scripted_server, 
     assert "warning:" in proc.stderr and "billing" in proc.stderr
     logged = [line for line in cli("logs", out["id"]).stdout.splitlines() if "warning" in line]
     assert logged and "billing" in logged[0]
+
+
+def test_a_symlinked_write_in_a_run_is_decided_and_written_where_it_lands(scripted_server, configure, cli,
+                                                                         sentinel_home, judge):
+    import os
+
+    j = judge({"billing": {"violation": True, "confidence": 0.95, "reason": "billing needs review"}})
+    (sentinel_home / "rules").mkdir()
+    (sentinel_home / "rules" / "billing.yaml").write_text(yaml.safe_dump(
+        {"trigger": "file_write", "scope": ["src/billing/**"], "prompt": "billing FILE {{file_path}}"}))
+    ws = sentinel_home / "workspace"
+    (ws / "src" / "billing").mkdir(parents=True)
+    (ws / "docs").mkdir()
+    os.symlink("src/billing", ws / "b")
+    os.symlink("docs", ws / "d")
+    script = [{"tool_calls": [{"name": "write_file", "arguments": {"path": "b/tax.py", "content": "TAX = 0\n"}}]},
+              {"tool_calls": [{"name": "write_file", "arguments": {"path": "d/notes.md", "content": "ok\n"}}]},
+              "Done."]
+    configure({"gate": {"backends": {"ollama": {"url": j.url}}}}, server=scripted_server(script))
+    cli("run", "set the tax to zero", check=0)
+    shown = cli.json("show", cli.json("runs", "--json")[0]["id"], "--json")
+    first, second = shown["decisions"][:2]
+    assert first["outcome"] == "deny" and first["arguments"]["path"] == "src/billing/tax.py"
+    assert "billing FILE src/billing/tax.py" in j.requests[0]["messages"][-1]["content"]
+    assert not (ws / "src" / "billing" / "tax.py").exists()
+    assert second["outcome"] == "auto" and second["arguments"]["path"] == "docs/notes.md"
+    assert (ws / "docs" / "notes.md").read_text() == "ok\n" and len(j.requests) == 1
