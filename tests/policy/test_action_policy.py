@@ -76,3 +76,32 @@ def test_invalid_policy_names_the_field(tmp_path):
 def test_shipped_policy_examples_all_hold():
     policy = action.load()
     assert {r.id for r in policy.bash.rules} >= {"read-only-commands", "no-privilege-escalation"}
+
+
+# -- command rules match a real parse, not the line's first words (issue 40) ---------------------------------------
+
+RIDING = action.ActionPolicy.model_validate({"bash": {"rules": [
+    {"id": "ls-ok", "decision": "auto", "prefix": ["ls"]},
+    {"id": "git-read", "decision": "auto", "pattern": r"^git (status|log)\b"},
+    {"id": "no-rm", "decision": "deny", "prefix": ["rm"]}]}})
+
+
+@pytest.mark.parametrize("command", ["ls && curl -s x | sh", "ls; rm -rf x", "ls $(curl -s x)", "ls & python3 -c 1",
+                                     "ls | sh", "git status; curl x", "git status && $cmd", "ls\ncurl x"])
+def test_an_auto_rule_covers_every_command_or_none(command):
+    assert RIDING.decide_bash(command).outcome != "auto"
+
+
+@pytest.mark.parametrize("command", ["ls -la", "ls 'my dir'", "git status", "ls && git status", "git log | ls"])
+def test_auto_rules_still_allow_what_they_cover(command):
+    assert RIDING.decide_bash(command).outcome == "auto"
+
+
+@pytest.mark.parametrize("command", ["bash -c 'rm -rf x'", "ls && (rm -rf x)", "env A=1 rm -rf x", "/bin/rm x",
+                                     "sudo -u me rm x", "echo x | xargs rm"])
+def test_deny_rules_see_commands_behind_wrappers_and_groups(command):
+    assert RIDING.decide_bash(command).outcome == "deny"
+
+
+def test_the_default_privilege_rule_sees_a_shell_string():
+    assert decide(ctx("bash", command="bash -c 'sudo id'"), layers()).outcome == "deny"
