@@ -13,7 +13,10 @@ the write fail instead of landing elsewhere.
 from __future__ import annotations
 
 import os
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the hook imports this module: no `typing` at run time
+    from typing import Any
 
 
 class Landing:
