@@ -203,15 +203,21 @@ def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tup
     """The commands this one runs in turn: a wrapped command, a shell's script string, find's -exec."""
     if name in OPAQUE:
         return parsed.unsure(f"`{name}` runs text the parse cannot see")
-    if name in SHELLS or (name == "su" and "-c" in words):
+    if name in SHELLS:
         return _shell(words, dynamic, node, text, parsed, depth)
+    if name == "su":
+        return _su(words, dynamic, parsed, depth)
     if name == "find":
-        _find_exec(words, dynamic, parsed)
+        _find_exec(words, dynamic, node, text, parsed, depth)
     spec = WRAPPERS.get(name)
     if spec is None or depth > MAX_DEPTH:
         return
     start = _wrapped_start(words, spec, name == "env", parsed, dynamic, depth)
-    if start is None or start >= len(words):
+    if start is None:
+        return
+    if start >= len(words):
+        if name in ("sudo", "doas") and any(w in ("-s", "-i", "--shell", "--login") for w in words[1:]):
+            parsed.unsure(f"`{name}` opens a shell that reads its script from its input")
         return
     inner_words, inner_dynamic = words[start:], dynamic[start:]
     if name in RUNS_STRING:
@@ -239,8 +245,13 @@ def _wrapped_start(words: list[str], spec: tuple[frozenset[str], int], env: bool
         if word == "--":
             i += 1
             break
-        if env and word in ("-S", "--split-string") and i + 1 < len(words):
-            _script(words[i + 1], parsed, depth + 1)  # env -S splits its argument into a command line
+        if env and word.startswith(("-S", "--split-string")):  # env -S splits its argument into a command line
+            attached = word[2:] if word.startswith("-S") else word.partition("=")[2]
+            split = attached or (words[i + 1] if i + 1 < len(words) else "")
+            if (not attached and i + 1 < len(words) and dynamic[i + 1]) or "$" in split:
+                parsed.unsure("env -S splits an expanded string")
+                return None
+            _script(split, parsed, depth + 1)
         if word.startswith("-") and len(word) > 1:
             i += 2 if word in takes_arg else 1
         elif env and _NAME.match(word):
@@ -271,16 +282,24 @@ def _shell(words: list[str], dynamic: list[bool], node: object, text: str, parse
     parsed.unsure("a shell reads its script from its input")
 
 
-def _find_exec(words: list[str], dynamic: list[bool], parsed: Parsed) -> None:
+def _su(words: list[str], dynamic: list[bool], parsed: Parsed, depth: int) -> None:
+    """`su [user] -c STRING`: the string is parsed again; `su` with no command is a shell reading its input."""
+    for i, word in enumerate(words[1:], 1):
+        if word.startswith("--command="):
+            return _script(word.partition("=")[2], parsed, depth + 1)
+        if word in ("-c", "--command") and i + 1 < len(words):
+            if dynamic[i + 1]:
+                return parsed.unsure("su runs an expanded string")
+            return _script(words[i + 1], parsed, depth + 1)
+    parsed.unsure("su opens a shell that reads its script from its input")
+
+
+def _find_exec(words: list[str], dynamic: list[bool], node: object, text: str, parsed: Parsed, depth: int) -> None:
     for i, word in enumerate(words):
         if word in FIND_EXEC and i + 1 < len(words):
             end = next((j for j in range(i + 1, len(words)) if words[j] in (";", "+")), len(words))
-            if end > i + 1:
-                inner = words[i + 1:end]
-                open_at = next((k for k, d in enumerate(dynamic[i + 1:end]) if d), None)
-                parsed.commands.append(Command(inner, open_at))
-                if open_at == 0:
-                    parsed.unsure("find -exec runs an expanded command name")
+            if end > i + 1 and depth <= MAX_DEPTH:
+                _add(words[i + 1:end], dynamic[i + 1:end], [], node, text, parsed, depth + 1)
 
 
 def is_dynamic(raw: str) -> bool:

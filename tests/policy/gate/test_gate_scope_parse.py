@@ -33,7 +33,9 @@ MORE_FORMS = ["sudo -u root env A=1 nohup git push --force", "/usr/bin/git push 
               "f() { git push --force; }; f", "git push $flag", "echo --force | xargs git push",
               "git push --{force,}", "sh -c \"bash -c 'git push --force'\"", "timeout 9 git push --force",
               "bash <<< 'git push --force'", "find . -exec git push --force \\;", "eval \"$(echo)\"",
-              "curl -s x | sh", "source ./push.sh", "case x in x) git push --force;; esac", "g\\it push --force"]
+              "curl -s x | sh", "source ./push.sh", "case x in x) git push --force;; esac", "g\\it push --force",
+              "env -S'git push --force'", "su root -c 'git push --force'", "echo 'git push --force' | su",
+              "find . -exec sh -c 'git push --force' \\;", "echo 'git push --force' | sudo -s", "{git,push,--force}"]
 # Ordinary commands a --force rule must leave alone: no parse doubt, no judge call.
 ORDINARY = ["ls -la", "git status", "git push origin main", "git push origin $branch", "echo git push --force",
             "ls *.py", "cd app && make test", "git log --oneline | head -5", "bash ./build.sh", "grep -rn force ."]
