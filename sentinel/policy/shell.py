@@ -99,7 +99,7 @@ class Parsed:
 def may_run(text: str, runs: list[str]) -> bool:
     """False only when no command the parse could find holds every literal run of `runs` (see `literal_runs`):
     the text has no expansion, glob, opaque word, shell or xargs, and lacks some run once quotes are removed."""
-    flat = text.translate(_DEQUOTE)
+    flat = text.replace("\\\n", "").translate(_DEQUOTE)  # a backslash-newline joins the lines around it
     if _DYNAMIC_TEXT.search(flat):
         return True
     if any(w.rsplit("/", 1)[-1] in _UNSEEN for w in _WORDS.findall(flat)):

@@ -35,7 +35,8 @@ MORE_FORMS = ["sudo -u root env A=1 nohup git push --force", "/usr/bin/git push 
               "bash <<< 'git push --force'", "find . -exec git push --force \\;", "eval \"$(echo)\"",
               "curl -s x | sh", "source ./push.sh", "case x in x) git push --force;; esac", "g\\it push --force",
               "env -S'git push --force'", "su root -c 'git push --force'", "echo 'git push --force' | su",
-              "find . -exec sh -c 'git push --force' \\;", "echo 'git push --force' | sudo -s", "{git,push,--force}"]
+              "find . -exec sh -c 'git push --force' \\;", "echo 'git push --force' | sudo -s", "{git,push,--force}",
+              "git push --for\\\nce"]
 # Ordinary commands a --force rule must leave alone: no parse doubt, no judge call.
 ORDINARY = ["ls -la", "git status", "git push origin main", "git push origin $branch", "echo git push --force",
             "ls *.py", "cd app && make test", "git log --oneline | head -5", "bash ./build.sh", "grep -rn force ."]
