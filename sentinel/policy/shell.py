@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+MAX_CHARS = 16_000  # a longer line is not parsed (about 1 s of bashlex on a loaded machine): unsure, so judged
 MAX_DEPTH = 4  # `bash -c "bash -c '…'"` nesting parsed before the line counts as unsure
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "busybox-sh"})
 OPAQUE = frozenset({"eval", "source", ".", "alias", "trap", "fc", "coproc", "enable", "let"})
@@ -127,6 +128,8 @@ def _script(text: str, parsed: Parsed, depth: int) -> None:
         return
     if depth > MAX_DEPTH:
         return parsed.unsure("nested too deep")
+    if len(text) > MAX_CHARS:
+        return parsed.unsure(f"longer than {MAX_CHARS} characters")
     import bashlex
 
     try:

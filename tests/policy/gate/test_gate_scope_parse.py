@@ -70,6 +70,11 @@ def test_an_unsure_parse_is_in_scope_of_every_bash_rule_even_excluded(command):
     assert rule("bash", [], ["*"]).applies(bash(command))
 
 
+def test_a_line_too_long_to_parse_is_judged():
+    long = "git status; " * 2000 + "echo git push --force"  # short, this is out of scope (echo prints it)
+    assert not shell.parse(long).sure and rule("bash", ["git push --force*"]).applies(bash(long))
+
+
 def test_exclude_applies_per_command_not_to_the_line():
     r = rule("bash", ["git push*"], ["git push origin main"])
     assert not r.applies(bash("git push origin main"))
