@@ -130,8 +130,10 @@ def _script(text: str, parsed: Parsed, depth: int) -> None:
         return parsed.unsure("nested too deep")
     if len(text) > MAX_CHARS:
         return parsed.unsure(f"longer than {MAX_CHARS} characters")
-    import bashlex
-
+    try:
+        import bashlex
+    except ImportError:  # an install that predates the dependency: judge everything rather than guess
+        return parsed.unsure("bashlex is not installed")
     try:
         trees = bashlex.parse(text)
     except Exception as exc:  # bashlex raises parse errors, NotImplementedError and worse: all mean "not sure"
@@ -168,13 +170,13 @@ def _simple(node: object, text: str, parsed: Parsed, depth: int) -> None:
             words.append(part.word)
             dynamic.append(is_dynamic(text[part.pos[0]:part.pos[1]]))
         elif kind == "redirect":
-            redirects.append(_redirect(part, text, parsed, depth))
+            redirects.append(_redirect(part, text, parsed))
     if not words:
         return
     _add(words, dynamic, redirects, node, text, parsed, depth)
 
 
-def _redirect(part: object, text: str, parsed: Parsed, depth: int) -> tuple[str, bool]:
+def _redirect(part: object, text: str, parsed: Parsed) -> tuple[str, bool]:
     out = getattr(part, "output", None)
     heredoc = getattr(part, "heredoc", None)
     if heredoc is not None and getattr(out, "word", "") == text[out.pos[0]:out.pos[1]] and \

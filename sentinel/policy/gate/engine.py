@@ -171,7 +171,7 @@ class Gate:
         with priority_lock(lock_path, "judge"):
             outcomes = run_parallel(lambda r: self._judge_one(r, action, intent, end), rules, self.cfg.max_parallel,
                                     budget_s + MARGIN_S, inline_one=False)
-        return [self._settle(rule, out, action, verdict) for rule, out in zip(rules, outcomes)]
+        return [self._settle(rule, out, action, verdict) for rule, out in zip(rules, outcomes, strict=True)]
 
     def backend_of(self, rule: Rule) -> str:
         return rule.backend or self.cfg.backend
@@ -191,11 +191,6 @@ class Gate:
     def deadline_ms(self) -> float:
         return float(self.cfg.data.get("deadline_ms") or 20000)
 
-    def _timeout_s(self, end: float | None) -> float:
-        """A call's own deadline: `timeout_ms`, or what is left of the action's deadline when that is sooner."""
-        timeout_s = self.cfg.timeout_ms / 1000
-        return timeout_s if end is None else max(0.0, min(timeout_s, end - time.monotonic()))
-
     def _judge_one(self, rule: Rule, action: Action, intent: alignment.Intent | None,
                    end: float | None = None) -> tuple[Any, float, str]:
         backend = self.backend_of(rule)
@@ -205,13 +200,13 @@ class Gate:
             if rule.skip_read_only and alignment.category(action) == "read_only":
                 return {"decision": "approve", "reason": "read-only action (skipped)", "skipped": True}, 0.0, model
             req = alignment.request(action, intent or alignment.Intent(None, None), model, guidance=rule.prompt,
-                                    timeout_s=self._timeout_s(end),
+                                    timeout_s=self.cfg.timeout_ms / 1000,
                                     content_max_chars=self.cfg.content_max_chars)
         else:
             user = render(rule.prompt, template_vars(action, self.cfg.content_max_chars))
-            req = Request(JUDGE_SYSTEM, user, VERDICT, model, timeout_s=self._timeout_s(end),
+            req = Request(JUDGE_SYSTEM, user, VERDICT, model, timeout_s=self.cfg.timeout_ms / 1000,
                           temperature=0.0, max_tokens=200, think=bool(self.cfg.think))
-        if req.start().remaining() <= 0:
+        if req.start(end).remaining() <= 0:
             raise JudgeError(NO_ANSWER)  # waited its turn past the action's deadline
         answer = self.judges.get(backend).complete(req)
         try:

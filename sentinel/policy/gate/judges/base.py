@@ -59,9 +59,12 @@ class Request:
         self.think = think
         self.deadline: float | None = None  # time.monotonic() by which the whole call must have ended
 
-    def start(self) -> "Request":
-        """Start the clock: the whole call, every byte of it, must end within `timeout_s` from now."""
+    def start(self, cap: float | None = None) -> "Request":
+        """Start the clock: the whole call, every byte of it, must end within `timeout_s` from now, and by `cap`
+        (a time.monotonic() value: the deadline of the decision it serves) when that comes first."""
         self.deadline = time.monotonic() + self.timeout_s
+        if cap is not None:
+            self.deadline = min(self.deadline, cap)
         return self
 
     def remaining(self) -> float:
