@@ -111,8 +111,10 @@ def file_write(tool_name: str, tool_input: dict, path: str = "") -> Action:
 
 def bash(tool_name: str, tool_input: dict, command: str = "") -> Action:
     cmd = command or first_str(tool_input, ("command", "cmd", "command_line", "CommandLine"))
-    if not cmd and isinstance(tool_input.get("command"), list):
-        cmd = " ".join(str(p) for p in tool_input["command"])
+    if not cmd and isinstance(tool_input.get("command"), list):  # an argv: quoted, so the parse sees each word
+        import shlex
+
+        cmd = shlex.join(str(p) for p in tool_input["command"])
     if not cmd and isinstance(tool_input.get("commands"), list):  # Cline's run_commands: several at once
         cmd = "\n".join(str(p) for p in tool_input["commands"])
     return Action("bash", tool_name, tool_input, command=cmd)

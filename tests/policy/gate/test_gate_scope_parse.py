@@ -75,6 +75,14 @@ def test_a_line_too_long_to_parse_is_judged():
     assert not shell.parse(long).sure and rule("bash", ["git push --force*"]).applies(bash(long))
 
 
+def test_an_argv_command_is_parsed_as_the_words_it_runs():
+    act = actions.bash("shell", {"command": ["bash", "-lc", "git push --force"]}).locate(None)
+    assert act.command == "bash -lc 'git push --force'"
+    assert rule("bash", ["git push --force*"]).applies(act)
+    assert not rule("bash", ["git push --force*"]).applies(
+        actions.bash("shell", {"command": ["echo", "git push --force"]}).locate(None))
+
+
 def test_exclude_applies_per_command_not_to_the_line():
     r = rule("bash", ["git push*"], ["git push origin main"])
     assert not r.applies(bash("git push origin main"))
