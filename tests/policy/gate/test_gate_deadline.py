@@ -104,3 +104,34 @@ def test_deadline_is_a_setting_with_a_default_below_hook_timeouts():
     assert GateSettings().deadline_ms == 20000 < 30000
     with pytest.raises(Exception, match="deadline_ms"):
         GateSettings.model_validate({"deadline_ms": 0})
+
+
+class _Stuck:
+    """An in-process judge (like the embedded local model) that never returns until released."""
+
+    name, gpu = "local", True
+
+    def __init__(self):
+        self.release = threading.Event()
+        self.called = threading.Event()
+
+    def complete(self, request):
+        self.called.set()
+        self.release.wait()
+        return {"violation": False, "confidence": 1.0, "reason": "late"}
+
+    def get(self, name):
+        return self
+
+
+@pytest.mark.parametrize("fail_open", [True, False])
+def test_a_judge_that_cannot_be_cut_still_leaves_the_decision_on_time(repo, fail_open):
+    root = repo({"r": RULE}, {"backend": "local", "timeout_ms": 800, "fail_open": fail_open})
+    stuck = _Stuck()
+    try:
+        done, out = decide_in_thread(gate_for(root, stuck), root)
+        assert done.wait(GENEROUS_S) and stuck.called.is_set()
+        verdict = out["verdict"]
+        assert bool(verdict.blocks) is not fail_open and bool(verdict.errors) is fail_open
+    finally:
+        stuck.release.set()
