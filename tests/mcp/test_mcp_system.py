@@ -60,3 +60,46 @@ def test_an_agents_mcp_server_runs_as_the_agent_and_its_calls_go_to_the_operator
     assert done["status"] == "done"
     assert [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"][-1] == \
         "wrote 1 characters to n.txt"
+
+
+def test_a_shadow_in_the_agents_workspace_never_runs_and_a_changed_module_pauses(
+        system, make_agent, sentinel_cmd, supervisor, scripted_server):  # noqa: F811
+    """`python -m demo_server` as the agent's user: the agent's own demo_server.py in its workspace (which
+    would write a marker, then serve the same listing) is not imported; the operator's module is, without a
+    pause; after the operator changes that module the next call pauses, the diff naming the file."""
+    name = make_agent()
+    home = Path(pwd.getpwnam(name).pw_dir)
+    srv = system.base / "srv"
+    srv.mkdir(mode=0o755)
+    shutil.copy(HERE / "demo_server.py", srv / "demo_server.py")
+    os.chmod(srv / "demo_server.py", 0o644)
+    workspace = home / ".sentinel" / "workspace"
+    marker = workspace / "SHADOW_RAN"
+    write_as(name, workspace / "demo_server.py",
+             f"import pathlib, runpy\npathlib.Path({str(marker)!r}).write_text('agent code ran')\n"
+             f"runpy.run_path({str(srv / 'demo_server.py')!r}, run_name='__main__')\n")
+    model = scripted_server([call("mcp__files__echo", text="hi"), "done", call("mcp__files__echo", text="again"),
+                             "done"])
+    agent_config(name, model, {"leash": {"tools": "sandboxed"}})
+    write_as(name, home / ".sentinel" / "agents" / f"{name}.yaml", yaml.safe_dump({"mcp": ["files"]}))
+    env = {"SENTINEL_MODE": "system"}
+    added = sentinel_cmd("mcp", "add", "files", "--read", str(srv), "--read-only", "echo", "--env",
+                         f"PYTHONPATH={srv}", "--", sys.executable, "-m", "demo_server", env=env, check=0).stdout
+    assert f"--agent USER" in added and "restart the supervisor" in added
+    supervisor()
+    sentinel_cmd("mcp", "trust", "files", "--agent", name, check=0, timeout=120)
+    assert "the pin covers: its command" in sentinel_cmd("mcp", "list", check=0).stdout
+    assert (system.etc / "mcp" / "files").stat().st_uid == 0  # its directory is root's, not the agent's
+
+    out = json.loads(sentinel_cmd("run", "echo", "--agent", name, "--json", check=0, timeout=120).stdout)
+    assert out["status"] == "done"
+    assert [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"] == ["echo: hi"]
+    assert not marker.exists(), "the agent's shadow ran"
+
+    with (srv / "demo_server.py").open("a") as fh:
+        fh.write("\n# changed by the operator\n")
+    out = json.loads(sentinel_cmd("run", "echo again", "--agent", name, "--json", check=3, timeout=120).stdout)
+    assert out["status"] == "waiting_approval"
+    [pending] = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
+    assert str(srv / "demo_server.py") in pending["code"]["changes.diff"]
+    assert not marker.exists(), "the agent's shadow ran"
