@@ -255,8 +255,9 @@ def _listing(name: str, agent: Optional[str], workspace: Optional[Path]) -> tupl
     from sentinel.tools import ToolContext
 
     server = _server(name)
-    if _system_root() is not None and server.command is not None and not server.workdir:
-        server = server.model_copy(update={"workdir": str(system_workdir(name))})  # as the supervisor hands it
+    etc = _system_root()
+    if etc is not None and server.command is not None and not server.workdir:
+        server = server.model_copy(update={"workdir": str(system_workdir(etc, name))})  # as the supervisor does
     cfg = _load()
     if workspace is None:
         workspace = Path(tempfile.mkdtemp(prefix="sentinel-mcp-"))

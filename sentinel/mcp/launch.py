@@ -205,11 +205,10 @@ def workdir(name: str, server: Any) -> Path:
     return paths.home() / "mcp" / name
 
 
-def system_workdir(name: str) -> Path:
-    """/etc/sentinel/mcp/NAME: root's, readable by the agent users (as /etc/sentinel is)."""
-    from sentinel.supervisor.layout import etc_dir
-
-    return etc_dir() / "mcp" / name
+def system_workdir(etc: Path, name: str) -> Path:
+    """/etc/sentinel/mcp/NAME (`etc`: the system config directory): root's, readable by the agent users, as
+    /etc/sentinel is."""
+    return etc / "mcp" / name
 
 
 def make_workdir(path: Path) -> Path:

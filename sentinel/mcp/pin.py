@@ -7,6 +7,7 @@
     digest(document) -> str                    SHA-256 of its canonical JSON
     shown(document, trusted) -> {file: text}   an approval's files: the listing, and its diff from the trusted one
     shows_listing(files, sha256) -> bool       do these files show exactly the listing whose hash was decided?
+    paused_by_pin(reason) -> bool              did the pin (not only policy, the gate...) pause this call?
 """
 
 from __future__ import annotations
@@ -64,3 +65,9 @@ def shows_listing(files: dict[str, str], sha256: str) -> bool:
 def reshown(files: dict[str, str], trusted: dict[str, Any] | None) -> dict[str, str]:
     """`files` (already checked by shows_listing) with the diff made again from `trusted`, not taken as sent."""
     return shown(json.loads(files[LISTING]), trusted)
+
+
+def paused_by_pin(reason: str) -> bool:
+    """Did the trust layer pause this call (its listing or code is not the trusted one), rather than policy or
+    the rule gate alone? Its part of a decision's reason starts `trust: ` (decide joins the layers' reasons)."""
+    return any(part.startswith("trust: ") for part in (reason or "").split("; "))

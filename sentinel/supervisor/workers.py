@@ -176,7 +176,7 @@ def mcp_workdirs(config: "Config") -> dict[str, Path]:
     starts its servers there, never in the agent's workspace (sentinel/mcp/launch.py)."""
     from sentinel.mcp.launch import make_workdir, system_workdir
 
-    return {name: make_workdir(Path(server.workdir) if server.workdir else system_workdir(name))
+    return {name: make_workdir(Path(server.workdir) if server.workdir else system_workdir(layout.etc_dir(), name))
             for name, server in config.mcp_servers.items() if server.command is not None}
 
 

@@ -16,7 +16,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "supervisor"))
 
-from sx_helpers import agent_config, make_agent, sentinel_cmd, supervisor, system, write_as  # noqa: E402,F401
+from sx_helpers import agent_config, as_user, make_agent, sentinel_cmd, supervisor, system, write_as  # noqa: E402,F401
 
 pytestmark = pytest.mark.root
 HERE = Path(__file__).resolve().parent
@@ -44,6 +44,10 @@ def test_an_agents_mcp_server_runs_as_the_agent_and_its_calls_go_to_the_operator
                  str(srv / "demo_server.py"), env=env, check=0)
     assert "files" in yaml.safe_load((system.etc / "config.yaml").read_text())["mcp_servers"]
     supervisor()
+    # the documented grant keeps the agent's own `agent show` working (the servers are the operator's)
+    shown = as_user(name, sys.executable, "-m", "sentinel", "agent", "show", name,
+                    env={"SENTINEL_SOCKET": str(system.socket)})
+    assert shown.returncode == 0 and "mcp: files" in shown.stdout, shown.stderr
     trusted = json.loads(sentinel_cmd("mcp", "trust", "files", "--agent", name, "--json", check=0,
                                       timeout=120).stdout)
     assert "whoami" in trusted["tools"]
@@ -85,7 +89,7 @@ def test_a_shadow_in_the_agents_workspace_never_runs_and_a_changed_module_pauses
     env = {"SENTINEL_MODE": "system"}
     added = sentinel_cmd("mcp", "add", "files", "--read", str(srv), "--read-only", "echo", "--env",
                          f"PYTHONPATH={srv}", "--", sys.executable, "-m", "demo_server", env=env, check=0).stdout
-    assert f"--agent USER" in added and "restart the supervisor" in added
+    assert "--agent USER" in added and "restart the supervisor" in added
     supervisor()
     sentinel_cmd("mcp", "trust", "files", "--agent", name, check=0, timeout=120)
     assert "the pin covers: its command" in sentinel_cmd("mcp", "list", check=0).stdout
