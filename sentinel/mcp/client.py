@@ -346,6 +346,7 @@ class Connection:
             prof, who = (None, None) if plain else server_profile(self.server, self.ctx, home)
             self._check(argv, home, prof, who)
             self._code = how.manifest(argv, home, env, lambda probe: self._probe(probe, home, env, prof, who))
+            self._check_files(list(self._code["files"]), prof, who)
         except (UsageError, OSError) as exc:
             raise McpFailure(f"MCP server {self.name!r}: {exc}") from None
         argv, env = how.with_workspace(argv, env, Path(self.ctx.workspace))  # after hashing: not part of the pin
@@ -378,6 +379,18 @@ class Connection:
                 raise UsageError(f"its {what} {path} is outside the paths it may read: add `--read {folder}` "
                                  f"(sentinel mcp add {self.name} --replace --read {folder} ...) or `read:` in "
                                  "config.yaml")
+
+    def _check_files(self, files: list[str], prof: Any, who: Any) -> None:
+        """Every code file the pin hashes (a module's whole distribution too) must be one the agent cannot
+        rewrite: a hash of a file it could change between the check and the import would prove nothing."""
+        from sentinel.mcp import launch as how
+
+        roots = list(prof.write) if prof is not None else [str(self.ctx.workspace)]
+        uid = who.uid if who is not None and who.uid is not None else self.ctx.extra.get("agent_uid")
+        for path in files:
+            if (why := how.agent_writable(path, roots, uid)) is not None:
+                raise UsageError(f"its code file could be rewritten by the agent ({why}); install the server "
+                                 "where only the operator can write")
 
     def _probe(self, argv: list[str], home: Path, env: dict[str, str], prof: Any, who: Any) -> list[str]:
         """Run the interpreter as the server will run (same directory, environment, user and sandbox) to

@@ -244,7 +244,8 @@ spec = importlib.util.find_spec(name)
 if spec is None or spec.origin in (None, "built-in", "frozen"):
     sys.exit("no module %r on this interpreter's path" % name)
 origin = os.path.realpath(spec.origin)
-for dist in md.distributions():
+owners = md.packages_distributions().get(name.partition(".")[0], [])
+for dist in [md.distribution(d) for d in dict.fromkeys(owners)]:
     paths = [os.path.realpath(dist.locate_file(f)) for f in dist.files or ()]
     if origin in paths:
         print(json.dumps({"distribution": "%s %s" % (dist.metadata["Name"], dist.version), "files": paths}))

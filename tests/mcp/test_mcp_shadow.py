@@ -163,3 +163,16 @@ def test_add_names_a_missing_executable_and_an_unreadable_script_in_one_line(cli
     assert f"its script {demo / 'nope.py'} is not an existing file" in err and len(err.strip().splitlines()) == 1
     out = cli("mcp", "add", "files", "--", sys.executable, str(demo / "demo_server.py"), check=0).stdout
     assert f"add `--read {demo}`" in out
+
+
+def test_a_server_whose_code_the_agent_could_rewrite_is_refused(cli, configure, demo, workspace):
+    """A script inside the workspace (a path the agent's tools write) is not started: hashing it would prove
+    nothing, since the agent could change it between the check and the start; its neighbour outside runs."""
+    shutil.copy(demo / "demo_server.py", workspace / "server.py")
+    configure({"leash": {"tools": "sandboxed"}, "mcp_servers": {
+        "inside": {"command": [sys.executable, str(workspace / "server.py")]},
+        "outside": {"command": [sys.executable, str(demo / "demo_server.py")], "read": [str(demo)]}}})
+    err = cli("mcp", "tools", "inside", "--workspace", str(workspace), check=2).stderr
+    assert err.startswith("error: MCP server 'inside': its script could be rewritten by the agent (")
+    assert "which the agent's tools may write" in err and len(err.strip().splitlines()) == 1
+    assert "mcp__outside__echo" in cli("mcp", "tools", "outside", "--workspace", str(workspace), check=0).stdout
