@@ -20,6 +20,7 @@ import typer
 from sentinel.cli.render import print_json
 from sentinel.errors import NotFound, UsageError
 
+FILES_SHOWN = 8  # code files `mcp list` prints per pin; --json has them all
 app = typer.Typer(no_args_is_help=True, help="MCP servers for agents: list, add, remove, tools, trust.")
 
 
@@ -123,8 +124,11 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Print one JSON doc
             code = r["covers"].get("code")
             print(f"{'':<16} the pin covers: its command, {r['covers']['tools']} tool(s)"
                   + (f", {covers(code)}" if code else ""))
-            for path, sha in (code or {}).get("files", {}).items():
+            files = list((code or {}).get("files", {}).items())
+            for path, sha in files[:FILES_SHOWN]:
                 print(f"{'':<18} {sha[:16]}… {path}")
+            if len(files) > FILES_SHOWN:
+                print(f"{'':<18} … and {len(files) - FILES_SHOWN} more (`sentinel mcp list --json` lists them all)")
 
 
 def _covers(pin: dict[str, Any] | None) -> dict[str, Any] | None:
