@@ -115,7 +115,7 @@ def validate(profile: AgentProfile, path: Path, home: Path | None = None, config
     from sentinel.memory.vault import SCOPE
 
     home = home or paths.home()
-    config = config or config_mod.load(home)
+    given_config, config = config, config or config_mod.load(home)
     if profile.model is not None and check_model:
         problem = model_problem(profile.model, config)
         if problem:
@@ -136,10 +136,26 @@ def validate(profile: AgentProfile, path: Path, home: Path | None = None, config
         for i, tool in enumerate(profile.tools):
             if tool not in known:
                 raise ConfigError(path, f"tools[{i}]: no tool {tool!r} (available: {_listing(known)})")
+    operators = given_config is None and beside_supervisor()  # the names may be the operator's, unseen here
     for i, server in enumerate(profile.mcp):
-        if server not in config.mcp_servers:
+        if server not in config.mcp_servers and not operators:
             raise ConfigError(path, f"mcp[{i}]: no MCP server {server!r} in config.yaml mcp_servers "
                                     f"(configured: {_listing(list(config.mcp_servers))})")
+
+
+def beside_supervisor() -> bool:
+    """Is a system-mode supervisor running here? Its servers (config.yaml `mcp_servers` in /etc/sentinel) are
+    the operator's, which an agent's own user cannot read: its profile's `mcp:` grants are checked by the
+    supervisor's worker, against them, when a run starts."""
+    from sentinel.client.paths import agent_socket_path, socket_path
+
+    for path in (socket_path(), agent_socket_path()):
+        try:
+            if path.exists():
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def model_problem(model: str, config: "Config") -> str | None:

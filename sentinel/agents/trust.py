@@ -31,12 +31,12 @@ class TrustLayer:
         short = ctx.code_sha256[:16]
         mcp = split_name(ctx.tool)
         if self.trusted(ctx.run_id, ctx.tool, ctx.code_sha256):
-            what = f"tool list sha256 {short}… of MCP server {mcp[0]}" if mcp else f"code sha256 {short}… of {ctx.tool}"
+            what = f"tool list and code sha256 {short}… of MCP server {mcp[0]}" if mcp else f"code sha256 {short}… of {ctx.tool}"
             return [LayerResult("trust", "auto", f"{what} is trusted", rule_id="trust.trusted")]
         if mcp:
             server = mcp[0]
             return [LayerResult("trust", "needs_approval",
-                                f"MCP server {server}: its command and tool list (sha256 {short}…) are not the ones "
+                                f"MCP server {server}: its command, tool list and code (sha256 {short}…) are not the ones "
                                 f"trusted with `sentinel mcp trust {server}`; approving runs this call and trusts "
                                 "this listing for this agent's tool", rule_id="trust.mcp_untrusted")]
         return [LayerResult("trust", "needs_approval",

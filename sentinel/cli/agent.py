@@ -91,7 +91,7 @@ def show(name: str = typer.Argument(...), as_json: bool = typer.Option(False, "-
     data = _describe(name)
     if as_json:
         return print_json(data)
-    for key in ("name", "description", "model", "soul_source", "soul_file", "skills", "tools", "memory", "file"):
+    for key in ("name", "description", "model", "soul_source", "soul_file", "skills", "tools", "mcp", "memory", "file"):
         value = data.get(key)
         if value not in (None, [], ""):
             print(f"{key}: {', '.join(value) if isinstance(value, list) else value}")

@@ -1,15 +1,16 @@
 """`sentinel mcp`: the MCP servers of config.yaml `mcp_servers` (docs/mcp.md).
 
     sentinel mcp list                       each server: transport, command or URL, network needs, pin state
-    sentinel mcp add NAME -- CMD [ARG...]   a stdio server (or `--url URL` for streamable HTTP)
+    sentinel mcp add NAME -- CMD [ARG...]   a stdio server, its command resolved now (or `--url URL`: streamable HTTP)
     sentinel mcp remove NAME
     sentinel mcp tools NAME                 start it under Leash and list its tools: verdict, withheld ones, changes
-    sentinel mcp trust NAME                 pin its command/URL and tool list (the hash calls are checked against)
+    sentinel mcp trust NAME                 pin its command/URL, tool list and code (the hash calls are checked against)
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import tempfile
 from pathlib import Path
 from typing import Any, List, Optional
@@ -19,6 +20,7 @@ import typer
 from sentinel.cli.render import print_json
 from sentinel.errors import NotFound, UsageError
 
+FILES_SHOWN = 8  # code files `mcp list` prints per pin; --json has them all
 app = typer.Typer(no_args_is_help=True, help="MCP servers for agents: list, add, remove, tools, trust.")
 
 
@@ -94,7 +96,10 @@ def _pin(name: str) -> dict[str, Any] | None:
 
 @app.command("list")
 def list_(as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")) -> None:
-    """The configured servers: transport, command or URL, network needs, read-only tools, pin state."""
+    """The configured servers: transport, command or URL, network needs, read-only tools, pin state and what
+    the pin covers (the executable and code files, hashed)."""
+    from sentinel.mcp.launch import covers
+
     rows = []
     for name, server in _load().mcp_servers.items():
         pin = _pin(name) if server.pin else None
@@ -102,7 +107,7 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Print one JSON doc
                      "network": server.network, "read": server.read, "read_only": server.read_only,
                      "tools": server.tools, "pin": server.pin,
                      "trusted_sha256": pin["sha256"] if pin else None, "trusted_by": pin["trusted_by"] if pin else None,
-                     "headers": sorted(server.headers)})
+                     "covers": _covers(pin), "headers": sorted(server.headers)})
     if as_json:
         return print_json(rows)
     if not rows:
@@ -115,6 +120,25 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Print one JSON doc
         print(f"{'':<16} network: {', '.join(r['network']) or 'none (no TCP at all)'}; {state}")
         if r["read_only"]:
             print(f"{'':<16} read-only (auto): {', '.join(r['read_only'])}")
+        if r["covers"]:
+            code = r["covers"].get("code")
+            print(f"{'':<16} the pin covers: its command, {r['covers']['tools']} tool(s)"
+                  + (f", {covers(code)}" if code else ""))
+            files = list((code or {}).get("files", {}).items())
+            for path, sha in files[:FILES_SHOWN]:
+                print(f"{'':<18} {sha[:16]}… {path}")
+            if len(files) > FILES_SHOWN:
+                print(f"{'':<18} … and {len(files) - FILES_SHOWN} more (`sentinel mcp list --json` lists them all)")
+
+
+def _covers(pin: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a pin covers, from its recorded document: the tool count and what runs (stdio servers)."""
+    import json
+
+    if not pin:
+        return None
+    doc = json.loads(pin["document"])
+    return {"tools": len(doc.get("tools", [])), "code": doc.get("code")}
 
 
 @app.command("add")
@@ -142,7 +166,7 @@ def add(name: str = typer.Argument(..., help="Server name: its tools are mcp__NA
     data["mcp_servers"] = servers
     if name in servers and not replace:
         raise UsageError(f"MCP server {name!r} already exists in {_config_file()} (use --replace)")
-    entry: dict[str, Any] = {"command": list(cmd)} if cmd else {"url": url}
+    entry: dict[str, Any] = {"command": _resolved(name, list(cmd))} if cmd else {"url": url}
     if env:
         entry["env"] = dict(_pair(e, "--env") for e in env)
     if header:
@@ -159,9 +183,48 @@ def add(name: str = typer.Argument(..., help="Server name: its tools are mcp__NA
     if as_json:
         return print_json({"name": name, **server.model_dump(exclude_defaults=True)})
     print(f"added MCP server {name!r} ({server.transport}: {server.target})")
+    if cmd and list(cmd) != server.argv:
+        print(f"resolved {shlex.join(cmd)} to {server.target} (what runs, whatever the agent puts in its workspace)")
+    for note in _unreadable(server):
+        print(note)
     print(f"network: {', '.join(server.network) or 'none (no TCP at all)'}")
-    print(f"next: `sentinel mcp tools {name}` to see its tools, `sentinel mcp trust {name}` to pin them, "
-          f"and `mcp: [{name}]` in an agent profile to grant it")
+    for line in _next_steps(name):
+        print(line)
+
+
+def _resolved(name: str, argv: list[str]) -> list[str]:
+    """The command with an absolute executable, script or npx package (the operator's directory for a
+    relative one): what runs is fixed here, never looked up in the agent's workspace."""
+    from sentinel.mcp.launch import resolve
+
+    try:
+        return resolve(argv, base=Path.cwd())
+    except UsageError as exc:
+        raise UsageError(f"MCP server {name!r}: {exc}") from None
+
+
+def _unreadable(server: Any) -> list[str]:
+    """A note for each code file the server's sandbox would not let it read (it would fail with EACCES)."""
+    from sentinel.leash.profile import system_read
+    from sentinel.mcp.launch import Command, outside
+
+    if server.command is None:
+        return []
+    cmd = Command.of(server.argv)
+    readable = [*system_read(), *server.read]
+    return [f"note: {path} is outside the paths it may read under Leash: add `--read {os.path.dirname(path)}`"
+            for path in (cmd.argv[0], cmd.script) if path is not None and outside(path, readable)]
+
+
+def _next_steps(name: str) -> list[str]:
+    if _system_root() is None:
+        return [f"next: `sentinel mcp tools {name}` to see its tools, `sentinel mcp trust {name}` to pin them, "
+                f"and `mcp: [{name}]` in an agent profile to grant it"]
+    return [f"next: `sentinel mcp tools {name} --agent USER` to see its tools as that agent's runs start it, "
+            f"`sentinel mcp trust {name} --agent USER` to pin them, and `mcp: [{name}]` in the agent's profile "
+            "(~USER/.sentinel/agents/USER.yaml) to grant it",
+            "restart the supervisor (`systemctl restart sentinel-supervisor`, or stop and start `sentinel "
+            "supervisor`): it reads config.yaml only when it starts"]
 
 
 def _pair(text: str, option: str) -> tuple[str, str]:
@@ -188,13 +251,17 @@ def remove(name: str = typer.Argument(...), as_json: bool = typer.Option(False, 
     print(f"removed MCP server {name!r}")
 
 
-def _listing(name: str, agent: Optional[str], workspace: Optional[Path]) -> tuple[Any, list[Any]]:
-    """Start the server as a run of `agent` would (under Leash) and list its tools."""
+def _listing(name: str, agent: Optional[str], workspace: Optional[Path]) -> tuple[Any, list[Any], Any]:
+    """Start the server as a run of `agent` would (under Leash): its tools and what runs (the pin's code)."""
     from sentinel import paths
     from sentinel.mcp.client import Connection, McpFailure, muzzle_secrets
+    from sentinel.mcp.launch import system_workdir
     from sentinel.tools import ToolContext
 
     server = _server(name)
+    etc = _system_root()
+    if etc is not None and server.command is not None and not server.workdir:
+        server = server.model_copy(update={"workdir": str(system_workdir(etc, name))})  # as the supervisor does
     cfg = _load()
     if workspace is None:
         workspace = Path(tempfile.mkdtemp(prefix="sentinel-mcp-"))
@@ -204,7 +271,8 @@ def _listing(name: str, agent: Optional[str], workspace: Optional[Path]) -> tupl
                       tools_mode=cfg.leash.tools, output_max_chars=cfg.tools.output_max_chars)
     conn = Connection(name, server, ctx, secret=muzzle_secrets(cfg, _system_root() or paths.home()))
     try:
-        return server, conn.tools()
+        listed = conn.tools()
+        return server, listed, conn.code()
     except McpFailure as exc:
         raise UsageError(str(exc)) from None
     finally:
@@ -221,8 +289,8 @@ def tools(name: str = typer.Argument(...),
     from sentinel.mcp.names import tool_name
     from sentinel.mcp.tools import check_tool
 
-    server, listed = _listing(name, agent, workspace)
-    doc = pins.document(name, server, listed)
+    server, listed, code = _listing(name, agent, workspace)
+    doc = pins.document(name, server, listed, code)
     trusted = _pin(name)
     rows = [{"name": tool_name(name, t.name), "tool": t.name, "description": t.description,
              "input_schema": t.input_schema, "verdict": server.verdict(t.name), "withheld": check_tool(name, t)}
@@ -247,12 +315,12 @@ def trust(name: str = typer.Argument(...),
           agent: Optional[str] = typer.Option(None, "--agent", "-a", help="Start it as this agent's runs would."),
           workspace: Optional[Path] = typer.Option(None, "--workspace", help="Its workspace (default: an empty one)."),
           as_json: bool = typer.Option(False, "--json")) -> None:
-    """Pin the server: the SHA-256 of its command or URL and tool list; calls of a changed listing pause."""
+    """Pin the server: the SHA-256 of its command or URL, tool list and code; calls of a changed one pause."""
     from sentinel.mcp import pin as pins
     from sentinel.mcp.tools import check_tool
 
-    server, listed = _listing(name, agent, workspace)
-    doc = pins.document(name, server, listed)
+    server, listed, code = _listing(name, agent, workspace)
+    doc = pins.document(name, server, listed, code)
     sha, text = pins.digest(doc), pins.canonical(doc)
     changes = pins.shown(doc, _pin(name)).get(pins.DIFF)
     with _engine() as engine:
@@ -264,5 +332,9 @@ def trust(name: str = typer.Argument(...),
     if changes:
         print(changes, end="")
     print(f"trusted MCP server {name!r}: {len(listed)} tool(s), sha256 {sha}")
+    if code is not None:
+        from sentinel.mcp.launch import covers
+
+        print(f"the pin covers {covers(code)}")
     for tool, problem in withheld.items():
         print(f"withheld from agents: {tool}: {problem}")

@@ -133,8 +133,9 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         console.print(f"  {e['tool']}: {self_edit_line(SelfEdited(run_id=detail.id, seq=0, **e))}", markup=False)
     for a in detail.pending_approvals:
         if a.code_sha256:
-            console.print(f"pending approval {a.id} would run this code:", markup=False)
-            console.print(code_listing(a), markup=False)
+            console.print(f"pending approval {a.id}{_code_label(a)}", markup=False)
+            if not _trusted_mcp(a):
+                console.print(code_listing(a), markup=False)
     if detail.output:
         console.print(f"output: {detail.output}")
     if detail.error:
@@ -171,7 +172,26 @@ def approvals(as_json: bool = typer.Option(False, "--json"),
         if a.mcp:
             console.print(f"approval {a.id}: MCP server {a.mcp['server']}, tool {a.mcp['tool']}", markup=False)
         if a.code_sha256:
-            console.print(f"approval {a.id} would run this code:\n{code_listing(a)}", markup=False)
+            listing = "" if _trusted_mcp(a) else f"\n{code_listing(a)}"
+            console.print(f"approval {a.id}{_code_label(a)}{listing}", markup=False)
+
+
+def _trusted_mcp(a: Any) -> bool:
+    """An MCP call paused by policy or the gate alone: its server's listing and code are the trusted ones."""
+    from sentinel.mcp.pin import paused_by_pin
+
+    return bool(a.mcp) and not paused_by_pin(a.reason or "")
+
+
+def _code_label(a: Any) -> str:
+    """What an approval's code is, by the real reason it waits (the pin, or only policy or the gate)."""
+    if not a.mcp:
+        return " would run this code:"
+    server = a.mcp["server"]
+    if _trusted_mcp(a):
+        return (f": MCP server {server} runs the listing and code trusted with `sentinel mcp trust {server}` "
+                f"(sha256 {a.code_sha256[:16]}…); the call waits only for: {a.reason}")
+    return f" would run MCP server {server} with this listing and code, not the ones trusted:"
 
 
 @contextlib.contextmanager

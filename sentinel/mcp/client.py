@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from sentinel.errors import SentinelError
+from sentinel.errors import SentinelError, UsageError
 from sentinel.mcp.settings import McpServer
 from sentinel.tools import ToolContext
 
@@ -151,6 +151,7 @@ class Connection:
         self._task: asyncio.Future | None = None
         self._process: Any = None  # a leash Served, or a Popen in plain mode
         self._pipes: _Pipes | None = None
+        self._code: dict[str, Any] | None = None  # what the running server's pin covers
 
     # -- life ---------------------------------------------------------------------------------------------
 
@@ -329,22 +330,90 @@ class Connection:
             os.close(fd)
         return _Pipes(from_server_r, to_server_w, err_r)
 
+    def code(self) -> dict[str, Any] | None:
+        """What the running server's pin covers (sentinel/mcp/launch.py `manifest`); None for an HTTP server."""
+        return self._code
+
     def _launch(self, stdio: tuple[int, int, int]) -> Any:
-        workspace = Path(self.ctx.workspace)
-        if self.ctx.tools_mode == "plain":
-            env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(workspace), "LANG": "C.UTF-8",
-                   **self.server.env}
-            return subprocess.Popen(self.server.argv, cwd=workspace, stdin=stdio[0], stdout=stdio[1],
-                                    stderr=stdio[2], start_new_session=True, env=env)
+        """Start the server from its resolved command in its own directory, after hashing what it will run."""
+        from sentinel.mcp import launch as how
+
+        plain = self.ctx.tools_mode == "plain"
+        try:
+            argv = how.resolve(self.server.argv)
+            home = how.make_workdir(how.workdir(self.name, self.server))
+            env = how.environment(self.server, home)
+            prof, who = (None, None) if plain else server_profile(self.server, self.ctx, home)
+            self._check(argv, home, prof, who)
+            self._code = how.manifest(argv, home, env, lambda probe: self._probe(probe, home, env, prof, who))
+            self._check_files(list(self._code["files"]), prof, who)
+        except (UsageError, OSError) as exc:
+            raise McpFailure(f"MCP server {self.name!r}: {exc}") from None
+        argv, env = how.with_workspace(argv, env, Path(self.ctx.workspace))  # after hashing: not part of the pin
+        if plain:
+            return subprocess.Popen(argv, cwd=home, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
+                                    start_new_session=True, env=env)
         from sentinel.leash.errors import LaunchFailed, SandboxUnavailable
-        from sentinel.leash.launch import base_env, serve
+        from sentinel.leash.launch import serve
 
         try:
-            prof, who = server_profile(self.server, self.ctx)
-            return serve(self.server.argv, prof, cwd=workspace, env={**base_env(workspace), **self.server.env},
-                         stdio=stdio, who=who, sandbox=self.ctx.sandbox)
+            return serve(argv, prof, cwd=home, env=env, stdio=stdio, who=who, sandbox=self.ctx.sandbox)
         except (SandboxUnavailable, LaunchFailed) as exc:
             raise McpFailure(f"the sandbox could not start MCP server {self.name!r} ({exc})") from None
+
+    def _check(self, argv: list[str], home: Path, prof: Any, who: Any) -> None:
+        """Refuse a directory or code file the agent could rewrite, and a script the sandbox cannot read."""
+        from sentinel.mcp import launch as how
+
+        roots = list(prof.write) if prof is not None else [str(self.ctx.workspace)]
+        uid = who.uid if who is not None and who.uid is not None else self.ctx.extra.get("agent_uid")
+        cmd = how.Command.of(argv)
+        for what, path in (("directory", str(home)), ("executable", argv[0]), ("script", cmd.script)):
+            if path is None:
+                continue
+            if (why := how.agent_writable(path, roots, uid)) is not None:
+                raise UsageError(f"its {what} could be rewritten by the agent ({why}); use one only the operator "
+                                 "can write")
+            if prof is not None and what != "directory" and how.outside(path, prof.read):
+                folder = os.path.dirname(os.path.realpath(path))
+                raise UsageError(f"its {what} {path} is outside the paths it may read: add `--read {folder}` "
+                                 f"(sentinel mcp add {self.name} --replace --read {folder} ...) or `read:` in "
+                                 "config.yaml")
+
+    def _check_files(self, files: list[str], prof: Any, who: Any) -> None:
+        """Every code file the pin hashes (a module's whole distribution too) must be one the agent cannot
+        rewrite: a hash of a file it could change between the check and the import would prove nothing."""
+        from sentinel.mcp import launch as how
+
+        roots = list(prof.write) if prof is not None else [str(self.ctx.workspace)]
+        uid = who.uid if who is not None and who.uid is not None else self.ctx.extra.get("agent_uid")
+        for path in files:
+            if (why := how.agent_writable(path, roots, uid)) is not None:
+                raise UsageError(f"its code file could be rewritten by the agent ({why}); install the server "
+                                 "where only the operator can write")
+
+    def _probe(self, argv: list[str], home: Path, env: dict[str, str], prof: Any, who: Any) -> list[str]:
+        """Run the interpreter as the server will run (same directory, environment, user and sandbox) to
+        list a module's files; its output lines."""
+        if prof is None:
+            done = subprocess.run(argv, cwd=home, env=env, capture_output=True, text=True,
+                                  timeout=self.server.start_timeout_s)
+            code, output = done.returncode, done.stdout + done.stderr
+        else:
+            from sentinel.leash.errors import LaunchFailed, SandboxUnavailable
+            from sentinel.leash.launch import launch
+
+            try:
+                result = launch(argv, prof, cwd=home, env=env, timeout_s=self.server.start_timeout_s, who=who,
+                                sandbox=self.ctx.sandbox)
+            except (SandboxUnavailable, LaunchFailed) as exc:
+                raise McpFailure(f"the sandbox could not start MCP server {self.name!r} ({exc})") from None
+            code, output = result.exit_code, result.output
+        lines = [line for line in output.splitlines() if line.startswith("{")]
+        if code != 0 or not lines:
+            tail = " ".join(output.split())[-300:]
+            raise UsageError(f"its module could not be found with {argv[0]} ({tail or f'exit {code}'})")
+        return lines
 
     def _close(self) -> None:
         stop, task = self._stop, self._task
@@ -415,16 +484,16 @@ def muzzle_secrets(config: Any, home: Path) -> SecretLookup:
     return lookup
 
 
-def server_profile(server: McpServer, ctx: ToolContext) -> tuple[Any, Any]:
-    """The Leash profile and identity a stdio server runs with: the agent's tool profile, its `read:` paths
-    read-only, and no TCP at all unless the server lists network needs."""
+def server_profile(server: McpServer, ctx: ToolContext, home: Path) -> tuple[Any, Any]:
+    """The Leash profile and identity a stdio server runs with: the agent's tool profile, its `read:` paths and
+    its own directory `home` read-only, and no TCP at all unless the server lists network needs."""
     from sentinel.leash import settings_cache
     from sentinel.leash.launch import identity
     from sentinel.leash.profile import tool_profile
 
     who = identity(ctx.agent or None)
     policy = settings_cache.policy_for(ctx.agent or None, system=who.system)
-    prof = tool_profile(Path(ctx.workspace), policy, proxy=settings_cache.proxy(), extra_read=list(server.read))
+    prof = tool_profile(Path(ctx.workspace), policy, proxy=settings_cache.proxy(), extra_read=[*server.read, str(home)])
     if not server.network:
         prof.network, prof.tcp_connect = False, []
         for key in [k for k in prof.env if k.lower().endswith("_proxy")]:

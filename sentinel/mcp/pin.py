@@ -1,9 +1,13 @@
 """Pinning an MCP server: what `sentinel mcp trust NAME` hashes, and what an approval of a changed one shows.
 
-    document(name, server, tools) -> dict      the server's transport, command or URL, and its whole tool list
+    document(name, server, tools, code) -> dict   the server's transport, command or URL, its whole tool list and,
+                                               for a stdio server, what runs (sentinel/mcp/launch.py `manifest`):
+                                               the resolved command, directory, environment and the SHA-256 of
+                                               its executable and code files
     digest(document) -> str                    SHA-256 of its canonical JSON
     shown(document, trusted) -> {file: text}   an approval's files: the listing, and its diff from the trusted one
     shows_listing(files, sha256) -> bool       do these files show exactly the listing whose hash was decided?
+    paused_by_pin(reason) -> bool              did the pin (not only policy, the gate...) pause this call?
 """
 
 from __future__ import annotations
@@ -16,9 +20,12 @@ from typing import Any
 LISTING, DIFF = "mcp-tools.json", "changes.diff"
 
 
-def document(name: str, server: Any, tools: list[Any]) -> dict[str, Any]:
-    return {"server": name, "transport": server.transport, "target": server.target,
-            "tools": [t.document() for t in sorted(tools, key=lambda t: t.name)]}
+def document(name: str, server: Any, tools: list[Any], code: dict[str, Any] | None = None) -> dict[str, Any]:
+    doc = {"server": name, "transport": server.transport, "target": server.target,
+           "tools": [t.document() for t in sorted(tools, key=lambda t: t.name)]}
+    if code is not None:
+        doc["code"] = code
+    return doc
 
 
 def canonical(doc: dict[str, Any]) -> str:
@@ -58,3 +65,9 @@ def shows_listing(files: dict[str, str], sha256: str) -> bool:
 def reshown(files: dict[str, str], trusted: dict[str, Any] | None) -> dict[str, str]:
     """`files` (already checked by shows_listing) with the diff made again from `trusted`, not taken as sent."""
     return shown(json.loads(files[LISTING]), trusted)
+
+
+def paused_by_pin(reason: str) -> bool:
+    """Did the trust layer pause this call (its listing or code is not the trusted one), rather than policy or
+    the rule gate alone? Its part of a decision's reason starts `trust: ` (decide joins the layers' reasons)."""
+    return any(part.startswith("trust: ") for part in (reason or "").split("; "))

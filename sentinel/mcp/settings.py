@@ -2,7 +2,7 @@
 
     mcp_servers:
       files:                             # its tools are mcp__files__<tool>
-        command: [python, -m, some_server]   # stdio: started under Leash as the agent's user
+        command: [/usr/bin/python3, -m, some_server]   # stdio: started under Leash as the agent's user
         env: {LOG_LEVEL: warning}
         read: [/opt/servers/files]       # read-only paths it needs besides the workspace and system paths
         network: []                      # host:port the server needs (shown to the operator); none: no TCP
@@ -41,6 +41,9 @@ class McpServer(BaseModel):
     command: list[str] | None = Field(None, description="stdio server: the command and its arguments.")
     args: list[str] = Field(default_factory=list, description="More arguments after `command`.")
     env: dict[str, str] = Field(default_factory=dict, description="Environment of a stdio server (over a minimal one).")
+    workdir: str | None = Field(None, description="A stdio server's working directory and HOME, which the agent must "
+                                                  "not be able to write (default: a directory Sentinel makes for it: "
+                                                  "$SENTINEL_HOME/mcp/NAME, /etc/sentinel/mcp/NAME in system mode).")
     url: str | None = Field(None, description="Streamable HTTP server: its endpoint URL.")
     headers: dict[str, str | Secret] = Field(default_factory=dict,
                                              description="HTTP headers; a {secret: NAME} value comes from Muzzle.")

@@ -8,7 +8,8 @@ Each tool's JSON schema validates the call's arguments (sentinel.tools.parse_arg
 comes from the server's `read_only:`/`tools:` (default `needs_approval`) and goes into the action policy,
 the rule gate sees the call as trigger `mcp` with scope `server:tool`, and the loop audits and journals
 it like a built-in. A pinned server's tools carry a `pin`: the decision binds the SHA-256 of the server's
-command or URL and its whole tool list (names, descriptions, schemas); the trust layer lets the call run
+command or URL, its whole tool list (names, descriptions, schemas) and what runs (the resolved executable
+and the script or module files it loads, hashed: sentinel/mcp/launch.py); the trust layer lets the call run
 `auto` only when that hash is the one `sentinel mcp trust NAME` recorded (or an approval of this agent's
 call trusted), and an approval shows the listing and its diff from the trusted one. A pinned server's
 tools are offered as they were trusted (the model never reads a description nobody approved), and the
@@ -109,7 +110,8 @@ class McpTools:
     def _pinner(self, server: str, tool: str) -> Callable[[], Pinned]:
         def pin() -> Pinned:
             conn = self.connections[server]
-            doc = pins.document(server, self.servers[server], conn.tools())
+            listed = conn.tools()
+            doc = pins.document(server, self.servers[server], listed, conn.code())
             trusted = self.trusted_pin(server) if self.trusted_pin is not None else None
             return Pinned(pins.digest(doc), pins.shown(doc, trusted), self._caller(server, tool))
         return pin

@@ -121,8 +121,10 @@ def worker_launch(run_id: str, row: dict[str, Any], pw: Any, site: Site, channel
     prof.tcp_connect = sorted(set(prof.tcp_connect) | set(ports))
     if site.interpreter is not None:
         prof.read.append(str(site.interpreter))
-    # the code of the operator's MCP servers: a server the worker starts stays inside the worker's own Landlock
+    # the code of the operator's MCP servers and their own directories: a server the worker starts stays inside
+    # the worker's own Landlock
     prof.read += sorted({os.path.realpath(p) for server in config.mcp_servers.values() for p in server.read})
+    prof.read += [str(path) for path in mcp_workdirs(config).values()]
     return spawn.Launch([sys.executable, "-I", "-B", "-m", "sentinel.worker", run_id], worker_env(run_id, pw),
                         pw.pw_uid, pw.pw_gid, "/", prof, (channel_fd, log_fd, log_fd), sandbox=config.sandbox,
                         name=f"sentinel-{run_id}",
@@ -164,7 +166,18 @@ def worker_config(config: "Config") -> dict[str, Any]:
     all but providers, Muzzle's and the system section, which only the supervisor and Muzzle use."""
     data = config.model_dump(mode="json", exclude={"providers", "muzzle", "system"})
     data["leash"]["policy_dir"] = str(layout.etc_dir() / "leash")
+    for name, path in mcp_workdirs(config).items():
+        data["mcp_servers"][name]["workdir"] = str(path)
     return data
+
+
+def mcp_workdirs(config: "Config") -> dict[str, Path]:
+    """Each stdio MCP server's working directory and HOME, made here (root's, 0755) when missing: a worker
+    starts its servers there, never in the agent's workspace (sentinel/mcp/launch.py)."""
+    from sentinel.mcp.launch import make_workdir, system_workdir
+
+    return {name: make_workdir(Path(server.workdir) if server.workdir else system_workdir(layout.etc_dir(), name))
+            for name, server in config.mcp_servers.items() if server.command is not None}
 
 
 def _muzzle_token(agent: str, run_id: str, model: str, config: "Config") -> str:

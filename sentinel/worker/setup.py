@@ -9,6 +9,7 @@ the loop before each model call.
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -81,6 +82,8 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     tool_ctx = ToolContext(workspace=Path(state.workspace), run_id=state.id, agent=profile.name,
                            bash_timeout_s=config.tools.bash_timeout_s, output_max_chars=config.tools.output_max_chars,
                            sandbox=config.sandbox, tools_mode=config.leash.tools)
+    if operator and os.geteuid() != 0:  # a system-mode worker runs as the agent's user: its files are the agent's
+        tool_ctx.extra["agent_uid"] = os.getuid()
     mcp = _add_mcp_tools(registry, config, home, profile, state, store, tool_ctx)
     layers = layers_for(config, home, profile, operator, mcp) + [TrustLayer(store.tool_trusted)]
     if grants is not None:

@@ -25,9 +25,9 @@ def echo(text: str) -> str:
     return f"echo: {text}"
 
 
-@app.tool(description="Write a note file in the current directory.")
+@app.tool(description="Write a note file in the workspace.")
 def write_note(name: str, text: str) -> str:
-    Path(name).write_text(text)
+    (Path(os.environ["SENTINEL_WORKSPACE"]) / name).write_text(text)
     return f"wrote {len(text)} characters to {name}"
 
 

@@ -12,10 +12,10 @@ from sentinel.mcp.settings import McpServer
 
 def test_add_list_remove_write_a_valid_config(cli, sentinel_home):
     out = cli("mcp", "add", "files", "--network", "api.example.com:443", "--read-only", "read_text",
-              "--", "python", "-m", "some_server", check=0).stdout
-    assert "added MCP server 'files' (stdio: python -m some_server)" in out and "api.example.com:443" in out
+              "--", "python3", "-m", "some_server", check=0).stdout
+    assert "added MCP server 'files' (stdio: /usr/bin/python3 -m some_server)" in out and "api.example.com:443" in out
     saved = yaml.safe_load((sentinel_home / "config.yaml").read_text())["mcp_servers"]["files"]
-    assert saved == {"command": ["python", "-m", "some_server"], "network": ["api.example.com:443"],
+    assert saved == {"command": ["/usr/bin/python3", "-m", "some_server"], "network": ["api.example.com:443"],
                      "read_only": ["read_text"]}
     cli("mcp", "add", "docs", "--url", "http://127.0.0.1:9/mcp", "--header", "Authorization=secret:DOCS", check=0)
     listed = {r["name"]: r for r in cli.json("mcp", "list", "--json", check=0)}
@@ -32,7 +32,7 @@ def test_bad_input_is_one_line_and_nothing_is_written(cli, sentinel_home, config
                           (["files"], "give a command after `--`"),
                           (["files", "--url", "ftp://x", "--", "y"], "not both"),
                           (["files", "--url", "ftp://x"], "url must start with http:// or https://"),
-                          (["files", "--network", "nohost", "--", "x"], "network entry 'nohost' must be host:port")):
+                          (["files", "--network", "nohost", "--", "/bin/true"], "network entry 'nohost' must be host:port")):
         err = cli("mcp", "add", *args, check=2).stderr
         assert err.startswith("error: ") and message in err and len(err.strip().splitlines()) == 1, err
     assert not (sentinel_home / "config.yaml").exists()

@@ -85,7 +85,16 @@ def test_a_tool_not_marked_read_only_waits_for_approval_and_resumes(mcp_run, cli
     [pending] = cli.json("approvals", "--json", check=0)
     assert pending["mcp"] == {"server": "files", "tool": "write_note"}
     assert pending["arguments"] == {"name": "note.txt", "text": "from mcp"}
-    assert "MCP server files, tool write_note" in cli("approvals", check=0).stdout
+    listed = cli("approvals", check=0).stdout
+    assert "MCP server files, tool write_note" in listed
+    # paused by policy only: labelled so, never as code nobody trusted
+    assert "runs the listing and code trusted with `sentinel mcp trust files`" in listed
+    assert "would run" not in listed and "not the ones trusted" not in listed
+    from sentinel.web.render import Templates
+
+    card = Templates().render("_approval.html", prefix="/s/p", a={
+        **pending, "digest": "d" * 64, "created_at": 0.0, "run": {"id": pending["run_id"]}, "chain": []})
+    assert "tool list and code, as trusted" in card and "not the ones trusted" not in card
     assert not (sentinel_home / "workspace" / "note.txt").exists()
 
     done = cli.json("approve", out["approval_id"], "--json", check=0, timeout=120)
@@ -298,5 +307,5 @@ def test_the_web_consoles_approval_card_names_the_server_and_tool(mcp_run, cli, 
     card = Templates().render("_approval.html", prefix="/s/p", a={
         **pending, "digest": "d" * 64, "created_at": 0.0, "run": {"id": pending["run_id"]}, "chain": []})
     assert "MCP server <b>files</b> · tool <b>echo</b>" in card
-    assert "command and tool list, not the ones trusted" in card and "changes.diff" in card
+    assert "command, tool list and code, not the ones trusted" in card and "changes.diff" in card
     assert "Echo &lt;b&gt;the&lt;/b&gt; text back." in card  # the server's text is escaped
