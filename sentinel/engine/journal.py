@@ -1,8 +1,16 @@
 """The append-only run journal: one JSON event a line, the source of truth for a run.
 
-Each `append` is one write() of whole lines followed by fdatasync, so a crash
-leaves at most a torn last line, which `read` drops. Events carry a sequence
-number and a timestamp.
+Each `append` is one write() of whole lines, so a crash (even kill -9) leaves at
+most a torn last line, which `read` drops: a written line is in the kernel's page
+cache at once. Power loss is what fdatasync is for, and it is paid where it
+matters, not per line (group commit): an append holding a record that comes
+before an effect outside the journal (a tool call `started`, a pause, a status, a
+child run) or a person's input syncs, and with it every line written before it.
+A record of the model's work (`model`, `assistant`, `decision`, `finished`, ...)
+is synced by the next such record, by a snapshot and at close. Lost to a power
+cut, such a tail is replayed as a crash would be: a call `started` without its
+`finished` is reported interrupted, never silently run again. Events carry a
+sequence number and a timestamp.
 
 Failpoints (tests only): SENTINEL_FAILPOINT="TYPE:N" kills the process with
 SIGKILL right after the N-th event of TYPE is durable, which is how the crash
@@ -21,6 +29,11 @@ from typing import Any
 from sentinel.engine.records import Record, parse
 
 
+# Records whose durability can wait for the next synced one (see the module's docstring).
+DEFERRED = frozenset({"model", "assistant", "system", "decision", "finished", "safeguard", "warning",
+                      "checkpoint", "compaction"})
+
+
 class Journal:
     def __init__(self, path: Path):
         self.path = path
@@ -28,11 +41,22 @@ class Journal:
         self.seq = 0
         self._failpoint = _parse_failpoint(os.environ.get("SENTINEL_FAILPOINT"))
         self._counts: dict[str, int] = {}
+        self._unsynced = False
 
     def close(self) -> None:
-        os.close(self._fd)
+        try:
+            self.flush()
+        finally:
+            os.close(self._fd)
 
-    def append(self, *events: dict[str, Any], sync: bool = True) -> list[dict[str, Any]]:
+    def flush(self) -> None:
+        """Make every line written so far durable (before a snapshot names an offset past them)."""
+        if self._unsynced:
+            os.fdatasync(self._fd)
+            self._unsynced = False
+
+    def append(self, *events: dict[str, Any], sync: bool | None = None) -> list[dict[str, Any]]:
+        """Write `events` as one write(); `sync` None syncs when one of them is not DEFERRED."""
         out, lines = [], []
         now = time.time()
         for event in events:
@@ -41,8 +65,9 @@ class Journal:
             out.append(stamped)
             lines.append(json.dumps(stamped, ensure_ascii=False, separators=(",", ":")))
         os.write(self._fd, ("\n".join(lines) + "\n").encode())
-        if sync:
-            os.fdatasync(self._fd)
+        self._unsynced = True
+        if sync if sync is not None else any(event.get("type") not in DEFERRED for event in events):
+            self.flush()
         self._maybe_fail(out)
         return out
 

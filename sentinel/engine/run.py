@@ -106,7 +106,7 @@ class Run:
             os.close(fd)
             raise
 
-    def record(self, *events: dict[str, Any], sync: bool = True) -> None:
+    def record(self, *events: dict[str, Any], sync: bool | None = None) -> None:
         for stamped in self.journal.append(*events, sync=sync):
             record = records.from_dict(stamped)
             if record is None:  # a harness bug: every record this process writes is one `records` knows
@@ -130,6 +130,7 @@ class Run:
     def snapshot(self) -> None:
         if self.journal.seq != self.state.seq:
             return  # Ctrl-C landed between a journal write and its apply: the next load replays the tail
+        self.journal.flush()  # the snapshot names an offset: the lines before it are durable first
         offset = os.fstat(self.journal._fd).st_size
         self.state.save(self.dir, offset)
         self._since_snapshot = 0

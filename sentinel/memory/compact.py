@@ -55,6 +55,28 @@ def size(messages: list[dict[str, Any]]) -> int:
     return sum(message_size(m) for m in messages)
 
 
+class Sizes:
+    """`size` of a conversation that grows at its end, paid once per message: the messages measured last time
+    are held (so an identity check cannot meet a recycled id) and a list that still starts with them costs
+    an identity check each, plus the measure of its new ones. A list that changed before its end (a compaction) is measured again."""
+
+    def __init__(self) -> None:
+        self._seen: list[dict[str, Any]] = []
+        self._sizes: list[int] = []
+        self._total = 0
+
+    def __call__(self, messages: list[dict[str, Any]]) -> int:
+        n = len(self._seen)
+        if n > len(messages) or not all(a is b for a, b in zip(messages, self._seen)):
+            self._seen, self._sizes, self._total = [], [], 0
+            n = 0
+        for message in messages[n:]:
+            self._seen.append(message)
+            self._sizes.append(message_size(message))
+            self._total += self._sizes[-1]
+        return self._total
+
+
 def head_end(messages: list[dict[str, Any]]) -> int:
     """Index of the first model turn (or a first summary): everything before it is the head, kept verbatim."""
     for i, message in enumerate(messages):

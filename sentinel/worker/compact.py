@@ -68,6 +68,7 @@ class ContextKeeper:
         self._first = True
         self._retry_at = 0          # steps: no summary call before this (after a failed one)
         self._written: str | None = None
+        self._size = compact.Sizes()
 
     # -- hooks --------------------------------------------------------------------------------------
 
@@ -130,7 +131,7 @@ class ContextKeeper:
             self._written = text
 
     def pressure(self, run: Run) -> str:
-        used = compact.size(run.state.messages) / self.threshold
+        used = self._size(run.state.messages) / self.threshold
         return "Low" if used < 0.5 else "Medium" if used < 0.8 else "High"
 
     # -- the curator --------------------------------------------------------------------------------
@@ -179,7 +180,7 @@ class ContextKeeper:
 
     def compact(self, run: Run) -> None:
         state = run.state
-        before = compact.size(state.messages)
+        before = self._size(state.messages)
         if before < self.threshold or state.steps < self._retry_at:
             return
         where = compact.span(state.messages, self.settings.keep_recent_turns)

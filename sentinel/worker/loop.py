@@ -253,7 +253,7 @@ class AgentLoop:
     def break_loop(self) -> None:
         """Stop a run that repeats itself: the same tool calls LOOP_REPEATS turns in a row, or two sets of calls
         taking turns three times each. The calls just asked for get a result saying they were not run."""
-        turns = [_signature(m) for m in self.state.messages if m.get("role") == "assistant"][-2 * LOOP_REPEATS:]
+        turns = [_signature(m) for m in _last_turns(self.state.messages, 2 * LOOP_REPEATS)]
         last = turns[-LOOP_REPEATS:]
         if len(last) == LOOP_REPEATS and len(set(last)) == 1:
             why = f"the same tool call(s) {LOOP_REPEATS} turns in a row: {answer.short(last[0], 120)}"
@@ -364,12 +364,11 @@ class AgentLoop:
     def duplicate_of(self, call: dict[str, Any]) -> str | None:
         """The result the call just before this one got, with a note, when it is the same call with the same
         arguments (and that result was not an interruption, which asks to check and try again)."""
-        calls = [c for m in self.state.messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
-        index = next((i for i, c in enumerate(calls) if c["id"] == call["id"]), 0)
-        if index == 0 or _signature({"tool_calls": [calls[index - 1]]}) != _signature({"tool_calls": [call]}):
+        before = _call_before(self.state.messages, call["id"])
+        if before is None or _signature({"tool_calls": [before]}) != _signature({"tool_calls": [call]}):
             return None
-        earlier = next((m.get("content") for m in self.state.messages
-                        if m.get("role") == "tool" and m.get("tool_call_id") == calls[index - 1]["id"]), None)
+        earlier = next((m.get("content") for m in reversed(self.state.messages)
+                        if m.get("role") == "tool" and m.get("tool_call_id") == before["id"]), None)
         if earlier is None or earlier.startswith(("Error: this call was interrupted", "Cancelled:")):
             return None
         earlier = earlier.split(f"\n\n{DUPLICATE}")[0]
@@ -632,6 +631,30 @@ def _canonical(raw: Any) -> str:
     except ValueError:
         return str(raw)
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _call_before(messages: list[dict[str, Any]], call_id: str) -> dict[str, Any] | None:
+    """The tool call the model asked for just before call `call_id`, searched from the end (where it is)."""
+    found = False
+    for message in reversed(messages):
+        if message.get("role") != "assistant":
+            continue
+        for call in reversed(message.get("tool_calls") or []):
+            if found:
+                return call
+            found = call["id"] == call_id
+    return None
+
+
+def _last_turns(messages: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """The last `count` model turns, oldest first, found from the end: a long run pays for these, not for all."""
+    found: list[dict[str, Any]] = []
+    for message in reversed(messages):
+        if message.get("role") == "assistant":
+            found.append(message)
+            if len(found) == count:
+                break
+    return found[::-1]
 
 
 def _signature(message: dict[str, Any]) -> str:
