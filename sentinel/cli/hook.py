@@ -22,12 +22,13 @@ def install(agent: str = typer.Argument(..., help="claude-code, copilot-cli, cur
             command: Optional[str] = typer.Option(None, "--command", help="How the agent runs Sentinel "
                                                   "(default: this installation's `sentinel` executable).")) -> None:
     """Write AGENT's hook config (and .claude/sentinel/ with a starter config) in the repository."""
-    from sentinel.hooks.install import install_agent, judge_note
+    from sentinel.hooks.install import ask_note, install_agent, judge_note
     from sentinel.hooks.trust import take_steps
 
     root = (repo or Path.cwd()).resolve()
     for path in install_agent(agent, root, command):
         print(f"wrote {path}")
+    print(ask_note(agent))
     for step in take_steps(agent, str(root)):
         print(step)
     print(judge_note(root))

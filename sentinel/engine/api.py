@@ -137,10 +137,11 @@ class Engine(Protocol):
         ...
 
     def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
-                follow: bool = True) -> Outcome:
+                follow: bool = True, always: bool = False) -> Outcome:
         """Approve an approval (or a run's single pending one); `digest`, when given, must match the call's.
         The decision is recorded, then the run resumes: `follow` waits for it to pause or end (its events to
-        `on_event`); without it the engine's own runner resumes it and this answers at once."""
+        `on_event`); without it the engine's own runner resumes it and this answers at once. `always`: a coding
+        agent's ask only (sentinel/engine/asks.py): its exact call joins the repository's allowlist."""
         ...
 
     def deny(self, ident: str, *, reason: str = "", digest: str | None = None,
