@@ -321,9 +321,10 @@ class Store:
             run = self.get_run(approval.run_id)
             if self.shared and not all_hosts and run.get("host") != self.host:
                 continue
+            asker = {"client": run["agent"]} if run.get("kind") == "ask" else {}  # a coding agent's ask (asks.py)
             out.append(ApprovalRow.from_dict({**approval.public(), "parents": self.parent_chain(approval.run_id),
                                               "workspace": run["workspace"], "user": run.get("user") or user,
-                                              "host": run.get("host")}))
+                                              "host": run.get("host"), **asker}))
         return out
 
     def waited_approvals(self, run_id: str) -> list["Approval"]:

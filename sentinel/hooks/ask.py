@@ -134,6 +134,17 @@ class LocalQueue:
 
         return asks.withdraw(self.store, approval_id, why)
 
+    def allowlist(self, repo: str | None) -> list[dict[str, Any]]:
+        from sentinel.engine import asks
+
+        return asks.allowlist(self.store, repo)
+
+    def revoke(self, repo: str, kind: str | None, value: str | None) -> int:
+        from sentinel.engine import asks
+        from sentinel.local.engine import operator_name
+
+        return asks.revoke(self.store, repo, kind, value, by=operator_name())
+
     def close(self) -> None:
         self.store.close()
 
@@ -162,6 +173,12 @@ class SupervisorQueue:
 
     def withdraw(self, approval_id: str, why: str) -> bool:
         return bool(self.client.call("hook_ask_withdraw", approval_id=approval_id, why=why)["withdrawn"])
+
+    def allowlist(self, repo: str | None) -> list[dict[str, Any]]:
+        return list(self.client.call("hook_allowlist", repository=repo)["entries"])
+
+    def revoke(self, repo: str, kind: str | None, value: str | None) -> int:
+        return int(self.client.call("hook_allowlist_revoke", repository=repo, kind=kind, value=value)["revoked"])
 
     def close(self) -> None:
         self.client.close()
@@ -220,7 +237,7 @@ def hold(adapter: Any, verdict: Any, payload: dict[str, Any], acts: list[Any], r
         left = WITHIN_S - (time.monotonic() - STARTED)
         if left < MIN_WINDOW_S:
             return denied(adapter, verdict, payload, rule, f"no decision within {int(max(0, WITHIN_S))} s "
-                          "(the rules' judges used the time a person had)")
+                          "(no time was left to ask a person)")
         if queue is None:
             queue = open_queue()
         ask = queue.file(build(adapter, verdict, payload, acts, root), left)
