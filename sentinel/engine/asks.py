@@ -56,8 +56,9 @@ def summary(ask: Ask) -> str:
     return f"{ask.client} asks in {ask.repository}: {target}"
 
 
-def file(store: Store, ask: Ask, ttl_s: float, run_dir: str) -> Ask:
-    """File the approval (and its run, and the ask's keys) in one transaction; `ask` gets its id and digest."""
+def file(store: Store, ask: Ask, ttl_s: float, run_dir: str, user: str | None = None) -> Ask:
+    """File the approval (and its run, and the ask's keys) in one transaction; `ask` gets its id and digest.
+    `user`: the operator whose coding agent asks (system mode; local mode's runs name none)."""
     from sentinel.engine import db
 
     run_id = store.new_run_id()
@@ -65,6 +66,8 @@ def file(store: Store, ask: Ask, ttl_s: float, run_dir: str) -> Ask:
         store.create_run(run_id, agent=ask.client, task=summary(ask), model="-", workspace=ask.repository,
                          run_dir=f"{run_dir}/{run_id}", kind=KIND)
         store.set_status(run_id, RunStatus.WAITING_APPROVAL)
+        if user:
+            store.conn.execute("UPDATE runs SET user=? WHERE id=?", (user, run_id))
         approval = store.submit_approval(run_id, ask.call_id, ask.tool, ask.arguments, ask.reason, ttl_s=ttl_s)
         store.conn.execute("INSERT INTO hook_asks (approval_id, client, repository, rule, keys, created_at)"
                            " VALUES (?, ?, ?, ?, ?, ?)", (approval.id, ask.client, ask.repository, ask.rule,
@@ -103,13 +106,15 @@ def withdraw(store: Store, approval_id: str, why: str) -> bool:
 
 
 def settle(store: Store, approval: Approval) -> None:
-    """A person decided an ask: its run records the decision (it is never executed)."""
+    """A person decided an ask: its run records the decision as its output (it is never executed; `done`
+    either way: the ask was answered, which `sentinel approve/deny` report as the success it is)."""
     by = approval.resolved_by or "?"
     if approval.status in ("approved", "consumed"):
-        _close_run(store, approval.id, RunStatus.DONE, output=f"approved by {by}")
+        text = f"approved by {by}: the coding agent's hook lets the call run"
     else:
         why = f": {approval.resolution_reason}" if approval.resolution_reason else ""
-        _close_run(store, approval.id, RunStatus.FAILED, error=f"{approval.status} by {by}{why}")
+        text = f"{approval.status} by {by}{why}: the coding agent's hook denies the call"
+    _close_run(store, approval.id, RunStatus.DONE, output=text)
 
 
 def _close_run(store: Store, approval_id: str, status: str, output: str | None = None,

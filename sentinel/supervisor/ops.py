@@ -9,6 +9,7 @@ only root and members of the operator group get past `handle`.
     send, interrupt                                 act on a chat session: its next message; stop its turn
     web_token, web_sign_in, web_session             console sign-in tokens and sessions, kept in the store (console.py)
     link, link_decide                               a one-tap decision link from a notification: show it; use it once
+    hook_ask*, hook_allowlist*                      coding agents' asks in the operator's queue (hookasks.py)
     firings, inbox                                  read: watcher firings with their relay outcome; the inbox
     watch_fire                                      fire an operator watcher now (`sentinel watch fire`)
     audit_quarantined                               record memory notes an operator's sync quarantined
@@ -35,7 +36,7 @@ from sentinel.engine.records import Record
 from sentinel.engine.state import JOURNAL, RunState
 from sentinel.engine.store import Store
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
-from sentinel.supervisor import agentfs, children, console, flows, layout, registry, runmodel
+from sentinel.supervisor import agentfs, children, console, flows, hookasks, layout, registry, runmodel
 from sentinel.supervisor.hub import Client, Hub, caller
 from sentinel.frames import failure, reply
 from sentinel.worker.children import SAVE_CALL
@@ -664,4 +665,5 @@ OPS: dict[str, Handler] = {
     "link": _link, "link_decide": _link_decide,
     "firings": _firings, "inbox": _inbox, "watch_fire": _watch_fire, "audit_quarantined": _audit_quarantined,
     "workflow_start": _workflow_start,
+    **hookasks.OPS,
 }
