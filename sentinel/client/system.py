@@ -289,9 +289,10 @@ class SystemEngine(Closing):
         return protocol.result_object(self.call("link", secret=secret))
 
     def decide_link(self, secret: str, *, approved: bool, reason: str = "",
-                    on_event: Listener | None = None, follow: bool = True) -> Outcome:
+                    on_event: Listener | None = None, follow: bool = True, always: bool = False) -> Outcome:
+        extra = {"always": True} if always else {}
         return Outcome.from_dict(self.call("link_decide", on_event, secret=secret, approved=approved, reason=reason,
-                                           follow=follow))
+                                           follow=follow, **extra))
 
 
 def _answer(sock: socket.socket, listener: Listener | None) -> Any:

@@ -225,8 +225,9 @@ class Engine(Protocol):
         ...
 
     def decide_link(self, secret: str, *, approved: bool, reason: str = "",
-                    on_event: Listener | None = None, follow: bool = True) -> Outcome:
-        """Approve or deny with a one-tap link, once, then resume the run as `approve` does."""
+                    on_event: Listener | None = None, follow: bool = True, always: bool = False) -> Outcome:
+        """Approve or deny with a one-tap link, once, then resume the run as `approve` does (`always`: as
+        `approve`'s)."""
         ...
 
     def close(self) -> None: ...

@@ -229,11 +229,12 @@ class LocalEngine(Closing):
         return outbox.link_view(self.store, secret)
 
     def decide_link(self, secret: str, *, approved: bool, reason: str = "", on_event: Listener | None = None,
-                    follow: bool = True) -> Outcome:
+                    follow: bool = True, always: bool = False) -> Outcome:
         """Approve or deny with a one-tap link, once, then execute the run as `approve` does."""
         from sentinel.engine import outbox
 
-        return self._decided(outbox.use_link(self.store, secret, approved, reason), on_event, follow)
+        approval = outbox.use_link(self.store, secret, approved, reason, always=always and approved)
+        return self._decided(approval, on_event, follow)
 
     def _decided(self, approval: Any, on_event: Listener | None, follow: bool) -> Outcome:
         """A decision was recorded: a finished subagent is kept or discarded, and the run resumes. `follow`:

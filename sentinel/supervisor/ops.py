@@ -304,8 +304,9 @@ def _link(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 
 def _link_decide(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     """Decide with a one-tap link, once, then resume the run as `approve` and `deny` do."""
-    approval = outbox.use_link(sup.store, _text(msg, "secret"), bool(msg.get("approved")),
-                               _text(msg, "reason", required=False) or "")
+    approved = bool(msg.get("approved"))
+    approval = outbox.use_link(sup.store, _text(msg, "secret"), approved,
+                               _text(msg, "reason", required=False) or "", always=approved and msg.get("always") is True)
     return resume_decided(sup, conn, approval, msg)
 
 

@@ -159,10 +159,8 @@ def test_an_ask_notifies_once_and_the_link_approves_the_exact_call(agent, repo, 
     page = httpx.get(link, timeout=10)
     assert page.status_code == 200 and COMMAND in page.text
     done = post(link, server, "approve")
-    decided = time.monotonic()
     assert done.status_code == 200 and "approved" in done.text
-    code, out, err = answer(proc)
-    assert time.monotonic() - decided < 1.5  # the hook polls every 0.1 s; the rest is its exit
+    code, out, err = answer(proc)  # (how fast: benchmarks/bench_hook.py, "decision -> the hook's answer")
     assert code == 0
     if agent == "claude-code":
         out = json.loads(out)["hookSpecificOutput"]
@@ -196,11 +194,11 @@ def test_a_denial_through_the_link_reaches_the_model_with_its_reason(agent, repo
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
 def test_no_decision_in_time_denies_and_withdraws_the_approval(agent, repo, inbox, webhook, hooks, cli):
     root = repo({"push-asks": PUSH_ASKS})
-    proc = hooks(agent, PAYLOADS[agent][1](root), within=6)
+    proc = hooks(agent, PAYLOADS[agent][1](root), within=12)
     code, out, err = answer(proc)
     text = json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"] if agent == "claude-code" else err
     assert ("deny" in out) if agent == "claude-code" else code == 2
-    assert "no decision within 6 s" in text
+    assert "no decision within 12 s" in text
     ((approval_id, status, *_),) = approvals(inbox)
     assert status == "expired"
     late = cli("approve", approval_id)  # too late: nothing is decided, nothing runs
@@ -251,16 +249,17 @@ def test_always_allowlists_this_exact_call_here_only(repo, inbox, webhook, hooks
     listed = cli("hook", "allowlist")
     assert COMMAND in listed.stdout and str(root.resolve()) in listed.stdout
 
-    different = hooks("claude-code", claude_payload(root, COMMAND + " --force"), within=5)
-    assert "no decision within 5 s" in answer(different)[1]
-    elsewhere = hooks("claude-code", claude_payload(other), within=5)
-    assert "no decision within 5 s" in answer(elsewhere)[1]
-    assert len(approvals(inbox)) == 3
+    def still_asks(payload, count):
+        proc = hooks("claude-code", payload)
+        newest = wait_filed(inbox, count)[-1][0]
+        cli("deny", newest, check=0)
+        assert "denied by" in json.loads(answer(proc)[1])["hookSpecificOutput"]["permissionDecisionReason"]
 
+    still_asks(claude_payload(root, COMMAND + " --force"), 2)  # another command
+    still_asks(claude_payload(other), 3)  # the same command in another repository
     revoked = cli("hook", "allowlist", "--revoke", "--repo", str(root), "bash", COMMAND)
     assert revoked.returncode == 0 and "revoked 1" in revoked.stdout
-    after = hooks("claude-code", claude_payload(root), within=5)
-    assert "no decision within 5 s" in answer(after)[1]
+    still_asks(claude_payload(root), 4)  # revoked: it asks again
 
 
 def test_always_is_refused_for_a_run_approval_and_decides_nothing(repo, inbox, hooks, cli):
@@ -281,3 +280,41 @@ def test_a_call_out_of_every_ask_scope_opens_no_store(repo, sentinel_home, hooks
     code, out, err = answer(hooks("claude-code", claude_payload(root, "git status")))
     assert (code, out, err) == (0, "", "")
     assert not (sentinel_home / "state").exists()
+
+
+def test_always_through_the_link_and_the_console_card(repo, inbox, webhook, console, hooks):
+    """The link page offers "Approve always here" for an ask; posting it allows the call and allowlists it. The
+    console's card for an ask names the coding agent and offers the same."""
+    root = repo({"push-asks": PUSH_ASKS})
+    proc = hooks("codex", codex_payload(root))
+    (note,) = webhook.wait(1)
+    server = console()
+    link = local_link(server, note["json"])
+    assert 'value="always"' in httpx.get(link, timeout=10).text
+    assert post(link, server, "always").status_code == 200
+    assert answer(proc)[0] == 0
+    again = hooks("codex", codex_payload(root))
+    assert answer(again) == (0, "", "") and len(approvals(inbox)) == 1
+    from sentinel.engine.store import Store
+
+    with Store.open(inbox / "state" / "sentinel.db") as store:
+        from sentinel.engine import asks
+
+        (entry,) = asks.allowlist(store)
+    assert (entry["kind"], entry["value"], entry["repository"]) == ("bash", COMMAND, str(root.resolve()))
+    assert entry["added_by"].startswith("one-tap link (webhook")
+
+
+def test_the_console_card_names_the_coding_agent(repo, inbox, hooks, console):
+    root = repo({"push-asks": PUSH_ASKS})
+    hooks("claude-code", claude_payload(root), within=20)
+    wait_filed(inbox)
+    from sentinel.local.engine import LocalEngine
+    from sentinel.web.render import Templates, approval_views
+
+    with LocalEngine() as engine:
+        (pending,) = engine.pending()
+        assert pending.client == "claude-code" and pending.workspace == str(root.resolve())
+        views = approval_views({pending.id: pending}, {r.id: r for r in engine.runs()})
+    html = Templates().render("_approval.html", prefix="/s/x", a=views[0])
+    assert "<b>claude-code</b> asks" in html and 'data-always="1"' in html
