@@ -21,10 +21,11 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sentinel.engine.status import RunStatus
-from sentinel.engine.store import Approval, Store, new_id
+from sentinel.engine.store import Approval, Store
 from sentinel.errors import UsageError
 
 KIND = "ask"                       # runs.kind of an ask's run
@@ -64,7 +65,7 @@ def file(store: Store, ask: Ask, ttl_s: float, run_dir: str, user: str | None = 
     run_id = store.new_run_id()
     with db.transaction(store.conn):
         store.create_run(run_id, agent=ask.client, task=summary(ask), model="-", workspace=ask.repository,
-                         run_dir=f"{run_dir}/{run_id}", kind=KIND)
+                         run_dir=Path(run_dir) / run_id, kind=KIND)  # never created: this run never executes
         store.set_status(run_id, RunStatus.WAITING_APPROVAL)
         if user:
             store.conn.execute("UPDATE runs SET user=? WHERE id=?", (user, run_id))
