@@ -40,16 +40,19 @@ class Interrupted(Exception):
 # -- the deadline ----------------------------------------------------------------------------------
 
 def within_from(argv: list[str]) -> float:
-    """`--ask-within N` (seconds from the hook's start) from the hook's extra arguments, else the default."""
+    """`--ask-within N` (seconds from the hook's start) from the hook's extra arguments, else the default. Given
+    more than once, the shortest wins (a shorter wait can never outlast the client's timeout); unreadable, the
+    default."""
+    found = []
     for i, arg in enumerate(argv):
         value = arg.partition("=")[2] if arg.startswith("--ask-within=") else \
             argv[i + 1] if arg == "--ask-within" and i + 1 < len(argv) else None
         if value is not None:
             try:
-                return max(0.0, float(value))
+                found.append(max(0.0, float(value)))
             except ValueError:
-                return DEFAULT_WITHIN_S
-    return DEFAULT_WITHIN_S
+                found.append(DEFAULT_WITHIN_S)
+    return min(found) if found else DEFAULT_WITHIN_S
 
 
 WITHIN_S = DEFAULT_WITHIN_S    # set by entry.main from the command line
