@@ -3,7 +3,9 @@
 
 Block: exit 0 with hookSpecificOutput.permissionDecision "deny" and the reason. Warnings
 and context go to hookSpecificOutput.additionalContext (never permissionDecision
-"allow", which would bypass the user's permission prompts). Config: .claude/settings.json.
+"allow", which would bypass the user's permission prompts), except for a call a person
+approved through Sentinel after an `ask` rule held it (`render_allow`): that person decided
+this exact call. Config: .claude/settings.json.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ Shell calls arrive as `Bash{command}`, every file edit as `apply_patch` with the
 (the model reads `Command blocked by PreToolUse hook: <reason>`); warnings and context go to
 `hookSpecificOutput.additionalContext` (stderr at exit 0 is dropped).
 
+An `ask` rule holds the hook until a person decides (sentinel/hooks/ask.py): Codex reads only a deny, so an
+approval is a clean exit 0 and a denial exit 2 with the reason.
+
 Codex runs a project hook only in a trusted project and only once the hook's hash is trusted;
 an untrusted hook is skipped silently. `trust_steps` and `status` say so (see `sentinel.hooks.trust`).
 """
