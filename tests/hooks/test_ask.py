@@ -318,3 +318,29 @@ def test_the_console_card_names_the_coding_agent(repo, inbox, hooks, console):
         views = approval_views({pending.id: pending}, {r.id: r for r in engine.runs()})
     html = Templates().render("_approval.html", prefix="/s/x", a=views[0])
     assert "<b>claude-code</b> asks" in html and 'data-always="1"' in html
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini-cli", "cline", "copilot-cli", "cursor", "windsurf",
+                                   "amazon-q"])
+def test_every_client_gets_its_own_allow_and_deny(agent):
+    """The answers an ask ends with, in each client's protocol: an approval is that client's pass (Claude Code
+    and Cursor: an explicit allow), a denial is that client's block with the reason."""
+    from sentinel.hooks import agents, ask
+    from sentinel.policy.gate.engine import Finding, Verdict
+
+    adapter = agents.get(agent)
+    verdict = Verdict()
+    verdict.findings.append(Finding("push-asks", "ask", "pushing leaves this machine", kind="scope"))
+    payload = claude_payload(Path("/tmp"))
+    yes = ask.allowed(adapter, verdict, payload, "approved by alice")
+    no = ask.denied(adapter, verdict, payload, "push-asks", "denied by alice: not today")
+    block = Verdict()
+    block.findings.append(Finding("push-asks", "block", "this call needed a person's approval: denied by alice: "
+                                                        "not today"))
+    expected = adapter.render("pre", block, payload)
+    assert (no.stdout, no.stderr, no.code) == (expected.stdout, expected.stderr, expected.code)
+    assert "denied by alice: not today" in no.stdout + no.stderr
+    assert yes.code == 0 and "blocked" not in yes.stdout + yes.stderr and '"deny"' not in yes.stdout
+    assert '"cancel": true' not in yes.stdout
+    if agent == "claude-code":
+        assert json.loads(yes.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"

@@ -67,7 +67,11 @@ def test_claude_plugin_files():
         for entry in entries:
             for hook in entry["hooks"]:
                 assert hook["command"].startswith("sentinel hook claude-code ")
-                assert isinstance(hook["timeout"], int) and 1 <= hook["timeout"] <= 120  # seconds, not ms
+                assert isinstance(hook["timeout"], int) and 1 <= hook["timeout"] <= 600  # seconds, not ms
+    from sentinel.hooks.agents import claude_code
+
+    # the plugin's pre-tool hook gives a person the same window an installed hook does
+    assert hooks["PreToolUse"] == claude_code.hook_entries("sentinel hook claude-code")["PreToolUse"]
 
 
 def test_cli_install_command(tmp_path, monkeypatch):
