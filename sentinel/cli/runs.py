@@ -162,7 +162,7 @@ def approvals(as_json: bool = typer.Option(False, "--json"),
     table.columns[4].overflow = table.columns[7].overflow = "fold"
     for a in pending:
         chain = "".join(f" ← {parent}" for parent in a.parents)  # a child run's: under its parents
-        asks = a.client or "sentinel run"  # which coding agent asks, through its hook; else one of Sentinel's runs
+        asks = a.client or "sentinel"  # which coding agent asks, through its hook; else one of Sentinel's own runs
         table.add_row(*map(Text, (a.id, asks, f"{a.run_id}{chain}", a.tool, arguments_text(a.arguments, 200),
                                   a.user or "?", a.workspace or "?", short(a.reason or "", 120),
                                   *([a.host or "?"] if all_hosts else []))))
