@@ -146,7 +146,8 @@ def _evaluate(adapter, phase: str, acts: list, bundle, payload: dict, session_id
     if not scoped:  # scope first: no rule in scope, no model call, no engine import
         if deferred and phase == "post":
             return _held(adapter, phase, bundle, session_id, None, payload)
-        return _closed(queue, common.SILENT)
+        _close(queue)
+        return common.SILENT
     from sentinel.policy.gate.engine import Gate, Verdict
     from sentinel.policy.gate.judges import Judges
 
@@ -166,7 +167,7 @@ def _evaluate(adapter, phase: str, acts: list, bundle, payload: dict, session_id
         ask.STARTED, ask.WITHIN_S = STARTED, ask.within_from(ASK_ARGS)
         root = bundle.paths.root or os.getcwd()
         return _with_errors(ask.hold(adapter, verdict, payload, acts, root, queue), verdict)
-    _closed(queue, None)
+    _close(queue)
     if deferred and phase == "pre" and not verdict.blocks and (verdict.warnings or verdict.errors):
         from sentinel.hooks import pending
 
@@ -183,22 +184,23 @@ def _allowlist(bundle, scoped: list):
     be read keeps every ask rule: the ask itself then fails closed."""
     from sentinel.hooks import ask
 
+    queue = None
     try:
         queue = ask.open_queue()
         kept, allowed = ask.drop_allowlisted(queue, bundle.paths.root or os.getcwd(), scoped)
         return queue, kept, allowed
     except Exception as exc:
         note(f"cannot read the allowlist ({type(exc).__name__}: {exc})")
+        _close(queue)
         return None, scoped, set()
 
 
-def _closed(queue, reply):
+def _close(queue) -> None:
     if queue is not None:
         try:
             queue.close()
         except Exception:
             pass
-    return reply
 
 
 def _held(adapter, phase: str, bundle, session_id: str, verdict, payload: dict) -> common.Reply:
