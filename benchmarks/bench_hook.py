@@ -158,7 +158,11 @@ def bench_ask(runs: int, env: dict[str, str]) -> tuple[float, float, float, bool
         deadline = time.monotonic() + 20  # the home's detached deliverer exits once idle
         from sentinel import paths
 
-        while time.monotonic() < deadline and (fd := paths.try_lock(home / "state" / "notify.lock")) is None:
+        while time.monotonic() < deadline:
+            fd = paths.try_lock(home / "state" / "notify.lock")
+            if fd is not None:
+                os.close(fd)
+                break
             time.sleep(0.05)
     receiver.server.shutdown()
     med = statistics.median
