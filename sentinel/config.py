@@ -114,6 +114,18 @@ def config_path(root: Path | None = None) -> Path:
     return (root or paths.home()) / "config.yaml"
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML 1.1 reads the keys `on`, `off`, `yes`, `no` as booleans; Sentinel's config has keys named `on`
+    (notify targets, Muzzle block rules): a mapping key keeps its text. Values are read as before."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag == "tag:yaml.org,2002:bool" and not key.style \
+                    and key.value.lower() in ("on", "off", "yes", "no", "y", "n"):
+                key.tag = "tag:yaml.org,2002:str"
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml(path: Path) -> Any:
     """Parse a YAML file; a syntax error becomes a one-line ConfigError with the line number."""
     try:
@@ -121,7 +133,7 @@ def read_yaml(path: Path) -> Any:
     except OSError as exc:
         raise ConfigError(path, f"cannot read: {exc.strerror}") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""

@@ -13,8 +13,11 @@ ROOT = Path(__file__).resolve().parents[1] / "sentinel"
 # Top to bottom. A module belongs to the first layer whose prefix matches its dotted name; `*.settings`
 # modules are configuration and sit with config.
 LAYERS: list[tuple[str, ...]] = [
-    ("sentinel.__main__", "sentinel.cli", "sentinel.chat", "sentinel.web"),
-    ("sentinel.connect",),
+    # sentinel.hooks.compat: `sentinel hook compat`, which drives real clients and, for its `ask` cases, a console
+    ("sentinel.__main__", "sentinel.cli", "sentinel.chat", "sentinel.web", "sentinel.hooks.compat"),
+    # The hook command is an entry point like the CLI: with an `ask` rule it files in the supervisor's queue or the
+    # user's own store (sentinel/hooks/ask.py), so it sits where the choice of engine is made.
+    ("sentinel.connect", "sentinel.hooks.entry", "sentinel.hooks.launch", "sentinel.hooks.ask"),
     # sentinel.client: the operator socket's client side (UIs and the watcher runner talk to the supervisor)
     ("sentinel.local", "sentinel.supervisor", "sentinel.watchers", "sentinel.workflows", "sentinel.notify",
      "sentinel.client"),

@@ -12,7 +12,7 @@ import sys
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) >= 2 and args[0] == "hook" and args[1] not in ("install", "status", "compat", "--help", "-h"):
+    if len(args) >= 2 and args[0] == "hook" and args[1] not in ("install", "status", "compat", "allowlist", "--help", "-h"):
         from sentinel.hooks.entry import main as hook_main
 
         sys.exit(hook_main(args[1:]))

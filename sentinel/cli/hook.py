@@ -22,12 +22,13 @@ def install(agent: str = typer.Argument(..., help="claude-code, copilot-cli, cur
             command: Optional[str] = typer.Option(None, "--command", help="How the agent runs Sentinel "
                                                   "(default: this installation's `sentinel` executable).")) -> None:
     """Write AGENT's hook config (and .claude/sentinel/ with a starter config) in the repository."""
-    from sentinel.hooks.install import install_agent, judge_note
+    from sentinel.hooks.install import ask_note, install_agent, judge_note
     from sentinel.hooks.trust import take_steps
 
     root = (repo or Path.cwd()).resolve()
     for path in install_agent(agent, root, command):
         print(f"wrote {path}")
+    print(ask_note(agent))
     for step in take_steps(agent, str(root)):
         print(step)
     print(judge_note(root))
@@ -56,6 +57,44 @@ def status(repo: Optional[Path] = typer.Option(None, "--repo", help="Repository 
     for c in checks if not as_json else []:
         print(c.line())
     raise typer.Exit(0 if all(c.active for c in checks) else 1)
+
+
+@app.command()
+def allowlist(kind: Optional[str] = typer.Argument(None, help="With --revoke: bash, file_write or call."),
+              value: Optional[str] = typer.Argument(None, help="With --revoke: the exact command, path or call."),
+              repo: Optional[Path] = typer.Option(None, "--repo", help="Only this repository's (with --revoke: "
+                                                  "default the cwd's)."),
+              revoke: bool = typer.Option(False, "--revoke", help="Remove the entry KIND VALUE (or, with --all, "
+                                          "every entry of the repository): that call asks again."),
+              everything: bool = typer.Option(False, "--all", help="With --revoke: every entry of the repository."),
+              as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")) -> None:
+    """The exact calls a person allowed always, per repository (`sentinel approve ID --always`): they file no
+    approval and call no judge for `ask` rules. Kept in your Sentinel store (the operator's, in system mode),
+    never in the repository."""
+    from sentinel.errors import UsageError
+    from sentinel.hooks.ask import open_queue, repository
+
+    if revoke and not everything and (kind is None or value is None):
+        raise UsageError("--revoke: name the entry (KIND VALUE, as `sentinel hook allowlist` lists it) or use --all")
+    if not revoke and (kind is not None or everything):
+        raise UsageError("KIND VALUE and --all are for --revoke")
+    queue = open_queue()
+    try:
+        if revoke:
+            root = repository(str(repo or Path.cwd()))
+            count = queue.revoke(root, None if everything else kind, None if everything else value)
+            print(json.dumps({"revoked": count}) if as_json else f"revoked {count} entr{'y' if count == 1 else 'ies'} "
+                  f"of {root}")
+            return
+        entries = queue.allowlist(repository(str(repo)) if repo else None)
+    finally:
+        queue.close()
+    if as_json:
+        print(json.dumps(entries, indent=2))
+    elif not entries:
+        print("the allowlist is empty (sentinel approve ID --always adds a coding agent's exact call)")
+    for e in entries if not as_json else []:
+        print(f"{e['repository']}  {e['kind']}  {e['value']!r}  (by {e['added_by']}, approval {e['approval_id']})")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []})

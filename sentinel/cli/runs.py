@@ -149,8 +149,8 @@ def approvals(as_json: bool = typer.Option(False, "--json"),
         pending = engine.pending(all_hosts=all_hosts)
     if as_json:
         listed = [a.to_dict() for a in pending]
-        return print_json([{k: a[k] for k in ("id", "run_id", "parents", "tool", "arguments", "user", "workspace",
-                                              "host", "reason", "code", "code_sha256", "mcp") if k in a}
+        return print_json([{k: a[k] for k in ("id", "run_id", "parents", "client", "tool", "arguments", "user",
+                                              "workspace", "host", "reason", "code", "code_sha256", "mcp") if k in a}
                            for a in listed])
     if not pending:
         print("no pending approvals")
@@ -158,12 +158,13 @@ def approvals(as_json: bool = typer.Option(False, "--json"),
     from rich.table import Table
     from rich.text import Text  # cells are text, never markup: an agent wrote the command and the reason
 
-    table = Table("approval", "run", "tool", "call", "runs as", "workspace", "why", *(["host"] if all_hosts else []),
-                  box=None, pad_edge=False)
-    table.columns[3].overflow = table.columns[6].overflow = "fold"
+    table = Table("approval", "asks", "run", "tool", "call", "runs as", "workspace", "why",
+                  *(["host"] if all_hosts else []), box=None, pad_edge=False)
+    table.columns[4].overflow = table.columns[7].overflow = "fold"
     for a in pending:
         chain = "".join(f" ← {parent}" for parent in a.parents)  # a child run's: under its parents
-        table.add_row(*map(Text, (a.id, f"{a.run_id}{chain}", a.tool, arguments_text(a.arguments, 200),
+        asks = a.client or "sentinel"  # which coding agent asks, through its hook; else one of Sentinel's own runs
+        table.add_row(*map(Text, (a.id, asks, f"{a.run_id}{chain}", a.tool, arguments_text(a.arguments, 200),
                                   a.user or "?", a.workspace or "?", short(a.reason or "", 120),
                                   *([a.host or "?"] if all_hosts else []))))
     console = listing_console()
@@ -216,10 +217,13 @@ def _operator() -> Iterator[Engine]:
 
 
 def approve(ident: str = typer.Argument(..., help="Approval id, or a run id with one pending approval."),
+            always: bool = typer.Option(False, "--always", help="A coding agent's ask: also allow this exact call "
+                                        "in this repository from now on (sentinel hook allowlist)."),
             as_json: bool = typer.Option(False, "--json")) -> None:
-    """Approve a pending tool call; the run resumes in the foreground."""
+    """Approve a pending tool call; the run resumes in the foreground (a coding agent's ask: its hook lets the
+    call run)."""
     with _operator() as engine, Progress(False if as_json else None) as progress:
-        outcome = engine.approve(ident, on_event=progress)
+        outcome = engine.approve(ident, on_event=progress, **({"always": True} if always else {}))
     _finish(outcome, as_json, progress)
 
 

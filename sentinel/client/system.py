@@ -177,10 +177,11 @@ class SystemEngine(Closing):
         return Outcome.from_dict(self.call("resume", on_event, run_id=run_id, follow=True))
 
     def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
-                follow: bool = True) -> Outcome:
+                follow: bool = True, always: bool = False) -> Outcome:
         """The supervisor records the decision and resumes the run in its worker (`follow`: hear it until it
         pauses or ends)."""
-        return Outcome.from_dict(self.call("approve", on_event, ident=ident, digest=digest, follow=follow))
+        extra = {"always": True} if always else {}
+        return Outcome.from_dict(self.call("approve", on_event, ident=ident, digest=digest, follow=follow, **extra))
 
     def deny(self, ident: str, *, reason: str = "", digest: str | None = None,
              on_event: Listener | None = None, follow: bool = True) -> Outcome:
@@ -288,9 +289,10 @@ class SystemEngine(Closing):
         return protocol.result_object(self.call("link", secret=secret))
 
     def decide_link(self, secret: str, *, approved: bool, reason: str = "",
-                    on_event: Listener | None = None, follow: bool = True) -> Outcome:
+                    on_event: Listener | None = None, follow: bool = True, always: bool = False) -> Outcome:
+        extra = {"always": True} if always else {}
         return Outcome.from_dict(self.call("link_decide", on_event, secret=secret, approved=approved, reason=reason,
-                                           follow=follow))
+                                           follow=follow, **extra))
 
 
 def _answer(sock: socket.socket, listener: Listener | None) -> Any:

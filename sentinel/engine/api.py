@@ -137,10 +137,11 @@ class Engine(Protocol):
         ...
 
     def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
-                follow: bool = True) -> Outcome:
+                follow: bool = True, always: bool = False) -> Outcome:
         """Approve an approval (or a run's single pending one); `digest`, when given, must match the call's.
         The decision is recorded, then the run resumes: `follow` waits for it to pause or end (its events to
-        `on_event`); without it the engine's own runner resumes it and this answers at once."""
+        `on_event`); without it the engine's own runner resumes it and this answers at once. `always`: a coding
+        agent's ask only (sentinel/engine/asks.py): its exact call joins the repository's allowlist."""
         ...
 
     def deny(self, ident: str, *, reason: str = "", digest: str | None = None,
@@ -224,8 +225,9 @@ class Engine(Protocol):
         ...
 
     def decide_link(self, secret: str, *, approved: bool, reason: str = "",
-                    on_event: Listener | None = None, follow: bool = True) -> Outcome:
-        """Approve or deny with a one-tap link, once, then resume the run as `approve` does."""
+                    on_event: Listener | None = None, follow: bool = True, always: bool = False) -> Outcome:
+        """Approve or deny with a one-tap link, once, then resume the run as `approve` does (`always`: as
+        `approve`'s)."""
         ...
 
     def close(self) -> None: ...

@@ -210,15 +210,23 @@ def link_view(store: Any, secret: str) -> dict[str, Any]:
         raise LinkRefused(f"approval {approval.id}: the call is not the one this link was sent for (digest "
                           f"{approval.digest[:12]}…, the link's {row['digest'][:12]}…); nothing was decided")
     return {"approval": approval.public(), "expires_at": row["expires_at"], "target": row["target"],
-            "run": {k: v for k, v in store.get_run(approval.run_id).items() if k in ("id", "task", "agent", "user")}}
+            "run": {k: v for k, v in store.get_run(approval.run_id).items()
+                    if k in ("id", "task", "agent", "user", "kind", "workspace")}}
 
 
-def use_link(store: Any, secret: str, approved: bool, reason: str = "") -> Any:
-    """Decide with a link, once: it is spent first, then the approval is resolved bound to the link's digest."""
-    link_view(store, secret)
-    row = redeem(store.conn, secret, "approve" if approved else "deny")
+def use_link(store: Any, secret: str, approved: bool, reason: str = "", always: bool = False) -> Any:
+    """Decide with a link, once: it is spent first, then the approval is resolved bound to the link's digest.
+    `always`: a coding agent's ask, whose exact call also joins its repository's allowlist (asks.py)."""
+    from sentinel.engine import asks
+
+    view = link_view(store, secret)
+    if always:
+        asks.check_always(store, view["approval"]["id"])
+    row = redeem(store.conn, secret, "always" if always else "approve" if approved else "deny")
     by = f"one-tap link ({row['target']})"
     approval = store.resolve(row["approval_id"], approved, by, reason, digest=row["digest"])
+    if always:
+        asks.allow_always(store, approval.id, by)
     store.audit("approval_resolved", {"run_id": approval.run_id, "approval_id": approval.id, "approved": approved,
                                       "by": by, "link_sha256": row["secret_sha256"][:16], "reason": reason})
     return approval

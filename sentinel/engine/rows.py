@@ -89,7 +89,8 @@ class ApprovalRow(Row):
     """A pending approval as a person reviews it (`pending`): the call (`tool`, `arguments`, bound by
     `digest`), why it paused, the runs above its run (`parents`, its parent first), the workspace, the Linux user it
     would run as and the host. `code`/`code_sha256`: an agent-authored tool's files as shown, and their
-    hash, given for such a tool only; `mcp`: {server, tool}, given for an MCP tool only."""
+    hash, given for such a tool only; `mcp`: {server, tool}, given for an MCP tool only; `client`: the coding
+    agent whose hook asks (`claude-code`, `codex`, ...), given for such an ask only (sentinel/engine/asks.py)."""
 
     id: str
     run_id: str
@@ -107,6 +108,7 @@ class ApprovalRow(Row):
     workspace: str | None = None
     user: str | None = None
     host: str | None = None
+    client: str | None = None
 
 
 @dataclass(frozen=True)

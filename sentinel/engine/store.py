@@ -145,6 +145,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE runs ADD COLUMN host TEXT;
         CREATE INDEX runs_host_status ON runs(host, status);
     """),
+    # Coding agents' asks (sentinel/engine/asks.py, docs/hooks.md): what `sentinel hook` filed for a call an `ask`
+    # rule held (its approval is an ordinary one, of a run of kind `ask`), and the per-repository allowlist of
+    # exact calls a person allowed always; here, in the store, never in the repository the agent writes.
+    ("013_hook_asks", """
+        CREATE TABLE hook_asks (
+            approval_id TEXT PRIMARY KEY, client TEXT NOT NULL, repository TEXT NOT NULL, rule TEXT NOT NULL,
+            keys TEXT NOT NULL, created_at REAL NOT NULL);
+        CREATE TABLE hook_allowlist (
+            repository TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL, added_by TEXT NOT NULL,
+            added_at REAL NOT NULL, approval_id TEXT, PRIMARY KEY (repository, kind, value));
+    """),
 ]
 
 
@@ -310,9 +321,10 @@ class Store:
             run = self.get_run(approval.run_id)
             if self.shared and not all_hosts and run.get("host") != self.host:
                 continue
+            asker = {"client": run["agent"]} if run.get("kind") == "ask" else {}  # a coding agent's ask (asks.py)
             out.append(ApprovalRow.from_dict({**approval.public(), "parents": self.parent_chain(approval.run_id),
                                               "workspace": run["workspace"], "user": run.get("user") or user,
-                                              "host": run.get("host")}))
+                                              "host": run.get("host"), **asker}))
         return out
 
     def waited_approvals(self, run_id: str) -> list["Approval"]:

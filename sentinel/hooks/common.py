@@ -122,6 +122,17 @@ def first_root(payload: dict[str, Any], *keys: str) -> str | None:
     return None
 
 
+def ask_window(client_timeout_s: float) -> int:
+    """How long a held call may wait for a person under a client's pre-tool hook timeout: the timeout less a
+    margin for the judges before the ask and the answer after it (10%, at least 5 s). docs/hooks.md."""
+    return int(max(0.0, client_timeout_s - max(5.0, client_timeout_s * 0.1)))
+
+
+def pre_args(client_timeout_s: float) -> str:
+    """The pre-tool hook command's extra argument: the ask's deadline below the client's timeout."""
+    return f" --ask-within {ask_window(client_timeout_s)}"
+
+
 def exit2(text: str) -> Reply:
     """The block most agents understand: exit 2, the reason on stderr (returned to the model)."""
     return Reply(stderr=text + "\n", code=2)

@@ -18,10 +18,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 from sentinel.hooks import common
 from sentinel.policy.gate import GUARD_ENV
 
+STARTED = time.monotonic()  # an ask's deadline counts from here (sentinel/hooks/ask.py)
+ASK_ARGS: list[str] = []    # the command's extra arguments (`--ask-within N`, written by `sentinel hook install`)
 USAGE = "usage: sentinel hook AGENT EVENT (agents: claude-code, copilot-cli, cursor, windsurf, cline, amazon-q, " \
         "gemini-cli, codex)"
 
@@ -36,6 +39,7 @@ def main(argv: list[str]) -> int:
     if len(argv) < 2:
         note(USAGE)
         return 1
+    ASK_ARGS[:] = argv[2:]
     try:
         raw = sys.stdin.read()
     except (OSError, UnicodeDecodeError) as exc:
@@ -135,19 +139,35 @@ def _evaluate(adapter, phase: str, acts: list, bundle, payload: dict, session_id
 
     deferred = getattr(adapter, "DEFER_WARNINGS", False)
     scoped = [(a, m) for a in acts for m in [applicable(bundle.rules, a, phase)] if m]
+    asking = phase == "pre" and any(r.severity == "ask" for _, m in scoped for r in m)
+    queue, allowed = None, set()
+    if asking:  # an ask rule is in scope: an allowlisted exact call loses it before any judge is called
+        queue, scoped, allowed = _allowlist(bundle, scoped)
     if not scoped:  # scope first: no rule in scope, no model call, no engine import
         if deferred and phase == "post":
             return _held(adapter, phase, bundle, session_id, None, payload)
+        _close(queue)
         return common.SILENT
     from sentinel.policy.gate.engine import Gate, Verdict
     from sentinel.policy.gate.judges import Judges
 
     gate = Gate(bundle.config, bundle.rules, bundle.paths, Judges(bundle.config))
+    # allowlisted actions are judged by the same rules but the ask rules
+    unasked = Gate(bundle.config, [r for r in bundle.rules if r.severity != "ask"], bundle.paths, gate.judges) \
+        if allowed else gate
     verdict = Verdict()
     for act, matching in scoped:
         one = gate.post(act, session_id=session_id) if phase == "post" else \
-            gate.pre(act, session_id=session_id, intent=_intent(matching, transcript))
+            (unasked if id(act) in allowed else gate).pre(act, session_id=session_id,
+                                                          intent=_intent(matching, transcript))
         verdict.merge(one)
+    if phase == "pre" and verdict.asks and not verdict.blocks:
+        from sentinel.hooks import ask
+
+        ask.STARTED, ask.WITHIN_S = STARTED, ask.within_from(ASK_ARGS)
+        root = bundle.paths.root or os.getcwd()
+        return _with_errors(ask.hold(adapter, verdict, payload, acts, root, queue), verdict)
+    _close(queue)
     if deferred and phase == "pre" and not verdict.blocks and (verdict.warnings or verdict.errors):
         from sentinel.hooks import pending
 
@@ -157,6 +177,30 @@ def _evaluate(adapter, phase: str, acts: list, bundle, payload: dict, session_id
     elif deferred and phase == "post":
         return _held(adapter, phase, bundle, session_id, verdict, payload)
     return _with_errors(adapter.render(phase, verdict, payload), verdict)
+
+
+def _allowlist(bundle, scoped: list):
+    """(queue, scoped without the ask rules of allowlisted actions, ids of those actions). A store that cannot
+    be read keeps every ask rule: the ask itself then fails closed."""
+    from sentinel.hooks import ask
+
+    queue = None
+    try:
+        queue = ask.open_queue()
+        kept, allowed = ask.drop_allowlisted(queue, bundle.paths.root or os.getcwd(), scoped)
+        return queue, kept, allowed
+    except Exception as exc:
+        note(f"cannot read the allowlist ({type(exc).__name__}: {exc})")
+        _close(queue)
+        return None, scoped, set()
+
+
+def _close(queue) -> None:
+    if queue is not None:
+        try:
+            queue.close()
+        except Exception:
+            pass
 
 
 def _held(adapter, phase: str, bundle, session_id: str, verdict, payload: dict) -> common.Reply:

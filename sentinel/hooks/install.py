@@ -78,6 +78,17 @@ def judge_note(root: Path) -> str:
     return f"judge: {judge} (`sentinel hook status` checks that it answers)"
 
 
+def ask_note(agent: str) -> str:
+    """One line after install: how long a person has to decide a call an `ask` rule holds (docs/hooks.md)."""
+    from sentinel.hooks import agents, common
+
+    adapter = agents.get(agent)
+    timeout = getattr(adapter, "HOOK_TIMEOUT_S", 30)
+    fixed = " (the client's own, fixed)" if agent == "cline" else " (UNVERIFIED)" if agent == "windsurf" else ""
+    return (f"asks: a person has {common.ask_window(timeout)} s to decide a call an `ask` rule holds; "
+            f"{agent}'s pre-tool hook timeout is {timeout} s{fixed}; unanswered, the call is denied")
+
+
 def install_agent(agent: str, root: Path, command: str | None = None) -> list[str]:
     from sentinel.hooks import agents
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 from sentinel import config as config_mod
 from sentinel import paths
 from sentinel.agents import profile as profiles
-from sentinel.engine import journal, lifecycle, relay
+from sentinel.engine import asks, journal, lifecycle, relay
 from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener, Translator
 from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow
@@ -154,7 +154,7 @@ class LocalEngine(Closing):
     def advance(self, run_id: str, on_event: Listener | None = None) -> Outcome:
         """Execute one run until it pauses or ends (a child run: its parent is not resumed here)."""
         row = self.store.get_run(run_id)
-        if row["status"] in SETTLED:
+        if row["status"] in SETTLED or asks.is_ask(row):  # an ask's run is never executed
             return self._outcome_of(row)
         run = Run.open(Path(row["run_dir"]))
         if run.state.status in TERMINAL:  # the journal finished but the registry missed it
@@ -188,8 +188,14 @@ class LocalEngine(Closing):
         return lifecycle.promoted(self.store, outcome)
 
     def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
-                by: str | None = None, follow: bool = True) -> Outcome:
-        approval = self.store.resolve(self.store.approval_id(ident), True, by or operator_name(), digest=digest)
+                by: str | None = None, follow: bool = True, always: bool = False) -> Outcome:
+        """`always`: a coding agent's ask only; its exact call joins the repository's allowlist too."""
+        approval_id = self.store.approval_id(ident)
+        if always:
+            asks.check_always(self.store, approval_id)
+        approval = self.store.resolve(approval_id, True, by or operator_name(), digest=digest)
+        if always:
+            asks.allow_always(self.store, approval.id, approval.resolved_by or operator_name())
         return self._decided(approval, on_event, follow)
 
     def deny(self, ident: str, *, reason: str = "", digest: str | None = None, on_event: Listener | None = None,
@@ -223,17 +229,22 @@ class LocalEngine(Closing):
         return outbox.link_view(self.store, secret)
 
     def decide_link(self, secret: str, *, approved: bool, reason: str = "", on_event: Listener | None = None,
-                    follow: bool = True) -> Outcome:
+                    follow: bool = True, always: bool = False) -> Outcome:
         """Approve or deny with a one-tap link, once, then execute the run as `approve` does."""
         from sentinel.engine import outbox
 
-        return self._decided(outbox.use_link(self.store, secret, approved, reason), on_event, follow)
+        approval = outbox.use_link(self.store, secret, approved, reason, always=always and approved)
+        return self._decided(approval, on_event, follow)
 
     def _decided(self, approval: Any, on_event: Listener | None, follow: bool) -> Outcome:
         """A decision was recorded: a finished subagent is kept or discarded, and the run resumes. `follow`:
         here, until it pauses or ends; else on this engine's runner in the background, answering at once."""
         from sentinel.local.children import settle_save
 
+        row = self.store.get_run(approval.run_id)
+        if asks.is_ask(row):  # a coding agent's ask: its hook is waiting for this decision; no run resumes
+            asks.settle(self.store, self.store.get_approval(approval.id))
+            return self._outcome_of(self.store.get_run(approval.run_id))
         if settle_save(self.store.get_approval(approval.id), self.home):
             self.store.consume(approval.id, approval.digest)
         if follow:

@@ -139,7 +139,7 @@ def _events(conn: db.Conn, since: float, base: str) -> list[tuple[str, str, dict
             "url": f"{base}/runs/{a['run_id']}"}))
     for r in conn.execute(
             "SELECT id, task, agent, user, status, output, error, updated_at FROM runs WHERE updated_at >= ?"
-            " AND status IN ('done', 'failed') AND parent_id IS NULL AND kind != 'hook'", (since,)):
+            " AND status IN ('done', 'failed') AND parent_id IS NULL AND kind NOT IN ('hook', 'ask')", (since,)):
         found.append((f"run:{r['id']}:{r['status']}", r["status"], {
             "event": r["status"], "run_id": r["id"], "task": _short(r["task"]), "agent": _who(r),
             "output": _short(r["output"] or "") if r["status"] == RunStatus.DONE else "", "error": _short(r["error"] or ""),

@@ -9,6 +9,7 @@ only root and members of the operator group get past `handle`.
     send, interrupt                                 act on a chat session: its next message; stop its turn
     web_token, web_sign_in, web_session             console sign-in tokens and sessions, kept in the store (console.py)
     link, link_decide                               a one-tap decision link from a notification: show it; use it once
+    hook_ask*, hook_allowlist*                      coding agents' asks in the operator's queue (hookasks.py)
     firings, inbox                                  read: watcher firings with their relay outcome; the inbox
     watch_fire                                      fire an operator watcher now (`sentinel watch fire`)
     audit_quarantined                               record memory notes an operator's sync quarantined
@@ -28,14 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from sentinel.engine import db, lifecycle, outbox, relay
+from sentinel.engine import asks, db, lifecycle, outbox, relay
 from sentinel.engine.api import Outcome, RunDetail
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.records import Record
 from sentinel.engine.state import JOURNAL, RunState
 from sentinel.engine.store import Store
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
-from sentinel.supervisor import agentfs, children, console, flows, layout, registry, runmodel
+from sentinel.supervisor import agentfs, children, console, flows, hookasks, layout, registry, runmodel
 from sentinel.supervisor.hub import Client, Hub, caller
 from sentinel.frames import failure, reply
 from sentinel.worker.children import SAVE_CALL
@@ -283,8 +284,13 @@ def _resolve(sup: Hub, conn: Client, msg: dict[str, Any], approved: bool) -> dic
     store = sup.store
     approval_id = store.approval_id(_text(msg, "ident"))
     reason = _text(msg, "reason", required=False) or ""
+    always = approved and msg.get("always") is True
+    if always:
+        asks.check_always(store, approval_id)
     approval = store.resolve(approval_id, approved, caller(conn).name, reason,
                              digest=_text(msg, "digest", required=False))
+    if always:
+        asks.allow_always(store, approval.id, caller(conn).name)
     store.audit("approval_resolved", {"run_id": approval.run_id, "approval_id": approval.id, "approved": approved,
                                       "by": caller(conn).name, "uid": caller(conn).uid, "reason": reason,
                                       "door": caller(conn).door})
@@ -298,8 +304,9 @@ def _link(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 
 def _link_decide(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
     """Decide with a one-tap link, once, then resume the run as `approve` and `deny` do."""
-    approval = outbox.use_link(sup.store, _text(msg, "secret"), bool(msg.get("approved")),
-                               _text(msg, "reason", required=False) or "")
+    approved = bool(msg.get("approved"))
+    approval = outbox.use_link(sup.store, _text(msg, "secret"), approved,
+                               _text(msg, "reason", required=False) or "", always=approved and msg.get("always") is True)
     return resume_decided(sup, conn, approval, msg)
 
 
@@ -307,6 +314,9 @@ def resume_decided(sup: Hub, conn: Client, approval: Any, msg: dict[str, Any]) -
     """After a decision: a finished subagent is kept (or not); any other run resumes. Another host's run is
     left to its own supervisor, which heard of the decision (`decided`); a follower here hears how it ends."""
     store = sup.store
+    if asks.is_ask(store.get_run(approval.run_id)):  # a coding agent's ask: its hook waits; no run resumes
+        asks.settle(store, store.get_approval(approval.id))
+        return reply(outcome(store, approval.run_id))
     if not executes_here(store, store.get_run(approval.run_id)):
         return _follow(sup, conn, approval.run_id, msg)
     if approval.tool == "save_agent" and approval.call_id == SAVE_CALL:  # a finished subagent: keep it?
@@ -329,7 +339,7 @@ def decided(sup: Hub, run_id: str) -> None:
         row = store.get_run(run_id)
     except NotFound:
         return
-    if not executes_here(store, row):
+    if not executes_here(store, row) or asks.is_ask(row):  # an ask's run is never executed
         return
     if run_id in sup.workers:
         sup.workers[run_id].relaunch = True  # the pausing worker is still exiting: resume once it has
@@ -344,7 +354,7 @@ def _resume(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | Non
 def _resume_run(sup: Hub, conn: Client, run_id: str, msg: dict[str, Any]) -> dict[str, Any] | None:
     store = sup.store
     row = _row(store, run_id)
-    if row["status"] in SETTLED:  # an idle chat session waits for `send`
+    if row["status"] in SETTLED or asks.is_ask(row):  # an idle chat session waits for `send`; an ask never runs
         return reply(outcome(store, run_id))
     if row["status"] == RunStatus.WAITING_APPROVAL and store.pending_approvals(run_id):
         return reply(outcome(store, run_id))
@@ -656,4 +666,5 @@ OPS: dict[str, Handler] = {
     "link": _link, "link_decide": _link_decide,
     "firings": _firings, "inbox": _inbox, "watch_fire": _watch_fire, "audit_quarantined": _audit_quarantined,
     "workflow_start": _workflow_start,
+    **hookasks.OPS,
 }

@@ -1,7 +1,8 @@
 """One-tap decision links from notifications (sentinel/notify): a page that shows the call, and one decision.
 
     GET  /link/SECRET    the approval as it is now: run, tool, arguments, reason, digest; Approve and Deny
-    POST /link/SECRET    decision=approve|deny[&reason=R]: decides it once, bound to the digest the link was made for
+    POST /link/SECRET    decision=approve|always|deny[&reason=R]: decides it once, bound to the digest the link was
+                         made for (always: a coding agent's ask, whose exact call also joins its repository's allowlist)
 
 Opening the link decides nothing (chat apps fetch links to preview them); the POST does, once. The secret
 decides exactly this approval and nothing else: it signs nobody in and shows no other page. A link that was
@@ -39,12 +40,13 @@ async def decide(request: Request) -> Response:
     secret = request.path_params["secret"]
     form = parse_qs((await request.body())[:FORM_MAX].decode("utf-8", "replace"))
     choice = (form.get("decision") or [""])[0]
-    if choice not in ("approve", "deny"):
-        return _page(c, "refused", message="decision: must be approve or deny", status_code=400)
+    if choice not in ("approve", "always", "deny"):
+        return _page(c, "refused", message="decision: must be approve, always or deny", status_code=400)
     reason = (form.get("reason") or [""])[0][:2000]
 
     def act(engine: Any) -> Any:
-        return engine.decide_link(secret, approved=choice == "approve", reason=reason, follow=False)
+        extra = {"always": True} if choice == "always" else {}  # a coding agent's ask: allowlist its exact call
+        return engine.decide_link(secret, approved=choice != "deny", reason=reason, follow=False, **extra)
 
     kind, value = await views.decided(c.engines, act, "link")
     if kind == "error":
@@ -52,7 +54,7 @@ async def decide(request: Request) -> Response:
             code = REFUSED if isinstance(value, UsageError) else views.error_status(value)
             return _page(c, "refused", message=str(value), status_code=code)
         raise value
-    verb = "approved" if choice == "approve" else "denied"
+    verb = "denied" if choice == "deny" else "approved"
     return _page(c, "done", message=f"{verb}; the run is {value.status}")
 
 

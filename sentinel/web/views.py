@@ -6,7 +6,8 @@
     GET  /runs/ID/decisions       the decisions fragment (refreshed when the run decides or resolves)
     GET  /watchers                watcher firings and the operator inbox, when this installation has them
     GET  /stream[?run=ID&after=N] server-sent events: approvals, run changes, one run's events
-    POST /approvals/ID/approve    {"digest": D}               decide exactly what the page showed
+    POST /approvals/ID/approve    {"digest": D[, "always": true]}  decide exactly what the page showed (always: a
+                                                              coding agent's ask joins its repository's allowlist)
     POST /approvals/ID/deny       {"digest": D, "reason": R}
 
 All under the launch's secret prefix, behind `sentinel.web.guard`. Every read and decision goes through the
@@ -149,7 +150,10 @@ async def _decide(request: Request, approved: bool) -> Response:
         raise BadRequest("reason: must be text")
     if not approval_id.startswith("a-"):
         raise BadRequest(f"{approval_id!r} is not an approval id")
-    kind, value = await decide(c.engines, approval_id, approved, digest, reason)
+    always = body.get("always", False)
+    if not isinstance(always, bool) or (always and not approved):
+        raise BadRequest("always: true or false, and only with approve (a coding agent's ask)")
+    kind, value = await decide(c.engines, approval_id, approved, digest, reason, always)
     if kind == "error":
         raise value
     verb = "approved" if approved else "denied"
@@ -167,7 +171,8 @@ async def _json_body(request: Request) -> dict[str, Any]:
     return body
 
 
-async def decide(engines: Engines, approval_id: str, approved: bool, digest: str, reason: str) -> tuple[str, Any]:
+async def decide(engines: Engines, approval_id: str, approved: bool, digest: str, reason: str,
+                 always: bool = False) -> tuple[str, Any]:
     """Record the decision and answer: ("outcome", where the run stands) or ("error", exc).
 
     The engine resolves (refusing a stale digest or an approval already resolved, as the CLI is refused) and
@@ -175,7 +180,7 @@ async def decide(engines: Engines, approval_id: str, approved: bool, digest: str
     loop runs in the request; the page hears the run go on over /stream."""
     def act(engine: Engine) -> Outcome:
         if approved:
-            return engine.approve(approval_id, digest=digest, follow=False)
+            return engine.approve(approval_id, digest=digest, follow=False, **({"always": True} if always else {}))
         return engine.deny(approval_id, reason=reason, digest=digest, follow=False)
 
     return await decided(engines, act, approval_id)

@@ -27,11 +27,12 @@ def test_approvals_is_a_table_with_the_call_its_user_and_its_workspace(scripted_
     configure(server=scripted_server(CLEAN))
     run_id = cli.json("run", "clean up", "--json", check=3)["id"]
     header, row, *rest = cli("approvals", check=0).stdout.splitlines()
-    assert header.split() == ["approval", "run", "tool", "call", "runs", "as", "workspace", "why"]
+    assert header.split() == ["approval", "asks", "run", "tool", "call", "runs", "as", "workspace", "why"]
     assert not rest and not _json_in(row)
     workspace = str(sentinel_home / "workspace")
     cells = row.split()
-    assert cells[0].startswith("a-") and cells[1] == run_id and cells[2] == "bash"
+    # `asks`: which coding agent asks through its hook (docs/hooks.md), or `sentinel` for Sentinel's own runs
+    assert cells[0].startswith("a-") and cells[1] == "sentinel" and cells[2] == run_id and cells[3] == "bash"
     assert "rm -rf build/[ab]" in row and _me() in cells and workspace in cells
     (listed,) = cli.json("approvals", "--json")
     assert (listed["user"], listed["workspace"]) == (_me(), workspace)

@@ -43,7 +43,9 @@ def test_install_keeps_other_hooks(tmp_path):
     install_agent("claude-code", tmp_path, "sentinel")
     data = json.loads(settings.read_text())
     assert data["model"] == "opus" and data["hooks"]["PreToolUse"][0] == other
-    assert data["hooks"]["PreToolUse"][1]["hooks"][0]["command"] == "sentinel hook claude-code pre-tool-use"
+    # the pre-tool hook waits for a person at most 540 s, under the 600 s timeout the client is given
+    assert data["hooks"]["PreToolUse"][1]["hooks"][0]["command"] == "sentinel hook claude-code pre-tool-use --ask-within 540"
+    assert data["hooks"]["PreToolUse"][1]["hooks"][0]["timeout"] == 600
     assert data["hooks"]["Stop"][0]["hooks"][0]["timeout"] == 10
 
 
@@ -65,7 +67,11 @@ def test_claude_plugin_files():
         for entry in entries:
             for hook in entry["hooks"]:
                 assert hook["command"].startswith("sentinel hook claude-code ")
-                assert isinstance(hook["timeout"], int) and 1 <= hook["timeout"] <= 120  # seconds, not ms
+                assert isinstance(hook["timeout"], int) and 1 <= hook["timeout"] <= 600  # seconds, not ms
+    from sentinel.hooks.agents import claude_code
+
+    # the plugin's pre-tool hook gives a person the same window an installed hook does
+    assert hooks["PreToolUse"] == claude_code.hook_entries("sentinel hook claude-code")["PreToolUse"]
 
 
 def test_cli_install_command(tmp_path, monkeypatch):
@@ -76,5 +82,6 @@ def test_cli_install_command(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["install", "gemini-cli", "--repo", str(tmp_path), "--command", "sen"])
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / ".gemini/settings.json").read_text())
-    assert data["hooks"]["BeforeTool"][0]["hooks"][0] == {"type": "command", "command": "sen hook gemini-cli BeforeTool",
-                                                          "timeout": 30000}
+    assert data["hooks"]["BeforeTool"][0]["hooks"][0] == {
+        "type": "command", "command": "sen hook gemini-cli BeforeTool --ask-within 540", "timeout": 600000}
+    assert "asks: a person has 540 s to decide" in result.output and "timeout is 600 s" in result.output

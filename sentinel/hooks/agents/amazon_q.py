@@ -52,12 +52,16 @@ def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
 render = common.render_exit2
 
 
+HOOK_TIMEOUT_S = 600   # the preToolUse hook's `timeout_ms` Sentinel writes, in seconds
+
+
 def install(root: str, command: str) -> list[str]:
     path = os.path.join(root, ".amazonq", "cli-agents", "sentinel.json")
     data = common.read_json(path) or dict(DEFAULT_AGENT)
     hooks = data.setdefault("hooks", {})
-    for event, timeout in (("preToolUse", 30000), ("postToolUse", 30000), ("stop", 10000)):
-        entry = {"command": f"{command} hook {NAME} {event}", "timeout_ms": timeout}
+    for event, timeout in (("preToolUse", HOOK_TIMEOUT_S * 1000), ("postToolUse", 30000), ("stop", 10000)):
+        extra = common.pre_args(HOOK_TIMEOUT_S) if event == "preToolUse" else ""
+        entry = {"command": f"{command} hook {NAME} {event}{extra}", "timeout_ms": timeout}
         common.merge_event(hooks, event, {"matcher": "*", **entry} if event != "stop" else entry)
     return [common.write_json(path, data)]
 

@@ -3,7 +3,9 @@
 
 Block: exit 0 with hookSpecificOutput.permissionDecision "deny" and the reason. Warnings
 and context go to hookSpecificOutput.additionalContext (never permissionDecision
-"allow", which would bypass the user's permission prompts). Config: .claude/settings.json.
+"allow", which would bypass the user's permission prompts), except for a call a person
+approved through Sentinel after an `ask` rule held it (`render_allow`): that person decided
+this exact call. Config: .claude/settings.json.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from sentinel.hooks import common
 from sentinel.policy.gate.action import Action
 
 NAME = "claude-code"
+HOOK_TIMEOUT_S = 600   # the pre-tool hook's `timeout` Sentinel writes: the window a person has for an ask
 EVENT_NAMES = {"pre": "PreToolUse", "post": "PostToolUse"}
 MCP_NAMING = ("mcp__", "__")
 
@@ -55,11 +58,22 @@ def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> c
     return common.Reply(stdout=common.as_json(out))
 
 
+def render_allow(verdict: Any, why: str, payload: dict[str, Any] | None = None) -> common.Reply:
+    """A person approved this exact call (an `ask` rule held it): allow, with any warnings as context."""
+    out: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+                                                  "permissionDecisionReason": why}}
+    text = common.advisory(verdict)
+    if text:
+        out["hookSpecificOutput"]["additionalContext"] = text
+    return common.Reply(stdout=common.as_json(out))
+
+
 def hook_entries(command: str, timeout_s: int = 30) -> dict[str, list[dict[str, Any]]]:
     def hook(event: str, timeout: int) -> dict[str, Any]:
         return {"type": "command", "command": f"{command} {event}", "timeout": timeout}
 
-    return {"PreToolUse": [{"matcher": "*", "hooks": [hook("pre-tool-use", timeout_s)]}],
+    return {"PreToolUse": [{"matcher": "*", "hooks": [{**hook("pre-tool-use", HOOK_TIMEOUT_S), "command":
+                                                       f"{command} pre-tool-use{common.pre_args(HOOK_TIMEOUT_S)}"}]}],
             "PostToolUse": [{"matcher": "*", "hooks": [hook("post-tool-use", timeout_s)]}],
             "Stop": [{"hooks": [hook("stop", 10)]}]}
 

@@ -103,13 +103,17 @@ def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> c
     return common.Reply(stdout=common.as_json({"cancel": False, "contextModification": text}))
 
 
+HOOK_TIMEOUT_S = 30    # Cline's own, fixed (hook-factory.ts): Sentinel cannot lengthen it
+
+
 def install(root: str, command: str) -> list[str]:
     paths = []
     for hook in HOOKS:
         path = os.path.join(root, HOOKS_DIR, hook)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write(f"#!/bin/sh\n# Sentinel rule gate (sentinel hook install cline)\nexec {command} hook {NAME} {hook}\n")
+            extra = common.pre_args(HOOK_TIMEOUT_S) if hook == "PreToolUse" else ""
+            fh.write(f"#!/bin/sh\n# Sentinel rule gate (sentinel hook install cline)\nexec {command} hook {NAME} {hook}{extra}\n")
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         paths.append(path)
     return paths

@@ -7,6 +7,9 @@ Shell calls arrive as `Bash{command}`, every file edit as `apply_patch` with the
 (the model reads `Command blocked by PreToolUse hook: <reason>`); warnings and context go to
 `hookSpecificOutput.additionalContext` (stderr at exit 0 is dropped).
 
+An `ask` rule holds the hook until a person decides (sentinel/hooks/ask.py): Codex reads only a deny, so an
+approval is a clean exit 0 and a denial exit 2 with the reason.
+
 Codex runs a project hook only in a trusted project and only once the hook's hash is trusted;
 an untrusted hook is skipped silently. `trust_steps` and `status` say so (see `sentinel.hooks.trust`).
 """
@@ -24,6 +27,7 @@ from sentinel.hooks.agents import claude_code
 from sentinel.policy.gate import action as actions
 
 NAME = "codex"
+HOOK_TIMEOUT_S = 600   # the pre-tool hook's `timeout` Sentinel writes (Codex's default too)
 PATCH_COMMAND = re.compile(r"\s*(?:cd\s+\S+\s*&&\s*)?(?:apply_patch|applypatch)\b[^\n]*\n.*\*\*\* Begin Patch", re.S)
 HOOKS_FILE = os.path.join(".codex", "hooks.json")
 session = claude_code.session
@@ -55,8 +59,8 @@ def install(root: str, command: str) -> list[str]:
     path = os.path.join(root, HOOKS_FILE)
     data = common.read_json(path)
     hooks = data.setdefault("hooks", {})
-    for event, argument, timeout in (("PreToolUse", "pre-tool-use", 30), ("PostToolUse", "post-tool-use", 30),
-                                     ("Stop", "stop", 10)):
+    for event, argument, timeout in (("PreToolUse", "pre-tool-use" + common.pre_args(HOOK_TIMEOUT_S), HOOK_TIMEOUT_S),
+                                     ("PostToolUse", "post-tool-use", 30), ("Stop", "stop", 10)):
         # No matcher: every tool, so apply_patch and MCP calls reach the gate, not only Bash.
         entry = {"hooks": [{"type": "command", "command": f"{command} hook {NAME} {argument}", "timeout": timeout}]}
         common.merge_event(hooks, event, entry)

@@ -50,13 +50,18 @@ def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> c
     return common.Reply(stdout=common.as_json({"additionalContext": text})) if text else common.SILENT
 
 
+HOOK_TIMEOUT_S = 600   # the preToolUse hook's `timeoutSec` Sentinel writes
+
+
 def install(root: str, command: str) -> list[str]:
     path = os.path.join(root, HOOKS_FILE)
 
     def hook(event: str, timeout: int) -> dict[str, Any]:
         return {"type": "command", "bash": f"{command} hook {NAME} {event}", "timeoutSec": timeout}
 
-    data = {"version": 1, "hooks": {"preToolUse": [hook("preToolUse", 30)],
+    pre = {**hook("preToolUse", HOOK_TIMEOUT_S),
+           "bash": f"{command} hook {NAME} preToolUse{common.pre_args(HOOK_TIMEOUT_S)}"}
+    data = {"version": 1, "hooks": {"preToolUse": [pre],
                                     "postToolUse": [hook("postToolUse", 30)],
                                     "agentStop": [hook("agentStop", 10)]}}
     return [common.write_json(path, data)]

@@ -93,6 +93,17 @@ def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> c
     return common.stderr_advisory(verdict)
 
 
+def render_allow(verdict: Any, why: str, payload: dict[str, Any] | None = None) -> common.Reply:
+    """A person approved this exact call (an `ask` rule held it). UNVERIFIED shape, as `render`'s."""
+    advice = common.advisory(verdict)
+    return common.Reply(stdout=common.as_json({"permission": "allow", "user_message": why}),
+                        stderr=advice + "\n" if advice else "")
+
+
+HOOK_TIMEOUT_S = 600   # the pre-tool hooks' `timeout` Sentinel writes
+PRE_EVENTS = ("beforeShellExecution", "beforeMCPExecution", "preToolUse")
+
+
 def install(root: str, command: str) -> list[str]:
     path = os.path.join(root, ".cursor", "hooks.json")
     data = common.read_json(path)
@@ -100,6 +111,9 @@ def install(root: str, command: str) -> list[str]:
     hooks = data.setdefault("hooks", {})
     for event in EVENTS:
         # failClosed false: a crash or timeout of the hook follows the gate's own fail_open, never a block
-        common.merge_event(hooks, event, {"command": f"{command} hook {NAME} {event}", "timeout": 30,
+        pre = event in PRE_EVENTS
+        extra = common.pre_args(HOOK_TIMEOUT_S) if pre else ""
+        common.merge_event(hooks, event, {"command": f"{command} hook {NAME} {event}{extra}",
+                                          "timeout": HOOK_TIMEOUT_S if pre else 30,
                                           "failClosed": False})
     return [common.write_json(path, data)]

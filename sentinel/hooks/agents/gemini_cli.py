@@ -52,12 +52,16 @@ def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> c
     return common.Reply(stdout=common.as_json(out))
 
 
+HOOK_TIMEOUT_S = 600   # the BeforeTool hook's `timeout` Sentinel writes (in ms there)
+
+
 def install(root: str, command: str) -> list[str]:
     path = os.path.join(root, SETTINGS_FILE)
     data = common.read_json(path)
     hooks = data.setdefault("hooks", {})
-    for event, timeout in (("BeforeTool", 30000), ("AfterTool", 30000), ("AfterAgent", 10000)):
-        entry = {"matcher": "*", "hooks": [{"type": "command", "command": f"{command} hook {NAME} {event}",
+    for event, timeout in (("BeforeTool", HOOK_TIMEOUT_S * 1000), ("AfterTool", 30000), ("AfterAgent", 10000)):
+        extra = common.pre_args(HOOK_TIMEOUT_S) if event == "BeforeTool" else ""
+        entry = {"matcher": "*", "hooks": [{"type": "command", "command": f"{command} hook {NAME} {event}{extra}",
                                             "timeout": timeout}]}
         if event == "AfterAgent":
             entry.pop("matcher")

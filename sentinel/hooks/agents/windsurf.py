@@ -52,11 +52,15 @@ def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
 render = common.render_exit2
 
 
+HOOK_TIMEOUT_S = 30    # UNVERIFIED: Windsurf documents no hook timeout; an ask waits as if it were 30 s
+
+
 def install(root: str, command: str) -> list[str]:
     path = os.path.join(root, ".windsurf", "hooks.json")
     data = common.read_json(path)
     hooks = data.setdefault("hooks", {})
     for event in EVENTS:
-        common.merge_event(hooks, event, {"command": f"{command} hook {NAME} {event}", "show_output": True})
+        common.merge_event(hooks, event, {"command": f"{command} hook {NAME} {event}{common.pre_args(HOOK_TIMEOUT_S)}",
+                                          "show_output": True})
     common.merge_event(hooks, STOP, {"command": f"{command} hook {NAME} {STOP}", "show_output": True})
     return [common.write_json(path, data)]

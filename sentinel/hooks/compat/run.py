@@ -28,7 +28,7 @@ CLIENT_TIMEOUT_S = 180
 TIMING_SHIM = """#!/bin/sh
 # Sentinel compat run: times the hook as the client sees it (exec to exit), then passes through.
 t0=$(date +%s%N)
-{command} "$@"
+{command} "$@"{extra}
 rc=$?
 echo "$(( ($(date +%s%N) - t0) / 1000 ))" >> {log}
 exit $rc
@@ -87,13 +87,16 @@ def run_case(agent: str, bin_dir: Path, case: str, work: Path, with_sentinel: bo
     base = Path(tempfile.mkdtemp(prefix=f"{agent}-{case}-", dir=work))
     root, home, timing = base / "project", base / "home", base / "hook-us.txt"
     home.mkdir()
-    with FakeJudge(by_substring(scenario.VERDICTS)) as judge, ScriptedAPI(str(root)) as api:
+    with FakeJudge(by_substring(scenario.VERDICTS)) as judge, ScriptedAPI(str(root)) as api, \
+            _person(case, base / "sentinel-home") as person:
         scenario.make_project(root, judge.url)
         setup = clients.SETUPS[agent](bin_dir, api.url, root, home, scenario.PROMPTS[case])
         env = {**{k: v for k, v in os.environ.items() if k not in ("SENTINEL_GATE_JUDGE",)}, "HOME": str(home),
-               "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "NO_COLOR": "1", **setup.env}
+               "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "NO_COLOR": "1", **setup.env,
+               # the hooks ask in this case's own Sentinel home, whose notify webhook reaches `person`
+               "SENTINEL_HOME": str(base / "sentinel-home"), "SENTINEL_MODE": "local"}
         shim = base / "sentinel-timed"
-        shim.write_text(TIMING_SHIM.format(command=hook_command(), log=timing))
+        shim.write_text(TIMING_SHIM.format(command=hook_command(), log=timing, extra=shim_extra(case)))
         shim.chmod(0o755)
         notes = []
         try:
@@ -118,10 +121,34 @@ def run_case(agent: str, bin_dir: Path, case: str, work: Path, with_sentinel: bo
         finally:
             stop_leftovers(home)
         hook_ms = [int(x) / 1000 for x in timing.read_text().split()] if timing.exists() else []
+        asked = person.summary() if person is not None else None
     return {"agent": agent, "case": case, "outcome": outcome, "told": told, "seconds": round(seconds, 1),
-            "hook_ms": hook_ms,
+            "hook_ms": hook_ms, **({"asked": asked} if asked is not None else {}),
             "judge_calls": len(judge.requests), "notes": notes, "exit": proc.returncode if proc else None,
             "dir": str(base)}
+
+
+def shim_extra(case: str) -> str:
+    """The expiry case waits a short window, not install's minutes (the shortest --ask-within wins)."""
+    return f" --ask-within {scenario.ASK_WITHIN_S}" if case == "ask-expire" else ""
+
+
+class _NoPerson:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def _person(case: str, home: Path) -> Any:
+    """The ask cases' person (decider.py): notified by webhook, deciding through the one-tap link."""
+    if case not in scenario.ASKS:
+        return _NoPerson()
+    from sentinel.hooks.compat.decider import Decider
+
+    decision, reason = scenario.ASKS[case]
+    return Decider(home, decision, reason)
 
 
 def matrix(results: list[dict[str, Any]], agents: list[str], versions: dict[str, str]) -> str:

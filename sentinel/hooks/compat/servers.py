@@ -103,6 +103,9 @@ STEPS: dict[str, list[Callable[[set[str], str], Call | None]]] = {
     "block-edit": [_read, _edit],
     "block-mcp": [_mcp],
     "warn": _shell("cat notes.txt"),
+    "ask-approve": _shell(scenario.ASK_COMMAND),
+    "ask-deny": _shell(scenario.ASK_COMMAND),
+    "ask-expire": _shell(scenario.ASK_COMMAND),
 }
 CASE = re.compile(r"Sentinel compatibility case ([a-z-]+)")
 

@@ -4,10 +4,11 @@
     Gate(...).post(action, ...)                            -> Verdict   after it ran (info rules with post: true)
 
 No rule in scope means no model call and no thread. Severities: `block` denies with
-the judge's reason, `warn` lets the action through with the reason as a warning,
+the judge's reason, `ask` holds the action for a person's decision (the hook files an
+approval: sentinel/hooks/ask.py; a run pauses), `warn` lets the action through with the reason as a warning,
 `info` adds context: the rendered prompt (no model call) before the tool, or a
 synthesized message after it (`post: true`). A violation counts only at or above
-`confidence_threshold`. A failed judge call is skipped when `fail_open` (the default)
+`confidence_threshold`. A `kind: scope` rule calls no judge: being in scope is the finding. A failed judge call is skipped when `fail_open` (the default)
 and otherwise applies the rule's own severity with the error as the reason. Every
 evaluation appends a telemetry line.
 
@@ -75,6 +76,10 @@ class Verdict:
         return self._of("block")
 
     @property
+    def asks(self) -> list[Finding]:
+        return self._of("ask")
+
+    @property
     def warnings(self) -> list[Finding]:
         return self._of("warn")
 
@@ -88,6 +93,9 @@ class Verdict:
 
     def block_reason(self) -> str:
         return "; ".join(f"[{f.rule_id}] {f.reason}" for f in self.blocks)
+
+    def ask_reason(self) -> str:
+        return "; ".join(f"[{f.rule_id}] {f.reason}" for f in self.asks)
 
     def warning_text(self) -> str:
         return "; ".join(f"[{f.rule_id}] {f.reason}" for f in self.warnings)
@@ -145,7 +153,8 @@ class Gate:
         if not matching:
             return verdict
         lines = [self._static(r, action, verdict) for r in matching if r.static]
-        judged = [r for r in matching if not r.static]
+        lines += [self._scoped(r, action, verdict) for r in matching if r.kind == "scope"]
+        judged = [r for r in matching if r.judged]
         if intent is None or intent.empty:
             judged = [r for r in judged if r.kind != "alignment"]
         if judged:
@@ -159,6 +168,14 @@ class Gate:
         return telemetry.record(rule.id, action.trigger, action.target, violation=False, confidence=None,
                                 reason="static context", elapsed_ms=0, model="", backend="none",
                                 severity="info", static=True)
+
+    def _scoped(self, rule: Rule, action: Action, verdict: Verdict) -> dict[str, Any]:
+        """A rule decided by its scope alone (no judge): the call is in scope, so the severity applies."""
+        reason = rule.description.strip() or f"{action.trigger} {action.target} is in the scope of rule {rule.id}"
+        verdict.findings.append(Finding(rule.id, rule.severity, reason, kind="scope"))
+        return telemetry.record(rule.id, action.trigger, action.target, violation=True, confidence=None,
+                                reason=reason, elapsed_ms=0, model="", backend="none", severity=rule.severity,
+                                kind="scope")
 
     def _judge_all(self, rules: list[Rule], action: Action, intent: alignment.Intent | None, session_id: str,
                    verdict: Verdict) -> list[dict[str, Any]]:

@@ -6,7 +6,8 @@
 Tool calls map onto the gate's triggers (docs/gate.md): `write_file`/`edit_file` are file_write (target:
 the path relative to the run's workspace), `bash` is bash (target: the command), MCP-style
 names (`mcp_prefix`) are mcp, anything else only meets `trigger: any` rules. `block` ->
-deny with the judge's reason; `warn` -> auto with the warning as the note; `info` ->
+deny with the judge's reason; `warn` -> auto with the warning as the note; `ask` -> needs_approval (the run pauses for a person);
+`info` ->
 auto with the context as the note; alignment rules report as layer "alignment"
 (reject -> deny). No rule, or no rule in scope: no model call and no result. A rule whose judge
 failed is skipped (fail_open) and named, with its judge, in the result's `warnings`.
@@ -118,6 +119,8 @@ def results(verdict: Verdict, evaluated: list[str]) -> list[LayerResult]:
         layer = "alignment" if f.kind == "alignment" else "gate"
         if f.severity == "block":
             out.append(LayerResult(layer, "deny", f.reason, rule_id=f.rule_id))
+        elif f.severity == "ask":
+            out.append(LayerResult(layer, "needs_approval", f.reason, rule_id=f.rule_id))
         elif f.severity == "warn":
             out.append(LayerResult(layer, "auto", f"warning: {f.reason}", rule_id=f.rule_id,
                                    note=f"Warning from rule {f.rule_id}: {f.reason}"))

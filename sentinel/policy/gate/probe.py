@@ -144,7 +144,7 @@ def judged_by(cfg: Any, rules: list[Any]) -> dict[tuple[str, str], list[str]]:
     """(backend, model) -> ids of the rules it judges (static info rules call no model)."""
     out: dict[tuple[str, str], list[str]] = {}
     for rule in rules:
-        if rule.static:
+        if not rule.judged:
             continue
         backend = rule.backend or cfg.backend
         out.setdefault((backend, cfg.model_for(backend, rule.model)), []).append(rule.id)

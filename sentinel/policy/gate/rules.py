@@ -40,6 +40,11 @@ class Rule:
         self._exclude_c = data.get("exclude_c") or []
 
     @property
+    def judged(self) -> bool:
+        """Does deciding this rule take a model call? (`kind: scope` rules and static info rules do not.)"""
+        return self.kind != "scope" and not self.static
+
+    @property
     def static(self) -> bool:
         """An info rule without post: its rendered prompt is the context, no model call."""
         return self.severity == "info" and not self.post

@@ -1,9 +1,9 @@
 """Rule files: validation of one rule per YAML file (docs/gate.md's fields, plus `kind: alignment`).
 
     id        defaults to the file stem
-    kind      judge (default) | alignment (docs/gate.md, Alignment rules)
+    kind      judge (default) | alignment (docs/gate.md, Alignment rules) | scope (no judge: the scope decides)
     trigger   file_write | bash | mcp | any
-    severity  block | warn | info   (alignment: block | warn)
+    severity  block | warn | info | ask   (alignment: block | warn | ask; scope: block | warn | ask)
     post      info rules only: synthesize context after the tool ran
     scope / exclude, backend, model, prompt, skip_read_only (alignment)
 
@@ -33,10 +33,10 @@ class RuleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
-    kind: Literal["judge", "alignment"] = "judge"
+    kind: Literal["judge", "alignment", "scope"] = "judge"
     description: str = ""
     trigger: Literal["file_write", "bash", "mcp", "any"] = "any"
-    severity: Literal["block", "warn", "info"] = "block"
+    severity: Literal["block", "warn", "info", "ask"] = "block"
     post: bool = False
     scope: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
@@ -63,13 +63,16 @@ class RuleSpec(BaseModel):
     def _consistent(self) -> "RuleSpec":
         if self.post and self.severity != "info":
             raise ValueError("post: true is for severity: info rules only")
-        if self.kind == "alignment":
+        if self.kind in ("alignment", "scope"):
             if self.severity == "info":
-                raise ValueError("severity: alignment rules are block or warn")
+                raise ValueError(f"severity: {self.kind} rules are block, warn or ask")
         elif not self.prompt.strip():
             raise ValueError("prompt: required (the rule the judge evaluates)")
         if any(not p.strip() for p in self.scope + self.exclude):
             raise ValueError("scope/exclude: empty pattern")
+        if self.kind == "scope" and (not self.scope or self.trigger == "any"):
+            # a scope rule decides with no judge: it must say which calls it means, or it would catch every call
+            raise ValueError("scope: a kind: scope rule needs a trigger (file_write, bash or mcp) and a scope")
         return self
 
 

@@ -37,7 +37,7 @@
   }
 
   // -- decisions --------------------------------------------------------------------------------
-  async function decide(card, action) {
+  async function decide(card, action, always) {
     const note = card.querySelector(".note");
     const buttons = card.querySelectorAll("button");
     buttons.forEach((b) => { b.disabled = true; });
@@ -46,6 +46,7 @@
     note.textContent = action === "approve" ? "Approving…" : "Denying…";
     const data = {digest: card.dataset.digest};
     if (action === "deny") data.reason = card.querySelector("input[name=reason]").value;
+    if (always) data.always = true;
     try {
       const answer = await post(`${prefix}/approvals/${encodeURIComponent(card.dataset.id)}/${action}`, data);
       card.classList.add("decided");
@@ -63,7 +64,7 @@
   document.addEventListener("click", (ev) => {
     const button = ev.target.closest("button[data-action]");
     const card = button && button.closest(".approval");
-    if (card) decide(card, button.dataset.action);
+    if (card) decide(card, button.dataset.action, button.dataset.always === "1");
   });
 
   // -- live updates -----------------------------------------------------------------------------

@@ -136,3 +136,19 @@ def test_unreachable_judge_is_a_warning_naming_rule_and_judge(sentinel_home, tmp
     (warning,) = result.warnings
     assert warning.startswith("rule billing skipped: judge ollama/gemma3:4b failed") and "\n" not in warning
     assert result.to_dict()["warnings"] == (warning,)
+
+
+def test_ask_pauses_the_run_and_a_scope_rule_calls_no_judge(sentinel_home, judge, tmp_path):
+    """In Sentinel's own runs `ask` is the approval the run already knows how to wait for."""
+    j = judge({"": VIOLATION})
+    home_rules(sentinel_home, {"push": {"kind": "scope", "trigger": "bash", "severity": "ask", "scope": ["git push*"],
+                                        "description": "pushing needs a person"},
+                               "billing": {**BILLING, "severity": "ask"}})
+    g = gate(sentinel_home, j)
+    ws = tmp_path / "ws"
+    d = decide(ctx("bash", ws, command="git push origin main"), [g])
+    assert d.outcome == "needs_approval" and d.reason == "gate: pushing needs a person"
+    assert j.requests == []  # the scope decided
+    assert decide(ctx("bash", ws, command="git status"), [g]).outcome == "auto"
+    b = decide(ctx("write_file", ws, path="src/billing/a.py", content="x"), [g])
+    assert b.outcome == "needs_approval" and b.reason == "gate: touches billing" and len(j.requests) == 1

@@ -90,3 +90,16 @@ def test_shipped_example_rules_are_valid():
     assert errors == [] and warnings == []
     assert {"billing-protection", "no-force-push", "payments-ownership", "migration-awareness",
             "alignment"} <= {r["id"] for r in rules}
+
+
+def test_scope_rules_need_no_prompt_but_a_trigger_and_a_scope(repo):
+    """`kind: scope` decides by scope alone (no judge): it must say which calls, and it has no `info`."""
+    push = {"kind": "scope", "trigger": "bash", "severity": "ask", "scope": ["git push*"]}
+    root = repo({"a-push": push, "b-noscope": {**push, "scope": []}, "c-any": {**push, "trigger": "any"},
+                 "d-info": {**push, "severity": "info"}, "e-judged-ask": {**GOOD, "severity": "ask"}})
+    bundle = load_repo(str(root))
+    assert [r.id for r in bundle.rules] == ["a-push", "e-judged-ask"]
+    by_file = {os.path.basename(e.split(":")[0]): e for e in bundle.errors}
+    assert "needs a trigger" in by_file["b-noscope.yaml"] and "needs a trigger" in by_file["c-any.yaml"]
+    assert "block, warn or ask" in by_file["d-info.yaml"]
+    assert [r.judged for r in bundle.rules] == [False, True]

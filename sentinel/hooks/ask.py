@@ -1,0 +1,338 @@
+"""Holding a coding agent's call for a person: an `ask` rule applied, so `sentinel hook` files an approval in
+Sentinel's queue and answers the agent only once someone decided, or denies when nobody did in time.
+
+    queue = open_queue()                          # the operator's queue (supervisor) or the user's own store
+    scoped = drop_allowlisted(queue, root, scoped) # an allowlisted exact call loses its ask rules (no judge, no ask)
+    reply = hold(adapter, verdict, payload, acts, root, queue)
+
+Fail closed on time: the hook waits until `--ask-within` seconds after it started (written by `sentinel hook
+install` below the client's own hook timeout; 20 s for hooks installed before asks existed, whose clients allow
+30 s), then withdraws the approval and denies with "no decision within N s". A store error, a crash of this
+code, or a SIGTERM/SIGHUP/SIGINT while waiting all deny too (the approval is withdrawn when the store still
+answers; else it expires by itself at the same deadline). Only an approval of the exact call the hook filed
+(its SHA-256 digest) lets it through, and only once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+from sentinel.hooks import common
+
+STARTED = time.monotonic()     # the hook's start (entry.main sets it): the client's timeout runs from about here
+DEFAULT_WITHIN_S = 20.0        # hooks installed without --ask-within: their clients were given 30 s
+POLL_S = 0.1                   # a decision reaches the waiting hook within this (plus one store read)
+MIN_WINDOW_S = 2.0             # less than this left after judging: deny at once, file nothing
+DECIDE_HINT = "sentinel approvals, the web console, or the notification's link"
+
+
+class Interrupted(Exception):
+    """A signal arrived while the hook waited for a decision."""
+
+
+# -- the deadline ----------------------------------------------------------------------------------
+
+def within_from(argv: list[str]) -> float:
+    """`--ask-within N` (seconds from the hook's start) from the hook's extra arguments, else the default. Given
+    more than once, the shortest wins (a shorter wait can never outlast the client's timeout); unreadable, the
+    default."""
+    found = []
+    for i, arg in enumerate(argv):
+        value = arg.partition("=")[2] if arg.startswith("--ask-within=") else \
+            argv[i + 1] if arg == "--ask-within" and i + 1 < len(argv) else None
+        if value is not None:
+            try:
+                found.append(max(0.0, float(value)))
+            except ValueError:
+                found.append(DEFAULT_WITHIN_S)
+    return min(found) if found else DEFAULT_WITHIN_S
+
+
+WITHIN_S = DEFAULT_WITHIN_S    # set by entry.main from the command line
+
+
+# -- allowlist keys ------------------------------------------------------------------------------
+
+def keys_of(act: Any, root: str) -> list[str]:
+    """What "this exact call here" is for one action: the exact command, the resolved path of a write, or for
+    any other call its tool and the SHA-256 of its exact arguments."""
+    if act.trigger == "bash":
+        return ["bash", act.command]
+    if act.trigger == "file_write" and act.file_path:
+        return ["file_write", resolved_path(act.file_path, root)]
+    canonical = json.dumps(act.tool_input, sort_keys=True, separators=(",", ":"), default=str)
+    return ["call", f"{act.tool_name} {hashlib.sha256(canonical.encode()).hexdigest()}"]
+
+
+def resolved_path(path: str, root: str) -> str:
+    """A written path as the file system resolves it (symlinks followed), relative to the resolved repository
+    when inside it: `a/../b.txt`, `./b.txt` and a symlink to it are one entry."""
+    real_root = os.path.realpath(root)
+    full = os.path.realpath(os.path.join(root, path))
+    rel = os.path.relpath(full, real_root)
+    return full if rel == ".." or rel.startswith(".." + os.sep) else rel
+
+
+def repository(root: str) -> str:
+    return os.path.realpath(root)
+
+
+# -- the queue ---------------------------------------------------------------------------------------
+
+class LocalQueue:
+    """The user's own store ($SENTINEL_HOME/state/sentinel.db, outside every repository)."""
+
+    def __init__(self) -> None:
+        from sentinel import paths
+        from sentinel.engine.store import Store
+
+        self.home = paths.home()
+        self.store = Store.open(paths.state_dir(self.home) / "sentinel.db")
+
+    def allowlisted(self, repo: str, keys: list[list[str]]) -> bool:
+        from sentinel.engine import asks
+
+        return asks.allowlisted(self.store, repo, keys)
+
+    def file(self, ask: Any, ttl_s: float) -> Any:
+        from sentinel import paths
+        from sentinel.engine import asks
+
+        filed = asks.file(self.store, ask, ttl_s, str(paths.runs_dir(self.home)))
+        self._notify()
+        return filed
+
+    def _notify(self) -> None:
+        """`notify:` targets hear of the ask at once: queued here, sent by the detached deliverer."""
+        from sentinel import config as config_mod
+        from sentinel.errors import SentinelError
+        from sentinel.notify.dispatch import kick
+
+        try:
+            kick(self.store, config_mod.load(self.home), self.home)
+        except (SentinelError, OSError) as exc:  # the ask stands: the console and `sentinel approvals` show it
+            import sys
+
+            sys.stderr.write(f"sentinel: notify: {exc}\n")
+
+    def state(self, approval_id: str) -> dict[str, Any]:
+        from sentinel.engine import asks
+
+        return asks.state(self.store, approval_id)
+
+    def take(self, approval_id: str, digest: str) -> bool:
+        from sentinel.engine import asks
+
+        return asks.take(self.store, approval_id, digest)
+
+    def withdraw(self, approval_id: str, why: str) -> bool:
+        from sentinel.engine import asks
+
+        return asks.withdraw(self.store, approval_id, why)
+
+    def allowlist(self, repo: str | None) -> list[dict[str, Any]]:
+        from sentinel.engine import asks
+
+        return asks.allowlist(self.store, repo)
+
+    def revoke(self, repo: str, kind: str | None, value: str | None) -> int:
+        from sentinel.engine import asks
+        from sentinel.local.engine import operator_name
+
+        return asks.revoke(self.store, repo, kind, value, by=operator_name())
+
+    def close(self) -> None:
+        self.store.close()
+
+
+class SupervisorQueue:
+    """The operator's queue: every step is one op on the supervisor's socket (sentinel/supervisor/ops.py)."""
+
+    def __init__(self, client: Any):
+        self.client = client
+
+    def allowlisted(self, repo: str, keys: list[list[str]]) -> bool:
+        return bool(self.client.call("hook_allowlisted", repository=repo, keys=keys)["allowlisted"])
+
+    def file(self, ask: Any, ttl_s: float) -> Any:
+        got = self.client.call("hook_ask", client=ask.client, repository=ask.repository, tool=ask.tool,
+                               arguments=ask.arguments, rule=ask.rule, reason=ask.reason, keys=ask.keys,
+                               call_id=ask.call_id, ttl_s=ttl_s)
+        ask.approval_id, ask.digest = got["approval_id"], got["digest"]
+        return ask
+
+    def state(self, approval_id: str) -> dict[str, Any]:
+        return dict(self.client.call("hook_ask_state", approval_id=approval_id))
+
+    def take(self, approval_id: str, digest: str) -> bool:
+        return bool(self.client.call("hook_ask_take", approval_id=approval_id, digest=digest)["taken"])
+
+    def withdraw(self, approval_id: str, why: str) -> bool:
+        return bool(self.client.call("hook_ask_withdraw", approval_id=approval_id, why=why)["withdrawn"])
+
+    def allowlist(self, repo: str | None) -> list[dict[str, Any]]:
+        return list(self.client.call("hook_allowlist", repository=repo)["entries"])
+
+    def revoke(self, repo: str, kind: str | None, value: str | None) -> int:
+        return int(self.client.call("hook_allowlist_revoke", repository=repo, kind=kind, value=value)["revoked"])
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def open_queue() -> Any:
+    """The supervisor's queue when one answers this user as an operator, else the user's own store."""
+    import contextlib
+    import io
+
+    from sentinel.client.system import Denied, connect
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # "system mode: ..." is for a person, not an agent
+            client = connect()
+    except Denied:
+        client = None  # not an operator: this user's own queue
+    return SupervisorQueue(client) if client is not None else LocalQueue()
+
+
+# -- the hook's part ---------------------------------------------------------------------------------
+
+def drop_allowlisted(queue: Any, root: str,
+                     scoped: list[tuple[Any, list[Any]]]) -> tuple[list[tuple[Any, list[Any]]], set[int]]:
+    """An action whose exact call is on the repository's allowlist loses its `ask` rules: no judge call for
+    them and nothing filed (its block and warn rules still apply). Returns what is left to judge, and the ids
+    of the actions that were allowlisted."""
+    out, allowed = [], set()
+    for act, rules in scoped:
+        if any(r.severity == "ask" for r in rules) and queue.allowlisted(repository(root), [keys_of(act, root)]):
+            rules = [r for r in rules if r.severity != "ask"]
+            allowed.add(id(act))
+        if rules:
+            out.append((act, rules))
+    return out, allowed
+
+
+def build(adapter: Any, verdict: Any, payload: dict[str, Any], acts: list[Any], root: str) -> Any:
+    from sentinel.engine.asks import Ask
+
+    first = acts[0]
+    tool = str(payload.get("tool_name") or first.tool_name or "tool")
+    arguments = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else first.tool_input
+    call_id = str(payload.get("tool_use_id") or "call")[:200]
+    return Ask(client=adapter.NAME, repository=repository(root), tool=tool, arguments=dict(arguments or {}),
+               rule=",".join(dict.fromkeys(f.rule_id for f in verdict.asks)), reason=verdict.ask_reason(),
+               keys=[keys_of(a, root) for a in acts], call_id=call_id)
+
+
+def hold(adapter: Any, verdict: Any, payload: dict[str, Any], acts: list[Any], root: str,
+         queue: Any) -> common.Reply:
+    """File the ask, wait for the decision, answer in the client's protocol. Every way out but an approval of
+    this exact call denies."""
+    rule = verdict.asks[0].rule_id
+    try:
+        left = WITHIN_S - (time.monotonic() - STARTED)
+        if left < MIN_WINDOW_S:
+            return denied(adapter, verdict, payload, rule, f"no decision within {int(max(0, WITHIN_S))} s "
+                          "(no time was left to ask a person)")
+        if queue is None:
+            queue = open_queue()
+        ask = queue.file(build(adapter, verdict, payload, acts, root), left)
+        with _signals_interrupt():
+            outcome = wait(queue, ask, STARTED + WITHIN_S)
+    except Exception as exc:  # a store error or a bug: fail closed, never let an unanswered ask through
+        return denied(adapter, verdict, payload, rule,
+                      f"Sentinel could not ask a person ({type(exc).__name__}: {exc}); denied")
+    finally:
+        if queue is not None:
+            try:
+                queue.close()
+            except Exception:
+                pass
+    if outcome["allowed"]:
+        return allowed(adapter, verdict, payload, outcome["why"])
+    return denied(adapter, verdict, payload, rule, outcome["why"])
+
+
+def wait(queue: Any, ask: Any, deadline: float) -> dict[str, Any]:
+    """Poll the approval until it is decided or the deadline passes; {"allowed": bool, "why": text}."""
+    waited = int(max(0, WITHIN_S))
+    try:
+        while True:
+            got = queue.state(ask.approval_id)
+            if got["status"] != "pending":
+                return _decided(queue, ask, got)
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
+        why = f"no decision within {waited} s (the approval expired; ask again to let a person decide)"
+    except Interrupted as exc:
+        why = f"the hook was stopped ({exc}) before anyone decided"
+    if queue.withdraw(ask.approval_id, why):
+        return {"allowed": False, "why": why}
+    return _decided(queue, ask, queue.state(ask.approval_id))  # decided in the same instant: that decision stands
+
+
+def _decided(queue: Any, ask: Any, got: dict[str, Any]) -> dict[str, Any]:
+    by = got.get("by") or "?"
+    if got["status"] == "approved" and got.get("digest") == ask.digest and queue.take(ask.approval_id, ask.digest):
+        return {"allowed": True, "why": f"approved by {by}"}
+    if got["status"] == "denied":
+        return {"allowed": False, "why": f"denied by {by}" + (f": {got['reason']}" if got.get("reason") else "")}
+    if got["status"] == "expired":
+        return {"allowed": False, "why": got.get("reason") or f"no decision within {int(max(0, WITHIN_S))} s"}
+    return {"allowed": False, "why": f"the approval is {got['status']}, not approved for this call"}
+
+
+def _raise(signum: int, frame: Any) -> None:
+    raise Interrupted(signal.Signals(signum).name)
+
+
+class _signals_interrupt:
+    """SIGTERM, SIGHUP and SIGINT end the wait with a denial (the approval withdrawn), not a silent exit."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+    def __enter__(self) -> None:
+        self.saved: dict[Any, Any] = {}
+        for sig in self.SIGNALS:
+            try:
+                self.saved[sig] = signal.signal(sig, _raise)
+            except ValueError:  # not the main thread (in-process tests): nothing to catch
+                pass
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+
+
+def allowed(adapter: Any, verdict: Any, payload: dict[str, Any], why: str) -> common.Reply:
+    """The client's allow: its explicit one where it has it, else its ordinary pass (warnings still delivered)."""
+    rest = _without_asks(verdict)
+    render_allow = getattr(adapter, "render_allow", None)
+    if render_allow is not None:
+        return render_allow(rest, f"Sentinel: {why}", payload)
+    return adapter.render("pre", rest, payload)
+
+
+def denied(adapter: Any, verdict: Any, payload: dict[str, Any], rule: str, why: str) -> common.Reply:
+    from sentinel.policy.gate.engine import Finding
+
+    rest = _without_asks(verdict)
+    rest.findings.append(Finding(rule, "block", f"this call needed a person's approval: {why}", kind="ask"))
+    return adapter.render("pre", rest, payload)
+
+
+def _without_asks(verdict: Any) -> Any:
+    from sentinel.policy.gate.engine import Verdict
+
+    rest = Verdict()
+    rest.findings = [f for f in verdict.findings if f.severity != "ask"]
+    rest.errors, rest.held, rest.calls = list(verdict.errors), list(verdict.held), verdict.calls
+    return rest
