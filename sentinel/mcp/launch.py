@@ -10,6 +10,9 @@ files a pin covers.
     Command.of(argv)                     which interpreter runs which script or module
     manifest(...) -> {executable, argv, cwd, env, files: {path: sha256}}   what the pin covers
     agent_writable(path, roots, uid)     could the agent rewrite this file (so its hash would prove nothing)?
+    trusted(argv, home, workspace=None, env=None) -> (argv, env)   any operator-configured command (watchers,
+                                         delivery and notification targets, CLI judges) made ready the same
+                                         way: resolved argv, a minimal environment whose HOME and PWD are `home`
 
 A server started from the agent's workspace loads what the agent wrote there: `python -m mod` imports a
 `mod.py` in its working directory first, `npx PKG` runs `./node_modules/.bin/PKG` first and a relative script
@@ -224,6 +227,20 @@ def environment(server: Any, home: Path) -> dict[str, str]:
     then the settings that keep an interpreter from importing out of its working directory or user site."""
     return {"PATH": SAFE_PATH, "HOME": str(home), "PWD": str(home), "LANG": "C.UTF-8", "TERM": "dumb",
             **server.env, "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1"}
+
+
+def trusted(argv: list[str], home: Path, workspace: Path | None = None,
+            env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """An operator-configured command ready to start with `home` as its working directory: an absolute
+    executable found on SAFE_PATH (a relative one, or a relative script, against `home`), `{workspace}` and
+    SENTINEL_WORKSPACE when there is one, and the environment of `environment` plus `env`: nothing inherited,
+    so no PYTHONPATH, NODE_PATH, NODE_OPTIONS or LD_PRELOAD. UsageError when the command cannot be resolved."""
+    resolved = resolve(argv, base=home, environ={"PATH": SAFE_PATH, "HOME": str(home)})
+    base = {"PATH": SAFE_PATH, "HOME": str(home), "PWD": str(home), "LANG": "C.UTF-8", "TERM": "dumb",
+            **(env or {}), "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1"}
+    if workspace is None:
+        return resolved, base
+    return with_workspace(resolved, base, workspace)
 
 
 def with_workspace(argv: list[str], env: dict[str, str], workspace: Path) -> tuple[list[str], dict[str, str]]:
