@@ -103,10 +103,13 @@ def _command_runner() -> Any:
     """The leashed command runner local mode's watchers use."""
     from sentinel import paths
     from sentinel.local.engine import LocalEngine
+    from sentinel.mcp.launch import make_workdir
     from sentinel.watchers.deliver import command_runner
+    from sentinel.watchers.spec import user_dir
 
     with LocalEngine() as engine:
-        return command_runner(engine.config, engine.config.default_agent, paths.workspace_dir(engine.home))
+        return command_runner(engine.config, engine.config.default_agent, paths.workspace_dir(engine.home),
+                              make_workdir(user_dir(engine.home)))
 
 
 def _local_runner(watchers: list[Any]) -> Any:

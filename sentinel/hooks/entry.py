@@ -128,7 +128,8 @@ def run(adapter, phase: str, payload: dict) -> common.Reply:
         found = adapter.action(payload, bundle.config, phase)
     except ValueError as exc:
         return _with_notes(malformed(adapter, phase, f"malformed payload: {exc}", root), notes)
-    acts = [a.locate(root) for a in (found if isinstance(found, list) else [found] if found is not None else [])]
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    acts = [a.locate(root, cwd) for a in (found if isinstance(found, list) else [found] if found is not None else [])]
     return _with_notes(_evaluate(adapter, phase, acts, bundle, payload, session_id, transcript), notes)
 
 

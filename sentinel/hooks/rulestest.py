@@ -27,7 +27,7 @@ def run_test(bundle: Any, root: str | None, rule_id: str, payload: dict[str, Any
         raise UsageError(f"payload: {exc}") from None
     if action is None:
         raise UsageError(f"payload: {agent} sends nothing to judge for this event")
-    action.locate(root)
+    action.locate(root, payload.get("cwd") if isinstance(payload.get("cwd"), str) else None)
     report: dict[str, Any] = {"rule": rule.id, "trigger": action.trigger, "target": action.target,
                               "in_scope": rule.applies(action)}
     if not report["in_scope"]:

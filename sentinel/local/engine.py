@@ -346,10 +346,13 @@ class LocalEngine(Closing):
         import functools
         from types import SimpleNamespace
 
+        from sentinel.mcp.launch import make_workdir
         from sentinel.watchers.deliver import command_runner
+        from sentinel.watchers.spec import user_dir
         from sentinel.watchers.runner import Runner
 
-        run_command = command_runner(self.config, self.config.default_agent, paths.workspace_dir(self.home))
+        run_command = command_runner(self.config, self.config.default_agent, paths.workspace_dir(self.home),
+                                     make_workdir(user_dir(self.home)))
         starter = SimpleNamespace(start=functools.partial(self.start, on_event=on_event)) if on_event else self
         return Runner(starter, self.store, self.config, watchers, run_command)
 

@@ -10,6 +10,11 @@ files a pin covers.
     Command.of(argv)                     which interpreter runs which script or module
     manifest(...) -> {executable, argv, cwd, env, files: {path: sha256}}   what the pin covers
     agent_writable(path, roots, uid)     could the agent rewrite this file (so its hash would prove nothing)?
+    scrubbed(environ) -> env, which(name, environ) -> path     for commands that keep the operator's own
+                                         environment (CLI judges, notification commands, the hook's worker)
+    trusted(argv, home, workspace=None, env=None) -> (argv, env)   any operator-configured command (watchers,
+                                         delivery and notification targets, CLI judges) made ready the same
+                                         way: resolved argv, a minimal environment whose HOME and PWD are `home`
 
 A server started from the agent's workspace loads what the agent wrote there: `python -m mod` imports a
 `mod.py` in its working directory first, `npx PKG` runs `./node_modules/.bin/PKG` first and a relative script
@@ -224,6 +229,45 @@ def environment(server: Any, home: Path) -> dict[str, str]:
     then the settings that keep an interpreter from importing out of its working directory or user site."""
     return {"PATH": SAFE_PATH, "HOME": str(home), "PWD": str(home), "LANG": "C.UTF-8", "TERM": "dumb",
             **server.env, "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1"}
+
+
+# Variables that make an interpreter or the loader run code from somewhere else than the executable's own files.
+LOADER_ENV = frozenset({"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONINSPECT",
+                        "NODE_PATH", "NODE_OPTIONS", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV",
+                        "PERL5LIB", "PERL5OPT", "RUBYLIB", "RUBYOPT"})
+
+
+def scrubbed(environ: dict[str, str]) -> dict[str, str]:
+    """`environ` without LOADER_ENV, PATH with only absolute directories, PYTHONSAFEPATH/PYTHONNOUSERSITE set."""
+    out = {k: v for k, v in environ.items() if k not in LOADER_ENV}
+    out["PATH"] = ":".join(d for d in environ.get("PATH", SAFE_PATH).split(":") if os.path.isabs(d)) or SAFE_PATH
+    return {**out, "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1"}
+
+
+def which(name: str, environ: dict[str, str]) -> str | None:
+    """An absolute executable: `name` itself when absolute, else found on the absolute directories of PATH
+    (never `.`, an empty entry or a relative one, which mean the working directory); None for a relative path."""
+    if "/" in name:
+        return name if os.path.isabs(name) and os.path.isfile(name) and os.access(name, os.X_OK) else None
+    for folder in scrubbed(environ)["PATH"].split(":"):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def trusted(argv: list[str], home: Path, workspace: Path | None = None,
+            env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """An operator-configured command ready to start with `home` as its working directory: an absolute
+    executable found on SAFE_PATH (a relative one, or a relative script, against `home`), `{workspace}` and
+    SENTINEL_WORKSPACE when there is one, and the environment of `environment` plus `env`: nothing inherited,
+    so no PYTHONPATH, NODE_PATH, NODE_OPTIONS or LD_PRELOAD. UsageError when the command cannot be resolved."""
+    resolved = resolve(argv, base=home, environ={"PATH": SAFE_PATH, "HOME": str(home)})
+    base = {"PATH": SAFE_PATH, "HOME": str(home), "PWD": str(home), "LANG": "C.UTF-8", "TERM": "dumb",
+            **(env or {}), "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1"}
+    if workspace is None:
+        return resolved, base
+    return with_workspace(resolved, base, workspace)
 
 
 def with_workspace(argv: list[str], env: dict[str, str], workspace: Path) -> tuple[list[str], dict[str, str]]:

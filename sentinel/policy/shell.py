@@ -65,11 +65,14 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 class Command:
     """One simple command: `words` (redirections last), the literal ones before `open_at` (None: all known)."""
 
-    __slots__ = ("words", "open_at")
+    __slots__ = ("words", "open_at", "nwords", "redirects")
 
-    def __init__(self, words: list[str], open_at: int | None = None):
+    def __init__(self, words: list[str], open_at: int | None = None, nwords: int | None = None,
+                 redirects: tuple[tuple[str, str, bool], ...] = ()):
         self.words = words
         self.open_at = open_at
+        self.nwords = len(words) if nwords is None else nwords  # words[nwords:] are the redirections as text
+        self.redirects = redirects  # (operator, target word, target is an expansion); `>&2` is ("dup", "2", False)
 
     @property
     def text(self) -> str:
@@ -85,10 +88,11 @@ class Command:
 
 
 class Parsed:
-    __slots__ = ("commands", "sure", "why")
+    __slots__ = ("commands", "sure", "why", "redirects")
 
     def __init__(self) -> None:
         self.commands: list[Command] = []
+        self.redirects: list[tuple[str, str, bool]] = []  # those of compound commands: `{ …; } > f`, `done > f`
         self.sure = True
         self.why = ""
 
@@ -140,11 +144,15 @@ def _script(text: str, parsed: Parsed, depth: int) -> None:
         return parsed.unsure(f"does not parse ({type(exc).__name__})")
     for tree in trees:
         for node in _command_nodes(tree):
-            _simple(node, text, parsed, depth)
+            if node.kind == "compound":
+                parsed.redirects.extend(_redirect(r, text, parsed)[2] for r in node.redirects)
+            else:
+                _simple(node, text, parsed, depth)
 
 
 def _command_nodes(node: object) -> list[object]:
-    """Every CommandNode in the tree, including those inside substitutions, in source order."""
+    """Every CommandNode in the tree, including those inside substitutions, in source order (and every compound
+    command with redirections)."""
     found: list[object] = []
     stack = [node]
     while stack:
@@ -154,7 +162,7 @@ def _command_nodes(node: object) -> list[object]:
             continue
         if not hasattr(item, "kind"):
             continue
-        if item.kind == "command":
+        if item.kind == "command" or (item.kind == "compound" and getattr(item, "redirects", None)):
             found.append(item)
         stack.extend(reversed([v for v in vars(item).values() if isinstance(v, list) or hasattr(v, "kind")]))
     return found
@@ -163,7 +171,7 @@ def _command_nodes(node: object) -> list[object]:
 def _simple(node: object, text: str, parsed: Parsed, depth: int) -> None:
     words: list[str] = []
     dynamic: list[bool] = []
-    redirects: list[tuple[str, bool]] = []
+    redirects: list[tuple[str, bool, tuple[str, str, bool]]] = []
     for part in getattr(node, "parts", []):
         kind = part.kind
         if kind == "word":
@@ -176,7 +184,7 @@ def _simple(node: object, text: str, parsed: Parsed, depth: int) -> None:
     _add(words, dynamic, redirects, node, text, parsed, depth)
 
 
-def _redirect(part: object, text: str, parsed: Parsed) -> tuple[str, bool]:
+def _redirect(part: object, text: str, parsed: Parsed) -> tuple[str, bool, tuple[str, str, bool]]:
     out = getattr(part, "output", None)
     heredoc = getattr(part, "heredoc", None)
     if heredoc is not None and getattr(out, "word", "") == text[out.pos[0]:out.pos[1]] and \
@@ -184,26 +192,29 @@ def _redirect(part: object, text: str, parsed: Parsed) -> tuple[str, bool]:
         parsed.unsure("a here-document runs command substitutions")
     prefix = str(part.input) if isinstance(getattr(part, "input", None), int) else ""
     if isinstance(out, int):
-        return f"{prefix}{part.type}{out}", False
+        return f"{prefix}{part.type}{out}", False, ("dup", str(out), False)
     target = getattr(out, "word", "")
-    return f"{prefix}{part.type} {target}", is_dynamic(text[out.pos[0]:out.pos[1]]) if out is not None else False
+    dyn = is_dynamic(text[out.pos[0]:out.pos[1]]) if out is not None else False
+    return f"{prefix}{part.type} {target}", dyn, (part.type, target, dyn)
 
 
-def _add(words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool]], node: object, text: str,
-         parsed: Parsed, depth: int) -> None:
-    tokens = words + [r for r, _ in redirects]
-    flags = dynamic + [d for _, d in redirects]
+def _add(words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool, tuple[str, str, bool]]],
+         node: object, text: str, parsed: Parsed, depth: int) -> None:
+    tokens = words + [r for r, _, _ in redirects]
+    flags = dynamic + [d for _, d, _ in redirects]
     open_at = next((i for i, d in enumerate(flags) if d), None)
-    parsed.commands.append(Command(tokens, open_at))
+    redirs = tuple(r for _, _, r in redirects)
+    parsed.commands.append(Command(tokens, open_at, len(words), redirs))
     if open_at == 0:
         return parsed.unsure("the command name is an expansion")
     name = words[0].rsplit("/", 1)[-1]
     if name != words[0]:
-        parsed.commands.append(Command([name] + tokens[1:], open_at))
+        parsed.commands.append(Command([name] + tokens[1:], open_at, len(words), redirs))
     _inner(name, words, dynamic, redirects, node, text, parsed, depth)
 
 
-def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool]], node: object,
+def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool, tuple[str, str, bool]]],
+           node: object,
            text: str, parsed: Parsed, depth: int) -> None:
     """The commands this one runs in turn: a wrapped command, a shell's script string, find's -exec."""
     if name in OPAQUE:
@@ -230,7 +241,7 @@ def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tup
             return parsed.unsure(f"`{name}` runs an expanded string")
         return _script(" ".join(inner_words), parsed, depth + 1)
     if name == "xargs":  # its input becomes more arguments: everything after the given words is unknown
-        parsed.commands.append(Command(inner_words, len(inner_words)))
+        parsed.commands.append(Command(inner_words, len(inner_words), len(inner_words)))
         if inner_dynamic[0]:
             parsed.unsure("xargs runs an expanded command name")
         return _inner(inner_words[0].rsplit("/", 1)[-1], inner_words, inner_dynamic, [], node, text, parsed,

@@ -27,8 +27,11 @@ def _run_command(config: Any) -> Any:
         def refuse(argv: list[str], timeout_s: float, stdin: bytes | None) -> tuple[int | None, str]:
             return None, "system mode runs watcher commands as an agent: set default_agent in the operator's config"
         return refuse
+    from sentinel.mcp.launch import make_workdir
+    from sentinel.watchers import spec
+
     workspace = layout.agent_sentinel_home(pwd.getpwnam(agent).pw_dir) / "workspace"
-    return command_runner(config, agent, workspace)
+    return command_runner(config, agent, workspace, make_workdir(spec.system_dir()))  # root's, not the agent's
 
 
 def main(argv: list[str]) -> int:

@@ -5,6 +5,13 @@ leashed command runner the command strategy and command targets share.
 
 command: argv under the agent's Leash profile, the message on stdin and in $SENTINEL_MESSAGE;
 file: one JSON line appended; webhook: POST of the same JSON document.
+
+A command (a command source's or a command target's) is the operator's, so it never starts from what the
+agent can write: its working directory and HOME are the watchers' directory (where the watcher files are,
+the operator's), the executable is absolute (found on a PATH of system directories; a relative one or a
+relative script against the watchers' directory), the environment is minimal with PYTHONSAFEPATH and no
+PYTHONPATH/NODE_PATH (sentinel.mcp.launch.trusted). The agent's workspace is `{workspace}` in its arguments
+and $SENTINEL_WORKSPACE.
 """
 
 from __future__ import annotations
@@ -78,23 +85,41 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout_s: float = WEBH
         raise DeliveryError(f"POST {shown or url}: {getattr(exc, 'reason', None) or exc}") from None
 
 
-def command_runner(config: Any, agent: str | None, workspace: Path) -> RunCommand:
-    """Run argv under the agent's Leash tool profile (`leash.tools: plain`: a plain subprocess, as for tools)."""
+def command_runner(config: Any, agent: str | None, workspace: Path, home: Path | None = None) -> RunCommand:
+    """Run argv under the agent's Leash tool profile (`leash.tools: plain`: a plain subprocess, as for tools),
+    from `home` (default: the watchers' directory), never from the workspace (see the module docstring)."""
 
     def run(argv: list[str], timeout_s: float, stdin: bytes | None) -> tuple[int | None, str]:
-        env = {"SENTINEL_MESSAGE": stdin.decode(errors="replace")} if stdin is not None else {}
+        from sentinel.errors import UsageError
+        from sentinel.mcp.launch import trusted
+
+        own = home if home is not None else _watchers_dir()
+        extra = {"SENTINEL_MESSAGE": stdin.decode(errors="replace")} if stdin is not None else {}
         workspace.mkdir(parents=True, exist_ok=True)
+        try:
+            argv, env = trusted(argv, own, workspace, extra)
+        except UsageError as exc:
+            return None, f"{argv[0] if argv else 'command'}: {exc}"
         if config.leash.tools == "plain":
             try:
-                proc = subprocess.run(argv, cwd=workspace, input=stdin or b"", capture_output=True, timeout=timeout_s,
-                                      env={**os.environ, **env})
+                proc = subprocess.run(argv, cwd=own, input=stdin or b"", capture_output=True, timeout=timeout_s,
+                                      env=env)
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return None, str(exc)
             return proc.returncode, proc.stdout.decode(errors="replace")
         from sentinel.leash.launch import run_tool
 
-        res = run_tool(argv, cwd=workspace, workspace=workspace, timeout_s=timeout_s, env=env, agent=agent,
-                       sandbox=config.sandbox, stdin=stdin)
+        res = run_tool(argv, cwd=own, workspace=workspace, timeout_s=timeout_s, env=env, agent=agent,
+                       sandbox=config.sandbox, stdin=stdin, extra_read=[str(own)])
         return res.exit_code, res.output
 
     return run
+
+
+def _watchers_dir() -> Path:
+    """$SENTINEL_HOME/watchers (the operator's watcher files), created 0755 when missing; system mode passes
+    /etc/sentinel/watchers."""
+    from sentinel.mcp.launch import make_workdir
+    from sentinel.watchers import spec
+
+    return make_workdir(spec.user_dir())

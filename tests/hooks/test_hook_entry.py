@@ -144,3 +144,20 @@ def test_alignment_rule_uses_the_transcript_request(repo, judge, tmp_path):
     assert "ORIGINAL REQUEST: just show me the build log" in j.requests[0]["messages"][-1]["content"]
     no_transcript = json.dumps({"cwd": str(root), "tool_name": "Bash", "tool_input": {"command": "rm -rf build"}})
     assert handle("claude-code", "pre-tool-use", no_transcript).stdout == "" and len(j.requests) == 1
+
+
+def test_the_stop_worker_never_imports_the_repository(tmp_path, monkeypatch):
+    """`python -m sentinel.hooks.background` from the agent's repository would import a `sentinel/` the agent
+    wrote there: the worker starts from / with -P, and PYTHONPATH is this package's parent only."""
+    from sentinel.hooks.background import spawn
+
+    repo, marker = tmp_path / "repo", tmp_path / "SHADOW-RAN"
+    (repo / "sentinel" / "hooks").mkdir(parents=True)
+    for init in (repo / "sentinel" / "__init__.py", repo / "sentinel" / "hooks" / "__init__.py"):
+        init.write_text(f"open({str(marker)!r}, 'w')\n")
+    (repo / "sentinel" / "hooks" / "background.py").write_text(f"open({str(marker)!r}, 'w')\n")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("PYTHONPATH", str(repo))
+    proc = spawn(str(repo), "s1", str(tmp_path / "no-transcript.jsonl"))
+    proc.wait(timeout=120)
+    assert not marker.exists()

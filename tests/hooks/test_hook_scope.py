@@ -67,3 +67,38 @@ def test_symlink_staying_outside_the_rule_is_not_judged(repo, judge):
     os.symlink("docs", root / "d")
     reply = handle("claude-code", "pre-tool-use", write_payload(root, str(root / "d/guide.md")))
     assert (reply.stdout, reply.code) == ("", 0) and j.requests == []
+
+
+BASH_WRITES = ["echo x > src/core/billing/pay.py", "sed -i s/a/b/ b/pay.py", "cd src/core && cp /tmp/x billing/",
+               "bash -c 'tee src/core/billing/pay.py < /dev/null'", "python3 -c 'open(\"x\", \"w\")'"]
+
+
+@pytest.mark.parametrize("command", BASH_WRITES)
+def test_a_bash_write_meets_the_path_rule(repo, judge, command):
+    j = judge({"": VIOLATION})
+    root = repo({"billing": BILLING}, {"backends": {"ollama": {"url": j.url}}})
+    (root / "src/core/billing").mkdir(parents=True)
+    os.symlink("src/core/billing", root / "b")
+    assert decision(handle("claude-code", "pre-tool-use", bash_payload(root, command))) == "deny"
+    assert len(j.requests) == 1
+
+
+def test_the_payload_cwd_is_where_a_bash_write_starts(repo, judge):
+    j = judge({"": VIOLATION})
+    root = repo({"billing": BILLING}, {"backends": {"ollama": {"url": j.url}}})
+    (root / "src/core/billing").mkdir(parents=True)
+    payload = json.loads(bash_payload(root, "echo x > pay.py"))
+    payload["cwd"] = str(root / "src/core/billing")
+    assert decision(handle("claude-code", "pre-tool-use", json.dumps(payload))) == "deny"
+    assert "FILE src/core/billing/pay.py" in j.requests[0]["messages"][-1]["content"]
+
+
+def test_bash_writes_elsewhere_and_reads_make_no_judge_call(repo, judge):
+    j = judge({"": VIOLATION})
+    root = repo({"billing": BILLING}, {"backends": {"ollama": {"url": j.url}}})
+    (root / "src/core/billing").mkdir(parents=True)
+    for command in ["ls -la && git status", "cat src/core/billing/pay.py | grep x", "echo x > README.md",
+                    "cp src/core/billing/pay.py /tmp/p", "git diff src/core/billing", "echo $HOME 2>/dev/null"]:
+        reply = handle("claude-code", "pre-tool-use", bash_payload(root, command))
+        assert (reply.stdout, reply.code) == ("", 0), command
+    assert j.requests == []

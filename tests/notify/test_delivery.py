@@ -187,3 +187,26 @@ def test_a_deliverer_that_cannot_start_leaves_the_run_standing(notify_config, we
         engine.resume(outcome.id)
     (got,) = hook.wait(1)
     assert got["json"]["approval_id"] == outcome.approval_id
+
+
+def test_a_command_target_is_the_operators_program_not_one_in_the_working_directory(tmp_path, monkeypatch):
+    """A relative PATH entry, PYTHONPATH and a relative argv[0] point at what the agent could write: ignored."""
+    import os
+    import stat
+
+    from sentinel.notify.send import DeliveryError, _command
+
+    shadow, real, marker, record = tmp_path / "ws", tmp_path / "real", tmp_path / "SHADOW-RAN", tmp_path / "out"
+    for folder, body in ((shadow / "bin", f"touch {marker}"), (real, f'pwd > {record}; echo "py=$PYTHONPATH" >> '
+                                                                    f"{record}; cat >> {record}")):
+        folder.mkdir(parents=True)
+        (folder / "notifier").write_text(f"#!/bin/sh\n{body}\n")
+        (folder / "notifier").chmod(0o755 | stat.S_IXUSR)
+    monkeypatch.chdir(shadow)
+    monkeypatch.setenv("PATH", f"bin:{real}:{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", str(shadow))
+    _command({"argv": ["notifier"], "timeout_s": 30}, {"id": "n1"}, "hello")
+    assert record.read_text().splitlines() == ["/", "py=", "hello"] and not marker.exists()
+    with pytest.raises(DeliveryError, match="bin/notifier: not an absolute executable"):
+        _command({"argv": ["bin/notifier"], "timeout_s": 30}, {"id": "n1"}, "hello")
+    assert not marker.exists()

@@ -15,6 +15,10 @@ from __future__ import annotations
 import json
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the hook imports this module: no `typing` at run time
+    from typing import Any
+
 FILE_PATH_KEYS = ("file_path", "path", "filePath", "notebook_path", "target_file", "TargetFile", "absolute_path")
 CONTENT_KEYS = ("content", "file_text", "new_string", "new_str", "new_text", "new_source", "code_edit",
                 "CodeContent", "diff", "text")
@@ -26,7 +30,7 @@ class Action:
     """One proposed tool call, normalised. `target` is what rule scopes match."""
 
     __slots__ = ("trigger", "tool_name", "tool_input", "file_path", "content", "command", "server", "mcp_tool",
-                 "target", "aliases", "tool_output", "agent_id", "read_only")
+                 "target", "aliases", "tool_output", "agent_id", "read_only", "root", "cwd", "_writes")
 
     def __init__(self, trigger: str, tool_name: str, tool_input: dict | None = None, *, file_path: str = "",
                  content: str = "", command: str = "", server: str = "", mcp_tool: str = "",
@@ -44,9 +48,14 @@ class Action:
         self.read_only = read_only
         self.target = ""
         self.aliases: tuple[str, ...] = ()
+        self.root: str | None = None
+        self.cwd: str | None = None
+        self._writes: object = None
 
-    def locate(self, root: str | None) -> "Action":
-        """Set `target`: file paths become where the write lands, relative to `root` when inside it."""
+    def locate(self, root: str | None, cwd: str | None = None) -> "Action":
+        """Set `target`: file paths become where the write lands, relative to `root` when inside it; a bash
+        command's writes are taken relative to `cwd` (default: the root)."""
+        self.root, self.cwd = root, cwd if isinstance(cwd, str) and cwd else None
         if self.trigger == "file_write":
             self.target, lexical = landing_path(self.file_path, root)
             self.aliases = (lexical,) if lexical != self.target else ()
@@ -57,6 +66,18 @@ class Action:
         else:
             self.target = self.tool_name
         return self
+
+    def writes(self) -> Any:
+        """What a bash command may write (sentinel.policy.writes.Writes), computed once; unknown without a root."""
+        if self._writes is None:
+            from sentinel.policy.writes import Writes, written
+
+            if self.root:
+                self._writes = written(self.command, self.root, self.cwd)
+            else:
+                self._writes = Writes()
+                self._writes.unknown("no repository root to resolve paths against")
+        return self._writes
 
     def __repr__(self) -> str:
         return f"Action({self.trigger!r}, {self.tool_name!r}, target={self.target!r})"
@@ -179,6 +200,16 @@ def summary(action: Action) -> str:
     return f"call tool {action.tool_name} with {arguments_json(action, 200)}"
 
 
+def written_summary(action: Action) -> str:
+    """{{file_path}} of a bash command judged by a path rule: the paths it writes, or why they are unknown."""
+    if not action.root:
+        return ""
+    writes = action.writes()
+    if not writes.known:
+        return f"(unknown: {writes.why})"
+    return ", ".join(sorted(writes.paths))
+
+
 def template_vars(action: Action, content_max_chars: int, *, session_context: str = "") -> dict[str, str]:
     """The gate's template variables (docs/gate.md) for one action."""
     values = {"action_summary": summary(action), "tool_name": action.tool_name, "trigger": action.trigger,
@@ -189,7 +220,7 @@ def template_vars(action: Action, content_max_chars: int, *, session_context: st
         values.update(file_path=action.target or action.file_path, content_snippet=action.content[:content_max_chars],
                       content_length=str(len(action.content)))
     elif action.trigger == "bash":
-        values["command"] = action.command
+        values.update(command=action.command, file_path=written_summary(action), content_snippet=action.command)
     elif action.trigger == "mcp":
         values.update(server_name=action.server, mcp_tool=action.mcp_tool,
                       mcp_arguments=arguments_json(action, content_max_chars))

@@ -3,7 +3,9 @@
 A rule applies to an action when its trigger fits (`any` fits every action) and its
 scope matches the action's target (or one of its aliases: a file write is matched where it
 lands and as written) while no exclude pattern does; for bash, some command of the line's
-parse (sentinel.policy.shell). A rule out of scope costs no model call.
+parse (sentinel.policy.shell). A `file_write` rule also applies to a bash command that may write a
+path in its scope, or whose writes are unknown (sentinel.policy.writes); an `any` rule with a scope
+also applies to a bash command writing a path in it. A rule out of scope costs no model call.
 """
 
 from __future__ import annotations
@@ -50,11 +52,16 @@ class Rule:
         return self.severity == "info" and not self.post
 
     def applies(self, action: Action) -> bool:
+        if action.trigger == "bash" and self.trigger == "file_write":
+            return scope.writes_match(self._scope_c, self._exclude_c, action, unknown=True)
         if self.trigger != "any" and self.trigger != action.trigger:
             return False
         trigger = action.trigger if action.trigger in ("file_write", "bash", "mcp") else "other"
-        return any(scope.matches(self._scope_c, self._exclude_c, trigger, target, action.server, action.mcp_tool)
-                   for target in (action.target, *action.aliases))
+        if any(scope.matches(self._scope_c, self._exclude_c, trigger, target, action.server, action.mcp_tool)
+               for target in (action.target, *action.aliases)):
+            return True
+        return action.trigger == "bash" and bool(self._scope_c) and \
+            scope.writes_match(self._scope_c, self._exclude_c, action, unknown=False)
 
     def phase(self) -> str:
         """pre: judged (or rendered) before the tool runs; post: synthesized after it ran."""

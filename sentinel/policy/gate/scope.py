@@ -12,6 +12,10 @@ imported on the hot path. Nor is the shell parser, unless a bash rule's scope co
 command whose text lacks every scope pattern's literal pieces (and has no expansion, glob or
 opaque word that could produce them) is out of scope without a parse (`shell.may_run`).
 
+A file_write rule applies to a bash command when a path it may write (sentinel.policy.writes) matches
+the glob, or is a directory above a match; when what it writes is unknown, it applies. A line of plain
+words whose commands are all known read-only is decided without the parser (`writes.writes_nothing`).
+
 A bash rule applies when some command (or the whole line) is in its scope and not excluded.
 A command the parse knows only in part (`$x`, a glob, xargs' input from some word on) is in
 scope when a pattern's literal head could still match it, and is never excluded.
@@ -93,6 +97,43 @@ def bash_matches(scope: list[dict[str, object]], exclude: list[dict[str, object]
     candidates = [shell.Command([command])] + parsed.commands
     return any((not scope or any(_command_in(e, c) for e in scope)) and
                (c.open_at is not None or not any(_any(e.get("f"), c.text) for e in exclude)) for c in candidates)
+
+
+def writes_match(scope: list[dict[str, object]], exclude: list[dict[str, object]], action: object,
+                 unknown: bool) -> bool:
+    """A bash command may write a path in scope and not excluded; `unknown` when what it writes is unknown.
+    A written path also matches when it is a directory above a match (`rm -r src/core` under `src/core/b/**`)."""
+    command = str(getattr(action, "command", "")).strip()
+    if not command:
+        return False
+    from sentinel.policy.writes import writes_nothing
+
+    if writes_nothing(command):  # `ls -la && git status`: no parse, no import of bashlex
+        return False
+    writes = action.writes()  # type: ignore[attr-defined]
+    if not writes.known:
+        return unknown
+    return any((not scope or any(_any(e.get("g"), p) or _below(str(e.get("p") or ""), p) for e in scope)) and
+               not any(_any(e.get("g"), p) for e in exclude) for p in writes.paths)
+
+
+def _below(pattern: str, path: str) -> bool:
+    """Some path below `path` (a directory) could match the `**` glob `pattern`."""
+    from fnmatch import fnmatchcase
+
+    pattern = pattern[2:] if pattern.startswith("./") else pattern
+    if not pattern or pattern.startswith("/") != path.startswith("/"):
+        return False
+    have = [s for s in path.split("/") if s and s != "."]
+    want = [s for s in pattern.split("/") if s]
+    for i, seg in enumerate(have):
+        if i >= len(want):
+            return False
+        if want[i] == "**":
+            return True
+        if "{" not in want[i] and not fnmatchcase(seg, want[i]):
+            return False
+    return len(want) > len(have)
 
 
 def _may_run(entry: dict[str, object], command: str) -> bool:

@@ -125,3 +125,25 @@ def test_openai_backend_retries_without_temperature_for_reasoning_models(judge):
     j2 = judge(lambda body: Failure(401, "bad key"))
     with pytest.raises(JudgeError, match="HTTP 401: bad key"):
         judges(backends={"gpt": {"url": j2.base_url}}).get("gpt").complete(req())
+
+
+def test_cli_judge_runs_the_real_cli_from_root_without_loader_env(tmp_path, monkeypatch):
+    """The hook's cwd is the agent's repository: a `bin/claude` there (a relative PATH entry), PYTHONPATH and
+    NODE_OPTIONS pointing into it, never reach the judge; the CLI on PATH's absolute directories runs, from /."""
+    repo, real, marker, record = tmp_path / "repo", tmp_path / "real", tmp_path / "SHADOW-RAN", tmp_path / "env.txt"
+    (repo / "bin").mkdir(parents=True)
+    real.mkdir()
+    fake_cli(repo / "bin", "claude", f"touch {marker}")
+    answer = {"type": "result", "result": '{"violation": false, "confidence": 0.9, "reason": "ok"}'}
+    fake_cli(real, "claude", f'pwd > {record}; echo "py=$PYTHONPATH node=$NODE_OPTIONS" >> {record}\n'
+                             f"echo '{json.dumps(answer)}'")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("PATH", f"bin:{real}:{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", str(repo))
+    monkeypatch.setenv("NODE_OPTIONS", f"--require {repo}/x.js")
+    assert judges(backends={"claude": {"command": "claude"}}).get("claude").complete(req())["reason"] == "ok"
+    assert not marker.exists()
+    assert record.read_text().splitlines() == ["/", "py= node="]
+    with pytest.raises(JudgeError, match="cannot run 'bin/claude'"):  # a relative command is the cwd's: refused
+        judges(backends={"claude": {"command": "bin/claude"}}).get("claude").complete(req())
+    assert not marker.exists()

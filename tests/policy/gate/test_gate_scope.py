@@ -62,7 +62,9 @@ def test_mcp_forms(pattern, hit):
 
 def test_trigger_must_fit_and_any_matches_every_kind():
     bash = actions.bash("Bash", {"command": "rm -rf /"}).locate(None)
-    assert not rule("file_write", ["**"]).applies(bash)
+    assert not rule("mcp", ["**"]).applies(bash)
+    assert rule("file_write", ["**"]).applies(bash)  # a writing command is in scope of path rules (test_gate_writes)
+    assert not rule("file_write", ["**"]).applies(actions.bash("Bash", {"command": "ls -la"}).locate(None))
     assert rule("any", []).applies(bash) and rule("any", ["rm *"]).applies(bash)
     assert rule("any", ["src/**"]).applies(write("/repo/src/a.py"))
     other = actions.classify("Read", {"file_path": "x"}, DEFAULT_TOOL_MAP, "mcp__", "__").locate(None)
