@@ -639,7 +639,8 @@ def _call_before(messages: list[dict[str, Any]], call_id: str) -> dict[str, Any]
     for message in reversed(messages):
         if message.get("role") != "assistant":
             continue
-        for call in reversed(message.get("tool_calls") or []):
+        calls: list[dict[str, Any]] = message.get("tool_calls") or []
+        for call in reversed(calls):
             if found:
                 return call
             found = call["id"] == call_id
