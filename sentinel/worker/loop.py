@@ -640,7 +640,7 @@ def _call_before(messages: list[dict[str, Any]], call_id: str) -> dict[str, Any]
         if message.get("role") != "assistant":
             continue
         calls: list[dict[str, Any]] = message.get("tool_calls") or []
-        for call in reversed(calls):
+        for call in calls[::-1]:
             if found:
                 return call
             found = call["id"] == call_id
