@@ -39,9 +39,12 @@ class LeashPolicy(_Strict):
     allow_domains: list[str] = Field(
         default_factory=list, description="Domains the egress proxy lets this agent reach; `*.example.com` for subdomains."
     )
+    unix_sockets: list[str] = Field(
+        default_factory=list, description="Unix sockets (paths) tools may connect to; no other unix socket is reachable."
+    )
     limits: Limits = Field(default_factory=Limits)
 
-    @field_validator("read_only", "read_write")
+    @field_validator("read_only", "read_write", "unix_sockets")
     @classmethod
     def _absolute(cls, value: list[str]) -> list[str]:
         for entry in value:

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sentinel import paths
 from sentinel.leash import policy
 from sentinel.leash.settings import LeashSettings
 
 _cache: dict[Path, tuple[int, LeashSettings]] = {}
+_pinned: LeashSettings | None = None
+
+
+def pin(value: LeashSettings) -> None:
+    """Use `value` from now on: a system-mode worker's are the ones the supervisor sent, never those of a
+    config.yaml its agent can edit (which would name the policy directory its tools' leash is read from)."""
+    global _pinned
+    _pinned = value
 
 
 def settings() -> LeashSettings:
     from sentinel import config
 
+    if _pinned is not None:
+        return _pinned
     path = config.config_path()
     try:
         mtime = path.stat().st_mtime_ns
@@ -33,9 +42,9 @@ def proxy() -> tuple[str, int]:
 
 
 def policy_file(agent: str | None, *, system: bool) -> Path:
-    if system:
-        return policy.policy_path(agent, system=True, policy_dir=Path(settings().policy_dir))
-    return paths.home() / "leash.yaml"
+    """System mode: the agent's root-owned file. Otherwise the root-owned file of the user we run as
+    when there is one (a system-mode worker runs as its agent), else $SENTINEL_HOME/leash.yaml."""
+    return policy.policy_path(agent, system=system, policy_dir=Path(settings().policy_dir))
 
 
 def policy_for(agent: str | None, *, system: bool) -> policy.LeashPolicy:
