@@ -70,7 +70,7 @@ def policy_path(agent: str | None, *, system: bool, policy_dir: Path | None = No
         return directory / f"{agent}.yaml"
     # A system-mode worker runs unprivileged as its agent: the root-owned policy for that user still
     # governs its tools, never the $SENTINEL_HOME/leash.yaml the agent itself can edit.
-    own = directory / f"{_current_user()}.yaml"
+    own = directory / f"{current_user()}.yaml"
     try:
         if own.stat().st_uid == 0:
             return own
@@ -79,7 +79,7 @@ def policy_path(agent: str | None, *, system: bool, policy_dir: Path | None = No
     return paths.home() / "leash.yaml"
 
 
-def _current_user() -> str:
+def current_user() -> str:
     import pwd
 
     try:

@@ -42,9 +42,14 @@ def proxy() -> tuple[str, int]:
 
 
 def policy_file(agent: str | None, *, system: bool) -> Path:
-    """System mode: the agent's root-owned file. Otherwise the root-owned file of the user we run as
-    when there is one (a system-mode worker runs as its agent), else $SENTINEL_HOME/leash.yaml."""
-    return policy.policy_path(agent, system=system, policy_dir=Path(settings().policy_dir))
+    """System mode: the agent's root-owned file. In a system-mode worker (pinned settings), which runs
+    as its agent: root's file for that user, missing or not (then the defaults), never the
+    `leash.yaml` the agent's own tree holds. Otherwise root's file for our user if there is one, else
+    $SENTINEL_HOME/leash.yaml."""
+    directory = Path(settings().policy_dir)
+    if _pinned is not None and not system:
+        return directory / f"{policy.current_user()}.yaml"
+    return policy.policy_path(agent, system=system, policy_dir=directory)
 
 
 def policy_for(agent: str | None, *, system: bool) -> policy.LeashPolicy:

@@ -20,7 +20,6 @@ from sentinel.mcp.client import Connection
 from sentinel.mcp.settings import McpServer
 from sentinel.tools import ToolContext
 
-pytestmark = pytest.mark.root
 HERE = Path(__file__).resolve().parent
 
 # Every way a process could address a socket file it can name: each line prints "<label> reached" or why not.
@@ -110,6 +109,7 @@ def probe(leash, *paths: str):
     return dict(line.split(None, 1) for line in res.output.splitlines())
 
 
+@pytest.mark.root
 def test_a_tool_reaches_no_host_socket(leash, host_sockets):
     outcome = probe(leash, *(str(s.path) for s in host_sockets))
     reached = sorted(k for k, v in outcome.items() if v == "reached")
@@ -119,6 +119,7 @@ def test_a_tool_reaches_no_host_socket(leash, host_sockets):
     assert [s.arrived() for s in host_sockets] == [[], [], []]
 
 
+@pytest.mark.root
 def test_only_a_listed_socket_is_reachable_and_as_the_tools_own_uid(leash, host_sockets):
     allowed, other, dgram = host_sockets
     leash.policy(unix_sockets=[str(allowed.path)])
@@ -131,6 +132,7 @@ def test_only_a_listed_socket_is_reachable_and_as_the_tools_own_uid(leash, host_
     assert other.arrived() == [] and dgram.arrived() == []
 
 
+@pytest.mark.root
 def test_a_unix_server_in_the_workspace_works_when_listed(leash):
     code = textwrap.dedent("""
         import socket
@@ -146,6 +148,7 @@ def test_a_unix_server_in_the_workspace_works_when_listed(leash):
     assert res.output.split() == ["unix", "ok"], res.output
 
 
+@pytest.mark.root
 def test_tcp_still_goes_to_the_kernel_with_a_list(leash, host_sockets):
     """With a list, every connect() is decided by the keeper: a TCP one goes on to Landlock's port rules."""
     listener = socket.create_server(("127.0.0.1", 0))
@@ -163,6 +166,7 @@ def test_tcp_still_goes_to_the_kernel_with_a_list(leash, host_sockets):
         listener.close()
 
 
+@pytest.mark.root
 def test_an_mcp_server_reaches_no_host_socket(leash, host_sockets, shared_dir):
     """Started the way the worker starts one (sentinel.mcp.client.Connection under the Leash tool profile)."""
     folder = shared_dir / "server"
@@ -183,3 +187,15 @@ def test_an_mcp_server_reaches_no_host_socket(leash, host_sockets, shared_dir):
     assert outcomes == ["refused: PermissionError", "refused: PermissionError", "reached"]
     assert other.arrived() == [] and dgram.arrived() == []
     assert allowed.arrived() == [f"uid {leash.uid}"]
+
+
+def test_a_system_mode_worker_s_tools_never_read_the_agent_s_own_policy(sentinel_home, tmp_path, monkeypatch):
+    """A worker runs as its agent, whose tree holds a leash.yaml it may write: with the supervisor's settings
+    pinned, root's file for the user decides, and without one the defaults do (no listed socket)."""
+    from sentinel.leash import settings_cache
+    from sentinel.leash.settings import LeashSettings
+
+    (sentinel_home / "leash.yaml").write_text("unix_sockets: [/var/run/docker.sock]\n")
+    assert settings_cache.policy_for(None, system=False).unix_sockets == ["/var/run/docker.sock"]  # local mode
+    monkeypatch.setattr(settings_cache, "_pinned", LeashSettings(policy_dir=str(tmp_path)))
+    assert settings_cache.policy_for(None, system=False).unix_sockets == []
