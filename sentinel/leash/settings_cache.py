@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from sentinel.leash import policy
@@ -48,7 +49,9 @@ def policy_file(agent: str | None, *, system: bool) -> Path:
     $SENTINEL_HOME/leash.yaml."""
     directory = Path(settings().policy_dir)
     if _pinned is not None and not system:
-        return directory / f"{policy.current_user()}.yaml"
+        # USER is the supervisor's (workers.worker_env): the worker's Landlock rule for /etc/passwd holds
+        # the file it opened, so after a useradd replaced it the worker can no longer look its name up
+        return directory / f"{os.environ.get('USER') or policy.current_user()}.yaml"
     return policy.policy_path(agent, system=system, policy_dir=directory)
 
 

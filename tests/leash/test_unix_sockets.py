@@ -198,4 +198,7 @@ def test_a_system_mode_worker_s_tools_never_read_the_agent_s_own_policy(sentinel
     (sentinel_home / "leash.yaml").write_text("unix_sockets: [/var/run/docker.sock]\n")
     assert settings_cache.policy_for(None, system=False).unix_sockets == ["/var/run/docker.sock"]  # local mode
     monkeypatch.setattr(settings_cache, "_pinned", LeashSettings(policy_dir=str(tmp_path)))
+    monkeypatch.setenv("USER", "agentx")  # the supervisor's: the worker may not be able to read /etc/passwd
     assert settings_cache.policy_for(None, system=False).unix_sockets == []
+    (tmp_path / "agentx.yaml").write_text("unix_sockets: [/run/listed.sock]\n")
+    assert settings_cache.policy_for(None, system=False).unix_sockets == ["/run/listed.sock"]
