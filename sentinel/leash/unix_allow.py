@@ -74,7 +74,7 @@ def answer(listener: int, allowed: dict[str, str], uid: int | None, gid: int | N
 def _decide(listener: int, notif_id: int, pid: int, args: list[int], allowed: dict[str, str],
             uid: int | None, gid: int | None) -> int | None:
     """None: let the kernel continue; 0: connected here; an errno otherwise."""
-    pidfd = os.pidfd_open(pid, PIDFD_THREAD)  # the calling thread: its fd table may be its own
+    pidfd = _pidfd(pid)
     try:
         fd = _getfd(pidfd, args[0])
         try:
@@ -91,6 +91,17 @@ def _decide(listener: int, notif_id: int, pid: int, args: list[int], allowed: di
             fd.close()
     finally:
         os.close(pidfd)
+
+
+def _pidfd(tid: int) -> int:
+    """A pidfd of the calling thread (its fd table may be its own). Before Linux 6.9 (no PIDFD_THREAD)
+    only a thread-group leader has one: a connect from any other thread is then refused."""
+    try:
+        return os.pidfd_open(tid, PIDFD_THREAD)
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+        return os.pidfd_open(tid)
 
 
 def _getfd(pidfd: int, target_fd: int) -> socket.socket:
