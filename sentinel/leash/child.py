@@ -43,6 +43,7 @@ class ChildPlan:
     status_fd: int
     confinement: confine.Plan
     resolved: str | None = None            # argv[0] found on PATH before the layers go on
+    keeper_fd: int | None = None           # the plan's socket, kept to hand the keeper a seccomp listener
 
 
 def prefork(sock: socket.socket, root: bool) -> None:
@@ -53,8 +54,11 @@ def prefork(sock: socket.socket, root: bool) -> None:
         _rehearse(root)
         msg, fds = wire.recv(sock, maxfds=8)
         if msg is not None:
-            sock.close()
             plan = plan_from_wire(msg, fds, keeper_pid=os.getppid(), root=root)
+            if plan.confinement.seccomp_unix:
+                plan.keeper_fd = sock.fileno()
+            else:
+                sock.close()
             plan.confinement.early_errors = early
             run(plan)
     finally:
@@ -91,6 +95,7 @@ def plan_from_wire(msg: dict[str, Any], fds: list[int], keeper_pid: int, root: b
     conf = confine.Plan(cwd=msg["cwd"], parent_pid=keeper_pid, layers=confine.TOOL, root=root,
                         rlimits=msg.get("rlimits", {}), nproc_relative=msg.get("nproc_relative", False),
                         uid=msg.get("uid"), gid=msg.get("gid"), seccomp_allow_tcp=msg.get("seccomp_allow_tcp"),
+                        seccomp_unix=msg.get("seccomp_unix", False),
                         writable=msg.get("writable", []), idmap_fd=msg.get("idmap_fd"),
                         idmap_error=msg.get("idmap_error"), expose=msg.get("expose", []),
                         ruleset_fd=fds[4] if len(fds) > 4 else None,
@@ -119,6 +124,7 @@ def _confine_and_exec(plan: ChildPlan) -> None:
     _stdio(plan)
     plan.resolved = _resolve(plan.argv[0], plan.env)
     confine.apply(conf)
+    _hand_listener(plan)
     status: dict[str, Any] = {"applied": conf.applied, "missing": conf.missing}
     if conf.trace is not None:
         conf.trace["child:ready"] = time.monotonic()
@@ -127,13 +133,25 @@ def _confine_and_exec(plan: ChildPlan) -> None:
     _exec(plan)
 
 
+def _hand_listener(plan: ChildPlan) -> None:
+    """Give the keeper the filter's notification fd (it answers every connect() from now on); the
+    keeper reads it after the status line, so it is sent first."""
+    listener = plan.confinement.listener_fd
+    if plan.keeper_fd is None:
+        return
+    with socket.socket(fileno=plan.keeper_fd) as sock:
+        wire.send(sock, {"listener": listener is not None}, [listener] if listener is not None else [])
+    if listener is not None:
+        os.close(listener)
+
+
 def _stdio(plan: ChildPlan) -> None:
     for target, fd in enumerate(plan.stdio):
         if fd != target:
             os.dup2(fd, target)
         os.set_inheritable(target, True)
     conf = plan.confinement
-    keep = sorted(fd for fd in (plan.status_fd, conf.ruleset_fd, conf.idmap_fd) if fd is not None)
+    keep = sorted(fd for fd in (plan.status_fd, conf.ruleset_fd, conf.idmap_fd, plan.keeper_fd) if fd is not None)
     low = 3
     for fd in keep:
         os.closerange(low, fd)

@@ -56,6 +56,8 @@ class Plan:
     gid: int | None = None
     seccomp_allow_tcp: bool | None = None  # None: no seccomp filter (unsupported architecture)
     seccomp_name: str = "seccomp"          # the worker's filter is reported as seccomp-net
+    seccomp_unix: bool = False             # unix stream sockets, each connect() decided by the keeper
+    listener_fd: int | None = None         # then: the filter's notification fd, for the keeper
     writable: list[str] = field(default_factory=list)
     idmap_fd: int | None = None            # root's workspace for a tool uid: see sentinel/leash/mounts.py
     idmap_error: str | None = None         # why there is no idmap_fd when one is needed
@@ -118,7 +120,7 @@ def apply(plan: Plan) -> None:
     if "no_new_privs" in plan.layers:
         _layer(plan, "no_new_privs", privs.set_no_new_privs)
     if plan.seccomp_allow_tcp is not None and "seccomp" in plan.layers:
-        _layer(plan, plan.seccomp_name, lambda: privs.install_seccomp(seccomp_program(plan)))
+        _layer(plan, plan.seccomp_name, lambda: _seccomp(plan))
     if plan.ruleset_fd is not None and "landlock" in plan.layers:
         _landlock(plan)
     try:
@@ -130,7 +132,14 @@ def apply(plan: Plan) -> None:
 def seccomp_program(plan: Plan) -> bytes:
     # SysV IPC and POSIX message queues are refused unless the command has an IPC namespace of its own
     return seccomp.program(bool(plan.seccomp_allow_tcp), tool=plan.seccomp_name == "seccomp",
-                           private_ipc="ipc-ns" in plan.applied)
+                           private_ipc="ipc-ns" in plan.applied, unix=plan.seccomp_unix)
+
+
+def _seccomp(plan: Plan) -> None:
+    if plan.seccomp_unix and plan.seccomp_name == "seccomp":  # a tool's: its keeper decides each connect()
+        plan.listener_fd = privs.install_seccomp_listener(seccomp_program(plan))
+    else:
+        privs.install_seccomp(seccomp_program(plan))
 
 
 def _layer(plan: Plan, name: str, fn: Callable[[], object]) -> None:

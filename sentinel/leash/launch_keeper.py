@@ -21,7 +21,7 @@ import struct
 import time
 from typing import Any
 
-from sentinel.leash import cgroups, child, mounts, prefault, privs, seccomp, wire
+from sentinel.leash import cgroups, child, mounts, prefault, privs, seccomp, unix_allow, wire
 
 DRAIN_AFTER_KILL_S = 1.0
 MAX_LAUNCHES = 500  # a keeper leaves after this many launches: bounds anything that could accumulate
@@ -207,6 +207,9 @@ class Launch:
         self.out = Output(req.get("output_max_chars", 20000)) if req.get("capture", True) else None
         self.timing: dict[str, float] = {"received": time.monotonic()} if req.get("trace") else {}
         self.unused = False  # a `timeout_from_stdin` command that ended before its stdin was handed over
+        self.unix = unix_allow.allowlist(self.prof.get("unix_sockets") or [])
+        self.listener: int | None = None  # with an allowlist: every connect() of the command comes here
+        self.who: dict[str, Any] = {}
 
     def mark(self, stage: str) -> None:
         if self.timing:
@@ -224,15 +227,17 @@ class Launch:
         stdio, out_r = self._stdio()
         status_r, status_w = os.pipe2(os.O_CLOEXEC)
         network = bool(self.prof.get("network"))
+        self.who = self._who()
         plan = {"argv": self.req["argv"], "env": self.req.get("env") or {}, "cwd": self.req["cwd"],
                 "rlimits": self.prof.get("rlimits", {}), "enforce": self.enforce, "trace": bool(self.timing),
-                "seccomp_allow_tcp": network if seccomp.supported() else None,
+                "seccomp_allow_tcp": network if seccomp.supported() else None, "seccomp_unix": bool(self.unix),
                 "writable": self.req.get("writable", []),
-                "ruleset_layers": self.req.get("ruleset_layers", []), **self._who()}
+                "ruleset_layers": self.req.get("ruleset_layers", []), **self.who}
         fds = [*stdio, status_w] + ([self.fds["ruleset"]] if "ruleset" in self.fds else [])
         self.mark("plan")
         wire.send(self.child_sock, plan, fds)
-        self.child_sock.close()
+        if not self.unix:
+            self.child_sock.close()
         self.mark("sent-plan")
         os.close(status_w)
         if out_r is not None:
@@ -279,7 +284,13 @@ class Launch:
             raise Refused(status["error"])
         self.applied += status.get("applied", [])
         self.missing += status.get("missing", [])
-        code, timed_out = self._loop(pid, out_r)
+        if self.unix:
+            self._take_listener()
+        try:
+            code, timed_out = self._loop(pid, out_r)
+        finally:
+            if self.listener is not None:
+                _close(self.listener)
         self.mark("exited")
         if out_r is not None:
             self._drain(out_r)
@@ -297,6 +308,13 @@ class Launch:
             result["timing"] = self.timing
         return result
 
+    def _take_listener(self) -> None:
+        """The launch child sent its filter's notification fd before its status line (none when the
+        filter could not be installed under best_effort)."""
+        _msg, fds = wire.recv(self.child_sock, maxfds=1)
+        self.child_sock.close()
+        self.listener = fds[0] if fds else None
+
     def _loop(self, pid: int, out_r: int | None) -> tuple[int | None, bool]:
         clock = _Clock(self.req, self.fds.get("stdin"))
         pidfd = os.pidfd_open(pid)
@@ -307,6 +325,8 @@ class Launch:
             poller.register(out_r, select.POLLIN)
         if clock.stdin is not None:
             poller.register(clock.stdin, select.POLLIN)  # polled, never read: the bytes are the command's
+        if self.listener is not None:
+            poller.register(self.listener, select.POLLIN)
         try:
             while True:
                 events = poller.poll(clock.wait_ms())
@@ -318,7 +338,7 @@ class Launch:
                     _wait_all(pid, self.group)
                     self.unused = clock.stdin is not None
                     return None, True
-                for fd, _ev in events:
+                for fd, ev in events:
                     if fd == out_r:
                         if not self._read_some(out_r):
                             poller.unregister(out_r)
@@ -326,6 +346,11 @@ class Launch:
                     elif fd == clock.stdin:
                         poller.unregister(fd)
                         clock.handed_over()
+                    elif fd == self.listener:
+                        if ev & select.POLLIN:
+                            unix_allow.answer(fd, self.unix, self.who.get("uid"), self.who.get("gid"))
+                        else:  # every process under the filter is gone
+                            poller.unregister(fd)
                     elif fd == pidfd:
                         _, st = os.waitpid(pid, 0)
                         _wait_all(None, self.group, pgid=pid)

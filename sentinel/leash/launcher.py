@@ -58,7 +58,8 @@ def _setup(ctl: socket.socket, parent: int) -> None:
     if seccomp.supported():
         for allow_tcp in (False, True):
             for private_ipc in (False, True):
-                seccomp.program(allow_tcp, tool=True, private_ipc=private_ipc)
+                for unix in (False, True):  # the very call confine.seccomp_program makes (lru_cache keys on it)
+                    seccomp.program(allow_tcp, tool=True, private_ipc=private_ipc, unix=unix)
     cgroups.detect()
     cgroups.sweep()  # groups of launchers killed with their callers
     if os.geteuid() == 0:

@@ -39,9 +39,12 @@ class LeashPolicy(_Strict):
     allow_domains: list[str] = Field(
         default_factory=list, description="Domains the egress proxy lets this agent reach; `*.example.com` for subdomains."
     )
+    unix_sockets: list[str] = Field(
+        default_factory=list, description="Unix sockets (paths) tools may connect to; no other unix socket is reachable."
+    )
     limits: Limits = Field(default_factory=Limits)
 
-    @field_validator("read_only", "read_write")
+    @field_validator("read_only", "read_write", "unix_sockets")
     @classmethod
     def _absolute(cls, value: list[str]) -> list[str]:
         for entry in value:
@@ -67,7 +70,7 @@ def policy_path(agent: str | None, *, system: bool, policy_dir: Path | None = No
         return directory / f"{agent}.yaml"
     # A system-mode worker runs unprivileged as its agent: the root-owned policy for that user still
     # governs its tools, never the $SENTINEL_HOME/leash.yaml the agent itself can edit.
-    own = directory / f"{_current_user()}.yaml"
+    own = directory / f"{current_user()}.yaml"
     try:
         if own.stat().st_uid == 0:
             return own
@@ -76,7 +79,7 @@ def policy_path(agent: str | None, *, system: bool, policy_dir: Path | None = No
     return paths.home() / "leash.yaml"
 
 
-def _current_user() -> str:
+def current_user() -> str:
     import pwd
 
     try:

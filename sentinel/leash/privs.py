@@ -23,6 +23,7 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 SECCOMP_MODE_FILTER = 2
+SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER = 1, 8  # the seccomp() syscall's
 CLONE_NEWIPC = 0x08000000
 KEYCTL_JOIN_SESSION_KEYRING = 1
 EPERM, ENOSYS = 1, 38
@@ -185,3 +186,13 @@ def install_seccomp(program: bytes) -> None:
     """Install a filter (needs no_new_privs first)."""
     buf, fprog = seccomp_fprog(program)
     prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog))
+
+
+def install_seccomp_listener(program: bytes) -> int:
+    """Install a filter that returns SECCOMP_RET_USER_NOTIF somewhere; the listener fd (close-on-exec)
+    through which another process answers those syscalls."""
+    buf, fprog = seccomp_fprog(program)
+    ctypes.set_errno(0)
+    return check(libc().syscall(ctypes.c_long(seccomp.syscall_nr("seccomp")), ctypes.c_uint(SECCOMP_SET_MODE_FILTER),
+                                ctypes.c_uint(SECCOMP_FILTER_FLAG_NEW_LISTENER), ctypes.byref(fprog)),
+                 "seccomp(SECCOMP_FILTER_FLAG_NEW_LISTENER)")

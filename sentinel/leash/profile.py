@@ -18,6 +18,10 @@ Layers, in the order sentinel/leash/confine.py applies them (root-only ones mark
 
     *1 root without an agent user: a uid of the tool's own (the egress proxy's key for root's tools)
 
+Unix sockets: none but connected pairs (seccomp), unless the policy lists `unix_sockets`; then each
+connect() is decided by the keeper against that list (sentinel/leash/unix_allow.py). The worker
+gets no list: it reaches the supervisor through the socket it inherits, Muzzle and the proxy by TCP.
+
 Landlock cannot carve a file out of a granted directory, so /etc is granted entry by entry
 (never shadow, gshadow, sudoers, ssh host keys, ssl/private); `/proc` is granted read-only because
 Landlock already denies ptrace-mode access (environ, mem) to processes outside the sandbox.
@@ -66,10 +70,11 @@ class Profile:
     private_tmp: bool = True
     env: dict[str, str] = field(default_factory=dict)
     layers: tuple[str, ...] = confine.TOOL
+    unix_sockets: list[str] = field(default_factory=list)  # the only unix sockets it may connect to
 
     def keeper_fields(self) -> dict[str, Any]:
         return {"network": self.network, "rlimits": self.rlimits, "memory_bytes": self.memory_bytes,
-                "pids_max": self.pids_max}
+                "pids_max": self.pids_max, "unix_sockets": self.unix_sockets}
 
 
 def python_paths() -> list[str]:
@@ -119,7 +124,8 @@ def tool_profile(workspace: Path, policy: LeashPolicy, *, proxy: tuple[str, int]
     write = [ws] + [_real(p) for p in policy.read_write]
     _guard_home(write, home or paths.home())
     read = system_read() + [_real(p) for p in (*policy.read_only, *extra_read)]
-    prof = Profile("tool", read, write + DEV_WRITE, rlimits=rlimits(policy))
+    prof = Profile("tool", read, write + DEV_WRITE, rlimits=rlimits(policy),
+                   unix_sockets=[os.path.expanduser(p) for p in policy.unix_sockets])
     _limits(prof, policy)
     if policy.network:
         prof.network = True
@@ -134,7 +140,8 @@ def worker_profile(sentinel_home: Path, workspace: Path, policy: LeashPolicy, *,
     write = [_real(sentinel_home), _real(workspace)] + [_real(p) for p in policy.read_write]
     read = system_read() + [str(paths.REPO_DIR), str(paths.PACKAGE_DIR)] + [_real(p) for p in policy.read_only]
     prof = Profile("worker", read, write + DEV_WRITE, tcp_connect=[muzzle_port, proxy[1]], network=True,
-                   rlimits=rlimits(policy), private_tmp=True, layers=confine.WORKER)
+                   rlimits=rlimits(policy), private_tmp=True, layers=confine.WORKER,
+                   unix_sockets=list(policy.unix_sockets))  # its tools' filter stacks on its own
     _limits(prof, policy)
     prof.rlimits.pop("RLIMIT_CPU", None)  # a worker lives for the whole run
     return prof

@@ -4,7 +4,14 @@ Classic BPF, built from a handful of rules by a small assembler (forward jumps t
 Both profiles refuse foreign ABIs (i386, x32) and io_uring (which creates sockets unseen), and
 allow sockets by family and protocol number only:
 
-    AF_UNIX                  any
+    AF_UNIX                  socketpair(SOCK_STREAM or SOCK_SEQPACKET) only: a pair is connected at
+                             birth and can never connect again (EISCONN), so it reaches no one
+                             outside. socket(AF_UNIX) and datagram pairs (which can connect or
+                             sendto any path) are EACCES: a confined process reaches no pathname
+                             or abstract socket, docker.sock, D-Bus, X11, ssh-agent, tmux. A tool
+                             profile with an allowlist of sockets (`unix_sockets`) may create
+                             stream and seqpacket sockets, and each connect() is then decided by
+                             its keeper (SECCOMP_RET_USER_NOTIF: sentinel/leash/unix_allow.py)
     AF_INET, AF_INET6        SOCK_STREAM with protocol 0 or IPPROTO_TCP, and only with network
                              (Landlock's TCP rules do not cover MPTCP or SCTP: EPROTONOSUPPORT,
                              so programs fall back to TCP); nothing else (UDP, raw): EACCES
@@ -42,7 +49,7 @@ import platform
 import struct
 
 NR = {
-    "x86_64": {"socket": 41, "socketpair": 53, "listen": 50, "io_uring_setup": 425,
+    "x86_64": {"socket": 41, "socketpair": 53, "listen": 50, "connect": 42, "seccomp": 317, "io_uring_setup": 425,
                "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66, "semtimedop": 220,
                "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "mq_open": 240, "mq_unlink": 241,
                "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
@@ -51,7 +58,7 @@ NR = {
                "sched_setattr": 314, "migrate_pages": 256, "move_pages": 279, "setpriority": 141, "ioprio_set": 251,
                "kcmp": 312, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438,
                "process_madvise": 440, "process_mrelease": 448},
-    "aarch64": {"socket": 198, "socketpair": 199, "listen": 201, "io_uring_setup": 425,
+    "aarch64": {"socket": 198, "socketpair": 199, "listen": 201, "connect": 203, "seccomp": 277, "io_uring_setup": 425,
                 "shmget": 194, "shmat": 196, "shmctl": 195, "semget": 190, "semop": 193, "semctl": 191,
                 "semtimedop": 192, "msgget": 186, "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "mq_open": 180,
                 "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183, "mq_notify": 184, "mq_getsetattr": 185,
@@ -77,7 +84,8 @@ PRIO_PROCESS, PRIO_PGRP = 0, 1
 IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP = 1, 2
 EPERM, EACCES, ENOSYS, EPROTONOSUPPORT, EAFNOSUPPORT = 1, 13, 38, 93, 97
 
-_RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
+SOCK_SEQPACKET = 5
+_RET_ALLOW, _RET_ERRNO, _RET_USER_NOTIF = 0x7FFF0000, 0x00050000, 0x7FC00000
 _LD_W, _JEQ, _JGE, _AND, _RET = 0x20, 0x15, 0x35, 0x54, 0x06
 _NR, _ARCH = 0, 4
 
@@ -137,8 +145,10 @@ def _errno(err: int) -> int:
 
 
 @functools.lru_cache(8)
-def program(allow_tcp: bool, tool: bool = False, private_ipc: bool = False) -> bytes:
-    """The filter for a worker (tool=False) or a tool command; see the module docstring."""
+def program(allow_tcp: bool, tool: bool = False, private_ipc: bool = False, unix: bool = False) -> bytes:
+    """The filter for a worker (tool=False) or a tool command; see the module docstring. `unix`: the
+    process may create unix stream sockets; a tool's every connect() then goes to its keeper to be
+    decided (a worker's tools need the worker's filter to let them create one: filters stack)."""
     machine = platform.machine()
     nr = NR[machine]
     a = _Asm()
@@ -149,7 +159,9 @@ def program(allow_tcp: bool, tool: bool = False, private_ipc: bool = False) -> b
     a.op(_JGE, 0x40000000, jt="enosys")         # x32
     a.jump_if(nr["io_uring_setup"], "enosys")
     a.jump_if(nr["socket"], "socket")
-    a.jump_if(nr["socketpair"], "socket")
+    a.jump_if(nr["socketpair"], "socketpair")
+    if unix and tool:
+        a.jump_if(nr["connect"], "notify")
     if tool:
         if allow_tcp:
             a.jump_if(nr["listen"], "eacces")
@@ -162,20 +174,25 @@ def program(allow_tcp: bool, tool: bool = False, private_ipc: bool = False) -> b
         a.jump_if(nr["setpriority"], "setpriority")
         a.jump_if(nr["ioprio_set"], "ioprio_set")
     a.ret(_RET_ALLOW)
-    _socket_rules(a, allow_tcp)
+    _socket_rules(a, allow_tcp, unix)
     if tool:
         _self_rules(a)
     for name, action in (("allow", _RET_ALLOW), ("eperm", _errno(EPERM)), ("eacces", _errno(EACCES)),
-                         ("enosys", _errno(ENOSYS)), ("eprotonosupport", _errno(EPROTONOSUPPORT))):
+                         ("enosys", _errno(ENOSYS)), ("eprotonosupport", _errno(EPROTONOSUPPORT)),
+                         ("notify", _RET_USER_NOTIF)):
         a.label(name)
         a.ret(action)
     return a.code()
 
 
-def _socket_rules(a: _Asm, allow_tcp: bool) -> None:
-    a.label("socket")                           # socket(domain, type, protocol) and socketpair(...)
+def _socket_rules(a: _Asm, allow_tcp: bool, unix: bool) -> None:
+    a.label("socketpair")                       # socketpair(domain, type, protocol, sv)
     a.load(_arg(0))
-    a.jump_if(AF_UNIX, "allow")
+    a.op(_JEQ, AF_UNIX, jt="unix_stream", jf="family")
+    a.label("socket")                           # socket(domain, type, protocol)
+    a.load(_arg(0))
+    a.jump_if(AF_UNIX, "unix_stream" if unix else "eacces")
+    a.label("family")
     a.jump_if(AF_INET, "inet")
     a.jump_if(AF_INET6, "inet")
     a.jump_if(AF_NETLINK, "netlink")
@@ -194,6 +211,11 @@ def _socket_rules(a: _Asm, allow_tcp: bool) -> None:
     a.label("netlink")
     a.load(_arg(2))
     a.op(_JEQ, NETLINK_ROUTE, jt="allow", jf="eprotonosupport")
+    a.label("unix_stream")                      # a type that never sends to an address: stream, seqpacket
+    a.load(_arg(1))
+    a.op(_AND, SOCK_TYPE_MASK)
+    a.jump_if(SOCK_STREAM, "allow")
+    a.op(_JEQ, SOCK_SEQPACKET, jt="allow", jf="eacces")
 
 
 def _self_rules(a: _Asm) -> None:

@@ -110,6 +110,7 @@ def spawn(launch: Launch) -> Spawned:
     plan = confine.Plan(cwd=launch.cwd, parent_pid=os.getpid(), layers=layers, root=os.geteuid() == 0,
                         group=group, rlimits=launch.profile.rlimits, uid=launch.uid, gid=launch.gid,
                         seccomp_allow_tcp=allow_tcp, seccomp_name="seccomp-net",
+                        seccomp_unix=bool(launch.profile.unix_sockets),
                         ruleset_fd=built.fd if built else None, ruleset_layers=list(built.applied) if built else [])
     status_r, status_w = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
@@ -158,7 +159,8 @@ def _seccomp(launch: Launch, missing: list[str]) -> bool | None:
         missing.append("seccomp-net")
         return None
     allow_tcp = bool(launch.profile.network)
-    seccomp.program(allow_tcp, tool=False, private_ipc=False)  # the call confine.seccomp_program makes
+    # the call confine.seccomp_program makes
+    seccomp.program(allow_tcp, tool=False, private_ipc=False, unix=bool(launch.profile.unix_sockets))
     return allow_tcp
 
 

@@ -114,13 +114,15 @@ def worker_launch(run_id: str, row: dict[str, Any], pw: Any, site: Site, channel
     home = Path(pw.pw_dir)
     sentinel_home = layout.agent_sentinel_home(home)
     policy_dir = layout.etc_dir() / "leash"
-    pol = leash_policy.load(leash_policy.policy_path(pw.pw_name, system=True, policy_dir=policy_dir))
+    policy_file = leash_policy.policy_path(pw.pw_name, system=True, policy_dir=policy_dir)
+    pol = leash_policy.load(policy_file)
     workspace = Path(row["workspace"]) if row.get("workspace") else sentinel_home / "workspace"
     proxy = (config.leash.proxy_host, config.leash.proxy_port)
     prof = worker_profile(sentinel_home, workspace, pol, muzzle_port=ports[0] if ports else proxy[1], proxy=proxy)
     prof.tcp_connect = sorted(set(prof.tcp_connect) | set(ports))
     if site.interpreter is not None:
         prof.read.append(str(site.interpreter))
+    prof.read.append(str(policy_file))  # root's policy for its tools, which the worker reads for each launch
     # the code of the operator's MCP servers and their own directories: a server the worker starts stays inside
     # the worker's own Landlock
     prof.read += sorted({os.path.realpath(p) for server in config.mcp_servers.values() for p in server.read})

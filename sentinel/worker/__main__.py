@@ -115,6 +115,7 @@ def _settings(spec: dict[str, Any]) -> tuple[Any, tuple[str, str]]:
 
 def execute(run_id: str) -> int:
     from sentinel import paths
+    from sentinel.leash import settings_cache
     from sentinel.worker.execute import execute_run
     from sentinel.worker.remote import RemoteChildren, RemoteStore
 
@@ -125,6 +126,7 @@ def execute(run_id: str) -> int:
         if spec["id"] != run_id:
             raise SentinelError(f"supervisor sent run {spec['id']}, expected {run_id}")
         config, endpoint = _settings(spec)
+        settings_cache.pin(config.leash)  # its tools' leash: the operator's settings, root's policy file
         home = paths.home()
         (home / "tmp").mkdir(parents=True, exist_ok=True, mode=0o700)
         if spec.get("settle"):  # an operator approved keeping this finished subagent: nothing else runs

@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 APPROVE = """
     import json, socket, struct, sys
-    s = socket.socket(socket.AF_UNIX)
     try:
+        s = socket.socket(socket.AF_UNIX)
         s.connect(sys.argv[1])
     except OSError as exc:
         sys.exit(print("connect", exc.errno))
@@ -103,18 +103,24 @@ def _connect(path: Path) -> str:
 @pytest.mark.root
 def test_a_tool_running_as_an_operator_cannot_approve(system, paused, workspace, shared_dir, sentinel_cmd):
     """Local mode run by a member of the operator group: the tool has an operator's uid, and the socket's
-    file mode lets it connect. The supervisor refuses it because it is sandboxed; outside, the same
-    member would be heard (the control)."""
+    file mode lets it connect. Leash refuses it any unix socket; with the operator socket listed in its
+    policy, the connection is made for it, and the supervisor refuses it because it is sandboxed (the
+    keeper's helper that connects is no operator either); outside, the same member is heard (the control)."""
     member = f"sxm{secrets.token_hex(3)}"
     system.users.append(member)
     subprocess.run(["useradd", "--no-create-home", "-G", system.group, member], check=True)
     home = shared_dir / "member"
-    home.mkdir()
+    (home / ".sentinel").mkdir(parents=True)
     pw = pwd.getpwnam(member)
-    os.chown(home, pw.pw_uid, pw.pw_gid)
     env = {"PYTHONPATH": str(REPO), "SENTINEL_HOME": str(home / ".sentinel"), "SENTINEL_MODE": "local"}
-    leashed = as_user(member, sys.executable, "-m", "sentinel", "leash", "exec", "--workspace", str(workspace), "--",
-                      *approve_argv(system, paused), env=env)
+    argv = [sys.executable, "-m", "sentinel", "leash", "exec", "--workspace", str(workspace), "--",
+            *approve_argv(system, paused)]
+    for path in (home, home / ".sentinel"):
+        os.chown(path, pw.pw_uid, pw.pw_gid)
+    assert as_user(member, *argv, env=env).stdout.strip() == "connect 13"
+    (home / ".sentinel" / "leash.yaml").write_text(f"unix_sockets: [{system.socket}]\n")
+    os.chown(home / ".sentinel" / "leash.yaml", pw.pw_uid, pw.pw_gid)
+    leashed = as_user(member, *argv, env=env)
     reply = json.loads(leashed.stdout.removeprefix("reply "))
     assert reply["kind"] == "denied" and "inside a sandbox" in reply["error"], leashed.stdout + leashed.stderr
     assert pending(sentinel_cmd) == [paused]
