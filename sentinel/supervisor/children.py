@@ -5,7 +5,9 @@
     child_start      make and launch the child of a call decided (and approved) as exactly that plan
     child_advance    where the child stands; an interrupted child is launched again
 
-The child runs as its own agent's user, in its own worker, under its own run token. The worker's word is
+The child runs as its own agent's user, in its own worker, under its own run token. Under a session
+started at the agent door, a child runs only as the door user's own uid (doorscope.py): a delegation or
+workflow step naming another agent is refused when planned and again when made. The worker's word is
 never the child: child_start takes the plan from the decision the store holds for the call, requires the
 approval that decision needed to be consumed for exactly that plan, and grants the child only tools the
 parent was granted (the store's record of it) and the child's profile names. `carry_on` (on every worker
@@ -23,7 +25,7 @@ from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.frames import failure, reply
 from sentinel.engine.state import RunState
 from sentinel.engine.status import TERMINAL, RunStatus
-from sentinel.supervisor import agentfs, flows, layout, registry, runmodel
+from sentinel.supervisor import agentfs, doorscope, flows, layout, registry, runmodel
 from sentinel.supervisor.hub import Hub
 from sentinel.tools import ToolError
 from sentinel.worker.children import (CHILD_TOOLS, SAVE_CALL, TEMPORARY, check_depth, grants, handoff,
@@ -68,6 +70,7 @@ def plan_delegation(sup: Hub, parent_id: str, ident: str, task: str, granted: li
     store = sup.store
     check_depth(_depth(store, parent_id) + 1, sup.config.orchestration.max_depth)
     agent, profile = registry.resolve(store, ident)
+    doorscope.check_runs_as(store, parent_id, agent)
     pw = registry.account(agent, sup.settings.group)
     model = runmodel.choose(sup.config, agent.name, profile, None, pw.pw_dir, pw.pw_uid)
     have = _held(store, parent_id, granted)
@@ -121,6 +124,8 @@ def plan_workflow(sup: Hub, worker: Any, name: str, input_text: str, granted: li
     if text is None:
         raise ToolError(f"no workflow {name!r} ({source} does not exist)")
     flow = flows.parse(sup, _yaml(text, source), source)
+    for step in flow.steps:  # every step, before any runs: a door session's workflow names its own agent only
+        doorscope.check_runs_as(store, worker.run_id, registry.resolve(store, step.agent)[0])
     return {"workflow": name, "input": input_text, "steps": [s.model_dump() for s in flow.steps],
             "grants": sorted(_held(store, worker.run_id, granted) or ())}
 
@@ -224,6 +229,7 @@ def create(sup: Hub, parent_id: str, call_id: str, plan: dict[str, Any], *, task
     with the head run's request); `workspace`: else the agent's own."""
     store = sup.store
     agent, profile = registry.resolve(store, str(plan["agent"]))
+    doorscope.check_runs_as(store, parent_id, agent)  # whichever path planned it: never another uid under the door
     pw = registry.account(agent, sup.settings.group)
     home = layout.agent_sentinel_home(pw.pw_dir)
     if task is None:
