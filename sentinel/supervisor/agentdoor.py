@@ -143,8 +143,14 @@ def _approvals(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _catalog(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
-    assert conn.peer is not None
-    return ops.OPS["catalog"](sup, conn, {**msg, "agent": conn.peer.agent})
+    """The operators' catalog of this agent, naming no other agent: nothing here may run as another user."""
+    peer = conn.peer
+    assert peer is not None
+    answer = ops.OPS["catalog"](sup, conn, {**msg, "agent": peer.agent})
+    if answer is not None and answer.get("ok"):
+        result = answer["result"]
+        result["agents"] = [a for a in result["agents"] if str(a["name"]).partition("/")[0] == peer.agent]
+    return answer
 
 
 def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from sentinel.supervisor.hub import Settings
 from sentinel.supervisor.workers import Worker
 from sentinel.tools import ToolError
 from sx_helpers import as_user, serve_model, write_as
+from test_agent_door import _door, door_call
 
 A_UID, B_UID = 4101, 4102
 
@@ -138,9 +139,8 @@ def _serve(system, head, child) -> None:
 
 
 def _chat(system, user: str, text: str):
-    door = system.socket.parent.with_name(system.socket.parent.name + "-agent") / "agent.sock"
     return as_user(user, sys.executable, "-m", "sentinel", "chat", input=text,
-                   env={"SENTINEL_AGENT_SOCKET": str(door)})
+                   env={"SENTINEL_AGENT_SOCKET": str(_door(system))})
 
 
 def _tool_results(server) -> list[str]:
@@ -187,6 +187,8 @@ def test_a_door_session_that_delegates_to_another_agent_is_refused(system, make_
     assert not any("ONLY-B-READS-THIS" in json.dumps(r) for r in head.requests)
     assert [r["agent"] for r in _audit(system) if r["kind"] == "door_cross_user_refused"] == [b]
     assert json.loads(sentinel_cmd("approvals", "--json", check=0).stdout) == []  # nothing left for anyone
+    offered = door_call(a, _door(system), "call:catalog")["ok"]["agents"]  # the chat offers no other agent
+    assert [x["name"] for x in offered] == [a]
 
 
 @pytest.mark.root
