@@ -16,6 +16,7 @@ exit) keeps a waiting parent's followers until its child ends, then launches the
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,21 @@ def _plan(sup: Hub, worker: Any, msg: dict[str, Any]) -> dict[str, Any]:
         return plan_workflow(sup, worker, str(args["name"]), str(args["input"]), granted)
     if tool == "spawn":
         return plan_spawn(sup, worker, args, granted)
-    return plan_delegation(sup, worker.run_id, str(args["agent"]), str(args["task"]), granted)
+    return plan_delegation(sup, worker.run_id, own_profile(worker, str(args["agent"])), str(args["task"]), granted)
+
+
+def own_profile(worker: Any, ident: str) -> str:
+    """A bare name that is a profile of the delegating agent (the roster its prompt lists) names that profile,
+    never a registered agent of the same name: another Linux user, whom the approval would name ambiguously."""
+    from sentinel.agents.profile import NAME
+
+    if "/" in ident or ident == worker.agent.name or not NAME.match(ident):
+        return ident
+    fd = agentfs.open_beneath(worker.home, f".sentinel/agents/{ident}.yaml", worker.uid)
+    if fd is None:
+        return ident
+    os.close(fd)
+    return f"{worker.agent.name}/{ident}"
 
 
 def plan_delegation(sup: Hub, parent_id: str, ident: str, task: str, granted: list[str] | None) -> dict[str, Any]:

@@ -191,11 +191,25 @@ def test_a_door_session_that_delegates_to_another_agent_is_refused(system, make_
     assert [x["name"] for x in offered] == [a]
 
 
+def test_a_bare_name_of_its_own_profile_names_that_profile_never_another_user(hub, tmp_path):
+    """The roster a delegating model is shown lists its own profiles by bare name; a registered agent of the same
+    name is another Linux user, whom the plan (and an operator's approval) must not name by mistake."""
+    home = tmp_path / "home-a"
+    (home / ".sentinel" / "agents").mkdir(parents=True)
+    (home / ".sentinel" / "agents" / "b.yaml").write_text("name: b\n")  # a profile of a, named like agent b
+    (home / ".sentinel" / "agents" / "link.yaml").symlink_to(home / ".sentinel" / "agents" / "b.yaml")
+    worker = Worker("r-op", registry.get(hub.store, "a"), os.getuid(), str(home), spawned=None)  # type: ignore[arg-type]
+    assert children.own_profile(worker, "b") == "a/b"
+    assert [children.own_profile(worker, n) for n in ("a", "b/b", "c", "link", "../b")] == ["a", "b/b", "c", "link",
+                                                                                           "../b"]
+
+
 @pytest.mark.root
+@pytest.mark.parametrize("named", ["{a}/helper", "helper"])
 def test_a_door_session_still_delegates_to_a_profile_of_its_own_agent(system, make_agent, supervisor,
-                                                                       scripted_server, sentinel_cmd):
+                                                                       scripted_server, sentinel_cmd, named):
     a = make_agent()
-    head = scripted_server([_call("delegate", agent=f"{a}/helper", task="write hi to out.txt"), "Boss done."])
+    head = scripted_server([_call("delegate", agent=named.format(a=a), task="write hi to out.txt"), "Boss done."])
     child = scripted_server([_call("write_file", path="out.txt", content="hi\n"), "Helper done."])
     _serve(system, head, child)
     _profile(a, a, model="fake/m", tools=["delegate", "write_file"])
@@ -208,6 +222,8 @@ def test_a_door_session_still_delegates_to_a_profile_of_its_own_agent(system, ma
     assert made.read_text() == "hi\n" and made.stat().st_uid == pw.pw_uid
     [kid] = [r for r in _runs(sentinel_cmd) if r.get("parent_id")]
     assert kid["agent"] == "helper" and kid["status"] == "done"
+    shown = json.loads(sentinel_cmd("show", kid["parent_id"], "--json", check=0).stdout)
+    assert [d["arguments"]["agent"] for d in shown["decisions"] if d["tool"] == "delegate"] == [f"{a}/helper"]
     assert _tool_results(head)[-1] == "Helper done."
     resolved = [r for r in _audit(system) if r["kind"] == "approval_resolved"]
     assert [(r["by"], r["door"]) for r in resolved] == [(a, "agent")]
