@@ -16,23 +16,23 @@ here nor answer an approval; what is left is a person who became the agent's use
 
 What they may do: their own chat sessions only, the ones started through this door by the same user:
 start (chat only, as their own agent, in its own workspace), send, interrupt, resume, show, logs,
-and the approvals of those sessions (and of the runs under them). An operator's run of the agent
+and the approvals of those sessions (and of the runs under them that execute as their own uid: nothing
+under a door session may run as another user, doorscope.py). An operator's run of the agent
 (`sudo sentinel run ... --agent AGENT`) and its approvals stay the operator's.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sentinel.engine.store import Store
 from sentinel.errors import NotFound, UsageError
 from sentinel.frames import failure, reply
-from sentinel.supervisor import layout, ops, registry
+from sentinel.supervisor import doorscope, layout, ops, registry
 from sentinel.supervisor.auth import Peer
 from sentinel.supervisor.hub import Client, Hub
 
-DOOR = "agent"
+DOOR = doorscope.DOOR
 OWN_RUN = ("send", "interrupt", "resume", "show", "logs")
 
 
@@ -72,15 +72,12 @@ def _refusal(peer: Peer | None) -> str | None:
 # -- what is theirs ---------------------------------------------------------------------------------
 
 def mine(store: Store, peer: Peer, run_id: str) -> bool:
-    """Whether the run is (under) a chat session this user started through the door."""
-    chain = store.parent_chain(run_id)
-    top = chain[-1] if chain else run_id
-    row = store.conn.execute("SELECT record FROM audit WHERE run_id=? AND kind='run_started' ORDER BY id LIMIT 1",
-                             (top,)).fetchone()
-    if row is None:
+    """Whether the run is (under) a chat session this user started through the door, and executes as this
+    user's own uid: a run as another user is never theirs, whichever session it sits under."""
+    opener = doorscope.door_opener(store, run_id)
+    if opener is None or opener.uid != peer.uid or opener.agent != peer.agent or peer.agent is None:
         return False
-    started = json.loads(row[0])
-    return bool(started.get("door") == DOOR and started.get("uid") == peer.uid and started.get("agent") == peer.agent)
+    return doorscope.runs_as(store, store.get_run(run_id), peer.uid, peer.agent)
 
 
 def _own_run(store: Store, peer: Peer, run_id: Any) -> None:
@@ -88,8 +85,8 @@ def _own_run(store: Store, peer: Peer, run_id: Any) -> None:
         raise UsageError("run_id: must be given")
     store.get_run(run_id)  # NotFound for an id that names nothing
     if not mine(store, peer, run_id):
-        raise NotFound(f"run {run_id} is not one of your chat sessions (an operator's runs are theirs: "
-                       "sudo sentinel show / approve)")
+        raise NotFound(f"run {run_id} is not one of your chat sessions (an operator's runs, and runs as "
+                       "another user, are an operator's: sudo sentinel show / approve)")
 
 
 # -- the operations -----------------------------------------------------------------------------------
@@ -125,8 +122,8 @@ def _resolve(handler: ops.Handler) -> ops.Handler:
             raise UsageError("ident: must be a string")
         approval = sup.store.get_approval(sup.store.approval_id(ident))
         if not mine(sup.store, conn.peer, approval.run_id):
-            raise NotFound(f"no approval {ident} of your chat sessions (an operator's run is approved by an "
-                           "operator: sudo sentinel approve)")
+            raise NotFound(f"no approval {ident} of your chat sessions (an operator's run, or a run as another "
+                           "user, is approved by an operator: sudo sentinel approve)")
         return handler(sup, conn, msg)
 
     return checked
@@ -146,8 +143,14 @@ def _approvals(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _catalog(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
-    assert conn.peer is not None
-    return ops.OPS["catalog"](sup, conn, {**msg, "agent": conn.peer.agent})
+    """The operators' catalog of this agent, naming no other agent: nothing here may run as another user."""
+    peer = conn.peer
+    assert peer is not None
+    answer = ops.OPS["catalog"](sup, conn, {**msg, "agent": peer.agent})
+    if answer is not None and answer.get("ok"):
+        result = answer["result"]
+        result["agents"] = [a for a in result["agents"] if str(a["name"]).partition("/")[0] == peer.agent]
+    return answer
 
 
 def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,9 @@
     child_start      make and launch the child of a call decided (and approved) as exactly that plan
     child_advance    where the child stands; an interrupted child is launched again
 
-The child runs as its own agent's user, in its own worker, under its own run token. The worker's word is
+The child runs as its own agent's user, in its own worker, under its own run token. Under a session
+started at the agent door, a child runs only as the door user's own uid (doorscope.py): a delegation or
+workflow step naming another agent is refused when planned and again when made. The worker's word is
 never the child: child_start takes the plan from the decision the store holds for the call, requires the
 approval that decision needed to be consumed for exactly that plan, and grants the child only tools the
 parent was granted (the store's record of it) and the child's profile names. `carry_on` (on every worker
@@ -14,6 +16,7 @@ exit) keeps a waiting parent's followers until its child ends, then launches the
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,7 @@ from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.frames import failure, reply
 from sentinel.engine.state import RunState
 from sentinel.engine.status import TERMINAL, RunStatus
-from sentinel.supervisor import agentfs, flows, layout, registry, runmodel
+from sentinel.supervisor import agentfs, doorscope, flows, layout, registry, runmodel
 from sentinel.supervisor.hub import Hub
 from sentinel.tools import ToolError
 from sentinel.worker.children import (CHILD_TOOLS, SAVE_CALL, TEMPORARY, check_depth, grants, handoff,
@@ -59,7 +62,21 @@ def _plan(sup: Hub, worker: Any, msg: dict[str, Any]) -> dict[str, Any]:
         return plan_workflow(sup, worker, str(args["name"]), str(args["input"]), granted)
     if tool == "spawn":
         return plan_spawn(sup, worker, args, granted)
-    return plan_delegation(sup, worker.run_id, str(args["agent"]), str(args["task"]), granted)
+    return plan_delegation(sup, worker.run_id, own_profile(worker, str(args["agent"])), str(args["task"]), granted)
+
+
+def own_profile(worker: Any, ident: str) -> str:
+    """A bare name that is a profile of the delegating agent (the roster its prompt lists) names that profile,
+    never a registered agent of the same name: another Linux user, whom the approval would name ambiguously."""
+    from sentinel.agents.profile import NAME
+
+    if "/" in ident or ident == worker.agent.name or not NAME.match(ident):
+        return ident
+    fd = agentfs.open_beneath(worker.home, f".sentinel/agents/{ident}.yaml", worker.uid)
+    if fd is None:
+        return ident
+    os.close(fd)
+    return f"{worker.agent.name}/{ident}"
 
 
 def plan_delegation(sup: Hub, parent_id: str, ident: str, task: str, granted: list[str] | None) -> dict[str, Any]:
@@ -68,6 +85,7 @@ def plan_delegation(sup: Hub, parent_id: str, ident: str, task: str, granted: li
     store = sup.store
     check_depth(_depth(store, parent_id) + 1, sup.config.orchestration.max_depth)
     agent, profile = registry.resolve(store, ident)
+    doorscope.check_runs_as(store, parent_id, agent)
     pw = registry.account(agent, sup.settings.group)
     model = runmodel.choose(sup.config, agent.name, profile, None, pw.pw_dir, pw.pw_uid)
     have = _held(store, parent_id, granted)
@@ -121,6 +139,8 @@ def plan_workflow(sup: Hub, worker: Any, name: str, input_text: str, granted: li
     if text is None:
         raise ToolError(f"no workflow {name!r} ({source} does not exist)")
     flow = flows.parse(sup, _yaml(text, source), source)
+    for step in flow.steps:  # every step, before any runs: a door session's workflow names its own agent only
+        doorscope.check_runs_as(store, worker.run_id, registry.resolve(store, step.agent)[0])
     return {"workflow": name, "input": input_text, "steps": [s.model_dump() for s in flow.steps],
             "grants": sorted(_held(store, worker.run_id, granted) or ())}
 
@@ -224,6 +244,7 @@ def create(sup: Hub, parent_id: str, call_id: str, plan: dict[str, Any], *, task
     with the head run's request); `workspace`: else the agent's own."""
     store = sup.store
     agent, profile = registry.resolve(store, str(plan["agent"]))
+    doorscope.check_runs_as(store, parent_id, agent)  # whichever path planned it: never another uid under the door
     pw = registry.account(agent, sup.settings.group)
     home = layout.agent_sentinel_home(pw.pw_dir)
     if task is None:

@@ -55,18 +55,28 @@ def allowed(config: "Config", agent: str, model: str, what: str) -> None:
 def profile_model(home: str, profile: str, uid: int) -> str | None:
     """The `model` an agent's profile names, read as root without following anything the agent planted;
     None when it names none or the file is missing or unreadable (the worker then reports the profile)."""
+    model = _profile(home, profile, uid).get("model")
+    return model if isinstance(model, str) and model else None
+
+
+def profile_mcp(home: str, profile: str, uid: int) -> list[str]:
+    """The MCP servers an agent's profile names (`mcp:`), read the same way; none when unreadable."""
+    names = _profile(home, profile, uid).get("mcp")
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+
+def _profile(home: str, profile: str, uid: int) -> dict[str, Any]:
     import yaml
 
     fd = agentfs.open_beneath(home, f".sentinel/agents/{profile}.yaml", uid)
     if fd is None:
-        return None
+        return {}
     with os.fdopen(fd, "rb") as f:
         text = f.read(PROFILE_BYTES + 1)
     if len(text) > PROFILE_BYTES:
-        return None
+        return {}
     try:
         data: Any = yaml.safe_load(text)
     except Exception:  # noqa: BLE001 - the agent's own file: a broken one is no choice, never a crash
-        return None
-    model = data.get("model") if isinstance(data, dict) else None
-    return model if isinstance(model, str) and model else None
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -8,7 +8,10 @@ fixed them at start). There is no op that resolves an approval: only an operator
 socket can approve or deny.
 
 `hello` answers once per worker: the run, the operator's settings it runs under, and Muzzle's URL with
-the run token, so the token never sits in an environment another process could read.
+the run token, so the token never sits in an environment another process could read. The settings are an
+allowlist (WORKER_SETTINGS): what the agent loop reads, never the store's DSN, notification targets, the
+web console's, Muzzle's, providers or the system section; of `mcp_servers`, only those the run's profile
+grants (the worker starts them).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from urllib.parse import urlparse
 from sentinel.engine.store import Approval, Store
 from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.leash import spawn
-from sentinel.supervisor import children, layout, registry
+from sentinel.supervisor import children, layout, registry, runmodel
 from sentinel.supervisor.hub import Client
 from sentinel.frames import failure, reply
 from sentinel.mcp.names import split_name
@@ -154,19 +157,36 @@ def start(store: Store, site: Site, run_id: str, muzzle_url: str) -> tuple[Worke
     finally:
         theirs.close()
         os.close(log_fd)
-    greeting = {"id": row["id"], "task": row["task"], "profile": row["agent"], "model": row["model"],
-                "workspace": row["workspace"] or None, "parent_id": row["parent_id"], "kind": row.get("kind") or "task",
-                "config": worker_config(site.config), "endpoint": {"base_url": muzzle_url, "token": token},
-                "grants": store.grants_of(run_id),  # a child run's: what its parent granted it
-                "subagent": children.subagent(store, row)}  # a spawned one's soul and skills, as approved
-    worker = Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied, greeting=greeting)
+    worker = Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied,
+                    greeting=greeting(store, row, site.config, pw, {"base_url": muzzle_url, "token": token}))
     return worker, ours
 
 
-def worker_config(config: "Config") -> dict[str, Any]:
+def greeting(store: Store, row: dict[str, Any], config: "Config", pw: Any, endpoint: dict[str, str]) -> dict[str, Any]:
+    """The `hello` answer: the run as the supervisor fixed it, the settings it runs under, Muzzle's endpoint."""
+    sub = children.subagent(store, row)  # a spawned one's soul and skills, as approved
+    mcp = [] if sub is not None else runmodel.profile_mcp(pw.pw_dir, str(row["agent"]), pw.pw_uid)
+    return {"id": row["id"], "task": row["task"], "profile": row["agent"], "model": row["model"],
+            "workspace": row["workspace"] or None, "parent_id": row["parent_id"], "kind": row.get("kind") or "task",
+            "config": worker_config(config, mcp), "endpoint": endpoint,
+            "grants": store.grants_of(row["id"]),  # a child run's: what its parent granted it
+            "subagent": sub}
+
+
+# The operator's settings a worker reads (sentinel/worker and what it imports: the loop's limits, the tools'
+# settings, the action policy, sandbox and Leash, the rule gate, memory, the local-model and context settings,
+# child runs, and the MCP servers it starts). Everything else stays with the supervisor and Muzzle: the store's
+# DSN, notification targets and their tokens, the web console, Muzzle's settings, providers (the worker reaches
+# models only through Muzzle), system, watchers, default_model and default_agent (the run's are fixed).
+WORKER_SETTINGS = frozenset({"limits", "tools", "policy", "sandbox", "leash", "gate", "memory", "local", "context",
+                             "orchestration", "mcp_servers"})
+
+
+def worker_config(config: "Config", mcp: list[str]) -> dict[str, Any]:
     """The operator's settings a worker runs under (an agent's own config.yaml is never read for a run):
-    all but providers, Muzzle's and the system section, which only the supervisor and Muzzle use."""
-    data = config.model_dump(mode="json", exclude={"providers", "muzzle", "system"})
+    WORKER_SETTINGS only, and of the MCP servers only those named in `mcp` (what the run's profile grants)."""
+    data = config.model_dump(mode="json", include=set(WORKER_SETTINGS))
+    data["mcp_servers"] = {name: server for name, server in data["mcp_servers"].items() if name in mcp}
     data["leash"]["policy_dir"] = str(layout.etc_dir() / "leash")
     for name, path in mcp_workdirs(config).items():
         data["mcp_servers"][name]["workdir"] = str(path)
