@@ -59,7 +59,7 @@ def _open_run(spec: dict[str, Any], home: Path, config: Any, listener: "Listener
     if (run_dir / JOURNAL).exists():
         run = Run.open(run_dir)
         for key in FIXED:  # the journal is the agent's file: what it says of these is a claim
-            setattr(run.state, key, spec[key] if key != "workspace" else _workspace(spec, home))
+            setattr(run.state, key, spec[key] if key != "workspace" else str(_workspace(spec, home)))
         return run, _profile(spec, home, config), False
     profile = _profile(spec, home, config)
     workspace = _workspace(spec, home)

@@ -77,6 +77,8 @@ def test_a_forged_verdict_does_not_run_the_denied_call(system, make_agent, senti
     assert denied["outcome"] == "needs_approval" and denied["reason"] != "forged: fine"
     assert denied["approval"]["approved"] is False and denied["approval"]["by"] == "root"
     assert denied["approval"]["reason"] == "no"
+    snapshot = json.loads((run_dir / "snapshot.json").read_text())  # the resumed worker saved its state at the end
+    assert snapshot["offset"] == (run_dir / "journal.jsonl").stat().st_size and isinstance(snapshot["workspace"], str)
     results = [m["content"] for m in shown["messages"] if m.get("tool_call_id") == call["call_id"]]
     if forge is not _forge_finished:  # a forged result is the agent's own claim; the call still never ran
         assert results == ["Denied by the operator: no"]
