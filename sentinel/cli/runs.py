@@ -23,6 +23,7 @@ from sentinel.engine.api import Engine, Outcome
 from sentinel.engine.rows import RunRow
 from sentinel.errors import NotFound
 from sentinel.engine.status import TERMINAL, RunStatus
+from sentinel.ui.escape import for_stream, visible
 
 ALL_HOSTS_HELP = "Every host's, each labelled with its host (system mode on a shared store: docs/system-mode.md)."
 
@@ -43,12 +44,12 @@ def _finish(outcome: Outcome, as_json: bool, progress: Progress | None = None) -
                     **({"warnings": warnings} if warnings else {}),
                     **({"safeguards": progress.safeguards} if progress and progress.safeguards else {})})
     elif outcome.status == RunStatus.DONE or (outcome.status == RunStatus.IDLE and not outcome.error):
-        print(outcome.output or "")
+        print(for_stream(outcome.output or "", sys.stdout))
     elif outcome.status == RunStatus.WAITING_APPROVAL:
         print(f"run {outcome.id} is waiting for approval {outcome.approval_id}: "
               f"sentinel approve {outcome.approval_id}  |  sentinel deny {outcome.approval_id}", file=sys.stderr)
     else:
-        print(f"run {outcome.id} {outcome.status}: {outcome.error or ''}", file=sys.stderr)
+        print(f"run {outcome.id} {outcome.status}: {visible(outcome.error or '')}", file=sys.stderr)
     raise typer.Exit(STATUS_EXIT.get(outcome.status, 1))
 
 
@@ -77,16 +78,22 @@ def runs(as_json: bool = typer.Option(False, "--json"),
     if as_json:
         return print_json([r.to_dict() for r in rows])
     from rich.table import Table
-    from rich.text import Text  # cells are text, never markup: a task says what its author wrote
 
     table = Table("id", "status", "agent", "model", "created", "task", *(["host"] if all_hosts else []),
                   box=None, pad_edge=False)
     table.columns[5].no_wrap, table.columns[5].overflow = True, "ellipsis"
     for r, level in _tree(rows):
-        table.add_row(*map(Text, (("  " * (level - 1) + "└ " if level else "") + r.id, r.status, r.agent,
-                                  r.model, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
-                                  task_title(r.kind, r.task), *([r.host or "?"] if all_hosts else []))))
+        table.add_row(*_cells(("  " * (level - 1) + "└ " if level else "") + r.id, r.status, r.agent,
+                              r.model, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
+                              task_title(r.kind, r.task), *([r.host or "?"] if all_hosts else [])))
     listing_console().print(table)
+
+
+def _cells(*values: Any) -> list[Any]:
+    """Table cells: text, never markup, each on one line with its hiding characters shown (an agent wrote them)."""
+    from rich.text import Text
+
+    return [Text(visible(v)) for v in values]
 
 
 def _tree(rows: list[RunRow]) -> list[tuple[RunRow, int]]:
@@ -117,18 +124,23 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         return print_json(detail.to_dict())
     from rich.console import Console
 
+    from rich.markup import escape
+
+    def t(value: Any) -> str:  # an agent's text in a markup line: one line, hiding characters shown, no markup
+        return escape(visible(value))
+
     console = Console(highlight=False)
-    console.print(f"[bold]{detail.id}[/] {detail.status}  agent={detail.agent} model={detail.model}")
-    console.print(f"task: {detail.task}")
+    console.print(f"[bold]{t(detail.id)}[/] {t(detail.status)}  agent={t(detail.agent)} model={t(detail.model)}")
+    console.print(f"task: {visible(detail.task, newlines=True)}", markup=False)
     if detail.parent_id:
-        console.print(f"parent: {detail.parent_id}")
+        console.print(f"parent: {t(detail.parent_id)}")
     for d in detail.decisions:
-        console.print(f"  {d['tool']} {d['call_id']}: [bold]{d['outcome']}[/] — {d['reason']}")
+        console.print(f"  {t(d['tool'])} {t(d['call_id'])}: [bold]{t(d['outcome'])}[/] — {t(d['reason'])}")
     for c in detail.children:
-        console.print(f"  child {c['id']} {c['status']}  agent={c['agent']}  ({c['call_id']}): {c['task'][:60]}",
-                      markup=False)
+        console.print(f"  child {c['id']} {c['status']}  agent={c['agent']}  ({c['call_id']}): "
+                      f"{visible(c['task'][:60])}", markup=False)
     for g in detail.safeguards:
-        console.print(f"  safeguard {g['kind']} → {g['action']}: {g['detail']}", markup=False)
+        console.print(f"  safeguard {g['kind']} → {g['action']}: {visible(g['detail'])}", markup=False)
     for e in detail.self_edits:
         console.print(f"  {e['tool']}: {self_edit_line(SelfEdited(run_id=detail.id, seq=0, **e))}", markup=False)
     for a in detail.pending_approvals:
@@ -136,9 +148,9 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
             console.print(f"pending approval {a.id} would run this code:", markup=False)
             console.print(code_listing(a), markup=False)
     if detail.output:
-        console.print(f"output: {detail.output}")
+        console.print(f"output: {visible(detail.output, newlines=True)}", markup=False)
     if detail.error:
-        console.print(f"[red]error[/]: {detail.error}")
+        console.print(f"[red]error[/]: {t(detail.error)}")
 
 
 def approvals(as_json: bool = typer.Option(False, "--json"),
@@ -155,21 +167,21 @@ def approvals(as_json: bool = typer.Option(False, "--json"),
         print("no pending approvals")
         return
     from rich.table import Table
-    from rich.text import Text  # cells are text, never markup: an agent wrote the command and the reason
 
     table = Table("approval", "run", "tool", "call", "runs as", "workspace", "why", *(["host"] if all_hosts else []),
                   box=None, pad_edge=False)
     table.columns[3].overflow = table.columns[6].overflow = "fold"
     for a in pending:
         chain = "".join(f" ← {parent}" for parent in a.parents)  # a child run's: under its parents
-        table.add_row(*map(Text, (a.id, f"{a.run_id}{chain}", a.tool, arguments_text(a.arguments, 200),
-                                  a.user or "?", a.workspace or "?", short(a.reason or "", 120),
-                                  *([a.host or "?"] if all_hosts else []))))
+        table.add_row(*_cells(a.id, f"{a.run_id}{chain}", a.tool, arguments_text(a.arguments, 200),
+                              a.user or "?", a.workspace or "?", short(a.reason or "", 120),
+                              *([a.host or "?"] if all_hosts else [])))
     console = listing_console()
     console.print(table)
     for a in pending:
         if a.mcp:
-            console.print(f"approval {a.id}: MCP server {a.mcp['server']}, tool {a.mcp['tool']}", markup=False)
+            console.print(f"approval {a.id}: MCP server {visible(a.mcp['server'])}, tool {visible(a.mcp['tool'])}",
+                          markup=False)
         if a.code_sha256:
             console.print(f"approval {a.id} would run this code:\n{code_listing(a)}", markup=False)
 
@@ -217,10 +229,10 @@ def resume(run_id: str = typer.Argument(...), as_json: bool = typer.Option(False
     with _engine() as engine, Progress(False if as_json else None) as progress:
         outcome = engine.resume(run_id, on_event=progress)
     if outcome.status in TERMINAL and not as_json:
-        print(f"run {outcome.id} is {outcome.status}" + (f": {outcome.error}" if outcome.error else ""),
+        print(f"run {outcome.id} is {outcome.status}" + (f": {visible(outcome.error)}" if outcome.error else ""),
               file=sys.stderr)
         if outcome.status == RunStatus.DONE:
-            print(outcome.output or "")
+            print(for_stream(outcome.output or "", sys.stdout))
         raise typer.Exit(0)
     if outcome.status in TERMINAL:
         print_json(outcome.to_dict())
