@@ -135,7 +135,9 @@ def _manifest(name: str, text: str) -> Manifest:
 
 # -- checks made when a tool is written ----------------------------------------------------------------
 
-def check_parameters(value: Any) -> dict[str, Any]:
+def check_parameters(value: Any, identifiers: bool = True) -> dict[str, Any]:
+    """The JSON schema of an object; `identifiers`: its property names too (an authored tool's; an MCP server's
+    names are its own, and Muzzle redacts a secret in any key)."""
     from jsonschema import Draft202012Validator, SchemaError
 
     if isinstance(value, str):
@@ -148,7 +150,8 @@ def check_parameters(value: Any) -> dict[str, Any]:
                          '{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}')
     if value.get("type") != "object":
         raise UsageError('parameters must describe an object: its "type" must be "object"')
-    _check_names(value, "parameters")
+    if identifiers:
+        _check_names(value, "parameters")
     try:
         Draft202012Validator.check_schema(value)
     except SchemaError as exc:
