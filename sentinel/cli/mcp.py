@@ -17,6 +17,7 @@ from typing import Any, List, Optional
 import typer
 
 from sentinel.cli.render import print_json
+from sentinel.ui.escape import visible
 from sentinel.errors import NotFound, UsageError
 
 app = typer.Typer(no_args_is_help=True, help="MCP servers for agents: list, add, remove, tools, trust.")
@@ -232,14 +233,14 @@ def tools(name: str = typer.Argument(...),
     if as_json:
         return print_json({"server": name, "tools": rows, **state})
     for r in rows:
-        print(f"{r['name']:<40} {r['verdict']:<15} {r['description']}")
+        print(f"{visible(r['name']):<40} {r['verdict']:<15} {visible(r['description'])}")
         if r["withheld"]:
-            print(f"{'':<40} WITHHELD: {r['withheld']}")
+            print(f"{'':<40} WITHHELD: {visible(r['withheld'])}")
     print(f"listing sha256 {state['sha256']}: " + (
         "trusted" if state["sha256"] == state["trusted_sha256"] else
         f"not trusted yet (sentinel mcp trust {name})" if not trusted else "CHANGED since trusted:"))
     if changes:
-        print(changes, end="")
+        print(visible(changes, newlines=True), end="")
 
 
 @app.command("trust")
@@ -262,7 +263,7 @@ def trust(name: str = typer.Argument(...),
         return print_json({"server": name, "sha256": sha, "tools": [t.name for t in listed], "withheld": withheld,
                            "changes": changes})
     if changes:
-        print(changes, end="")
+        print(visible(changes, newlines=True), end="")
     print(f"trusted MCP server {name!r}: {len(listed)} tool(s), sha256 {sha}")
     for tool, problem in withheld.items():
-        print(f"withheld from agents: {tool}: {problem}")
+        print(f"withheld from agents: {visible(tool)}: {visible(problem)}")
