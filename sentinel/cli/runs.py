@@ -290,9 +290,9 @@ def _status_line(key: str, value: Any) -> str:
             return ", ".join(f"{k} {v}" for k, v in item.items() if v is not None) or "none"
         return str(item)
 
-    if isinstance(value, list):
-        return f"{key}: none" if not value else "\n".join([f"{key}:"] + [f"  {flat(v)}" for v in value])
-    return f"{key}: {flat(value) if isinstance(value, dict) else value}"
+    if isinstance(value, list):  # a notify target's last error can quote what its server answered
+        return f"{key}: none" if not value else "\n".join([f"{key}:"] + [f"  {visible(flat(v))}" for v in value])
+    return visible(f"{key}: {flat(value) if isinstance(value, dict) else value}")
 
 
 def cancel(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = typer.Option(False, "--json")) -> None:
