@@ -5,8 +5,8 @@
 The set is tests/memory/data/injections.yaml (rephrased injections and benign descriptions, some carrying a
 JSON schema whose every string is scanned). It is split once, by SEED, into a tuning half and a held-out half;
 the scanner's rules may be changed with the tuning half in view only, so the held-out figures say how well it
-generalises. `--show` lists what each half misses and wrongly flags (tuning half only, unless `--held-out`). A third set, written after the rules were frozen and never tuned on,
-is reported as `fresh`.
+generalises. `--show` lists what each half misses and wrongly flags (tuning half only, unless `--held-out`).
+A third set, written after the rules were frozen and never tuned on, is reported as `fresh`.
 The scanner is a heuristic: what keeps untrusted text from acting as instructions is the fence
 (sentinel/memory/fence.py), not this number.
 """
@@ -47,7 +47,10 @@ def flagged(item: dict[str, Any]) -> str | None:
     return None if finding is None else str(finding)
 
 
-def measure(data: dict[str, list[dict[str, Any]]], fresh: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+Items = dict[str, list[dict[str, Any]]]
+
+
+def measure(data: Items, fresh: Items | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     bad_tune, bad_held = split(data["injections"])
     good_tune, good_held = split(data["benign"])
@@ -61,7 +64,8 @@ def measure(data: dict[str, list[dict[str, Any]]], fresh: dict[str, list[dict[st
         out[name] = {"injections": len(bad), "detected": len(bad) - len(missed),
                      "detection_rate": round((len(bad) - len(missed)) / len(bad), 3),
                      "benign": len(good), "false_positives": len(wrong),
-                     "false_positive_rate": round(len(wrong) / len(good), 3), "missed": missed, "wrongly_flagged": wrong}
+                     "false_positive_rate": round(len(wrong) / len(good), 3), "missed": missed,
+                     "wrongly_flagged": wrong}
     total = sum(len(v) for v in data.values()) + sum(len(v) for v in (fresh or {}).values())
     out["per_item_ms"] = round((time.perf_counter() - started) * 1000 / (2 * total), 3)
     return out

@@ -92,8 +92,8 @@ _RULES = [
 # Word classes the structural rules are built from.
 _AGENT = r"(?:assistant|model|ai|llm|agent|chatbot|bot|claude|gpt|copilot)s?"
 _PERSON = r"(?:user|operator|human|owner|admin(?:istrator)?|person)s?"
-_SECRET = (r"(?:(?<![a-z])api[\s_-]?keys?|credentials?|secrets?|passwords?|passphrases?|(?:bearer\s+|access\s+|auth\s+)?"
-           r"tokens?|private\s+keys?|ssh\s+keys?|id_rsa|id_ed25519|~?/?\.ssh\b|\.env\b|\.netrc|~?/?\.aws\b|"
+_SECRET = (r"(?:(?<![a-z])api[\s_-]?keys?|credentials?|secrets?|passwords?|passphrases?|"
+           r"tokens?|private\s+keys?|ssh\s+keys?|id_rsa|id_ed25519|\.ssh\b|\.env\b|\.netrc|\.aws\b|"
            r"/etc/shadow|/etc/passwd|environment\s+variables?|env\s+vars?|cookies?|system\s+prompt|"
            r"hidden\s+(?:rules|instructions)|conversation(?:\s+history)?|chat\s+history|full\s+prompt)")
 _FLOW = (r"(?:send|sends|post|upload|exfiltrate|leak|e-?mail|curl|wget|include|including|insert|put|pass|paste|copy|"
@@ -103,7 +103,8 @@ _SINK = r"(?:parameter|argument|arg|field|header|body|request|response|payload|u
 _EXEC = r"(?:run|execute|call|invoke|append|include|send|copy|upload|delete|read|write|post)"
 
 _STRUCTURAL = [
-    _Rule("consent-claim", (),
+    _Rule("consent-claim", ("user", "operator", "human", "owner", "admin", "person", "approved", "authori",
+                            "confirm", "no need", "necessary", "without", "never", "approval", "review"),
           rf"\b(?:the\s+|your\s+)?{_PERSON}\s+(?:has\s+|have\s+|had\s+)?(?:already\s+)?(?:said\s+yes|agreed|"
           rf"consented|pre-?approved|approved\s+(?:all|every|any|everything)|authori[sz]ed\s+(?:all|every|any|you)|"
           rf"granted\s+(?:you\s+)?(?:permission|access)|trusts?\s+(?:this|the)|wants\s+you\s+to)"
@@ -115,7 +116,9 @@ _STRUCTURAL = [
           r"disabled|off|skipped|optional)"
           r"|\bwithout\s+(?:any\s+)?(?:asking|waiting|confirmations?|approvals?|review|pausing)\b"
           r"|\bnever\s+(?:pause|ask|wait)\s+for\s+(?:approval|confirmation|permission)"),
-    _Rule("override-claim", (),
+    _Rule("override-claim", ("supersede", "override", "precedence", "outrank", "replace", "priority", "task", "goal",
+                             "objective", "purpose", "updated", "changed", "revoked", "lifted", "forget",
+                             "disregard", "ignore"),
           r"\b(?:supersedes?|overrides?|takes?\s+precedence\s+over|outranks?|replaces?)\s+(?:all\s+|any\s+)?"
           r"(?:your|the|other|previous|prior|earlier)\s+(?:\w+\s+){0,2}(?:instructions?|prompts?|rules|tools|polic(?:y|ies)|"
           r"guidelines|directives)\b"
@@ -124,19 +127,21 @@ _STRUCTURAL = [
           r"|\b(?:your|the)\s+(?:instructions?|rules|guidelines|polic(?:y|ies)|system\s+prompt)\s+(?:have|has)\s+"
           r"(?:been\s+)?(?:updated|changed|replaced|revoked|lifted)"
           r"|\b(?:forget|disregard|ignore)\s+(?:what|everything|anything|all)\s+(?:\w+\s+){0,2}(?:told|given|instructed|said)"),
-    _Rule("remote-exec", (),
+    _Rule("remote-exec", ("curl", "wget", "fetch", "download", "open", "visit", "decode", "base64", "chmod", "rm -",
+                          "sh -c"),
           r"\b(?:curl|wget|fetch|download)\b[^\n]{0,80}\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b"
           r"|\b(?:ba)?sh\s+-c\s+[\"']?\$\((?:curl|wget)"
           r"|\b(?:fetch|download|open|visit|curl|wget)\b[^.\n]{0,60}\b(?:and|then)\s+(?:follow|execute|run|obey)\b"
           r"|\bdecode\b[^.\n]{0,40}\b(?:execute|run|eval)\b|\b(?:execute|run|eval)\b[^.\n]{0,30}\bbase64\b"
           r"|\bchmod\s+(?:-R\s+)?[0-7]?777\b|\brm\s+-[rf]{2}\s+(?:~|/|\$HOME)"),
-    _Rule("approval-tamper", (),
+    _Rule("approval-tamper", ("sentinel", "approved", "approval", "confirmation", "review", "grant"),
           r"\bsentinel\s+(?:approve|trust|deny)\b|\bwrite\s+['\"]?approved['\"]?\s+in"
           r"|\b(?:approval|confirmation|review)\s+(?:system|prompts?|step|process|checks?)\s+(?:is|are|has\s+been)\s+"
           r"(?:disabled|off|bypassed|turned\s+off)"
           r"|\b(?:disable|bypass|skip)\s+(?:the\s+)?(?:approval|confirmation)\s+(?:prompts?|steps?|checks?|system)"
           r"|\bgrant\s+(?:this|the)\s+(?:tool|server)\s+(?:full|root|admin|unrestricted)\s+access"),
-    _Rule("addressed-to-model", (),
+    _Rule("addressed-to-model", ("assistant", "model", "ai", "llm", "agent", "bot", "claude", "gpt", "copilot",
+                                 "from now on"),
           rf"\b(?:note|message|instructions?|n\.?\s?b\.?|attention|important(?:\s+note)?|reminder)\s*(?:to|for)\s+"
           rf"(?:the\s+|all\s+|any\s+)?(?:llm\s+|ai\s+)?{_AGENT}\b"
           rf"|\b(?:if|when)\s+you\s+(?:are|'re)\s+an?\s+{_AGENT}\b"
@@ -147,20 +152,23 @@ _STRUCTURAL = [
           rf"|\(\s*for\s+(?:the\s+)?{_AGENT}\s*\)"
           rf"|\b(?:the|this)\s+{_AGENT}\s+(?:should|must)\s+always\b"
           rf"|\bfrom\s+now\s+on\b[^.\n]{{0,30}}\byou\b", strict=True),
-    _Rule("secrecy", (),
+    _Rule("secrecy", ("tell", "inform", "mention", "notify", "alert", "show", "reveal", "silently", "secretly",
+                      "quietly", "covertly", "discreetly", "knowing", "noticing"),
           rf"\b(?:do\s+not|don't|never|without)\s+(?:tell|telling|inform|informing|mention|mentioning|notify|notifying|"
           rf"alert|alerting|show|showing|reveal|revealing)\w*\s+(?:\w+\s+){{0,4}}(?:to\s+)?(?:the\s+)?{_PERSON}"
           rf"|\b(?:silently|secretly|quietly|covertly|discreetly)\s+(?:also\s+)?{_EXEC}\w*\b"
           rf"|\bwithout\s+the\s+{_PERSON}\s+(?:knowing|noticing)", strict=True),
-    _Rule("secret-flow", (),
+    _Rule("secret-flow", ("key", "credential", "secret", "passw", "passphrase", "token", "id_rsa", "id_ed25519",
+                          ".ssh", ".env", ".netrc", ".aws", "/etc/", "environment", "env var", "cookie",
+                          "system prompt", "hidden", "conversation", "chat history", "full prompt"),
           rf"\b{_FLOW}\b[^.\n;]{{0,60}}{_SECRET}|{_SECRET}[^.\n;]{{0,40}}\b(?:as|in|into|inside|to)\s+(?:the\s+|a\s+|your\s+)?"
           rf"[`'\"]?\w+[`'\"]?\s+{_SINK}", negatable=True, strict=True),
-    _Rule("tool-hijack", (),
+    _Rule("tool-hijack", ("other tool", "deprecated", "instead", "before", "after"),
           r"\b(?:before|instead\s+of)\s+(?:any|every|all)\s+other\s+tools?\b"
           r"|\bdeprecated\b[^.\n]{0,40}\buse\s+this\b|\buse\s+this\s+tool\s+instead\b"
           r"|\b(?:before|after)\s+(?:every|each|any)\s+(?:call|answer|response|reply|message)\b[^.\n]{0,40}"
           r"|\bbefore\s+(?:answering|responding|replying)\b", strict=True),
-    _Rule("identity-claim", (),
+    _Rule("identity-claim", ("from", "as if", "this server", "mode"),
           rf"\b(?:message|notice|instructions?|directive)\s+from\s+(?:the\s+)?(?:sentinel|system|admin\w*|operators?|"
           rf"developers?|openai|anthropic|security\s+team)\b"
           rf"|\bas\s+if\s+(?:it|they)\s+(?:came|come)\s+from\s+(?:the\s+)?(?:{_PERSON}|system)"
@@ -178,6 +186,7 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 _SAFE_NEGATION = re.compile(r"\b(never|do\s+not|don't|must\s+not|not)\s+(\w+\s+){0,3}$", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=128)  # a pure function of the text: a soul or MEMORY.md is scanned again every turn
 def scan(text: str, strict: bool = False) -> Finding | None:
     """The first injection finding in `text`, or None; `strict` for text from outside (more rules)."""
     finding = _unicode(text) or _phrases(text, strict)
@@ -200,11 +209,17 @@ _SPELT = re.compile(r"(?<!\S)(?:\S ){2,}\S(?!\S)")
 _ZERO_WIDTH = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad\u034f\u180e]")
 
 
+_PLAIN_ASCII = re.compile(r"[_@$!|]|[A-Za-z][0-9]|[0-9][A-Za-z]|(?<!\S)\S \S \S(?!\S)")
+_COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+
+
 def normalise(text: str) -> str:
     """The text as a reader takes it in: look-alikes folded to Latin, accents and zero-width characters dropped,
     `_` as a space, letters spelt out one by one joined, leetspeak undone in words mixing letters and digits."""
+    if text.isascii() and not _PLAIN_ASCII.search(text):
+        return text  # nothing to fold: most text, decided by one search
     text = unicodedata.normalize("NFKC", _ZERO_WIDTH.sub("", text)).translate(_LOOKALIKE)
-    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    text = _COMBINING.sub("", unicodedata.normalize("NFKD", text))
     text = _SPELT.sub(lambda m: m.group(0).replace(" ", ""), text.replace("_", " "))
     return _MIXED.sub(lambda m: m.group(0).translate(_LEET) if re.search(r"[A-Za-z]", m.group(0)) or
                       len(m.group(0)) > 1 and not m.group(0).isdigit() else m.group(0), text)
