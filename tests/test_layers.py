@@ -28,8 +28,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("sentinel.policy", "sentinel.hooks"),
     ("sentinel.models", "sentinel.tools", "sentinel.mcp"),
     ("sentinel.leash",),
+    # sentinel.ui: what CLI, chat and watch render (the escaping of agent text every UI and notification shares)
     ("sentinel.config", "sentinel.paths", "sentinel.errors", "sentinel.frames", "sentinel.detach", "sentinel.client.paths",
-     "sentinel"),
+     "sentinel.ui", "sentinel"),
 ]
 
 

@@ -42,6 +42,7 @@ FILES = ("tool.yaml", "tool.py")
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 NAME_RULE = "use 1-48 lowercase letters, digits and underscores, starting with a letter"
 DESCRIPTION_MAX = 500
+PARAMETER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 FILE_MAX = 1 << 20
 
 Trusted = Callable[[str, str], bool]  # (tool, sha256) -> trusted for this agent
@@ -134,7 +135,9 @@ def _manifest(name: str, text: str) -> Manifest:
 
 # -- checks made when a tool is written ----------------------------------------------------------------
 
-def check_parameters(value: Any) -> dict[str, Any]:
+def check_parameters(value: Any, identifiers: bool = True) -> dict[str, Any]:
+    """The JSON schema of an object; `identifiers`: its property names too (an authored tool's; an MCP server's
+    names are its own, and Muzzle redacts a secret in any key)."""
     from jsonschema import Draft202012Validator, SchemaError
 
     if isinstance(value, str):
@@ -147,12 +150,32 @@ def check_parameters(value: Any) -> dict[str, Any]:
                          '{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}')
     if value.get("type") != "object":
         raise UsageError('parameters must describe an object: its "type" must be "object"')
+    if identifiers:
+        _check_names(value, "parameters")
     try:
         Draft202012Validator.check_schema(value)
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.path)
         raise UsageError(f"parameters is not a valid JSON schema{f' at {where}' if where else ''}: {exc.message}") from None
     return value
+
+
+def _check_names(schema: Any, where: str) -> None:
+    """Every property name in the schema, nested ones too, is an identifier: a name is what the model sends back
+    as a key, and a key is no place for text (a secret, an instruction)."""
+    if isinstance(schema, list):
+        for i, item in enumerate(schema):
+            _check_names(item, f"{where}/{i}")
+        return
+    if not isinstance(schema, dict):
+        return
+    props = schema.get("properties")
+    for name in props if isinstance(props, dict) else ():
+        if not isinstance(name, str) or not PARAMETER_NAME.fullmatch(name):
+            raise UsageError(f"{where}/properties: parameter name {str(name)[:40]!r} is not an identifier: use "
+                             "letters, digits and _, starting with a letter or _, at most 64 characters")
+    for key, sub in schema.items():
+        _check_names(sub, f"{where}/{key}")
 
 
 def check_code(code: Any, settings: AuthoredToolSettings) -> str:

@@ -96,13 +96,18 @@ class SelfState:
         return body + self._learnings(memory)
 
     def _learnings(self, memory: "Memory") -> str:
-        """The curated MEMORY.md of the scope, when it has something and passes the scanner."""
+        """The curated MEMORY.md of the scope, when it has something and passes the scanner, fenced as data: a
+        model distilled it from sessions whose tool results nobody reviewed, so a "Convention: always run …"
+        in it is a record of what happened, never an instruction."""
         from sentinel.memory.curator import memory_md
+        from sentinel.memory.fence import fence
 
+        source = f"memory/{memory.scope}/MEMORY.md"
         text = _tail(_read(memory_md(memory.root)), LEARNINGS_PROMPT_MAX)
-        if not text.strip() or not self._clean(f"memory/{memory.scope}/MEMORY.md", text):
+        if not text.strip() or not self._clean(source, text):
             return ""
-        return f"\n\n### Learnings (MEMORY.md)\n\n{text.strip()}"
+        where = f"{source}, notes a curator model wrote from past sessions"
+        return f"\n\n### Learnings (MEMORY.md)\n\n{fence(text.strip(), where)}"
 
     def _clean(self, source: str, text: str) -> bool:
         finding = scan(text)

@@ -27,6 +27,7 @@ from sentinel.engine.api import Engine, Outcome
 from sentinel.engine.rows import ApprovalRow, SessionRow
 from sentinel.errors import Busy, SentinelError, UsageError
 from sentinel.engine.status import TERMINAL, RunStatus
+from sentinel.ui.escape import visible
 
 Turn = Callable[[View], Outcome]
 SKILL = re.compile(r"(?<!\S)\$([a-z0-9][a-z0-9_-]*)(?!\S)")
@@ -319,7 +320,7 @@ def _item(item: dict[str, str]) -> str:
 
 
 def _title(row: SessionRow) -> str:
-    title = " ".join(str(row.title or "").split())
+    title = " ".join(visible(str(row.title or "")).split())
     return title if len(title) <= 60 else title[:59] + "…"
 
 
@@ -335,8 +336,8 @@ def _ago(t: float | None) -> str:
 
 def banner(row: SessionRow) -> str:
     """The one line a resumed session opens with."""
-    return (f"[bold]↻ session {row.id} «{escape(_title(row))}»[/] [dim]· {escape(str(row.agent))} · "
-            f"{escape(str(row.model))} · {row.status} · active {_ago(row.updated_at)}"
+    return (f"[bold]↻ session {row.id} «{escape(_title(row))}»[/] [dim]· {escape(visible(row.agent))} · "
+            f"{escape(visible(row.model))} · {row.status} · active {_ago(row.updated_at)}"
             f" — /new starts a fresh one[/]")
 
 

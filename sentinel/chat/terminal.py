@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from sentinel.chat.view import PlainView, TerminalView, View
 from sentinel.engine.rows import ApprovalRow
+from sentinel.ui.escape import for_stream, visible
 
 CLOSE_POLL_S = 0.5
 YES = ("y", "yes")
@@ -78,12 +79,12 @@ class TerminalIO:
         self.console.print(markup)
 
     def plain(self, text: str) -> None:
-        self.console.print(text, markup=False)
+        self.console.print(visible(text, newlines=True), markup=False)
 
     def error(self, text: str) -> None:
         from rich.markup import escape
 
-        self.console.print(f"[red]error[/]: {escape(text)}")
+        self.console.print(f"[red]error[/]: {escape(visible(text))}")
 
     def approval(self, approval: ApprovalRow) -> None:
         from rich.console import Group
@@ -91,13 +92,16 @@ class TerminalIO:
         from rich.syntax import Syntax
         from rich.text import Text
 
+        # What the agent wrote is shown with every cursor-moving or hiding character escaped: the panel shows
+        # what would run (real newlines kept: a multi-line command is seen as such).
         args = approval.arguments
-        shown = args["command"] if approval.tool == "bash" and isinstance(args, dict) and "command" in args \
+        shown = str(args["command"]) if approval.tool == "bash" and isinstance(args, dict) and "command" in args \
             else json.dumps(args, ensure_ascii=False, indent=2)
-        parts: list[Any] = [Text(shown), Text(f"why: {approval.reason}", style="dim")]
+        parts: list[Any] = [Text(visible(shown, newlines=True)),
+                            Text(f"why: {visible(approval.reason or '', newlines=True)}", style="dim")]
         if approval.code:  # an agent-authored tool not trusted yet: the code about to run
-            parts.append(Syntax(str(approval.code), "python", line_numbers=True))
-        title = f"approval {approval.id} · {approval.tool}"
+            parts.append(Syntax(visible(str(approval.code), newlines=True), "python", line_numbers=True))
+        title = Text(f"approval {approval.id} · {visible(approval.tool)}")
         self.console.print(Panel(Group(*parts), title=title, title_align="left", border_style="yellow"))
 
 
@@ -127,14 +131,14 @@ class LineIO:
         print(Text.from_markup(markup).plain, file=sys.stderr, flush=True)
 
     def plain(self, text: str) -> None:
-        print(text, flush=True)
+        print(for_stream(text, sys.stdout), flush=True)
 
     def error(self, text: str) -> None:
-        print(f"error: {text}", file=sys.stderr, flush=True)
+        print(f"error: {for_stream(text, sys.stderr, newlines=False)}", file=sys.stderr, flush=True)
 
     def approval(self, approval: ApprovalRow) -> None:
         args = json.dumps(approval.arguments, ensure_ascii=False)
-        print(f"approval {approval.id}: {approval.tool} {args} ({approval.reason})",
+        print(visible(f"approval {approval.id}: {approval.tool} {args} ({approval.reason})"),
               file=sys.stderr, flush=True)
         if approval.code:
-            print(str(approval.code), file=sys.stderr, flush=True)
+            print(visible(str(approval.code), newlines=True), file=sys.stderr, flush=True)

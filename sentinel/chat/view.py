@@ -20,6 +20,7 @@ from rich.markup import escape
 from sentinel.cli.render import describe
 from sentinel.cli.spinner import usage_text
 from sentinel.engine import events as ev
+from sentinel.ui.escape import for_stream, visible
 
 
 class View:
@@ -84,7 +85,7 @@ class TerminalView(View):
     def _streamed(self) -> Any:
         from rich.markdown import Markdown
 
-        text = "".join(self.streamed)
+        text = visible("".join(self.streamed), newlines=True)
         return Markdown(text) if text.strip() else None
 
     def delta(self, event: ev.TextDelta) -> None:
@@ -92,9 +93,9 @@ class TerminalView(View):
 
     def ended(self, event: ev.ModelCallEnded, streamed: str) -> None:
         self.call.stop()
-        content = event.content.strip()
+        content = visible(event.content.strip(), newlines=True)  # a model's text moves no cursor
         if content:
-            if streamed.strip() and streamed.strip() != content:  # Muzzle cleared other text than what streamed
+            if streamed.strip() and visible(streamed.strip(), newlines=True) != content:  # Muzzle cleared other text than what streamed
                 self.console.print("[dim](the answer as cleared)[/]")
             if event.tool_calls or event.rejected:  # a reply sent back is no answer: its safeguard's line follows
                 self.console.print(content, style="dim", markup=False, highlight=False)
@@ -102,7 +103,7 @@ class TerminalView(View):
                 from rich.markdown import Markdown
 
                 self.console.print(Markdown(content))
-        self.console.print(f"[dim]● {escape(event.model)} · {event.latency_ms / 1000:.1f} s"
+        self.console.print(f"[dim]● {escape(visible(event.model))} · {event.latency_ms / 1000:.1f} s"
                            f"{' · ' + usage_text(event.usage) if event.usage else ''}[/]", highlight=False)
 
     def child(self, event: ev.Event) -> None:
@@ -137,17 +138,17 @@ class PlainView(View):
 
     def ended(self, event: ev.ModelCallEnded, streamed: str) -> None:
         if not event.tool_calls and not event.rejected:
-            print(event.content.strip(), flush=True)
+            print(for_stream(event.content.strip(), sys.stdout), flush=True)
 
     def line(self, event: ev.Event) -> None:
         if isinstance(event, ev.Warned):
-            print(f"warning: {event.message}", file=sys.stderr, flush=True)
+            print(f"warning: {visible(event.message)}", file=sys.stderr, flush=True)
         elif isinstance(event, ev.Idle) and event.error:
-            print(f"error: {event.error}", file=sys.stderr, flush=True)
+            print(f"error: {visible(event.error)}", file=sys.stderr, flush=True)
         elif isinstance(event, ev.Failed):
-            print(f"error: run {event.status}: {event.error or ''}", file=sys.stderr, flush=True)
+            print(f"error: run {event.status}: {visible(event.error or '')}", file=sys.stderr, flush=True)
         elif isinstance(event, ev.Paused):
-            print(f"paused: {event.tool} {_short(event.arguments)} needs approval ({event.reason})",
+            print(visible(f"paused: {event.tool} {_short(event.arguments)} needs approval ({event.reason})"),
                   file=sys.stderr, flush=True)
 
 

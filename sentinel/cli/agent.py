@@ -16,6 +16,7 @@ from typing import Any, Iterator, Optional
 import typer
 
 from sentinel.cli.render import print_json
+from sentinel.ui.escape import visible
 
 app = typer.Typer(no_args_is_help=True, help="Agent profiles: souls, models, skills, tools, memory scopes.")
 
@@ -82,7 +83,7 @@ def list_(as_json: bool = typer.Option(False, "--json")) -> None:
         print("no agents yet: sentinel agent create NAME")
     for row in rows:
         model = row.get("model") or "(default model)"
-        print(f"{row['name']:<20} {model:<28} memory={row['memory']:<14} {row.get('description') or ''}".rstrip())
+        print(visible(f"{row['name']:<20} {model:<28} memory={row['memory']:<14} {row.get('description') or ''}".rstrip()))
 
 
 @app.command("show")
@@ -94,7 +95,7 @@ def show(name: str = typer.Argument(...), as_json: bool = typer.Option(False, "-
     for key in ("name", "description", "model", "soul_source", "soul_file", "skills", "tools", "mcp", "memory", "file"):
         value = data.get(key)
         if value not in (None, [], ""):
-            print(f"{key}: {', '.join(value) if isinstance(value, list) else value}")
+            print(visible(f"{key}: {', '.join(value) if isinstance(value, list) else value}"))
 
 
 @app.command("add-skill")

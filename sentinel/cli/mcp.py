@@ -18,6 +18,7 @@ from typing import Any, List, Optional
 import typer
 
 from sentinel.cli.render import print_json
+from sentinel.ui.escape import visible
 from sentinel.errors import NotFound, UsageError
 
 FILES_SHOWN = 8  # code files `mcp list` prints per pin; --json has them all
@@ -300,14 +301,14 @@ def tools(name: str = typer.Argument(...),
     if as_json:
         return print_json({"server": name, "tools": rows, **state})
     for r in rows:
-        print(f"{r['name']:<40} {r['verdict']:<15} {r['description']}")
+        print(f"{visible(r['name']):<40} {r['verdict']:<15} {visible(r['description'])}")
         if r["withheld"]:
-            print(f"{'':<40} WITHHELD: {r['withheld']}")
+            print(f"{'':<40} WITHHELD: {visible(r['withheld'])}")
     print(f"listing sha256 {state['sha256']}: " + (
         "trusted" if state["sha256"] == state["trusted_sha256"] else
         f"not trusted yet (sentinel mcp trust {name})" if not trusted else "CHANGED since trusted:"))
     if changes:
-        print(changes, end="")
+        print(visible(changes, newlines=True), end="")
 
 
 @app.command("trust")
@@ -330,11 +331,11 @@ def trust(name: str = typer.Argument(...),
         return print_json({"server": name, "sha256": sha, "tools": [t.name for t in listed], "withheld": withheld,
                            "changes": changes})
     if changes:
-        print(changes, end="")
+        print(visible(changes, newlines=True), end="")
     print(f"trusted MCP server {name!r}: {len(listed)} tool(s), sha256 {sha}")
     if code is not None:
         from sentinel.mcp.launch import covers
 
         print(f"the pin covers {covers(code)}")
     for tool, problem in withheld.items():
-        print(f"withheld from agents: {tool}: {problem}")
+        print(f"withheld from agents: {visible(tool)}: {visible(problem)}")

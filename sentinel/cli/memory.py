@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional
 import typer
 
 from sentinel.cli.render import print_json
+from sentinel.ui.escape import visible
 
 app = typer.Typer(no_args_is_help=True, help="Memory vaults: list, show, search, forget notes.")
 SCOPE = typer.Option(None, "--scope", "-s", help="Memory scope (default: the default agent's).")
@@ -56,7 +57,7 @@ def _row(memory: Any, row: Any) -> dict[str, Any]:
 def _emit(rows: list[dict[str, Any]], as_json: bool, empty: str, line: Callable[[dict[str, Any]], str]) -> None:
     if as_json:
         return print_json(rows)
-    print("\n".join(line(r) for r in rows) if rows else empty)
+    print("\n".join(visible(line(r)) for r in rows) if rows else empty)
 
 
 @app.command("list")
@@ -84,8 +85,9 @@ def show(note: str = typer.Argument(..., help="Title, slug or path of the note."
     body = memory.read(row.rel).body
     if as_json:
         return print_json({**_row(memory, row), "body": body})
-    print(f"# {row.title}\n{_row(memory, row)['path']}" + (f"\nquarantined: {row.flagged}" if row.flagged else ""))
-    print(f"\n{body}")
+    print(f"# {visible(row.title)}\n{visible(_row(memory, row)['path'])}"
+          + (f"\nquarantined: {visible(row.flagged)}" if row.flagged else ""))
+    print(f"\n{visible(body, newlines=True)}")
 
 
 @app.command("search")

@@ -16,6 +16,7 @@ from sentinel.cli.spinner import usage_text
 from sentinel.engine import events as ev
 from sentinel.engine.rows import ApprovalRow
 from sentinel.engine.status import RunStatus
+from sentinel.ui.escape import visible
 
 PIPED_WIDTH = 400
 STATUS_EXIT = {RunStatus.DONE: 0, RunStatus.IDLE: 0, RunStatus.WAITING_APPROVAL: 3, RunStatus.FAILED: 1,
@@ -24,8 +25,10 @@ STATUS_EXIT = {RunStatus.DONE: 0, RunStatus.IDLE: 0, RunStatus.WAITING_APPROVAL:
 
 
 def short(value: Any, limit: int = 100) -> str:
+    """One line for a person: hiding characters and newlines shown escaped (sentinel/ui/escape.py), runs of
+    spaces collapsed, cut at `limit`."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
+    text = " ".join(visible(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -53,7 +56,7 @@ class Progress:
         if isinstance(event, ev.Warned):
             self.warnings.append(event.message)
             if not self.enabled:  # a skipped safety rule is said even when the progress is quiet
-                self.console.print(f"warning: {event.message}", markup=False)
+                self.console.print(f"warning: {visible(event.message)}", markup=False)
         if not self.enabled or self._live(event):
             return
         line = describe(event)
@@ -102,45 +105,45 @@ class Depths:
 def describe(e: ev.Event) -> str | None:
     """One rich-markup line for an event, or None for events the progress view leaves out."""
     if isinstance(e, ev.RunStarted):
-        return f"[bold]▶ run {e.run_id}[/] [dim]{e.agent} · {e.model} · workspace {e.workspace}[/]"
+        return f"[bold]▶ run {_t(e.run_id)}[/] [dim]{_t(e.agent)} · {_t(e.model)} · workspace {_t(e.workspace)}[/]"
     if isinstance(e, ev.Resumed):
-        return f"[bold]↻ resumed[/] [dim]run {e.run_id}[/]"
+        return f"[bold]↻ resumed[/] [dim]run {_t(e.run_id)}[/]"
     if isinstance(e, ev.ModelCallEnded):
         what = (f"{len(e.tool_calls)} tool call(s)" if e.tool_calls else
-                f"[yellow]not an answer ({e.rejected})[/]" if e.rejected else "final answer")
+                f"[yellow]not an answer ({_t(e.rejected)})[/]" if e.rejected else "final answer")
         tokens = f" [dim]· {usage_text(e.usage)}[/]" if e.usage else ""
-        return f"[cyan]● model[/] {e.model} [dim]{e.latency_ms:.0f} ms[/] → {what}{tokens}"
+        return f"[cyan]● model[/] {_t(e.model)} [dim]{e.latency_ms:.0f} ms[/] → {what}{tokens}"
     if isinstance(e, ev.Decision):
         color = {"auto": "green", "needs_approval": "yellow", "deny": "red"}.get(e.outcome, "white")
-        return (f"  [{color}]▸ {e.tool}[/] {_esc(arguments_text(e.arguments, 80))} → [{color}]{e.outcome}[/] "
+        return (f"  [{color}]▸ {_t(e.tool)}[/] {_esc(arguments_text(e.arguments, 80))} → [{color}]{_t(e.outcome)}[/] "
                 f"[dim]{_esc(short(e.reason, 80))}[/]")
     if isinstance(e, ev.ToolCallEnd):
         return f"    [dim]↳ {_esc(short(e.result, 110))}[/]"
     if isinstance(e, ev.Paused):
-        return (f"[yellow]⏸ paused[/]: approval [bold]{e.approval_id}[/] needed for {e.tool} "
+        return (f"[yellow]⏸ paused[/]: approval [bold]{_t(e.approval_id)}[/] needed for {_t(e.tool)} "
                 f"({_esc(short(e.reason, 80))})")
     if isinstance(e, ev.Resolved):
         verdict = "[green]approved[/]" if e.approved else "[red]denied[/]"
-        return f"  {verdict} {e.approval_id} by {e.by or '?'}"
+        return f"  {verdict} {_t(e.approval_id)} by {_t(e.by or '?')}"
     if isinstance(e, ev.ChildStarted):
-        return f"[magenta]⇢ child run[/] {e.child_id} [dim]{e.agent}: {_esc(short(e.task, 80))}[/]"
+        return f"[magenta]⇢ child run[/] {_t(e.child_id)} [dim]{_t(e.agent)}: {_esc(short(e.task, 80))}[/]"
     if isinstance(e, ev.ChildFinished):
-        return f"[magenta]⇠ child run[/] {e.child_id} {e.status}"
+        return f"[magenta]⇠ child run[/] {_t(e.child_id)} {_t(e.status)}"
     if isinstance(e, ev.Compaction):
         return f"[dim]⇊ compacted {e.summarized} messages ({e.chars_before} → {e.chars_after} chars)[/]"
     if isinstance(e, ev.Warned):
-        return f"[yellow]! warning[/]: {_esc(e.message)}"
+        return f"[yellow]! warning[/]: {_t(e.message)}"
     if isinstance(e, ev.Safeguard):
         color = "red" if e.action in ("stopped", "refused") else "yellow"
-        return f"[{color}]⚑ safeguard {e.kind}[/] → {e.action}: [dim]{_esc(short(e.detail, 110))}[/]"
+        return f"[{color}]⚑ safeguard {_t(e.kind)}[/] → {_t(e.action)}: [dim]{_esc(short(e.detail, 110))}[/]"
     if isinstance(e, ev.SelfEdited):
-        return f"[magenta]✎ {e.tool}[/] {_esc(self_edit_line(e))}"
+        return f"[magenta]✎ {_t(e.tool)}[/] {_esc(self_edit_line(e))}"
     if isinstance(e, ev.Done):
         return "[green]■ done[/]"
     if isinstance(e, ev.Idle):
-        return f"[red]■ turn ended[/]: {_esc(e.error)}" if e.error else "[green]■ answered[/] [dim](waiting)[/]"
+        return f"[red]■ turn ended[/]: {_t(e.error)}" if e.error else "[green]■ answered[/] [dim](waiting)[/]"
     if isinstance(e, ev.Failed):
-        return f"[red]✗ {e.status}[/]: {_esc(e.error or '')}"
+        return f"[red]✗ {_t(e.status)}[/]: {_t(e.error or '')}"
     return None
 
 
@@ -148,15 +151,20 @@ def self_edit_line(e: ev.SelfEdited) -> str:
     """What an edit of the agent's own self-state changed, and for the soul how to undo it."""
     if e.tool == "edit_soul":
         version = f" --version {e.version}" if e.version else ""
-        undo = f"; undo: sentinel agent restore-soul {e.agent or '<agent>'}{version}"
+        undo = f"; undo: sentinel agent restore-soul {visible(e.agent or '<agent>')}{visible(version)}"
         return f"soul rewritten ({e.chars} chars){undo} — \"{short(e.excerpt, 80)}\""
-    return f"{e.file}: appended {e.chars} chars — \"{short(e.excerpt, 80)}\""
+    return f"{visible(e.file)}: appended {e.chars} chars — \"{short(e.excerpt, 80)}\""
 
 
 def _esc(text: str) -> str:
     from rich.markup import escape
 
     return escape(text)
+
+
+def _t(value: Any) -> str:
+    """A field for a markup line: hiding characters shown (one line), rich markup inert."""
+    return _esc(visible(value))
 
 
 def plain(e: ev.Event) -> str:
@@ -169,9 +177,9 @@ def plain(e: ev.Event) -> str:
 def _log_only(e: ev.Event) -> str:
     """The events the progress view leaves out, in words, for the log."""
     if isinstance(e, ev.MessageAdded):
-        return f"[dim]✉ {e.role}:[/] {_esc(short(e.content, 110))}"
+        return f"[dim]✉ {_t(e.role)}:[/] {_esc(short(e.content, 110))}"
     if isinstance(e, ev.ToolCallBegin):
-        return f"    [dim]▶ {e.tool} started ({e.call_id})[/]"
+        return f"    [dim]▶ {_t(e.tool)} started ({_t(e.call_id)})[/]"
     return e.type.replace("_", " ")  # a live-only event (a spinner's): its kind
 
 
@@ -215,6 +223,6 @@ def code_listing(approval: ApprovalRow) -> str:
     """The code an approval of an agent-authored tool would run, file by file, with its SHA-256."""
     lines = [f"    code sha256 {approval.code_sha256}"]
     for name, text in (approval.code or {}).items():
-        lines.append(f"    --- {name}")
-        lines += [f"    | {line}" for line in text.rstrip("\n").splitlines()]
+        lines.append(f"    --- {visible(name)}")
+        lines += [f"    | {line}" for line in visible(text.rstrip("\n"), newlines=True).split("\n")]
     return "\n".join(lines)

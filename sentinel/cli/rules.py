@@ -15,6 +15,7 @@ from typing import Any, Optional
 import typer
 
 from sentinel.errors import SentinelError, UsageError
+from sentinel.ui.escape import visible
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
@@ -66,10 +67,11 @@ def _rule_row(rule: Any) -> dict[str, Any]:
 def _table(headers: list[str], rows: list[list[Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(*headers, box=None, pad_edge=False)
-    for row in rows:
-        table.add_row(*(str(c) for c in row))
+    for row in rows:  # cells are text, never markup: a scribe model drafts rules, a judge writes reasons
+        table.add_row(*(Text(visible(str(c))) for c in row))
     console = Console(highlight=False)
     if not console.is_terminal:  # piped or captured: whole cells, not rich's 80-column guess
         console.width = max(80, sum(max(len(str(c)) for c in column) + 2 for column in zip(headers, *rows)))
@@ -128,7 +130,8 @@ def test_rule(rule_id: str = typer.Argument(..., help="Rule id."),
     if as_json:
         return _print_json(report)
     for key, value in report.items():
-        print(f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
+        print(visible(f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}",
+                      newlines=True))
 
 
 @app.command()

@@ -23,6 +23,7 @@ from sentinel.engine.api import Engine, Outcome
 from sentinel.engine.rows import RunRow
 from sentinel.errors import NotFound
 from sentinel.engine.status import TERMINAL, RunStatus
+from sentinel.ui.escape import for_stream, visible
 
 ALL_HOSTS_HELP = "Every host's, each labelled with its host (system mode on a shared store: docs/system-mode.md)."
 
@@ -43,12 +44,12 @@ def _finish(outcome: Outcome, as_json: bool, progress: Progress | None = None) -
                     **({"warnings": warnings} if warnings else {}),
                     **({"safeguards": progress.safeguards} if progress and progress.safeguards else {})})
     elif outcome.status == RunStatus.DONE or (outcome.status == RunStatus.IDLE and not outcome.error):
-        print(outcome.output or "")
+        print(for_stream(outcome.output or "", sys.stdout))
     elif outcome.status == RunStatus.WAITING_APPROVAL:
         print(f"run {outcome.id} is waiting for approval {outcome.approval_id}: "
               f"sentinel approve {outcome.approval_id}  |  sentinel deny {outcome.approval_id}", file=sys.stderr)
     else:
-        print(f"run {outcome.id} {outcome.status}: {outcome.error or ''}", file=sys.stderr)
+        print(f"run {outcome.id} {outcome.status}: {visible(outcome.error or '')}", file=sys.stderr)
     raise typer.Exit(STATUS_EXIT.get(outcome.status, 1))
 
 
@@ -77,16 +78,22 @@ def runs(as_json: bool = typer.Option(False, "--json"),
     if as_json:
         return print_json([r.to_dict() for r in rows])
     from rich.table import Table
-    from rich.text import Text  # cells are text, never markup: a task says what its author wrote
 
     table = Table("id", "status", "agent", "model", "created", "task", *(["host"] if all_hosts else []),
                   box=None, pad_edge=False)
     table.columns[5].no_wrap, table.columns[5].overflow = True, "ellipsis"
     for r, level in _tree(rows):
-        table.add_row(*map(Text, (("  " * (level - 1) + "└ " if level else "") + r.id, r.status, r.agent,
-                                  r.model, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
-                                  task_title(r.kind, r.task), *([r.host or "?"] if all_hosts else []))))
+        table.add_row(*_cells(("  " * (level - 1) + "└ " if level else "") + r.id, r.status, r.agent,
+                              r.model, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
+                              task_title(r.kind, r.task), *([r.host or "?"] if all_hosts else [])))
     listing_console().print(table)
+
+
+def _cells(*values: Any) -> list[Any]:
+    """Table cells: text, never markup, each on one line with its hiding characters shown (an agent wrote them)."""
+    from rich.text import Text
+
+    return [Text(visible(v)) for v in values]
 
 
 def _tree(rows: list[RunRow]) -> list[tuple[RunRow, int]]:
@@ -117,18 +124,23 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         return print_json(detail.to_dict())
     from rich.console import Console
 
+    from rich.markup import escape
+
+    def t(value: Any) -> str:  # an agent's text in a markup line: one line, hiding characters shown, no markup
+        return escape(visible(value))
+
     console = Console(highlight=False)
-    console.print(f"[bold]{detail.id}[/] {detail.status}  agent={detail.agent} model={detail.model}")
-    console.print(f"task: {detail.task}")
+    console.print(f"[bold]{t(detail.id)}[/] {t(detail.status)}  agent={t(detail.agent)} model={t(detail.model)}")
+    console.print(f"task: {visible(detail.task, newlines=True)}", markup=False)
     if detail.parent_id:
-        console.print(f"parent: {detail.parent_id}")
+        console.print(f"parent: {t(detail.parent_id)}")
     for d in detail.decisions:
-        console.print(f"  {d['tool']} {d['call_id']}: [bold]{d['outcome']}[/] — {d['reason']}")
+        console.print(f"  {t(d['tool'])} {t(d['call_id'])}: [bold]{t(d['outcome'])}[/] — {t(d['reason'])}")
     for c in detail.children:
-        console.print(f"  child {c['id']} {c['status']}  agent={c['agent']}  ({c['call_id']}): {c['task'][:60]}",
-                      markup=False)
+        console.print(f"  child {c['id']} {c['status']}  agent={c['agent']}  ({c['call_id']}): "
+                      f"{visible(c['task'][:60])}", markup=False)
     for g in detail.safeguards:
-        console.print(f"  safeguard {g['kind']} → {g['action']}: {g['detail']}", markup=False)
+        console.print(f"  safeguard {g['kind']} → {g['action']}: {visible(g['detail'])}", markup=False)
     for e in detail.self_edits:
         console.print(f"  {e['tool']}: {self_edit_line(SelfEdited(run_id=detail.id, seq=0, **e))}", markup=False)
     for a in detail.pending_approvals:
@@ -137,9 +149,9 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
             if not _trusted_mcp(a):
                 console.print(code_listing(a), markup=False)
     if detail.output:
-        console.print(f"output: {detail.output}")
+        console.print(f"output: {visible(detail.output, newlines=True)}", markup=False)
     if detail.error:
-        console.print(f"[red]error[/]: {detail.error}")
+        console.print(f"[red]error[/]: {t(detail.error)}")
 
 
 def approvals(as_json: bool = typer.Option(False, "--json"),
@@ -156,7 +168,6 @@ def approvals(as_json: bool = typer.Option(False, "--json"),
         print("no pending approvals")
         return
     from rich.table import Table
-    from rich.text import Text  # cells are text, never markup: an agent wrote the command and the reason
 
     table = Table("approval", "asks", "run", "tool", "call", "runs as", "workspace", "why",
                   *(["host"] if all_hosts else []), box=None, pad_edge=False)
@@ -164,14 +175,15 @@ def approvals(as_json: bool = typer.Option(False, "--json"),
     for a in pending:
         chain = "".join(f" ← {parent}" for parent in a.parents)  # a child run's: under its parents
         asks = a.client or "sentinel"  # which coding agent asks, through its hook; else one of Sentinel's own runs
-        table.add_row(*map(Text, (a.id, asks, f"{a.run_id}{chain}", a.tool, arguments_text(a.arguments, 200),
-                                  a.user or "?", a.workspace or "?", short(a.reason or "", 120),
-                                  *([a.host or "?"] if all_hosts else []))))
+        table.add_row(*_cells(a.id, asks, f"{a.run_id}{chain}", a.tool, arguments_text(a.arguments, 200),
+                              a.user or "?", a.workspace or "?", short(a.reason or "", 120),
+                              *([a.host or "?"] if all_hosts else [])))
     console = listing_console()
     console.print(table)
     for a in pending:
         if a.mcp:
-            console.print(f"approval {a.id}: MCP server {a.mcp['server']}, tool {a.mcp['tool']}", markup=False)
+            console.print(f"approval {a.id}: MCP server {visible(a.mcp['server'])}, tool {visible(a.mcp['tool'])}",
+                          markup=False)
         if a.code_sha256:
             listing = "" if _trusted_mcp(a) else f"\n{code_listing(a)}"
             console.print(f"approval {a.id}{_code_label(a)}{listing}", markup=False)
@@ -188,10 +200,10 @@ def _code_label(a: Any) -> str:
     """What an approval's code is, by the real reason it waits (the pin, or only policy or the gate)."""
     if not a.mcp:
         return " would run this code:"
-    server = a.mcp["server"]
+    server = visible(a.mcp["server"])
     if _trusted_mcp(a):
         return (f": MCP server {server} runs the listing and code trusted with `sentinel mcp trust {server}` "
-                f"(sha256 {a.code_sha256[:16]}…); the call waits only for: {a.reason}")
+                f"(sha256 {a.code_sha256[:16]}…); the call waits only for: {visible(a.reason or '')}")
     return f" would run MCP server {server} with this listing and code, not the ones trusted:"
 
 
@@ -241,10 +253,10 @@ def resume(run_id: str = typer.Argument(...), as_json: bool = typer.Option(False
     with _engine() as engine, Progress(False if as_json else None) as progress:
         outcome = engine.resume(run_id, on_event=progress)
     if outcome.status in TERMINAL and not as_json:
-        print(f"run {outcome.id} is {outcome.status}" + (f": {outcome.error}" if outcome.error else ""),
+        print(f"run {outcome.id} is {outcome.status}" + (f": {visible(outcome.error)}" if outcome.error else ""),
               file=sys.stderr)
         if outcome.status == RunStatus.DONE:
-            print(outcome.output or "")
+            print(for_stream(outcome.output or "", sys.stdout))
         raise typer.Exit(0)
     if outcome.status in TERMINAL:
         print_json(outcome.to_dict())
@@ -302,9 +314,9 @@ def _status_line(key: str, value: Any) -> str:
             return ", ".join(f"{k} {v}" for k, v in item.items() if v is not None) or "none"
         return str(item)
 
-    if isinstance(value, list):
-        return f"{key}: none" if not value else "\n".join([f"{key}:"] + [f"  {flat(v)}" for v in value])
-    return f"{key}: {flat(value) if isinstance(value, dict) else value}"
+    if isinstance(value, list):  # a notify target's last error can quote what its server answered
+        return f"{key}: none" if not value else "\n".join([f"{key}:"] + [f"  {visible(flat(v))}" for v in value])
+    return visible(f"{key}: {flat(value) if isinstance(value, dict) else value}")
 
 
 def cancel(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = typer.Option(False, "--json")) -> None:

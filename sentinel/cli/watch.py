@@ -15,6 +15,7 @@ from typing import Any, Optional
 import typer
 
 from sentinel.cli.render import Progress, print_json
+from sentinel.ui.escape import visible
 from sentinel.errors import UsageError
 
 app = typer.Typer(no_args_is_help=True, help="Watchers: events that start hook sessions.")
@@ -148,7 +149,7 @@ def history(watcher: Optional[str] = typer.Option(None, "--watcher", "-w", help=
         print("no firings yet")
     for r in rows:
         why = (r.outcome or {}).get("reason") or (r.outcome or {}).get("by") or ""
-        print(f"{_when(r.fired_at)}  {r.id}  {r.watcher:<20} {r.status:<10} {r.run_id or '-':<14} {why}")
+        print(f"{_when(r.fired_at)}  {r.id}  {r.watcher:<20} {r.status:<10} {r.run_id or '-':<14} {visible(why)}")
 
 
 @app.command("run")
@@ -177,7 +178,7 @@ def inbox(limit: int = typer.Option(50, "--limit", "-n", min=1), as_json: bool =
     if not rows:
         print("inbox is empty")
     for r in rows:
-        print(f"{_when(r.t)}  {r.kind:<9} {r.watcher or '-':<20} {r.message}")
+        print(f"{_when(r.t)}  {r.kind:<9} {r.watcher or '-':<20} {visible(r.message)}")
 
 
 def register(root: typer.Typer) -> None:

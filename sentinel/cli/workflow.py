@@ -13,6 +13,7 @@ from typing import Any
 import typer
 
 from sentinel.cli.render import Progress, print_json
+from sentinel.ui.escape import visible
 
 app = typer.Typer(no_args_is_help=True, help="Saved workflows: linear steps, each its own supervised run.")
 
@@ -69,7 +70,7 @@ def list_(as_json: bool = typer.Option(False, "--json")) -> None:
     if not rows:
         print("no workflows yet: sentinel workflow create NAME --file F")
     for row in rows:
-        print(f"{row['name']:<20} {' → '.join(row['steps']):<40} {row['description']}".rstrip())
+        print(visible(f"{row['name']:<20} {' → '.join(row['steps']):<40} {row['description']}".rstrip()))
 
 
 @app.command("show")
@@ -80,7 +81,7 @@ def show(name: str = typer.Argument(...), as_json: bool = typer.Option(False, "-
         return print_json(data)
     print(f"{name}: {data.get('description') or ''}".rstrip(": "))
     for i, step in enumerate(data["steps"], 1):
-        print(f"  {i}. {step['name']} ({step['agent']}): {step['task']}")
+        print(visible(f"  {i}. {step['name']} ({step['agent']}): {step['task']}"))
 
 
 @app.command("run")

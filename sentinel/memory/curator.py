@@ -7,8 +7,10 @@
 MEMORY.md is one bullet a learning under a short header, newest last, under MAX_LINES (the oldest
 bullets go first). A learning already there (ignoring case, spacing and punctuation) is not added
 again; session state (plans, checkpoints, statuses, progress) never is; and every learning passes
-the injection scanner, like any memory bound for a system prompt: a flagged one is left out and
-reported. The file is the agent's to edit; the curator keeps whatever bullets it finds.
+the injection scanner in strict mode (a curator model read tool results nobody reviewed): a flagged
+one is left out and reported. The file is the agent's to edit; the curator keeps whatever bullets it
+finds. Whatever it holds enters a prompt only fenced as data (sentinel/agents/selfstate.py,
+sentinel/memory/fence.py), never as instructions.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def curate(scope_dir: Path, learnings: list[str]) -> Curated:
         text = " ".join(learning.split())
         if not text or _key(text) in seen or SESSION_STATE.search(text):
             continue
-        if finding := scan(text):
+        if finding := scan(text, strict=True):
             out.flagged.append((text, str(finding)))
             continue
         seen.add(_key(text))

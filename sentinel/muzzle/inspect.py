@@ -7,7 +7,10 @@
 Outbound, every string of the request body is redacted before it leaves: message
 contents of any shape, names, tool call arguments (current and legacy), tool
 descriptions and schemas, `response_format`, `stop`, `user`, `metadata`, and any field
-a client adds. Keys stay as they are; a value under a key that names a secret
+a client adds. Object keys are inspected like values (a tool parameter's name, a
+`metadata` or `logit_bias` key can carry a secret too): a secret in a key is replaced
+by its placeholder, and a body where two keys of one object would then collide is
+refused (400, naming the object's path). A value under a key that names a secret
 (`"api_key": "..."`) is replaced whole. Inbound, secrets the model echoes are
 flagged and (by default) redacted, and its tool calls are recorded for the log.
 """
@@ -24,6 +27,7 @@ from sentinel.muzzle.redact import Finding, Redactor, StreamRedactor
 if TYPE_CHECKING:
     from sentinel.muzzle.settings import BlockRule, MuzzleSettings
 
+MAX_DEPTH = 256  # deeper bodies are refused, never forwarded uninspected
 _BLOCK_WINDOW = 1024  # a streamed response is checked over what is new plus this much before it
 
 
@@ -68,7 +72,7 @@ class Inspector:
             return hit[0]
 
         try:
-            return _walk(body, clean), findings
+            return _walk(body, clean, ()), findings
         except RecursionError:
             raise bad_request("the request body is nested too deeply") from None
 
@@ -93,12 +97,24 @@ class Inspector:
         return StreamInspector(self)
 
 
-def _walk(value: Any, clean: Callable[[str | None, str], str]) -> Any:
-    """A copy of a JSON object or array with every string inside replaced by `clean(its key or None, it)`."""
+def _walk(value: Any, clean: Callable[[str | None, str], str], path: tuple[str, ...]) -> Any:
+    """A copy of a JSON object or array with every string inside, keys included, replaced by `clean(its key or
+    None, it)` (a key is cleaned as text of its own: its name says nothing about itself)."""
+    if len(path) > MAX_DEPTH:
+        raise RecursionError
     if isinstance(value, dict):
-        return {k: clean(k, v) if isinstance(v, str) else _walk(v, clean) for k, v in value.items()}
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            key = clean(None, k) if isinstance(k, str) else k
+            if key in out:
+                where = ".".join(path) or "the body"
+                raise bad_request(f"{where}: two keys are the same once their secrets are redacted; "
+                                  "a secret does not belong in a key")
+            out[key] = clean(k, v) if isinstance(v, str) else _walk(v, clean, (*path, str(key)))
+        return out
     if isinstance(value, list):
-        return [clean(None, v) if isinstance(v, str) else _walk(v, clean) for v in value]
+        return [clean(None, v) if isinstance(v, str) else _walk(v, clean, (*path, str(i)))
+                for i, v in enumerate(value)]
     return value
 
 

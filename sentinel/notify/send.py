@@ -1,17 +1,29 @@
 """One attempt to deliver one notification to one target (no store, no retries: sentinel/notify/dispatch.py).
 
     text = message(doc)            # what a person reads: the run, the tool, its arguments, the reason, the links
+    text = message(doc, "slack")   # the same with each field escaped for the target's markup
     send(spec, doc)                # DeliveryError on failure
 
 Transports: the watchers' command, JSONL file and webhook delivery (sentinel/watchers/deliver.py), ntfy's
 HTTP push (the text as the body, title and links in headers), Slack- and Discord-compatible webhooks
 (`{"text"}`, `{"content"}`), Telegram's sendMessage, and email through the configured SMTP server.
+
+Everything of a notification but its title and Sentinel's own links is text an agent wrote or chose (the tool,
+its arguments, the reason, the task, the output): each such field is shown with its hiding characters escaped
+(sentinel/ui/escape.py), its URLs defanged (`https[:]//`, `www[.]`: a chat client links a URL by itself), and
+escaped for the target's markup: Slack mrkdwn (`&`, `<`, `>`, so `<url|Approve>` and `<!channel>` are text),
+Discord markdown (every markup character backslashed, `@` and `<` made inert, mentions off, no link embeds),
+Telegram with no parse mode, email as plain text with an HTML alternative built with `html.escape`. So the only
+link a person can tap in a notification is Sentinel's own. The webhook and file documents carry the fields
+exactly (they are data for a program); their `message` is the plain text.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import smtplib
 import ssl
 import subprocess
@@ -19,6 +31,7 @@ from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
+from sentinel.ui.escape import visible
 from sentinel.watchers.deliver import DeliveryError, append_jsonl, post, post_json
 
 TELEGRAM_API = "https://api.telegram.org"
@@ -27,21 +40,56 @@ TITLES = {"approval": "run {run_id} waits for approval", "done": "run {run_id} f
           "failed": "run {run_id} failed", "escalated": "watcher {watcher} escalated"}
 
 
-def title(doc: dict[str, Any]) -> str:
-    return "Sentinel: " + TITLES[doc["event"]].format_map({"run_id": "", "watcher": "", **doc})
+FIELDS = (("tool", "tool"), ("arguments", "arguments"), ("reason", "reason"), ("task", "task"), ("agent", "agent"),
+          ("output", "output"), ("error", "error"), ("severity", "severity"))
+_URL = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*):(//)|\b(www)\.")
+_DISCORD = re.compile(r"([\\`*_~|>\[\]()<])")  # fields never start a line: no heading or list to escape
+# Discord: mentions parse nothing, link previews off (SUPPRESS_EMBEDS).
+DISCORD_QUIET = {"allowed_mentions": {"parse": []}, "flags": 4}
 
 
-def message(doc: dict[str, Any]) -> str:
-    lines = [title(doc)]
-    for key, label in (("tool", "tool"), ("arguments", "arguments"), ("reason", "reason"), ("task", "task"),
-                       ("agent", "agent"), ("output", "output"), ("error", "error"), ("severity", "severity")):
+def title(doc: dict[str, Any], markup: str | None = None) -> str:
+    fields = {k: _field(v, markup) for k, v in doc.items() if k in ("run_id", "watcher")}
+    return "Sentinel: " + TITLES[doc["event"]].format_map({"run_id": "", "watcher": "", **fields})
+
+
+def message(doc: dict[str, Any], markup: str | None = None) -> str:
+    """What a person reads; `markup` ("slack", "discord", "html"): each agent-written field escaped for it."""
+    lines = [title(doc, markup)]
+    for key, label in FIELDS:
         if doc.get(key):
-            lines.append(f"{label}: {doc[key]}")
+            lines.append(f"{label}: {_field(doc[key], markup)}")
     if doc.get("url"):
         lines.append(f"open: {doc['url']}")
     if doc.get("decide_url"):
         lines.append(f"approve or deny (once, until {doc['decide_expires']}): {doc['decide_url']}")
     return "\n".join(lines)
+
+
+def _field(value: Any, markup: str | None) -> str:
+    """An agent-written field as one inert line: hiding characters shown, URLs defanged, the markup escaped."""
+    text = _URL.sub(lambda m: f"{m.group(1)}[:]//" if m.group(1) else f"{m.group(3)}[.]", visible(value))
+    if markup == "slack":
+        return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if markup == "discord":
+        return _DISCORD.sub(r"\\\1", text).replace("@", "@\u200b")  # a zero-width space: no @everyone
+    if markup == "html":
+        return html.escape(text)
+    return text
+
+
+def html_message(doc: dict[str, Any]) -> str:
+    """The email's HTML part: the fields escaped, the only link Sentinel's own."""
+    rows = "".join(f"<tr><th align=left>{label}</th><td>{_field(doc[key], 'html')}</td></tr>"
+                   for key, label in FIELDS if doc.get(key))
+    links = []
+    if doc.get("url"):
+        links.append(f'<a href="{html.escape(doc["url"])}">open the run</a>')
+    if doc.get("decide_url"):
+        links.append(f'<a href="{html.escape(doc["decide_url"])}">approve or deny</a> '
+                     f"(once, until {html.escape(doc['decide_expires'])})")
+    return (f"<html><body><p><b>{title(doc, 'html')}</b></p><table>{rows}</table>"
+            f"<p>{' · '.join(links)}</p></body></html>")
 
 
 def send(spec: dict[str, Any], doc: dict[str, Any]) -> None:
@@ -51,9 +99,11 @@ def send(spec: dict[str, Any], doc: dict[str, Any]) -> None:
     if kind == "webhook":
         post_json(spec["url"], {**doc, "title": title(doc), "message": text}, timeout, headers, shown)
     elif kind == "slack":
-        post_json(spec["url"], {"text": text}, timeout, headers, shown)
+        post_json(spec["url"], {"text": message(doc, "slack"), "unfurl_links": False, "unfurl_media": False},
+                  timeout, headers, shown)
     elif kind == "discord":
-        post_json(spec["url"], {"content": text[:DISCORD_MAX]}, timeout, headers, shown)
+        post_json(spec["url"], {"content": _cut(message(doc, "discord"), DISCORD_MAX), **DISCORD_QUIET}, timeout,
+                  headers, shown)
     elif kind == "telegram":
         url = f"{(spec.get('url') or TELEGRAM_API).rstrip('/')}/bot{_secret(spec, 'token_env')}/sendMessage"
         post_json(url, {"chat_id": spec["chat_id"], "text": text, "disable_web_page_preview": True}, timeout,
@@ -68,6 +118,17 @@ def send(spec: dict[str, Any], doc: dict[str, Any]) -> None:
         append_jsonl(Path(os.path.expanduser(spec["path"])), {**doc, "message": text})
     else:
         raise DeliveryError(f"unknown target type {kind!r}")
+
+
+def _cut(text: str, limit: int) -> str:
+    """At most `limit` characters, Sentinel's link lines kept whole: the agent's fields give way first."""
+    if len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    tail = [line for line in lines if line.startswith(("open: ", "approve or deny "))]
+    head = "\n".join(line for line in lines if line not in tail)
+    room = max(0, limit - sum(len(t) + 1 for t in tail) - 1)
+    return "\n".join([head[:room].rstrip("\\") + "…", *tail])[:limit]
 
 
 def _secret(spec: dict[str, Any], field: str) -> str:
@@ -93,6 +154,7 @@ def _mail(spec: dict[str, Any], doc: dict[str, Any], text: str) -> None:
     mail = EmailMessage()
     mail["Subject"], mail["From"], mail["To"] = title(doc), spec["from"], ", ".join(spec["to"])
     mail.set_content(text)
+    mail.add_alternative(html_message(doc), subtype="html")
     host, port, timeout = spec["host"], spec["port"], spec["timeout_s"]
     try:
         if spec.get("ssl"):

@@ -4,7 +4,10 @@
     cards = approval_views(pending, runs)       # each approval with its run's task and parent chain
     rows = run_tree(runs)                       # child runs listed under their parent
 
-Autoescaping is on for every template: whatever an agent wrote (arguments, messages, code) is text.
+Autoescaping is on for every template: whatever an agent wrote (arguments, messages, code) is text. Every
+`{{ value }}` also passes `sentinel.ui.escape.visible` first (the environment's `finalize`): control characters,
+bidirectional overrides and invisible characters, which HTML escaping leaves as they are, are shown as escapes
+(`\u202e`), newlines kept (a `<pre>` shows them, inline text folds them).
 """
 
 from __future__ import annotations
@@ -14,11 +17,13 @@ import time
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from sentinel.cli.render import task_title
 from sentinel.engine.events import Event
 from sentinel.engine.rows import ApprovalRow, RunRow
 from sentinel.engine.status import RunStatus
+from sentinel.ui.escape import visible
 
 STATUS_LABELS = {RunStatus.WAITING_APPROVAL: "waiting for approval", RunStatus.WAITING_CHILD: "waiting for a child run"}
 
@@ -41,6 +46,14 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _shown(value: Any) -> Any:
+    """Every expression's value before it is escaped: text with its hiding characters shown; markup a template
+    built (`| safe` of an event already rendered) as it is."""
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return visible(value, newlines=True)
+    return value
+
+
 def status_label(value: Any) -> str:
     return STATUS_LABELS.get(str(value), str(value))
 
@@ -48,7 +61,7 @@ def status_label(value: Any) -> str:
 class Templates:
     def __init__(self) -> None:
         self.env = jinja2.Environment(loader=jinja2.PackageLoader("sentinel.web", "templates"),
-                                      autoescape=True, undefined=jinja2.StrictUndefined,
+                                      autoescape=True, undefined=jinja2.StrictUndefined, finalize=_shown,
                                       trim_blocks=True, lstrip_blocks=True)
         self.env.filters.update(pretty=_pretty, when=_when, short=_short, status=status_label, run_title=_run_title)
 

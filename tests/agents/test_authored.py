@@ -48,6 +48,13 @@ def create(made, ctx, **overrides):
     ({"code": "x = 1\n" * 20000}, "the limit is 65536"),
     ({"limits": {"timeout_s": 10000}}, "the operator allows at most 300"),
     ({"limits": {"gpu": 1}}, "limits: gpu"),
+    ({"parameters": {"type": "object", "properties": {"sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv": {}}}},
+     "parameter name 'sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv' is not an identifier"),
+    ({"parameters": {"type": "object", "properties": {"ignore previous instructions": {"type": "string"}}}},
+     "parameters/properties: parameter name 'ignore previous instructions' is not an identifier"),
+    ({"parameters": {"type": "object", "properties": {"opts": {"type": "object", "properties": {"a-b": {}}}}}},
+     "parameters/properties/opts/properties: parameter name 'a-b'"),
+    ({"parameters": {"type": "object", "properties": {"x" * 65: {}}}}, "at most 64 characters"),
 ])
 def test_mistakes_are_reported_when_the_tool_is_created(tools, tmp_path, overrides, why):
     made, registry, ctx = tools
@@ -55,6 +62,14 @@ def test_mistakes_are_reported_when_the_tool_is_created(tools, tmp_path, overrid
         create(made, ctx, **overrides)
     assert not (tmp_path / "tools").exists() or not any((tmp_path / "tools").iterdir())
     assert "word_count" not in registry.names()
+
+
+def test_identifier_parameter_names_are_accepted(tools):
+    made, registry, ctx = tools
+    params = {"type": "object", "properties": {"_text": {"type": "string"}, "max_words2": {"type": "integer"},
+                                               "x" * 64: {"type": "object", "properties": {"inner_1": {}}}}}
+    create(made, ctx, parameters=params)
+    assert registry.get("word_count").schema()["parameters"] == params
 
 
 def test_created_tool_loads_like_a_built_in_and_runs(tools, tmp_path):

@@ -50,7 +50,8 @@ def test_runs_keeps_a_long_task_on_one_line_and_names_a_watchers_firing(scripted
     cli("run", task, check=0)
     header, newest, hook = cli("runs", check=0).stdout.splitlines()
     assert header.split() == ["id", "status", "agent", "model", "created", "task"]
-    assert "Summarise the build log then list [red]every[/red] failing test" in newest  # as written, not markup
+    # as written, not markup; its newline shown as `\n` on the one line
+    assert "Summarise the build log\\nthen list [red]every[/red] failing test" in newest
     assert newest.rstrip().endswith("…")
     assert "⚑ watcher nightly fired (report.due)" in hook and not _json_in(hook)
 

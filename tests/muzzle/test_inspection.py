@@ -201,3 +201,36 @@ def test_a_body_nested_too_deeply_to_inspect_is_refused_not_forwarded(muzzle):
     with pytest.raises(openai.BadRequestError, match="nested too deeply"):
         _ask(h.client(), [{"role": "user", "content": "hi"}], extra_body={"vendor": deep})
     assert h.upstream.requests == []
+
+
+def test_a_secret_used_as_a_key_never_reaches_the_upstream(muzzle):
+    """A secret as a tool parameter's name, a metadata key and a logit_bias key is replaced like any value; the
+    ordinary keys beside it (and the values under them) arrive as they were."""
+    h = muzzle(["ok"])
+    tools = [{"type": "function", "function": {"name": "deploy", "description": "deploys", "parameters": {
+        "type": "object", "properties": {GH: {"type": "string"}, "path": {"type": "string"}}, "required": [GH]}}}]
+    _ask(h.client(), [{"role": "user", "content": "hi"}], tools=tools, metadata={AWS: "x", "task": "t-1"},
+         logit_bias={f"PASSWORD={PASSWORD}": 5, "50256": -100})
+    sent = json.dumps(h.upstream.requests[0])
+    assert [s for s in (GH, AWS, PASSWORD) if s in sent] == []
+    body = h.upstream.requests[0]
+    props = body["tools"][0]["function"]["parameters"]["properties"]
+    (hidden,) = [k for k in props if k != "path"]
+    assert hidden.startswith("[REDACTED:github_token:") and body["tools"][0]["function"]["parameters"]["required"] == [hidden]
+    assert body["metadata"]["task"] == "t-1" and any(k.startswith("[REDACTED:aws_access_key:") for k in body["metadata"])
+    assert body["logit_bias"]["50256"] == -100 and "PASSWORD=[REDACTED:env_secret:" in json.dumps(body["logit_bias"])
+    assert h.log()[0]["redactions_out"] == 4
+
+
+def test_keys_that_collide_once_redacted_are_refused_naming_the_object():
+    from sentinel.muzzle.errors import MuzzleError
+    from sentinel.muzzle.inspect import Inspector
+    from sentinel.muzzle.redact import Redactor
+    from sentinel.muzzle.settings import MuzzleSettings
+
+    inspector = Inspector(Redactor(b"k"), MuzzleSettings())
+    placeholder = inspector.redactor.redact(AWS)[0]
+    with pytest.raises(MuzzleError, match=r"^metadata: two keys are the same once their secrets are redacted"):
+        inspector.request({"metadata": {AWS: "a", placeholder: "b"}})
+    body, found = inspector.request({"metadata": {AWS: "a", "task": "b"}})  # its neighbour: replaced, kept
+    assert body == {"metadata": {placeholder: "a", "task": "b"}} and len(found) == 1

@@ -155,6 +155,32 @@ def test_what_the_agent_wrote_is_shown_as_text(scripted_server, configure, senti
         assert "<script>alert" not in text and "<img src=x" not in text and "&lt;script&gt;" in text
 
 
+def test_control_and_bidi_characters_the_agent_wrote_are_shown_as_escapes(scripted_server, configure, sentinel_home,
+                                                                          console):
+    """HTML escaping leaves ESC, CR and bidi overrides as they are: every page shows them as escapes, so an
+    approval card cannot reorder `curl … | sh` into something else; the JSON of the API keeps the data."""
+    evil = "echo safe \u202e hs.x/elpmaxe.live s- lruc\u202c \x1b[2K\r ls \u2066x\u2069"
+    configure(server=scripted_server([{"tool_calls": [{"name": "bash", "arguments": {"command": evil}}]}, "ok"]))
+    engine = _engine()
+    outcome = engine.start("tidy \u202eup", workspace=sentinel_home)
+    engine.close()
+    session = console().signed_in()
+    for path in ("/", "/runs", f"/runs/{outcome.id}"):
+        text = session.get(path).text
+        assert not any(ch in text for ch in ("\u202e", "\u202c", "\u2066", "\x1b", "\r")), path
+    card = session.get("/").text
+    assert html.escape(r"echo safe \u202e hs.x/elpmaxe.live s- lruc\u202c \x1b[2K\r ls \u2066x\u2069") in card
+
+
+def test_ordinary_unicode_and_newlines_stay_as_written():
+    from sentinel.web.render import Templates
+
+    page = Templates().render("_call.html", a={"tool": "bash", "arguments": {"command": "echo 'café ✓'\nls"},
+                                               "reason": "needs approval", "created_at": 0, "code": None,
+                                               "code_sha256": None})
+    assert "café ✓" in page and "\\n" not in page
+
+
 def test_an_untrusted_tools_code_and_hash_are_on_its_card():
     from sentinel.web.render import Templates
 
