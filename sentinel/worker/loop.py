@@ -52,6 +52,7 @@ from sentinel.worker.children import CHILD_TOOLS, Children, result_text
 from sentinel.worker.exits import (CodeChanged, Corrected, Failed, Finished, Paused, Stopped, Unavailable, Waiting,
                                     WaitingChild)
 from sentinel.worker.stream import CallStream
+from sentinel.worker.undo import Checkpoints
 from sentinel.engine.status import TERMINAL, RunStatus
 
 
@@ -76,9 +77,10 @@ LOOP_REPEATS = 4     # the same tool calls this many turns in a row stop the run
 DUPLICATE = ("[sentinel note] This is the same call with the same arguments as the call just before it, so it was "
              "not run again: the result above is that call's. Do something different: the next step, or your "
              "final answer.")
-UNREAD = ("Error: not written: {path} exists and you have not read it in this task, and this call replaces the "
-          "whole file. Read it first with read_file, then change it with edit_file (or write_file with the whole "
-          "new content).")
+UNREAD = ("Error: not written: {path} exists and you have not read it whole in this task, and this call replaces "
+          "the whole file, so its current content would be lost. To add to its end, call write_file with "
+          '"append": true. To change part of it, read it with read_file, then use edit_file (or write_file with '
+          "the whole new content).")
 # A command's `> FILE` (not `>>`, `2>`, `&>` or `>&2`): it replaces FILE whole.
 _REDIRECT = re.compile(r"(?<![>&\d])>\s*['\"]?([\w][\w./-]*)")
 UNASKED = ("Error: not changed: {path} was kept, because the task is a question and asks for no change. Answer "
@@ -97,6 +99,7 @@ class AgentLoop:
         self.deps = deps
         self.state = run.state
         self._pins: dict[str, Pinned] = {}  # call id -> the code its decision hashed (this process only)
+        self._points = Checkpoints(run.dir, deps.tool_ctx.workspace)  # what each call changed, for undo
 
     # -- the loop -----------------------------------------------------------
 
@@ -215,6 +218,8 @@ class AgentLoop:
             tool = self.deps.registry.get(names.get(str(last.get("tool_call_id")), ""))
             result = str(last.get("content") or "")
             last_error = result if answer.failed(result, changes_things=tool is None or not tool.read_only) else None
+        # the calls' arguments from the journal's record of the turn: a compaction may have dropped early reads
+        call_args = self.state.turn_args or call_args
         return answer.Turn(self.known(), self.state.changes, request, self.deps.tool_ctx.workspace, last_error,
                            calls, "\n".join(evidence), "\n".join(call_args), denied, since_change)
 
@@ -338,25 +343,27 @@ class AgentLoop:
         return (part, allowed) if part is not None else None
 
     def unread_overwrite(self, call: dict[str, Any]) -> str | None:
-        """The path of a write_file, or of a command's `> FILE` redirection, that would replace a workspace file
-        no earlier call of the run named (read, edited, listed by a command): a small model writes what it
-        imagines a file holds without reading it (`echo "debug = false" > settings.json`)."""
+        """The path of a write_file (not an append), or of a command's `> FILE` redirection, that would replace a
+        workspace file the run has not read whole (read_file or `cat` without truncation) nor written whole itself:
+        a small model writes what it imagines a file holds (`echo "debug = false" > settings.json`), or replaces a
+        three-line file with the one line it was asked to add. The run's journal says what it read, so a
+        compaction that dropped the read from the conversation does not make the file unread."""
         name = call["function"]["name"]
         if name not in ("write_file", "bash"):
             return None
         args = _arguments(call)
+        if name == "write_file" and args.get("append") is True:
+            return None  # adds to the file: nothing is lost
         paths = [str(args.get("path") or "")] if name == "write_file" else _REDIRECT.findall(str(args.get("command") or ""))
-        earlier = [str(c["function"].get("arguments") or "") for m in self.state.messages
-                   if m.get("role") == "assistant" for c in m.get("tool_calls") or [] if c["id"] != call["id"]]
         workspace = self.deps.tool_ctx.workspace
         for path in paths:
-            target = workspace / path
+            key = _workspace_path(workspace, path)
             try:
-                if not path or not target.is_file() or not target.resolve().is_relative_to(workspace.resolve()):
+                if key is None or not (workspace / key).is_file():
                     continue
             except OSError:
                 continue
-            if not any(path.removeprefix("./") in args for args in earlier):
+            if key not in self.state.known:
                 return path
         return None
 
@@ -472,6 +479,7 @@ class AgentLoop:
             return self.hand_to_child(call_id, name, decision)
         self.run.record({"type": "started", "call_id": call_id, "tool": name})
         before = _fingerprint(self.deps.tool_ctx.workspace) if name == "bash" else None
+        checkpoint = not tool.read_only and self.checkpoint_before(name, decision["arguments"])
         output = self.deps.registry.run(name, decision["arguments"], self.deps.tool_ctx, pinned)
         notes = [layer["note"] for layer in decision.get("layers", []) if layer.get("note")]
         notes += self.after_notes(call_id, name, decision["arguments"], output)
@@ -482,8 +490,31 @@ class AgentLoop:
         notes += [r["note"] for r in records if r.get("note")]
         if notes:
             output += "".join(f"\n\n[sentinel note] {n}" for n in notes)
+        known = _known_after(self.deps.tool_ctx.workspace, name, decision["arguments"], output)
+        step = self.checkpoint_after(call_id, name) if checkpoint else []
         self.run.record({"type": "finished", "call_id": call_id, "result": output,
-                         **({"changed": True} if changed else {})}, *records)
+                         **({"changed": True} if changed else {}), **({"known": known} if known else {})}, *records,
+                        *step)
+
+    def checkpoint_before(self, name: str, args: dict[str, Any]) -> bool:
+        """Keep what a call that may change files could overwrite (sentinel/worker/undo.py); False when the
+        checkpoint store cannot be written (the call still runs: undo will say what it cannot restore)."""
+        recorded = {p for s in self.state.workspace_steps for p in s["changes"]}
+        try:
+            self._points.before(name, args, recorded)
+        except OSError:
+            return False
+        return True
+
+    def checkpoint_after(self, call_id: str, name: str) -> list[dict[str, Any]]:
+        try:
+            changes, complete = self._points.after()
+        except OSError:
+            changes, complete = {}, False
+        if not changes and complete:
+            return []
+        return [{"type": "workspace_step", "call_id": call_id, "tool": name, "changes": changes,
+                 "complete": complete}]
 
     def verify(self, call_id: str, name: str, args: dict[str, Any], output: str,
                changed: bool) -> list[dict[str, Any]]:
@@ -620,6 +651,38 @@ def _fingerprint(workspace: Path) -> dict[str, tuple[int, int | bytes]] | None:
     except OSError:
         return None
     return seen
+
+
+_TRUNCATED = re.compile(r"\n\[\.\.\. \d+ characters truncated \.\.\.\]\n")
+
+
+def _workspace_path(workspace: Path, path: str) -> str | None:
+    """`path` as one spelling relative to the workspace (`./a.txt`, `a.txt` and `/ws/a.txt` are `a.txt`); None when
+    it leaves the workspace or is empty."""
+    if not path:
+        return None
+    full = Path(os.path.normpath(workspace / path))
+    try:
+        return str(full.relative_to(os.path.normpath(workspace)))
+    except ValueError:
+        return None
+
+
+def _known_after(workspace: Path, name: str, args: dict[str, Any], output: str) -> list[str]:
+    """Workspace paths a call showed whole (read_file, `cat FILE` with nothing truncated) or wrote whole (write_file,
+    a command's `> FILE`, which replaces the file whether the command then works or not): the run knows what they
+    hold, so replacing them loses nothing it has not seen."""
+    paths: list[str] = []
+    if name == "bash":
+        command = str(args.get("command") or "")
+        paths = _REDIRECT.findall(command)
+        if output.startswith("exit code: 0") and not _TRUNCATED.search(output) and "|" not in command:
+            paths += [w for words in deletes.commands(command) if words[0] == "cat" for w in words[1:]
+                      if not w.startswith("-") and not set(w) & set("<>")]  # not `cat f | head`: part of f
+    elif (name == "read_file" and not _TRUNCATED.search(output) or name == "write_file" and not args.get("append")) \
+            and not output.startswith("Error:"):
+        paths = [str(args.get("path") or "")]
+    return [key for p in paths if (key := _workspace_path(workspace, p)) is not None]
 
 
 def _canonical(raw: Any) -> str:
