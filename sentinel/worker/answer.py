@@ -341,7 +341,9 @@ def _untested(turn: Turn) -> Problem | None:
                    f"the task says `{command}` must pass and the model did not show it passing")
 
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
+# A number standing on its own: not part of an identifier (`CHILDANSWER-4242`, `r-93505405cd`, `f01`, `v2-rc`,
+# `build_17`), whose digits claim no quantity.
+_NUMBER = re.compile(r"(?<![\w.])(?<!\w-)-?\d[\d,]*(?:\.\d+)?(?![\w])(?!-\w)")
 
 
 def _digits(token: str) -> str:
@@ -385,7 +387,8 @@ def inputs(request: str, workspace: Path) -> list[str]:
 
 
 def _unread(turn: Turn) -> Problem | None:
-    unread = [f for f in inputs(turn.request, turn.workspace) if f not in turn.call_args]
+    made = outputs(turn.request)  # a file the request asks to produce is no input, even once it exists
+    unread = [f for f in inputs(turn.request, turn.workspace) if f not in turn.call_args and f not in made]
     if not unread:
         return None
     listed = ", ".join(unread)
