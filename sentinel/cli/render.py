@@ -135,6 +135,8 @@ def describe(e: ev.Event) -> str | None:
         return f"[{color}]⚑ safeguard {e.kind}[/] → {e.action}: [dim]{_esc(short(e.detail, 110))}[/]"
     if isinstance(e, ev.SelfEdited):
         return f"[magenta]✎ {e.tool}[/] {_esc(self_edit_line(e))}"
+    if isinstance(e, ev.WorkspaceChanged):
+        return f"  [magenta]✎ {_esc(workspace_line(e))}[/]"
     if isinstance(e, ev.Done):
         return "[green]■ done[/]"
     if isinstance(e, ev.Idle):
@@ -142,6 +144,14 @@ def describe(e: ev.Event) -> str | None:
     if isinstance(e, ev.Failed):
         return f"[red]✗ {e.status}[/]: {_esc(e.error or '')}"
     return None
+
+
+def workspace_line(e: ev.WorkspaceChanged) -> str:
+    """What a checkpoint changed, as the harness saw it: `step 2 bash: changed when.txt; removed a.tmp`."""
+    what = "; ".join(p for p in (f"changed {', '.join(e.changed)}" if e.changed else "",
+                                 f"removed {', '.join(e.removed)}" if e.removed else "") if p) or "no file recorded"
+    head = f"undo to step {e.undo}" if e.undo is not None else e.tool
+    return f"step {e.step} {head}: {short(what, 160)}"
 
 
 def self_edit_line(e: ev.SelfEdited) -> str:

@@ -214,6 +214,20 @@ class SelfEdited(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class WorkspaceChanged(Event):
+    """A tool call changed workspace files (checkpoint `step`, which `sentinel undo` and /undo go back through): the
+    harness's own account of what changed, whatever the answer says."""
+
+    type: ClassVar[str] = "workspace_changed"
+    step: int = 0
+    call_id: str = ""
+    tool: str = ""
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    undo: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Done(Event):
     type: ClassVar[str] = "done"
     output: str | None = None
@@ -241,7 +255,7 @@ class Failed(Event):
 KINDS: dict[str, type[Event]] = {cls.type: cls for cls in (
     RunStarted, Resumed, MessageAdded, ModelCallStarted, TextDelta, ModelProgress, ModelCallEnded, Decision,
     ToolCallBegin, ToolCallEnd, Paused, Resolved, ChildStarted, ChildFinished, Compaction, Warned, Safeguard,
-    SelfEdited, Done, Idle, Failed)}
+    SelfEdited, WorkspaceChanged, Done, Idle, Failed)}
 
 Listener = Callable[[Event], None]
 
@@ -277,8 +291,9 @@ class Translator:
     arguments on the ToolCallBegin emitted after the resume."""
 
     def __init__(self, run_id: str = "", decisions: dict[str, dict[str, Any]] | None = None,
-                 sessions: int = 0):
+                 sessions: int = 0, steps: int = 0):
         self.run_id = run_id
+        self.steps = steps  # workspace checkpoints so far
         self.known = decisions if decisions is not None else {}   # read only
         self.decisions: dict[str, dict[str, Any]] = {}
         self.sessions = sessions
@@ -349,6 +364,14 @@ class Translator:
 
     def _safeguard(self, r: rec.Safeguard, base: dict[str, Any]) -> list[Event]:
         return [Safeguard(**base, kind=r.kind, action=r.action, detail=r.detail)]
+
+    def _workspace_step(self, r: rec.WorkspaceStep, base: dict[str, Any]) -> list[Event]:
+        self.steps += 1
+        changes = r.changes if isinstance(r.changes, dict) else {}
+        return [WorkspaceChanged(**base, step=self.steps, call_id=r.call_id, tool=r.tool,
+                                 changed=sorted(p for p, e in changes.items() if e is not None),
+                                 removed=sorted(p for p, e in changes.items() if e is None),
+                                 undo=r.undo if isinstance(r.undo, int) else None)]
 
     def _self_edit(self, r: rec.SelfEdit, base: dict[str, Any]) -> list[Event]:
         return [SelfEdited(**base, agent=r.agent, call_id=r.call_id, tool=r.tool, file=r.file, chars=r.chars,

@@ -194,7 +194,7 @@ class AgentLoop:
         request = "" if self.state.kind == "hook" else self.state.request  # a watcher's event asks for no file
         names: dict[str, str] = {}
         last: dict[str, Any] | None = None
-        calls = 0
+        calls = ran = 0
         evidence: list[str] = []
         call_args: list[str] = []
         denied = False
@@ -203,7 +203,7 @@ class AgentLoop:
             if role != "assistant" and not content.startswith("[sentinel]"):
                 evidence.append(content)  # the model's words and our corrections ground nothing; its calls do
             if role == "user" and not content.startswith("[sentinel]"):
-                last, calls, call_args, denied = None, 0, [], False
+                last, calls, ran, call_args, denied = None, 0, 0, [], False
             elif role == "assistant":
                 for c in message.get("tool_calls") or []:
                     names[c["id"]] = c["function"]["name"]
@@ -212,6 +212,7 @@ class AgentLoop:
             elif role == "tool":
                 last, calls = message, calls + 1
                 denied = denied or content.startswith("Denied")
+                ran += not content.startswith("Denied")
         since_change = self.since_change()
         last_error = None
         if last is not None:
@@ -221,7 +222,7 @@ class AgentLoop:
         # the calls' arguments from the journal's record of the turn: a compaction may have dropped early reads
         call_args = self.state.turn_args or call_args
         return answer.Turn(self.known(), self.state.changes, request, self.deps.tool_ctx.workspace, last_error,
-                           calls, "\n".join(evidence), "\n".join(call_args), denied, since_change)
+                           calls, "\n".join(evidence), "\n".join(call_args), denied, since_change, ran)
 
     def since_change(self) -> tuple[tuple[str, str], ...]:
         """(command, result) of each bash call made after this turn's last change (a test run that checks it)."""
@@ -242,6 +243,9 @@ class AgentLoop:
     def send_back(self, record: dict[str, Any], problem: answer.Problem) -> None:
         """A reply that is no answer: the model reads a correction and tries again, up to MAX_CORRECTIONS times
         a turn; then the run fails with one line saying why."""
+        if problem.final:
+            self.run.record(record, self.safeguard(problem.kind, "stopped", problem.detail))
+            raise Failed(f"{problem.failure} (safeguard {problem.kind})")
         if self.state.corrections >= MAX_CORRECTIONS:
             self.run.record(record, self.safeguard(problem.kind, "stopped", problem.detail))
             raise Failed(f"{problem.failure} (safeguard {problem.kind}, after {MAX_CORRECTIONS} corrections)")
