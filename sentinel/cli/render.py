@@ -135,6 +135,11 @@ def describe(e: ev.Event) -> str | None:
         return f"[{color}]⚑ safeguard {e.kind}[/] → {e.action}: [dim]{_esc(short(e.detail, 110))}[/]"
     if isinstance(e, ev.SelfEdited):
         return f"[magenta]✎ {e.tool}[/] {_esc(self_edit_line(e))}"
+    if isinstance(e, ev.ContractMade):
+        return f"[dim]§ contract: {_esc('; '.join(e.clauses) or 'nothing the harness can check (the answer is the deliverable)')}[/]"
+    if isinstance(e, ev.Verdict):
+        return ("[green]✓ verified[/] [dim]against the contract[/]" if e.verified else
+                f"[yellow]○ not verified[/]: {_esc('; '.join(e.unmet) or 'the task asks for nothing the harness can check')}")
     if isinstance(e, ev.WorkspaceChanged):
         return f"  [magenta]✎ {_esc(workspace_line(e))}[/]"
     if isinstance(e, ev.Done):

@@ -131,6 +131,10 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         console.print(f"  safeguard {g['kind']} → {g['action']}: {g['detail']}", markup=False)
     for e in detail.self_edits:
         console.print(f"  {e['tool']}: {self_edit_line(SelfEdited(run_id=detail.id, seq=0, **e))}", markup=False)
+    if detail.contract is not None:
+        console.print(f"contract: {'; '.join(detail.contract) or 'nothing the harness can check'}", markup=False)
+    if detail.verified is not None:
+        console.print("verified: " + ("yes, against the contract" if detail.verified else "no"), markup=False)
     for c in detail.checkpoints:
         console.print(f"  {checkpoint_line(c)}", markup=False)
     if detail.checkpoints:

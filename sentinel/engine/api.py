@@ -73,6 +73,8 @@ class RunDetail:
     self_edits: list[dict[str, Any]] = field(default_factory=list)
     pending_approvals: list[ApprovalRow] = field(default_factory=list)
     checkpoints: list[dict[str, Any]] = field(default_factory=list)  # what each call changed (sentinel undo)
+    contract: list[str] | None = None   # what the task asks for, in words (None: a run without one, e.g. a chat)
+    verified: bool | None = None        # the answer checked against it by the harness (None: not checked)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"pending_approvals": [a.to_dict() for a in self.pending_approvals]}
@@ -94,7 +96,8 @@ class RunDetail:
                                  "undo": s.get("undo"), "complete": s.get("complete", True),
                                  "changed": sorted(p for p, e in s["changes"].items() if e is not None),
                                  "removed": sorted(p for p, e in s["changes"].items() if e is None)}
-                                for i, s in enumerate(state.workspace_steps, 1)])
+                                for i, s in enumerate(state.workspace_steps, 1)],
+                   contract=state.contract["clauses"] if state.contract else None, verified=state.verified)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunDetail":

@@ -228,6 +228,24 @@ class WorkspaceChanged(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ContractMade(Event):
+    """What the task asks for, in words (sentinel/worker/safeguards/contract.py); empty: nothing to check."""
+
+    type: ClassVar[str] = "contract"
+    clauses: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict(Event):
+    """The answer checked against the contract by the harness: `verified` when it had clauses and all held."""
+
+    type: ClassVar[str] = "verdict"
+    verified: bool = False
+    checked: list[str] = field(default_factory=list)
+    unmet: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Done(Event):
     type: ClassVar[str] = "done"
     output: str | None = None
@@ -255,7 +273,7 @@ class Failed(Event):
 KINDS: dict[str, type[Event]] = {cls.type: cls for cls in (
     RunStarted, Resumed, MessageAdded, ModelCallStarted, TextDelta, ModelProgress, ModelCallEnded, Decision,
     ToolCallBegin, ToolCallEnd, Paused, Resolved, ChildStarted, ChildFinished, Compaction, Warned, Safeguard,
-    SelfEdited, WorkspaceChanged, Done, Idle, Failed)}
+    SelfEdited, WorkspaceChanged, ContractMade, Verdict, Done, Idle, Failed)}
 
 Listener = Callable[[Event], None]
 
@@ -364,6 +382,13 @@ class Translator:
 
     def _safeguard(self, r: rec.Safeguard, base: dict[str, Any]) -> list[Event]:
         return [Safeguard(**base, kind=r.kind, action=r.action, detail=r.detail)]
+
+    def _contract(self, r: rec.ContractMade, base: dict[str, Any]) -> list[Event]:
+        return [ContractMade(**base, clauses=[str(c) for c in r.clauses])]
+
+    def _verdict(self, r: rec.Verdict, base: dict[str, Any]) -> list[Event]:
+        return [Verdict(**base, verified=r.verified, checked=[str(c) for c in r.checked],
+                        unmet=[str(c) for c in r.unmet])]
 
     def _workspace_step(self, r: rec.WorkspaceStep, base: dict[str, Any]) -> list[Event]:
         self.steps += 1

@@ -247,9 +247,30 @@ class WorkspaceStep(Record):
     undo: int | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class ContractMade(Record):
+    """What the task asks for, made once at the run's start (sentinel/worker/safeguards/contract.py): `terms` is
+    the contract's fields, `clauses` the same in words."""
+
+    type: ClassVar[str] = "contract"
+    terms: dict[str, Any] = field(default_factory=dict)
+    clauses: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict(Record):
+    """The harness's check of an answer against the contract: `verified` only when it had clauses and all held."""
+
+    type: ClassVar[str] = "verdict"
+    verified: bool = False
+    checked: list[Any] = field(default_factory=list)
+    unmet: list[Any] = field(default_factory=list)
+
+
 KINDS: dict[str, type[Record]] = {cls.type: cls for cls in (
     Created, Session, Message, Model, System, Assistant, Safeguard, SelfEdit, Decision, Started, Finished, Paused,
-    Resolved, Status, ChildStarted, ChildFinished, Compaction, Warned, Checkpoint, Archived, WorkspaceStep)}
+    Resolved, Status, ChildStarted, ChildFinished, Compaction, Warned, Checkpoint, Archived, WorkspaceStep, ContractMade,
+    Verdict)}
 
 
 def parse(line: bytes | str) -> Record | None:

@@ -62,6 +62,8 @@ class RunState:
     known: list[str] = field(default_factory=list)           # workspace paths the run read or wrote whole
     turn_args: list[str] = field(default_factory=list)       # arguments of every tool call since `request`
     workspace_steps: list[dict[str, Any]] = field(default_factory=list)  # what each call changed (undo)
+    contract: dict[str, Any] | None = None                   # what the task asks for (terms, clauses), once a run
+    verified: bool | None = None                             # the last answer's check against the contract
     seq: int = 0
     offset: int = 0
 
@@ -146,6 +148,12 @@ class RunState:
         if e.changed:
             self.last_change = e.call_id
         self.messages.append({"role": "tool", "tool_call_id": e.call_id, "content": e.result})
+
+    def _on_contract(self, e: rec.ContractMade) -> None:
+        self.contract = {"terms": e.terms, "clauses": [c for c in e.clauses if isinstance(c, str)]}
+
+    def _on_verdict(self, e: rec.Verdict) -> None:
+        self.verified = e.verified
 
     def _on_workspace_step(self, e: rec.WorkspaceStep) -> None:
         self.workspace_steps.append({"call_id": e.call_id, "tool": e.tool, "changes": e.changes,

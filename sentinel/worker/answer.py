@@ -344,11 +344,16 @@ def must_pass(request: str) -> str | None:
     return found.group(1).strip() if found and _PASS.search(request) else None
 
 
+def passed(command: str, since_change: tuple[tuple[str, str], ...]) -> bool:
+    """Whether a command run after the last change ran `command` (its script, for `python3 X.py`) and exited 0."""
+    key = command.split()[-1] if command.startswith("python") else command  # the script, however it is run
+    return any(key in ran and result.startswith("exit code: 0") for ran, result in since_change)
+
+
 def _untested(turn: Turn) -> Problem | None:
     if not turn.changes or (command := must_pass(turn.request)) is None:
         return None
-    key = command.split()[-1] if command.startswith("python") else command  # the script, however it is run
-    if any(key in ran and result.startswith("exit code: 0") for ran, result in turn.since_change):
+    if passed(command, turn.since_change):
         return None
     return Problem(UNTESTED, f"the request says `{command}` must pass and it has not passed since the last change",
                    f"[sentinel] The task says `{command}` must pass, and it has not been run since your last change. "

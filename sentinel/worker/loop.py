@@ -52,6 +52,7 @@ from sentinel.worker.children import CHILD_TOOLS, Children, result_text
 from sentinel.worker.exits import (CodeChanged, Corrected, Failed, Finished, Paused, Stopped, Unavailable, Waiting,
                                     WaitingChild)
 from sentinel.worker.stream import CallStream
+from sentinel.worker.safeguards import contract
 from sentinel.worker.undo import Checkpoints
 from sentinel.engine.status import TERMINAL, RunStatus
 
@@ -105,6 +106,7 @@ class AgentLoop:
 
     def execute(self) -> str:
         self.run.record({"type": "session", "pid": os.getpid()})
+        self.make_contract()
         self.deps.store.set_status(self.state.id, RunStatus.RUNNING)
         try:
             while True:
@@ -168,7 +170,8 @@ class AgentLoop:
             calls = recover(completion.content, self.known(), self.state.steps)
             recovered = bool(calls)
         completion.tool_calls = calls
-        problem = None if calls else answer.check(completion.content, self.turn())
+        turn = None if calls else self.turn()
+        problem = None if turn is None else answer.check(completion.content, turn) or self.unmet(turn)
         record = {"type": "assistant", "message": completion.to_message(), "model": completion.model,
                   "latency_ms": round((time.monotonic() - began) * 1000, 1), "usage": completion.usage,
                   "recovered": recovered, **({"rejected": problem.kind} if problem else {})}
@@ -181,8 +184,51 @@ class AgentLoop:
         else:
             self.send_back(record, problem)
         if not calls:
+            self.record_verdict(turn)
             raise Finished(completion.content)
         self.break_loop()
+
+    # -- the contract -------------------------------------------------------------
+
+    def make_contract(self) -> None:
+        """Once per task run, before its first model call: what the task asks for, from the task and the workspace
+        as the run finds it (sentinel/worker/safeguards/contract.py)."""
+        if self.state.kind != "task" or self.state.contract is not None or self.state.steps:
+            return
+        made = contract.derive(self.state.request, self.deps.tool_ctx.workspace)
+        self.run.record({"type": "contract", "terms": made.to_dict(), "clauses": made.clauses()})
+
+    def terms(self) -> contract.Contract | None:
+        if self.state.contract is None or self.state.kind != "task":
+            return None
+        return contract.Contract.from_dict(self.state.contract.get("terms") or {})
+
+    def unmet(self, turn: answer.Turn) -> answer.Problem | None:
+        """The contract's clauses the workspace does not meet, as a reply to send back (then a failure)."""
+        terms = self.terms()
+        if terms is None or turn.denied:
+            return None
+        missing = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn))
+        if not missing:
+            return None
+        listed = "; ".join(missing)
+        return answer.Problem("contract_unmet", f"the task is not done: {listed}",
+                              f"[sentinel] The task is not done yet: {listed}. Do it with a tool call, then answer.",
+                              f"the task is not done: {listed}")
+
+    @staticmethod
+    def _passed(terms: contract.Contract, turn: answer.Turn) -> bool:
+        return terms.command is None or answer.passed(terms.command, turn.since_change)
+
+    def record_verdict(self, turn: answer.Turn | None) -> None:
+        """`verified` when the contract had clauses and every one held: the answer's word is not the check."""
+        terms = self.terms()
+        if terms is None or turn is None:
+            return
+        clauses = terms.clauses()
+        unmet = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn))
+        self.run.record({"type": "verdict", "verified": bool(clauses) and not unmet, "checked": clauses,
+                         "unmet": unmet})
 
     def known(self) -> set[str]:
         return self.deps.registry.names() if self.deps.granted is None else set(self.deps.granted)
