@@ -208,13 +208,20 @@ class AgentLoop:
         terms = self.terms()
         if terms is None or turn.denied:
             return None
-        missing = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn))
+        missing = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn), self.printed())
         if not missing:
             return None
         listed = "; ".join(missing)
         return answer.Problem("contract_unmet", f"the task is not done: {listed}",
                               f"[sentinel] The task is not done yet: {listed}. Do it with a tool call, then answer.",
                               f"the task is not done: {listed}")
+
+    def printed(self) -> str:
+        """The request and what the tools printed (a command's `exit code: N` line left out), never the model's
+        own words or call arguments: what a number in a deliverable can come from."""
+        results = [_EXIT_LINE.sub("", str(m.get("content") or "")) for m in self.state.messages
+                   if m.get("role") == "tool"]
+        return "\n".join([self.state.request, *results])
 
     @staticmethod
     def _passed(terms: contract.Contract, turn: answer.Turn) -> bool:
@@ -226,7 +233,7 @@ class AgentLoop:
         if terms is None or turn is None:
             return
         clauses = terms.clauses()
-        unmet = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn))
+        unmet = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn), self.printed())
         self.run.record({"type": "verdict", "verified": bool(clauses) and not unmet, "checked": clauses,
                          "unmet": unmet})
 
@@ -703,6 +710,7 @@ def _fingerprint(workspace: Path) -> dict[str, tuple[int, int | bytes]] | None:
     return seen
 
 
+_EXIT_LINE = re.compile(r"\Aexit code: -?\d+\n?")
 _TRUNCATED = re.compile(r"\n\[\.\.\. \d+ characters truncated \.\.\.\]\n")
 
 

@@ -75,3 +75,19 @@ def test_a_change_to_the_one_file_a_task_names_is_checked_against_what_the_run_f
     configure(server=scripted_server([_call("read_file", path="config.ini"), same, "Set debug to false."]))
     out = cli.json("run", "In config.ini set debug to false.", "--json", check=1)
     assert "config.ini is unchanged" in out["error"]
+
+
+def test_a_count_written_as_a_number_no_tool_printed_is_sent_back(scripted_server, configure, cli, sentinel_home):
+    """The held-out case: the tool printed 7 and the file said 0. A file the task asks for that holds just a number
+    must hold one the tools printed; written from the tool's output, the run is done and verified."""
+    ws = _workspace(sentinel_home)
+    (ws / "words.txt").write_text("".join(f"w{i}\n" for i in range(7)))
+    count = _call("bash", command="wc -l < words.txt")
+    server = scripted_server([count, _call("write_file", path="count.txt", content="0"), "Wrote the count.",
+                              _call("write_file", path="count.txt", content="7\n"), "Wrote 7 to count.txt."])
+    configure(BASH_AUTO, server=server)
+    out = cli.json("run", "Count the lines of words.txt and write the number to count.txt.", "--json", check=0)
+    assert out["status"] == "done" and out["safeguards"] == ["contract_unmet"]
+    correction = server.requests[3]["messages"][-1]["content"]
+    assert "count.txt says 0, a number no tool printed" in correction
+    assert cli.json("show", out["id"], "--json")["verified"] is True and (ws / "count.txt").read_text() == "7\n"

@@ -6,7 +6,8 @@ it, then checked by the harness against the workspace and the journal, never by 
 
 A clause is one of
 - `create FILE`: the task asks to produce FILE (`Create notes.md`, `save its output to out.txt`): it must exist and
-  not be empty (an empty answer file is no answer);
+  not be empty (an empty answer file is no answer), and when it holds just a number, a tool must have printed that
+  number (or the request holds it): a count written as 0 after the tool printed 7 is made up;
 - `change FILE`: the task asks for a change and names exactly one file that exists (`In config.ini set debug to
   false`, `Sort names.txt`) and no file to produce: FILE must differ from what the run found;
 - `delete PATTERN` and `keep`: the task deletes some files and keeps the rest (`Delete every .tmp file. Keep the
@@ -23,6 +24,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,8 +77,10 @@ def derive(request: str, workspace: Path) -> Contract:
     return Contract(create, change, delete, keep, answer.must_pass(request))
 
 
-def check(contract: Contract, workspace: Path, passed: bool) -> list[str]:
-    """The clauses the workspace (and, for `pass`, the journal: `passed`) does not meet, each as one line."""
+def check(contract: Contract, workspace: Path, passed: bool, printed: str | None = None) -> list[str]:
+    """The clauses the workspace (and, for `pass`, the journal: `passed`) does not meet, each as one line.
+    `printed`: the request and what the run's tools printed; a file to produce that holds just a number must hold
+    one of theirs (None: not checked)."""
     unmet = []
     for name in contract.create:
         path = workspace / name
@@ -84,6 +88,9 @@ def check(contract: Contract, workspace: Path, passed: bool) -> list[str]:
             unmet.append(f"{name} does not exist")
         elif path.stat().st_size == 0:
             unmet.append(f"{name} is empty")
+        elif printed is not None and (number := _made_up(path, printed)) is not None:
+            unmet.append(f"{name} says {number}, a number no tool printed: compute it with a tool and write what "
+                         "it prints")
     for name, found in contract.change.items():
         if _digest(workspace / name) == found:
             unmet.append(f"{name} is unchanged")
@@ -98,6 +105,23 @@ def check(contract: Contract, workspace: Path, passed: bool) -> list[str]:
     if contract.command and not passed:
         unmet.append(f"`{contract.command}` has not passed since the last change")
     return unmet
+
+
+_BARE = re.compile(r"\A\s*(-?\d+(?:\.\d+)?)\s*\Z")
+_TOKEN = re.compile(r"(?<![\w.])(?<!\w-)-?\d+(?:\.\d+)?(?![\w])(?!-\w)")
+
+
+def _made_up(path: Path, printed: str) -> str | None:
+    """The number a file holds when it holds just one that the request and the tools' output never showed (a
+    count written as 0 after the tool printed 7); None otherwise. 80 and 80.0 are the same number."""
+    try:
+        found = _BARE.match(path.read_text(errors="replace")[:100])
+    except OSError:
+        return None
+    if found is None:
+        return None
+    value = float(found.group(1))
+    return None if any(float(t) == value for t in _TOKEN.findall(printed)) else found.group(1)
 
 
 def _digest(path: Path) -> str | None:
