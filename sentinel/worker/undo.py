@@ -27,8 +27,9 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
+from sentinel import paths
 from sentinel.tools.fs import Confined, OutsideRoot, openat2, relative
 
 UNDO = "undo"
@@ -51,6 +52,10 @@ class Checkpoints:
     def __init__(self, run_dir: Path, workspace: Path):
         self.dir = run_dir / UNDO
         self.workspace = Path(workspace)
+        # the harness's own files, when the workspace holds them (`sentinel run` from ~, home ~/.sentinel): never
+        # checkpointed, or each step would store the blobs of the step before
+        home = run_dir.parent.parent
+        self._skip = {os.path.realpath(p) for p in (home, run_dir.parent, paths.state_dir(home))}
         self._stats: Stats | None = None  # the workspace as the last look saw it (this process only)
         self._path: str | None = None     # the path a file tool names, for an incomplete workspace
 
@@ -73,7 +78,7 @@ class Checkpoints:
         if base is None:
             base = self._first_base()
         elif self._stats is None and base["complete"]:
-            self._stats = _walk(self.workspace)
+            self._stats = _walk(self.workspace, skip=self._skip)
         self._path = None
         if tool in FILE_TOOLS:
             path = _key(self.workspace, str(args.get("path") or ""))
@@ -85,7 +90,7 @@ class Checkpoints:
                     self._save_base(base)
 
     def _first_base(self) -> dict[str, Any]:
-        stats = _walk(self.workspace, limit=True)
+        stats = _walk(self.workspace, limit=True, skip=self._skip)
         files: dict[str, Any] = {}
         complete = stats is not None
         if stats is not None:
@@ -104,7 +109,7 @@ class Checkpoints:
             if self._path is None:
                 return {}, False
             return {self._path: self._store_file(self._path)}, True
-        now = _walk(self.workspace)
+        now = _walk(self.workspace, skip=self._skip)
         if now is None:
             return {}, False
         changes: dict[str, Any] = {}
@@ -163,9 +168,9 @@ def _key(workspace: Path, path: str) -> str | None:
     return None if key == "." or key.startswith("../") or key == ".." else key
 
 
-def _walk(workspace: Path, limit: bool = False) -> Stats | None:
-    """Every regular file beneath the workspace, by stat alone; None (with `limit`) past BASE_FILES or BASE_BYTES,
-    or when the workspace cannot be read."""
+def _walk(workspace: Path, limit: bool = False, skip: Collection[str] = ()) -> Stats | None:
+    """Every regular file beneath the workspace (not beneath a `skip` directory), by stat alone; None (with
+    `limit`) past BASE_FILES or BASE_BYTES, or when the workspace cannot be read."""
     seen: Stats = {}
     total = 0
     stack = [workspace]
@@ -175,7 +180,8 @@ def _walk(workspace: Path, limit: bool = False) -> Stats | None:
                 for entry in entries:
                     st = entry.stat(follow_symlinks=False)
                     if stat.S_ISDIR(st.st_mode):
-                        stack.append(Path(entry.path))
+                        if not skip or os.path.realpath(entry.path) not in skip:
+                            stack.append(Path(entry.path))
                     elif stat.S_ISREG(st.st_mode):
                         seen[os.path.relpath(entry.path, workspace)] = (st.st_size, st.st_mtime_ns, st.st_ino,
                                                                         st.st_mode)

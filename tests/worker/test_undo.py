@@ -135,3 +135,14 @@ def test_what_a_chat_undo_goes_back_to():
         assert "nothing to undo" in str(exc)
     else:
         raise AssertionError("an undo back to the start leaves nothing to undo")
+
+
+def test_a_workspace_that_holds_the_home_never_checkpoints_the_harness_files(scripted_server, configure, cli,
+                                                                             sentinel_home):
+    """A workspace holding the home (`sentinel run` from ~ with the home in ~/.sentinel, or the home itself): the
+    run's own journal, blobs and state database are not workspace changes."""
+    configure(BASH_AUTO, server=scripted_server([_call("bash", command="echo one > a.txt"),
+                                                 _call("bash", command="echo two > b.txt"), "Wrote a.txt and b.txt."]))
+    out = cli.json("run", "Write a.txt and b.txt.", "--workspace", str(sentinel_home), "--json", check=0)
+    steps = cli.json("show", out["id"], "--json")["checkpoints"]
+    assert [(c["changed"], c["removed"]) for c in steps] == [(["a.txt"], []), (["b.txt"], [])]
