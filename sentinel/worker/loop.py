@@ -264,8 +264,9 @@ class AgentLoop:
                     call_args.append(str(c["function"].get("arguments") or ""))
             elif role == "tool":
                 last, calls = message, calls + 1
-                denied = denied or content.startswith("Denied")
-                ran += not content.startswith("Denied")
+                refused = self.refused(str(message.get("tool_call_id")), content)
+                denied = denied or refused
+                ran += not refused
         since_change = self.since_change()
         last_error = None
         if last is not None:
@@ -276,6 +277,14 @@ class AgentLoop:
         call_args = self.state.turn_args or call_args
         return answer.Turn(self.known(), self.state.changes, request, self.deps.tool_ctx.workspace, last_error,
                            calls, "\n".join(evidence), "\n".join(call_args), denied, since_change, ran)
+
+    def refused(self, call_id: str, result: str) -> bool:
+        """Whether a call's result is a denial of what it asked for: by a person, or by the policy's layers. A call
+        to a tool that does not exist, or with arguments its tool rejects, is "denied" with no layer: that is a
+        model's mistake, corrected by its result, not an action someone refused."""
+        if result.startswith(("Denied by the operator", "Denied: the approval")):
+            return True
+        return result.startswith("Denied by policy") and bool((self.state.decisions.get(call_id) or {}).get("layers"))
 
     def since_change(self) -> tuple[tuple[str, str], ...]:
         """(command, result) of each bash call made after this turn's last change (a test run that checks it)."""

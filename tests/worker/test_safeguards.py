@@ -589,3 +589,11 @@ def test_answers_that_only_look_like_plans_are_answers():
     for said in ("Let me know if you need anything else.", "First, I created the file.", "Now I have finished.",
                  "The staging server is heron-7.", "I need to " + "x" * 300):
         assert _plan_only(said) is None, said
+
+
+def test_a_call_to_a_tool_that_does_not_exist_is_a_mistake_not_a_denial(scripted_server, configure, cli):
+    """"Denied by policy: unknown tool" answers a model's slip: a run whose only call was one is not `denied_undone`."""
+    bogus = {"name": "delete_everything", "arguments": {}}
+    configure(server=scripted_server([{"tool_calls": [bogus]}, "Linux is a kernel."]))
+    out = cli.json("run", "What is Linux?", "--json", check=0)
+    assert out["status"] == "done"
