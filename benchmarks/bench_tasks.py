@@ -1,6 +1,10 @@
 """Small realistic tasks on the default model: Sentinel against mini-swe-agent on the same GGUF, in the same run.
 
-    /opt/sentinel/venv/bin/python benchmarks/bench_tasks.py [--tasks NAME,...] [--only sentinel|peer] [--parallel] [--json]
+    /opt/sentinel/venv/bin/python benchmarks/bench_tasks.py [--half tuning|held-out] [--tasks NAME,...] [--only sentinel|peer] [--parallel] [--json]
+
+48 tasks in 14 families, each family with several phrasings over different data; `tasks.halves()` splits them
+once, by the fixed seed `tasks.SPLIT_SEED`, into a tuning half and a held-out half (each family in both). Tune on
+`--half tuning`; report both halves; never change code while looking at the held-out half's results.
 
 Each task (benchmarks/tasks.py: create, edit in place, rename, sum a column, fix a bug so a test passes, run a
 script and save its output, CSV to JSON, extract lines, delete some files and keep others, answer a question
@@ -44,7 +48,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tasks import TASKS, Task  # noqa: E402
+from tasks import TASKS, Task, halves  # noqa: E402
 
 MODEL = "qwen2.5-coder-1.5b"
 MAX_STEPS = 20
@@ -311,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", help="comma-separated task names (default: all)")
     parser.add_argument("--only", choices=("sentinel", "peer"))
+    parser.add_argument("--half", choices=("tuning", "held-out"),
+                        help="one half of the fixed split (tasks.halves, seed tasks.SPLIT_SEED); default: every task")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--wall-s", type=float, default=WALL_S, help=f"seconds a run may take (default {WALL_S})")
     parser.add_argument("--keep", action="store_true", help="keep the workspaces (their path is printed)")
@@ -318,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the two columns at once, each model on one thread (needs 2 free CPUs)")
     args = parser.parse_args(argv)
     known = {t.name: t for t in TASKS}
+    if args.half:
+        tuning, held_out = halves()
+        known = {t.name: t for t in (tuning if args.half == "tuning" else held_out)}
     wanted = args.tasks.split(",") if args.tasks else list(known)
     if unknown := [n for n in wanted if n not in known]:
         parser.error(f"--tasks: unknown task {', '.join(unknown)} (known: {', '.join(known)})")

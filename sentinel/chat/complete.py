@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "/skills": "skills you can attach ($name in a message attaches one)",
     "/workflow": "run NAME: run a saved workflow",
     "/mcp": "the MCP servers configured, and which this agent is granted",
+    "/undo": "[STEP]: put the workspace back as it was before the last change (or after checkpoint STEP)",
     "/new": "start a fresh session with your next message",
     "/chats": "the saved sessions (`sentinel restore ID` reopens one)",
     "/quit": "leave (Ctrl-D does too)",

@@ -249,6 +249,18 @@ class Shell:
         self.model = arg
         self.io.say(f"model [bold]{escape(arg)}[/] from your next message on")
 
+    def cmd_undo(self, arg: str) -> None:
+        """`/undo [STEP]`: the session's last change undone (or every change after checkpoint STEP)."""
+        if self.session is None:
+            return self.io.plain("nothing to undo: no session yet")
+        if arg and not arg.isdigit():
+            raise UsageError("usage: /undo [STEP] (a checkpoint number: `sentinel show` lists them)")
+        done = self.engine.undo(self.session.id, int(arg) if arg else None)
+        changed = [f"restored {p}" for p in done["restored"]] + [f"removed {p}" for p in done["removed"]]
+        self.io.say(escape("; ".join(changed) or "nothing to put back") + f" [dim](checkpoint {done['to']})[/]")
+        for path in done["missing"]:
+            self.io.error(f"could not restore {path}: its stored copy is missing")
+
     def cmd_new(self, arg: str) -> None:
         self.session = None
         self.io.say("[dim]your next message starts a new session[/]")

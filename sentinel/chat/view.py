@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from sentinel.cli.render import describe
+from sentinel.cli.render import describe, workspace_line
 from sentinel.cli.spinner import usage_text
 from sentinel.engine import events as ev
 from sentinel.ui.escape import for_stream, visible
@@ -150,6 +150,8 @@ class PlainView(View):
         elif isinstance(event, ev.Paused):
             print(visible(f"paused: {event.tool} {_short(event.arguments)} needs approval ({event.reason})"),
                   file=sys.stderr, flush=True)
+        elif isinstance(event, ev.WorkspaceChanged):  # what changed, as the harness saw it, beside any answer
+            print(f"changed: {workspace_line(event)} (/undo puts it back)", file=sys.stderr, flush=True)
 
 
 def _short(value: Any, limit: int = 200) -> str:

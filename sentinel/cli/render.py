@@ -138,6 +138,13 @@ def describe(e: ev.Event) -> str | None:
         return f"[{color}]⚑ safeguard {_t(e.kind)}[/] → {_t(e.action)}: [dim]{_esc(short(e.detail, 110))}[/]"
     if isinstance(e, ev.SelfEdited):
         return f"[magenta]✎ {_t(e.tool)}[/] {_esc(self_edit_line(e))}"
+    if isinstance(e, ev.ContractMade):
+        return f"[dim]§ contract: {_t('; '.join(e.clauses) or 'nothing the harness can check (the answer is the deliverable)')}[/]"
+    if isinstance(e, ev.Verdict):
+        return ("[green]✓ verified[/] [dim]against the contract[/]" if e.verified else
+                f"[yellow]○ not verified[/]: {_t('; '.join(e.unmet) or 'the task asks for nothing the harness can check')}")
+    if isinstance(e, ev.WorkspaceChanged):
+        return f"  [magenta]✎ {_t(workspace_line(e))}[/]"
     if isinstance(e, ev.Done):
         return "[green]■ done[/]"
     if isinstance(e, ev.Idle):
@@ -145,6 +152,14 @@ def describe(e: ev.Event) -> str | None:
     if isinstance(e, ev.Failed):
         return f"[red]✗ {_t(e.status)}[/]: {_t(e.error or '')}"
     return None
+
+
+def workspace_line(e: ev.WorkspaceChanged) -> str:
+    """What a checkpoint changed, as the harness saw it: `step 2 bash: changed when.txt; removed a.tmp`."""
+    what = "; ".join(p for p in (f"changed {', '.join(e.changed)}" if e.changed else "",
+                                 f"removed {', '.join(e.removed)}" if e.removed else "") if p) or "no file recorded"
+    head = f"undo to step {e.undo}" if e.undo is not None else e.tool
+    return f"step {e.step} {head}: {short(what, 160)}"
 
 
 def self_edit_line(e: ev.SelfEdited) -> str:

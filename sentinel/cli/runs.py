@@ -143,6 +143,14 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         console.print(f"  safeguard {g['kind']} → {g['action']}: {visible(g['detail'])}", markup=False)
     for e in detail.self_edits:
         console.print(f"  {e['tool']}: {self_edit_line(SelfEdited(run_id=detail.id, seq=0, **e))}", markup=False)
+    if detail.contract is not None:
+        console.print(f"contract: {'; '.join(detail.contract) or 'nothing the harness can check'}", markup=False)
+    if detail.verified is not None:
+        console.print("verified: " + ("yes, against the contract" if detail.verified else "no"), markup=False)
+    for c in detail.checkpoints:
+        console.print(f"  {checkpoint_line(c)}", markup=False)
+    if detail.checkpoints:
+        console.print(f"  (sentinel undo {detail.id} [--to STEP] puts the workspace back)", markup=False)
     for a in detail.pending_approvals:
         if a.code_sha256:
             console.print(f"pending approval {a.id}{_code_label(a)}", markup=False)
@@ -328,6 +336,37 @@ def cancel(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = ty
     print(f"run {outcome.id} is {outcome.status}", file=sys.stderr)
 
 
+def checkpoint_line(c: dict[str, Any]) -> str:
+    """One checkpoint as `show` lists it: `step 2 bash: changed a.txt; removed b.txt`."""
+    what = "; ".join(part for part in (f"changed {', '.join(c['changed'])}" if c["changed"] else "",
+                                       f"removed {', '.join(c['removed'])}" if c["removed"] else "") if part)
+    head = f"step {c['step']} " + (f"undo to step {c['undo']}" if c.get("undo") is not None else c["tool"])
+    return f"{head}: {what or 'no file recorded'}" + ("" if c.get("complete", True) else " (not all recorded)")
+
+
+def undo(run_id: str = typer.Argument(..., help="Run id."),
+         to: int = typer.Option(0, "--to", help="Keep the run's changes up to this checkpoint (0: undo them all)."),
+         as_json: bool = typer.Option(False, "--json")) -> None:
+    """Put a run's workspace back as it was before its changes (or after checkpoint --to STEP; `show` lists them)."""
+    with _engine() as engine:
+        done = engine.undo(run_id, to)
+    if as_json:
+        return print_json(done)
+    for path in done["restored"]:
+        print(f"restored {path}")
+    for path in done["removed"]:
+        print(f"removed {path}")
+    for path in done["missing"]:
+        print(f"could not restore {path} (its stored copy is missing)", file=sys.stderr)
+    if done["incomplete"]:
+        steps = ", ".join(str(n) for n in done["incomplete"])
+        print(f"steps {steps} were not recorded whole (a workspace too large to copy): files they changed "
+              "through a command may differ", file=sys.stderr)
+    if not (done["restored"] or done["removed"]):
+        print(f"the workspace already matches checkpoint {done['to']} of run {run_id}")
+    raise typer.Exit(1 if done["missing"] else 0)
+
+
 def register(app: typer.Typer) -> None:
-    for fn in (run, runs, show, approvals, approve, deny, resume, logs, status, cancel):
+    for fn in (run, runs, show, approvals, approve, deny, resume, logs, status, cancel, undo):
         app.command(fn.__name__)(fn)

@@ -191,6 +191,12 @@ class SystemEngine(Closing):
     def cancel(self, run_id: str) -> Outcome:
         return Outcome.from_dict(self.call("cancel", run_id=run_id))
 
+    def undo(self, run_id: str, to: int | None = None) -> dict[str, Any]:
+        """Not in system mode yet: the restore must run as the agent's user (never root in the agent's tree), in a worker the
+        supervisor starts, and that path is not built. The checkpoints are kept; `show` lists them."""
+        raise UsageError("undo is not available in system mode yet (it must run as the agent's user); the "
+                         f"run's checkpoints are kept: `sentinel show {run_id}` lists them")
+
     def run_workflow(self, name: str, input_text: str = "", *, workspace: Path | None = None,
                      on_event: Listener | None = None) -> Outcome:
         """The operator's saved workflow, sent whole: the supervisor validates it against the roster and walks

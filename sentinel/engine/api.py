@@ -72,6 +72,9 @@ class RunDetail:
     safeguards: list[dict[str, Any]] = field(default_factory=list)
     self_edits: list[dict[str, Any]] = field(default_factory=list)
     pending_approvals: list[ApprovalRow] = field(default_factory=list)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)  # what each call changed (sentinel undo)
+    contract: list[str] | None = None   # what the task asks for, in words (None: a run without one, e.g. a chat)
+    verified: bool | None = None        # the answer checked against it by the harness (None: not checked)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"pending_approvals": [a.to_dict() for a in self.pending_approvals]}
@@ -88,7 +91,13 @@ class RunDetail:
                    output=row.get("output") or state.output, error=row.get("error") or state.error,
                    steps=state.steps, created_at=row["created_at"], messages=state.messages,
                    decisions=decisions, compactions=compactions, history=history, children=children,
-                   safeguards=state.safeguards, self_edits=state.self_edits, pending_approvals=pending)
+                   safeguards=state.safeguards, self_edits=state.self_edits, pending_approvals=pending,
+                   checkpoints=[{"step": i, "call_id": s.get("call_id", ""), "tool": s.get("tool", ""),
+                                 "undo": s.get("undo"), "complete": s.get("complete", True),
+                                 "changed": sorted(p for p, e in s["changes"].items() if e is not None),
+                                 "removed": sorted(p for p, e in s["changes"].items() if e is None)}
+                                for i, s in enumerate(state.workspace_steps, 1)],
+                   contract=state.contract["clauses"] if state.contract else None, verified=state.verified)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunDetail":
@@ -148,6 +157,11 @@ class Engine(Protocol):
              on_event: Listener | None = None, follow: bool = True) -> Outcome: ...
 
     def cancel(self, run_id: str) -> Outcome: ...
+
+    def undo(self, run_id: str, to: int | None = None) -> dict[str, Any]:
+        """Put the run's workspace back as it was after checkpoint `to` (0: before its first change; None: the
+        checkpoint before the current one); what was restored, removed, and could not be."""
+        ...
 
     def runs(self, *, status: str | None = None, limit: int | None = None,
              all_hosts: bool = False) -> list[RunRow]:

@@ -214,6 +214,38 @@ class SelfEdited(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class WorkspaceChanged(Event):
+    """A tool call changed workspace files (checkpoint `step`, which `sentinel undo` and /undo go back through): the
+    harness's own account of what changed, whatever the answer says."""
+
+    type: ClassVar[str] = "workspace_changed"
+    step: int = 0
+    call_id: str = ""
+    tool: str = ""
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    undo: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContractMade(Event):
+    """What the task asks for, in words (sentinel/worker/safeguards/contract.py); empty: nothing to check."""
+
+    type: ClassVar[str] = "contract"
+    clauses: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict(Event):
+    """The answer checked against the contract by the harness: `verified` when it had clauses and all held."""
+
+    type: ClassVar[str] = "verdict"
+    verified: bool = False
+    checked: list[str] = field(default_factory=list)
+    unmet: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Done(Event):
     type: ClassVar[str] = "done"
     output: str | None = None
@@ -241,7 +273,7 @@ class Failed(Event):
 KINDS: dict[str, type[Event]] = {cls.type: cls for cls in (
     RunStarted, Resumed, MessageAdded, ModelCallStarted, TextDelta, ModelProgress, ModelCallEnded, Decision,
     ToolCallBegin, ToolCallEnd, Paused, Resolved, ChildStarted, ChildFinished, Compaction, Warned, Safeguard,
-    SelfEdited, Done, Idle, Failed)}
+    SelfEdited, WorkspaceChanged, ContractMade, Verdict, Done, Idle, Failed)}
 
 Listener = Callable[[Event], None]
 
@@ -277,8 +309,9 @@ class Translator:
     arguments on the ToolCallBegin emitted after the resume."""
 
     def __init__(self, run_id: str = "", decisions: dict[str, dict[str, Any]] | None = None,
-                 sessions: int = 0):
+                 sessions: int = 0, steps: int = 0):
         self.run_id = run_id
+        self.steps = steps  # workspace checkpoints so far
         self.known = decisions if decisions is not None else {}   # read only
         self.decisions: dict[str, dict[str, Any]] = {}
         self.sessions = sessions
@@ -349,6 +382,21 @@ class Translator:
 
     def _safeguard(self, r: rec.Safeguard, base: dict[str, Any]) -> list[Event]:
         return [Safeguard(**base, kind=r.kind, action=r.action, detail=r.detail)]
+
+    def _contract(self, r: rec.ContractMade, base: dict[str, Any]) -> list[Event]:
+        return [ContractMade(**base, clauses=[str(c) for c in r.clauses])]
+
+    def _verdict(self, r: rec.Verdict, base: dict[str, Any]) -> list[Event]:
+        return [Verdict(**base, verified=r.verified, checked=[str(c) for c in r.checked],
+                        unmet=[str(c) for c in r.unmet])]
+
+    def _workspace_step(self, r: rec.WorkspaceStep, base: dict[str, Any]) -> list[Event]:
+        self.steps += 1
+        changes = r.changes if isinstance(r.changes, dict) else {}
+        return [WorkspaceChanged(**base, step=self.steps, call_id=r.call_id, tool=r.tool,
+                                 changed=sorted(p for p, e in changes.items() if e is not None),
+                                 removed=sorted(p for p, e in changes.items() if e is None),
+                                 undo=r.undo if isinstance(r.undo, int) else None)]
 
     def _self_edit(self, r: rec.SelfEdit, base: dict[str, Any]) -> list[Event]:
         return [SelfEdited(**base, agent=r.agent, call_id=r.call_id, tool=r.tool, file=r.file, chars=r.chars,

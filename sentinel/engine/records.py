@@ -149,6 +149,7 @@ class Finished(Record):
     changed: bool = False
     interrupted: bool = False
     duplicate: bool = False
+    known: list[Any] = field(default_factory=list)  # workspace paths this call showed or wrote whole
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,9 +233,44 @@ class Archived(Record):
     path: str = ""
 
 
+@dataclass(frozen=True, kw_only=True)
+class WorkspaceStep(Record):
+    """What one tool call changed in the workspace (sentinel/worker/undo.py): path -> [sha256, mode], or null for
+    a path it removed; `undo`: the step this one restored the workspace to (`sentinel undo`); `complete`: false
+    when the workspace was too large to look at whole (only the paths a file tool named are known)."""
+
+    type: ClassVar[str] = "workspace_step"
+    call_id: str = ""
+    tool: str = ""
+    changes: dict[str, Any] = field(default_factory=dict)
+    complete: bool = True
+    undo: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContractMade(Record):
+    """What the task asks for, made once at the run's start (sentinel/worker/safeguards/contract.py): `terms` is
+    the contract's fields, `clauses` the same in words."""
+
+    type: ClassVar[str] = "contract"
+    terms: dict[str, Any] = field(default_factory=dict)
+    clauses: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict(Record):
+    """The harness's check of an answer against the contract: `verified` only when it had clauses and all held."""
+
+    type: ClassVar[str] = "verdict"
+    verified: bool = False
+    checked: list[Any] = field(default_factory=list)
+    unmet: list[Any] = field(default_factory=list)
+
+
 KINDS: dict[str, type[Record]] = {cls.type: cls for cls in (
     Created, Session, Message, Model, System, Assistant, Safeguard, SelfEdit, Decision, Started, Finished, Paused,
-    Resolved, Status, ChildStarted, ChildFinished, Compaction, Warned, Checkpoint, Archived)}
+    Resolved, Status, ChildStarted, ChildFinished, Compaction, Warned, Checkpoint, Archived, WorkspaceStep, ContractMade,
+    Verdict)}
 
 
 def parse(line: bytes | str) -> Record | None:

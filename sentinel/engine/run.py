@@ -41,7 +41,7 @@ class Run:
         self.journal = journal_mod.Journal(run_dir / JOURNAL)
         self.journal.seq = state.seq
         self.listeners: list[Listener] = []
-        self.events = Translator(state.id, state.decisions, state.sessions)
+        self.events = Translator(state.id, state.decisions, state.sessions, len(state.workspace_steps))
         self._since_snapshot = 0
 
     @staticmethod

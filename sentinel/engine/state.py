@@ -59,6 +59,11 @@ class RunState:
     rejected: bool = False                                   # the last assistant reply was not taken as an answer
     safeguards: list[dict[str, Any]] = field(default_factory=list)   # kind, action, detail: each time one fired
     self_edits: list[dict[str, Any]] = field(default_factory=list)   # edit_soul / update_user calls that wrote
+    known: list[str] = field(default_factory=list)           # workspace paths the run read or wrote whole
+    turn_args: list[str] = field(default_factory=list)       # arguments of every tool call since `request`
+    workspace_steps: list[dict[str, Any]] = field(default_factory=list)  # what each call changed (undo)
+    contract: dict[str, Any] | None = None                   # what the task asks for (terms, clauses), once a run
+    verified: bool | None = None                             # the last answer's check against the contract
     seq: int = 0
     offset: int = 0
 
@@ -94,7 +99,7 @@ class RunState:
             self._close_session()  # the time a session waited for this message is not work
             self.turn_steps, self.turn_s = self.steps, self.active_s
             self.request, self.corrections, self.changes = str(e.message.get("content") or ""), 0, 0
-            self.last_change = ""
+            self.last_change, self.turn_args = "", []
 
     def _on_model(self, e: rec.Model) -> None:
         self.model = e.model
@@ -116,6 +121,9 @@ class RunState:
         self.messages.append(e.message)
         self.steps += 1
         self.rejected = bool(e.rejected)
+        for call in e.message.get("tool_calls") or []:  # compaction may drop the message: these stay
+            function = call.get("function") if isinstance(call, dict) else None
+            self.turn_args.append(str(function.get("arguments") or "") if isinstance(function, dict) else "")
 
     def _on_safeguard(self, e: rec.Safeguard) -> None:
         self.safeguards.append({"kind": e.kind, "action": e.action, "detail": e.detail})
@@ -136,9 +144,20 @@ class RunState:
     def _on_finished(self, e: rec.Finished) -> None:
         self.finished[e.call_id] = True
         self.changes += e.changed
+        self.known += [p for p in e.known if isinstance(p, str) and p not in self.known]
         if e.changed:
             self.last_change = e.call_id
         self.messages.append({"role": "tool", "tool_call_id": e.call_id, "content": e.result})
+
+    def _on_contract(self, e: rec.ContractMade) -> None:
+        self.contract = {"terms": e.terms, "clauses": [c for c in e.clauses if isinstance(c, str)]}
+
+    def _on_verdict(self, e: rec.Verdict) -> None:
+        self.verified = e.verified
+
+    def _on_workspace_step(self, e: rec.WorkspaceStep) -> None:
+        self.workspace_steps.append({"call_id": e.call_id, "tool": e.tool, "changes": e.changes,
+                                     "complete": e.complete, "undo": e.undo, "t": e.t})
 
     def _on_paused(self, e: rec.Paused) -> None:
         self.approvals[e.call_id] = e.approval_id

@@ -262,6 +262,24 @@ class LocalEngine(Closing):
         lifecycle.cancelled(self.store, run_id, "cancelled")
         return Outcome(run_id, RunStatus.CANCELLED, row.get("output"), "cancelled")
 
+    def undo(self, run_id: str, to: int | None = None) -> dict[str, Any]:
+        """Put the run's workspace back as it was after checkpoint `to` (0: before its first change; None: the one
+        before the latest); the undo is itself a checkpoint, so it can be undone too."""
+        from sentinel.worker import undo
+
+        row = self.store.get_run(run_id)
+        with Run.open(Path(row["run_dir"])) as run:  # Busy while another process executes it
+            steps = run.state.workspace_steps
+            try:
+                target = undo.previous_point(steps) if to is None else to
+                done = undo.restore(run.dir, Path(row["workspace"]), steps, target)
+            except undo.UndoError as exc:
+                raise UsageError(str(exc)) from None
+            if done["changes"]:
+                run.record({"type": "workspace_step", "call_id": "", "tool": "undo", "changes": done["changes"],
+                            "undo": target})
+        return {"id": run_id, "to": target, **undo.summary(done)}
+
     # -- queries --------------------------------------------------------------
 
     def show(self, run_id: str) -> RunDetail:

@@ -61,22 +61,37 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    content = args["content"]
+    content, path = args["content"], args["path"]
+    fs = _writable(ctx)
     try:
-        _writable(ctx).write_bytes(args["path"], content.encode())
+        if args.get("append"):
+            return _append(fs, path, content)
+        fs.write_bytes(path, content.encode())
     except OutsideRoot:
-        raise _outside(args["path"]) from None
+        raise _outside(path) from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise _linked(args["path"]) from None
+            raise _linked(path) from None
         raise
-    return f"Wrote {len(content)} characters to {args['path']}"
+    return f"Wrote {len(content)} characters to {path}"
+
+
+def _append(fs: Confined, path: str, content: str) -> str:
+    """Add `content` at the end of `path` (on a line of its own), creating the file when it is missing."""
+    try:
+        before = fs.read_bytes(path)
+    except FileNotFoundError:
+        before = b""
+    joint = b"\n" if before and not before.endswith(b"\n") else b""
+    fs.write_bytes(path, before + joint + content.encode())
+    return f"Appended {len(content)} characters to {path} (it now has {len(before) + len(joint) + len(content.encode())} bytes)"
 
 
 def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
     path, old, new = args["path"], args["old_string"], args["new_string"]
     if not old:
-        raise ToolError("old_string must not be empty; use write_file to create a file")
+        raise ToolError("old_string must not be empty: to add text at the end of a file, call write_file with "
+                        '"append": true; to create a file, call write_file')
     fs = _writable(ctx)
     try:
         text = fs.read_bytes(path).decode("utf-8", errors="replace")
@@ -89,15 +104,17 @@ def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
     count = text.count(old)
     if count == 0:
         raise ToolError(f"old_string not found in {path}; read the file and copy the exact text")
-    if count > 1:
-        raise ToolError(f"old_string appears {count} times in {path}; include more surrounding text so it is unique")
+    every = bool(args.get("replace_all"))
+    if count > 1 and not every:
+        raise ToolError(f"old_string appears {count} times in {path}; include more surrounding text so it is "
+                        'unique, or set "replace_all": true to replace every occurrence')
     try:
-        fs.write_bytes(path, text.replace(old, new, 1).encode())
+        fs.write_bytes(path, text.replace(old, new, -1 if every else 1).encode())
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _linked(path) from None
         raise
-    return f"Edited {path}: replaced 1 occurrence"
+    return f"Edited {path}: replaced {count if every else 1} occurrence{'s' if every and count > 1 else ''}"
 
 
 def list_dir(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -166,11 +183,16 @@ _PATH = {"type": "string", "description": "Path relative to the workspace."}
 BUILTINS = [
     Tool("read_file", "Read a text file from the workspace.", _schema({"path": _PATH}, ["path"]), read_file,
          read_only=True, trigger="read"),
-    Tool("write_file", "Create or overwrite a file in the workspace.",
-         _schema({"path": _PATH, "content": {"type": "string"}}, ["path", "content"]), write_file,
+    Tool("write_file", "Create a file in the workspace, replace a file you have read whole, or add to its end "
+         "(append: true).",
+         _schema({"path": _PATH, "content": {"type": "string"},
+                  "append": {"type": "boolean", "description": "Add content at the end of the file (on a new line) "
+                             "instead of replacing the file."}}, ["path", "content"]), write_file,
          trigger="file_write"),
-    Tool("edit_file", "Replace one exact occurrence of old_string with new_string in a workspace file.",
-         _schema({"path": _PATH, "old_string": {"type": "string"}, "new_string": {"type": "string"}},
+    Tool("edit_file", "Replace one exact occurrence of old_string with new_string in a workspace file "
+         "(every occurrence with replace_all: true).",
+         _schema({"path": _PATH, "old_string": {"type": "string"}, "new_string": {"type": "string"},
+                  "replace_all": {"type": "boolean", "description": "Replace every occurrence, not just one."}},
                  ["path", "old_string", "new_string"]), edit_file, trigger="file_write"),
     Tool("list_dir", "List a directory of the workspace.", _schema({"path": _PATH}, ["path"]), list_dir,
          read_only=True, trigger="read"),

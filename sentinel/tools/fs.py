@@ -77,8 +77,9 @@ class Confined:
         with os.fdopen(fd, "rb") as f:
             return f.read() if limit is None else f.read(limit)
 
-    def write_bytes(self, path: str, data: bytes, mode: int = 0o644) -> None:
-        """Write atomically-enough for an agent: create parents beneath root, then the file."""
+    def write_bytes(self, path: str, data: bytes, mode: int = 0o644, exact_mode: bool = False) -> None:
+        """Write atomically-enough for an agent: create parents beneath root, then the file (given `mode` even
+        when it exists already, with `exact_mode`)."""
         rel = relative(self.root, path)
         parent, _, name = rel.rpartition("/")
         if not name or name in (".", ".."):
@@ -90,6 +91,8 @@ class Confined:
         finally:
             os.close(dir_fd)
         with os.fdopen(fd, "wb") as f:
+            if exact_mode:
+                os.fchmod(f.fileno(), mode)
             f.write(data)
 
     def makedirs(self, rel_dir: str) -> int:

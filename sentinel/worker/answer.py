@@ -24,6 +24,8 @@ A reply is not a final answer when it is
   it, edited it, ran a command on it): the answer (or the file written) was made up;
 - `ungrounded_number`: after tool calls, the answer states a number (two digits or more) that appears nowhere in
   the conversation: not in the request, a call or a result (a sum the model made up instead of reading it);
+- `denied_undone`: a call was denied and the task was not done (every call of the turn denied, or a change asked
+  for and none made): the run ends `failed` at once, whatever the answer says;
 - `unresolved_error`: the request asks for a file, or the reply claims an action, and the last tool call of the
   turn failed (a command's non-zero exit, a write or edit that was refused): nothing after it shows the work
   got done.
@@ -46,6 +48,7 @@ from sentinel.models.toolcalls import invented
 TOOL_AS_TEXT, EMPTY, MISSING_OUTPUT, UNBACKED = "tool_call_as_text", "empty_answer", "missing_output", "unbacked_claim"
 UNRESOLVED, NO_CHANGE, UNGROUNDED, UNREAD = "unresolved_error", "no_change", "ungrounded_number", "unread_input"
 BULLETS, INVALID, UNTESTED, PLAN = "missing_bullets", "invalid_file", "untested_fix", "plan_only"
+DENIED = "denied_undone"
 
 _CALL_TEXT = re.compile(r'\{\s*"(?:name|tool|tool_name)"\s*:\s*"([\w.-]+)"[^{}]*"(?:arguments|parameters|args)"')
 _FILE = r"[\w][\w./-]*\.[A-Za-z0-9]{1,8}\b"
@@ -80,6 +83,7 @@ class Turn:
     call_args: str = ""  # the arguments of this turn's tool calls
     denied: bool = False  # a call of this turn was denied (by policy or a person): the answer reports that
     since_change: tuple[tuple[str, str], ...] = ()  # (command, result) of each bash call after the last change
+    ran: int = 0          # tool results this turn that were not denials
 
 
 @dataclass(frozen=True)
@@ -88,10 +92,11 @@ class Problem:
     detail: str       # one line for the operator
     correction: str   # what the model reads before it tries again
     failure: str      # the run's error when the model keeps doing it
+    final: bool = False  # no correction can mend it: the run ends `failed` at once
 
 
 def check(text: str, turn: Turn) -> Problem | None:
-    return (_tool_as_text(text, turn) or _empty(text) or _plan_only(text) or _missing_output(turn) or _bullets(turn)
+    return (_tool_as_text(text, turn) or _empty(text) or _denied_undone(text, turn) or _plan_only(text) or _missing_output(turn) or _bullets(turn)
             or _invalid(turn) or _unread(turn) or _unbacked(text, turn) or _no_change(turn) or _unresolved(text, turn) or _untested(turn)
             or _ungrounded(text, turn))
 
@@ -125,6 +130,17 @@ def _empty(text: str) -> Problem | None:
                    "[sentinel] Your reply was empty. If the task is complete, say in one or two sentences what you "
                    "did or found; otherwise make the next tool call.",
                    "the model gave an empty answer")
+
+
+def _denied_undone(text: str, turn: Turn) -> Problem | None:
+    """A call was denied (by policy or a person) and the task is not done: every call of the turn was denied, or the
+    request asks for a change and none was made. The answer may report the denial honestly; the run is still not
+    `done`, and no correction is sent (the way on is the operator's, not another try at what was denied)."""
+    if not turn.denied or (turn.ran and (turn.changes or not asks_for_change(turn.request))):
+        return None
+    why = "every tool call was denied" if not turn.ran else "a tool call was denied and no change was made"
+    return Problem(DENIED, f"{why}; the answer: {short(text, 100)}", "", f"{why}, so the task was not done "
+                   f"(the model said: {short(text, 200)})", final=True)
 
 
 def outputs(request: str) -> list[str]:
@@ -328,11 +344,16 @@ def must_pass(request: str) -> str | None:
     return found.group(1).strip() if found and _PASS.search(request) else None
 
 
+def passed(command: str, since_change: tuple[tuple[str, str], ...]) -> bool:
+    """Whether a command run after the last change ran `command` (its script, for `python3 X.py`) and exited 0."""
+    key = command.split()[-1] if command.startswith("python") else command  # the script, however it is run
+    return any(key in ran and result.startswith("exit code: 0") for ran, result in since_change)
+
+
 def _untested(turn: Turn) -> Problem | None:
     if not turn.changes or (command := must_pass(turn.request)) is None:
         return None
-    key = command.split()[-1] if command.startswith("python") else command  # the script, however it is run
-    if any(key in ran and result.startswith("exit code: 0") for ran, result in turn.since_change):
+    if passed(command, turn.since_change):
         return None
     return Problem(UNTESTED, f"the request says `{command}` must pass and it has not passed since the last change",
                    f"[sentinel] The task says `{command}` must pass, and it has not been run since your last change. "
@@ -341,7 +362,9 @@ def _untested(turn: Turn) -> Problem | None:
                    f"the task says `{command}` must pass and the model did not show it passing")
 
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
+# A number standing on its own: not part of an identifier (`CHILDANSWER-4242`, `r-93505405cd`, `f01`, `v2-rc`,
+# `build_17`), whose digits claim no quantity.
+_NUMBER = re.compile(r"(?<![\w.])(?<!\w-)-?\d[\d,]*(?:\.\d+)?(?![\w])(?!-\w)")
 
 
 def _digits(token: str) -> str:
@@ -385,7 +408,8 @@ def inputs(request: str, workspace: Path) -> list[str]:
 
 
 def _unread(turn: Turn) -> Problem | None:
-    unread = [f for f in inputs(turn.request, turn.workspace) if f not in turn.call_args]
+    made = outputs(turn.request)  # a file the request asks to produce is no input, even once it exists
+    unread = [f for f in inputs(turn.request, turn.workspace) if f not in turn.call_args and f not in made]
     if not unread:
         return None
     listed = ", ".join(unread)

@@ -39,7 +39,7 @@ def overreach(command: str, allowed: list[str]) -> str | None:
     """The first deleting part of `command` that could delete a file none of `allowed` matches, or None."""
     if not allowed:
         return None
-    for words in _commands(command):
+    for words in commands(command):
         program = words[0].rsplit("/", 1)[-1] if words else ""
         if program in ("rm", "unlink"):
             operands = _operands(words[1:])
@@ -53,7 +53,7 @@ def overreach(command: str, allowed: list[str]) -> str | None:
     return None
 
 
-def _commands(command: str) -> list[list[str]]:
+def commands(command: str) -> list[list[str]]:
     """The simple commands of a shell line, as words; a line that does not split is one word list of its own."""
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION)

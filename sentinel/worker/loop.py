@@ -53,6 +53,8 @@ from sentinel.worker.children import CHILD_TOOLS, Children, result_text
 from sentinel.worker.exits import (CodeChanged, Corrected, Failed, Finished, Paused, Stopped, Unavailable, Waiting,
                                     WaitingChild)
 from sentinel.worker.stream import CallStream
+from sentinel.worker.safeguards import contract
+from sentinel.worker.undo import Checkpoints
 from sentinel.engine.status import TERMINAL, RunStatus
 
 
@@ -77,9 +79,10 @@ LOOP_REPEATS = 4     # the same tool calls this many turns in a row stop the run
 DUPLICATE = ("[sentinel note] This is the same call with the same arguments as the call just before it, so it was "
              "not run again: the result above is that call's. Do something different: the next step, or your "
              "final answer.")
-UNREAD = ("Error: not written: {path} exists and you have not read it in this task, and this call replaces the "
-          "whole file. Read it first with read_file, then change it with edit_file (or write_file with the whole "
-          "new content).")
+UNREAD = ("Error: not written: {path} exists and you have not read it whole in this task, and this call replaces "
+          "the whole file, so its current content would be lost. To add to its end, call write_file with "
+          '"append": true. To change part of it, read it with read_file, then use edit_file (or write_file with '
+          "the whole new content).")
 # A command's `> FILE` (not `>>`, `2>`, `&>` or `>&2`): it replaces FILE whole.
 _REDIRECT = re.compile(r"(?<![>&\d])>\s*['\"]?([\w][\w./-]*)")
 UNASKED = ("Error: not changed: {path} was kept, because the task is a question and asks for no change. Answer "
@@ -98,11 +101,13 @@ class AgentLoop:
         self.deps = deps
         self.state = run.state
         self._pins: dict[str, Pinned] = {}  # call id -> the code its decision hashed (this process only)
+        self._points = Checkpoints(run.dir, deps.tool_ctx.workspace)  # what each call changed, for undo
 
     # -- the loop -----------------------------------------------------------
 
     def execute(self) -> str:
         self.run.record({"type": "session", "pid": os.getpid()})
+        self.make_contract()
         self.deps.store.set_status(self.state.id, RunStatus.RUNNING)
         try:
             while True:
@@ -166,7 +171,8 @@ class AgentLoop:
             calls = recover(completion.content, self.known(), self.state.steps)
             recovered = bool(calls)
         completion.tool_calls = calls
-        problem = None if calls else answer.check(completion.content, self.turn())
+        turn = None if calls else self.turn()
+        problem = None if turn is None else answer.check(completion.content, turn) or self.unmet(turn)
         record = {"type": "assistant", "message": completion.to_message(), "model": completion.model,
                   "latency_ms": round((time.monotonic() - began) * 1000, 1), "usage": completion.usage,
                   "recovered": recovered, **({"rejected": problem.kind} if problem else {})}
@@ -179,8 +185,58 @@ class AgentLoop:
         else:
             self.send_back(record, problem)
         if not calls:
+            self.record_verdict(turn)
             raise Finished(completion.content)
         self.break_loop()
+
+    # -- the contract -------------------------------------------------------------
+
+    def make_contract(self) -> None:
+        """Once per task run, before its first model call: what the task asks for, from the task and the workspace
+        as the run finds it (sentinel/worker/safeguards/contract.py)."""
+        if self.state.kind != "task" or self.state.contract is not None or self.state.steps:
+            return
+        made = contract.derive(self.state.request, self.deps.tool_ctx.workspace)
+        self.run.record({"type": "contract", "terms": made.to_dict(), "clauses": made.clauses()})
+
+    def terms(self) -> contract.Contract | None:
+        if self.state.contract is None or self.state.kind != "task":
+            return None
+        return contract.Contract.from_dict(self.state.contract.get("terms") or {})
+
+    def unmet(self, turn: answer.Turn) -> answer.Problem | None:
+        """The contract's clauses the workspace does not meet, as a reply to send back (then a failure)."""
+        terms = self.terms()
+        if terms is None or turn.denied:
+            return None
+        missing = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn), self.printed())
+        if not missing:
+            return None
+        listed = "; ".join(missing)
+        return answer.Problem("contract_unmet", f"the task is not done: {listed}",
+                              f"[sentinel] The task is not done yet: {listed}. Do it with a tool call, then answer.",
+                              f"the task is not done: {listed}")
+
+    def printed(self) -> str:
+        """The request and what the tools printed (a command's `exit code: N` line left out), never the model's
+        own words or call arguments: what a number in a deliverable can come from."""
+        results = [_EXIT_LINE.sub("", str(m.get("content") or "")) for m in self.state.messages
+                   if m.get("role") == "tool"]
+        return "\n".join([self.state.request, *results])
+
+    @staticmethod
+    def _passed(terms: contract.Contract, turn: answer.Turn) -> bool:
+        return terms.command is None or answer.passed(terms.command, turn.since_change)
+
+    def record_verdict(self, turn: answer.Turn | None) -> None:
+        """`verified` when the contract had clauses and every one held: the answer's word is not the check."""
+        terms = self.terms()
+        if terms is None or turn is None:
+            return
+        clauses = terms.clauses()
+        unmet = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn), self.printed())
+        self.run.record({"type": "verdict", "verified": bool(clauses) and not unmet, "checked": clauses,
+                         "unmet": unmet})
 
     def known(self) -> set[str]:
         return self.deps.registry.names() if self.deps.granted is None else set(self.deps.granted)
@@ -192,7 +248,7 @@ class AgentLoop:
         request = "" if self.state.kind == "hook" else self.state.request  # a watcher's event asks for no file
         names: dict[str, str] = {}
         last: dict[str, Any] | None = None
-        calls = 0
+        calls = ran = 0
         evidence: list[str] = []
         call_args: list[str] = []
         denied = False
@@ -201,7 +257,7 @@ class AgentLoop:
             if role != "assistant" and not content.startswith("[sentinel]"):
                 evidence.append(content)  # the model's words and our corrections ground nothing; its calls do
             if role == "user" and not content.startswith("[sentinel]"):
-                last, calls, call_args, denied = None, 0, [], False
+                last, calls, ran, call_args, denied = None, 0, 0, [], False
             elif role == "assistant":
                 for c in message.get("tool_calls") or []:
                     names[c["id"]] = c["function"]["name"]
@@ -209,15 +265,27 @@ class AgentLoop:
                     call_args.append(str(c["function"].get("arguments") or ""))
             elif role == "tool":
                 last, calls = message, calls + 1
-                denied = denied or content.startswith("Denied")
+                refused = self.refused(str(message.get("tool_call_id")), content)
+                denied = denied or refused
+                ran += not refused
         since_change = self.since_change()
         last_error = None
         if last is not None:
             tool = self.deps.registry.get(names.get(str(last.get("tool_call_id")), ""))
             result = str(last.get("content") or "")
             last_error = result if answer.failed(result, changes_things=tool is None or not tool.read_only) else None
+        # the calls' arguments from the journal's record of the turn: a compaction may have dropped early reads
+        call_args = self.state.turn_args or call_args
         return answer.Turn(self.known(), self.state.changes, request, self.deps.tool_ctx.workspace, last_error,
-                           calls, "\n".join(evidence), "\n".join(call_args), denied, since_change)
+                           calls, "\n".join(evidence), "\n".join(call_args), denied, since_change, ran)
+
+    def refused(self, call_id: str, result: str) -> bool:
+        """Whether a call's result is a denial of what it asked for: by a person, or by the policy's layers. A call
+        to a tool that does not exist, or with arguments its tool rejects, is "denied" with no layer: that is a
+        model's mistake, corrected by its result, not an action someone refused."""
+        if result.startswith(("Denied by the operator", "Denied: the approval")):
+            return True
+        return result.startswith("Denied by policy") and bool((self.state.decisions.get(call_id) or {}).get("layers"))
 
     def since_change(self) -> tuple[tuple[str, str], ...]:
         """(command, result) of each bash call made after this turn's last change (a test run that checks it)."""
@@ -238,6 +306,9 @@ class AgentLoop:
     def send_back(self, record: dict[str, Any], problem: answer.Problem) -> None:
         """A reply that is no answer: the model reads a correction and tries again, up to MAX_CORRECTIONS times
         a turn; then the run fails with one line saying why."""
+        if problem.final:
+            self.run.record(record, self.safeguard(problem.kind, "stopped", problem.detail))
+            raise Failed(f"{problem.failure} (safeguard {problem.kind})")
         if self.state.corrections >= MAX_CORRECTIONS:
             self.run.record(record, self.safeguard(problem.kind, "stopped", problem.detail))
             raise Failed(f"{problem.failure} (safeguard {problem.kind}, after {MAX_CORRECTIONS} corrections)")
@@ -339,25 +410,27 @@ class AgentLoop:
         return (part, allowed) if part is not None else None
 
     def unread_overwrite(self, call: dict[str, Any]) -> str | None:
-        """The path of a write_file, or of a command's `> FILE` redirection, that would replace a workspace file
-        no earlier call of the run named (read, edited, listed by a command): a small model writes what it
-        imagines a file holds without reading it (`echo "debug = false" > settings.json`)."""
+        """The path of a write_file (not an append), or of a command's `> FILE` redirection, that would replace a
+        workspace file the run has not read whole (read_file or `cat` without truncation) nor written whole itself:
+        a small model writes what it imagines a file holds (`echo "debug = false" > settings.json`), or replaces a
+        three-line file with the one line it was asked to add. The run's journal says what it read, so a
+        compaction that dropped the read from the conversation does not make the file unread."""
         name = call["function"]["name"]
         if name not in ("write_file", "bash"):
             return None
         args = _arguments(call)
+        if name == "write_file" and args.get("append") is True:
+            return None  # adds to the file: nothing is lost
         paths = [str(args.get("path") or "")] if name == "write_file" else _REDIRECT.findall(str(args.get("command") or ""))
-        earlier = [str(c["function"].get("arguments") or "") for m in self.state.messages
-                   if m.get("role") == "assistant" for c in m.get("tool_calls") or [] if c["id"] != call["id"]]
         workspace = self.deps.tool_ctx.workspace
         for path in paths:
-            target = workspace / path
+            key = _workspace_path(workspace, path)
             try:
-                if not path or not target.is_file() or not target.resolve().is_relative_to(workspace.resolve()):
+                if key is None or not (workspace / key).is_file():
                     continue
             except OSError:
                 continue
-            if not any(path.removeprefix("./") in args for args in earlier):
+            if key not in self.state.known:
                 return path
         return None
 
@@ -474,6 +547,7 @@ class AgentLoop:
             return self.hand_to_child(call_id, name, decision)
         self.run.record({"type": "started", "call_id": call_id, "tool": name})
         before = _fingerprint(self.deps.tool_ctx.workspace) if name == "bash" else None
+        checkpoint = not tool.read_only and self.checkpoint_before(name, decision["arguments"])
         output = self.deps.registry.run(name, decision["arguments"], self.deps.tool_ctx, pinned)
         notes = [layer["note"] for layer in decision.get("layers", []) if layer.get("note")]
         notes += self.after_notes(call_id, name, decision["arguments"], output)
@@ -484,8 +558,31 @@ class AgentLoop:
         notes += [r["note"] for r in records if r.get("note")]
         if notes:
             output += "".join(f"\n\n[sentinel note] {n}" for n in notes)
+        known = _known_after(self.deps.tool_ctx.workspace, name, decision["arguments"], output)
+        step = self.checkpoint_after(call_id, name) if checkpoint else []
         self.run.record({"type": "finished", "call_id": call_id, "result": output,
-                         **({"changed": True} if changed else {})}, *records)
+                         **({"changed": True} if changed else {}), **({"known": known} if known else {})}, *records,
+                        *step)
+
+    def checkpoint_before(self, name: str, args: dict[str, Any]) -> bool:
+        """Keep what a call that may change files could overwrite (sentinel/worker/undo.py); False when the
+        checkpoint store cannot be written (the call still runs: undo will say what it cannot restore)."""
+        recorded = {p for s in self.state.workspace_steps for p in s["changes"]}
+        try:
+            self._points.before(name, args, recorded)
+        except OSError:
+            return False
+        return True
+
+    def checkpoint_after(self, call_id: str, name: str) -> list[dict[str, Any]]:
+        try:
+            changes, complete = self._points.after()
+        except OSError:
+            changes, complete = {}, False
+        if not changes and complete:
+            return []
+        return [{"type": "workspace_step", "call_id": call_id, "tool": name, "changes": changes,
+                 "complete": complete}]
 
     def verify(self, call_id: str, name: str, args: dict[str, Any], output: str,
                changed: bool) -> list[dict[str, Any]]:
@@ -622,6 +719,39 @@ def _fingerprint(workspace: Path) -> dict[str, tuple[int, int | bytes]] | None:
     except OSError:
         return None
     return seen
+
+
+_EXIT_LINE = re.compile(r"\Aexit code: -?\d+\n?")
+_TRUNCATED = re.compile(r"\n\[\.\.\. \d+ characters truncated \.\.\.\]\n")
+
+
+def _workspace_path(workspace: Path, path: str) -> str | None:
+    """`path` as one spelling relative to the workspace (`./a.txt`, `a.txt` and `/ws/a.txt` are `a.txt`); None when
+    it leaves the workspace or is empty."""
+    if not path:
+        return None
+    full = Path(os.path.normpath(workspace / path))
+    try:
+        return str(full.relative_to(os.path.normpath(workspace)))
+    except ValueError:
+        return None
+
+
+def _known_after(workspace: Path, name: str, args: dict[str, Any], output: str) -> list[str]:
+    """Workspace paths a call showed whole (read_file, `cat FILE` with nothing truncated) or wrote whole (write_file,
+    a command's `> FILE`, which replaces the file whether the command then works or not): the run knows what they
+    hold, so replacing them loses nothing it has not seen."""
+    paths: list[str] = []
+    if name == "bash":
+        command = str(args.get("command") or "")
+        paths = _REDIRECT.findall(command)
+        if output.startswith("exit code: 0") and not _TRUNCATED.search(output) and "|" not in command:
+            paths += [w for words in deletes.commands(command) if words[0] == "cat" for w in words[1:]
+                      if not w.startswith("-") and not set(w) & set("<>")]  # not `cat f | head`: part of f
+    elif (name == "read_file" and not _TRUNCATED.search(output) or name == "write_file" and not args.get("append")) \
+            and not output.startswith("Error:"):
+        paths = [str(args.get("path") or "")]
+    return [key for p in paths if (key := _workspace_path(workspace, p)) is not None]
 
 
 def _canonical(raw: Any) -> str:

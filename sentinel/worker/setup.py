@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -106,7 +107,7 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
         for tool in child_tools(children, state, lambda: named):
             registry.add(tool)
     if granted is None and focused(config, state):
-        granted = frozenset(registry.names()) - FOCUS_HIDDEN
+        granted = focus(registry.names(), state.task)
     authored.warm(tool_ctx)
 
     def prompt() -> str:
@@ -125,6 +126,13 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
 # it called edit_soul to change a port in config.ini; sixteen tools are a menu it picks from badly.
 FOCUS_HIDDEN = frozenset({"edit_soul", "update_user", "create_tool", "edit_tool", "list_tools", "delete_tool",
                           "create_skill", "list_skills", "update_plan"})
+
+
+def focus(names: set[str], task: str) -> frozenset[str]:
+    """The tools a focused run is offered: all but FOCUS_HIDDEN, except those the task names ("use edit_soul to
+    ..."): hidden, a task asked to use edit_soul ended `done` after writing soul.txt in the workspace."""
+    asked = {name for name in FOCUS_HIDDEN if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", task)}
+    return frozenset(names) - (FOCUS_HIDDEN - asked)
 
 
 def focused(config: Config, state: RunState) -> bool:

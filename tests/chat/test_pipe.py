@@ -67,3 +67,17 @@ def test_restore_names_a_session_or_says_in_one_line_why_not(model, chat_env, cl
         out = subprocess.run([sys.executable, "-m", "sentinel", "restore", ident], input="", capture_output=True,
                              text=True, env=chat_env, timeout=60)
         assert out.returncode == 2 and why in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_turn_that_changed_files_says_so_whatever_the_answer_and_undo_puts_it_back(model, chat_env,
+                                                                                      sentinel_home):
+    """The agent door's chat ran `date > when.txt`, then answered "I did not receive any input from the operator.":
+    the chat shows what the turn changed as the harness saw it, and /undo puts it back."""
+    stamp = {"tool_calls": [{"name": "bash", "arguments": {"command": "date > when.txt"}}]}
+    model([stamp, "I did not receive any input from the operator."])
+    out = piped(chat_env, "Put the date in when.txt\ny\n/undo\n")
+    assert out.returncode == 0, out.stderr
+    assert "I did not receive any input from the operator." in out.stdout
+    assert "changed: step 1 bash: changed when.txt (/undo puts it back)" in out.stderr
+    assert "removed when.txt" in out.stdout + out.stderr
+    assert not (sentinel_home / "workspace" / "when.txt").exists()

@@ -48,8 +48,14 @@ OLD_LINES = [
     '{"seq":24,"t":2,"type":"warning","message":"skill \'x\' not found; not attached"}',
     '{"seq":25,"t":2,"type":"checkpoint","title":"before children"}',
     '{"seq":26,"t":2,"type":"archived","path":"session-1.md"}',
-    '{"seq":27,"t":3,"type":"status","status":"idle","error":"stopped"}',
-    '{"seq":28,"t":3,"type":"status","status":"done","output":"answer","error":null}',
+    # a call's checkpoint (undo), the run's contract and its verdict, the paths a call read whole
+    '{"seq":27,"t":2,"type":"finished","call_id":"c8","result":"x","known":["a.txt"]}',
+    '{"seq":28,"t":2,"type":"workspace_step","call_id":"c8","tool":"bash","changes":{"a.txt":["ab",420],'
+    '"b.txt":null},"complete":true,"undo":null}',
+    '{"seq":29,"t":2,"type":"contract","terms":{"create":["a.txt"]},"clauses":["create a.txt"]}',
+    '{"seq":30,"t":2,"type":"verdict","verified":true,"checked":["create a.txt"],"unmet":[]}',
+    '{"seq":31,"t":3,"type":"status","status":"idle","error":"stopped"}',
+    '{"seq":32,"t":3,"type":"status","status":"done","output":"answer","error":null}',
 ]
 
 
@@ -70,9 +76,9 @@ def test_an_absent_output_keeps_the_answer_a_null_one_clears_it():
     for line in OLD_LINES:
         state.apply(parse(line))
     assert state.output == "answer" and state.status == "done"
-    state.apply(parse('{"seq":29,"type":"status","status":"idle","error":"stopped"}'))
+    state.apply(parse('{"seq":33,"type":"status","status":"idle","error":"stopped"}'))
     assert state.output == "answer" and state.error == "stopped"
-    state.apply(parse('{"seq":30,"type":"status","status":"failed","output":null,"error":"x"}'))
+    state.apply(parse('{"seq":34,"type":"status","status":"failed","output":null,"error":"x"}'))
     assert state.output is None
 
 

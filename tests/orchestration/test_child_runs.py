@@ -124,3 +124,23 @@ def test_the_parents_listener_hears_its_child_live_and_progress_indents_it(roste
     assert heard[-1].run_id == parent  # the child's end, then its parent's
     depths = Depths()
     assert {e.run_id: depths.of(e) for e in heard} == {parent: 0, child["id"]: 1}
+
+
+def test_a_childs_answer_carrying_an_identifier_with_digits_reaches_the_parent(roster, cli, sentinel_home):
+    """CHILDANSWER-4242 is a name, not a number the child claims: its answer is not sent back as ungrounded."""
+    roster([DELEGATE, "Parent done."], [_write("note.txt"), "CHILDANSWER-4242: the note is written."],
+           extra={"policy": {"tools": {"delegate": "auto"}}})
+    out = cli.json("run", "--agent", "orchestrator", "--json", "Have the writer write note.txt.", check=0)
+    [child] = _children(cli, out["id"])
+    shown = cli.json("show", child["id"], "--json")
+    assert shown["status"] == "done" and shown["output"] == "CHILDANSWER-4242: the note is written."
+    assert not shown["safeguards"]
+    parent = cli.json("show", out["id"], "--json")
+    assert any("CHILDANSWER-4242" in m["content"] for m in parent["messages"] if m["role"] == "tool")
+
+
+def test_what_is_a_number_an_answer_claims():
+    from sentinel.worker.answer import ungrounded
+
+    assert ungrounded("CHILDANSWER-4242, r-93505405cd, f01.txt, v2-rc, build_17", "") == []
+    assert ungrounded("the total is 12345 and -17 below", "") == ["12345", "-17"]

@@ -80,3 +80,21 @@ def test_bash_timeout_kills_the_whole_process_group(run, ws):
 def test_bash_output_is_truncated_with_a_note(run):
     out = run("bash", command="head -c 5000 /dev/zero | tr '\\0' a")
     assert "characters truncated" in out and len(out) < 1200
+
+
+def test_edit_file_replaces_every_occurrence_when_asked(run, ws):
+    """A word replacement that needs replace-all gets it; without the flag the error says how to ask."""
+    run("write_file", path="a.txt", content="cat and cat and cat")
+    assert 'replace_all": true' in run("edit_file", path="a.txt", old_string="cat", new_string="dog")
+    assert run("edit_file", path="a.txt", old_string="cat", new_string="dog", replace_all=True) == (
+        "Edited a.txt: replaced 3 occurrences")
+    assert (ws / "a.txt").read_text() == "dog and dog and dog"
+
+
+def test_write_file_appends_on_a_line_of_its_own(run, ws):
+    (ws / "notes.txt").write_text("one\ntwo\nthree")
+    assert run("write_file", path="notes.txt", content="four\n", append=True).startswith("Appended 5 characters")
+    assert (ws / "notes.txt").read_text() == "one\ntwo\nthree\nfour\n"
+    run("write_file", path="new.txt", content="first\n", append=True)  # a missing file is created
+    assert (ws / "new.txt").read_text() == "first\n"
+    assert "append" in run("edit_file", path="notes.txt", old_string="", new_string="five")  # the error says how

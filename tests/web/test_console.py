@@ -135,11 +135,12 @@ def test_a_denial_tells_the_agent_the_reason(paused, console):
     assert answer.status_code == 200 and answer.json()["decision"] == "denied"
     engine = _engine()
     deadline = time.monotonic() + 20
-    while (shown := engine.show(run_id)).status != "done" and time.monotonic() < deadline:
+    while (shown := engine.show(run_id)).status != "failed" and time.monotonic() < deadline:
         time.sleep(0.1)
     engine.close()
     assert [m["content"] for m in shown.messages if m["role"] == "tool"] == [
         "Denied by the operator: use the staging box"]
+    assert shown.status == "failed" and "denied" in shown.error  # its only call denied: the task was not done
     assert shown.decisions[0]["approval"]["approved"] is False
 
 

@@ -160,3 +160,26 @@ def test_a_chat_session_resumes_from_its_session_file_and_archives_it_when_compl
         assert not any("Resuming from checkpoint" in (m["content"] or "") for m in server.requests[-1]["messages"][-2:])
     finally:
         engine.close()
+
+
+def test_a_compacted_run_that_read_every_file_it_was_asked_to_is_not_failed_as_unread(scripted_server, configure,
+                                                                                      cli, sentinel_home):
+    """40 reads, then a compaction drops the early ones from the conversation: the journal still has them, and
+    the checks that ask "did the run open the files the task names?" (unread_input, unread_overwrite) read it."""
+    ws = sentinel_home / "workspace"
+    ws.mkdir(exist_ok=True)
+    names = [f"f{i:02d}.txt" for i in range(1, 41)]
+    for i, name in enumerate(names, 1):
+        (ws / name).write_text(f"value {i}\n" + "y" * 300 + "\n")
+    reads = [{"tool_calls": [{"name": "read_file", "arguments": {"path": n}}]} for n in names]
+    rewrite = {"tool_calls": [{"name": "write_file", "arguments": {"path": "f01.txt", "content": "value 1 checked\n"}}]}
+    server = scripted_server([*reads, rewrite, "Every file read; f01.txt marked checked.",
+                              {"match": SUMMARIZER, "content": "- Read the early files."}])
+    configure(CONFIG, server=server)
+    out = cli.json("run", f"Read {', '.join(names)} and mark f01.txt as checked.", "--json", check=0)
+    shown = cli.json("show", out["id"], "--json")
+    assert shown["compactions"], "the run must have compacted for this test to mean anything"
+    early = [m for m in shown["messages"] if m["role"] == "assistant" and "f02.txt" in str(m.get("tool_calls"))]
+    assert early == []  # the read of f02.txt is gone from what the model sees
+    assert out["status"] == "done" and "safeguards" not in out, out
+    assert (ws / "f01.txt").read_text() == "value 1 checked\n"

@@ -252,6 +252,18 @@ def test_a_task_run_on_a_local_model_is_offered_the_focused_tools(sentinel_home)
     assert {"edit_soul", "update_user", "create_tool"} <= FOCUS_HIDDEN and "recall" not in FOCUS_HIDDEN
 
 
+def test_a_focused_run_is_offered_a_hidden_tool_its_task_names():
+    """Asked to use edit_soul, a task on the embedded model was not offered it and wrote soul.txt in the workspace
+    instead, then ended done: a tool the task names by name is offered; the others stay hidden."""
+    from sentinel.worker.setup import focus
+
+    names = {"read_file", "write_file", "edit_soul", "update_user", "create_tool"}
+    assert focus(names, "Use edit_soul to make your soul mention patience.") == {"read_file", "write_file",
+                                                                                 "edit_soul"}
+    assert focus(names, "Rewrite soul.txt about patience.") == {"read_file", "write_file"}
+    assert "edit_soul" not in focus(names, "Run my-edit_soul-script.sh")
+
+
 def test_an_answer_about_a_file_never_opened_is_sent_back(scripted_server, configure, cli, sentinel_home):
     """The default model answered "Which version is set in setup.cfg?" without reading it: read it first."""
     (sentinel_home / "workspace").mkdir(exist_ok=True)
@@ -284,13 +296,35 @@ def test_writing_over_a_file_the_run_never_read_is_refused(scripted_server, conf
     assert (ws / "setup.cfg").read_text() == "[metadata]\nversion = 2.8.0\nname = demo\n"
 
 
-def test_a_change_request_whose_call_was_denied_ends_with_the_models_report(scripted_server, configure, cli):
-    """A denied call is not a model that did nothing: its answer reports the denial and the run is done."""
+def test_a_change_request_whose_call_was_denied_fails_with_the_models_report(scripted_server, configure, cli):
+    """A denied call left the task undone: however honest the answer, the run is not `done`. It fails at once
+    (no correction: the way on is the operator's), and its error carries the model's report."""
     rm = {"name": "bash", "arguments": {"command": "rm -rf build"}}
+    server = scripted_server([{"tool_calls": [rm]}, "You can try running the command again."])
+    configure({"policy": {"bash": {"default": "deny"}}}, server=server)
+    out = cli.json("run", "Delete the build directory.", "--json", check=1)
+    assert out["status"] == "failed" and out["safeguards"] == ["denied_undone"]
+    assert "denied" in out["error"] and "You can try running the command again." in out["error"]
+    assert len(server.requests) == 2
+
+
+def test_a_run_whose_only_call_the_operator_denied_is_not_done(scripted_server, configure, cli):
+    """Not a change request, and the answer reads like success: every call was denied, so nothing was done."""
+    date = {"name": "bash", "arguments": {"command": "date > when.txt"}}
+    configure(server=scripted_server([{"tool_calls": [date]}, "The command ran successfully."]))
+    paused = cli.json("run", "Run date and keep its output in when.txt.", "--json", check=3)
+    out = cli.json("deny", paused["approval_id"], "--reason", "not now", "--json", check=1)
+    assert out["status"] == "failed" and "every tool call was denied" in out["error"]
+
+
+def test_a_denied_call_followed_by_work_that_did_the_task_is_done(scripted_server, configure, cli, sentinel_home):
+    """The legitimate neighbour: policy denied one way, another call made the change."""
+    rm = {"name": "bash", "arguments": {"command": "rm -rf build"}}
+    write = {"name": "write_file", "arguments": {"path": "build.txt", "content": "cleaned\n"}}
     configure({"policy": {"bash": {"default": "deny"}}},
-              server=scripted_server([{"tool_calls": [rm]}, "I could not delete build: the policy denied it."]))
+              server=scripted_server([{"tool_calls": [rm]}, {"tool_calls": [write]}, "Recorded the clean-up."]))
     out = cli.json("run", "Delete the build directory.", "--json", check=0)
-    assert out["status"] == "done" and "safeguards" not in out
+    assert out["status"] == "done"
 
 
 def test_a_command_that_changed_no_file_is_not_a_change(scripted_server, configure, cli, sentinel_home):
@@ -555,3 +589,11 @@ def test_answers_that_only_look_like_plans_are_answers():
     for said in ("Let me know if you need anything else.", "First, I created the file.", "Now I have finished.",
                  "The staging server is heron-7.", "I need to " + "x" * 300):
         assert _plan_only(said) is None, said
+
+
+def test_a_call_to_a_tool_that_does_not_exist_is_a_mistake_not_a_denial(scripted_server, configure, cli):
+    """"Denied by policy: unknown tool" answers a model's slip: a run whose only call was one is not `denied_undone`."""
+    bogus = {"name": "delete_everything", "arguments": {}}
+    configure(server=scripted_server([{"tool_calls": [bogus]}, "Linux is a kernel."]))
+    out = cli.json("run", "What is Linux?", "--json", check=0)
+    assert out["status"] == "done"

@@ -1,0 +1,150 @@
+"""The contract of a task run: what the task asks for, made once from the task and the workspace as the run found
+it, then checked by the harness against the workspace and the journal, never by the model's word.
+
+    contract = derive(request, workspace)          # at the run's start: a `contract` journal record
+    unmet = check(contract, workspace, passed)     # at its answer: the clauses the workspace does not meet
+
+A clause is one of
+- `create FILE`: the task asks to produce FILE (`Create notes.md`, `save its output to out.txt`): it must exist and
+  not be empty (an empty answer file is no answer), and when it holds just a number, a tool must have printed that
+  number (or the request holds it): a count written as 0 after the tool printed 7 is made up;
+- `change FILE`: the task asks for a change and names exactly one file that exists (`In config.ini set debug to
+  false`, `Sort names.txt`) and no file to produce: FILE must differ from what the run found;
+- `delete PATTERN` and `keep`: the task deletes some files and keeps the rest (`Delete every .tmp file. Keep the
+  others.`): no file matching PATTERN remains, and every other file the run found is still there (whatever deleted
+  them: `rm`, a script, `mv`);
+- `pass COMMAND`: the task says COMMAND must pass: a command run after the last change ran it and exited 0.
+A task with no clause (a question, "explain …") has nothing the harness can check: its answer is the deliverable,
+and the run's `verified` is false. What the clauses cannot see: whether a file holds the right content (only that
+it exists, is not empty, or changed), and whether an answer is correct.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sentinel.worker import answer, deletes
+
+KEEP_MAX = 500  # files listed for a `keep` clause; a larger workspace leaves it unchecked
+
+
+@dataclass(frozen=True)
+class Contract:
+    create: list[str] = field(default_factory=list)
+    change: dict[str, str] = field(default_factory=dict)   # file -> sha256 of what the run found
+    delete: list[str] = field(default_factory=list)
+    keep: list[str] = field(default_factory=list)          # files found that no delete pattern matches
+    command: str | None = None
+
+    def clauses(self) -> list[str]:
+        """Each clause in words, as `show` and the progress print them."""
+        return ([f"create {f}" for f in self.create] + [f"change {f}" for f in self.change]
+                + [f"delete {p}" for p in self.delete] + ([f"keep the other {len(self.keep)} file(s)"] if self.keep
+                                                          else []) + ([f"pass `{self.command}`"] if self.command else []))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Contract":
+        def strings(value: Any) -> list[str]:
+            return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+        change = data.get("change")
+        command = data.get("command")
+        return cls(strings(data.get("create")),
+                   {k: v for k, v in change.items() if isinstance(k, str) and isinstance(v, str)}
+                   if isinstance(change, dict) else {},
+                   strings(data.get("delete")), strings(data.get("keep")), command if isinstance(command, str) else None)
+
+
+def derive(request: str, workspace: Path) -> Contract:
+    create = answer.outputs(request)
+    existing = answer.inputs(request, workspace)
+    change: dict[str, str] = {}
+    if not create and len(existing) == 1 and answer.asks_for_change(request) and not answer.asks_question(request):
+        digest = _digest(workspace / existing[0])
+        if digest is not None:
+            change[existing[0]] = digest
+    delete = deletes.targets(request)
+    keep = _others(workspace, delete) if delete else []
+    return Contract(create, change, delete, keep, answer.must_pass(request))
+
+
+def check(contract: Contract, workspace: Path, passed: bool, printed: str | None = None) -> list[str]:
+    """The clauses the workspace (and, for `pass`, the journal: `passed`) does not meet, each as one line.
+    `printed`: the request and what the run's tools printed; a file to produce that holds just a number must hold
+    one of theirs (None: not checked)."""
+    unmet = []
+    for name in contract.create:
+        path = workspace / name
+        if not path.is_file():
+            unmet.append(f"{name} does not exist")
+        elif path.stat().st_size == 0:
+            unmet.append(f"{name} is empty")
+        elif printed is not None and (number := _made_up(path, printed)) is not None:
+            unmet.append(f"{name} says {number}, a number no tool printed: compute it with a tool and write what "
+                         "it prints")
+    for name, found in contract.change.items():
+        if _digest(workspace / name) == found:
+            unmet.append(f"{name} is unchanged")
+    if contract.delete:
+        left = [p for p in _files(workspace) if _matches(p, contract.delete)]
+        if left:
+            unmet.append(f"{', '.join(left[:5])} still exist{'s' if len(left) == 1 else ''}")
+        gone = [p for p in contract.keep if not (workspace / p).exists()]
+        if gone:
+            unmet.append(f"{', '.join(gone[:5])} {'was' if len(gone) == 1 else 'were'} to be kept and "
+                         f"{'is' if len(gone) == 1 else 'are'} gone")
+    if contract.command and not passed:
+        unmet.append(f"`{contract.command}` has not passed since the last change")
+    return unmet
+
+
+_BARE = re.compile(r"\A\s*(-?\d+(?:\.\d+)?)\s*\Z")
+_TOKEN = re.compile(r"(?<![\w.])(?<!\w-)-?\d+(?:\.\d+)?(?![\w])(?!-\w)")
+
+
+def _made_up(path: Path, printed: str) -> str | None:
+    """The number a file holds when it holds just one that the request and the tools' output never showed (a
+    count written as 0 after the tool printed 7); None otherwise. 80 and 80.0 are the same number."""
+    try:
+        found = _BARE.match(path.read_text(errors="replace")[:100])
+    except OSError:
+        return None
+    if found is None:
+        return None
+    value = float(found.group(1))
+    return None if any(float(t) == value for t in _TOKEN.findall(printed)) else found.group(1)
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    except OSError:
+        return None
+
+
+def _files(workspace: Path) -> list[str]:
+    found: list[str] = []
+    for root, dirs, names in os.walk(workspace):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found += [os.path.relpath(os.path.join(root, n), workspace) for n in names]
+        if len(found) > KEEP_MAX:
+            return []
+    return sorted(found)
+
+
+def _matches(path: str, patterns: list[str]) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(name, p) or name == p for p in patterns)
+
+
+def _others(workspace: Path, patterns: list[str]) -> list[str]:
+    return [p for p in _files(workspace) if not _matches(p, patterns)]

@@ -1,0 +1,336 @@
+"""Workspace checkpoints, one per tool call that changed files, and putting a workspace back: `sentinel undo`.
+
+    points = Checkpoints(run_dir, workspace)
+    points.before("bash", args)           # before a call that may change files
+    changes, complete = points.after()     # after it: path -> [sha256, mode], or None for a path it removed
+    restore(run_dir, workspace, steps, to) # the workspace as it was after step `to` (0: before the run's first change)
+
+Content-addressed: every file content the run may need again is one blob, `<run dir>/undo/blobs/<sha256>`, written
+once however many steps hold it. `<run dir>/undo/base.json` maps each workspace file to its blob as the run found
+it (taken at the run's first call that may change files); each `workspace_step` journal record holds only the paths
+that call changed. How a step's changes are found: before each call that may change files, the size, mtime, inode
+and mode of every workspace file are noted (a stat walk, no reading); after it, only the files whose stat moved are
+read and stored. A workspace over BASE_FILES files or BASE_BYTES bytes is not copied whole: then only the path a
+file tool names is kept (its before-image lazily, its after-image after the call) and a command's steps are
+`complete: false` (undo says so). Symlinks and directories are not recorded: undo puts back file contents and
+modes, and removes files the run created; directories the run made stay (empty).
+
+Every write and removal goes through openat2(RESOLVE_BENEATH) (sentinel/tools/fs.py): a path in a journal, which
+the agent can write, never leaves the workspace. In system mode the worker keeps the checkpoints as the agent's
+user, and a restore must run as that user too: never as root in the agent's tree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any, Collection
+
+from sentinel import paths
+from sentinel.tools.fs import Confined, OutsideRoot, openat2, relative
+
+UNDO = "undo"
+BASE = "base.json"
+BASE_FILES = 20000               # a workspace with more files is not copied whole
+BASE_BYTES = 256 * 1024 * 1024   # nor one with more bytes
+FILE_BYTES = 32 * 1024 * 1024    # a larger file is never stored: a step that changed one is incomplete
+FILE_TOOLS = ("write_file", "edit_file")
+
+Stats = dict[str, tuple[int, int, int, int]]  # path -> (size, mtime_ns, inode, mode)
+
+
+class UndoError(Exception):
+    """A checkpoint cannot be stored or restored (one line for the operator)."""
+
+
+class Checkpoints:
+    """One run's blob store and base manifest; `before`/`after` bracket each call that may change files."""
+
+    def __init__(self, run_dir: Path, workspace: Path):
+        self.dir = run_dir / UNDO
+        self.workspace = Path(workspace)
+        # the harness's own files, when the workspace holds them (`sentinel run` from ~, home ~/.sentinel): never
+        # checkpointed, or each step would store the blobs of the step before
+        home = run_dir.parent.parent
+        self._skip = {os.path.realpath(p) for p in (home, run_dir.parent, paths.state_dir(home))}
+        self._stats: Stats | None = None  # the workspace as the last look saw it (this process only)
+        self._path: str | None = None     # the path a file tool names, for an incomplete workspace
+
+    # -- the base manifest ----------------------------------------------------------
+
+    def base(self) -> dict[str, Any]:
+        return load_base(self.dir)
+
+    def _save_base(self, base: dict[str, Any]) -> None:
+        tmp = self.dir / f".{BASE}.tmp"
+        tmp.write_text(json.dumps(base, separators=(",", ":")))
+        os.replace(tmp, self.dir / BASE)
+
+    # -- around one call ------------------------------------------------------------
+
+    def before(self, tool: str, args: dict[str, Any], known: set[str]) -> None:
+        """Make sure what the call may change can be put back. `known`: paths some earlier step recorded."""
+        self.dir.mkdir(mode=0o700, exist_ok=True)
+        base = self.base() if (self.dir / BASE).exists() else None
+        if base is None:
+            base = self._first_base()
+        elif self._stats is None and base["complete"]:
+            self._stats = _walk(self.workspace, skip=self._skip)
+        self._path = None
+        if tool in FILE_TOOLS:
+            path = _key(self.workspace, str(args.get("path") or ""))
+            self._path = path
+            if path is not None and path not in base["files"] and path not in known:
+                entry = self._store_file(path)  # its before-image: a path first touched now
+                if entry is not None:
+                    base["files"][path] = entry
+                    self._save_base(base)
+
+    def _first_base(self) -> dict[str, Any]:
+        stats = _walk(self.workspace, limit=True, skip=self._skip)
+        files: dict[str, Any] = {}
+        complete = stats is not None
+        if stats is not None:
+            for path in stats:
+                entry = self._store_file(path)
+                if entry is not None:
+                    files[path] = entry
+        base = {"complete": complete, "files": files}
+        self._save_base(base)
+        self._stats = stats
+        return base
+
+    def after(self) -> tuple[dict[str, Any], bool]:
+        """What the call changed: path -> [sha256, mode] or None (removed); and whether that is all of it."""
+        if self._stats is None:  # a workspace too large to walk: the path a file tool named, nothing else
+            if self._path is None:
+                return {}, False
+            return {self._path: self._store_file(self._path)}, True
+        now = _walk(self.workspace, skip=self._skip)
+        if now is None:
+            return {}, False
+        changes: dict[str, Any] = {}
+        complete = True
+        for path, seen in now.items():
+            if self._stats.get(path) != seen:
+                entry = self._store_file(path)
+                complete = complete and entry is not None
+                if entry is not None:
+                    changes[path] = entry
+        changes.update({path: None for path in self._stats if path not in now})
+        self._stats = now
+        return changes, complete
+
+    # -- blobs ------------------------------------------------------------------------
+
+    def _store_file(self, path: str) -> list[Any] | None:
+        """[sha256, mode] of a workspace file, its content stored as a blob; None when it is no regular file
+        (or is too large to keep)."""
+        try:
+            fd = Confined(self.workspace).open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except (OSError, OutsideRoot):
+            return None
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size > FILE_BYTES:
+                return None
+            data = f.read(FILE_BYTES + 1)
+        sha = hashlib.sha256(data).hexdigest()
+        blob = self.dir / "blobs" / sha
+        if not blob.exists():
+            blob.parent.mkdir(mode=0o700, exist_ok=True)
+            tmp = blob.with_name(f".{sha}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, blob)
+        return [sha, stat.S_IMODE(st.st_mode)]
+
+
+def load_base(undo_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((undo_dir / BASE).read_text())
+    except (OSError, ValueError):
+        return {"complete": False, "files": {}}
+    files = data.get("files") if isinstance(data, dict) else None
+    return {"complete": bool(data.get("complete")) if isinstance(data, dict) else False,
+            "files": files if isinstance(files, dict) else {}}
+
+
+def _key(workspace: Path, path: str) -> str | None:
+    """`path` as the workspace-relative key the manifests use; None when it leaves the workspace."""
+    try:
+        rel = relative(workspace, path)
+    except OutsideRoot:
+        return None
+    key = os.path.normpath(rel)
+    return None if key == "." or key.startswith("../") or key == ".." else key
+
+
+def _walk(workspace: Path, limit: bool = False, skip: Collection[str] = ()) -> Stats | None:
+    """Every regular file beneath the workspace (not beneath a `skip` directory), by stat alone; None (with
+    `limit`) past BASE_FILES or BASE_BYTES, or when the workspace cannot be read."""
+    seen: Stats = {}
+    total = 0
+    stack = [workspace]
+    try:
+        while stack:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    st = entry.stat(follow_symlinks=False)
+                    if stat.S_ISDIR(st.st_mode):
+                        if not skip or os.path.realpath(entry.path) not in skip:
+                            stack.append(Path(entry.path))
+                    elif stat.S_ISREG(st.st_mode):
+                        seen[os.path.relpath(entry.path, workspace)] = (st.st_size, st.st_mtime_ns, st.st_ino,
+                                                                        st.st_mode)
+                        total += st.st_size
+                        if limit and (len(seen) > BASE_FILES or total > BASE_BYTES):
+                            return None
+    except OSError:
+        return None
+    return seen
+
+
+# -- restoring -----------------------------------------------------------------------------
+
+
+def state_at(base: dict[str, Any], steps: list[dict[str, Any]], to: int) -> dict[str, Any]:
+    """path -> [sha256, mode] or None: the workspace as the checkpoints know it after step `to`."""
+    files: dict[str, Any] = dict(base["files"])
+    for step in steps[:to]:
+        for path, entry in (step.get("changes") or {}).items():
+            files[path] = entry
+    return files
+
+
+def restore(run_dir: Path, workspace: Path, steps: list[dict[str, Any]], to: int) -> dict[str, Any]:
+    """Put every path a step after `to` changed back as it was after step `to` (a file removed when it did not
+    exist then). Returns the changes made, as a `workspace_step` holds them, and what could not be restored."""
+    if not 0 <= to <= len(steps):
+        raise UndoError(f"no step {to}: the run has checkpoints 0 (before its first change) to {len(steps)}")
+    undo_dir = run_dir / UNDO
+    base = load_base(undo_dir)
+    wanted = state_at(base, steps, to)
+    touched = list(dict.fromkeys(p for step in steps[to:] for p in (step.get("changes") or {})))
+    fs = Confined(workspace)
+    changes: dict[str, Any] = {}
+    missing: list[str] = []
+    for path in touched:
+        entry = wanted.get(path)
+        if _key(workspace, path) != path:
+            missing.append(path)  # not a plain workspace path: a journal line this harness never wrote
+        elif entry is None:
+            if _exists(fs, path) and _remove(fs, path):
+                changes[path] = None
+        elif _current(fs, path) != entry:
+            if _put(fs, undo_dir, path, entry):
+                changes[path] = entry
+            else:
+                missing.append(path)
+    incomplete = [i + 1 for i, step in enumerate(steps[to:], start=to) if not step.get("complete", True)]
+    return {"changes": changes, "missing": missing, "incomplete": incomplete}
+
+
+def _exists(fs: Confined, path: str) -> bool:
+    try:
+        os.close(fs.open(path, os.O_PATH | os.O_NOFOLLOW))
+        return True
+    except (OSError, OutsideRoot):
+        return False
+
+
+def _current(fs: Confined, path: str) -> list[Any] | None:
+    try:
+        fd = fs.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except (OSError, OutsideRoot):
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return [hashlib.sha256(f.read()).hexdigest(), stat.S_IMODE(st.st_mode)]
+
+
+def _put(fs: Confined, undo_dir: Path, path: str, entry: Any) -> bool:
+    """Write the blob `entry` names at `path`, with its mode; False when the blob is missing or does not hash to
+    its name (the store is the agent's to write: a blob is checked before it is used)."""
+    if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], int)):
+        return False
+    sha, mode = entry
+    if len(sha) != 64 or not all(c in "0123456789abcdef" for c in sha):
+        return False
+    try:
+        data = (undo_dir / "blobs" / sha).read_bytes()
+    except OSError:
+        return False
+    if hashlib.sha256(data).hexdigest() != sha:
+        return False
+    try:
+        if _is_link(fs, path):
+            _remove(fs, path)  # a link planted where the file was: replaced by the file, never followed
+        fs.write_bytes(path, data, mode & 0o777, exact_mode=True)
+    except (OSError, OutsideRoot):
+        return False
+    return True
+
+
+def _is_link(fs: Confined, path: str) -> bool:
+    parent, _, name = path.rpartition("/")
+    try:
+        fd = fs.open(parent or ".", os.O_PATH | os.O_DIRECTORY)
+    except (OSError, OutsideRoot):
+        return False
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _remove(fs: Confined, path: str) -> bool:
+    parent, _, name = path.rpartition("/")
+    try:
+        root_fd = os.open(fs.root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fd = openat2(root_fd, parent or ".", os.O_PATH | os.O_DIRECTORY, 0, fs.resolve)
+        finally:
+            os.close(root_fd)
+    except (OSError, OutsideRoot):
+        return False
+    try:
+        os.unlink(name, dir_fd=fd)
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def point(steps: list[dict[str, Any]], n: int) -> int:
+    """The checkpoint the workspace matched after step `n`: an undo step stands for the checkpoint it went to."""
+    while n > 0 and steps[n - 1].get("undo") is not None:
+        target = steps[n - 1]["undo"]
+        if not isinstance(target, int) or not 0 <= target < n:
+            return n
+        n = target
+    return n
+
+
+def previous_point(steps: list[dict[str, Any]]) -> int:
+    """What a chat's /undo goes back to: the checkpoint before the one the workspace matches now."""
+    now = point(steps, len(steps))
+    if now == 0:
+        raise UndoError("nothing to undo: the workspace is as it was before the run changed anything")
+    return point(steps, now - 1)
+
+
+def summary(done: dict[str, Any]) -> dict[str, Any]:
+    changes = done["changes"]
+    return {"restored": sorted(p for p, e in changes.items() if e is not None),
+            "removed": sorted(p for p, e in changes.items() if e is None),
+            "missing": done["missing"], "incomplete": done["incomplete"]}
