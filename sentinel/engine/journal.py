@@ -31,7 +31,7 @@ from sentinel.engine.records import Record, parse
 
 # Records whose durability can wait for the next synced one (see the module's docstring).
 DEFERRED = frozenset({"model", "assistant", "system", "decision", "finished", "safeguard", "warning",
-                      "checkpoint", "compaction"})
+                      "checkpoint", "compaction", "workspace_step", "contract", "verdict"})
 
 
 class Journal:
