@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 from typing import Any, List, Optional
@@ -31,14 +30,13 @@ def _config_file() -> Path:
 
 
 def _system_root() -> Path | None:
-    mode = os.environ.get("SENTINEL_MODE", "")
-    if mode != "local":
-        from sentinel.client.paths import socket_path
+    """System mode by the rule every command follows (sentinel/client/system.py `system_mode`)."""
+    from sentinel.client.system import system_mode
 
-        if mode == "system" or os.environ.get("SENTINEL_SOCKET") or socket_path().exists():
-            from sentinel.muzzle.layout import system_config_dir
+    if system_mode():
+        from sentinel.muzzle.layout import system_config_dir
 
-            return system_config_dir()
+        return system_config_dir()
     return None
 
 
