@@ -40,14 +40,18 @@ def workspace_dir(root: Path | None = None) -> Path:
     return (root or home()) / "workspace"
 
 
-def write_atomic(path: Path, text: str, mode: int = 0o600, sync: bool = True) -> None:
+def write_atomic(path: Path, text: str, mode: int = 0o600, sync: bool = True, keep: bool = False) -> None:
     """Replace `path` with `text` in one step (temp file in the same directory, fsync, rename), so a
     reader never sees half a file; a symlink at `path` is replaced, never followed. `sync=False` skips
-    the fsync for files rebuilt from others (a crash may lose the new version, never leave half of it)."""
+    the fsync for files rebuilt from others (a crash may lose the new version, never leave half of it).
+    `keep=True`: the new file gets the owner, group and mode of the one it replaces (`mode` only when there
+    is none): a system file a command rewrites stays as setup made it, whoever runs the command."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600 if keep else mode)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
+            if keep:
+                _set_owner(fd, path, mode)
             f.write(text)
             f.flush()
             if sync:
@@ -59,6 +63,23 @@ def write_atomic(path: Path, text: str, mode: int = 0o600, sync: bool = True) ->
         except OSError:
             pass
         raise
+
+
+def _set_owner(fd: int, like: Path, mode: int) -> None:
+    """Give the new file at `fd` the owner and mode of `like` (when it is a regular file), else `mode`. The
+    file is created 0600 and opened up only after its owner is right, so no one reads it in between."""
+    import stat as stat_mod
+
+    try:
+        st = os.lstat(like)
+    except FileNotFoundError:
+        st = None
+    if st is None or not stat_mod.S_ISREG(st.st_mode):
+        os.fchmod(fd, mode)
+        return
+    if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+        os.fchown(fd, st.st_uid, st.st_gid)  # root keeps root:GROUP; anyone else may only keep their own
+    os.fchmod(fd, stat_mod.S_IMODE(st.st_mode))
 
 
 def connect_wal(path: Path, timeout_s: float) -> sqlite3.Connection:

@@ -69,7 +69,12 @@ def _save(data: dict[str, Any]) -> None:
     path = _config_file()
     validated(Config, data, path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    paths.write_atomic(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True), 0o644)
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    if _system_root() is not None:  # /etc/sentinel's: root:sentinel-muzzle 0640 as setup made it, never 0644
+        from sentinel.muzzle.system import write_config
+
+        return write_config(path, text)
+    paths.write_atomic(path, text, 0o600, keep=True)
 
 
 def _server(name: str) -> Any:

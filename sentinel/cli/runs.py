@@ -268,7 +268,7 @@ def _system_files() -> dict[str, Any]:
 
     if os.geteuid() != 0 or not admin.system_installed():
         return {}
-    return {"unreadable": admin.unreadable_files()}
+    return {"unreadable": admin.unreadable_files(), "exposed": admin.exposed_files()}
 
 
 def _status_line(key: str, value: Any) -> str:

@@ -125,7 +125,7 @@ def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
         return reply(doc | {"default_agent": registry.default(store),
                             "agents": [a.name for a in registry.all_agents(store)], "runs": counts,
                             "pending_approvals": len(store.pending_approvals()), "model_hosts": _model_hosts(sup),
-                            "unreadable": _unreadable(sup), **_notify(sup)})
+                            "unreadable": _unreadable(sup), "exposed": _exposed(sup), **_notify(sup)})
     except db.Unavailable as exc:
         return reply(doc | {"store": {**doc["store"], "reachable": False, "error": str(exc)}})
 
@@ -141,6 +141,13 @@ def _unreadable(sup: Hub) -> list[str]:
     from sentinel.supervisor import readable
 
     return readable.problems(sup.config, [a.user for a in registry.all_agents(sup.store)])
+
+
+def _exposed(sup: Hub) -> list[str]:
+    """Secrets an agent's user can read (it must not), one line each."""
+    from sentinel.supervisor import readable
+
+    return readable.exposed(sup.config, [a.user for a in registry.all_agents(sup.store)])
 
 
 def _notify(sup: Hub) -> dict[str, Any]:
