@@ -291,9 +291,9 @@ class SystemEngine(Closing):
     def status(self) -> dict[str, Any]:
         return protocol.result_object(self.call("status"))
 
-    def web_token(self) -> dict[str, Any]:
+    def web_token(self, listening: str | None = None) -> dict[str, Any]:
         """A one-time sign-in token for the web console, issued to operators only: {token, operator, prefix}."""
-        return protocol.result_object(self.call("web_token"))
+        return protocol.result_object(self.call("web_token", **({"listening": listening} if listening else {})))
 
     def web_sign_in(self, token: str, session_ttl_s: float) -> dict[str, Any] | None:
         return protocol.result_optional(self.call("web_sign_in", token=token, ttl_s=session_ttl_s))

@@ -198,12 +198,15 @@ class LocalEngine(Closing):
                                       digest=digest)
         return self._decided(approval, on_event, follow)
 
-    def web_token(self) -> dict[str, Any]:
+    def web_token(self, listening: str | None = None) -> dict[str, Any]:
         """The web console's kept secret path and a one-time sign-in token for this user (sentinel/web/guard.py)."""
         from sentinel.engine import outbox
 
+        if listening is not None:
+            outbox.set_console_url(self.store.conn, outbox.checked_url(listening))
         operator = operator_name()
         return {"prefix": outbox.console_prefix(self.store.conn), "operator": operator,
+                "console_url": outbox.console_url(self.store.conn),
                 "token": outbox.issue_sign_in(self.store.conn, operator, outbox.SIGN_IN_TTL_S)}
 
     def web_sign_in(self, token: str, session_ttl_s: float) -> dict[str, Any] | None:
