@@ -12,13 +12,19 @@ from pathlib import Path
 
 from sentinel.errors import UsageError
 
+# The client must wait for the gate longer than the gate may wait for its judge, or the client kills the
+# hook mid-verdict and the call goes on unjudged (Claude Code's own default is 30 s: a judge at 27 s is lost).
+JUDGE_DEADLINE_S = 30   # the judge's deadline for one verdict: the starter config's timeout_ms
+HOOK_MARGIN_S = 15      # the hook's own start, loading the rules, a model host starting cold
+HOOK_TIMEOUT_S = JUDGE_DEADLINE_S + HOOK_MARGIN_S
+
 STARTER_CONFIG = """\
 # Sentinel rule gate (docs/gate.md). Every key is optional.
 # The judge: the embedded local model (no server, no key; `pip install 'sentinel-harness[local]'`,
 # which Sentinel's installer does). `sentinel hook status` asks it a test question.
 backend: local
 model: qwen2.5-coder-1.5b
-timeout_ms: 30000           # a 1.5B model on a laptop CPU takes seconds per verdict
+timeout_ms: 30000           # a 1.5B model on a laptop CPU takes seconds per verdict (the client waits 45 s)
 # Other judges: ollama (backends.ollama.url, e.g. model: gemma3:4b after `ollama pull gemma3:4b`),
 # claude (model: haiku), copilot (model: gpt-5-mini), or a named OpenAI-compatible backend.
 # backends:
@@ -86,8 +92,23 @@ def install_agent(agent: str, root: Path, command: str | None = None) -> list[st
         raise UsageError(f"unknown agent {agent!r} (known: {', '.join(sorted(agents.AGENTS))})")
     if not root.is_dir():
         raise UsageError(f"--repo: {root} is not a directory")
+    scaffolded = scaffold(root)
     try:
-        written = adapter.install(str(root), command or hook_command())
+        written = adapter.install(str(root), command or hook_command(), hook_timeout_s(root))
     except ValueError as exc:  # an existing hook config that is not a JSON object
         raise UsageError(str(exc).splitlines()[0]) from None
-    return written + scaffold(root)
+    return written + scaffolded
+
+
+def hook_timeout_s(root: Path) -> int:
+    """The client's timeout for a tool hook: above the deadline of the repository's judge (its config's
+    `timeout_ms`, at least JUDGE_DEADLINE_S), by HOOK_MARGIN_S."""
+    import math
+
+    from sentinel.policy.gate.loader import load_repo
+
+    deadline = float(JUDGE_DEADLINE_S)
+    bundle = load_repo(str(root), use_cache=False)
+    if not bundle.config_error:
+        deadline = max(deadline, float(bundle.config.timeout_ms) / 1000)
+    return math.ceil(deadline + HOOK_MARGIN_S)

@@ -77,4 +77,52 @@ def test_cli_install_command(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / ".gemini/settings.json").read_text())
     assert data["hooks"]["BeforeTool"][0]["hooks"][0] == {"type": "command", "command": "sen hook gemini-cli BeforeTool",
-                                                          "timeout": 30000}
+                                                          "timeout": 45000}
+
+
+def _pre_tool_timeouts_s(agent: str, root) -> list[float]:
+    """Every timeout the client's config gives a pre/post tool hook, in seconds."""
+    files = {"claude-code": (".claude/settings.json", "PreToolUse", "timeout", 1),
+             "codex": (".codex/hooks.json", "PreToolUse", "timeout", 1),
+             "gemini-cli": (".gemini/settings.json", "BeforeTool", "timeout", 1000),
+             "cursor": (".cursor/hooks.json", "preToolUse", "timeout", 1),
+             "copilot-cli": (None, "preToolUse", "timeoutSec", 1),
+             "amazon-q": (".amazonq/cli-agents/sentinel.json", "preToolUse", "timeout_ms", 1000)}
+    path, event, key, per_s = files[agent]
+    if path is None:
+        from sentinel.hooks.agents import copilot_cli
+
+        path = copilot_cli.HOOKS_FILE
+    data = json.loads((root / path).read_text())["hooks"][event]
+    found = []
+    for entry in data:
+        for hook in entry.get("hooks", [entry]):
+            found.append(hook[key] / per_s)
+    return found
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini-cli", "cursor", "copilot-cli", "amazon-q"])
+@pytest.mark.parametrize("judge_ms", [None, 90000])
+def test_the_clients_hook_timeout_is_above_the_judges_deadline(agent, judge_ms, tmp_path):
+    """A client that kills the hook before the judge's deadline lets the call through unjudged: the hook
+    timeout install writes is the deadline (the repo config's timeout_ms, or the starter's) plus a margin."""
+    from sentinel.hooks.install import HOOK_MARGIN_S, JUDGE_DEADLINE_S
+
+    if judge_ms:
+        (tmp_path / ".claude" / "sentinel").mkdir(parents=True)
+        (tmp_path / ".claude" / "sentinel" / "config.yaml").write_text(f"timeout_ms: {judge_ms}\n")
+    install_agent(agent, tmp_path, "sen")
+    from sentinel.policy.gate.loader import load_repo
+
+    deadline_s = load_repo(str(tmp_path), use_cache=False).config.timeout_ms / 1000
+    assert deadline_s == (judge_ms / 1000 if judge_ms else JUDGE_DEADLINE_S)
+    timeouts = _pre_tool_timeouts_s(agent, tmp_path)
+    assert timeouts and all(t >= deadline_s + HOOK_MARGIN_S for t in timeouts), (timeouts, deadline_s)
+
+
+def test_the_plugins_hook_timeout_is_above_the_starter_judges_deadline():
+    from sentinel.hooks.install import HOOK_TIMEOUT_S, JUDGE_DEADLINE_S
+
+    hooks = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]
+    for event in ("PreToolUse", "PostToolUse"):
+        assert hooks[event][0]["hooks"][0]["timeout"] == HOOK_TIMEOUT_S > JUDGE_DEADLINE_S

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from sentinel.hooks import common
+from sentinel.hooks.install import HOOK_TIMEOUT_S
 from sentinel.policy.gate import action as actions
 from sentinel.policy.gate.action import Action
 
@@ -52,11 +53,11 @@ def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
 render = common.render_exit2
 
 
-def install(root: str, command: str) -> list[str]:
+def install(root: str, command: str, timeout_s: int = HOOK_TIMEOUT_S) -> list[str]:
     path = os.path.join(root, ".amazonq", "cli-agents", "sentinel.json")
     data = common.read_json(path) or dict(DEFAULT_AGENT)
     hooks = data.setdefault("hooks", {})
-    for event, timeout in (("preToolUse", 30000), ("postToolUse", 30000), ("stop", 10000)):
+    for event, timeout in (("preToolUse", timeout_s * 1000), ("postToolUse", timeout_s * 1000), ("stop", 10000)):
         entry = {"command": f"{command} hook {NAME} {event}", "timeout_ms": timeout}
         common.merge_event(hooks, event, {"matcher": "*", **entry} if event != "stop" else entry)
     return [common.write_json(path, data)]

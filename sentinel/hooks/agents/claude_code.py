@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from sentinel.hooks import common
+from sentinel.hooks.install import HOOK_TIMEOUT_S
 from sentinel.policy.gate.action import Action
 
 NAME = "claude-code"
@@ -55,7 +56,7 @@ def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> c
     return common.Reply(stdout=common.as_json(out))
 
 
-def hook_entries(command: str, timeout_s: int = 30) -> dict[str, list[dict[str, Any]]]:
+def hook_entries(command: str, timeout_s: int = HOOK_TIMEOUT_S) -> dict[str, list[dict[str, Any]]]:
     def hook(event: str, timeout: int) -> dict[str, Any]:
         return {"type": "command", "command": f"{command} {event}", "timeout": timeout}
 
@@ -64,10 +65,10 @@ def hook_entries(command: str, timeout_s: int = 30) -> dict[str, list[dict[str, 
             "Stop": [{"hooks": [hook("stop", 10)]}]}
 
 
-def install(root: str, command: str) -> list[str]:
+def install(root: str, command: str, timeout_s: int = HOOK_TIMEOUT_S) -> list[str]:
     path = os.path.join(root, ".claude", "settings.json")
     data = common.read_json(path)
     hooks = data.setdefault("hooks", {})
-    for event, entries in hook_entries(f"{command} hook {NAME}").items():
+    for event, entries in hook_entries(f"{command} hook {NAME}", timeout_s).items():
         common.merge_event(hooks, event, entries[0])
     return [common.write_json(path, data)]

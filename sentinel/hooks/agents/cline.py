@@ -103,7 +103,7 @@ def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> c
     return common.Reply(stdout=common.as_json({"cancel": False, "contextModification": text}))
 
 
-def install(root: str, command: str) -> list[str]:
+def install(root: str, command: str, timeout_s: int = 0) -> list[str]:  # the client sets no hook timeout
     paths = []
     for hook in HOOKS:
         path = os.path.join(root, HOOKS_DIR, hook)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from sentinel.hooks import common
+from sentinel.hooks.install import HOOK_TIMEOUT_S
 from sentinel.hooks.agents import claude_code
 from sentinel.policy.gate import action as actions
 
@@ -51,11 +52,11 @@ def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> c
     return claude_code.render(phase, verdict, payload)
 
 
-def install(root: str, command: str) -> list[str]:
+def install(root: str, command: str, timeout_s: int = HOOK_TIMEOUT_S) -> list[str]:
     path = os.path.join(root, HOOKS_FILE)
     data = common.read_json(path)
     hooks = data.setdefault("hooks", {})
-    for event, argument, timeout in (("PreToolUse", "pre-tool-use", 30), ("PostToolUse", "post-tool-use", 30),
+    for event, argument, timeout in (("PreToolUse", "pre-tool-use", timeout_s), ("PostToolUse", "post-tool-use", timeout_s),
                                      ("Stop", "stop", 10)):
         # No matcher: every tool, so apply_patch and MCP calls reach the gate, not only Bash.
         entry = {"hooks": [{"type": "command", "command": f"{command} hook {NAME} {argument}", "timeout": timeout}]}

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from sentinel.hooks import common
+from sentinel.hooks.install import HOOK_TIMEOUT_S
 from sentinel.policy.gate.action import Action
 
 NAME = "copilot-cli"
@@ -50,13 +51,13 @@ def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> c
     return common.Reply(stdout=common.as_json({"additionalContext": text})) if text else common.SILENT
 
 
-def install(root: str, command: str) -> list[str]:
+def install(root: str, command: str, timeout_s: int = HOOK_TIMEOUT_S) -> list[str]:
     path = os.path.join(root, HOOKS_FILE)
 
     def hook(event: str, timeout: int) -> dict[str, Any]:
         return {"type": "command", "bash": f"{command} hook {NAME} {event}", "timeoutSec": timeout}
 
-    data = {"version": 1, "hooks": {"preToolUse": [hook("preToolUse", 30)],
-                                    "postToolUse": [hook("postToolUse", 30)],
+    data = {"version": 1, "hooks": {"preToolUse": [hook("preToolUse", timeout_s)],
+                                    "postToolUse": [hook("postToolUse", timeout_s)],
                                     "agentStop": [hook("agentStop", 10)]}}
     return [common.write_json(path, data)]

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from sentinel.hooks import common
+from sentinel.hooks.install import HOOK_TIMEOUT_S
 from sentinel.policy.gate import action as actions
 from sentinel.policy.gate.action import Action
 
@@ -93,13 +94,13 @@ def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> c
     return common.stderr_advisory(verdict)
 
 
-def install(root: str, command: str) -> list[str]:
+def install(root: str, command: str, timeout_s: int = HOOK_TIMEOUT_S) -> list[str]:
     path = os.path.join(root, ".cursor", "hooks.json")
     data = common.read_json(path)
     data.setdefault("version", 1)
     hooks = data.setdefault("hooks", {})
     for event in EVENTS:
         # failClosed false: a crash or timeout of the hook follows the gate's own fail_open, never a block
-        common.merge_event(hooks, event, {"command": f"{command} hook {NAME} {event}", "timeout": 30,
+        common.merge_event(hooks, event, {"command": f"{command} hook {NAME} {event}", "timeout": timeout_s,
                                           "failClosed": False})
     return [common.write_json(path, data)]

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from sentinel.hooks import common
+from sentinel.hooks.install import HOOK_TIMEOUT_S
 from sentinel.hooks.agents import claude_code
 from sentinel.policy.gate.action import Action
 
@@ -52,11 +53,11 @@ def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> c
     return common.Reply(stdout=common.as_json(out))
 
 
-def install(root: str, command: str) -> list[str]:
+def install(root: str, command: str, timeout_s: int = HOOK_TIMEOUT_S) -> list[str]:
     path = os.path.join(root, SETTINGS_FILE)
     data = common.read_json(path)
     hooks = data.setdefault("hooks", {})
-    for event, timeout in (("BeforeTool", 30000), ("AfterTool", 30000), ("AfterAgent", 10000)):
+    for event, timeout in (("BeforeTool", timeout_s * 1000), ("AfterTool", timeout_s * 1000), ("AfterAgent", 10000)):
         entry = {"matcher": "*", "hooks": [{"type": "command", "command": f"{command} hook {NAME} {event}",
                                             "timeout": timeout}]}
         if event == "AfterAgent":

@@ -52,7 +52,7 @@ def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
 render = common.render_exit2
 
 
-def install(root: str, command: str) -> list[str]:
+def install(root: str, command: str, timeout_s: int = 0) -> list[str]:  # the client sets no hook timeout
     path = os.path.join(root, ".windsurf", "hooks.json")
     data = common.read_json(path)
     hooks = data.setdefault("hooks", {})
