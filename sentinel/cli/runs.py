@@ -113,17 +113,16 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
     """Show a run: status, messages and every decision with its reason."""
     with _engine() as engine:
         detail = engine.show(run_id)
-    if as_json:
-        return print_json(detail.to_dict())
-    from rich.console import Console
-
-    console = Console(highlight=False)
+        events = [e.to_dict() for e in engine.events(run_id) if e.durable] if as_json else []
+    if as_json:  # the events as `logs --json` prints them, the same in both modes
+        return print_json(detail.to_dict() | {"events": events})
+    console = listing_console()  # piped: a decision stays on one line (for grep)
     console.print(f"[bold]{detail.id}[/] {detail.status}  agent={detail.agent} model={detail.model}")
     console.print(f"task: {detail.task}")
     if detail.parent_id:
         console.print(f"parent: {detail.parent_id}")
     for d in detail.decisions:
-        console.print(f"  {d['tool']} {d['call_id']}: [bold]{d['outcome']}[/] — {d['reason']}")
+        console.print(f"  {d['tool']} {d['call_id']}: [bold]{d['outcome']}[/] — {d['reason']}{_resolved(d)}")
     for c in detail.children:
         console.print(f"  child {c['id']} {c['status']}  agent={c['agent']}  ({c['call_id']}): {c['task'][:60]}",
                       markup=False)
@@ -139,6 +138,19 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         console.print(f"output: {detail.output}")
     if detail.error:
         console.print(f"[red]error[/]: {detail.error}")
+
+
+def _resolved(decision: dict[str, Any]) -> str:
+    """Who answered the call's approval, and how: `; approved by alice`, `; denied by bob: not now`."""
+    from rich.markup import escape
+
+    approval = decision.get("approval")
+    if not approval:
+        return ""
+    verb = "approved" if approval.get("approved") else str(approval.get("status") or "resolved")
+    who = f" by {approval['by']}" if approval.get("by") else ""
+    why = f": {approval['reason']}" if approval.get("reason") and not approval.get("approved") else ""
+    return escape(f"; {verb}{who}{why}")
 
 
 def approvals(as_json: bool = typer.Option(False, "--json"),
@@ -253,6 +265,8 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
         return print_json(data)
     for key, value in data.items():
         print(_status_line(key, value))
+    if str(data.get("config") or "").startswith("BROKEN"):
+        print("warning: the operator's config.yaml no longer loads: see `config` above")
     if data.get("sandbox") == "best_effort":
         print("warning: sandbox is best_effort: a sandbox layer that cannot be applied does not stop a launch")
     if (data.get("store") or {}).get("reachable") is False:

@@ -409,7 +409,11 @@ class LocalEngine(Closing):
         from sentinel.models import split
 
         if model:
-            split(model)
+            provider, name = split(model)
+            if provider == "local":
+                from sentinel.models.weights import check_name
+
+                check_name(name)
         for name in skills:
             if skill_files.get(name, self.home) is None:
                 raise UsageError(f"skill {name!r}: no skills/{name}/SKILL.md here or bundled")

@@ -65,6 +65,18 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "sentinel" / "models"
 
 
+def check_name(model: str) -> None:
+    """A `local/<model>` name that can never load is bad input (UsageError), found before a run exists: not a
+    catalog name, or a .gguf path with no file. Nothing is assembled or loaded here."""
+    from sentinel.errors import UsageError
+
+    if model.endswith(".gguf"):
+        if not Path(model).expanduser().is_file():
+            raise UsageError(f"model local/{model}: no such GGUF file")
+    elif model not in CATALOG:
+        raise UsageError(f"model local/{model}: unknown local model (known: {', '.join(CATALOG)}, or a .gguf path)")
+
+
 def path_of(model: str) -> Path:
     """The GGUF file of `local/<model>`: a catalog name or a path ending in .gguf."""
     if model.endswith(".gguf"):

@@ -152,3 +152,20 @@ def test_the_installers_first_task_runs_in_local_mode_beside_a_running_superviso
                           capture_output=True, text=True, timeout=60)
     assert runs.returncode == 0 and runs.stdout.strip() == "[]", runs.stdout + runs.stderr
     assert len(server.requests) == 2  # the task ran here, on root's own home
+
+
+@pytest.mark.root
+def test_status_notices_an_operator_config_that_no_longer_parses(system, supervisor):
+    import json
+    import sys
+
+    supervisor()
+    status = lambda *a: subprocess.run([sys.executable, "-m", "sentinel", "status", *a],  # noqa: E731
+                                       env={**os.environ, **system.env}, capture_output=True, text=True, timeout=60)
+    assert json.loads(status("--json").stdout)["config"].startswith("ok")
+    config = system.etc / "config.yaml"
+    config.write_text(config.read_text() + "muzzle: [broken\n")  # an edit after the supervisor started
+    shown = json.loads(status("--json").stdout)["config"]
+    assert shown.startswith("BROKEN") and str(config) in shown and "invalid YAML" in shown, shown
+    human = status()
+    assert human.returncode == 0 and "no longer loads" in human.stdout, human.stdout + human.stderr
