@@ -54,10 +54,10 @@ def test_runs_keeps_a_long_task_on_one_line_and_names_a_watchers_firing(scripted
     assert "⚑ watcher nightly fired (report.due)" in hook and not _json_in(hook)
 
 
-def test_logs_follow_prints_lines_for_people_never_json(scripted_server, configure, cli):
+def test_logs_prints_lines_for_people_never_json(scripted_server, configure, cli):
     configure(server=scripted_server(CLEAN))
     run_id = cli.json("run", "clean up", "--json", check=3)["id"]
-    lines = cli("logs", run_id, "--follow", check=0, timeout=20).stdout.splitlines()
+    lines = cli("logs", run_id, check=0, timeout=20).stdout.splitlines()
     assert lines and not [line for line in lines if _json_in(line)]
     assert any(line.startswith("✉ user: clean up") for line in lines)
     assert any("▸ bash rm -rf build/[ab] → needs_approval" in line for line in lines)
