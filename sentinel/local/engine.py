@@ -32,7 +32,7 @@ from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, Sessi
 from sentinel.engine.run import Run
 from sentinel.engine.state import JOURNAL, RunState, history
 from sentinel.engine.store import Store, new_id
-from sentinel.errors import Busy, NotFound, SentinelError, UsageError
+from sentinel.errors import Busy, Damaged, NotFound, SentinelError, UsageError
 from sentinel.engine.status import SETTLED, TERMINAL, RunStatus
 
 if TYPE_CHECKING:
@@ -444,7 +444,7 @@ class LocalEngine(Closing):
 
             try:
                 kick(self.store, self.config, self.home)
-            except (OSError, sqlite3.Error) as exc:  # the run stands; its notification waits for the next kick
+            except (OSError, sqlite3.Error, Damaged) as exc:  # the run stands; its notification waits for the next kick
                 print(f"warning: notify: could not queue or start the deliverer: {exc}", file=sys.stderr)
 
     def _outcome_of(self, row: dict[str, Any]) -> Outcome:
