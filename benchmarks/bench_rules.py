@@ -51,7 +51,7 @@ CASES: dict[str, tuple[list[Case], list[Case]]] = {
          _bash("git push -f origin HEAD:refs/heads/topic/cleanup")],
         [_bash("git push --force origin main"), _bash("git push -f origin master"),
          _bash("git push origin release/2.1 --force"), _bash("git push --force origin HEAD:main"),
-         _bash("git push -f upstream release/1.0"), _bash("git push --force")]),
+         _bash("git push -f upstream release/1.0")]),
     "billing-protection": (
         [_write("src/core/billing/tax.py", "# BILL-123: round VAT half-up\nRATE = 0.2\n"),
          _write("src/core/billing/README_NOTES.py", "# formatting only, no behaviour change\n"),
