@@ -413,7 +413,7 @@ class LocalEngine(Closing):
             if provider == "local":
                 from sentinel.models.weights import check_name
 
-                check_name(name)
+                check_name(name, self.config.muzzle.local_models)
         for name in skills:
             if skill_files.get(name, self.home) is None:
                 raise UsageError(f"skill {name!r}: no skills/{name}/SKILL.md here or bundled")

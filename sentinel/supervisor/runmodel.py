@@ -54,7 +54,7 @@ def allowed(config: "Config", agent: str, model: str, what: str) -> None:
         from sentinel.models.weights import check_name
 
         try:
-            check_name(model.partition("/")[2])
+            check_name(model.partition("/")[2], config.muzzle.local_models)
         except UsageError as exc:
             raise UsageError(f"{what}: {exc}") from None
 

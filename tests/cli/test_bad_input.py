@@ -31,7 +31,7 @@ def test_the_issue_config_shape_works(sentinel_home, cli, scripted_server):
     (["run", "x", "--model", "nomodel"], "expected provider/model"),
     (["run", "x", "--model", "nope/m"], "unknown provider 'nope'"),
     (["run", "x", "--model", "local/no-such-model"], "unknown local model"),
-    (["run", "x", "--model", "local/missing.gguf"], "no such GGUF file"),
+    (["run", "x", "--model", "local/missing.gguf"], "muzzle: {local_models:"),
     (["run", "x", "--agent", "ghost"], "no agent 'ghost'"),
     (["run", "x", "--workspace", "/does/not/exist"], "--workspace"),
     (["show", "r-missing"], "no run 'r-missing'"),
