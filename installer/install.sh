@@ -78,26 +78,31 @@ fi
 ln -sf "$venv/bin/sentinel" /usr/local/bin/sentinel
 chmod -R a+rX "$venv"
 
+# The first task: local mode on root's own home, whatever runs here (installer/first-task.sh).
 echo "==> first task on the embedded default model (no server, no key): it must make a tool call"
 # The first use assembles the model from its packages (SHA-256 checked) and starts its model host.
-workspace="$(mktemp -d /tmp/sentinel-first-run.XXXXXX)"
-sentinel run --workspace "$workspace" "Create a file hello.txt containing the word hi"
-if grep -qx 'hi' "$workspace/hello.txt" 2>/dev/null; then
-    echo "==> the agent wrote $workspace/hello.txt: $(cat "$workspace/hello.txt")"
-else
-    echo "error: the first task did not write $workspace/hello.txt containing hi (see: sentinel runs; sentinel show ID)" >&2
-    exit 1
-fi
+first=0
+SENTINEL_CLI="$venv/bin/sentinel" bash "$here/installer/first-task.sh" || first=$?
 
 if [ "$system" = 1 ]; then
     echo "==> system mode: operator group, Muzzle's user and keys, /etc/sentinel, systemd units"
     # Workers run as the agents' users and Muzzle as its own: each imports Sentinel from this checkout.
     if ! setpriv --reuid=65534 --regid=65534 --clear-groups "$venv/bin/python" -I -c "import sentinel" 2>/dev/null; then
         echo "error: other users cannot read Sentinel at $here (system mode runs it as the agents' users and as" \
-             "Muzzle's): put the checkout where every user can read it, or chmod -R a+rX it and its parents" >&2
+             "Muzzle's): put the checkout where every user can read it, or chmod -R a+rX it and its parents;" \
+             "system mode was NOT set up" >&2
         exit 1
     fi
+    # One line per thing: created now, or kept as it was (owners and modes repaired); a running supervisor
+    # is left running.
     "$venv/bin/python" -m sentinel.supervisor.install
     echo "next: name providers and models in /etc/sentinel/config.yaml (keys in /etc/sentinel/muzzle/keys.env), then"
     echo "      sudo sentinel setup --name \"Your Agent\" && sudo sentinel supervisor"
 fi
+
+if [ "$first" -ne 0 ]; then
+    echo "error: the first task failed (above)$( [ "$system" = 1 ] && echo '; system mode was set up all the same' );" \
+         "fix it and run the installer again (it keeps what is done)" >&2
+    exit 1
+fi
+echo "==> done: Sentinel is installed$( [ "$system" = 1 ] && echo ', with system mode' ); running it again is safe"

@@ -7,13 +7,16 @@
 It speaks only the engine protocol (`sentinel.engine.api.Engine`) and renders its events, so local and
 system mode behave alike. A session is a durable run: each message is a turn (`start` for the first,
 `send` after), a turn that pauses for approval asks y/N here and resolves the same approval the queue
-holds, and Ctrl-C stops the turn (`interrupt`), not the shell.
+holds, and Ctrl-C stops the turn (`interrupt`), not the shell: the command it runs, with everything
+it started, is dead when "turn stopped" shows. Closing the terminal (SIGHUP) stops the turn the same
+way, then leaves.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -30,6 +33,15 @@ from sentinel.engine.status import TERMINAL, RunStatus
 from sentinel.ui.escape import visible
 
 Turn = Callable[[View], Outcome]
+
+
+class HungUp(KeyboardInterrupt):
+    """The terminal closed (SIGHUP): the turn stops as with Ctrl-C, then the chat leaves."""
+
+
+def _hang_up(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # once: stopping the turn must not be cut short
+    raise HungUp()
 SKILL = re.compile(r"(?<!\S)\$([a-z0-9][a-z0-9_-]*)(?!\S)")
 NOT_YET = {
     "memory": "memory search is not available in this version yet",
@@ -135,8 +147,11 @@ class Shell:
             while outcome is not None and outcome.status == RunStatus.WAITING_APPROVAL:
                 view.close()  # no spinner left under the question
                 outcome = self.approval(outcome, view)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             view.close()
+            if isinstance(exc, HungUp):  # no one reads the screen any more: stop the turn, then leave
+                self.stop(view, quiet=True)
+                raise
             return self.stop(view)
         finally:
             view.close()
@@ -150,15 +165,20 @@ class Shell:
         if outcome.status in (RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.CANCELLED):
             self.io.error(f"session {outcome.id} is {outcome.status}: {outcome.error or ''}")
 
-    def stop(self, view: View) -> Outcome | None:
+    def stop(self, view: View, *, quiet: bool = False) -> Outcome | None:
+        """Stop the turn: its command, if one runs, is already dead (its keeper killed its whole tree before
+        the interrupt reached us here, sentinel/leash/launch.py `_cancel`); the session waits for a message."""
         run_id = view.run_id or (self.session.id if self.session else None)
         if run_id is None:
             return None
         try:
             outcome = self.engine.interrupt(run_id)
         except SentinelError as exc:
-            self.io.error(f"could not stop the turn: {exc}")
+            if not quiet:
+                self.io.error(f"could not stop the turn: {exc}")
             return None
+        if quiet:
+            return outcome
         self.io.say("[yellow]turn stopped[/] [dim](the session waits for your next message)[/]")
         self.settle(outcome)
         return outcome
@@ -366,5 +386,11 @@ def run(engine: Engine, history: Path, *, new: bool = False, session: str | None
         from sentinel.chat.terminal import LineIO
 
         shell.io = LineIO()
-    shell.open(new=new, session=session)
-    shell.loop()
+    previous = signal.signal(signal.SIGHUP, _hang_up)
+    try:
+        shell.open(new=new, session=session)
+        shell.loop()
+    except HungUp:
+        pass
+    finally:
+        signal.signal(signal.SIGHUP, previous)

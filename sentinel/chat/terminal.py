@@ -51,7 +51,9 @@ class TerminalIO:
         while True:
             try:
                 return self.session.prompt([("class:prompt", prompt)])
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as exc:
+                if type(exc) is not KeyboardInterrupt:  # the terminal closed (chat.shell.HungUp): leave
+                    raise
                 continue  # Ctrl-C at the prompt clears the line; only Ctrl-D leaves
             except EOFError:
                 return None

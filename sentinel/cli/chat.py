@@ -42,14 +42,17 @@ def chats(as_json: bool = typer.Option(False, "--json")) -> None:
         rows = engine.sessions()
     if as_json:
         return print_json([r.to_dict() for r in rows])
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text  # cells are text, never markup: the title is what someone typed
+
+    from sentinel.cli.render import listing_console
 
     table = Table("id", "status", "agent", "last active", "title", box=None)
     for r in rows:
-        table.add_row(r.id, r.status, r.agent or "", time.strftime("%Y-%m-%d %H:%M", time.localtime(r.updated_at)),
-                      " ".join(str(r.title).split())[:60])
-    Console().print(table)
+        table.add_row(*map(Text, (r.id, r.status, r.agent or "",
+                                  time.strftime("%Y-%m-%d %H:%M", time.localtime(r.updated_at)),
+                                  " ".join(str(r.title).split())[:60])))
+    listing_console().print(table)  # piped: one line per session, whatever the title's length
 
 
 def restore(session_id: str = typer.Argument(..., help="Session id (see `sentinel chats`).")) -> None:

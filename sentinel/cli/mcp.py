@@ -34,14 +34,13 @@ def _config_file() -> Path:
 
 
 def _system_root() -> Path | None:
-    mode = os.environ.get("SENTINEL_MODE", "")
-    if mode != "local":
-        from sentinel.client.paths import socket_path
+    """System mode by the rule every command follows (sentinel/client/system.py `system_mode`)."""
+    from sentinel.client.system import system_mode
 
-        if mode == "system" or os.environ.get("SENTINEL_SOCKET") or socket_path().exists():
-            from sentinel.muzzle.layout import system_config_dir
+    if system_mode():
+        from sentinel.muzzle.layout import system_config_dir
 
-            return system_config_dir()
+        return system_config_dir()
     return None
 
 
@@ -74,7 +73,12 @@ def _save(data: dict[str, Any]) -> None:
     path = _config_file()
     validated(Config, data, path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    paths.write_atomic(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True), 0o644)
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    if _system_root() is not None:  # /etc/sentinel's: root:sentinel-muzzle 0640 as setup made it, never 0644
+        from sentinel.muzzle.system import write_config
+
+        return write_config(path, text)
+    paths.write_atomic(path, text, 0o600, keep=True)
 
 
 def _server(name: str) -> Any:

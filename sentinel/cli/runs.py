@@ -120,22 +120,21 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
     """Show a run: status, messages and every decision with its reason."""
     with _engine() as engine:
         detail = engine.show(run_id)
-    if as_json:
-        return print_json(detail.to_dict())
-    from rich.console import Console
-
+        events = [e.to_dict() for e in engine.events(run_id) if e.durable] if as_json else []
+    if as_json:  # the events as `logs --json` prints them, the same in both modes
+        return print_json(detail.to_dict() | {"events": events})
     from rich.markup import escape
 
     def t(value: Any) -> str:  # an agent's text in a markup line: one line, hiding characters shown, no markup
         return escape(visible(value))
 
-    console = Console(highlight=False)
+    console = listing_console()  # piped: a decision stays on one line (for grep)
     console.print(f"[bold]{t(detail.id)}[/] {t(detail.status)}  agent={t(detail.agent)} model={t(detail.model)}")
     console.print(f"task: {visible(detail.task, newlines=True)}", markup=False)
     if detail.parent_id:
         console.print(f"parent: {t(detail.parent_id)}")
     for d in detail.decisions:
-        console.print(f"  {t(d['tool'])} {t(d['call_id'])}: [bold]{t(d['outcome'])}[/] — {t(d['reason'])}")
+        console.print(f"  {t(d['tool'])} {t(d['call_id'])}: [bold]{t(d['outcome'])}[/] — {t(d['reason'])}{_resolved(d)}")
     for c in detail.children:
         console.print(f"  child {c['id']} {c['status']}  agent={c['agent']}  ({c['call_id']}): "
                       f"{visible(c['task'][:60])}", markup=False)
@@ -160,6 +159,19 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         console.print(f"output: {visible(detail.output, newlines=True)}", markup=False)
     if detail.error:
         console.print(f"[red]error[/]: {t(detail.error)}")
+
+
+def _resolved(decision: dict[str, Any]) -> str:
+    """Who answered the call's approval, and how: `; approved by alice`, `; denied by bob: not now`."""
+    from rich.markup import escape
+
+    approval = decision.get("approval")
+    if not approval:
+        return ""
+    verb = "approved" if approval.get("approved") else str(approval.get("status") or "resolved")
+    who = f" by {approval['by']}" if approval.get("by") else ""
+    why = f": {approval['reason']}" if approval.get("reason") and not approval.get("approved") else ""
+    return escape(visible(f"; {verb}{who}{why}"))
 
 
 def approvals(as_json: bool = typer.Option(False, "--json"),
@@ -275,13 +287,86 @@ def resume(run_id: str = typer.Argument(...), as_json: bool = typer.Option(False
 def logs(run_id: Optional[str] = typer.Argument(None, help="Run id (default: the newest run)."),
          follow: bool = typer.Option(False, "--follow", "-f", help="Keep streaming until the run pauses or ends."),
          as_json: bool = typer.Option(False, "--json", help="One JSON event per line.")) -> None:
-    """Print a run's events (one JSON object per line with --json)."""
+    """Print a run's events (one JSON object per line with --json). --follow follows the run until it ends,
+    through its pauses for approval, and says so when nothing new has come for a while."""
+    with _engine() as engine:
+        if not follow:
+            for event in engine.events(run_id):
+                _print_event(event, as_json)
+            return
+        _follow(engine, run_id or _newest(engine), as_json)
+
+
+HEARTBEAT_S = 10.0     # nothing new for this long: say the run is still going (a model call journals nothing)
+PAUSE_POLL_S = 1.0     # how often a paused run is looked at for its answer
+
+
+def _print_event(event: Any, as_json: bool) -> None:
     import json
 
-    with _engine() as engine:
-        for event in engine.events(run_id, follow=follow):
-            if event.durable:
-                print(json.dumps(event.to_dict(), ensure_ascii=False) if as_json else plain(event), flush=True)
+    if event.durable:
+        print(json.dumps(event.to_dict(), ensure_ascii=False) if as_json else plain(event), flush=True)
+
+
+def _newest(engine: Engine) -> str:
+    rows = engine.runs(limit=1)
+    if not rows:
+        raise NotFound("no runs yet")
+    return rows[0].id
+
+
+def _follow(engine: Engine, run_id: str, as_json: bool) -> None:
+    """Stream the run's events until it ends; at a pause, wait for its answer and go on streaming."""
+    after = 0
+    while True:
+        after = _stream(engine, run_id, after, as_json)
+        status = engine.show(run_id).status
+        if status == RunStatus.RUNNING:  # the stream ended as the run changed hands: look again
+            time.sleep(PAUSE_POLL_S)
+            continue
+        if status != RunStatus.WAITING_APPROVAL:
+            return
+        if not as_json:
+            print(f"  … waiting for approval (sentinel approvals); following run {run_id} until it goes on",
+                  flush=True)
+        while engine.show(run_id).status == RunStatus.WAITING_APPROVAL:
+            time.sleep(PAUSE_POLL_S)
+
+
+def _stream(engine: Engine, run_id: str, after: int, as_json: bool) -> int:
+    """One follow of the event stream (until the run pauses or ends), with a line when it is quiet for long."""
+    import queue
+    import threading
+
+    items: "queue.Queue[Any]" = queue.Queue()
+    end = object()
+
+    def pump() -> None:
+        try:
+            for event in engine.events(run_id, after=after, follow=True):
+                items.put(event)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            items.put(exc)
+        items.put(end)
+
+    threading.Thread(target=pump, name="logs-follow", daemon=True).start()
+    quiet_since = time.monotonic()
+    while True:
+        try:
+            item = items.get(timeout=HEARTBEAT_S)
+        except queue.Empty:
+            if not as_json:
+                print(f"  … still running: nothing new for {time.monotonic() - quiet_since:.0f} s (a model call or "
+                      "a tool shows when it ends)", flush=True)
+            continue
+        if item is end:
+            return after
+        if isinstance(item, BaseException):
+            raise item
+        _print_event(item, as_json)
+        quiet_since = time.monotonic()
+        if item.run_id == run_id:
+            after = max(after, item.seq)
 
 
 def status(as_json: bool = typer.Option(False, "--json")) -> None:
@@ -297,6 +382,8 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
         return print_json(data)
     for key, value in data.items():
         print(_status_line(key, value))
+    if str(data.get("config") or "").startswith("BROKEN"):
+        print("warning: the operator's config.yaml no longer loads: see `config` above")
     if data.get("sandbox") == "best_effort":
         print("warning: sandbox is best_effort: a sandbox layer that cannot be applied does not stop a launch")
     if (data.get("store") or {}).get("reachable") is False:
@@ -312,7 +399,7 @@ def _system_files() -> dict[str, Any]:
 
     if os.geteuid() != 0 or not admin.system_installed():
         return {}
-    return {"unreadable": admin.unreadable_files()}
+    return {"unreadable": admin.unreadable_files(), "exposed": admin.exposed_files()}
 
 
 def _status_line(key: str, value: Any) -> str:

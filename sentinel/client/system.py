@@ -1,6 +1,7 @@
 """The CLI's side of the operator socket: find the supervisor, send one request, render its stream.
 
     connect() -> SystemEngine | None     None means local mode
+    system_mode() -> bool                the same rule, for commands that work on files
 
 Mode: SENTINEL_MODE=local forces local mode; SENTINEL_SOCKET (or SENTINEL_MODE=system) names a
 supervisor that must answer; SENTINEL_HOME set (and neither of those) keeps local mode on that home;
@@ -36,10 +37,26 @@ class Denied(SentinelError):
     exit_code = 2
 
 
+def _explicit() -> bool:
+    return bool(os.environ.get("SENTINEL_SOCKET")) or os.environ.get("SENTINEL_MODE", "") == "system"
+
+
+def _local_asked() -> bool:
+    return os.environ.get("SENTINEL_MODE", "") == "local" or bool(os.environ.get("SENTINEL_HOME") and not _explicit())
+
+
+def system_mode() -> bool:
+    """The mode rule, without asking the supervisor anything: system mode when it is asked for, or when
+    nothing asks for local mode and this user can see the socket. Commands that work on files rather than
+    through the socket (`sentinel mcp add`: /etc/sentinel's config.yaml or $SENTINEL_HOME's) choose by it."""
+    if _local_asked():
+        return False
+    return _explicit() or bool(_visible(paths.socket_path()))
+
+
 def connect() -> "SystemEngine | None":
-    mode = os.environ.get("SENTINEL_MODE", "")
-    explicit = bool(os.environ.get("SENTINEL_SOCKET")) or mode == "system"
-    if mode == "local" or (os.environ.get("SENTINEL_HOME") and not explicit):
+    explicit = _explicit()
+    if _local_asked():
         return None
     path = paths.socket_path()
     seen = _visible(path)
@@ -281,9 +298,9 @@ class SystemEngine(Closing):
     def status(self) -> dict[str, Any]:
         return protocol.result_object(self.call("status"))
 
-    def web_token(self) -> dict[str, Any]:
+    def web_token(self, listening: str | None = None) -> dict[str, Any]:
         """A one-time sign-in token for the web console, issued to operators only: {token, operator, prefix}."""
-        return protocol.result_object(self.call("web_token"))
+        return protocol.result_object(self.call("web_token", **({"listening": listening} if listening else {})))
 
     def web_sign_in(self, token: str, session_ttl_s: float) -> dict[str, Any] | None:
         return protocol.result_optional(self.call("web_sign_in", token=token, ttl_s=session_ttl_s))

@@ -221,9 +221,10 @@ class Engine(Protocol):
         """Record memory notes the CLI's sync found and quarantined (note, title, finding), one audit record each."""
         ...
 
-    def web_token(self) -> dict[str, Any]:
+    def web_token(self, listening: str | None = None) -> dict[str, Any]:
         """The web console's kept secret path and a one-time sign-in token for this operator:
-        {prefix, operator, token} (sentinel/web/guard.py)."""
+        {prefix, operator, token} (sentinel/web/guard.py). `listening`: the address (scheme://host:port) of the
+        console now starting, which links then name (unless `web.public_url` is set)."""
         ...
 
     def web_sign_in(self, token: str, session_ttl_s: float) -> dict[str, Any] | None:

@@ -25,6 +25,7 @@ from sentinel.engine import db
 from sentinel.errors import UsageError
 
 PREFIX_KEY = "web_prefix"
+CONSOLE_URL_KEY = "console_url"  # the listener of the console that serves the links (`sentinel web`)
 SIGN_IN_TTL_S = 86400.0  # a sign-in URL works once, within a day
 SINCE_KEY = "notify_since"
 
@@ -41,6 +42,36 @@ def meta_once(conn: db.Conn, key: str, value: str) -> str:
     """The meta value under `key`, set to `value` by the first caller (every process agrees on it)."""
     conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (key, value))
     return str(conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()[0])
+
+
+def set_console_url(conn: db.Conn, url: str) -> None:
+    """Where the console that serves this store's links listens now (`sentinel web` says so when it starts)."""
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+                 (CONSOLE_URL_KEY, url))
+
+
+def checked_url(url: object) -> str:
+    """A console's address as `scheme://host:port`, nothing more (it goes into every link)."""
+    import re
+
+    if not isinstance(url, str) or len(url) > 300 or not re.fullmatch(r"https?://[A-Za-z0-9.\-\[\]:]+", url):
+        from sentinel.errors import UsageError
+
+        raise UsageError(f"listening: {str(url)[:80]!r} is not a console address (http://HOST:PORT)")
+    return url
+
+
+def console_url(conn: db.Conn) -> str | None:
+    """The address the last console of this store listened on (scheme://host:port), if one ever did."""
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (CONSOLE_URL_KEY,)).fetchone()
+    return str(row[0]) if row else None
+
+
+def link_base(conn: db.Conn, web: Any) -> str:
+    """Where a link to this store's console points: `web.public_url` when set (a browser elsewhere reaches the
+    console there), else the console's own listener, else the configured loopback address and port."""
+    origin = web.public_url.rstrip("/") if web.public_url else console_url(conn) or web.base_url()
+    return origin + console_prefix(conn)
 
 
 def console_prefix(conn: db.Conn) -> str:

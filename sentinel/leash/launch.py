@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from sentinel import frames
 from sentinel.errors import UsageError
 from sentinel.leash import prepared, privs, wire
 from sentinel.leash.errors import LaunchFailed, SandboxUnavailable
@@ -35,6 +36,7 @@ _lock = threading.Lock()
 _ctl: socket.socket | None = None
 _owner = 0
 _pid = 0
+CANCEL_WAIT_S = 5.0  # how long a cancelled call waits for its keeper to report the command's tree killed
 TRACE: list[dict[str, Any]] = []  # benchmarks append a dict here to collect per-stage timestamps of each launch
 
 
@@ -161,6 +163,9 @@ def _answer(conn: socket.socket) -> dict[str, Any]:
         answer, _ = wire.recv(conn)
     except (OSError, ConnectionError) as exc:
         raise LaunchFailed(f"the Leash launcher failed: {exc}") from None
+    except BaseException:  # Ctrl-C (or a hang-up) while the command runs: it stops with the caller's turn
+        _cancel(conn)
+        raise
     finally:
         conn.close()
     if answer is None:
@@ -170,6 +175,18 @@ def _answer(conn: socket.socket) -> dict[str, Any]:
             raise SandboxUnavailable(answer["error"])
         raise LaunchFailed(f"launch failed: {answer['error']}")
     return answer
+
+
+def _cancel(conn: socket.socket) -> None:
+    """Tell the keeper to kill the command's whole tree, and wait until it says it has: whoever stopped the
+    call may then say it stopped, and nothing of the command outlives that. A keeper that does not answer
+    within CANCEL_WAIT_S is left to the hang-up (it kills the tree when it sees the socket close)."""
+    try:
+        conn.shutdown(socket.SHUT_WR)  # the keeper reads EOF: "cancelled by the caller"
+        conn.settimeout(CANCEL_WAIT_S)
+        wire.recv(conn)
+    except (OSError, ConnectionError, frames.ProtocolError):  # a half-read answer, a keeper gone: same thing
+        pass
 
 
 def base_env(workspace: Path) -> dict[str, str]:

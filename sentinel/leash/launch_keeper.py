@@ -53,11 +53,28 @@ class ToolIdentity:
             cls.error = exc.strerror or str(exc)
 
 
-def keep(ctl: socket.socket, notify_fd: int, idle_timeout_s: float | None) -> None:
+class Orphaned(BaseException):
+    """The launcher died (with its caller: a chat whose terminal closed, a worker the supervisor killed):
+    what this keeper runs must die too, before the keeper goes."""
+
+
+def _orphaned(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the cleanup that follows is never cut short
+    raise Orphaned()
+
+
+def keep(ctl: socket.socket, notify_fd: int, idle_timeout_s: float | None, launcher: int | None = None) -> None:
     """Serve launch requests from the shared control socket, one at a time, until the caller hangs up,
-    this keeper has been idle for `idle_timeout_s` (None: never), or a launch left something behind."""
+    this keeper has been idle for `idle_timeout_s` (None: never), or a launch left something behind.
+
+    Its launcher's death (`launcher`: its pid) is a SIGTERM that kills everything the keeper runs and
+    then the keeper: a SIGKILL would leave the command's own children, reparented past this subreaper,
+    running under pid 1."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    privs.set_pdeathsig(signal.SIGKILL)
+    signal.signal(signal.SIGTERM, _orphaned)
+    privs.set_pdeathsig(signal.SIGTERM)
+    if launcher is not None and os.getppid() != launcher:
+        return  # it died before the death signal was armed
     privs.set_child_subreaper()
     kept = {fd for fd in (ctl.fileno(), notify_fd, ToolIdentity.idmap_fd) if fd is not None}
     _close_strays(kept)  # the launcher's pipe end and pidfds
@@ -80,7 +97,10 @@ def keep(ctl: socket.socket, notify_fd: int, idle_timeout_s: float | None) -> No
             if group is not None and group.members() - {os.getpid()}:
                 return
             _close_strays(kept)
+    except Orphaned:
+        pass  # the finally below kills what runs; the launcher is gone, so there is no one to answer
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # leaving now: a late death signal must not cut this short
         note.send(LEAVING)
         _wait_all(None, group)
         if group is not None:

@@ -7,7 +7,7 @@ The launcher keeps the pool: SPARES keepers from the start (replaced if one leav
 whenever every keeper is busy, so concurrent launches never wait for each other; those extra
 keepers leave after EXTRA_IDLE_S without a request. No interpreter start, fork or cgroup creation
 is paid per launch. The launcher exits when the caller closes the control socket or dies
-(pdeathsig), and its keepers with it.
+(pdeathsig), and its keepers with it, each killing the tree it runs first (launch_keeper.Orphaned).
 
 The caller starts it once, early, as `python -m sentinel.leash.launcher FD PARENT_PID`: a fresh
 small interpreter rather than a copy of the caller, because every fork and execve costs in
@@ -125,11 +125,12 @@ class Pool:
             self._fork(core=True)
 
     def _fork(self, core: bool) -> None:
+        launcher = os.getpid()
         pid = os.fork()
         if pid == 0:
             try:
                 os.close(self.notes_r)
-                launch_keeper.keep(self.ctl, self.notes_w, None if core else EXTRA_IDLE_S)
+                launch_keeper.keep(self.ctl, self.notes_w, None if core else EXTRA_IDLE_S, launcher)
             finally:
                 os._exit(0)
         pidfd = os.pidfd_open(pid)

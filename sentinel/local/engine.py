@@ -32,7 +32,7 @@ from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, Sessi
 from sentinel.engine.run import Run
 from sentinel.engine.state import JOURNAL, RunState, history
 from sentinel.engine.store import Store, new_id
-from sentinel.errors import Busy, NotFound, SentinelError, UsageError
+from sentinel.errors import Busy, Damaged, NotFound, SentinelError, UsageError
 from sentinel.engine.status import SETTLED, TERMINAL, RunStatus
 
 if TYPE_CHECKING:
@@ -204,12 +204,15 @@ class LocalEngine(Closing):
                                       digest=digest)
         return self._decided(approval, on_event, follow)
 
-    def web_token(self) -> dict[str, Any]:
+    def web_token(self, listening: str | None = None) -> dict[str, Any]:
         """The web console's kept secret path and a one-time sign-in token for this user (sentinel/web/guard.py)."""
         from sentinel.engine import outbox
 
+        if listening is not None:
+            outbox.set_console_url(self.store.conn, outbox.checked_url(listening))
         operator = operator_name()
         return {"prefix": outbox.console_prefix(self.store.conn), "operator": operator,
+                "console_url": outbox.console_url(self.store.conn),
                 "token": outbox.issue_sign_in(self.store.conn, operator, outbox.SIGN_IN_TTL_S)}
 
     def web_sign_in(self, token: str, session_ttl_s: float) -> dict[str, Any] | None:
@@ -438,7 +441,11 @@ class LocalEngine(Closing):
         from sentinel.models import split
 
         if model:
-            split(model)
+            provider, name = split(model)
+            if provider == "local":
+                from sentinel.models.weights import check_name
+
+                check_name(name, self.config.muzzle.local_models)
         for name in skills:
             if skill_files.get(name, self.home) is None:
                 raise UsageError(f"skill {name!r}: no skills/{name}/SKILL.md here or bundled")
@@ -469,7 +476,7 @@ class LocalEngine(Closing):
 
             try:
                 kick(self.store, self.config, self.home)
-            except (OSError, sqlite3.Error) as exc:  # the run stands; its notification waits for the next kick
+            except (OSError, sqlite3.Error, Damaged) as exc:  # the run stands; its notification waits for the next kick
                 print(f"warning: notify: could not queue or start the deliverer: {exc}", file=sys.stderr)
 
     def _outcome_of(self, row: dict[str, Any]) -> Outcome:

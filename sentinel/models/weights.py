@@ -19,6 +19,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from sentinel.models.base import ModelError
 
@@ -63,6 +64,19 @@ def cache_dir() -> Path:
         return Path(env).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".cache") / "sentinel" / "models"
+
+
+def check_name(model: str, listed: Iterable[str] = ()) -> None:
+    """A `local/<name>` that can never load is bad input (UsageError), found before a run exists: neither a
+    catalog name nor one the operator lists (`muzzle.local_models`). Nothing is assembled or loaded here. A
+    .gguf path is not looked at (Muzzle serves one only when the operator lists it, and says so alike whether
+    the file exists): this check tells no one, root included, whether a file exists."""
+    from sentinel.errors import UsageError
+
+    if model in listed or model.endswith(".gguf"):
+        return
+    if model not in CATALOG:
+        raise UsageError(f"model local/{model}: unknown local model (known: {', '.join(CATALOG)}, or a .gguf path)")
 
 
 def path_of(model: str) -> Path:

@@ -88,6 +88,22 @@ def _readable_config(path: Path, gid: int) -> None:
         os.close(fd)
 
 
+def write_config(path: Path, text: str) -> None:
+    """Rewrite the operator's config.yaml (`sentinel mcp add`, ...) atomically as setup made it: root,
+    Muzzle's group, 0640, whatever the file was before; as anyone else (a local home), its owner and mode
+    are kept."""
+    from sentinel import paths
+
+    paths.write_atomic(path, text, 0o600, keep=True)
+    if os.geteuid() != 0:
+        return
+    try:
+        gid = pwd.getpwnam(system_user()).pw_gid
+    except KeyError:  # no Muzzle user yet (setup not run): root-only until `sentinel setup` opens it to Muzzle
+        gid = 0
+    _readable_config(path, gid)
+
+
 def _keys_file(path: Path, uid: int, gid: int) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)

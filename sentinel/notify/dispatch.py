@@ -116,7 +116,7 @@ def scan(conn: db.Conn, config: Any, now: float | None = None) -> int:
     """Queue every new event for every target that wants it; returns how many rows were queued."""
     now = time.time() if now is None else now
     since = max(float(outbox.meta_once(conn, outbox.SINCE_KEY, repr(now - GRACE_S))), now - WINDOW_S)
-    base = config.web.base_url() + outbox.console_prefix(conn)
+    base = outbox.link_base(conn, config.web)
     links = {"link_base": base, "link_ttl_s": config.web.link_ttl_s}  # the deliverer mints links without config
     queued = 0
     for event, kind, doc in _events(conn, since, base):

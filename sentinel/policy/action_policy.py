@@ -147,7 +147,13 @@ def check_examples(policy: ActionPolicy, source: str) -> None:
 
 
 def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """Mappings merge key by key; bash rules append (a later rule with the same id replaces it)."""
+    """Mappings merge key by key; bash rules append (a later rule with the same id replaces it).
+
+    `tools: {bash: X}` is the short form of `bash: {default: X}` (bash is decided by its command rules, then
+    that default): an override giving it sets the default, unless the same override names `bash.default`."""
+    short = (override.get("tools") or {}).get("bash") if isinstance(override.get("tools"), dict) else None
+    if short is not None and not (isinstance(override.get("bash"), dict) and "default" in override["bash"]):
+        override = {**override, "bash": {**(override.get("bash") or {}), "default": short}}
     out = dict(base)
     for key, value in override.items():
         if key == "bash" and isinstance(value, dict):

@@ -9,6 +9,7 @@ engine protocol (sentinel/engine/api.py) and the operator socket.
     apply_egress() / remove_egress()        `sentinel leash egress [--uninstall]`
     serve(...)                              `sentinel supervisor` in the foreground
     system_installed() / unreadable_files() `sentinel status` as root beside a supervisor that is not running
+    exposed_files()                         ... and the secrets an agent's user could read
     etc_dir()                               /etc/sentinel (SENTINEL_ETC_DIR)
 
 Each refuses a caller that is not root in one line.
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from sentinel.supervisor.identity import Identity
 
 __all__ = ["DEFAULT_NAME", "setup", "init_leash", "remove_agent", "apply_egress", "remove_egress", "serve",
-           "system_installed", "unreadable_files", "etc_dir"]
+           "system_installed", "unreadable_files", "exposed_files", "etc_dir"]
 
 
 def etc_dir() -> Path:
@@ -109,11 +110,25 @@ def system_installed() -> bool:
 def unreadable_files() -> list[str]:
     """Which files the system's parts (Muzzle, the agents' workers) cannot read (sentinel/supervisor/readable.py)."""
     from sentinel import config as config_mod
-    from sentinel.supervisor import readable, registry
+    from sentinel.supervisor import readable
+
+    return readable.problems(config_mod.load(layout.etc_dir()), _agents())
+
+
+def exposed_files() -> list[str]:
+    """Which secrets an agent's user can read (sentinel/supervisor/readable.py `exposed`)."""
+    from sentinel import config as config_mod
+    from sentinel.supervisor import readable
+
+    return readable.exposed(config_mod.load(layout.etc_dir()), _agents())
+
+
+def _agents() -> list[str]:
+    """The agents' users the supervisor's store registers (none before the first `sentinel setup`)."""
+    from sentinel.supervisor import registry
     from sentinel.supervisor.server import open_store
 
-    agents: list[str] = []
-    if layout.db_path().exists():
-        with open_store(layout.state_dir()) as store:
-            agents = [a.user for a in registry.all_agents(store)]
-    return readable.problems(config_mod.load(layout.etc_dir()), agents)
+    if not layout.db_path().exists():
+        return []
+    with open_store(layout.state_dir()) as store:
+        return [a.user for a in registry.all_agents(store)]

@@ -1,12 +1,13 @@
 """The web console's sign-in tokens and sessions: kept by the supervisor, for operators.
 
-    {"op": "web_token"}  ->  {"token": "...", "operator": "alice", "prefix": "/s/..."}
+    {"op": "web_token"[, "listening": URL]}  ->  {"token": "...", "operator": "alice", "prefix": "/s/..."}
     {"op": "web_sign_in", "token": T, "ttl_s": S}  ->  a session {secret, operator, csrf, created_at} or null
     {"op": "web_session", "secret": S}             ->  {operator, csrf, created_at} or null
 
 `ops.handle` lets only root and members of the operator group (by SO_PEERCRED) reach this op, so an
 agent's user can never obtain a token: `sentinel web` run as that user stops at the refusal. The console
-that asked trades the token, once, for a browser session; the audit log records who opened a console
+that asked trades the token, once, for a browser session; a console that starts names its listener, which
+the notifications' links then name (unless `web.public_url` is set); the audit log records who opened a console
 (with a prefix of the token's hash, never the token).
 """
 
@@ -25,10 +26,14 @@ SESSION_MAX_S = 366 * 86400.0
 
 def web_token(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     peer = caller(conn)
+    listening = msg.get("listening")
+    if listening is not None:  # an operator's console starting: the links the watcher child sends name it
+        outbox.set_console_url(sup.store.conn, outbox.checked_url(listening))
     token = outbox.issue_sign_in(sup.store.conn, peer.name, outbox.SIGN_IN_TTL_S)
     sup.store.audit("web_token_issued", {"by": peer.name, "uid": peer.uid, "pid": peer.pid,
                                          "token_sha256": hashlib.sha256(token.encode()).hexdigest()[:16]})
-    return reply({"token": token, "operator": peer.name, "prefix": outbox.console_prefix(sup.store.conn)})
+    return reply({"token": token, "operator": peer.name, "prefix": outbox.console_prefix(sup.store.conn),
+                  "console_url": outbox.console_url(sup.store.conn)})
 
 
 def web_sign_in(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:

@@ -44,16 +44,55 @@ STARTER_CONFIG = """\
 
 
 def prepare() -> list[str]:
-    """Set up everything system mode needs; one line per thing done or found."""
+    """Set up everything system mode needs; one line per thing, each saying whether it was made now or
+    kept as it was (owners and modes are repaired either way). Safe to run again in any state, a
+    supervisor running included: nothing it uses is replaced under it."""
     from sentinel import config as config_mod
+    from sentinel.muzzle.layout import system_layout, system_user
     from sentinel.muzzle.system import setup_for
 
     done = [_starter_config(layout.etc_dir())]
     done.append(_group(layout.operator_group()))
-    muzzle = setup_for(config_mod.load(layout.etc_dir()))
-    done.append(f"muzzle: user {muzzle.user}, keys {muzzle.keys_file} (0600), state {muzzle.state_dir} (0700)")
+    config = config_mod.load(layout.etc_dir())
+    planned = system_layout(config)
+    existed = {"user": _user_exists(system_user()), "keys": bool(planned.keys_file and planned.keys_file.exists()),
+               "state": planned.state_dir.exists()}
+    muzzle = setup_for(config)
+    done.append(f"muzzle: user {muzzle.user} ({_made(existed['user'])}), keys {muzzle.keys_file} (0600, "
+                f"{_made(existed['keys'])}), state {muzzle.state_dir} (0700, {_made(existed['state'])})")
     done += install_units()
+    done.append(_supervisor())
     return done
+
+
+def _made(existed: bool) -> str:
+    return "kept" if existed else "created"
+
+
+def _user_exists(name: str) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def _supervisor() -> str:
+    """Whether a supervisor already runs: it read the config when it started."""
+    import socket
+
+    path = layout.socket_path()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        return f"supervisor: none running on {path} (start it: sentinel supervisor, or its systemd unit)"
+    finally:
+        sock.close()
+    return (f"supervisor: already running on {path}, left running; it reads /etc/sentinel/config.yaml when it "
+            "starts (restart it after changing the config)")
 
 
 def _starter_config(etc: Path) -> str:
@@ -72,7 +111,14 @@ def _starter_config(etc: Path) -> str:
 
 
 def _group(name: str) -> str:
-    return f"operators: group {name} (gid {ensure_group(name)})"
+    import grp
+
+    try:
+        grp.getgrnam(name)
+        existed = True
+    except KeyError:
+        existed = False
+    return f"operators: group {name} (gid {ensure_group(name)}, {_made(existed)})"
 
 
 def ensure_group(name: str) -> int:
@@ -110,16 +156,20 @@ def install_units(dest: Path = UNIT_DIR) -> list[str]:
     if not systemd_running():
         return ["systemd: not running here; `sentinel supervisor` starts and restarts Muzzle itself"]
     venv = sys.prefix
+    made = []
     for unit in UNITS:
         target = dest / unit
         if not target.exists():
             target.write_text(render(unit, venv))
             os.chmod(target, 0o644)
+            made.append(unit)
     systemctl = shutil.which("systemctl") or "/usr/bin/systemctl"
     subprocess.run([systemctl, "daemon-reload"], check=False)
     proc = subprocess.run([systemctl, "enable", "--now", *UNITS], capture_output=True, text=True)
     state = "enabled and started" if proc.returncode == 0 else f"not enabled ({proc.stderr.strip()[:200]})"
-    return [f"systemd: {', '.join(UNITS)} in {dest}, {state}"]
+    kept = [u for u in UNITS if u not in made]
+    return [f"systemd: {', '.join(UNITS)} in {dest} ({'created: ' + ', '.join(made) if made else ''}"
+            f"{'; ' if made and kept else ''}{'kept: ' + ', '.join(kept) if kept else ''}), {state}"]
 
 
 def main() -> int:

@@ -118,7 +118,8 @@ def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
         "mode": "system", "socket": str(sup.settings.socket_path), "state_dir": str(sup.settings.state_dir),
         "operator_group": sup.settings.group, "you": conn.peer.name if conn.peer else None,
         "store": _store_state(store), "sandbox": sup.config.sandbox, "resume_interrupted": sup.settings.resume,
-        "default_model": sup.config.default_model, "muzzle": sup.muzzle_state(), "workers": sorted(sup.workers)}
+        "default_model": sup.config.default_model, "muzzle": sup.muzzle_state(), "workers": sorted(sup.workers),
+        "config": _config_state()}
     try:
         counts: dict[str, int] = {}
         for row in store.list_runs():
@@ -126,9 +127,24 @@ def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
         return reply(doc | {"default_agent": registry.default(store),
                             "agents": [a.name for a in registry.all_agents(store)], "runs": counts,
                             "pending_approvals": len(store.pending_approvals()), "model_hosts": _model_hosts(sup),
-                            "unreadable": _unreadable(sup), **_notify(sup)})
+                            "unreadable": _unreadable(sup), "exposed": _exposed(sup), **_notify(sup)})
     except db.Unavailable as exc:
         return reply(doc | {"store": {**doc["store"], "reachable": False, "error": str(exc)}})
+
+
+def _config_state() -> str:
+    """Whether the operator's config.yaml still loads: the supervisor runs on what it read when it started, and
+    an edit that broke the file shows only at its next start unless status says so now."""
+    from sentinel import config as config_mod
+    from sentinel.supervisor import layout
+
+    path = layout.etc_dir() / "config.yaml"
+    try:
+        config_mod.load(layout.etc_dir())
+    except SentinelError as exc:
+        return (f"BROKEN: {exc} (the supervisor runs on the config it read when it started; fix the file before "
+                "it restarts)")
+    return f"ok ({path})"
 
 
 def _store_state(store: Store) -> dict[str, Any]:
@@ -142,6 +158,13 @@ def _unreadable(sup: Hub) -> list[str]:
     from sentinel.supervisor import readable
 
     return readable.problems(sup.config, [a.user for a in registry.all_agents(sup.store)])
+
+
+def _exposed(sup: Hub) -> list[str]:
+    """Secrets an agent's user can read (it must not), one line each."""
+    from sentinel.supervisor import readable
+
+    return readable.exposed(sup.config, [a.user for a in registry.all_agents(sup.store)])
 
 
 def _notify(sup: Hub) -> dict[str, Any]:

@@ -1,11 +1,13 @@
 """Whether each part of system mode can read the files it needs, checked as the user that part runs as.
 
     problems(config, agents) -> ["muzzle (user sentinel-muzzle) cannot read /etc/sentinel/config.yaml: ...", ...]
+    exposed(config, agents)  -> ["agent naomi (user naomi) can read /etc/sentinel/config.yaml, ...", ...]
 
 Muzzle reads the operator's config.yaml, its keys file and its state directory; a worker (one per agent
 user) reads its Leash policy; both import Sentinel from this install. Each file is opened in a child
 process that runs with the user's uid, gid and groups, as that part will, so owners, modes, every
-directory on the way and any ACL or LSM all count. Needs root (the supervisor and `sudo sentinel status`).
+directory on the way and any ACL or LSM all count. The converse is checked the same way: no agent's
+user may open a secret (the operator's config, Muzzle's keys and token store, the supervisor's store). Needs root (the supervisor and `sudo sentinel status`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 REPAIR_MUZZLE = "sudo sentinel muzzle setup-system repairs it"
 REPAIR_INSTALL = "every user must be able to read the install (chmod -R a+rX it and its parent directories)"
 REPAIR_POLICY = "sudo sentinel setup --name AGENT rewrites its mode (0644)"
+REPAIR_STORE = "it must be root's alone (chmod 0600 it, 0700 its directory)"
 
 
 def problems(config: "Config", agents: Iterable[str]) -> list[str]:
@@ -53,6 +56,29 @@ def problems(config: "Config", agents: Iterable[str]) -> list[str]:
             continue
         if os.path.lexists(path) and not can_read(pw, path):
             lines.append(f"{part} (user {user}) cannot read {path}: {repair}")
+    return lines
+
+
+def exposed(config: "Config", agents: Iterable[str]) -> list[str]:
+    """One line per secret an agent's user CAN open: the operator's config.yaml, Muzzle's keys and token
+    store, the supervisor's store. Empty when every agent is kept out of all of them."""
+    from sentinel.muzzle.layout import system_layout
+    from sentinel.supervisor import layout
+
+    muzzle = system_layout(config)
+    secrets = [(muzzle.config_root / "config.yaml", REPAIR_MUZZLE), (muzzle.store_path, REPAIR_MUZZLE),
+               (layout.db_path(), REPAIR_STORE)]
+    if muzzle.keys_file is not None:
+        secrets.insert(1, (muzzle.keys_file, REPAIR_MUZZLE))
+    lines = []
+    for agent in agents:
+        try:
+            pw = pwd.getpwnam(agent)
+        except KeyError:
+            continue
+        for path, repair in secrets:
+            if os.path.lexists(path) and can_read(pw, path):
+                lines.append(f"agent {agent} (user {agent}) can read {path}, which agents must not: {repair}")
     return lines
 
 

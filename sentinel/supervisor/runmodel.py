@@ -50,6 +50,13 @@ def allowed(config: "Config", agent: str, model: str, what: str) -> None:
         raise UsageError(f"{what}, which {where} does not allow for it (allowed: {lists}; see system.models)")
     if provider != "local" and config.provider(provider) is None:
         raise UsageError(f"{what}, whose provider {provider!r} is not configured in {where} (providers:)")
+    if provider == "local":
+        from sentinel.models.weights import check_name
+
+        try:
+            check_name(model.partition("/")[2], config.muzzle.local_models)
+        except UsageError as exc:
+            raise UsageError(f"{what}: {exc}") from None
 
 
 def profile_model(home: str, profile: str, uid: int) -> str | None:

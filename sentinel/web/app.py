@@ -83,11 +83,13 @@ def engines_for(engine: Engine) -> Engines:
     return Engines(opener, "local")
 
 
-def launch_for(engines: Engines) -> Launch:
+def launch_for(engines: Engines, listening: str | None = None) -> Launch:
     """The console's kept secret path and a one-time sign-in token for the operator starting it (system mode:
-    issued by the supervisor, to operators only, by SO_PEERCRED)."""
-    issued = engines.run(lambda e: e.web_token())
-    return Launch(str(issued["prefix"]), str(issued["token"]), str(issued["operator"]))
+    issued by the supervisor, to operators only, by SO_PEERCRED). `listening`: where this console serves, which
+    the links of notifications then name."""
+    issued = engines.run(lambda e: e.web_token(listening))
+    return Launch(str(issued["prefix"]), str(issued["token"]), str(issued["operator"]),
+                  issued.get("console_url") or None)
 
 
 def _config(app: Any, **extra: Any) -> Any:
@@ -106,11 +108,11 @@ def serve(port: int | None = None, host: str | None = None) -> None:
     if host is not None:
         settings = settings.model_copy(update={"host": host})
     engines = engines_for(open_engine())
-    launch = launch_for(engines)
     sock = bind(settings.host, settings.port if port is None else port, name="web console")
     bound = sock.getsockname()[1]
-    app = build_app(engines, launch, bound, settings)
     shown = "127.0.0.1" if settings.host in WILDCARDS else settings.host
+    launch = launch_for(engines, _origin(shown, bound))
+    app = build_app(engines, launch, bound, settings)
     print(launch.url(shown, bound), flush=True)
     print(f"sentinel web ({engines.mode} mode, operator {launch.operator}): open the URL above in a browser on "
           f"this machine; it signs in once. Ctrl-C stops the console.", file=sys.stderr, flush=True)
@@ -123,14 +125,20 @@ def serve(port: int | None = None, host: str | None = None) -> None:
     uvicorn.Server(_config(app)).run(sockets=[sock])
 
 
+def _origin(host: str, port: int) -> str:
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
 def sign_in_url() -> str:
-    """A new one-time sign-in URL for the operator asking, at the console's address (`web.public_url`)."""
+    """A new one-time sign-in URL for the operator asking, at the console's address (`web.public_url`, else
+    where the console last listened, else web.host:web.port)."""
     from sentinel import config as config_mod
     from sentinel.connect import open_engine
 
     settings = config_mod.load().web
     launch = launch_for(engines_for(open_engine()))
-    return f"{settings.base_url()}{launch.prefix}/login?token={launch.token}"
+    base = settings.base_url() if settings.public_url else launch.console_url or settings.base_url()
+    return f"{base}{launch.prefix}/login?token={launch.token}"
 
 
 class InThread:
@@ -144,7 +152,7 @@ class InThread:
 
         self.sock = bind("127.0.0.1", 0, name="web console")
         self.port = self.sock.getsockname()[1]
-        self.launch = launch_for(engines)
+        self.launch = launch_for(engines, _origin("127.0.0.1", self.port))
         self.url = self.launch.url("127.0.0.1", self.port)
         self.server = PromptServer(_config(build_app(engines, self.launch, self.port, settings), log_config=None))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True,

@@ -14,6 +14,8 @@ Checks, in order, on every request:
    refused, 403. Tokens are issued to one operator each (`sentinel web` and `sentinel web --sign-in`; in
    system mode by the supervisor, to operators only) and kept as hashes in the store, as are sessions:
    a signed-in browser stays signed in across console restarts until `web.session_days` pass.
+   A path under another console's secret prefix (a link made by another console, e.g. another user's now
+   listening on the port the link names) is answered, in words, that this console does not serve it, 404.
 4. `PREFIX/link/SECRET` (a one-tap decision link from a notification) needs no session: the secret
    decides one approval once (sentinel/web/links.py); its POST must still come from this console's page.
 5. Anything else needs the session cookie (401 without it), and a POST also the session's CSRF token
@@ -45,6 +47,7 @@ COOKIE = "sentinel_console"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = ("GET", "HEAD")
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+SECRET_PATHS = "/s/"  # every console's secret path starts so (sentinel/engine/outbox.py console_prefix)
 SESSION_CACHE_S = 30.0  # a session ended elsewhere (expired) stops working here within this long
 
 # Every response: no framing, no sniffing, no referrer, nothing cached, scripts and styles from here only.
@@ -89,6 +92,7 @@ class Launch:
     prefix: str
     token: str
     operator: str
+    console_url: str | None = None  # where the console of this store last listened (links name it)
 
     def url(self, host: str, port: int) -> str:
         shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
@@ -124,6 +128,7 @@ class Guard:
             send = _with_headers(send)
             try:
                 self.check_origin(scope)
+                self.check_ours(scope)
                 if scope["method"] == "GET" and scope["path"] == f"{self.prefix}/login":
                     return await self.sign_in(scope, send)
                 if scope["path"].startswith(f"{self.prefix}/link/"):
@@ -149,6 +154,17 @@ class Guard:
             raise Refusal(403, f"Origin {origin!r} is not this console's; cross-origin requests are refused")
         if scope["method"] not in SAFE_METHODS and scope["method"] != "POST":
             raise Refusal(405, f"method {scope['method']} is not allowed")
+
+    def check_ours(self, scope: Scope) -> None:
+        """A console path (`/s/<secret>/...`) under another secret was made by another console: another user's
+        on the same port, or one of another store. Say so, rather than "not signed in"."""
+        path = scope["path"]
+        if path.startswith(SECRET_PATHS) and not (path == self.prefix or path.startswith(self.prefix + "/")):
+            what = "decision link" if "/link/" in path else "address"
+            raise Refusal(404, f"this {what} does not belong to this console: it was made by another Sentinel "
+                               "console (another user's, or another installation's), which is not the one listening "
+                               "here. Open it where that console serves (its web.public_url, or the address its "
+                               "`sentinel web` printed); this console cannot decide it.")
 
     def check_link(self, scope: Scope) -> None:
         if scope["method"] == "POST" and "origin" not in _headers(scope):

@@ -6,6 +6,8 @@ import os
 import signal
 import time
 
+import pytest
+
 APPROVE = r"approve\? \[y/N\]"
 COUNT = {"content": "Counting.", "tool_calls": [{"name": "bash", "arguments": {"command": "echo ran >> counter.txt"}}]}
 ANSWER = "It ran: counter.txt has a line."
@@ -115,26 +117,103 @@ def test_yes_typed_while_output_streams_is_honoured(model, pty_chat, sentinel_ho
     assert (sentinel_home / "workspace" / "counter.txt").read_text() == "ran\n"
 
 
-def test_ctrl_c_stops_the_turn_and_its_command_not_the_shell(model, pty_chat, sentinel_home):
-    slow = {"tool_calls": [{"name": "bash", "arguments": {"command": "touch began; sleep 2; echo late > late.txt"}}]}
-    server = model([slow, "after the stop"])
+# The command records its process group and a child's pid, says it began, and would write late.txt if it
+# were ever let finish; a sandboxed one also starts an escapee in a session of its own (not in the group).
+LONG = ("echo $$ > group.txt; sleep 600 & echo $! > child.txt; {escape}touch began; wait; echo late > late.txt")
+ESCAPE = "setsid sleep 601 & echo $! > escaped.txt; "
+
+
+def _alive(pid: int) -> bool:
+    """Is `pid` a live process (a zombie waiting to be reaped is not)?"""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def _in_group(pgid: int) -> list[int]:
+    """Live processes whose process group is `pgid`."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z" and int(fields[2]) == pgid:
+                found.append(int(name))
+    return found
+
+
+def _began(chat, workspace, marker="began"):
+    """Wait, on the screen and the workspace, for the command to have started everything it starts."""
+    deadline = time.monotonic() + 60
+    while not (workspace / marker).exists():
+        assert time.monotonic() < deadline and chat.child.isalive(), "the command never began"
+        time.sleep(0.05)
+
+
+def _what_ran(workspace, sandboxed):
+    pids = [int((workspace / "group.txt").read_text()), int((workspace / "child.txt").read_text())]
+    if sandboxed:
+        pids.append(int((workspace / "escaped.txt").read_text()))
+    return pids
+
+
+def _long_command(model, configure, tools, then):
+    sandboxed = tools == "sandboxed"
+    command = LONG.format(escape=ESCAPE if sandboxed else "")
+    server = model([{"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}, *then])
+    cfg = {"providers": {"fake": {"base_url": server.base_url, "api_key_env": "FAKE_KEY"}}, "default_model": "fake/m",
+           "leash": {"tools": tools}, "context": {"curator_model": "off"}}
+    configure(cfg)
+    return server, sandboxed
+
+
+@pytest.mark.parametrize("tools", ["plain", "sandboxed"])
+def test_ctrl_c_stops_the_turn_and_its_command_not_the_shell(tools, model, configure, pty_chat, sentinel_home):
+    server, sandboxed = _long_command(model, configure, tools, ["after the stop"])
+    workspace = sentinel_home / "workspace"
     chat = pty_chat()
     chat.say("take your time")
     chat.expect(APPROVE)
     chat.send("y\r")
     chat.expect("approved")
-    deadline = time.monotonic() + 20
-    while not (sentinel_home / "workspace" / "began").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _began(chat, workspace)
+    group, *others = _what_ran(workspace, sandboxed)
+    assert _in_group(group) and all(map(_alive, others))
     chat.send("\x03")  # Ctrl-C while the command runs
     chat.expect("turn stopped")
+    # By the time the chat says so, the command's whole group is dead, and what it started outside the group
+    assert _in_group(group) == [] and not any(map(_alive, others))
     chat.say("never mind")
-    chat.expect("after the stop")
-    time.sleep(2.5)
-    assert not (sentinel_home / "workspace" / "late.txt").exists()  # the command was killed with the turn
+    chat.expect("after the stop")  # the shell goes on: the next message is a turn of the same session
     tool = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"]
     assert len(tool) == 1 and "stopped this turn while this call ran" in tool[0]["content"]
     assert chat.quit() == 0
+    assert not (workspace / "late.txt").exists()
+
+
+@pytest.mark.parametrize("tools", ["plain", "sandboxed"])
+def test_closing_the_terminal_stops_the_turn_and_kills_its_command(tools, model, configure, pty_chat, cli,
+                                                                    sentinel_home):
+    _, sandboxed = _long_command(model, configure, tools, ["back again"])
+    workspace = sentinel_home / "workspace"
+    chat = pty_chat()
+    chat.say("take your time")
+    chat.expect(APPROVE)
+    chat.send("y\r")
+    chat.expect("approved")
+    _began(chat, workspace)
+    group, *others = _what_ran(workspace, sandboxed)
+    os.kill(chat.child.pid, signal.SIGHUP)  # what the kernel sends when the terminal closes
+    chat.killed()
+    assert _in_group(group) == [] and not any(map(_alive, others))
+    (session,) = _sessions(cli)
+    assert session["status"] == "idle"  # stopped as with Ctrl-C, not left interrupted
+    assert not (workspace / "late.txt").exists()
 
 
 def test_ctrl_c_at_the_question_cancels_the_approval_for_good(model, pty_chat, cli, sentinel_home):

@@ -30,6 +30,8 @@ def test_the_issue_config_shape_works(sentinel_home, cli, scripted_server):
 @pytest.mark.parametrize("args,expected", [
     (["run", "x", "--model", "nomodel"], "expected provider/model"),
     (["run", "x", "--model", "nope/m"], "unknown provider 'nope'"),
+    (["run", "x", "--model", "local/no-such-model"], "unknown local model"),
+    (["run", "x", "--model", "local/missing.gguf"], "muzzle: {local_models:"),
     (["run", "x", "--agent", "ghost"], "no agent 'ghost'"),
     (["run", "x", "--workspace", "/does/not/exist"], "--workspace"),
     (["show", "r-missing"], "no run 'r-missing'"),
@@ -62,3 +64,33 @@ def test_a_damaged_database_is_one_line_naming_it_and_is_left_in_place(name, sen
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip() == f"error: {state / name}: file is not a database; move it aside to start a new one"
     assert (state / name).read_bytes() == damaged  # the operator's to inspect or move, never overwritten
+
+
+def _damage_runs_pages(path):
+    """Overwrite the pages of the runs table and its indexes, keep the header and schema: the damage SQLite
+    finds only when a query reads a run (a disk's bad sector, a torn copy), not when the file is opened."""
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        roots = [r for (r,) in conn.execute("SELECT rootpage FROM sqlite_master WHERE tbl_name='runs'")]
+    conn.close()
+    data = bytearray(path.read_bytes())
+    for root in roots:
+        data[(root - 1) * page:root * page] = b"\xa5" * page
+    path.write_bytes(bytes(data))
+    return bytes(data)
+
+
+@pytest.mark.parametrize("args", [["status"], ["runs"], ["run", "hello"], ["show", "RUN"]])
+def test_a_database_damaged_after_its_header_is_one_line(args, sentinel_home, cli, configure, scripted_server):
+    configure(server=scripted_server(["ok"]))
+    run_id = cli.json("run", "first", "--json", check=0)["id"]
+    db = sentinel_home / "state" / "sentinel.db"
+    damaged = _damage_runs_pages(db)
+    proc = cli(*[run_id if a == "RUN" else a for a in args])
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"error: {db}: database disk image is malformed; move it aside to start a new one"), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert db.read_bytes() == damaged

@@ -56,12 +56,40 @@ def test_runs_keeps_a_long_task_on_one_line_and_names_a_watchers_firing(scripted
     assert "⚑ watcher nightly fired (report.due)" in hook and not _json_in(hook)
 
 
-def test_logs_follow_prints_lines_for_people_never_json(scripted_server, configure, cli):
+def test_logs_prints_lines_for_people_never_json(scripted_server, configure, cli):
     configure(server=scripted_server(CLEAN))
     run_id = cli.json("run", "clean up", "--json", check=3)["id"]
-    lines = cli("logs", run_id, "--follow", check=0, timeout=20).stdout.splitlines()
+    lines = cli("logs", run_id, check=0, timeout=20).stdout.splitlines()
     assert lines and not [line for line in lines if _json_in(line)]
     assert any(line.startswith("✉ user: clean up") for line in lines)
     assert any("▸ bash rm -rf build/[ab] → needs_approval" in line for line in lines)
     assert [json.loads(line)["type"] for line in cli("logs", run_id, "--json", check=0).stdout.splitlines()][-1] == \
         "paused"  # the events themselves are still there, for scripts
+
+
+def test_show_says_who_answered_each_approval_and_json_has_the_events(scripted_server, configure, cli):
+    configure(server=scripted_server(CLEAN))
+    run_id = cli.json("run", "clean up", "--json", check=3)["id"]
+    (pending,) = cli.json("approvals", "--json")
+    cli("deny", pending["id"], "--reason", "not the build dir", check=0)  # the model answers, the run is done
+    shown = cli("show", run_id, check=0).stdout
+    [line] = [ln for ln in shown.splitlines() if "bash" in ln and "needs_approval" in ln]
+    assert line.rstrip().endswith(f"; denied by {_me()}: not the build dir"), line
+    doc = cli.json("show", run_id, "--json")
+    kinds = [e["type"] for e in doc["events"]]
+    assert kinds and kinds[0] == "run_started" and "paused" in kinds, kinds
+    assert doc["events"] == [json.loads(ln) for ln in cli("logs", run_id, "--json", check=0).stdout.splitlines()]
+
+
+def test_chats_keeps_a_long_title_on_one_line_in_a_pipe(scripted_server, configure, cli, sentinel_home):
+    import subprocess
+    import sys
+
+    configure(server=scripted_server(["ok"]))
+    title = "Summarise the build log then list every failing test " + "with its owner " * 6
+    subprocess.run([sys.executable, "-m", "sentinel", "chat"], input=title + "\n", capture_output=True, text=True,
+                   env={**os.environ, "SENTINEL_HOME": str(sentinel_home), "FAKE_KEY": "k", "SENTINEL_MODE": "local"},
+                   timeout=60, check=True)
+    header, row = cli("chats", check=0).stdout.splitlines()  # piped: one line per session
+    assert header.split() == ["id", "status", "agent", "last", "active", "title"]
+    assert row.split()[0].startswith("r-") and title[:50] in row

@@ -95,6 +95,58 @@ time.sleep(60)
         caller.wait()
 
 
+def _dead(pid: int) -> bool:
+    """Gone, or a zombie (killed, waiting for whoever reaps it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def _launcher_of(pid: int) -> int:
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if ppid == pid and b"sentinel.leash.launcher" in cmdline:
+            return int(name)
+    raise AssertionError(f"no launcher under {pid}")
+
+
+@pytest.mark.parametrize("dies", ["caller", "launcher"])
+def test_the_caller_dying_ends_everything_the_command_started(dies, ws, sentinel_home):
+    """A chat whose terminal closed, a worker the supervisor killed: the launcher dies with its caller and
+    each keeper kills its whole tree before it goes: the command's children, and one that left its process
+    group and session, never live on under pid 1. The launcher dying alone (the caller still waiting on the
+    keeper) is the case where nothing but the keeper's own death signal is left to tell it."""
+    caller = subprocess.Popen([sys.executable, "-c", f"""
+import sys
+from pathlib import Path
+from sentinel.leash import launch
+ws = Path({str(ws)!r})
+launch.run_tool(["/bin/bash", "-c", "sleep 600 & echo $! > child; setsid sleep 601 & echo $! > escaped; "
+                 "echo $$ > pid; wait"], cwd=ws, workspace=ws, timeout_s=600)
+"""], env={**os.environ, "SENTINEL_HOME": str(sentinel_home)})
+    tree: list[int] = []
+    try:
+        pid = pid_of(ws)
+        tree = [pid, int((ws / "child").read_text()), int((ws / "escaped").read_text())]
+        assert not any(map(_dead, tree))
+        os.kill(caller.pid if dies == "caller" else _launcher_of(caller.pid), signal.SIGKILL)
+        assert soon(lambda: all(map(_dead, tree)), within_s=20), [p for p in tree if not _dead(p)]
+    finally:
+        caller.kill()
+        caller.wait()
+        for p in tree:
+            if not _dead(p):
+                os.kill(p, signal.SIGKILL)
+
+
 def test_another_tool_cannot_write_the_stdin_of_a_waiting_command_or_signal_it(ws):
     """Attack: a tool of the same agent (same uid) feeds a waiting spare its own input, or stops it."""
     pending = started(ws, "echo $$ > pid; cat > got")

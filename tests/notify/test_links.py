@@ -117,3 +117,55 @@ def test_a_link_grants_nothing_else(notify_config, webhook, cli, console):
     assert _post(link, "http://evil.example").status_code == 403                            # another site
     assert cli.json("show", run["id"], "--json")["status"] == "waiting_approval"
     assert _post(link, origin).status_code == 200                                           # still usable once
+
+
+def test_a_link_names_the_console_that_serves_it(notify_config, webhook, cli, console):
+    """The console listens on a port of its own (not web.port, 8789): the link names that listener."""
+    hook = webhook()
+    notify_config([{"type": "webhook", "url": hook.url, "on": ["approval"], "one_tap": True}])
+    server = console()  # started first: it says where it listens
+    run = cli.json("run", "note that it ran", "--json", check=3)
+    (got,) = hook.wait(1)
+    link = got["json"]["decide_url"]
+    assert link.startswith(f"http://127.0.0.1:{server.port}/s/"), link
+    assert got["json"]["url"].startswith(f"http://127.0.0.1:{server.port}/s/")
+    page = httpx.get(link, timeout=10)
+    assert page.status_code == 200 and run["approval_id"] in page.text
+
+
+def test_a_public_url_wins_over_the_listener(notify_config, webhook, cli, console):
+    hook = webhook()
+    notify_config([{"type": "webhook", "url": hook.url, "on": ["approval"], "one_tap": True}],
+                  public_url="https://sentinel.example.com/ops")
+    console()
+    cli.json("run", "note that it ran", "--json", check=3)
+    (got,) = hook.wait(1)
+    assert got["json"]["decide_url"].startswith("https://sentinel.example.com/ops/s/")
+
+
+def test_a_link_opened_on_another_console_says_so_in_words(notify_config, webhook, cli, console, tmp_path):
+    """Another user's console now listens where the link points: it says, in words, that the link is not its
+    own (not a JSON 401 about signing in), and decides nothing."""
+    from sentinel.local.engine import LocalEngine
+    from sentinel.web.app import InThread
+    from sentinel.web.live import Engines
+    from sentinel.web.settings import WebSettings
+
+    run, server, link, _ = _paused_with_link(notify_config, webhook, cli, console)
+    other_home = tmp_path / "someone-else"
+    other_home.mkdir()
+    other = InThread(Engines(lambda: LocalEngine(home=other_home), "local"), WebSettings(poll_s=0.1)).start()
+    try:
+        path = link.split(str(server.port), 1)[1]
+        foreign = f"http://127.0.0.1:{other.port}{path}"
+        page = httpx.get(foreign, headers={"accept": "text/html"}, timeout=10)
+        assert page.status_code == 404 and "text/html" in page.headers["content-type"]
+        assert "does not belong to this console" in page.text and "another Sentinel console" in page.text
+        assert "not signed in" not in page.text
+        post = httpx.post(foreign, data={"decision": "approve"}, headers={"origin": f"http://127.0.0.1:{other.port}"},
+                          timeout=10)
+        assert post.status_code == 404 and "does not belong to this console" in post.json()["error"]
+    finally:
+        other.stop()
+    assert cli.json("show", run["id"], "--json")["status"] == "waiting_approval"
+    assert httpx.get(link, timeout=10).status_code == 200  # its own console still serves it

@@ -57,3 +57,29 @@ def test_the_supervisor_notifies_once_and_a_link_decides_once(system, make_agent
     assert status["notify"] == [{"target": f"webhook {hook.url}", "state": "ok"}]
     time.sleep(1.0)
     assert len(hook.received) == 2
+
+
+def test_a_supervised_link_names_the_operators_console(system, make_agent, sentinel_cmd, supervisor, scripted_server,
+                                                        webhook):
+    """The operator's `sentinel web` listens on a port of its own: the supervisor's links name it."""
+    from sentinel.client.system import SystemEngine
+    from sentinel.web.app import InThread, engines_for
+    from sentinel.web.settings import WebSettings
+
+    hook = webhook()
+    operator_config(system.etc, {"notify": [{"type": "webhook", "url": hook.url, "one_tap": True, "on": ["approval"]}]})
+    name = make_agent()
+    server = scripted_server(scripted_bash("echo ran >> ran.txt"))
+    agent_config(name, server)
+    supervisor([server.port])
+    console = InThread(engines_for(SystemEngine(system.socket)), WebSettings(poll_s=0.1)).start()
+    try:
+        sentinel_cmd("run", "take notes", "--agent", name, "--json", check=3)
+        (got,) = hook.wait(1, timeout=10)
+        link = got["json"]["decide_url"]
+        assert link.startswith(f"http://127.0.0.1:{console.port}/s/"), link
+        import httpx
+
+        assert httpx.get(link, timeout=10).status_code == 200
+    finally:
+        console.stop()

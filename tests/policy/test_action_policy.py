@@ -59,6 +59,18 @@ def test_overrides_from_config_replace_tool_outcomes():
     assert policy.tools["write_file"] == "needs_approval" and policy.tools["read_file"] == "auto"
 
 
+@pytest.mark.parametrize("short", ["auto", "deny"])
+def test_tools_bash_is_the_short_form_of_the_bash_default(short):
+    """`policy: tools: {bash: auto}` decides a command no rule matches as auto, as `bash: {default: auto}` does;
+    the command rules still come first, and a `bash.default` in the same override wins."""
+    policy = action.load(("config.yaml policy", {"tools": {"bash": short}}))
+    assert policy.bash.default == short
+    assert decide(ctx("bash", command="make build"), layers(policy)).outcome == short
+    assert decide(ctx("bash", command="sudo make install"), layers(policy)).outcome == "deny"  # a rule still decides
+    both = action.load(("config.yaml policy", {"tools": {"bash": short}, "bash": {"default": "needs_approval"}}))
+    assert both.bash.default == "needs_approval"
+
+
 def test_rule_contradicting_its_examples_fails_to_load():
     bad = {"bash": {"rules": [{"id": "ls", "decision": "auto", "prefix": ["ls"], "match": ["ls"],
                                "not_match": ["ls -la"]}]}}

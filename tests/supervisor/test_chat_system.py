@@ -128,3 +128,107 @@ def test_a_stopped_workers_last_frames_change_nothing(tmp_path):
         assert handle(store, worker, frame, lambda run_id, event: None)["kind"] == "denied"
     assert store.pending_approvals("r-chat") == [] and store.get_run("r-chat")["status"] == "idle"
     store.close()
+
+
+def _pids_of_group(pgid: int) -> list[int]:
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            found.append(int(name))
+    return found
+
+
+def _live(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _gone(pgid: int, others: list[int], within_s: float = 20) -> bool:
+    """Wait for the group and the others to die (the supervisor kills the worker; each keeper then kills
+    what it runs): true as soon as they are gone."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while _pids_of_group(pgid) or any(map(_live, others)):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+LONG = ("echo $$ > group.txt; sleep 600 & echo $! > child.txt; setsid sleep 601 & echo $! > escaped.txt; "
+        "touch began; wait; echo late > late.txt")
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("how", ["operator-ctrl-c", "agent-user-ctrl-c", "operator-hangup"])
+def test_ctrl_c_in_a_supervised_chat_kills_the_agents_command_tree(how, system, make_agent, supervisor,
+                                                                   scripted_server, tmp_path):
+    """The command runs as the agent's user under Leash in the supervisor's worker: Ctrl-C in the chat (the
+    operator's as root, or the agent's own user's through the agent door, as `sudo -u AGENT sentinel chat`
+    does) or its terminal closing stops the turn and kills the command's whole tree, and /quit answers."""
+    import signal
+    import time
+
+    from screen import Screen, Terminals
+
+    name = make_agent()
+    pw = pwd.getpwnam(name)
+    server = scripted_server([{"tool_calls": [{"name": "bash", "arguments": {"command": LONG}}]}, "after the stop"])
+    agent_config(name, server, {"leash": {"tools": "sandboxed"}})
+    supervisor([server.port])
+    ws = Path(pw.pw_dir) / ".sentinel" / "workspace"
+    env = {**os.environ, **system.env, "SENTINEL_HOME": str(tmp_path / "operator"), "PROMPT_TOOLKIT_NO_CPR": "1",
+           "TERM": "xterm"}
+    args: tuple[str, ...] = ("chat", "--agent", name)
+    if how == "agent-user-ctrl-c":  # runuser as the agent, like sudo -u AGENT: through the door
+        door = system.socket.parent.with_name(system.socket.parent.name + "-agent") / "agent.sock"
+        env = {"PATH": "/usr/bin:/bin", "HOME": pw.pw_dir, "LANG": "C.UTF-8", "TERM": "xterm",
+               "PROMPT_TOOLKIT_NO_CPR": "1", "SENTINEL_AGENT_SOCKET": str(door)}
+        args = ("chat",)
+    terminals = Terminals(env, tmp_path, (50, 160), Screen)
+    if how == "agent-user-ctrl-c":
+        import pexpect
+
+        import shutil
+
+        child = pexpect.spawn(shutil.which("runuser") or "/usr/sbin/runuser", ["-u", name, "--", sys.executable, "-m", "sentinel", *args], env=env,
+                              cwd="/", encoding="utf-8", timeout=30, dimensions=(50, 160))
+        terminals.children.append(child)
+        chat = Screen(child)
+    else:
+        chat = terminals(*args)
+    try:
+        chat.expect("›")
+        chat.child.sendline("take your time")
+        chat.expect(r"approve\? \[y/N\]")
+        chat.send("y\r")
+        deadline = time.monotonic() + 60
+        while not (ws / "began").exists():
+            assert time.monotonic() < deadline and chat.child.isalive(), chat.text[-2000:]
+            time.sleep(0.05)
+        group = int((ws / "group.txt").read_text())
+        others = [int((ws / "child.txt").read_text()), int((ws / "escaped.txt").read_text())]
+        assert _pids_of_group(group) and all(map(_live, others))
+        if how == "operator-hangup":
+            os.kill(chat.child.pid, signal.SIGHUP)
+            chat.killed()
+        else:
+            chat.send("\x03")
+            chat.expect("turn stopped")
+        assert _gone(group, others), (_pids_of_group(group), [p for p in others if _live(p)])
+        if how != "operator-hangup":
+            chat.expect("›")
+            chat.child.sendline("/quit")
+            assert chat.wait(timeout=20) == 0
+        assert not (ws / "late.txt").exists()
+    finally:
+        terminals.close()

@@ -101,16 +101,71 @@ def test_a_starter_config_is_written_once(tmp_path):
 
 
 @pytest.mark.root
-def test_prepare_sets_up_system_mode_once_and_keeps_what_exists(system):
+def test_prepare_sets_up_system_mode_once_and_keeps_what_exists(system, supervisor):
     config = system.etc / "config.yaml"
     first = install.prepare()
     assert any("(kept)" in line for line in first) and any("systemd" in line for line in first)
+    [group] = [line for line in first if line.startswith("operators:")]
+    [muzzle] = [line for line in first if line.startswith("muzzle:")]
+    assert "created" in group and muzzle.count("created") == 3 and "kept" not in muzzle, first
+    assert first[-1].startswith("supervisor: none running")
     assert grp.getgrnam(system.group)
     muzzle = pwd.getpwnam(system.muzzle_user)
     keys = system.etc / "muzzle" / "keys.env"
     assert keys.stat().st_uid == muzzle.pw_uid and stat.S_IMODE(keys.stat().st_mode) == 0o600
     before = config.read_text()
     keys.write_text("OPENAI_API_KEY=kept\n")
-    install.prepare()
+    supervisor()  # a re-run beside a running supervisor: everything kept, the supervisor left running
+    again = install.prepare()
     assert config.read_text() == before and keys.read_text() == "OPENAI_API_KEY=kept\n"
+    assert not any("created" in line for line in again if not line.startswith("systemd")), again
+    assert [line for line in again if line.startswith("muzzle:")][0].count("kept") == 3
+    assert again[-1].startswith("supervisor: already running") and "restart" in again[-1]
     assert os.environ["SENTINEL_MUZZLE_USER"] == system.muzzle_user
+
+
+@pytest.mark.root
+def test_the_installers_first_task_runs_in_local_mode_beside_a_running_supervisor(system, supervisor,
+                                                                                  scripted_server, tmp_path):
+    """A re-run of `install.sh --system` on a machine whose supervisor runs: the first task is root's own,
+    in local mode on root's home; the supervisor never takes it over (it has no run afterwards)."""
+    import sys
+
+    import yaml
+
+    server = scripted_server([{"tool_calls": [{"name": "write_file", "arguments": {"path": "hello.txt",
+                                                                                 "content": "hi\n"}}]}, "Done."])
+    home = tmp_path / "root-home"
+    home.mkdir()
+    (home / "config.yaml").write_text(yaml.safe_dump({
+        "default_model": "fake/m", "providers": {"fake": {"base_url": server.base_url, "api_key_env": "FAKE_KEY"}},
+        "leash": {"tools": "plain"}, "context": {"curator_model": "off"}}))
+    supervisor()
+    # The supervisor is named as plainly as it can be (SENTINEL_SOCKET, which alone would make it answer).
+    env = {**os.environ, **system.env, "SENTINEL_HOME": str(home), "FAKE_KEY": "k",
+           "SENTINEL_CLI": f"{sys.prefix}/bin/sentinel"}
+    proc = subprocess.run(["bash", str(UNIT_DIR / "first-task.sh")], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "local mode" in proc.stdout and "the agent wrote" in proc.stdout and ": hi" in proc.stdout
+    runs = subprocess.run([sys.executable, "-m", "sentinel", "runs", "--json"], env={**os.environ, **system.env},
+                          capture_output=True, text=True, timeout=60)
+    assert runs.returncode == 0 and runs.stdout.strip() == "[]", runs.stdout + runs.stderr
+    assert len(server.requests) == 2  # the task ran here, on root's own home
+
+
+@pytest.mark.root
+def test_status_notices_an_operator_config_that_no_longer_parses(system, supervisor):
+    import json
+    import sys
+
+    supervisor()
+    status = lambda *a: subprocess.run([sys.executable, "-m", "sentinel", "status", *a],  # noqa: E731
+                                       env={**os.environ, **system.env}, capture_output=True, text=True, timeout=60)
+    assert json.loads(status("--json").stdout)["config"].startswith("ok")
+    config = system.etc / "config.yaml"
+    config.write_text(config.read_text() + "muzzle: [broken\n")  # an edit after the supervisor started
+    shown = json.loads(status("--json").stdout)["config"]
+    assert shown.startswith("BROKEN") and str(config) in shown and "invalid YAML" in shown, shown
+    human = status()
+    assert human.returncode == 0 and "no longer loads" in human.stdout, human.stdout + human.stderr

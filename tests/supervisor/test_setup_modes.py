@@ -104,3 +104,30 @@ def test_a_missing_muzzle_state_directory_is_named_never_made_by_root(tmp_path):
     with pytest.raises(UsageError, match="setup-system"):
         _muzzle_token("a", "r-1", "fake/m", config)
     assert not gone.exists()
+
+
+def exposed(fresh) -> list[str]:
+    return json.loads(sentinel_as_root(fresh, "status", "--json", env=LOCAL).stdout)["exposed"]
+
+
+def test_mcp_add_keeps_the_operator_config_closed_to_agents_and_status_flags_a_readable_secret(fresh_system):
+    fresh = fresh_system
+    agent = set_up(fresh, f"Sx {secrets.token_hex(3)}")
+    config = fresh.etc / "config.yaml"
+    muzzle_gid = __import__("pwd").getpwnam(fresh.muzzle_user).pw_gid
+    sentinel_as_root(fresh, "mcp", "add", "notes", "--", "/bin/true")  # system mode: SENTINEL_SOCKET names it
+    assert "notes" in yaml.safe_load(config.read_text())["mcp_servers"]
+    st = config.stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (0, muzzle_gid, 0o640)
+    assert read_as(agent, config).returncode != 0 and read_as(fresh.muzzle_user, config).returncode == 0
+    assert exposed(fresh) == [] and unreadable(fresh) == []
+
+    os.chmod(config, 0o644)  # what `mcp add` used to leave: the operator's config open to every agent
+    [line] = exposed(fresh)
+    assert line.startswith(f"agent {agent} (user {agent}) can read {config}"), line
+    assert f"can read {config}" in sentinel_as_root(fresh, "status", env=LOCAL).stdout
+
+    sentinel_as_root(fresh, "mcp", "remove", "notes", check=None)  # any rewrite repairs it, as setup made it
+    st = config.stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (0, muzzle_gid, 0o640)
+    assert read_as(agent, config).returncode != 0 and exposed(fresh) == []
