@@ -189,7 +189,8 @@ def worker_config(config: "Config", mcp: list[str]) -> dict[str, Any]:
     data["mcp_servers"] = {name: server for name, server in data["mcp_servers"].items() if name in mcp}
     data["leash"]["policy_dir"] = str(layout.etc_dir() / "leash")
     for name, path in mcp_workdirs(config).items():
-        data["mcp_servers"][name]["workdir"] = str(path)
+        if name in data["mcp_servers"]:  # only the granted servers reach the worker, each with its directory
+            data["mcp_servers"][name]["workdir"] = str(path)
     return data
 
 

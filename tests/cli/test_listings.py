@@ -71,7 +71,7 @@ def test_show_says_who_answered_each_approval_and_json_has_the_events(scripted_s
     configure(server=scripted_server(CLEAN))
     run_id = cli.json("run", "clean up", "--json", check=3)["id"]
     (pending,) = cli.json("approvals", "--json")
-    cli("deny", pending["id"], "--reason", "not the build dir", check=0)  # the model answers, the run is done
+    cli("deny", pending["id"], "--reason", "not the build dir", check=1)  # its only call denied: the run failed
     shown = cli("show", run_id, check=0).stdout
     [line] = [ln for ln in shown.splitlines() if "bash" in ln and "needs_approval" in ln]
     assert line.rstrip().endswith(f"; denied by {_me()}: not the build dir"), line

@@ -95,7 +95,7 @@ def test_progress_renders_each_event_as_one_line():
     started = ev.RunStarted(run_id="r-1", seq=1, agent="ana", model="fake/m", workspace="/w")
     assert "workspace /w" in Text.from_markup(describe(started)).plain
     end = ev.ToolCallEnd(run_id="r-1", seq=5, call_id="c", tool="bash", result="[red]not markup[/red]\nline two")
-    assert Text.from_markup(describe(end)).plain.strip() == "↳ [red]not markup[/red] line two"
+    assert Text.from_markup(describe(end)).plain.strip() == "↳ [red]not markup[/red]\\nline two"  # one line, shown
     progress = Progress(enabled=False)
     progress(ev.Warned(run_id="r-1", seq=2, message="gate: rule x skipped"))
     assert progress.warnings == ["gate: rule x skipped"]

@@ -175,7 +175,10 @@ def test_an_mcp_server_reaches_no_host_socket(leash, host_sockets, shared_dir):
     os.chmod(folder, 0o755)
     allowed, other, dgram = host_sockets
     leash.policy(unix_sockets=[str(allowed.path)])
-    server = McpServer(command=[sys.executable, str(folder / "unix_probe_server.py")], read=[str(folder)])
+    home = shared_dir / "server-home"  # its own directory, as the supervisor makes one (root's, 0755)
+    home.mkdir(mode=0o755)
+    server = McpServer(command=[sys.executable, str(folder / "unix_probe_server.py")], read=[str(folder)],
+                       workdir=str(home))
     conn = Connection("probe", server, ToolContext(workspace=leash.workspace, agent=leash.agent or ""))
     try:
         assert [t.name for t in conn.tools()] == ["reach"]

@@ -109,9 +109,9 @@ def test_arguments_are_validated_against_the_servers_schema(mcp_run):
 
 
 def test_policy_rules_name_server_tools_and_only_granted_servers_are_offered(mcp_run, cli):
-    model, out = mcp_run([call("mcp__files__write_note", name="a", text="b"), "ok"], "write",
-                         server_extra={"tools": {"write_note": "deny"}})
-    assert out["status"] == "done" and results(model)[0].startswith("Denied by policy: policy: tool "
+    model, out = mcp_run([call("mcp__files__write_note", name="a", text="b"), "ok"], "write", check=1,
+                         server_extra={"tools": {"write_note": "deny"}})  # its only call denied: the run failed
+    assert out["status"] == "failed" and results(model)[0].startswith("Denied by policy: policy: tool "
                                                                     "mcp__files__write_note is deny")
     model, out = mcp_run([call("mcp__files__echo", text="x"), "ok"], "echo", grant=[])
     assert "mcp__files__echo" not in {t["function"]["name"] for t in model.requests[0]["tools"]}

@@ -10,14 +10,16 @@ import yaml
 
 from sentinel.engine import journal
 
-TOOLS = {"read_file": {"path": "f.txt"}, "list_dir": {"path": "."}, "write_file": {"path": "f.txt", "content": "aaa"},
+TOOLS = {"read_file": {"path": "f.txt"}, "list_dir": {"path": "."}, "write_file": {"path": "new.txt", "content": "aaa"},
          "edit_file": {"path": "f.txt", "old_string": "a", "new_string": "b"},
          "update_user": {"content": "likes tests"}, "recall": {"query": "x"}}
 ROUNDS = 8
 
 
 def _script(agent_below):
-    calls = [{"name": name, "arguments": args} for name, args in TOOLS.items()]
+    # write_file makes a file of this run's own (a file the run never read is not overwritten: docs/safeguards.md)
+    calls = [{"name": name, "arguments": {**args, "path": f"new-{agent_below}.txt"} if name == "write_file" else args}
+             for name, args in TOOLS.items()]
     replies = [{"tool_calls": calls}]
     if agent_below:
         replies.append({"tool_calls": [{"name": "delegate", "arguments": {"agent": agent_below, "task": "go"}}]})

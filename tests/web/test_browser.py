@@ -84,7 +84,7 @@ def test_a_stale_digest_is_refused_and_a_decision_from_the_cli_clears_the_card(p
     card.locator(".note.error").filter(has_text="reload and decide again").wait_for()
     assert [a["id"] for a in cli.json("approvals", "--json", check=0)] == [run["approval_id"]]
 
-    cli("deny", run["approval_id"], "--reason", "decided in the terminal", check=0)
+    cli("deny", run["approval_id"], "--reason", "decided in the terminal", check=1)  # its only call denied: the run failed
     card.wait_for(state="detached", timeout=10_000)  # cleared live, without a reload
     page.locator("#flash").filter(has_text="resolved elsewhere").wait_for()
     assert page.locator("#pending-count").inner_text() == "0"

@@ -123,11 +123,11 @@ def test_an_approval_already_resolved_in_the_cli_is_refused_and_runs_once(paused
     c = console()
     session = c.signed_in()
     digest = _digest(approval_id)
-    cli("deny", approval_id, "--reason", "not today", check=0)
+    cli("deny", approval_id, "--reason", "not today", check=1)  # its only call denied: the run failed
     late = session.decide(approval_id, digest=digest)
     assert late.status_code == 409 and f"approval {approval_id} is denied, not pending" == late.json()["error"]
     shown = cli.json("show", run_id, "--json", check=0)
-    assert shown["status"] == "done"
+    assert shown["status"] == "failed" and "denied_undone" in shown["error"]
     assert [m["content"] for m in shown["messages"] if m["role"] == "tool"] == ["Denied by the operator: not today"]
     assert not (sentinel_home / "workspace" / "ran.txt").exists()
 
