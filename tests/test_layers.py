@@ -25,7 +25,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("sentinel.policy", "sentinel.hooks"),
     ("sentinel.models", "sentinel.tools", "sentinel.mcp"),
     ("sentinel.leash",),
-    ("sentinel.config", "sentinel.paths", "sentinel.errors", "sentinel.frames", "sentinel.detach", "sentinel.client.paths",
+    ("sentinel.config", "sentinel.config_stamp", "sentinel.paths", "sentinel.errors", "sentinel.frames", "sentinel.detach",
+     "sentinel.client.paths",
      "sentinel"),
 ]
 
