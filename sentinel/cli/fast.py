@@ -16,7 +16,6 @@ exactly as before. The command body is the same function either way.
 from __future__ import annotations
 
 import errno
-import inspect
 import sys
 import typing
 from pathlib import Path
@@ -43,8 +42,11 @@ def parse(fn: Callable[..., Any], args: list[str]) -> dict[str, Any] | None:
     positional: list[str] = []
     options: dict[str, tuple[str, Any]] = {}  # "--json" -> (parameter name, type)
     values: dict[str, Any] = {}
-    for name, param in inspect.signature(fn).parameters.items():
-        info, kind = param.default, _plain_type(hints.get(name))
+    declared = _defaults(fn)
+    if declared is None:
+        return None
+    for name, info in declared.items():
+        kind = _plain_type(hints.get(name))
         if kind is None or not isinstance(info, (typer.models.ArgumentInfo, typer.models.OptionInfo)):
             return None
         if isinstance(info, typer.models.ArgumentInfo):
@@ -59,6 +61,16 @@ def parse(fn: Callable[..., Any], args: list[str]) -> dict[str, Any] | None:
         if info.default is not ...:
             values[name] = info.default
     return _bind(args, positional, options, values)
+
+
+def _defaults(fn: Callable[..., Any]) -> dict[str, Any] | None:
+    """Each parameter's default (typer's declaration), from the code object (`inspect` costs more to import);
+    None when some parameter has none or is keyword-only: not a form parse() takes."""
+    code, defaults = fn.__code__, fn.__defaults__ or ()
+    names = code.co_varnames[:code.co_argcount]
+    if code.co_kwonlyargcount or len(defaults) != len(names):
+        return None
+    return dict(zip(names, defaults))
 
 
 def _bind(args: list[str], positional: list[str], options: dict[str, tuple[str, Any]],
