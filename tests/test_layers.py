@@ -29,8 +29,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("sentinel.models", "sentinel.tools", "sentinel.mcp"),
     ("sentinel.leash",),
     # sentinel.ui: what CLI, chat and watch render (the escaping of agent text every UI and notification shares)
-    ("sentinel.config", "sentinel.paths", "sentinel.errors", "sentinel.frames", "sentinel.detach", "sentinel.client.paths",
-     "sentinel.ui", "sentinel"),
+    ("sentinel.config", "sentinel.config_stamp", "sentinel.paths", "sentinel.errors", "sentinel.frames",
+     "sentinel.detach", "sentinel.client.paths", "sentinel.ui", "sentinel"),
 ]
 
 

@@ -2,6 +2,9 @@
 
 Errors: a SentinelError prints `error: <one line>` on stderr and exits with its code
 (2 for bad usage or input); nothing else is caught, so harness bugs stay visible.
+
+Start-up: `run(args)` imports only the module of the command the arguments name (each module pulls its
+own engine, web or model stack); `--help`, no command or a name not listed below builds every command.
 """
 
 from __future__ import annotations
@@ -29,22 +32,56 @@ GROUPS = [
 ]
 # Modules whose `register(app)` adds top-level commands.
 COMMAND_MODULES = ["sentinel.cli.runs", "sentinel.cli.system", "sentinel.cli.chat", "sentinel.cli.web", "sentinel.cli.watch"]
+# Which of COMMAND_MODULES registers each top-level command (tests/cli/test_start.py keeps it true).
+# A command missing here still works: its name is unknown, so every command is built.
+COMMANDS = {
+    **dict.fromkeys(("run", "runs", "show", "approvals", "approve", "deny", "resume", "logs", "status", "cancel"),
+                    "sentinel.cli.runs"),
+    **dict.fromkeys(("setup", "init", "supervisor"), "sentinel.cli.system"),
+    **dict.fromkeys(("chat", "chats", "restore"), "sentinel.cli.chat"),
+    "web": "sentinel.cli.web",
+    "inbox": "sentinel.cli.watch",
+}
 
 
-def build() -> typer.Typer:
-    app = typer.Typer(
+def _new_app() -> typer.Typer:
+    return typer.Typer(
         name="sentinel",
         help="Sentinel: a supervised agent harness for Linux.",
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         add_completion=False,
     )
+
+
+def _register(app: typer.Typer, module_name: str) -> None:
+    if importlib.util.find_spec(module_name):
+        importlib.import_module(module_name).register(app)
+
+
+def _add_group(app: typer.Typer, name: str, module_name: str, help_text: str) -> None:
+    if importlib.util.find_spec(module_name):
+        app.add_typer(importlib.import_module(module_name).app, name=name, help=help_text)
+
+
+def build(args: list[str] | None = None) -> typer.Typer:
+    """The app with every command, or (given the arguments) only the group or module their command names."""
+    app = _new_app()
+    name = args[0] if args else None
+    group = next((g for g in GROUPS if g[0] == name), None)
+    if group is not None:
+        _add_group(app, *group)
+        return app
+    if name in COMMANDS:
+        _register(app, COMMANDS[name])
+        # typer runs an app of one command as that command (no name to type): only a group keeps its syntax
+        if len(app.registered_commands) > 1 or app.registered_groups:
+            return app
+        app = _new_app()
     for module_name in COMMAND_MODULES:
-        if importlib.util.find_spec(module_name):
-            importlib.import_module(module_name).register(app)
-    for name, module_name, help_text in GROUPS:
-        if importlib.util.find_spec(module_name):
-            app.add_typer(importlib.import_module(module_name).app, name=name, help=help_text)
+        _register(app, module_name)
+    for group in GROUPS:
+        _add_group(app, *group)
     return app
 
 
@@ -54,7 +91,7 @@ def fail(exc: SentinelError) -> None:
 
 
 def run(args: list[str]) -> None:
-    app = build()
+    app = build(args)
     try:
         app(args=args, prog_name="sentinel")
     except SentinelError as exc:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from functools import cached_property
 import logging
 import os
 import sys
@@ -22,9 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
-from sentinel import config as config_mod
-from sentinel import paths
-from sentinel.agents import profile as profiles
+from sentinel import config_stamp, paths
 from sentinel.engine import asks, journal, lifecycle, relay
 from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener, Translator
@@ -36,6 +35,8 @@ from sentinel.errors import Busy, Damaged, NotFound, SentinelError, UsageError
 from sentinel.engine.status import SETTLED, TERMINAL, RunStatus
 
 if TYPE_CHECKING:
+    from sentinel.agents.profile import AgentProfile
+    from sentinel.config import Config
     from sentinel.workflows.model import Workflow
 
 logger = logging.getLogger("sentinel.local")
@@ -46,14 +47,34 @@ WAITING_HINT = {"waiting_approval": ": answer its pending approval first",
                 "interrupted": ": resume its interrupted turn first", "running": ": another process is running a turn"}
 
 
+def _profile(name: str | None, home: Path) -> AgentProfile:
+    """An agent's profile (its pydantic model is imported by the operations that run one, not by listings)."""
+    from sentinel.agents import profile as profiles
+
+    return profiles.load(name, home)
+
+
 class LocalEngine(Closing):
     mode = "local"
 
     def __init__(self, home: Path | None = None, store: Store | None = None, note: str | None = None):
         self.home = home or paths.home()
-        self.config = config_mod.load(self.home)
+        self._check_config()
         self.store = store or Store.open(paths.state_dir(self.home) / "sentinel.db")
         self.note = note  # why local mode was chosen, when a supervisor exists but is out of reach
+
+    def _check_config(self) -> None:
+        """A broken config.yaml fails every command, as one line; building its models waits for a use of them."""
+        digest = config_stamp.current(self.home)
+        if not config_stamp.valid(self.home, digest):
+            _ = self.config
+            config_stamp.record(self.home, digest)
+
+    @cached_property
+    def config(self) -> Config:
+        from sentinel import config as config_mod
+
+        return config_mod.load(self.home)
 
     def close(self) -> None:
         self.store.close()
@@ -66,7 +87,7 @@ class LocalEngine(Closing):
               hook: str | None = None) -> Outcome:
         if not task.strip():
             raise UsageError("TASK: must not be empty")
-        profile = profiles.load(agent or self.config.default_agent, self.home)
+        profile = _profile(agent or self.config.default_agent, self.home)
         model_name = model or profile.model or self.config.default_model
         self._check(model_name, skills)  # bad input is a usage error before anything is persisted
         if hook and relay.get(self.store.conn, hook)["run_id"] is not None:
@@ -134,7 +155,7 @@ class LocalEngine(Closing):
         run = Run.open(Path(row["run_dir"]))
         if model:
             self.store.set_model(run_id, model)
-        return self._execute(run, profiles.load(run.state.agent, self.home), on_event, skills=skills,
+        return self._execute(run, _profile(run.state.agent, self.home), on_event, skills=skills,
                              message=text, model=model)
 
     def interrupt(self, run_id: str) -> Outcome:
@@ -165,7 +186,7 @@ class LocalEngine(Closing):
 
         if row.get("kind") == runner.KIND:
             return self._advance_workflow(run, on_event)
-        return self._execute(run, profiles.load(run.state.agent, self.home), on_event)
+        return self._execute(run, _profile(run.state.agent, self.home), on_event)
 
     def _advance_workflow(self, run: Run, on_event: Listener | None) -> Outcome:
         from sentinel.local.children import LocalChildren
@@ -450,7 +471,7 @@ class LocalEngine(Closing):
             if skill_files.get(name, self.home) is None:
                 raise UsageError(f"skill {name!r}: no skills/{name}/SKILL.md here or bundled")
 
-    def _execute(self, run: Run, profile: profiles.AgentProfile, on_event: Listener | None, *,
+    def _execute(self, run: Run, profile: AgentProfile, on_event: Listener | None, *,
                  skills: Sequence[str] = (), message: str | None = None, model: str | None = None) -> Outcome:
         from sentinel.local.children import LocalChildren
         from sentinel.worker.execute import execute_run

@@ -1,0 +1,66 @@
+"""Whether config.yaml is known valid as it is now, without importing pydantic and its models.
+
+    digest = config_stamp.current(home)
+    if not config_stamp.valid(home, digest):    # unchanged since a full validation by this same code?
+        config.load(home)                       # else validate in full (a ConfigError names the field)
+        config_stamp.record(home, digest)       # the digest taken before: an edit meanwhile is not stamped
+
+A listing (`sentinel runs`, `approvals`, `show`) must still refuse a broken config.yaml, but building every
+settings model costs more than the rest of the command. The stamp is a digest of what decides validity:
+config.yaml's bytes, the SENTINEL_* overrides, and the size and mtime of every source file of the package
+(an upgrade or an edit of a settings model invalidates it). Only a successful validation writes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+OVERRIDES = ("SENTINEL_DEFAULT_MODEL", "SENTINEL_DEFAULT_AGENT", "SENTINEL_SANDBOX")
+PACKAGE = Path(__file__).resolve().parent
+
+
+def _sources(digest: "hashlib._Hash", folder: Path) -> None:
+    with os.scandir(folder) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+                _sources(digest, Path(entry.path))
+            elif entry.name.endswith(".py"):
+                info = entry.stat()
+                digest.update(f"{entry.path}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+
+
+def current(home: Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        digest.update((home / "config.yaml").read_bytes())
+    except FileNotFoundError:
+        digest.update(b"\0absent")
+    for name in OVERRIDES:
+        digest.update(f"\0{name}={os.environ.get(name)}".encode())
+    _sources(digest, PACKAGE)
+    return digest.hexdigest()
+
+
+def _stamp(home: Path) -> Path:
+    return home / "state" / "config.valid"
+
+
+def valid(home: Path, digest: str) -> bool:
+    try:
+        return _stamp(home).read_text() == digest
+    except OSError:
+        return False
+
+
+def record(home: Path, digest: str) -> None:
+    """After a successful validation: best effort (a read-only state dir only means validating again)."""
+    try:
+        stamp = _stamp(home)
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        tmp = stamp.with_name(f"{stamp.name}.{os.getpid()}")
+        tmp.write_text(digest)
+        os.replace(tmp, stamp)
+    except OSError:
+        pass
