@@ -35,7 +35,8 @@ COMMAND_MODULES = ["sentinel.cli.runs", "sentinel.cli.system", "sentinel.cli.cha
 # Which of COMMAND_MODULES registers each top-level command (tests/cli/test_start.py keeps it true).
 # A command missing here still works: its name is unknown, so every command is built.
 COMMANDS = {
-    **dict.fromkeys(("run", "runs", "show", "approvals", "approve", "deny", "resume", "logs", "status", "cancel"),
+    **dict.fromkeys(("run", "runs", "show", "approvals", "approve", "deny", "resume", "logs", "status", "cancel",
+                     "undo"),
                     "sentinel.cli.runs"),
     **dict.fromkeys(("setup", "init", "supervisor"), "sentinel.cli.system"),
     **dict.fromkeys(("chat", "chats", "restore"), "sentinel.cli.chat"),
