@@ -10,7 +10,6 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -35,9 +34,9 @@ def _user() -> pwd.struct_passwd:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from freeport import free_port
+
+    return free_port()
 
 
 class Server:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 
 import httpx
@@ -88,9 +87,9 @@ def test_the_agent_daily_budget_spans_runs(muzzle):
 
 
 def _dead_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from freeport import free_port  # below the ephemeral range: no parallel test's socket takes it meanwhile
+
+    return free_port()
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -22,9 +21,9 @@ pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from freeport import free_port
+
+    return free_port()
 
 
 @pytest.fixture

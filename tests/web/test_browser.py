@@ -51,7 +51,9 @@ def _wait_status(cli, run_id: str, status: str, timeout: float = 30.0) -> dict:
 
 def _open(page, web) -> None:
     page.goto(web.url)
-    page.wait_for_function("document.body.dataset.live === 'open'")
+    # a selector, not wait_for_function: polling a string predicate is an eval, which the console's CSP refuses
+    # (it only shows when the page is not live at the first check, i.e. on a loaded machine)
+    page.locator("body[data-live='open']").wait_for()
 
 
 def test_the_done_when_scenario_in_chromium(page, paused, web_process, cli, sentinel_home, tmp_path):

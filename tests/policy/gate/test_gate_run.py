@@ -70,11 +70,10 @@ def test_judge_calls_of_a_run_go_through_muzzle(scripted_server, configure, cli,
 
 
 def test_a_rule_whose_judge_is_unreachable_is_skipped_out_loud(scripted_server, configure, cli, sentinel_home):
-    import socket
 
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        dead = s.getsockname()[1]
+    from freeport import free_port
+
+    dead = free_port()  # a port nothing listens on (below the ephemeral range: no parallel test takes it)
     (sentinel_home / "rules").mkdir()
     (sentinel_home / "rules" / "billing.yaml").write_text(yaml.safe_dump(
         {"trigger": "file_write", "scope": ["src/billing/**"], "prompt": "billing FILE {{file_path}}"}))
