@@ -55,6 +55,9 @@ class McpServer(BaseModel):
     tools: dict[str, Verdict] = Field(default_factory=dict, description="Per-tool verdicts (over read_only).")
     pin: bool = Field(True, description="Calls pause for approval unless the tool list is the one trusted with "
                                         "`sentinel mcp trust NAME`.")
+    agents: list[str] | None = Field(None, description="System mode: the agents (Linux users) whose profiles may "
+                                                      "grant this server; unset, any agent's may. An agent's profile "
+                                                      "is its own file, so this list is the operator's say.")
     timeout_s: float = Field(60.0, gt=0, description="Seconds one call may take before it fails.")
     start_timeout_s: float = Field(20.0, gt=0, description="Seconds the server may take to start and list its tools.")
 

@@ -168,7 +168,7 @@ def greeting(store: Store, row: dict[str, Any], config: "Config", pw: Any, endpo
     mcp = [] if sub is not None else runmodel.profile_mcp(pw.pw_dir, str(row["agent"]), pw.pw_uid)
     return {"id": row["id"], "task": row["task"], "profile": row["agent"], "model": row["model"],
             "workspace": row["workspace"] or None, "parent_id": row["parent_id"], "kind": row.get("kind") or "task",
-            "config": worker_config(config, mcp), "endpoint": endpoint,
+            "config": worker_config(config, mcp, getattr(pw, "pw_name", None)), "endpoint": endpoint,
             "grants": store.grants_of(row["id"]),  # a child run's: what its parent granted it
             "subagent": sub}
 
@@ -182,11 +182,13 @@ WORKER_SETTINGS = frozenset({"limits", "tools", "policy", "sandbox", "leash", "g
                              "orchestration", "mcp_servers"})
 
 
-def worker_config(config: "Config", mcp: list[str]) -> dict[str, Any]:
+def worker_config(config: "Config", mcp: list[str], user: str | None = None) -> dict[str, Any]:
     """The operator's settings a worker runs under (an agent's own config.yaml is never read for a run):
-    WORKER_SETTINGS only, and of the MCP servers only those named in `mcp` (what the run's profile grants)."""
+    WORKER_SETTINGS only, and of the MCP servers only those named in `mcp` (what the run's profile grants) that
+    the operator let that agent's user have (a server's `agents:`; the profile is the agent's own file)."""
     data = config.model_dump(mode="json", include=set(WORKER_SETTINGS))
-    data["mcp_servers"] = {name: server for name, server in data["mcp_servers"].items() if name in mcp}
+    data["mcp_servers"] = {name: server for name, server in data["mcp_servers"].items()
+                           if name in mcp and (server.get("agents") is None or user in server["agents"])}
     data["leash"]["policy_dir"] = str(layout.etc_dir() / "leash")
     for name, path in mcp_workdirs(config).items():
         if name in data["mcp_servers"]:  # only the granted servers reach the worker, each with its directory

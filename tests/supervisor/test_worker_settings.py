@@ -61,15 +61,18 @@ def every_secret() -> dict:
     }
 
 
-def _greeting(tmp_path: Path, profile: dict) -> dict:
+def _greeting(tmp_path: Path, profile: dict, servers: dict | None = None) -> dict:
     home = tmp_path / "home"
     (home / ".sentinel" / "agents").mkdir(parents=True)
     (home / ".sentinel" / "agents" / "boss.yaml").write_text(yaml.safe_dump(profile))
     store = Store.open(tmp_path / "sup.db")
     try:
         store.create_run("r-1", agent="boss", task="t", model="up/m", workspace=tmp_path, run_dir=tmp_path / "r-1")
-        pw = types.SimpleNamespace(pw_dir=str(home), pw_uid=os.getuid())
-        config = Config.model_validate(every_secret())
+        pw = types.SimpleNamespace(pw_dir=str(home), pw_uid=os.getuid(), pw_name="boss")
+        settings = every_secret()
+        for name, extra in (servers or {}).items():
+            settings["mcp_servers"][name].update(extra)
+        config = Config.model_validate(settings)
         return workers.greeting(store, store.get_run("r-1"), config, pw, {"base_url": "http://m", "token": "tok"})
     finally:
         store.close()
@@ -101,6 +104,15 @@ def test_the_worker_receives_the_allowlisted_settings_and_no_secret(tmp_path):
 
 def test_a_run_granted_no_mcp_server_receives_none(tmp_path):
     assert _greeting(tmp_path, {"name": "boss"})["config"]["mcp_servers"] == {}
+
+
+def test_a_profile_cannot_grant_itself_a_server_the_operator_gave_other_agents(tmp_path):
+    """The profile is the agent's own file: a server's `agents:` (the operator's config) decides whose it is."""
+    granted = {"name": "boss", "mcp": ["files", "vault"]}
+    got = _greeting(tmp_path / "a", granted, {"vault": {"agents": ["accounts"]}})["config"]["mcp_servers"]
+    assert set(got) == {"files"} and SECRET not in json.dumps(got)  # vault's token stays with the supervisor
+    got = _greeting(tmp_path / "b", granted, {"vault": {"agents": ["accounts", "boss"]}})["config"]["mcp_servers"]
+    assert set(got) == {"files", "vault"}  # listed: the grant stands
 
 
 def test_an_unreadable_or_broken_profile_grants_no_server(tmp_path):
