@@ -28,7 +28,8 @@ def _block() -> range:
 
 def free_port() -> int:
     """A loopback port nothing listens on now, outside the ephemeral range (see the module's docstring)."""
-    for port in random.sample(_block(), len(_block())):
+    block = _block()
+    for port in random.sample(block, len(block)):
         if port in _given:
             continue
         with socket.socket() as s:

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from freeport import free_port  # a port below the ephemeral range (tests/freeport.py)
 
 SUPERUSER = "sentinel_test"
 
@@ -33,10 +34,6 @@ def _user() -> pwd.struct_passwd:
     raise RuntimeError("no unprivileged user to run PostgreSQL as")
 
 
-def _free_port() -> int:
-    from freeport import free_port
-
-    return free_port()
 
 
 class Server:
@@ -45,7 +42,7 @@ class Server:
         self.dir = Path(tempfile.mkdtemp(prefix="sx-pg-", dir="/tmp"))
         os.chmod(self.dir, 0o700)
         os.chown(self.dir, self.user.pw_uid, self.user.pw_gid)
-        self.port = _free_port()
+        self.port = free_port()
 
     def _as_user(self, *argv: str) -> None:
         proc = subprocess.run(["runuser", "-u", self.user.pw_name, "--", *argv], capture_output=True, text=True,

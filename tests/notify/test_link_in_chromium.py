@@ -12,6 +12,7 @@ import time
 
 import httpx
 import pytest
+from freeport import free_port  # a port below the ephemeral range (tests/freeport.py)
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -20,10 +21,6 @@ ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-
 pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's chromium is not installed")
 
 
-def _free_port() -> int:
-    from freeport import free_port
-
-    return free_port()
 
 
 @pytest.fixture
@@ -58,7 +55,7 @@ def web(sentinel_home):
 
 def test_the_done_when_scenario_approve_from_the_link_in_chromium(notify_config, webhook, cli, web, page,
                                                                    sentinel_home):
-    port = _free_port()
+    port = free_port()
     hook = webhook()
     notify_config([{"type": "webhook", "url": hook.url, "one_tap": True, "on": ["approval"]}], port=port)
     web(port)
