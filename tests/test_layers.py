@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("sentinel.leash",),
     # sentinel.ui: what CLI, chat and watch render (the escaping of agent text every UI and notification shares)
     ("sentinel.config", "sentinel.config_stamp", "sentinel.paths", "sentinel.errors", "sentinel.frames",
-     "sentinel.detach", "sentinel.client.paths", "sentinel.ui", "sentinel"),
+     "sentinel.detach", "sentinel.client.paths", "sentinel.ui", "sentinel.jsontypes", "sentinel"),
 ]
 
 
