@@ -31,6 +31,15 @@ def _sources(digest: "hashlib._Hash", folder: Path) -> None:
                 digest.update(f"{entry.path}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
 
 
+def sources(*files: Path) -> str:
+    """The size and mtime of each of `files`: what a stamp of work done by that code depends on."""
+    digest = hashlib.sha256()
+    for path in files:
+        info = path.stat()
+        digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
 def current(home: Path) -> str:
     digest = hashlib.sha256()
     try:
@@ -43,21 +52,24 @@ def current(home: Path) -> str:
     return digest.hexdigest()
 
 
-def _stamp(home: Path) -> Path:
-    return home / "state" / "config.valid"
+def _stamp(home: Path, name: str) -> Path:
+    return home / "state" / f"{name}.valid"
 
 
-def valid(home: Path, digest: str) -> bool:
+def valid(home: Path, digest: str, name: str = "config") -> bool:
     try:
-        return _stamp(home).read_text() == digest
+        return _stamp(home, name).read_text() == digest
     except OSError:
         return False
 
 
-def record(home: Path, digest: str) -> None:
-    """After a successful validation: best effort (a read-only state dir only means validating again)."""
+def record(home: Path, digest: str, name: str = "config", *, create: bool = True) -> None:
+    """After a successful validation: best effort (a read-only state dir only means validating again).
+    `create=False`: only into a state directory that exists and is this user's own."""
     try:
-        stamp = _stamp(home)
+        stamp = _stamp(home, name)
+        if not create and stamp.parent.stat().st_uid != os.geteuid():
+            return
         stamp.parent.mkdir(parents=True, exist_ok=True)
         tmp = stamp.with_name(f"{stamp.name}.{os.getpid()}")
         tmp.write_text(digest)

@@ -37,27 +37,10 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 from sentinel import paths
+from sentinel.models.hostpaths import address, status_path
 
 CRASH_WINDOW_S, CRASH_LIMIT = 60.0, 3
 LOAD_FAILED = 3  # the child's exit code when the model cannot be loaded
-
-
-_DIR_FDS: dict[str, int] = {}
-
-
-def address(sock: Path) -> str:
-    """A path to bind or connect `sock` by: itself, or through /proc/self/fd when it is longer than a Unix
-    socket address may be (108 bytes; a deep $SENTINEL_HOME easily is)."""
-    if len(os.fsencode(str(sock))) < 100:
-        return str(sock)
-    parent = str(sock.parent)
-    if parent not in _DIR_FDS:
-        _DIR_FDS[parent] = os.open(parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    return f"/proc/self/fd/{_DIR_FDS[parent]}/{sock.name}"
-
-
-def status_path(sock: Path) -> Path:
-    return sock.with_suffix(".json")
 
 
 def write_status(sock: Path, data: dict[str, Any]) -> None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentinel.models.base import Completion, ModelError, ModelUnavailable, OnDelta, OnProgress
-from sentinel.models.host_process import address, status_path
+from sentinel.models.hostpaths import address, status_path
 from sentinel.models.weights import cache_dir
 
 if TYPE_CHECKING:
@@ -274,7 +274,7 @@ class HostedModel:
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  on_delta: OnDelta | None = None, on_progress: OnProgress | None = None,
                  **options: Any) -> Completion:
-        import httpx
+        import httpx2 as httpx  # the stack the openai client loads too
 
         from sentinel.models.openai_compat import OpenAICompatClient
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
-import httpx
+import httpx2 as httpx  # the HTTP stack the openai client already loads: one stack per process, not two
 
 from sentinel.errors import SentinelError
 from sentinel.models.base import ModelError, ModelUnavailable

@@ -189,8 +189,26 @@ def load(*overrides: tuple[str, dict[str, Any]], base: Path | None = None) -> Ac
         policy = ActionPolicy.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(source, f"policy: {pydantic_detail(exc)}") from None
-    check_examples(policy, source)
+    _check_examples_once(policy, data, source)
     return policy
+
+
+def _check_examples_once(policy: ActionPolicy, data: dict[str, Any], source: str) -> None:
+    """check_examples, skipped when this same policy passed it before under this same matching code (a stamp in
+    the user's own state directory): parsing every example costs a run's start more than the rest of the policy.
+    The stamp only saves a check that raises on a mistaken example; what a rule decides is never cached."""
+    import hashlib
+    import json
+
+    from sentinel import config_stamp
+
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode())
+    digest.update(config_stamp.sources(Path(__file__), Path(shell.__file__)).encode())
+    stamp = digest.hexdigest()
+    if config_stamp.valid(paths.home(), stamp, "policy-examples"):
+        return
+    check_examples(policy, source)
+    config_stamp.record(paths.home(), stamp, "policy-examples", create=False)
 
 
 class GrantsLayer:

@@ -85,3 +85,15 @@ def test_usage_errors_and_help_still_come_from_typer(cli, configure):
     proc = cli("show")
     assert proc.returncode == 2 and "Missing argument" in proc.stderr
     assert "List pending approvals." in cli("approvals", "--help", check=0).stdout
+
+
+def test_a_run_whose_policy_was_checked_before_starts_without_the_shell_parser(sentinel_home, cli, configure,
+                                                                               scripted_server):
+    """The policy's examples are parsed once per policy (a stamp), not at every run's start (what a rule decides
+    is never stamped: tests/policy/test_action_policy.py); Muzzle's upstream shares the openai client's HTTP stack."""
+    server = scripted_server(["done."] * 2)
+    configure(server=server)
+    env = {**__import__("os").environ, "SENTINEL_HOME": str(sentinel_home), "FAKE_KEY": "k", "SENTINEL_MODE": "local"}
+    assert cli("run", "say done", env={"SENTINEL_MODE": "local"}).returncode == 0  # checks and stamps the policy
+    modules = imported_by(["run", "say done"], env)
+    assert "bashlex" not in modules and "httpx" not in modules, sorted(m for m in modules if "bash" in m or "http" in m)

@@ -117,3 +117,50 @@ def test_deny_rules_see_commands_behind_wrappers_and_groups(command):
 
 def test_the_default_privilege_rule_sees_a_shell_string():
     assert decide(ctx("bash", command="bash -c 'sudo id'"), layers()).outcome == "deny"
+
+
+# -- the examples' check is stamped, never a decision (issue 45: bashlex is not a run's start cost) -------------------
+
+GOOD = {"bash": {"rules": [{"id": "ls", "decision": "auto", "prefix": ["ls"], "match": ["ls -la"],
+                            "not_match": ["ls; rm x"]}]}}
+
+
+def _checks(monkeypatch) -> list[str]:
+    seen: list[str] = []
+    real = action.check_examples
+    monkeypatch.setattr(action, "check_examples", lambda policy, source: (seen.append(source), real(policy, source)))
+    return seen
+
+
+def test_a_policy_whose_examples_held_is_not_parsed_again_until_it_changes(monkeypatch, sentinel_home):
+    (sentinel_home / "state").mkdir(exist_ok=True)
+    seen = _checks(monkeypatch)
+    action.load(("config.yaml policy", GOOD))
+    action.load(("config.yaml policy", GOOD))
+    assert seen == ["config.yaml policy"]  # the second load found the stamp
+    edited = {"bash": {"rules": [{**GOOD["bash"]["rules"][0], "match": ["ls -l"]}]}}
+    action.load(("config.yaml policy", edited))
+    assert len(seen) == 2
+    policy = action.load(("config.yaml policy", GOOD))  # the stamp holds one policy: the first is checked again
+    assert len(seen) == 3
+    assert policy.decide_bash("ls; rm -rf /").outcome != "auto"  # what a rule decides is never stamped
+
+
+def test_a_contradicting_example_fails_every_load_and_is_never_stamped(sentinel_home):
+    (sentinel_home / "state").mkdir(exist_ok=True)
+    bad = {"bash": {"rules": [{"id": "ls", "decision": "auto", "prefix": ["ls"], "not_match": ["ls -la"]}]}}
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="in `not_match` matches"):
+            action.load(("config.yaml policy", bad))
+
+
+def test_no_stamp_in_a_state_directory_of_another_user(monkeypatch, sentinel_home):
+    import os
+
+    state = sentinel_home / "state"
+    state.mkdir(exist_ok=True)
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(state).st_uid + 1)
+    seen = _checks(monkeypatch)
+    action.load(("config.yaml policy", GOOD))
+    action.load(("config.yaml policy", GOOD))
+    assert len(seen) == 2 and not (state / "policy-examples.valid").exists()
