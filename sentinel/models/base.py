@@ -8,6 +8,7 @@ pointed at Muzzle with the run's token.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
@@ -59,6 +60,19 @@ class ModelClient(Protocol):
         self, messages: list[JSONObject], tools: list[JSONObject], *, on_delta: OnDelta | None = None,
         on_progress: OnProgress | None = None,
     ) -> Completion: ...
+
+
+def call_parts(message: JSONObject) -> list[tuple[str, str]]:
+    """(name, arguments text) of each tool call a message carries in the OpenAI shape (`tool_calls[].function`);
+    an entry without a `function` object is skipped."""
+    calls = message.get("tool_calls")
+    out: list[tuple[str, str]] = []
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            name, arguments = function.get("name"), function.get("arguments")
+            out.append((str(name or ""), arguments if isinstance(arguments, str) else json.dumps(arguments or "")))
+    return out
 
 
 def tool_schemas_to_openai(tools: list[JSONObject]) -> list[JSONObject]:

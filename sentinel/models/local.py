@@ -159,8 +159,8 @@ class Engine:
 
 def _chat_stream(llama: Llama, kwargs: JSONObject) -> Iterator[JSONObject]:
     """The stream chunks of one chat completion, as the JSON objects they are."""
-    # Any: llama_cpp types each option with its own classes (message TypedDicts, LlamaGrammar); the OpenAI JSON
-    # passed here is what it parses, and each chunk it yields is a plain dict of that JSON
+    # the OpenAI JSON passed here is what llama_cpp parses, and each chunk it yields is a plain dict of that JSON
+    # Any: llama_cpp types each option with its own classes (message TypedDicts, LlamaGrammar)
     options: dict[str, Any] = kwargs
     chunks: Iterator[Any] = iter(llama.create_chat_completion(stream=True, **options))  # Any: as above
     return chunks

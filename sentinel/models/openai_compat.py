@@ -47,8 +47,8 @@ class OpenAICompatClient:
         """`options`: further request fields (response_format, max_tokens, temperature)."""
         import openai
 
-        # Any: the openai client types each request field with its own TypedDicts; the OpenAI JSON passed here is
-        # what it sends as is
+        # the openai client sends the OpenAI JSON passed here as is
+        # Any: the client types each request field with its own TypedDicts
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, **options}
         if tools:
             kwargs["tools"] = tool_schemas_to_openai(tools)
