@@ -14,8 +14,9 @@ separated from its result. An earlier summary lies inside the next span, so summ
 
 from __future__ import annotations
 
-from typing import Any
+from sentinel.jsontypes import JSONObject
 
+from sentinel.models.base import call_parts
 from sentinel.models.script import SUMMARY_TURNS, text_of, turn_of
 
 # The summary message opens with this line. The scripted model counts the turns it names as turns
@@ -23,7 +24,7 @@ from sentinel.models.script import SUMMARY_TURNS, text_of, turn_of
 SUMMARY_HEAD = "[Summary so far: {turns} earlier model turns, compacted]"
 
 
-def turns_in(messages: list[dict[str, Any]]) -> int:
+def turns_in(messages: list[JSONObject]) -> int:
     """Model turns in `messages`, counting those an earlier summary folded in."""
     return turn_of(messages)
 
@@ -43,15 +44,14 @@ Write plain Markdown bullets, at most about 300 words. Do not invent anything th
 RESULT_MAX = 1500  # characters of one tool result shown to the summarizer
 
 
-def message_size(message: dict[str, Any]) -> int:
+def message_size(message: JSONObject) -> int:
     n = len(text_of(message))
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function") or {}
-        n += len(fn.get("name") or "") + len(fn.get("arguments") or "")
+    for name, arguments in call_parts(message):
+        n += len(name) + len(arguments)
     return n
 
 
-def size(messages: list[dict[str, Any]]) -> int:
+def size(messages: list[JSONObject]) -> int:
     return sum(message_size(m) for m in messages)
 
 
@@ -61,11 +61,11 @@ class Sizes:
     an identity check each, plus the measure of its new ones. A list that changed before its end (a compaction) is measured again."""
 
     def __init__(self) -> None:
-        self._seen: list[dict[str, Any]] = []
+        self._seen: list[JSONObject] = []
         self._sizes: list[int] = []
         self._total = 0
 
-    def __call__(self, messages: list[dict[str, Any]]) -> int:
+    def __call__(self, messages: list[JSONObject]) -> int:
         n = len(self._seen)
         if n > len(messages) or not all(a is b for a, b in zip(messages, self._seen)):
             self._seen, self._sizes, self._total = [], [], 0
@@ -77,7 +77,7 @@ class Sizes:
         return self._total
 
 
-def head_end(messages: list[dict[str, Any]]) -> int:
+def head_end(messages: list[JSONObject]) -> int:
     """Index of the first model turn (or a first summary): everything before it is the head, kept verbatim."""
     for i, message in enumerate(messages):
         if message.get("role") == "assistant" or is_summary(message):
@@ -85,11 +85,11 @@ def head_end(messages: list[dict[str, Any]]) -> int:
     return len(messages)
 
 
-def is_summary(message: dict[str, Any]) -> bool:
+def is_summary(message: JSONObject) -> bool:
     return message.get("role") == "user" and bool(SUMMARY_TURNS.match(text_of(message)))
 
 
-def span(messages: list[dict[str, Any]], keep_recent_turns: int) -> tuple[int, int] | None:
+def span(messages: list[JSONObject], keep_recent_turns: int) -> tuple[int, int] | None:
     """The middle to summarize: from the end of the head to the start of the last `keep_recent_turns` turns.
     None when that middle holds fewer than two messages (nothing worth a model call)."""
     start = head_end(messages)
@@ -100,7 +100,7 @@ def span(messages: list[dict[str, Any]], keep_recent_turns: int) -> tuple[int, i
     return (start, end) if end - start >= 2 else None
 
 
-def render(messages: list[dict[str, Any]]) -> str:
+def render(messages: list[JSONObject]) -> str:
     """The span as a plain transcript: the summarizer reads it as text, so no tool call needs a result."""
     lines: list[str] = []
     for message in messages:
@@ -110,9 +110,8 @@ def render(messages: list[dict[str, Any]]) -> str:
         elif role == "assistant":
             if content:
                 lines.append(f"AGENT: {content}")
-            for call in message.get("tool_calls") or []:
-                fn = call.get("function") or {}
-                lines.append(f"AGENT CALLS {fn.get('name')}({_short(fn.get('arguments') or '', RESULT_MAX)})")
+            for name, arguments in call_parts(message):
+                lines.append(f"AGENT CALLS {name}({_short(arguments, RESULT_MAX)})")
         elif role == "tool":
             lines.append(f"RESULT: {_short(content, RESULT_MAX)}")
         else:
@@ -124,12 +123,12 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]} […{len(text) - limit} more characters]"
 
 
-def summary_request(middle: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def summary_request(middle: list[JSONObject]) -> list[JSONObject]:
     return [{"role": "system", "content": SUMMARIZER},
             {"role": "user", "content": f"The conversation to summarize:\n\n{render(middle)}"}]
 
 
-def latest_request(middle: list[dict[str, Any]]) -> str | None:
+def latest_request(middle: list[JSONObject]) -> str | None:
     """The last message a person wrote inside the span (a chat session's current request), if any."""
     for message in reversed(middle):
         content = text_of(message)
@@ -138,14 +137,14 @@ def latest_request(middle: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def summary_message(text: str, turns: int, request: str | None = None) -> dict[str, Any]:
+def summary_message(text: str, turns: int, request: str | None = None) -> JSONObject:
     """A user message (some chat templates refuse a late system message; an assistant one would read as an answer).
     The request being worked on, when the span holds it, stays verbatim: a summary must not rephrase it."""
     verbatim = f"\n\nThe request being worked on, verbatim:\n\n{request.strip()}" if request else ""
     return {"role": "user", "content": f"{SUMMARY_HEAD.format(turns=turns)}\n\n{text.strip()}{verbatim}"}
 
 
-def splice(messages: list[dict[str, Any]], start: int, end: int, message: dict[str, Any]) -> list[dict[str, Any]]:
+def splice(messages: list[JSONObject], start: int, end: int, message: JSONObject) -> list[JSONObject]:
     return [*messages[:start], message, *messages[end:]]
 
 
@@ -159,7 +158,7 @@ def threshold(compact_at_chars: int | None, model: str, context_tokens: int) -> 
     return 120_000
 
 
-def record(start: int, end: int, summary: dict[str, Any], before: int, after: int, turns: int) -> dict[str, Any]:
+def record(start: int, end: int, summary: JSONObject, before: int, after: int, turns: int) -> JSONObject:
     """The journal record of one compaction; RunState splices the conversation from it on replay."""
     return {"type": "compaction", "start": start, "end": end, "message": summary, "summarized": end - start,
             "turns": turns, "chars_before": before, "chars_after": after}

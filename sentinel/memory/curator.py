@@ -18,10 +18,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from sentinel import paths
+from sentinel.jsontypes import JSONObject
 from sentinel.memory.scan import scan
+from sentinel.models.base import call_parts
 
 MEMORY_MD = "MEMORY.md"
 MAX_LINES = 200
@@ -86,7 +87,7 @@ def curate(scope_dir: Path, learnings: list[str]) -> Curated:
     return out
 
 
-def transcript(messages: list[dict[str, Any]], limit: int = TRANSCRIPT_CHARS) -> str:
+def transcript(messages: list[JSONObject], limit: int = TRANSCRIPT_CHARS) -> str:
     """The session as the curator model reads it: requests, tool calls and results, answers; each cut short,
     the oldest dropped first past `limit` (the system prompt is left out: it is the agent, not the session)."""
     lines = []
@@ -95,8 +96,8 @@ def transcript(messages: list[dict[str, Any]], limit: int = TRANSCRIPT_CHARS) ->
         if role == "user":
             lines.append(f"REQUEST: {text[:600]}")
         elif role == "assistant":
-            for call in msg.get("tool_calls") or []:
-                lines.append(f"CALL {call['function']['name']} {str(call['function']['arguments'])[:300]}")
+            for name, args in call_parts(msg):
+                lines.append(f"CALL {name} {args[:300]}")
             if text and not msg.get("tool_calls"):
                 lines.append(f"ANSWER: {text[:400]}")
         elif role == "tool":
@@ -110,7 +111,7 @@ def transcript(messages: list[dict[str, Any]], limit: int = TRANSCRIPT_CHARS) ->
     return "\n".join(reversed(out))
 
 
-def conventions_request(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def conventions_request(messages: list[JSONObject]) -> list[JSONObject]:
     return [{"role": "system", "content": CURATOR_PROMPT},
             {"role": "user", "content": f"The session:\n\n{transcript(messages)}"}]
 

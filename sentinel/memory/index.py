@@ -253,7 +253,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _listing(row: Row | None) -> tuple | None:
+def _listing(row: Row | None) -> tuple[str, list[str], str | None] | None:
     """What index.md shows of a note."""
     return (row.title, row.tags, row.flagged) if row else None
 

@@ -19,9 +19,10 @@ import datetime as dt
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
+
+from sentinel.jsontypes import JSONObject
 
 SLUG_MAX = 80
 _FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(\r?\n|\Z)", re.DOTALL)
@@ -60,7 +61,7 @@ def title_key(title: str) -> str:
     return " ".join(title.split()).casefold()
 
 
-def clean_tags(value: Any) -> list[str]:
+def clean_tags(value: object) -> list[str]:
     """Tags from frontmatter or a tool argument: a list or a comma/space separated string, no `#`."""
     if value is None:
         return []
@@ -73,7 +74,7 @@ def clean_tags(value: Any) -> list[str]:
     return out
 
 
-def _stamp(value: Any) -> str | None:
+def _stamp(value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, dt.datetime):
@@ -84,7 +85,7 @@ def _stamp(value: Any) -> str | None:
     return str(value)
 
 
-def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
+def split_frontmatter(text: str) -> tuple[JSONObject | None, str]:
     """(frontmatter mapping, body); (None, text) when there is no valid YAML mapping up front."""
     match = _FRONTMATTER.match(text)
     if not match:
@@ -109,7 +110,7 @@ def parse(text: str, rel: str) -> Note:
 
 
 def render(note: Note) -> str:
-    meta: dict[str, Any] = {"title": note.title, "tags": note.tags}
+    meta: JSONObject = {"title": note.title, "tags": [*note.tags]}
     for key in ("created", "updated", "source_run"):
         if getattr(note, key):
             meta[key] = getattr(note, key)

@@ -29,7 +29,6 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -200,7 +199,7 @@ def scan(text: str, strict: bool = False) -> Finding | None:
 
 
 # Letters that look like Latin ones (Cyrillic, Greek); NFKC folds full-width and mathematical letters itself.
-_LOOKALIKE = str.maketrans({a: b for a, b in (pair for pair in (
+_LOOKALIKE = str.maketrans({pair[0]: pair[1] for pair in ((
     "аa еe оo рp сc уy хx іi јj ѕs ԁd ɡg һh ԛq ԝw мm тt вb кk нh АA ЕE ОO РP СC УY ХX ІI ЈJ ЅS МM ТT ВB КK НH "
     "ΑA ΒB ΕE ΖZ ΗH ΙI ΚK ΜM ΝN ΟO ΡP ΤT ΥY ΧX αa οo ιi εe ρp τt υu νv κk").split())})
 _LEET = str.maketrans("013457@$!|", "oieastasii")
@@ -260,7 +259,7 @@ def _phrases(text: str, strict: bool = False) -> Finding | None:
     return None
 
 
-def scan_tool(name: str, description: str, schema: Any) -> Finding | None:
+def scan_tool(name: str, description: str, schema: object) -> Finding | None:
     """A tool offered to the model, strictly: its name, its description and every string of its schema (nested
     property descriptions, titles, enums, defaults, examples, and the property names themselves)."""
     for where, text in [("name", name), ("description", description), *strings(schema, "schema")]:
@@ -270,7 +269,7 @@ def scan_tool(name: str, description: str, schema: Any) -> Finding | None:
     return None
 
 
-def strings(value: Any, where: str) -> list[tuple[str, str]]:
+def strings(value: object, where: str) -> list[tuple[str, str]]:
     """Every string in a JSON value, keys included, each with its path."""
     if isinstance(value, str):
         return [(where, value)]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from sentinel.jsontypes import JSON, JSONObject
 
 from sentinel.engine import records
 from sentinel.tools import Tool, ToolContext, ToolError
@@ -55,7 +55,7 @@ class SessionLog:
     files: list[str] = field(default_factory=list)        # touched since the last checkpoint
     done_at_checkpoint: set[int] = field(default_factory=set)
     changes: int = 0                                      # meaningful changes since the last checkpoint
-    _calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _calls: dict[str, JSONObject] = field(default_factory=dict)
     _failed: dict[str, str] = field(default_factory=dict)  # tool -> its last unfixed error
 
     # -- the journal, record by record ------------------------------------------------------------
@@ -98,9 +98,10 @@ class SessionLog:
             self.files = [*[f for f in self.files if f != path], path]
             self.changes += 1
 
-    def _plan(self, args: dict[str, Any]) -> None:
+    def _plan(self, args: JSONObject) -> None:
+        plan = args.get("plan")
         self.plan = [{"task": str(i.get("task", "")), "status": str(i.get("status", "pending"))}
-                     for i in args.get("plan") or [] if isinstance(i, dict)]
+                     for i in (plan if isinstance(plan, list) else []) if isinstance(i, dict)]
         if args.get("explanation"):
             line = " ".join(str(args["explanation"]).split())
             if line not in self.decisions:
@@ -189,7 +190,7 @@ def first_line(text: str) -> str:
     return _cut(text.strip().splitlines()[0] if text.strip() else "", 160)
 
 
-def describe(tool: str, args: Any) -> str:
+def describe(tool: str, args: JSON) -> str:
     """How a fix is named: the call that worked, in short."""
     if isinstance(args, dict):
         shown = ", ".join(f"{k}={_cut(str(v), 60)!s}" for k, v in args.items() if k not in ("content", "new_string"))
@@ -214,8 +215,8 @@ def _clock(t: float | None, fmt: str) -> str:
 
 
 def plan_tool() -> Tool:
-    item = {"type": "object", "properties": {"task": {"type": "string"},
-                                             "status": {"type": "string", "enum": list(STATUSES)}},
+    item: JSONObject = {"type": "object", "properties": {"task": {"type": "string"},
+                                                         "status": {"type": "string", "enum": [*STATUSES]}},
             "required": ["task", "status"], "additionalProperties": False}
     return Tool("update_plan", "Record or update your plan for this task: the whole list of steps, each with its "
                                "status. Use it when you make a plan and whenever a step is done; it is your "
@@ -225,14 +226,15 @@ def plan_tool() -> Tool:
                         ["plan"]), update_plan)
 
 
-def update_plan(args: dict[str, Any], ctx: ToolContext) -> str:
+def update_plan(args: JSONObject, ctx: ToolContext) -> str:
     plan = args.get("plan")
     if not isinstance(plan, list) or not plan:
         raise ToolError("plan must be a non-empty list of {task, status}")
     if len(plan) > PLAN_MAX:
         raise ToolError(f"plan has {len(plan)} steps; keep it to {PLAN_MAX}")
-    for i, step in enumerate(plan):
+    steps = [step if isinstance(step, dict) else {} for step in plan]
+    for i, step in enumerate(steps):
         if not str(step.get("task", "")).strip():
             raise ToolError(f"plan[{i}].task must not be empty")
-    done = sum(1 for step in plan if step.get("status") == "done")
+    done = sum(1 for step in steps if step.get("status") == "done")
     return f"Plan recorded: {done} of {len(plan)} tasks complete."

@@ -16,6 +16,7 @@ import errno
 import os
 import struct
 from pathlib import Path
+from typing import Iterator
 
 IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x002, 0x004, 0x008
 IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x040, 0x080, 0x100, 0x200
@@ -106,7 +107,7 @@ class Watch:
             self.fd = -1
 
 
-def _events(data: bytes):
+def _events(data: bytes) -> Iterator[tuple[int, int, str]]:
     offset = 0
     while offset + _EVENT.size <= len(data):
         wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)

@@ -16,6 +16,7 @@ from sentinel.models.base import Completion, ModelClient, ModelError, ModelUnava
 
 if TYPE_CHECKING:
     from sentinel.config import Config
+    from sentinel.models.hosts import HostedModel
 
 __all__ = ["Completion", "ModelClient", "ModelError", "ModelUnavailable", "ToolCall", "resolve", "hosted", "split"]
 
@@ -65,7 +66,7 @@ def resolve(name: str, config: "Config") -> ModelClient:
     return OpenAICompatClient(name, model, cfg.base_url, api_key(cfg), timeout_s=config.limits.model_timeout_s)
 
 
-def hosted(name: str, model: str, config: "Config") -> ModelClient:
+def hosted(name: str, model: str, config: "Config") -> "HostedModel":
     """`local/<model>` served by its model host under $SENTINEL_HOME/state (the caller has no Muzzle)."""
     from sentinel import paths
     from sentinel.models.hosts import HostedModel, Hosts

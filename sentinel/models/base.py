@@ -8,10 +8,12 @@ pointed at Muzzle with the run's token.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 from sentinel.errors import SentinelError
+from sentinel.jsontypes import JSONObject
 
 
 class ModelError(SentinelError):
@@ -29,7 +31,7 @@ class ToolCall:
     name: str
     arguments: str  # raw JSON text as the model wrote it
 
-    def to_message(self) -> dict[str, Any]:
+    def to_message(self) -> JSONObject:
         return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
 
 
@@ -40,8 +42,8 @@ class Completion:
     usage: dict[str, int] = field(default_factory=dict)
     model: str = ""
 
-    def to_message(self) -> dict[str, Any]:
-        msg: dict[str, Any] = {"role": "assistant", "content": self.content or ""}
+    def to_message(self) -> JSONObject:
+        msg: JSONObject = {"role": "assistant", "content": self.content or ""}
         if self.tool_calls:
             msg["tool_calls"] = [c.to_message() for c in self.tool_calls]
         return msg
@@ -55,10 +57,23 @@ class ModelClient(Protocol):
     name: str
 
     def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None,
+        self, messages: list[JSONObject], tools: list[JSONObject], *, on_delta: OnDelta | None = None,
         on_progress: OnProgress | None = None,
     ) -> Completion: ...
 
 
-def tool_schemas_to_openai(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def call_parts(message: JSONObject) -> list[tuple[str, str]]:
+    """(name, arguments text) of each tool call a message carries in the OpenAI shape (`tool_calls[].function`);
+    an entry without a `function` object is skipped."""
+    calls = message.get("tool_calls")
+    out: list[tuple[str, str]] = []
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            name, arguments = function.get("name"), function.get("arguments")
+            out.append((str(name or ""), arguments if isinstance(arguments, str) else json.dumps(arguments or "")))
+    return out
+
+
+def tool_schemas_to_openai(tools: list[JSONObject]) -> list[JSONObject]:
     return [{"type": "function", "function": t} for t in tools]

@@ -17,6 +17,7 @@ import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.models import script
 from sentinel.models.loopback import Loopback
 
@@ -24,15 +25,15 @@ from sentinel.models.loopback import Loopback
 class ScriptedServer(Loopback):
     THREAD = "scripted-server"
 
-    def __init__(self, replies: list[script.Reply] | list[Any], *, host: str = "127.0.0.1", port: int = 0,
+    def __init__(self, replies: list[script.Reply] | list[JSON], *, host: str = "127.0.0.1", port: int = 0,
                  model: str = "scripted", require_key: str | None = None, chunk_chars: int = 4,
                  chunk_delay_s: float = 0.0):
-        self.replies = replies if replies and isinstance(replies[0], script.Reply) else script.parse(replies)
+        self.replies = _replies(replies)
         self.model = model
         self.require_key = require_key
         self.chunk_chars = chunk_chars
         self.chunk_delay_s = chunk_delay_s  # between streamed chunks, so a client's streaming can be seen
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[JSONObject] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self.listen(_handler(self), host, port)
@@ -40,20 +41,22 @@ class ScriptedServer(Loopback):
     def serve_forever(self) -> None:
         self._httpd.serve_forever()
 
-    def record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
+    def record(self, body: JSONObject, headers: dict[str, str]) -> None:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
 
 
-def _completion(server: ScriptedServer, turn: int, reply: script.Reply) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+def _replies(replies: list[script.Reply] | list[JSON]) -> list[script.Reply]:
+    typed = [r for r in replies if isinstance(r, script.Reply)]
+    return typed if typed else script.parse([r for r in replies if not isinstance(r, script.Reply)])
+
+
+def _completion(server: ScriptedServer, turn: int, reply: script.Reply) -> JSONObject:
+    message: JSONObject = {"role": "assistant", "content": reply.content or None}
     calls = reply.calls_with_ids(turn)
     if calls:
-        message["tool_calls"] = [
-            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-            for c in calls
-        ]
+        message["tool_calls"] = [c.to_message() for c in calls]
     return {
         "id": f"chatcmpl-{turn}", "object": "chat.completion", "created": int(time.time()), "model": server.model,
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
@@ -61,19 +64,20 @@ def _completion(server: ScriptedServer, turn: int, reply: script.Reply) -> dict[
     }
 
 
-def _chunks(server: ScriptedServer, turn: int, reply: script.Reply, usage: bool) -> list[dict[str, Any]]:
-    base = {"id": f"chatcmpl-{turn}", "object": "chat.completion.chunk", "created": int(time.time()),
+def _chunks(server: ScriptedServer, turn: int, reply: script.Reply, usage: bool) -> list[JSONObject]:
+    base: JSONObject = {"id": f"chatcmpl-{turn}", "object": "chat.completion.chunk", "created": int(time.time()),
             "model": server.model}
-    out = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    out: list[JSONObject] = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
     text, n = reply.content, server.chunk_chars
     for i in range(0, len(text), n):
         out.append({**base, "choices": [{"index": 0, "delta": {"content": text[i:i + n]}}]})
     for idx, call in enumerate(reply.calls_with_ids(turn)):
-        head = {"index": idx, "id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": ""}}
+        head: JSONObject = {"index": idx, "id": call.id, "type": "function",
+                            "function": {"name": call.name, "arguments": ""}}
         out.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [head]}}]})
-        args = call["arguments"]
+        args = call.arguments
         for i in range(0, len(args), n):
-            piece = {"index": idx, "function": {"arguments": args[i:i + n]}}
+            piece: JSONObject = {"index": idx, "function": {"arguments": args[i:i + n]}}
             out.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [piece]}}]})
     finish = "tool_calls" if reply.tool_calls else "stop"
     out.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
@@ -86,7 +90,7 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, *args: Any) -> None:
+        def log_message(self, format: str, *args: Any) -> None:  # Any: http.server's own signature
             pass
 
         def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
@@ -123,20 +127,25 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(raw)
             except ValueError:
                 return self._error(400, "body is not JSON")
+            if not isinstance(body, dict):
+                return self._error(400, "body is not a JSON object")
             server.record(body, dict(self.headers))
-            turn, reply = script.pick(server.replies, body.get("messages") or [])
+            messages = body.get("messages")
+            turn, reply = script.pick(server.replies, [m for m in messages if isinstance(m, dict)]
+                                      if isinstance(messages, list) else [])
             if reply.delay_ms:
                 time.sleep(reply.delay_ms / 1000)
             if reply.error:
-                return self._error(int(reply.error.get("status", 500)), str(reply.error.get("message", "error")))
+                return self._error(reply.error.status, reply.error.message)
             if reply.raw is not None:
                 return self._send(200, reply.raw.encode())
             if body.get("stream"):
-                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                options = body.get("stream_options")
+                usage = isinstance(options, dict) and bool(options.get("include_usage"))
                 return self._stream(_chunks(server, turn, reply, usage))
             self._send(200, json.dumps(_completion(server, turn, reply)).encode())
 
-        def _stream(self, chunks: list[dict[str, Any]]) -> None:
+        def _stream(self, chunks: list[JSONObject]) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")

@@ -34,16 +34,28 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, AsyncIterator
 
 from sentinel import paths
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.models.hostpaths import address, status_path
+
+if TYPE_CHECKING:
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from sentinel.leash.cgroups import Group
+    from sentinel.models.base import Completion, OnDelta
+    from sentinel.models.local import Engine
 
 CRASH_WINDOW_S, CRASH_LIMIT = 60.0, 3
 LOAD_FAILED = 3  # the child's exit code when the model cannot be loaded
 
 
-def write_status(sock: Path, data: dict[str, Any]) -> None:
+def write_status(sock: Path, data: JSONObject) -> None:
     """Atomically: readers never see half a status."""
     path = status_path(sock)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -75,15 +87,15 @@ class HostKeeper:
         self.args = args
         self.sock_path = Path(args.socket)
         self.memory_mb = args.memory_mb or default_memory_mb()
-        self.status: dict[str, Any] = {"model": args.model, "argv": argv, "keeper_pid": os.getpid(), "pid": None,
+        self.status: JSONObject = {"model": args.model, "argv": [*argv], "keeper_pid": os.getpid(), "pid": None,
                                        "state": "starting", "tool_mode": args.tool_mode, "memory_mb": self.memory_mb,
                                        "limit": None, "restarts": 0, "last_exit": None, "error": None,
                                        "started_at": time.time()}
         self.crashes: list[float] = []
-        self.group: Any = None
+        self.group: Group | None = None
         self.child: subprocess.Popen[bytes] | None = None
 
-    def update(self, **fields: Any) -> None:
+    def update(self, **fields: JSON) -> None:
         self.status.update(fields)
         write_status(self.sock_path, self.status)
 
@@ -156,7 +168,12 @@ class HostKeeper:
                                   f"(last: {cause})")
                 return 1
             self.update(state="restarting", pid=None, last_exit=cause, last_exit_at=time.time(),
-                        restarts=self.status["restarts"] + 1)
+                        restarts=self.count("restarts") + 1)
+
+    def count(self, key: str) -> int:
+        """A counter of the status (restarts, oom_kills)."""
+        value = self.status.get(key)
+        return value if isinstance(value, int) else 0
 
     def _cause(self, code: int) -> str:
         cause = signal_name(code)
@@ -174,7 +191,7 @@ class HostKeeper:
                 except OSError:
                     continue
                 counts = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
-                if int(counts.get("oom_kill", "0")) > self.status.get("oom_kills", 0):
+                if int(counts.get("oom_kill", "0")) > self.count("oom_kills"):
                     self.status["oom_kills"] = int(counts["oom_kill"])
                     return True
         return False
@@ -211,7 +228,7 @@ class HostKeeper:
 class Server:
     """The loaded model behind an OpenAI-compatible ASGI app; one call at a time."""
 
-    def __init__(self, engine: Any, idle_s: float, max_tokens: int):
+    def __init__(self, engine: Engine, idle_s: float, max_tokens: int):
         self.engine = engine
         self.idle_s = idle_s
         self.max_tokens = max_tokens
@@ -220,12 +237,12 @@ class Server:
         self.streamed = 0  # pieces streamed by the current call (tests kill a host mid-stream by it)
         self.lock = asyncio.Lock()
 
-    def app(self) -> Any:
+    def app(self) -> Starlette:
         from starlette.applications import Starlette
         from starlette.responses import JSONResponse
         from starlette.routing import Route
 
-        async def health(request: Any) -> Any:
+        async def health(request: Request) -> Response:
             return JSONResponse({"ok": True, "model": self.engine.name, "pid": os.getpid(), "busy": self.busy,
                                  "streamed": self.streamed, "tool_mode": self.engine.tool_mode,
                                  "load_s": round(self.engine.load_s, 3)})
@@ -233,49 +250,40 @@ class Server:
         return Starlette(routes=[Route("/v1/chat/completions", self.chat, methods=["POST"]),
                                  Route("/health", health, methods=["GET"])])
 
-    async def chat(self, request: Any) -> Any:
+    async def chat(self, request: Request) -> Response:
         from starlette.responses import JSONResponse, StreamingResponse
 
         from sentinel.models.base import ModelError
         from sentinel.models.shapes import completion_dict
 
         try:
-            body = json.loads(await request.body())
-            messages = body["messages"]
-            assert isinstance(messages, list)
-        except (ValueError, KeyError, AssertionError):
+            call = chat_request(json.loads(await request.body()), self.max_tokens)
+        except ValueError:
             return JSONResponse({"error": {"message": "the body must be JSON with a `messages` list",
                                            "type": "invalid_request_error"}}, 400)
-        tools = [t.get("function", t) for t in body.get("tools") or [] if isinstance(t, dict)]
-        asked = body.get("max_tokens") or body.get("max_completion_tokens")
-        kwargs = {"response_format": body.get("response_format"),
-                  "max_tokens": min(int(asked), self.max_tokens) if isinstance(asked, int) else self.max_tokens,
-                  "temperature": float(body.get("temperature") or 0.0)}
-        if body.get("stream"):
-            usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return StreamingResponse(self._stream(messages, tools, kwargs, usage), media_type="text/event-stream")
+        if call.stream:
+            return StreamingResponse(self._stream(call), media_type="text/event-stream")
         try:
-            completion = await self._call(messages, tools, kwargs, None, threading.Event())
+            completion = await self._call(call, None, threading.Event())
         except ModelError as exc:
             return JSONResponse({"error": {"message": str(exc), "type": "api_error"}}, 500)
-        return JSONResponse(completion_dict(self.engine.name, completion))
+        return JSONResponse(completion_dict(self.engine.name, completion) if completion else None)
 
-    async def _call(self, messages: list[Any], tools: list[Any], kwargs: dict[str, Any], on_delta: Any,
-                    stop: threading.Event) -> Any:
+    async def _call(self, call: ChatRequest, on_delta: OnDelta | None, stop: threading.Event) -> Completion | None:
         async with self.lock:
             if stop.is_set():
                 return None  # the caller left while waiting for its turn
             self.busy += 1
             self.streamed = 0
             try:
-                return await asyncio.to_thread(self.engine.complete, messages, tools, on_delta=on_delta, stop=stop,
-                                               **kwargs)
+                return await asyncio.to_thread(self.engine.complete, call.messages, call.tools, on_delta=on_delta,
+                                               stop=stop, response_format=call.response_format,
+                                               max_tokens=call.max_tokens, temperature=call.temperature)
             finally:
                 self.busy -= 1
                 self.last = time.monotonic()
 
-    async def _stream(self, messages: list[Any], tools: list[Any], kwargs: dict[str, Any],
-                      usage: bool) -> AsyncIterator[bytes]:
+    async def _stream(self, call: ChatRequest) -> AsyncIterator[bytes]:
         from sentinel.models.base import ModelError
         from sentinel.models.shapes import chunk_base, completion_dict, completion_to_chunks
 
@@ -287,7 +295,7 @@ class Server:
             loop.call_soon_threadsafe(queue.put_nowait, piece)
 
         stop = threading.Event()
-        task = asyncio.ensure_future(self._call(messages, tools, kwargs, on_delta, stop))
+        task = asyncio.ensure_future(self._call(call, on_delta, stop))
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             yield _sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
@@ -302,20 +310,50 @@ class Server:
         except ModelError as exc:
             yield _sse({"error": {"message": str(exc), "type": "api_error"}})
             return
+        if completion is None:
+            return
         for chunk in completion_to_chunks(completion_dict(self.engine.name, completion), skip_content=streamed)[1:]:
-            if chunk.get("usage") and not chunk.get("choices") and not usage:
+            if chunk.get("usage") and not chunk.get("choices") and not call.usage:
                 continue
             yield _sse(chunk)
         yield b"data: [DONE]\n\n"
 
-    async def idle_watch(self, server: Any) -> None:
+    async def idle_watch(self, server: uvicorn.Server) -> None:
         while not server.should_exit:
             await asyncio.sleep(min(5.0, self.idle_s / 4))
             if not self.busy and time.monotonic() - self.last > self.idle_s:
                 server.should_exit = True
 
 
-def _sse(obj: Any) -> bytes:
+@dataclass
+class ChatRequest:
+    """A chat.completions request body as the model host serves it."""
+    messages: list[JSONObject]
+    tools: list[JSONObject]
+    response_format: JSONObject | None
+    max_tokens: int
+    temperature: float
+    stream: bool
+    usage: bool  # stream_options.include_usage: a stream ends with a usage chunk
+
+
+def chat_request(body: JSON, max_tokens: int) -> ChatRequest:
+    """The request a body asks for; ValueError when it has no `messages` list. `max_tokens` caps what it asks."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(body, dict) or not isinstance(messages, list):
+        raise ValueError("no messages list")
+    tools = body.get("tools")
+    functions = [t.get("function", t) for t in tools or [] if isinstance(t, dict)] if isinstance(tools, list) else []
+    asked = body.get("max_tokens") or body.get("max_completion_tokens")
+    fmt, options, temperature = body.get("response_format"), body.get("stream_options"), body.get("temperature")
+    return ChatRequest([m for m in messages if isinstance(m, dict)], [f for f in functions if isinstance(f, dict)],
+                       fmt if isinstance(fmt, dict) else None,
+                       min(int(asked), max_tokens) if isinstance(asked, int) else max_tokens,
+                       float(temperature) if isinstance(temperature, (int, float)) else 0.0,
+                       bool(body.get("stream")), isinstance(options, dict) and bool(options.get("include_usage")))
+
+
+def _sse(obj: JSON) -> bytes:
     return b"data: " + json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
 
 
@@ -324,7 +362,7 @@ def serve(args: argparse.Namespace) -> int:
     from sentinel.models.local import Engine
 
     report = os.fdopen(args.report, "w", buffering=1)
-    import prctl
+    import prctl  # type: ignore[import-untyped]  # python-prctl ships no types; one call, checked by tests
 
     prctl.set_pdeathsig(signal.SIGKILL)
     if os.getppid() == 1:

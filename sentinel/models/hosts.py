@@ -26,8 +26,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.models.base import Completion, ModelError, ModelUnavailable, OnDelta, OnProgress
 from sentinel.models.hostpaths import address, status_path
 from sentinel.models.weights import cache_dir
@@ -62,12 +63,18 @@ def slug(model: str) -> str:
     return f"{base}-{hashlib.sha256(model.encode()).hexdigest()[:10]}"
 
 
-def read_status(sock: Path) -> dict[str, Any] | None:
+def read_status(sock: Path) -> JSONObject | None:
     try:
         data = json.loads(status_path(sock).read_text())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def pid_of(status: JSONObject, key: str = "pid") -> int:
+    """A process id the status file names (0 when it names none)."""
+    value = status.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def keeper_alive(sock: Path) -> bool:
@@ -109,8 +116,8 @@ class Hosts:
         sock = self.socket(model)
         status = read_status(sock)
         if status and status.get("argv") == self.argv(model) and status.get("state") == "ready" \
-                and _alive(status.get("pid") or 0):
-            return Ready(sock, status["pid"])
+                and _alive(pid_of(status)):
+            return Ready(sock, pid_of(status))
         return None
 
     def ensure(self, model: str) -> Ready:
@@ -159,7 +166,7 @@ class Hosts:
             status = read_status(sock) or {}
             state = status.get("state")
             if state == "ready" and status.get("pid"):
-                return Ready(sock, status["pid"])
+                return Ready(sock, pid_of(status))
             if state == "failed":
                 raise ModelError(f"local/{model}: {status.get('error') or 'the model host failed'}")
             gone = keeper.poll() is not None if keeper is not None else not keeper_alive(sock)
@@ -176,9 +183,9 @@ class Hosts:
         while time.monotonic() < deadline:
             status = read_status(ready.socket)
             if status is not None and status.get("pid") != ready.pid and status.get("last_exit"):
-                return status["last_exit"]
+                return str(status["last_exit"])
             if status is not None and status.get("state") == "failed":
-                return status.get("last_exit") or status.get("error") or "failed"
+                return str(status.get("last_exit") or status.get("error") or "failed")
             if not keeper_alive(ready.socket):
                 return "the model host is gone"
             if _alive(ready.pid) and status is not None and status.get("pid") == ready.pid:
@@ -207,7 +214,7 @@ def stop_all_of(socks: list[Path], timeout_s: float) -> None:
         status = read_status(sock)
         if status and status.get("keeper_pid") and keeper_alive(sock):
             try:
-                os.kill(status["keeper_pid"], signal.SIGTERM)
+                os.kill(pid_of(status, "keeper_pid"), signal.SIGTERM)
             except ProcessLookupError:
                 pass
     deadline = time.monotonic() + timeout_s
@@ -244,9 +251,9 @@ def rss_mb(pid: int | None) -> float | None:
     return None
 
 
-def status(state_dir: Path) -> list[dict[str, Any]]:
+def status(state_dir: Path) -> list[JSONObject]:
     """Each model host under `state_dir`: model, pid, RSS (MB), state, restarts, last exit."""
-    out = []
+    out: list[JSONObject] = []
     directory = hosts_dir(state_dir)
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
         sock = path.with_suffix(".sock")
@@ -256,7 +263,7 @@ def status(state_dir: Path) -> list[dict[str, Any]]:
         alive = keeper_alive(sock)
         state = data.get("state") if alive or data.get("state") == "failed" else "stopped"
         out.append({"model": f"local/{data.get('model')}", "pid": data.get("pid") if alive else None,
-                    "rss_mb": rss_mb(data.get("pid")) if alive else None, "state": state,
+                    "rss_mb": rss_mb(pid_of(data) or None) if alive else None, "state": state,
                     "restarts": data.get("restarts", 0), "last_exit": data.get("last_exit"),
                     **({"error": data["error"]} if data.get("error") else {})})
     return out
@@ -271,9 +278,9 @@ class HostedModel:
         self.hosts = hosts
         self.timeout_s = timeout_s
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+    def complete(self, messages: list[JSONObject], tools: list[JSONObject], *,
                  on_delta: OnDelta | None = None, on_progress: OnProgress | None = None,
-                 **options: Any) -> Completion:
+                 **options: JSON) -> Completion:
         import httpx2 as httpx  # the stack the openai client loads too
 
         from sentinel.models.openai_compat import OpenAICompatClient

@@ -24,11 +24,15 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.models.base import Completion, ModelError, OnDelta, ToolCall
 from sentinel.models.toolcalls import recover
 from sentinel.models.weights import path_of
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
 
 TOOL_MODES = ("scaffold", "native", "grammar")
 DEFAULT_MAX_TOKENS = 1024
@@ -62,7 +66,7 @@ class Engine:
         self.slots.append(_Slot(self.llama))
         self.load_s = time.monotonic() - began
 
-    def _load(self) -> Any:
+    def _load(self) -> Llama:
         try:
             from llama_cpp import Llama
         except ImportError:
@@ -74,7 +78,7 @@ class Engine:
             except (ValueError, RuntimeError, MemoryError) as exc:
                 raise ModelError(f"model {self.name}: cannot load {self.path.name} ({exc})") from None
 
-    def _slot(self, messages: list[dict[str, Any]]) -> Any:
+    def _slot(self, messages: list[JSONObject]) -> Llama:
         """The context for a call: the one that last served this system prompt, else a new one while there is
         room, else the one used longest ago (under self.lock)."""
         key = str(messages[0].get("content") or "") if messages and messages[0].get("role") == "system" else ""
@@ -93,13 +97,13 @@ class Engine:
             if close:
                 close()
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None,
-                 response_format: dict[str, Any] | None = None, max_tokens: int | None = None,
+    def complete(self, messages: list[JSONObject], tools: list[JSONObject], *, on_delta: OnDelta | None = None,
+                 response_format: JSONObject | None = None, max_tokens: int | None = None,
                  temperature: float = 0.0, stop: threading.Event | None = None) -> Completion:
         """One chat completion; `tools` are function schemas (name, description, parameters). Setting `stop`
         (the caller went away) ends the generation at the next token."""
-        names = {t["name"] for t in tools if isinstance(t, dict) and t.get("name")}
-        kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
+        names = {str(t["name"]) for t in tools if isinstance(t, dict) and t.get("name")}
+        kwargs: JSONObject = {"temperature": temperature, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
         grammar_format = _grammar_format(response_format)
         if grammar_format is None and names and self.tool_mode == "grammar":
             grammar_format = {"type": "json_object", "schema": call_schema(sorted(names))}
@@ -109,7 +113,7 @@ class Engine:
             kwargs["messages"] = to_native_chat(messages)
             kwargs["tools"] = [{"type": "function", "function": t} for t in tools]
         else:
-            kwargs["messages"] = to_plain_chat(messages)
+            kwargs["messages"] = [dict(m) for m in to_plain_chat(messages)]
         wants_calls = bool(names) and response_format is None
         with self.lock:
             llama = self._slot(messages)
@@ -122,7 +126,7 @@ class Engine:
         return Completion(text, [ToolCall(f"call_{os.urandom(4).hex()}", c.name, c.arguments) for c in calls],
                           usage, self.name)
 
-    def _generate(self, llama: Any, kwargs: dict[str, Any], on_delta: OnDelta | None, stop: threading.Event | None,
+    def _generate(self, llama: Llama, kwargs: JSONObject, on_delta: OnDelta | None, stop: threading.Event | None,
                   calls: bool) -> tuple[str, dict[str, int]]:
         """Stream prose as it comes; a reply that opens like a call (`{`, `[`, a fence, a tag) is held back, so the
         caller gets it once, as a tool call, and never also as text (the model would see its call twice)."""
@@ -131,10 +135,10 @@ class Engine:
         before = _tokens(llama)
         streaming: bool | None = None if calls else True  # None: not known before the first visible character
         try:
-            for chunk in llama.create_chat_completion(stream=True, **kwargs):
+            for chunk in _chat_stream(llama, kwargs):
                 if stop is not None and stop.is_set():
                     break
-                piece = chunk["choices"][0]["delta"].get("content") or "" if chunk["choices"] else ""
+                piece = _piece(chunk)
                 if not piece:
                     continue
                 parts.append(piece)
@@ -153,14 +157,32 @@ class Engine:
         return "".join(parts), usage
 
 
+def _chat_stream(llama: Llama, kwargs: JSONObject) -> Iterator[JSONObject]:
+    """The stream chunks of one chat completion, as the JSON objects they are."""
+    # the OpenAI JSON passed here is what llama_cpp parses, and each chunk it yields is a plain dict of that JSON
+    # Any: llama_cpp types each option with its own classes (message TypedDicts, LlamaGrammar)
+    options: dict[str, Any] = kwargs
+    chunks: Iterator[Any] = iter(llama.create_chat_completion(stream=True, **options))  # Any: as above
+    return chunks
+
+
+def _piece(chunk: JSONObject) -> str:
+    """The text a stream chunk adds ("" for a chunk with no choices or no content)."""
+    choices = chunk.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    delta = first.get("delta") if isinstance(first, dict) else None
+    content = delta.get("content") if isinstance(delta, dict) else None
+    return content if isinstance(content, str) else ""
+
+
 @dataclass
 class _Slot:
-    llama: Any
+    llama: Llama
     key: str | None = None  # the system prompt of the last call it served
     used: float = 0.0
 
 
-def _tokens(llama: Any) -> list[int]:
+def _tokens(llama: Llama) -> list[int]:
     ids = getattr(llama, "input_ids", None)
     return [] if ids is None else [int(t) for t in ids]
 
@@ -171,12 +193,13 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 1) // 2)
 
 
-def call_schema(names: list[str]) -> dict[str, Any]:
+def call_schema(names: list[str]) -> JSONObject:
     """A reply that is exactly one tool call, or a final answer."""
-    call = {"type": "object", "properties": {"tool": {"type": "string", "enum": names},
+    enum: list[JSON] = list(names)
+    call: JSONObject = {"type": "object", "properties": {"tool": {"type": "string", "enum": enum},
                                              "arguments": {"type": "object"}},
             "required": ["tool", "arguments"]}
-    answer = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    answer: JSONObject = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
     return {"oneOf": [call, answer]}
 
 
@@ -188,12 +211,13 @@ def _answer_of(text: str) -> str:
     return str(data.get("answer", text)) if isinstance(data, dict) else text
 
 
-def _grammar_format(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+def _grammar_format(response_format: JSONObject | None) -> JSONObject | None:
     """llama-cpp-python constrains `json_object` (with a schema); OpenAI callers send `json_schema`."""
     if not isinstance(response_format, dict):
         return None
     if response_format.get("type") == "json_schema":
-        schema = (response_format.get("json_schema") or {}).get("schema")
+        spec = response_format.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, dict) else None
         return {"type": "json_object", **({"schema": schema} if isinstance(schema, dict) else {})}
     if response_format.get("type") == "json_object":
         return response_format
@@ -213,18 +237,29 @@ def _quiet_stderr() -> Iterator[None]:
         os.close(devnull)
 
 
-def to_plain_chat(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+def _function(call: JSON) -> JSONObject:
+    """The `function` object of an OpenAI tool call in a message ({} when it has none)."""
+    function = call.get("function") if isinstance(call, dict) else None
+    return function if isinstance(function, dict) else {}
+
+
+def _calls(msg: JSONObject) -> list[JSON]:
+    calls = msg.get("tool_calls")
+    return calls if isinstance(calls, list) else []
+
+
+def to_plain_chat(messages: list[JSONObject]) -> list[dict[str, str]]:
     """Flatten tool traffic into alternating user/assistant text the chat template accepts."""
     out: list[dict[str, str]] = []
     for msg in messages:
         role, content = msg.get("role"), _text(msg.get("content"))
         if role == "assistant" and msg.get("tool_calls"):
-            calls = [{"tool": c["function"]["name"], "arguments": _loads(c["function"]["arguments"])}
-                     for c in msg["tool_calls"]]
+            calls: list[JSON] = [{"tool": _function(c).get("name"), "arguments": _loads(_function(c).get("arguments"))}
+                                 for c in _calls(msg)]
             content = (content + "\n" if content else "") + json.dumps(calls[0] if len(calls) == 1 else calls)
         elif role == "tool":
             role, content = "user", f"Result of tool call {msg.get('tool_call_id', '')}:\n{content}"
-        if role not in ("system", "user", "assistant"):
+        if role not in ("system", "user", "assistant") or not isinstance(role, str):
             role = "user"
         if out and out[-1]["role"] == role and role != "system":
             out[-1]["content"] += "\n\n" + content
@@ -233,28 +268,30 @@ def to_plain_chat(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
     return out
 
 
-def to_native_chat(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def to_native_chat(messages: list[JSONObject]) -> list[JSON]:
     """Messages as chat templates expect them: tool-call arguments as objects, content as text."""
-    out = []
+    out: list[JSON] = []
     for msg in messages:
         msg = {**msg, "content": _text(msg.get("content"))}
         if msg.get("tool_calls"):
-            msg["tool_calls"] = [{**c, "function": {**c["function"], "arguments": _loads(c["function"]["arguments"])}}
-                                 for c in msg["tool_calls"]]
+            msg["tool_calls"] = [{**(c if isinstance(c, dict) else {}),
+                                  "function": {**_function(c), "arguments": _loads(_function(c).get("arguments"))}}
+                                 for c in _calls(msg)]
         out.append(msg)
     return out
 
 
-def _text(content: Any) -> str:
+def _text(content: JSON) -> str:
     if isinstance(content, list):  # OpenAI content parts: keep the text ones
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content or ""
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content) if content else ""
 
 
-def _loads(text: Any) -> Any:
+def _loads(text: JSON) -> JSON:
     if not isinstance(text, str):
         return text
     try:
-        return json.loads(text)
+        value: JSON = json.loads(text)
     except ValueError:
         return text
+    return value

@@ -26,30 +26,63 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
 from sentinel.errors import ConfigError
+from sentinel.jsontypes import JSON, JSONObject
+from sentinel.models.base import ToolCall
+
+
+@dataclass
+class ScriptCall:
+    name: str
+    arguments: str  # JSON text, as a model would write it
+    id: str | None = None
+
+
+@dataclass
+class ScriptError:
+    status: int = 500
+    message: str = "error"
 
 
 @dataclass
 class Reply:
     content: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[ScriptCall] = field(default_factory=list)
     delay_ms: float = 0.0
-    error: dict[str, Any] | None = None
+    error: ScriptError | None = None
     raw: str | None = None
     match: str | None = None
 
-    def calls_with_ids(self, turn: int) -> list[dict[str, Any]]:
-        out = []
-        for i, call in enumerate(self.tool_calls):
-            args = call.get("arguments", {})
-            text = args if isinstance(args, str) else json.dumps(args)
-            out.append({"id": call.get("id") or f"call_{turn}_{i}", "name": call["name"], "arguments": text})
-        return out
+    def calls_with_ids(self, turn: int) -> list[ToolCall]:
+        return [ToolCall(call.id or f"call_{turn}_{i}", call.name, call.arguments)
+                for i, call in enumerate(self.tool_calls)]
 
 
-def _reply(item: Any, where: str) -> tuple[Reply, int]:
+def _call(call: JSON, where: str) -> ScriptCall:
+    if not isinstance(call, dict) or "name" not in call:
+        raise ValueError(f"{where}: needs a name")
+    args = call.get("arguments", {})
+    call_id = call.get("id")
+    return ScriptCall(str(call["name"]), args if isinstance(args, str) else json.dumps(args),
+                      str(call_id) if call_id else None)
+
+
+def _error(error: JSON) -> ScriptError | None:
+    if not error:
+        return None
+    if not isinstance(error, dict):
+        raise ValueError("error: a mapping of status and message")
+    status = error.get("status", 500)
+    if not isinstance(status, (int, str)):
+        raise ValueError("error.status: a number")
+    return ScriptError(int(status), str(error.get("message", "error")))
+
+
+def _optional_str(value: JSON) -> str | None:
+    return None if value is None else str(value)
+
+
+def _reply(item: JSON, where: str) -> tuple[Reply, int]:
     if isinstance(item, str):
         return Reply(content=item), 1
     if not isinstance(item, dict):
@@ -58,15 +91,18 @@ def _reply(item: Any, where: str) -> tuple[Reply, int]:
     if unknown:
         raise ValueError(f"{where}: unknown field {sorted(unknown)[0]!r}")
     calls = item.get("tool_calls") or []
-    for j, call in enumerate(calls):
-        if not isinstance(call, dict) or "name" not in call:
-            raise ValueError(f"{where}.tool_calls[{j}]: needs a name")
-    reply = Reply(str(item.get("content") or ""), list(calls), float(item.get("delay_ms", 0)),
-                  item.get("error"), item.get("raw"), item.get("match"))
-    return reply, int(item.get("repeat", 1))
+    if not isinstance(calls, list):
+        raise ValueError(f"{where}.tool_calls: a list")
+    delay, repeat = item.get("delay_ms", 0), item.get("repeat", 1)
+    if not isinstance(delay, (int, float, str)) or not isinstance(repeat, (int, str)):
+        raise ValueError(f"{where}: delay_ms and repeat are numbers")
+    reply = Reply(str(item.get("content") or ""), [_call(c, f"{where}.tool_calls[{j}]") for j, c in enumerate(calls)],
+                  float(delay), _error(item.get("error")), _optional_str(item.get("raw")),
+                  _optional_str(item.get("match")))
+    return reply, int(repeat)
 
 
-def parse(data: Any, source: str = "<script>") -> list[Reply]:
+def parse(data: JSON, source: str = "<script>") -> list[Reply]:
     if isinstance(data, dict) and "replies" in data:
         data = data["replies"]
     if not isinstance(data, list) or not data:
@@ -91,7 +127,7 @@ def load(path: Path) -> list[Reply]:
 SUMMARY_TURNS = re.compile(r"^\[Summary so far: (\d+) earlier model turns")
 
 
-def text_of(message: dict[str, Any]) -> str:
+def text_of(message: JSONObject) -> str:
     """A message's text: its content, or the text parts of a content list."""
     content = message.get("content")
     if isinstance(content, list):
@@ -99,7 +135,7 @@ def text_of(message: dict[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
-def turn_of(messages: list[dict[str, Any]]) -> int:
+def turn_of(messages: list[JSONObject]) -> int:
     turns = 0
     for m in messages:
         if m.get("role") == "assistant":
@@ -109,7 +145,7 @@ def turn_of(messages: list[dict[str, Any]]) -> int:
     return turns
 
 
-def pick(replies: list[Reply], messages: list[dict[str, Any]]) -> tuple[int, Reply]:
+def pick(replies: list[Reply], messages: list[JSONObject]) -> tuple[int, Reply]:
     system = next((text_of(m) for m in messages if m.get("role") == "system"), "")
     for reply in replies:
         if reply.match is not None and reply.match in system:

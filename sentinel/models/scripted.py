@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
-
 import sentinel.models.script as script
-from sentinel.models.base import Completion, ModelError, OnDelta, OnProgress, ToolCall
+from sentinel.jsontypes import JSONObject
+from sentinel.models.base import Completion, ModelError, OnDelta, OnProgress
 
 
 class ScriptedModel:
@@ -15,17 +14,16 @@ class ScriptedModel:
         self.name = name
         self.replies = script.load(path)
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+    def complete(self, messages: list[JSONObject], tools: list[JSONObject], *,
                  on_delta: OnDelta | None = None, on_progress: OnProgress | None = None) -> Completion:
         """Answers whole (it never streams): `on_delta` gets the text at once, `on_progress` is never called."""
         turn, reply = script.pick(self.replies, messages)
         if reply.delay_ms:
             time.sleep(reply.delay_ms / 1000)
         if reply.error:
-            raise ModelError(f"model {self.name}: scripted error: {reply.error.get('message', 'error')}")
+            raise ModelError(f"model {self.name}: scripted error: {reply.error.message}")
         if reply.raw is not None:
             return Completion(content=reply.raw, model=self.name)
         if on_delta and reply.content:
             on_delta(reply.content)
-        calls = [ToolCall(c["id"], c["name"], c["arguments"]) for c in reply.calls_with_ids(turn)]
-        return Completion(reply.content, calls, {"prompt_tokens": 0, "completion_tokens": 0}, self.name)
+        return Completion(reply.content, reply.calls_with_ids(turn), {"prompt_tokens": 0, "completion_tokens": 0}, self.name)

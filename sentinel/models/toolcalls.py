@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable
+from typing import Iterable
 
+from sentinel.jsontypes import JSON
 from sentinel.models.base import ToolCall
 
 _FENCE = re.compile(r"```(?:json|tool_call|tool)?\s*(.*?)```", re.S)
@@ -29,7 +30,7 @@ def _escaped(text: str) -> str:
     return _ESCAPE.sub(lambda m: m.group(0) if m.group(1) in '"\\/bfnrtu' else "\\\\" + m.group(1), text)
 
 
-def _json_candidates(text: str) -> Iterable[Any]:
+def _json_candidates(text: str) -> Iterable[JSON]:
     text = _escaped(text)
     for block in _FENCE.findall(text):
         try:
@@ -40,6 +41,7 @@ def _json_candidates(text: str) -> Iterable[Any]:
     i = 0
     while (start := _next_open(text, i)) != -1:
         try:
+            obj: JSON
             obj, end = decoder.raw_decode(text, start)
         except ValueError:
             i = start + 1
@@ -54,11 +56,12 @@ def _next_open(text: str, i: int) -> int:
     return min(found) if found else -1
 
 
-def _as_call(obj: Any) -> tuple[str, Any] | None:
+def _as_call(obj: JSON) -> tuple[str, JSON] | None:
     if not isinstance(obj, dict):
         return None
-    if isinstance(obj.get("function"), dict):
-        obj = obj["function"]
+    function = obj.get("function")
+    if isinstance(function, dict):
+        obj = function
     name = obj.get("tool") or obj.get("name") or obj.get("tool_name") or obj.get("function")
     if not isinstance(name, str):
         return None
@@ -68,7 +71,7 @@ def _as_call(obj: Any) -> tuple[str, Any] | None:
     return name, {}
 
 
-def _resolve(found: tuple[str, Any] | None, known: set[str]) -> tuple[str, Any] | None:
+def _resolve(found: tuple[str, JSON] | None, known: set[str]) -> tuple[str, JSON] | None:
     """The call as one of the known tools, or None: an invented name whose only argument is a string `command`
     is a shell command."""
     if found is None or found[0] in known:
@@ -79,15 +82,16 @@ def _resolve(found: tuple[str, Any] | None, known: set[str]) -> tuple[str, Any] 
     return None
 
 
-def _flatten(obj: Any) -> list[Any]:
-    if isinstance(obj, dict) and isinstance(obj.get("tool_calls"), list):
-        return obj["tool_calls"]
+def _flatten(obj: JSON) -> list[JSON]:
+    calls = obj.get("tool_calls") if isinstance(obj, dict) else None
+    if isinstance(calls, list):
+        return calls
     if isinstance(obj, list):
         return obj
     return [obj]
 
 
-def _call_shaped(item: Any) -> str | None:
+def _call_shaped(item: JSON) -> str | None:
     """The tool name of a dict shaped like a call (a name and arguments, or a `function` object), else None."""
     if not isinstance(item, dict):
         return None

@@ -19,6 +19,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Iterable
 
 from sentinel.models.base import ModelError
@@ -97,7 +98,7 @@ def path_of(model: str) -> Path:
     return assemble(model, source, cache_dir())
 
 
-def _module(model: str, package: str) -> object:
+def _module(model: str, package: str) -> ModuleType:
     try:
         return importlib.import_module(package)
     except ImportError:
@@ -109,7 +110,7 @@ def assemble(model: str, source: Chunked, cache: Path) -> Path:
     target = cache / source.filename
     if target.is_file() and target.stat().st_size == source.size:
         return target  # only a verified file is ever renamed to this name
-    parts = [Path(_module(model, p).get_part_path()) for p in source.packages]  # type: ignore[attr-defined]
+    parts = [Path(_module(model, p).get_part_path()) for p in source.packages]
     cache.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{source.filename}.", suffix=".part", dir=cache)
     try:

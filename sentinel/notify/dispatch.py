@@ -15,14 +15,16 @@ sent again, at least once). Sending happens in a small thread pool; the store is
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from sentinel.detach import detach
 from sentinel.engine import db, outbox
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.engine.store import Store
 from sentinel.notify import send
 from sentinel.watchers.deliver import DeliveryError
@@ -34,8 +36,11 @@ GRACE_S = 300.0       # the first scan also notifies what happened this long bef
 LEASE_S = 180.0       # a row being sent is not sent by another deliverer for this long
 SHORT = 200
 
+if TYPE_CHECKING:
+    from sentinel.config import Config
 
-def _short(value: Any) -> str:
+
+def _short(value: JSON) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     text = " ".join(text.split())
     return text if len(text) <= SHORT else text[: SHORT - 1] + "…"
@@ -49,7 +54,7 @@ class Dispatcher:
     """Sends what the outbox holds; with a config, also queues new events first (without one, as local mode's
     detached deliverer runs: the run's own process queued them, and this one starts without loading config)."""
 
-    def __init__(self, store: Store, config: Any | None, log: Callable[[str], None] | None = None):
+    def __init__(self, store: Store, config: Config | None, log: Callable[[str], None] | None = None):
         self.store = store
         self.conn = store.conn
         self.config = config
@@ -77,23 +82,24 @@ class Dispatcher:
             else:
                 outbox.delivered(self.conn, row["id"])
 
+    # Any: an outbox row as sentinel.engine.outbox returns it (its columns; `spec` and `doc` decoded)
     def _failed(self, row: dict[str, Any], error: str) -> None:
         spec, attempt = row["spec"], row["attempts"] + 1
         retry_at = None if attempt >= spec["attempts"] else time.time() + spec["backoff_s"] * 2 ** (attempt - 1)
         outbox.attempt_failed(self.conn, row, error, retry_at)
         self.log(f"notify: {row['target']}: {row['event']}: {error}" + ("" if retry_at else " (given up)"))
 
-    def _with_link(self, row: dict[str, Any]) -> dict[str, Any]:
+    def _with_link(self, row: dict[str, Any]) -> JSONObject:  # Any: an outbox row, as in _failed
         """An approval still pending gets its one-tap link minted now (a retry mints a new one and retires the
         old): the store keeps the secret's hash, the notification carries the secret."""
-        doc = row["doc"]
+        doc: JSONObject = row["doc"]
         if not (row["spec"].get("one_tap") and doc["event"] == "approval"):
             return doc
         found = self.conn.execute("SELECT status, digest FROM approvals WHERE id=?", (doc["approval_id"],)).fetchone()
         if found is None or found["status"] != "pending":
             return doc
         spec = row["spec"]
-        secret, expires = outbox.mint_link(self.conn, doc["approval_id"], found["digest"], spec["link_ttl_s"],
+        secret, expires = outbox.mint_link(self.conn, str(doc["approval_id"]), found["digest"], spec["link_ttl_s"],
                                            row["target"], row["id"])
         return {**doc, "decide_url": f"{spec['link_base']}/link/{secret}", "decide_expires": _iso(expires)}
 
@@ -112,12 +118,13 @@ class Dispatcher:
             time.sleep(POLL_S)
 
 
-def scan(conn: db.Conn, config: Any, now: float | None = None) -> int:
+def scan(conn: db.Conn, config: Config, now: float | None = None) -> int:
     """Queue every new event for every target that wants it; returns how many rows were queued."""
     now = time.time() if now is None else now
     since = max(float(outbox.meta_once(conn, outbox.SINCE_KEY, repr(now - GRACE_S))), now - WINDOW_S)
     base = outbox.link_base(conn, config.web)
-    links = {"link_base": base, "link_ttl_s": config.web.link_ttl_s}  # the deliverer mints links without config
+    # the deliverer mints links without config
+    links: JSONObject = {"link_base": base, "link_ttl_s": config.web.link_ttl_s}
     queued = 0
     for event, kind, doc in _events(conn, since, base):
         for target in config.notify:
@@ -126,8 +133,8 @@ def scan(conn: db.Conn, config: Any, now: float | None = None) -> int:
     return queued
 
 
-def _events(conn: db.Conn, since: float, base: str) -> list[tuple[str, str, dict[str, Any]]]:
-    found = []
+def _events(conn: db.Conn, since: float, base: str) -> list[tuple[str, str, JSONObject]]:
+    found: list[tuple[str, str, JSONObject]] = []
     for a in conn.execute(
             "SELECT a.id, a.run_id, a.tool, a.arguments, a.reason, a.digest, a.created_at, r.task, r.agent, r.user"
             " FROM approvals a JOIN runs r ON r.id = a.run_id WHERE a.created_at >= ? AND a.status = 'pending'",
@@ -154,12 +161,12 @@ def _events(conn: db.Conn, since: float, base: str) -> list[tuple[str, str, dict
     return found
 
 
-def _who(row: Any) -> str:
+def _who(row: sqlite3.Row | db.Row) -> str:
     user = row["user"]
     return row["agent"] if not user or user == row["agent"] else f"{user}/{row['agent']}"
 
 
-def kick(store: Store, config: Any, home: Path) -> None:
+def kick(store: Store, config: Config, home: Path) -> None:
     """Local mode, after a run paused or ended: queue its events here (a few queries), and when anything waits to
     be sent, start the home's deliverer detached. Costs one fork of /bin/sh, which exits at once."""
     if not config.notify:

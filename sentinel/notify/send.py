@@ -29,10 +29,14 @@ import ssl
 import subprocess
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.ui.escape import visible
 from sentinel.watchers.deliver import DeliveryError, append_jsonl, post, post_json
+
+if TYPE_CHECKING:
+    from sentinel.notify.settings import TargetSpec
 
 TELEGRAM_API = "https://api.telegram.org"
 DISCORD_MAX = 2000
@@ -45,15 +49,15 @@ FIELDS = (("tool", "tool"), ("arguments", "arguments"), ("reason", "reason"), ("
 _URL = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*):(//)|\b(www)\.")
 _DISCORD = re.compile(r"([\\`*_~|>\[\]()<])")  # fields never start a line: no heading or list to escape
 # Discord: mentions parse nothing, link previews off (SUPPRESS_EMBEDS).
-DISCORD_QUIET = {"allowed_mentions": {"parse": []}, "flags": 4}
+DISCORD_QUIET: JSONObject = {"allowed_mentions": {"parse": []}, "flags": 4}
 
 
-def title(doc: dict[str, Any], markup: str | None = None) -> str:
+def title(doc: JSONObject, markup: str | None = None) -> str:
     fields = {k: _field(v, markup) for k, v in doc.items() if k in ("run_id", "watcher")}
-    return "Sentinel: " + TITLES[doc["event"]].format_map({"run_id": "", "watcher": "", **fields})
+    return "Sentinel: " + TITLES[str(doc["event"])].format_map({"run_id": "", "watcher": "", **fields})
 
 
-def message(doc: dict[str, Any], markup: str | None = None) -> str:
+def message(doc: JSONObject, markup: str | None = None) -> str:
     """What a person reads; `markup` ("slack", "discord", "html"): each agent-written field escaped for it."""
     lines = [title(doc, markup)]
     for key, label in FIELDS:
@@ -66,7 +70,7 @@ def message(doc: dict[str, Any], markup: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def _field(value: Any, markup: str | None) -> str:
+def _field(value: JSON, markup: str | None) -> str:
     """An agent-written field as one inert line: hiding characters shown, URLs defanged, the markup escaped."""
     text = _URL.sub(lambda m: f"{m.group(1)}[:]//" if m.group(1) else f"{m.group(3)}[.]", visible(value))
     if markup == "slack":
@@ -78,44 +82,44 @@ def _field(value: Any, markup: str | None) -> str:
     return text
 
 
-def html_message(doc: dict[str, Any]) -> str:
+def html_message(doc: JSONObject) -> str:
     """The email's HTML part: the fields escaped, the only link Sentinel's own."""
     rows = "".join(f"<tr><th align=left>{label}</th><td>{_field(doc[key], 'html')}</td></tr>"
                    for key, label in FIELDS if doc.get(key))
     links = []
     if doc.get("url"):
-        links.append(f'<a href="{html.escape(doc["url"])}">open the run</a>')
+        links.append(f'<a href="{html.escape(str(doc["url"]))}">open the run</a>')
     if doc.get("decide_url"):
-        links.append(f'<a href="{html.escape(doc["decide_url"])}">approve or deny</a> '
-                     f"(once, until {html.escape(doc['decide_expires'])})")
+        links.append(f'<a href="{html.escape(str(doc["decide_url"]))}">approve or deny</a> '
+                     f"(once, until {html.escape(str(doc['decide_expires']))})")
     return (f"<html><body><p><b>{title(doc, 'html')}</b></p><table>{rows}</table>"
             f"<p>{' · '.join(links)}</p></body></html>")
 
 
-def send(spec: dict[str, Any], doc: dict[str, Any]) -> None:
-    kind, timeout, text = spec["type"], spec["timeout_s"], message(doc)
+def send(spec: TargetSpec, doc: JSONObject) -> None:
+    kind, timeout, text, url = spec["type"], spec["timeout_s"], message(doc), spec["url"]
     shown = spec.get("name") or kind
     headers = dict(spec.get("headers") or {})
     if kind == "webhook":
-        post_json(spec["url"], {**doc, "title": title(doc), "message": text}, timeout, headers, shown)
+        post_json(_needs(url, "url"), {**doc, "title": title(doc), "message": text}, timeout, headers, shown)
     elif kind == "slack":
-        post_json(spec["url"], {"text": message(doc, "slack"), "unfurl_links": False, "unfurl_media": False},
-                  timeout, headers, shown)
+        body: JSONObject = {"text": message(doc, "slack"), "unfurl_links": False, "unfurl_media": False}
+        post_json(_needs(url, "url"), body, timeout, headers, shown)
     elif kind == "discord":
-        post_json(spec["url"], {"content": _cut(message(doc, "discord"), DISCORD_MAX), **DISCORD_QUIET}, timeout,
-                  headers, shown)
+        body = {"content": _cut(message(doc, "discord"), DISCORD_MAX), **DISCORD_QUIET}
+        post_json(_needs(url, "url"), body, timeout, headers, shown)
     elif kind == "telegram":
-        url = f"{(spec.get('url') or TELEGRAM_API).rstrip('/')}/bot{_secret(spec, 'token_env')}/sendMessage"
-        post_json(url, {"chat_id": spec["chat_id"], "text": text, "disable_web_page_preview": True}, timeout,
-                  headers, shown)
+        bot = f"{(url or TELEGRAM_API).rstrip('/')}/bot{_secret(spec['token_env'], 'token_env')}"
+        post_json(f"{bot}/sendMessage", {"chat_id": spec["chat_id"], "text": text, "disable_web_page_preview": True},
+                  timeout, headers, shown)
     elif kind == "ntfy":
-        post(spec["url"], text.encode(), {**_ntfy_headers(doc), **headers}, timeout, shown)
+        post(_needs(url, "url"), text.encode(), {**_ntfy_headers(doc), **headers}, timeout, shown)
     elif kind == "email":
         _mail(spec, doc, text)
     elif kind == "command":
         _command(spec, doc, text)
     elif kind == "file":
-        append_jsonl(Path(os.path.expanduser(spec["path"])), {**doc, "message": text})
+        append_jsonl(Path(os.path.expanduser(_needs(spec["path"], "path"))), {**doc, "message": text})
     else:
         raise DeliveryError(f"unknown target type {kind!r}")
 
@@ -131,31 +135,38 @@ def _cut(text: str, limit: int) -> str:
     return "\n".join([head[:room].rstrip("\\") + "…", *tail])[:limit]
 
 
-def _secret(spec: dict[str, Any], field: str) -> str:
-    value = os.environ.get(spec[field] or "")
-    if not value:
-        raise DeliveryError(f"{field} {spec[field]}: the variable is not set for the deliverer")
+def _needs(value: str | None, field: str) -> str:
+    """A field the target's type requires (settings.REQUIRED checked it when the config loaded)."""
+    if value is None:
+        raise DeliveryError(f"the target has no {field}")
     return value
 
 
-def _ntfy_headers(doc: dict[str, Any]) -> dict[str, str]:
+def _secret(variable: str | None, field: str) -> str:
+    value = os.environ.get(variable or "")
+    if not value:
+        raise DeliveryError(f"{field} {variable}: the variable is not set for the deliverer")
+    return value
+
+
+def _ntfy_headers(doc: JSONObject) -> dict[str, str]:
     """ntfy's publish headers (ASCII only: header values are latin-1 on the wire)."""
-    headers = {"Title": title(doc).encode("ascii", "replace").decode(), "Tags": doc["event"]}
+    headers = {"Title": title(doc).encode("ascii", "replace").decode(), "Tags": str(doc["event"])}
     if doc["event"] in ("approval", "escalated", "failed"):
         headers["Priority"] = "high"
     if doc.get("url"):
-        headers["Click"] = doc["url"]
+        headers["Click"] = str(doc["url"])
     if doc.get("decide_url"):
         headers["Actions"] = f"view, Approve or deny, {doc['decide_url']}, clear=true"
     return headers
 
 
-def _mail(spec: dict[str, Any], doc: dict[str, Any], text: str) -> None:
+def _mail(spec: TargetSpec, doc: JSONObject, text: str) -> None:
     mail = EmailMessage()
     mail["Subject"], mail["From"], mail["To"] = title(doc), spec["from"], ", ".join(spec["to"])
     mail.set_content(text)
     mail.add_alternative(html_message(doc), subtype="html")
-    host, port, timeout = spec["host"], spec["port"], spec["timeout_s"]
+    host, port, timeout, username = _needs(spec["host"], "host"), spec["port"], spec["timeout_s"], spec["username"]
     try:
         if spec.get("ssl"):
             client: smtplib.SMTP = smtplib.SMTP_SSL(host, port, timeout=timeout, context=ssl.create_default_context())
@@ -164,14 +175,14 @@ def _mail(spec: dict[str, Any], doc: dict[str, Any], text: str) -> None:
         with client:
             if spec.get("starttls"):
                 client.starttls(context=ssl.create_default_context())
-            if spec.get("username"):
-                client.login(spec["username"], _secret(spec, "password_env"))
+            if username:
+                client.login(username, _secret(spec["password_env"], "password_env"))
             client.send_message(mail)
     except (smtplib.SMTPException, OSError) as exc:
         raise DeliveryError(f"SMTP {host}:{port}: {exc}") from None
 
 
-def _command(spec: dict[str, Any], doc: dict[str, Any], text: str) -> None:
+def _command(spec: TargetSpec, doc: JSONObject, text: str) -> None:
     """The operator's own program (never the agent's): the message on stdin, the notification in
     $SENTINEL_NOTIFICATION as JSON; arguments are the configured ones only, nothing an agent wrote."""
     from sentinel.mcp.launch import scrubbed, which

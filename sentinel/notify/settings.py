@@ -19,7 +19,7 @@ Secrets are never in the file: `token_env` and `password_env` name environment v
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -74,6 +74,21 @@ class Target(BaseModel):
         where = self.url or self.host or self.path or (self.argv[0] if self.argv else None) or self.chat_id
         return self.name or f"{self.type} {where}"
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> TargetSpec:
         """What an outbox row keeps of the target (names of secrets, never their values)."""
-        return self.model_dump(by_alias=True)
+        return {"type": self.type, "name": self.name, "on": [*self.on], "one_tap": self.one_tap,
+                "attempts": self.attempts, "backoff_s": self.backoff_s, "timeout_s": self.timeout_s, "url": self.url,
+                "headers": dict(self.headers), "chat_id": self.chat_id, "token_env": self.token_env,
+                "host": self.host, "port": self.port, "starttls": self.starttls, "ssl": self.ssl,
+                "username": self.username, "password_env": self.password_env, "from": self.sender,
+                "to": [*self.to], "argv": [*self.argv], "path": self.path}
+
+
+# A target as an outbox row keeps it (Target.spec), plus where the deliverer mints one-tap links; `from` is a
+# keyword, hence the functional form.
+TargetSpec = TypedDict("TargetSpec", {
+    "type": str, "name": "str | None", "on": "list[str]", "one_tap": bool, "attempts": int, "backoff_s": float,
+    "timeout_s": float, "url": "str | None", "headers": "dict[str, str]", "chat_id": "str | None",
+    "token_env": "str | None", "host": "str | None", "port": int, "starttls": bool, "ssl": bool,
+    "username": "str | None", "password_env": "str | None", "from": "str | None", "to": "list[str]",
+    "argv": "list[str]", "path": "str | None", "link_base": "NotRequired[str]", "link_ttl_s": "NotRequired[float]"})

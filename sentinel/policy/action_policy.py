@@ -14,11 +14,11 @@ import shlex
 from functools import cached_property
 from pathlib import Path
 from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sentinel import paths
 from sentinel.errors import ConfigError, pydantic_detail
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.policy import shell
 from sentinel.policy.decide import CallContext, LayerResult, Outcome, strictest
 from sentinel.policy.landing import land
@@ -77,8 +77,9 @@ class CommandRule(BaseModel):
         if self._regex is not None and self._regex.search(text) and (open_at is None or self.decision != "auto"):
             return True
         known = words if open_at is None else words[:open_at]
-        return bool(self.prefix) and bool(known) and any(known[: len(p.split())] == p.split() for p in self.prefix
-                                                         if len(p.split()) <= len(known))
+        prefix = self.prefix or []
+        return bool(prefix) and bool(known) and any(known[: len(p.split())] == p.split() for p in prefix
+                                                    if len(p.split()) <= len(known))
 
 
 def _words(command: str) -> list[str]:
@@ -146,26 +147,36 @@ def check_examples(policy: ActionPolicy, source: str) -> None:
                 raise ConfigError(source, f"{where}: example {example!r} in `not_match` matches")
 
 
-def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def _mapping(value: JSON) -> JSONObject:
+    return value if isinstance(value, dict) else {}
+
+
+def _items(value: JSON) -> list[JSON]:
+    return value if isinstance(value, list) else []
+
+
+def merge(base: JSONObject, override: JSONObject) -> JSONObject:
     """Mappings merge key by key; bash rules append (a later rule with the same id replaces it).
 
     `tools: {bash: X}` is the short form of `bash: {default: X}` (bash is decided by its command rules, then
     that default): an override giving it sets the default, unless the same override names `bash.default`."""
-    short = (override.get("tools") or {}).get("bash") if isinstance(override.get("tools"), dict) else None
-    if short is not None and not (isinstance(override.get("bash"), dict) and "default" in override["bash"]):
-        override = {**override, "bash": {**(override.get("bash") or {}), "default": short}}
+    tools, given = override.get("tools"), override.get("bash")
+    short = _mapping(tools).get("bash") if isinstance(tools, dict) else None
+    if short is not None and not (isinstance(given, dict) and "default" in given):
+        override = {**override, "bash": {**_mapping(given), "default": short}}
     out = dict(base)
     for key, value in override.items():
+        current = out.get(key)
         if key == "bash" and isinstance(value, dict):
-            bash = dict(out.get("bash") or {})
-            rules = {r.get("id"): r for r in bash.get("rules", []) if isinstance(r, dict)}
-            for rule in value.get("rules", []) or []:
+            bash = dict(_mapping(current))
+            rules: dict[object, JSON] = {r.get("id"): r for r in _items(bash.get("rules", [])) if isinstance(r, dict)}
+            for rule in _items(value.get("rules", [])):
                 rules[rule.get("id") if isinstance(rule, dict) else None] = rule
             bash.update({k: v for k, v in value.items() if k != "rules"})
             bash["rules"] = list(rules.values())
             out["bash"] = bash
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = {**out[key], **value}
+        elif isinstance(value, dict) and isinstance(current, dict):
+            out[key] = {**current, **value}
         else:
             out[key] = value
     return out
@@ -175,6 +186,7 @@ def default_policy_path() -> Path:
     return paths.data_dir("policies") / "default.yaml"
 
 
+# Any: an override is a config mapping (JSON) or a caller's literal, whose inferred dict type JSONObject would refuse
 def load(*overrides: tuple[str, dict[str, Any]], base: Path | None = None) -> ActionPolicy:
     """The default policy file merged with each (source, mapping) override, validated and example-checked."""
     from sentinel.config import read_yaml

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
+
+from sentinel.jsontypes import JSONObject
 
 Outcome = Literal["auto", "needs_approval", "deny"]
 _RANK = {"auto": 0, "needs_approval": 1, "deny": 2}
@@ -28,7 +30,7 @@ class CallContext:
     run_id: str
     agent: str
     tool: str
-    arguments: dict[str, Any]
+    arguments: JSONObject
     call_id: str = ""
     task: str = ""            # the operator's original request
     mission: str = ""         # what this agent was asked to do (= task for a head agent)
@@ -47,7 +49,7 @@ class LayerResult:
     note: str | None = None   # warn/info text carried into the tool result
     warnings: tuple[str, ...] | None = None  # one line each: what the operator must hear (a rule skipped)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
@@ -61,7 +63,7 @@ class Decision:
     def notes(self) -> list[str]:
         return [r.note for r in self.layers if r.note]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"outcome": self.outcome, "reason": self.reason, "layers": [r.to_dict() for r in self.layers]}
 
 

@@ -16,7 +16,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook imports this module: no `typing` at run time
-    from typing import Any
+    from sentinel.jsontypes import JSONObject
 
 
 class Landing:
@@ -51,7 +51,7 @@ def _relative(path: str, root: str) -> str:
     return rel.replace(os.sep, "/")
 
 
-def bind(args: dict[str, Any], root: str) -> dict[str, Any]:
+def bind(args: JSONObject, root: str) -> JSONObject:
     """`path` replaced by where it lands when a symlink redirects it inside the root; unchanged otherwise
     (a path outside is the policy's to deny and the tool's to refuse)."""
     path = args.get("path")

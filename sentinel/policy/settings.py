@@ -8,15 +8,17 @@ cache of the validated dump (`sentinel.policy.gate.loader`).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from sentinel.jsontypes import JSON, JSONObject
 
 Trigger = Literal["file_write", "bash", "mcp"]
 
 # Tool name -> trigger for the agents the gate knows (docs/gate.md), plus Gemini CLI, Copilot CLI and Codex names.
 # MCP names follow each agent's own naming (sentinel.hooks.agents); `apply_patch` is parsed per file.
-DEFAULT_TOOL_MAP: dict[str, str] = {
+DEFAULT_TOOL_MAP: dict[str, Trigger] = {
     # Claude Code (and Codex, Cursor's preToolUse)
     "Write": "file_write", "Edit": "file_write", "MultiEdit": "file_write", "NotebookEdit": "file_write",
     "Bash": "bash", "PowerShell": "bash",
@@ -53,10 +55,9 @@ class BackendSettings(_Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _base_url_alias(cls, data: Any) -> Any:
+    def _base_url_alias(cls, data: JSON) -> JSON:
         if isinstance(data, dict) and "base_url" in data and "url" not in data:
-            data = {**data, "url": data["base_url"]}
-            data.pop("base_url")
+            data = {k: v for k, v in data.items() if k != "base_url"} | {"url": data["base_url"]}
         return data
 
 
@@ -136,24 +137,25 @@ class GateSettings(_Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _compat(cls, data: Any) -> Any:
+    def _compat(cls, data: JSON) -> JSON:
         """Backward compatibility: top-level `ollama_url` feeds backends.ollama.url."""
         if not isinstance(data, dict):
             return data
         url = data.get("ollama_url")
         backends = data.get("backends")
         if backends is None:
-            merged: dict[str, Any] = {k: v.model_dump() for k, v in _default_backends().items()}
+            merged: JSONObject = {k: _backend_dump(v) for k, v in _default_backends().items()}
         elif isinstance(backends, dict):
-            merged = {k: v.model_dump() for k, v in _default_backends().items()}
+            merged = {k: _backend_dump(v) for k, v in _default_backends().items()}
             for name, value in backends.items():
-                base = merged.get(name, {})
-                merged[name] = {**base, **value} if isinstance(value, dict) else value
+                base = merged.get(name)
+                known = base if isinstance(base, dict) else {}
+                merged[name] = {**known, **value} if isinstance(value, dict) else value
         else:
             return data
-        if url and isinstance(merged.get("ollama"), dict) and not (isinstance(backends, dict)
-                                                                   and (backends.get("ollama") or {}).get("url")):
-            merged["ollama"]["url"] = url
+        ollama, given = merged.get("ollama"), backends.get("ollama") if isinstance(backends, dict) else None
+        if url and isinstance(ollama, dict) and not (isinstance(given, dict) and given.get("url")):
+            ollama["url"] = url
         return {**data, "backends": merged}
 
     @field_validator("backend")
@@ -162,3 +164,86 @@ class GateSettings(_Section):
         if not value.strip():
             raise ValueError("must name a backend")
         return value
+
+    def dump(self) -> GateDump:
+        """The JSON-able dump the gate runs on (GateDump below; tests/policy/gate/test_gate_config.py pins it)."""
+        return cast("GateDump", self.model_dump())
+
+
+def _backend_dump(settings: BackendSettings) -> JSONObject:
+    return {"url": settings.url, "model": settings.model, "api_key_env": settings.api_key_env,
+            "command": settings.command}
+
+
+# The dump of each model above as the gate runs on it (sentinel.policy.gate.config.GateConfig): the hook reads it
+# back from the loader's JSON cache, without pydantic.
+
+class BackendDump(TypedDict):
+    url: str | None
+    model: str | None
+    api_key_env: str | None
+    command: str | None
+
+
+class ContextDump(TypedDict):
+    enabled: bool
+    backend: str | None
+    model: str
+    min_events: int
+    lock_timeout_s: float
+    summary_max_words: int
+
+
+class ScribeThresholdsDump(TypedDict):
+    extraction_confidence: float
+    draft_confidence: float
+
+
+class ScribeSourcesDump(TypedDict):
+    documentation: bool
+
+
+class ScribeNotificationDump(TypedDict):
+    max_age_days: int
+
+
+class ScribeDump(TypedDict):
+    enabled: bool
+    model: str | None
+    extraction_model: str | None
+    synthesis_model: str | None
+    guidance: str | None
+    think: bool
+    extraction_timeout_ms: int
+    extraction_num_predict: int
+    synthesis_timeout_ms: int
+    synthesis_num_predict: int
+    temperature: float
+    transcript_budget_chars: int
+    thresholds: ScribeThresholdsDump
+    sources: ScribeSourcesDump
+    doc_globs: list[str]
+    notification: ScribeNotificationDump
+
+
+class GateDump(TypedDict):
+    enabled: bool
+    backend: str
+    model: str
+    backends: dict[str, BackendDump]
+    ollama_url: str | None
+    timeout_ms: int
+    deadline_ms: int
+    confidence_threshold: float
+    max_parallel: int
+    ollama_concurrency: int
+    think: bool
+    fail_open: bool
+    content_max_chars: int
+    log_file: str | Literal[False] | None
+    rules_dir: str
+    tool_map: dict[str, str]
+    mcp_prefix: str
+    mcp_separator: str
+    context: ContextDump
+    scribe: ScribeDump

@@ -22,6 +22,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 MAX_CHARS = 16_000  # a longer line is not parsed (about 1 s of bashlex on a loaded machine): unsure, so judged
 MAX_DEPTH = 4  # `bash -c "bash -c '…'"` nesting parsed before the line counts as unsure
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "busybox-sh"})
@@ -135,7 +139,7 @@ def _script(text: str, parsed: Parsed, depth: int) -> None:
     if len(text) > MAX_CHARS:
         return parsed.unsure(f"longer than {MAX_CHARS} characters")
     try:
-        import bashlex
+        import bashlex  # type: ignore[import-untyped]  # bashlex ships no types: its nodes are typed Any below
     except ImportError:  # an install that predates the dependency: judge everything rather than guess
         return parsed.unsure("bashlex is not installed")
     try:
@@ -150,10 +154,12 @@ def _script(text: str, parsed: Parsed, depth: int) -> None:
                 _simple(node, text, parsed, depth)
 
 
-def _command_nodes(node: object) -> list[object]:
+# Any: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+def _command_nodes(node: Any) -> list[Any]:
     """Every CommandNode in the tree, including those inside substitutions, in source order (and every compound
     command with redirections)."""
-    found: list[object] = []
+    # Any: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+    found: list[Any] = []
     stack = [node]
     while stack:
         item = stack.pop()
@@ -168,7 +174,8 @@ def _command_nodes(node: object) -> list[object]:
     return found
 
 
-def _simple(node: object, text: str, parsed: Parsed, depth: int) -> None:
+# Any: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+def _simple(node: Any, text: str, parsed: Parsed, depth: int) -> None:
     words: list[str] = []
     dynamic: list[bool] = []
     redirects: list[tuple[str, bool, tuple[str, str, bool]]] = []
@@ -184,8 +191,9 @@ def _simple(node: object, text: str, parsed: Parsed, depth: int) -> None:
     _add(words, dynamic, redirects, node, text, parsed, depth)
 
 
-def _redirect(part: object, text: str, parsed: Parsed) -> tuple[str, bool, tuple[str, str, bool]]:
-    out = getattr(part, "output", None)
+# Any: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+def _redirect(part: Any, text: str, parsed: Parsed) -> tuple[str, bool, tuple[str, str, bool]]:
+    out: Any = getattr(part, "output", None)  # Any: a bashlex node (or the fd number of a dup), as above
     heredoc = getattr(part, "heredoc", None)
     if heredoc is not None and getattr(out, "word", "") == text[out.pos[0]:out.pos[1]] and \
             re.search(r"\$\(|`", heredoc.value):  # an unquoted delimiter: the body's substitutions run
@@ -199,7 +207,7 @@ def _redirect(part: object, text: str, parsed: Parsed) -> tuple[str, bool, tuple
 
 
 def _add(words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool, tuple[str, str, bool]]],
-         node: object, text: str, parsed: Parsed, depth: int) -> None:
+         node: Any, text: str, parsed: Parsed, depth: int) -> None:  # Any: a bashlex node, as in _simple
     tokens = words + [r for r, _, _ in redirects]
     flags = dynamic + [d for _, d, _ in redirects]
     open_at = next((i for i, d in enumerate(flags) if d), None)
@@ -214,7 +222,7 @@ def _add(words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool,
 
 
 def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool, tuple[str, str, bool]]],
-           node: object,
+           node: Any,  # Any: a bashlex node, as in _simple
            text: str, parsed: Parsed, depth: int) -> None:
     """The commands this one runs in turn: a wrapped command, a shell's script string, find's -exec."""
     if name in OPAQUE:
@@ -277,7 +285,8 @@ def _wrapped_start(words: list[str], spec: tuple[frozenset[str], int], env: bool
     return i + positionals
 
 
-def _shell(words: list[str], dynamic: list[bool], node: object, text: str, parsed: Parsed, depth: int) -> None:
+# Any: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+def _shell(words: list[str], dynamic: list[bool], node: Any, text: str, parsed: Parsed, depth: int) -> None:
     """`bash -c STRING`: the string is parsed again; a shell reading its script from input is unsure."""
     i, has_c = 1, False
     while i < len(words) and words[i].startswith(("-", "+")) and words[i] not in ("-", "--"):
@@ -310,7 +319,8 @@ def _su(words: list[str], dynamic: list[bool], parsed: Parsed, depth: int) -> No
     parsed.unsure("su opens a shell that reads its script from its input")
 
 
-def _find_exec(words: list[str], dynamic: list[bool], node: object, text: str, parsed: Parsed, depth: int) -> None:
+# Any: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+def _find_exec(words: list[str], dynamic: list[bool], node: Any, text: str, parsed: Parsed, depth: int) -> None:
     for i, word in enumerate(words):
         if word in FIND_EXEC and i + 1 < len(words):
             end = next((j for j in range(i + 1, len(words)) if words[j] in (";", "+")), len(words))

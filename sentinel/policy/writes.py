@@ -214,7 +214,7 @@ def _runs_string(words: list[str]) -> bool:
 
 
 def _operands(name: str, words: list[str], dynamic: list[bool]) -> tuple[list[str], list[bool]]:
-    takes = ARG_OPTIONS.get(name, frozenset())
+    takes = ARG_OPTIONS.get(name, frozenset[str]())
     found: list[str] = []
     flags: list[bool] = []
     i, options = 1, True

@@ -10,9 +10,10 @@ import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Collection
+from typing import Any, Callable, Collection, Mapping
 
 from sentinel.errors import SentinelError
+from sentinel.jsontypes import JSON, JSONObject
 
 
 class ToolError(Exception):
@@ -28,7 +29,7 @@ class ToolContext:
     output_max_chars: int = 20000
     sandbox: str = "enforce"
     tools_mode: str = "sandboxed"
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, int] = field(default_factory=dict)  # per-run numbers other layers hand the tools (agent_uid)
 
 
 @dataclass(frozen=True)
@@ -38,37 +39,45 @@ class Pinned:
 
     sha256: str
     files: dict[str, str]
-    run: Callable[[dict[str, Any], ToolContext], str]
+    run: Callable[[JSONObject, ToolContext], str]
 
 
 @dataclass
 class Tool:
     name: str
     description: str
-    parameters: dict[str, Any]
-    func: Callable[[dict[str, Any], ToolContext], str]
+    parameters: JSONObject
+    func: Callable[[JSONObject, ToolContext], str]
     read_only: bool = False
     trigger: str = "any"  # what the rule gate sees: file_write | bash | read | any
     pin: Callable[[], Pinned] | None = None  # set for tools that run pinned content (see Pinned)
     # a tool whose call becomes a child run (delegate, spawn): its arguments completed into the exact plan
     # (agent, model, grants) the decision and any approval bind; raises ToolError to refuse the call
-    plan: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    plan: Callable[[JSONObject], JSONObject] | None = None
     mcp: dict[str, str] | None = None  # an MCP server's tool: {"server": ..., "tool": ...} (decisions name both)
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JSONObject:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
-def object_schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def object_schema(props: Mapping[str, JSON], required: list[str]) -> JSONObject:
     """The JSON schema of a tool's arguments: an object with these properties and no others."""
-    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+    return {"type": "object", "properties": dict(props), "required": [*required], "additionalProperties": False}
 
 
-def decode_arguments(raw: str | dict[str, Any]) -> Any:
+def arg_str(args: JSONObject, key: str) -> str:
+    """A string argument the tool's schema requires (checked before the call; KeyError when it is missing)."""
+    value = args[key]
+    if not isinstance(value, str):
+        raise ToolError(f"{key!r} must be a string")
+    return value
+
+
+def decode_arguments(raw: str | JSONObject) -> JSON:
     """A call's arguments as the model meant them: JSON text decoded (blank is {}), and decoded once more when a
     small model encoded them twice. Raises json.JSONDecodeError when the text is not JSON. The tool and the
     checks made before a call (worker/loop.py) both read arguments through this."""
-    args: Any = raw
+    args: JSON = raw
     if isinstance(raw, str):
         args = json.loads(raw) if raw.strip() else {}
     if isinstance(args, str):  # doubly-encoded by a small model
@@ -79,7 +88,7 @@ def decode_arguments(raw: str | dict[str, Any]) -> Any:
     return args
 
 
-def parse_arguments(raw: str | dict[str, Any], tool: Tool) -> dict[str, Any]:
+def parse_arguments(raw: str | JSONObject, tool: Tool) -> JSONObject:
     """Normalize and validate arguments; raises ToolError with a correction for the model."""
     try:
         args = decode_arguments(raw)
@@ -93,29 +102,30 @@ def parse_arguments(raw: str | dict[str, Any], tool: Tool) -> dict[str, Any]:
     return args
 
 
-def _coerce(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    props = schema.get("properties", {})
+def _coerce(args: JSONObject, schema: JSONObject) -> JSONObject:
+    props = schema.get("properties")
     out = dict(args)
     for key, value in args.items():
-        want = props.get(key, {}).get("type")
+        prop = props.get(key) if isinstance(props, dict) else None
+        want = prop.get("type") if isinstance(prop, dict) else None
         if isinstance(value, str) and want in ("integer", "number"):
             try:
                 out[key] = int(value) if want == "integer" else float(value)
             except ValueError:
                 pass
         elif want == "string" and isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            out[key] = "\n".join(value)  # a small model's lines as a list: the text they spell
+            out[key] = "\n".join(str(v) for v in value)  # a small model's lines as a list: the text they spell
     return out
 
 
 @functools.lru_cache(maxsize=256)
-def _validator(schema_json: str) -> Any:
-    from jsonschema import Draft202012Validator
+def _validator(schema_json: str) -> Any:  # Any: a jsonschema validator (the package ships no types)
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs installed (types-jsonschema)
 
     return Draft202012Validator(json.loads(schema_json))
 
 
-def _validate(args: dict[str, Any], tool: Tool) -> None:
+def _validate(args: JSONObject, tool: Tool) -> None:
     validator = _validator(json.dumps(tool.parameters, sort_keys=True))
     errors = sorted(validator.iter_errors(args), key=lambda e: list(e.path))
     if errors:
@@ -141,10 +151,10 @@ class Registry:
     def names(self) -> set[str]:
         return set(self.tools)
 
-    def schemas(self, only: Collection[str] | None = None) -> list[dict[str, Any]]:
+    def schemas(self, only: Collection[str] | None = None) -> list[JSONObject]:
         return [t.schema() for n, t in self.tools.items() if only is None or n in only]
 
-    def run(self, name: str, args: dict[str, Any], ctx: ToolContext, pinned: Pinned | None = None) -> str:
+    def run(self, name: str, args: JSONObject, ctx: ToolContext, pinned: Pinned | None = None) -> str:
         tool = self.tools[name]
         try:
             return pinned.run(args, ctx) if pinned is not None else tool.func(args, ctx)

@@ -14,9 +14,8 @@ import os
 import re
 import signal
 import subprocess
-from typing import Any
-
-from sentinel.tools import Registry, Tool, ToolContext, ToolError, object_schema
+from sentinel.jsontypes import JSONObject
+from sentinel.tools import Registry, Tool, ToolContext, ToolError, arg_str, object_schema
 from sentinel.tools.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, Confined, OutsideRoot
 
 MAX_BASH_TIMEOUT_S = 3600.0
@@ -49,19 +48,20 @@ def _outside(path: str) -> ToolError:
     return ToolError(f"path {path!r} is outside the workspace; use a path inside it")
 
 
-def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
+def read_file(args: JSONObject, ctx: ToolContext) -> str:
+    path = arg_str(args, "path")
     try:
-        data = _confined(ctx).read_bytes(args["path"], ctx.output_max_chars * 4 + 1)
+        data = _confined(ctx).read_bytes(path, ctx.output_max_chars * 4 + 1)
     except OutsideRoot:
-        raise _outside(args["path"]) from None
+        raise _outside(path) from None
     except IsADirectoryError:
-        raise ToolError(f"{args['path']} is a directory; use list_dir") from None
+        raise ToolError(f"{path} is a directory; use list_dir") from None
     text, _ = truncate(data.decode("utf-8", errors="replace"), ctx.output_max_chars)
     return text
 
 
-def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    content, path = args["content"], args["path"]
+def write_file(args: JSONObject, ctx: ToolContext) -> str:
+    content, path = arg_str(args, "content"), arg_str(args, "path")
     fs = _writable(ctx)
     try:
         if args.get("append"):
@@ -87,8 +87,8 @@ def _append(fs: Confined, path: str, content: str) -> str:
     return f"Appended {len(content)} characters to {path} (it now has {len(before) + len(joint) + len(content.encode())} bytes)"
 
 
-def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    path, old, new = args["path"], args["old_string"], args["new_string"]
+def edit_file(args: JSONObject, ctx: ToolContext) -> str:
+    path, old, new = arg_str(args, "path"), arg_str(args, "old_string"), arg_str(args, "new_string")
     if not old:
         raise ToolError("old_string must not be empty: to add text at the end of a file, call write_file with "
                         '"append": true; to create a file, call write_file')
@@ -117,8 +117,8 @@ def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
     return f"Edited {path}: replaced {count if every else 1} occurrence{'s' if every and count > 1 else ''}"
 
 
-def list_dir(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = args.get("path") or "."
+def list_dir(args: JSONObject, ctx: ToolContext) -> str:
+    path = str(args.get("path") or ".")
     try:
         entries = _confined(ctx).listdir(path)
     except OutsideRoot:
@@ -130,8 +130,10 @@ def list_dir(args: dict[str, Any], ctx: ToolContext) -> str:
     return "\n".join(f"{name}/" if is_dir else f"{name}  ({size} bytes)" for name, is_dir, size in entries)
 
 
-def bash(args: dict[str, Any], ctx: ToolContext) -> str:
-    return run_argv(["/bin/bash", "-c", args["command"]], ctx, args.get("timeout_s"))
+def bash(args: JSONObject, ctx: ToolContext) -> str:
+    timeout = args.get("timeout_s")
+    return run_argv(["/bin/bash", "-c", arg_str(args, "command")], ctx,
+                    float(timeout) if isinstance(timeout, (int, float)) else None)
 
 
 _NO_PYTHON = re.compile(r"\bpython: (?:command )?not found")
@@ -178,7 +180,7 @@ def _run_plain(argv: list[str], ctx: ToolContext, timeout: float) -> tuple[int |
 _schema = object_schema
 
 
-_PATH = {"type": "string", "description": "Path relative to the workspace."}
+_PATH: JSONObject = {"type": "string", "description": "Path relative to the workspace."}
 
 BUILTINS = [
     Tool("read_file", "Read a text file from the workspace.", _schema({"path": _PATH}, ["path"]), read_file,

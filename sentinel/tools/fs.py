@@ -38,7 +38,7 @@ def openat2(dir_fd: int, path: str, flags: int, mode: int = 0, resolve: int = RE
         if err == errno.EXDEV:
             raise OutsideRoot(path)
         raise OSError(err, os.strerror(err), path)
-    return fd
+    return int(fd)
 
 
 def relative(root: Path, path: str) -> str:
@@ -109,7 +109,7 @@ class Confined:
                 raise
             os.close(fd)
             fd = nxt
-        return fd
+        return int(fd)
 
     def listdir(self, path: str) -> list[tuple[str, bool, int]]:
         fd = self.open(path, os.O_RDONLY | os.O_DIRECTORY)

@@ -12,9 +12,10 @@ RemoteStore, whose supervisor answers only for this run.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Mapping, Protocol
 
-from sentinel.tools import Tool, ToolContext, ToolError, object_schema
+from sentinel.jsontypes import JSONObject
+from sentinel.tools import Tool, ToolContext, ToolError, arg_str, object_schema
 from sentinel.tools.builtin import run_argv
 
 ACT = "sentinel_act"
@@ -22,15 +23,24 @@ ESCALATE = "sentinel_escalate"
 SEVERITIES = ["info", "warning", "critical"]
 
 
-def act_argv(args: dict[str, Any]) -> list[str] | None:
+def act_argv(args: JSONObject) -> list[str] | None:
     """The command a `sentinel_act` run_command call runs (what the policy judges), else None."""
-    if args.get("action") != "run_command" or not isinstance(args.get("command"), str):
+    command, rest = args.get("command"), args.get("args")
+    if args.get("action") != "run_command" or not isinstance(command, str):
         return None
-    return [args["command"], *[str(a) for a in args.get("args") or []]]
+    return [command, *[str(a) for a in (rest if isinstance(rest, list) else [])]]
 
 
-def hook_tools(store: Any, run_id: str) -> list[Tool]:
-    def act(args: dict[str, Any], ctx: ToolContext) -> str:
+class RelayStore(Protocol):
+    """What the hook tools need of the store: the two ways a hook session's relay contract ends."""
+
+    def relay_notify(self, run_id: str, message: str, targets: list[str] | None = None) -> Mapping[str, object]: ...
+
+    def relay_escalate(self, run_id: str, reason: str, severity: str) -> Mapping[str, object]: ...
+
+
+def hook_tools(store: RelayStore, run_id: str) -> list[Tool]:
+    def act(args: JSONObject, ctx: ToolContext) -> str:
         if args["action"] == "notify":
             return _notify(store, run_id, args)
         argv = act_argv(args)
@@ -38,8 +48,8 @@ def hook_tools(store: Any, run_id: str) -> list[Tool]:
             raise ToolError("run_command needs `command` (a program) and optionally `args` (a list of strings)")
         return run_argv(argv, ctx)
 
-    def escalate(args: dict[str, Any], ctx: ToolContext) -> str:
-        store.relay_escalate(run_id, args["reason"], args.get("severity") or "warning")
+    def escalate(args: JSONObject, ctx: ToolContext) -> str:
+        store.relay_escalate(run_id, arg_str(args, "reason"), str(args.get("severity") or "warning"))
         return ("Escalated. The relay contract stays open: the operator gets the fallback summary of this "
                 "callback when the response time is up. Do not notify as well.")
 
@@ -53,7 +63,7 @@ def hook_tools(store: Any, run_id: str) -> list[Tool]:
     }, ["action"])
     escalate_schema = object_schema({
         "reason": {"type": "string", "description": "Why a person must decide."},
-        "severity": {"type": "string", "enum": SEVERITIES},
+        "severity": {"type": "string", "enum": [*SEVERITIES]},
     }, ["reason"])
     return [
         Tool(ACT, "Act on the callback: `notify` delivers your message to the configured targets (this is how a "
@@ -64,9 +74,10 @@ def hook_tools(store: Any, run_id: str) -> list[Tool]:
     ]
 
 
-def _notify(store: Any, run_id: str, args: dict[str, Any]) -> str:
+def _notify(store: RelayStore, run_id: str, args: JSONObject) -> str:
     message = str(args.get("message") or "").strip()
     if not message:
         raise ToolError("notify needs a non-empty `message`")
-    firing = store.relay_notify(run_id, message, list(args.get("targets") or []))
+    targets = args.get("targets")
+    firing = store.relay_notify(run_id, message, [str(t) for t in targets] if isinstance(targets, list) else [])
     return f"Delivered (firing {firing['id']}). The relay contract is fulfilled."

@@ -17,7 +17,8 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook imports this module: no `typing` at run time
-    from typing import Any
+    from sentinel.jsontypes import JSONObject
+    from sentinel.policy.writes import Writes
 
 FILE_PATH_KEYS = ("file_path", "path", "filePath", "notebook_path", "target_file", "TargetFile", "absolute_path")
 CONTENT_KEYS = ("content", "file_text", "new_string", "new_str", "new_text", "new_source", "code_edit",
@@ -32,7 +33,7 @@ class Action:
     __slots__ = ("trigger", "tool_name", "tool_input", "file_path", "content", "command", "server", "mcp_tool",
                  "target", "aliases", "tool_output", "agent_id", "read_only", "root", "cwd", "_writes")
 
-    def __init__(self, trigger: str, tool_name: str, tool_input: dict | None = None, *, file_path: str = "",
+    def __init__(self, trigger: str, tool_name: str, tool_input: JSONObject | None = None, *, file_path: str = "",
                  content: str = "", command: str = "", server: str = "", mcp_tool: str = "",
                  tool_output: str = "", agent_id: str = "", read_only: bool = False):
         self.trigger = trigger
@@ -50,7 +51,7 @@ class Action:
         self.aliases: tuple[str, ...] = ()
         self.root: str | None = None
         self.cwd: str | None = None
-        self._writes: object = None
+        self._writes: Writes | None = None
 
     def locate(self, root: str | None, cwd: str | None = None) -> "Action":
         """Set `target`: file paths become where the write lands, relative to `root` when inside it; a bash
@@ -67,7 +68,7 @@ class Action:
             self.target = self.tool_name
         return self
 
-    def writes(self) -> Any:
+    def writes(self) -> Writes:
         """What a bash command may write (sentinel.policy.writes.Writes), computed once; unknown without a root."""
         if self._writes is None:
             from sentinel.policy.writes import Writes, written
@@ -106,7 +107,7 @@ def relative_path(path: str, root: str | None) -> str:
     return os.path.normpath(path)
 
 
-def first_str(data: dict, keys: tuple[str, ...]) -> str:
+def first_str(data: JSONObject, keys: tuple[str, ...]) -> str:
     for key in keys:
         value = data.get(key)
         if isinstance(value, str) and value:
@@ -114,7 +115,7 @@ def first_str(data: dict, keys: tuple[str, ...]) -> str:
     return ""
 
 
-def content_of(tool_input: dict) -> str:
+def content_of(tool_input: JSONObject) -> str:
     text = first_str(tool_input, CONTENT_KEYS)
     if text:
         return text
@@ -125,19 +126,20 @@ def content_of(tool_input: dict) -> str:
     return ""
 
 
-def file_write(tool_name: str, tool_input: dict, path: str = "") -> Action:
+def file_write(tool_name: str, tool_input: JSONObject, path: str = "") -> Action:
     return Action("file_write", tool_name, tool_input, file_path=path or first_str(tool_input, FILE_PATH_KEYS),
                   content=content_of(tool_input))
 
 
-def bash(tool_name: str, tool_input: dict, command: str = "") -> Action:
+def bash(tool_name: str, tool_input: JSONObject, command: str = "") -> Action:
     cmd = command or first_str(tool_input, ("command", "cmd", "command_line", "CommandLine"))
-    if not cmd and isinstance(tool_input.get("command"), list):  # an argv: quoted, so the parse sees each word
+    argv, several = tool_input.get("command"), tool_input.get("commands")
+    if not cmd and isinstance(argv, list):  # an argv: quoted, so the parse sees each word
         import shlex
 
-        cmd = shlex.join(str(p) for p in tool_input["command"])
-    if not cmd and isinstance(tool_input.get("commands"), list):  # Cline's run_commands: several at once
-        cmd = "\n".join(str(p) for p in tool_input["commands"])
+        cmd = shlex.join(str(p) for p in argv)
+    if not cmd and isinstance(several, list):  # Cline's run_commands: several at once
+        cmd = "\n".join(str(p) for p in several)
     return Action("bash", tool_name, tool_input, command=cmd)
 
 
@@ -153,17 +155,17 @@ def parse_patch(text: str) -> list[tuple[str, str]]:
     return [(path, "\n".join(lines)) for path, lines in files if path]
 
 
-def patch(tool_name: str, tool_input: dict, text: str) -> list[Action]:
+def patch(tool_name: str, tool_input: JSONObject, text: str) -> list[Action]:
     """One file_write per file of the patch, so a rule on any of its paths sees that path."""
     return [Action("file_write", tool_name, tool_input, file_path=path, content=content)
             for path, content in parse_patch(text)]
 
 
-def mcp(tool_name: str, tool_input: dict, server: str, tool: str) -> Action:
+def mcp(tool_name: str, tool_input: JSONObject, server: str, tool: str) -> Action:
     return Action("mcp", tool_name, tool_input, server=server, mcp_tool=tool)
 
 
-def classify(tool_name: str, tool_input: dict | None, tool_map: dict[str, str], mcp_prefix: str,
+def classify(tool_name: str, tool_input: JSONObject | None, tool_map: dict[str, str], mcp_prefix: str,
              mcp_separator: str) -> Action:
     """The tool name decides the trigger via tool_map, then the MCP prefix."""
     data = tool_input if isinstance(tool_input, dict) else {}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 
+from sentinel.jsontypes import JSONObject
 from sentinel.policy.gate.action import Action
 from sentinel.policy.gate.judges import Request
 from sentinel.policy.gate.prompts import ALIGNMENT, render
@@ -111,6 +112,6 @@ def request(action: Action, intent: Intent, model: str, *, guidance: str = "", t
                    max_tokens=150)
 
 
-def decision(answer: dict) -> tuple[bool, str]:
+def decision(answer: JSONObject) -> tuple[bool, str]:
     """(rejected, reason) from a schema-checked answer."""
     return answer["decision"] == "reject", str(answer.get("reason") or "").strip()

@@ -14,26 +14,104 @@ import os
 import re
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Literal
+
+    from sentinel.policy.gate.dump import PathsDump
+    from sentinel.policy.settings import BackendDump, ContextDump, GateDump, ScribeDump
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 BUILTIN_MODELS = {"claude": "haiku", "copilot": "gpt-5-mini"}
 
 
 class GateConfig:
-    """Attribute access over the settings dump: cfg.timeout_ms, cfg.context["min_events"], ..."""
+    """Typed access to the settings dump: cfg.timeout_ms, cfg.context["min_events"], ..."""
 
-    def __init__(self, data: dict[str, Any]):
+    def __init__(self, data: GateDump):
         self.data = data
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.__dict__["data"][name]
-        except KeyError:
-            raise AttributeError(name) from None
+    @property
+    def enabled(self) -> bool:
+        return self.data["enabled"]
 
-    def backend_settings(self, name: str) -> dict[str, Any]:
-        return (self.data.get("backends") or {}).get(name) or {}
+    @property
+    def backend(self) -> str:
+        return self.data["backend"]
+
+    @property
+    def model(self) -> str:
+        return self.data["model"]
+
+    @property
+    def backends(self) -> dict[str, BackendDump]:
+        return self.data["backends"]
+
+    @property
+    def ollama_url(self) -> str | None:
+        return self.data["ollama_url"]
+
+    @property
+    def timeout_ms(self) -> int:
+        return self.data["timeout_ms"]
+
+    @property
+    def deadline_ms(self) -> int:
+        return self.data["deadline_ms"]
+
+    @property
+    def confidence_threshold(self) -> float:
+        return self.data["confidence_threshold"]
+
+    @property
+    def max_parallel(self) -> int:
+        return self.data["max_parallel"]
+
+    @property
+    def ollama_concurrency(self) -> int:
+        return self.data["ollama_concurrency"]
+
+    @property
+    def think(self) -> bool:
+        return self.data["think"]
+
+    @property
+    def fail_open(self) -> bool:
+        return self.data["fail_open"]
+
+    @property
+    def content_max_chars(self) -> int:
+        return self.data["content_max_chars"]
+
+    @property
+    def log_file(self) -> str | Literal[False] | None:
+        return self.data["log_file"]
+
+    @property
+    def rules_dir(self) -> str:
+        return self.data["rules_dir"]
+
+    @property
+    def tool_map(self) -> dict[str, str]:
+        return self.data["tool_map"]
+
+    @property
+    def mcp_prefix(self) -> str:
+        return self.data["mcp_prefix"]
+
+    @property
+    def mcp_separator(self) -> str:
+        return self.data["mcp_separator"]
+
+    @property
+    def context(self) -> ContextDump:
+        return self.data["context"]
+
+    @property
+    def scribe(self) -> ScribeDump:
+        return self.data["scribe"]
+
+    def backend_settings(self, name: str) -> BackendDump:
+        found = (self.data.get("backends") or {}).get(name)
+        return found or {"url": None, "model": None, "api_key_env": None, "command": None}
 
     def model_for(self, backend: str, override: str | None = None) -> str:
         """rule.model -> backends.<name>.model -> built-in CLI default -> top-level model."""
@@ -44,8 +122,10 @@ class GateConfig:
 
     def scribe_model(self, step: str) -> str:
         """scribe.<step>_model -> scribe.model -> top-level model -> gemma3:4b."""
-        scribe = self.data.get("scribe") or {}
-        return scribe.get(f"{step}_model") or scribe.get("model") or self.data.get("model") or "gemma3:4b"
+        scribe = self.data["scribe"]
+        step_model = scribe.get(f"{step}_model")
+        chosen = step_model if isinstance(step_model, str) else None
+        return chosen or scribe.get("model") or self.data.get("model") or "gemma3:4b"
 
 
 class GatePaths:
@@ -79,15 +159,16 @@ class GatePaths:
     def cache_file(self) -> str:
         return os.path.join(self.state_dir, "cache", "gate.json")
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+    def to_dict(self) -> PathsDump:
+        return {"config_dir": self.config_dir, "state_dir": self.state_dir, "rules_dirs": self.rules_dirs,
+                "log_file": self.log_file, "drafts_dir": self.drafts_dir, "root": self.root}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "GatePaths":
+    def from_dict(cls, data: PathsDump) -> "GatePaths":
         return cls(**data)
 
 
-def log_path(config_dir: str, log_file: Any, default_name: str) -> str | None:
+def log_path(config_dir: str, log_file: str | bool | None, default_name: str) -> str | None:
     """log_file: null -> <config_dir>/<default_name>; false or "" -> off; a path (relative to config_dir)."""
     if log_file is False or log_file == "":
         return None
@@ -96,7 +177,7 @@ def log_path(config_dir: str, log_file: Any, default_name: str) -> str | None:
     return os.path.join(config_dir, os.path.expanduser(str(log_file)))
 
 
-def repo_paths(root: str, cfg: dict[str, Any]) -> GatePaths:
+def repo_paths(root: str, cfg: GateDump) -> GatePaths:
     """The gate's repository layout (docs/gate.md): .claude/sentinel/{config.yaml,rules/,drafts/,sentinel.log}, .sentinel/."""
     config_dir = os.path.join(root, ".claude", "sentinel")
     return GatePaths(config_dir=config_dir, state_dir=os.path.join(root, ".sentinel"),
@@ -105,7 +186,7 @@ def repo_paths(root: str, cfg: dict[str, Any]) -> GatePaths:
                      drafts_dir=os.path.join(config_dir, "drafts"), root=root)
 
 
-def home_paths(home: str, cfg: dict[str, Any], system_rules: str | None = None) -> GatePaths:
+def home_paths(home: str, cfg: GateDump, system_rules: str | None = None) -> GatePaths:
     """Sentinel's own runs: $SENTINEL_HOME/rules (after /etc/sentinel/rules in system mode), gate/ state."""
     state = os.path.join(home, "gate")
     dirs = [system_rules] if system_rules else []

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
+from sentinel.jsontypes import JSONObject
 from sentinel.policy.gate import transcript as tx
 from sentinel.policy.gate.config import GateConfig, GatePaths
 from sentinel.policy.gate.engine import read_summary
-from sentinel.policy.gate.judges import JudgeError, Request
+from sentinel.policy.gate.judges import JudgeError, JudgeSource, Request
 from sentinel.policy.gate.lock import LockTimeout, priority_lock
 from sentinel.policy.gate.prompts import SUMMARY, SUMMARY_SYSTEM, check
 from sentinel.policy.gate.rules import GPU_BACKENDS
@@ -25,7 +25,7 @@ from sentinel.policy.gate.rules import GPU_BACKENDS
 CALL_TIMEOUT_S = 30.0
 
 
-def _load(path: str) -> dict[str, Any]:
+def _load(path: str) -> JSONObject:
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -34,7 +34,12 @@ def _load(path: str) -> dict[str, Any]:
         return {}
 
 
-def _save(path: str, data: dict[str, Any]) -> None:
+def _count(data: JSONObject, key: str) -> int:
+    value = data.get(key)
+    return int(value) if isinstance(value, (int, float)) else 0  # our own file: a count, or nothing yet
+
+
+def _save(path: str, data: JSONObject) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -48,14 +53,14 @@ def prompt(previous: str, events: list[str], max_words: int) -> str:
 
 
 def accumulate(cfg: GateConfig, paths: GatePaths, session_id: str, transcript_path: str | None,
-               judges: Any) -> str:
+               judges: JudgeSource) -> str:
     """Update the session summary; returns what happened: disabled | waiting | skipped | failed | updated."""
     ctx = cfg.context
     if not ctx["enabled"]:
         return "disabled"
     sdir = paths.session_dir(session_id)
     checkpoint = _load(os.path.join(sdir, "checkpoint.json"))
-    entries, next_index = tx.read_entries(transcript_path, int(checkpoint.get("entries") or 0))
+    entries, next_index = tx.read_entries(transcript_path, _count(checkpoint, "entries"))
     events = tx.compact(entries)
     if len(events) < ctx["min_events"]:
         return "waiting"
@@ -71,8 +76,8 @@ def accumulate(cfg: GateConfig, paths: GatePaths, session_id: str, transcript_pa
         return "skipped"
     except (JudgeError, ValueError):
         return "failed"
-    total = int(_load(os.path.join(sdir, "summary.json")).get("events") or 0) + len(events)
-    _save(os.path.join(sdir, "summary.json"), {"summary": answer["summary"].strip(), "events": total,
+    total = _count(_load(os.path.join(sdir, "summary.json")), "events") + len(events)
+    _save(os.path.join(sdir, "summary.json"), {"summary": str(answer["summary"]).strip(), "events": total,
                                                "session_id": session_id})
     _save(os.path.join(sdir, "checkpoint.json"), {"entries": next_index})
     return "updated"

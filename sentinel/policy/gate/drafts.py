@@ -10,16 +10,31 @@ it takes part in the next evaluation; dismissing deletes it and blocklists it.
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Mapping, TypedDict
 
 from sentinel.errors import ConfigError, NotFound, UsageError
+from sentinel.jsontypes import JSONObject
 from sentinel.policy.gate import telemetry
 from sentinel.policy.gate.config import GatePaths
+
+class DraftRow(TypedDict):
+    """One draft as `sentinel rules drafts` lists it."""
+    id: str
+    trigger: str
+    severity: str
+    scope: list[str]
+    source: str
+    evidence: str
+    statement: str
+    age_days: float
+    path: str
+
 
 _WORDS = re.compile(r"[a-z0-9]+")
 
@@ -28,13 +43,13 @@ def normalize(statement: str) -> str:
     return " ".join(_WORDS.findall(statement.lower()))
 
 
-def _jsonl(path: str) -> list[dict[str, Any]]:
+def _jsonl(path: str) -> list[JSONObject]:
     from sentinel.policy.gate.telemetry import read_jsonl
 
     return read_jsonl(path)
 
 
-def _append(path: str, item: dict[str, Any]) -> None:
+def _append(path: str, item: Mapping[str, object]) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(item, ensure_ascii=False) + "\n")
@@ -52,10 +67,10 @@ class DraftStore:
     def dismissed_file(self) -> str:
         return os.path.join(self.paths.scribe_dir, "dismissed.jsonl")
 
-    def observe(self, item: dict[str, Any]) -> None:
+    def observe(self, item: Mapping[str, object]) -> None:
         _append(self.observations_file, {"ts": telemetry.now_iso(), **item})
 
-    def dismissed(self) -> list[dict[str, Any]]:
+    def dismissed(self) -> builtins.list[JSONObject]:
         return _jsonl(self.dismissed_file)
 
     def _path(self, draft_id: str) -> str:
@@ -63,7 +78,7 @@ class DraftStore:
             raise NotFound(f"no draft {draft_id!r}")
         return os.path.join(self.paths.drafts_dir, f"{draft_id}.yaml")
 
-    def _read(self, path: str) -> dict[str, Any]:
+    def _read(self, path: str) -> JSONObject:
         from sentinel.config import read_yaml
 
         data = read_yaml(Path(path))
@@ -71,8 +86,8 @@ class DraftStore:
             raise ConfigError(path, "a draft holds one rule (a mapping)")
         return data
 
-    def list(self) -> list[dict[str, Any]]:
-        out = []
+    def list(self) -> list[DraftRow]:
+        out: list[DraftRow] = []
         if not os.path.isdir(self.paths.drafts_dir):
             return out
         for name in sorted(os.listdir(self.paths.drafts_dir)):
@@ -83,23 +98,27 @@ class DraftStore:
                 data = self._read(path)
             except ConfigError:
                 continue
-            meta = data.get("draft") if isinstance(data.get("draft"), dict) else {}
+            draft = data.get("draft")
+            meta = draft if isinstance(draft, dict) else {}
             age = (time.time() - os.path.getmtime(path)) / 86400
-            out.append({"id": data.get("id") or Path(name).stem, "trigger": data.get("trigger", "any"),
-                        "severity": data.get("severity", "block"), "scope": data.get("scope") or [],
-                        "source": meta.get("source", "unknown"), "evidence": meta.get("evidence", ""),
-                        "statement": meta.get("statement", ""), "age_days": round(age, 1), "path": path})
+            scope = data.get("scope") or []
+            out.append({"id": str(data.get("id") or Path(name).stem), "trigger": str(data.get("trigger", "any")),
+                        "severity": str(data.get("severity", "block")),
+                        "scope": [str(s) for s in scope] if isinstance(scope, list) else [str(scope)],
+                        "source": str(meta.get("source", "unknown")), "evidence": str(meta.get("evidence", "")),
+                        "statement": str(meta.get("statement", "")), "age_days": round(age, 1), "path": path})
         return out
 
     def exists(self, draft_id: str) -> bool:
         return os.path.exists(self._path(draft_id))
 
-    def write(self, rule: dict[str, Any], meta: dict[str, Any]) -> str:
+    def write(self, rule: JSONObject, meta: JSONObject) -> str:
         import yaml
 
         os.makedirs(self.paths.drafts_dir, exist_ok=True)
-        path = self._path(rule["id"])
-        body = {k: rule[k] for k in ("id", "trigger", "severity", "scope", "exclude", "prompt") if rule.get(k)}
+        path = self._path(str(rule["id"]))
+        kept = ("id", "trigger", "severity", "scope", "exclude", "prompt")
+        body: JSONObject = {k: rule[k] for k in kept if rule.get(k)}
         body["draft"] = {"created": telemetry.now_iso(), **meta}
         with open(path, "w", encoding="utf-8") as fh:
             yaml.safe_dump(body, fh, sort_keys=False, allow_unicode=True)
@@ -147,6 +166,6 @@ class DraftStore:
                 return "already drafted"
         return None
 
-    def fresh(self, max_age_days: float) -> list[dict[str, Any]]:
+    def fresh(self, max_age_days: float) -> builtins.list[DraftRow]:
         """Drafts young enough to announce."""
         return [d for d in self.list() if d["age_days"] <= max_age_days]

@@ -25,14 +25,15 @@ import json
 import os
 import threading
 import time
-from typing import Any, Callable
+from typing import Callable, TypeVar
 
+from sentinel.jsontypes import JSONObject
 from sentinel.policy.gate import alignment, telemetry
 from sentinel.policy.gate.action import Action, template_vars
 from sentinel.policy.gate.config import GateConfig, GatePaths
-from sentinel.policy.gate.judges import JudgeError, Request
+from sentinel.policy.gate.judges import JudgeError, JudgeSource, Request
 from sentinel.policy.gate.lock import LockTimeout, priority_lock
-from sentinel.policy.gate.prompts import CONTEXT, JUDGE_SYSTEM, SYNTH_SYSTEM, VERDICT, check, render
+from sentinel.policy.gate.prompts import CONTEXT, JUDGE_SYSTEM, SYNTH_SYSTEM, VERDICT, check, render, rule_verdict
 from sentinel.policy.gate.rules import GPU_BACKENDS, Rule, applicable
 
 
@@ -108,14 +109,19 @@ NO_ANSWER = "no answer before the deadline"
 MARGIN_S = 0.25  # past the deadline, what a backend gets to report its own timeout before the call counts as failed
 
 
-def run_parallel(fn: Callable[[Any], Any], items: list[Any], max_parallel: int, deadline_s: float,
-                 inline_one: bool = True) -> list[Any]:
+T = TypeVar("T")
+R = TypeVar("R")
+Judged = tuple[JSONObject, float, str]  # a checked answer, the call's milliseconds, the model that answered
+
+
+def run_parallel(fn: Callable[[T], R], items: list[T], max_parallel: int, deadline_s: float,
+                 inline_one: bool = True) -> list[R | JudgeError]:
     """fn over items on daemon threads (never joined at exit), at most max_parallel at once.
     An item still running at the deadline yields a JudgeError. A single item runs inline, with no
     deadline but its own timeout, unless `inline_one` is false."""
     if len(items) == 1 and inline_one:
         return [_guarded(fn, items[0])]
-    results: list[Any] = [JudgeError(NO_ANSWER)] * len(items)
+    results: list[R | JudgeError] = [JudgeError(NO_ANSWER)] * len(items)
     gate = threading.BoundedSemaphore(max(1, max_parallel))
 
     def work(i: int) -> None:
@@ -131,7 +137,7 @@ def run_parallel(fn: Callable[[Any], Any], items: list[Any], max_parallel: int, 
     return results
 
 
-def _guarded(fn: Callable[[Any], Any], item: Any) -> Any:
+def _guarded(fn: Callable[[T], R], item: T) -> R | JudgeError:
     try:
         return fn(item)
     except Exception as exc:  # surfaced as a failed evaluation (fail_open decides), never lost in a thread
@@ -139,7 +145,7 @@ def _guarded(fn: Callable[[Any], Any], item: Any) -> Any:
 
 
 class Gate:
-    def __init__(self, config: GateConfig, rules: list[Rule], paths: GatePaths, judges: Any):
+    def __init__(self, config: GateConfig, rules: list[Rule], paths: GatePaths, judges: JudgeSource):
         self.cfg = config
         self.rules = rules
         self.paths = paths
@@ -162,14 +168,14 @@ class Gate:
         telemetry.append(self.paths.log_file, lines)
         return verdict
 
-    def _static(self, rule: Rule, action: Action, verdict: Verdict) -> dict[str, Any]:
+    def _static(self, rule: Rule, action: Action, verdict: Verdict) -> JSONObject:
         text = render(rule.prompt, template_vars(action, self.cfg.content_max_chars)).strip()
         verdict.findings.append(Finding(rule.id, "info", text, kind="static"))
         return telemetry.record(rule.id, action.trigger, action.target, violation=False, confidence=None,
                                 reason="static context", elapsed_ms=0, model="", backend="none",
                                 severity="info", static=True)
 
-    def _scoped(self, rule: Rule, action: Action, verdict: Verdict) -> dict[str, Any]:
+    def _scoped(self, rule: Rule, action: Action, verdict: Verdict) -> JSONObject:
         """A rule decided by its scope alone (no judge): the call is in scope, so the severity applies."""
         reason = rule.description.strip() or f"{action.trigger} {action.target} is in the scope of rule {rule.id}"
         verdict.findings.append(Finding(rule.id, rule.severity, reason, kind="scope"))
@@ -178,7 +184,7 @@ class Gate:
                                 kind="scope")
 
     def _judge_all(self, rules: list[Rule], action: Action, intent: alignment.Intent | None, session_id: str,
-                   verdict: Verdict) -> list[dict[str, Any]]:
+                   verdict: Verdict) -> list[JSONObject]:
         uses_gpu = any(self.backend_of(r) in GPU_BACKENDS for r in rules)
         lock_path = self.paths.lock_file(session_id) if uses_gpu else None
         waves = -(-len(rules) // max(1, self.cfg.max_parallel))
@@ -209,7 +215,7 @@ class Gate:
         return float(self.cfg.data.get("deadline_ms") or 20000)
 
     def _judge_one(self, rule: Rule, action: Action, intent: alignment.Intent | None,
-                   end: float | None = None) -> tuple[Any, float, str]:
+                   end: float | None = None) -> Judged:
         backend = self.backend_of(rule)
         model = self.cfg.model_for(backend, rule.model)
         began = time.monotonic()
@@ -232,9 +238,9 @@ class Gate:
             raise JudgeError(f"{backend}: {exc}") from None
         return answer, (time.monotonic() - began) * 1000, model
 
-    def _settle(self, rule: Rule, outcome: Any, action: Action, verdict: Verdict) -> dict[str, Any]:
+    def _settle(self, rule: Rule, outcome: Judged | JudgeError, action: Action, verdict: Verdict) -> JSONObject:
         backend = self.backend_of(rule)
-        if isinstance(outcome, Exception):
+        if isinstance(outcome, JudgeError):
             return self._failed(rule, str(outcome), action, verdict)
         answer, elapsed, model = outcome
         verdict.calls += 0 if answer.get("skipped") else 1
@@ -246,8 +252,7 @@ class Gate:
                                                 kind="alignment"))
             violation = rejected
         else:
-            violation, confidence = answer["violation"], max(0.0, min(1.0, float(answer["confidence"])))
-            reason = str(answer["reason"]).strip()
+            violation, confidence, reason = rule_verdict(answer)
             if violation and confidence >= self.cfg.confidence_threshold:
                 verdict.findings.append(Finding(rule.id, rule.severity, reason or f"violates rule {rule.id}",
                                                 confidence))
@@ -255,7 +260,7 @@ class Gate:
                                 reason=reason, elapsed_ms=elapsed, model=model, backend=backend,
                                 severity=rule.severity, kind=rule.kind if rule.kind != "judge" else None)
 
-    def _failed(self, rule: Rule, error: str, action: Action, verdict: Verdict) -> dict[str, Any]:
+    def _failed(self, rule: Rule, error: str, action: Action, verdict: Verdict) -> JSONObject:
         backend = self.backend_of(rule)
         if self.cfg.fail_open:
             judge = f"{backend}/{self.cfg.model_for(backend, rule.model)}"
@@ -278,7 +283,7 @@ class Gate:
             return verdict
         summary = read_summary(self.paths.session_dir(session_id))
         uses_gpu = any(self.backend_of(r) in GPU_BACKENDS for r in matching)
-        lines: list[dict[str, Any]] = []
+        lines: list[JSONObject] = []
         try:
             with priority_lock(self.paths.lock_file(session_id) if uses_gpu else None, "synthesizer"):
                 lines = [self._synthesize(r, action, summary, verdict) for r in matching]
@@ -287,7 +292,7 @@ class Gate:
         telemetry.append(self.paths.log_file, lines)
         return verdict
 
-    def _synthesize(self, rule: Rule, action: Action, summary: str, verdict: Verdict) -> dict[str, Any]:
+    def _synthesize(self, rule: Rule, action: Action, summary: str, verdict: Verdict) -> JSONObject:
         backend = self.backend_of(rule)
         model = self.cfg.model_for(backend, rule.model)
         values = template_vars(action, self.cfg.content_max_chars, session_context=summary or "(none yet)")

@@ -20,11 +20,14 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Callable
+from pathlib import Path
+from io import BufferedIOBase
+from typing import Any, Callable, Mapping
 
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.models.loopback import Loopback
 
-PASS = {"violation": False, "confidence": 0.95, "reason": "no violation"}
+PASS: JSONObject = {"violation": False, "confidence": 0.95, "reason": "no violation"}
 
 
 class Failure:
@@ -33,17 +36,20 @@ class Failure:
     def __init__(self, status: int, message: str):
         self.status = status
         self.message = message
-Responder = Callable[[dict[str, Any]], Any]
+Answer = JSON | Failure  # what the judge answers: JSON (a string is sent as the content itself), or a failure
+Responder = Callable[[JSONObject], Answer]
 
 
-def user_text(body: dict[str, Any]) -> str:
-    return "\n".join(str(m.get("content") or "") for m in body.get("messages") or [] if m.get("role") == "user")
+def user_text(body: JSONObject) -> str:
+    messages = body.get("messages")
+    return "\n".join(str(m.get("content") or "") for m in (messages if isinstance(messages, list) else [])
+                     if isinstance(m, dict) and m.get("role") == "user")
 
 
-def by_substring(table: dict[str, Any], default: Any = PASS) -> Responder:
+def by_substring(table: Mapping[str, Answer], default: Answer = PASS) -> Responder:
     """Answer table[key] for the first key found in the user message, else `default`."""
 
-    def respond(body: dict[str, Any]) -> Any:
+    def respond(body: JSONObject) -> Answer:
         text = user_text(body)
         for key, answer in table.items():
             if key in text:
@@ -64,7 +70,7 @@ class FakeJudge(Loopback):
         self.hung_up = threading.Event()  # a trickled reply's client closed the connection
         self._stopping = threading.Event()
         self.status = status
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[JSONObject] = []
         self.paths: list[str] = []
         self._lock = threading.Lock()
         self.listen(_handler(self), host, port, queue=64)  # `url` is the Ollama-style root, `base_url` OpenAI's
@@ -73,7 +79,7 @@ class FakeJudge(Loopback):
         self._stopping.set()
         super().stop()
 
-    def trickle(self, wfile: Any, raw: bytes) -> None:
+    def trickle(self, wfile: BufferedIOBase, raw: bytes) -> None:
         for i in range(len(raw)):
             if self._stopping.wait(self.trickle_s):
                 return
@@ -84,7 +90,7 @@ class FakeJudge(Loopback):
                 self.hung_up.set()
                 return
 
-    def answer(self, path: str, body: dict[str, Any]) -> Any:
+    def answer(self, path: str, body: JSONObject) -> Answer:
         with self._lock:
             self.requests.append(body)
             self.paths.append(path)
@@ -93,7 +99,7 @@ class FakeJudge(Loopback):
         return self.responder(body)
 
 
-def _reply(path: str, body: dict[str, Any], answer: Any) -> dict[str, Any]:
+def _reply(path: str, body: JSONObject, answer: JSON) -> JSONObject:
     content = answer if isinstance(answer, str) else json.dumps(answer)
     if path.endswith("/api/chat"):
         return {"model": body.get("model"), "created_at": "2026-01-01T00:00:00Z", "done": True,
@@ -107,10 +113,10 @@ def _handler(judge: FakeJudge) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, *args: Any) -> None:
+        def log_message(self, format: str, *args: Any) -> None:  # Any: http.server's own signature
             pass
 
-        def _send(self, status: int, data: dict[str, Any]) -> None:
+        def _send(self, status: int, data: JSONObject) -> None:
             raw = json.dumps(data).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -130,6 +136,8 @@ def _handler(judge: FakeJudge) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(raw)
             except ValueError:
                 return self._send(400, {"error": "body is not JSON"})
+            if not isinstance(body, dict):
+                return self._send(400, {"error": "body is not a JSON object"})
             answer = judge.answer(path, body)
             if isinstance(answer, Failure):
                 return self._send(answer.status, {"error": {"message": answer.message}})
@@ -140,10 +148,8 @@ def _handler(judge: FakeJudge) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def write_repo(root: Any, rules: dict[str, Any], config: dict[str, Any] | None = None) -> Any:
+def write_repo(root: str | Path, rules: Mapping[str, JSON], config: Mapping[str, JSON] | None = None) -> Path:
     """A repository with .claude/sentinel/config.yaml and one rule file per entry (a mapping or YAML text)."""
-    from pathlib import Path
-
     import yaml
 
     root = Path(root)

@@ -21,20 +21,25 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sentinel.policy.decide import CallContext, LayerResult
 from sentinel.policy.gate import action as actions
 from sentinel.policy.gate.alignment import Intent
 from sentinel.policy.gate.engine import Gate, Verdict
-from sentinel.policy.gate.judges import Judges
+from sentinel.policy.gate.judges import Judges, JudgeSource, ProviderLookup
 from sentinel.policy.gate.loader import Bundle, load_home, system_rules_dir
 from sentinel.policy.gate.rules import applicable
+
+if TYPE_CHECKING:
+    from sentinel.config import Config
+    from sentinel.policy.gate.config import GateConfig
+    from sentinel.policy.settings import GateDump, GateSettings
 
 SENTINEL_TOOLS = {"write_file": "file_write", "edit_file": "file_write", "bash": "bash"}
 
 
-def provider_lookup(config: Any):
+def provider_lookup(config: Config | None) -> ProviderLookup | None:
     """Backend name -> (base_url, api_key) from config.yaml providers (None when unknown)."""
     if config is None:
         return None
@@ -48,7 +53,7 @@ def provider_lookup(config: Any):
     return lookup
 
 
-def to_action(ctx: CallContext, cfg: Any) -> actions.Action:
+def to_action(ctx: CallContext, cfg: GateConfig) -> actions.Action:
     args = ctx.arguments if isinstance(ctx.arguments, dict) else {}
     trigger = SENTINEL_TOOLS.get(ctx.tool)
     if trigger == "file_write":
@@ -65,16 +70,16 @@ def to_action(ctx: CallContext, cfg: Any) -> actions.Action:
 class RuleGate:
     name = "gate"
 
-    def __init__(self, bundle: Bundle, judges: Any):
+    def __init__(self, bundle: Bundle, judges: JudgeSource):
         self.bundle = bundle
         self.rules = bundle.rules
         self.errors = bundle.errors
         self.gate = Gate(bundle.config, bundle.rules, bundle.paths, judges)
 
     @classmethod
-    def for_sentinel(cls, home: Path, settings: Any, config: Any = None, *, judges: Any = None,
-                     system_rules: str | None = "auto") -> "RuleGate":
-        dump = settings.model_dump() if hasattr(settings, "model_dump") else dict(settings)
+    def for_sentinel(cls, home: Path, settings: GateSettings | GateDump, config: Config | None = None, *,
+                     judges: JudgeSource | None = None, system_rules: str | None = "auto") -> "RuleGate":
+        dump = settings if isinstance(settings, dict) else settings.dump()
         rules_dir = system_rules_dir() if system_rules == "auto" else system_rules
         bundle = load_home(str(home), dump, rules_dir)
         for error in bundle.errors:

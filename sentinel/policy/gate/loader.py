@@ -20,7 +20,11 @@ import json
 import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from pathlib import Path
+
+    from sentinel.jsontypes import JSON
+    from sentinel.policy.gate.dump import CacheDump, RuleDump
+    from sentinel.policy.settings import GateDump
 
 from sentinel.policy.gate.config import GateConfig, GatePaths, home_paths, repo_paths
 from sentinel.policy.gate.rules import Rule
@@ -32,7 +36,7 @@ RULE_SUFFIXES = (".yaml", ".yml")
 class Bundle:
     """Everything one gate evaluation needs."""
 
-    def __init__(self, config: dict[str, Any], rules: list[Rule], paths: GatePaths, errors: list[str],
+    def __init__(self, config: GateDump, rules: list[Rule], paths: GatePaths, errors: list[str],
                  warnings: list[str] | None = None, config_error: str | None = None, strict_on_error: bool = False):
         self.config = GateConfig(config)
         self.rules = rules
@@ -54,7 +58,7 @@ def find_repo(start: str) -> str | None:
         current = parent
 
 
-def _stat(path: str) -> list[Any]:
+def _stat(path: str) -> list[object]:
     try:
         st = os.stat(path)
     except OSError:
@@ -70,10 +74,10 @@ def rule_files(rules_dir: str) -> list[str]:
     return [os.path.join(rules_dir, n) for n in names]
 
 
-def stamp(config_file: str, rules_dirs: list[str]) -> list[Any]:
+def stamp(config_file: str, rules_dirs: list[str]) -> list[object]:
     from sentinel import __version__
 
-    out: list[Any] = [CACHE_VERSION, __version__, _stat(config_file)]
+    out: list[object] = [CACHE_VERSION, __version__, _stat(config_file)]
     for d in rules_dirs:
         out.append(_stat(d))
         out.extend(_stat(f) for f in rule_files(d))
@@ -83,23 +87,23 @@ def stamp(config_file: str, rules_dirs: list[str]) -> list[Any]:
 # -- compiling (cold path: yaml, pydantic, wcmatch) ----------------------------------------
 
 
-def _settings(data: Any, path: str) -> dict[str, Any]:
+def _settings(data: JSON, path: str) -> GateDump:
     from sentinel.errors import validated
     from sentinel.policy.settings import GateSettings
 
-    return validated(GateSettings, {} if data is None else data, path).model_dump()
+    return validated(GateSettings, {} if data is None else data, path).dump()
 
 
-def default_settings() -> dict[str, Any]:
+def default_settings() -> GateDump:
     return _settings({}, "(defaults)")
 
 
-def compile_rules(rules_dirs: list[str]) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+def compile_rules(rules_dirs: list[str]) -> tuple[list[RuleDump], list[str], list[str]]:
     """Every rule file of the directories; a bad one becomes an error line and is skipped."""
     from sentinel.errors import ConfigError
     from sentinel.policy.gate.schema import load_rule
 
-    rules: list[dict[str, Any]] = []
+    rules: list[RuleDump] = []
     errors: list[str] = []
     warnings: list[str] = []
     seen: dict[str, str] = {}
@@ -119,19 +123,19 @@ def compile_rules(rules_dirs: list[str]) -> tuple[list[dict[str, Any]], list[str
     return rules, errors, warnings
 
 
-def _path(p: str) -> Any:
+def _path(p: str) -> Path:
     from pathlib import Path
 
     return Path(p)
 
 
-def compile_repo(root: str) -> dict[str, Any]:
+def compile_repo(root: str) -> CacheDump:
     """The JSON-able bundle of a repository, validated from its files."""
     from sentinel.config import read_yaml
     from sentinel.errors import ConfigError
 
     config_file = os.path.join(root, ".claude", "sentinel", "config.yaml")
-    raw: Any = None
+    raw: JSON = None
     config_error = None
     try:
         raw = read_yaml(_path(config_file)) if os.path.exists(config_file) else {}
@@ -146,7 +150,7 @@ def compile_repo(root: str) -> dict[str, Any]:
             "warnings": warnings, "paths": paths.to_dict(), "config_error": config_error, "strict": strict}
 
 
-def _bundle(data: dict[str, Any]) -> Bundle:
+def _bundle(data: CacheDump) -> Bundle:
     return Bundle(data["config"], [Rule(r) for r in data["rules"]], GatePaths.from_dict(data["paths"]),
                   data["errors"], data.get("warnings"), data.get("config_error"), bool(data.get("strict")))
 
@@ -154,11 +158,12 @@ def _bundle(data: dict[str, Any]) -> Bundle:
 # -- the cache (hot path: json and os only) --------------------------------------------------
 
 
-def _read_cache(root: str) -> dict[str, Any] | None:
+def _read_cache(root: str) -> CacheDump | None:
+    """The cache _write_cache wrote, when its stamp says every file it came from is unchanged."""
     path = os.path.join(root, ".sentinel", "cache", "gate.json")
     try:
         with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+            data: CacheDump = json.load(fh)  # our own file: its shape is the one written, its stamp is checked
     except (OSError, ValueError):
         return None
     config_file = os.path.join(root, ".claude", "sentinel", "config.yaml")
@@ -170,7 +175,7 @@ def _read_cache(root: str) -> dict[str, Any] | None:
     return data
 
 
-def _write_cache(root: str, data: dict[str, Any]) -> None:
+def _write_cache(root: str, data: CacheDump) -> None:
     path = os.path.join(root, ".sentinel", "cache", "gate.json")
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
@@ -204,7 +209,7 @@ def system_rules_dir(path: str = "/etc/sentinel/rules") -> str | None:
     return path if st.st_uid == 0 and os.path.isdir(path) else None
 
 
-def load_home(home: str, settings: dict[str, Any], system_rules: str | None = None) -> Bundle:
+def load_home(home: str, settings: GateDump, system_rules: str | None = None) -> Bundle:
     """Sentinel's own runs: rules of $SENTINEL_HOME (after /etc/sentinel/rules); /etc ids win."""
     paths = home_paths(home, settings, system_rules)
     rules, errors, warnings = compile_rules(paths.rules_dirs)

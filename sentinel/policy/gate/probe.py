@@ -19,20 +19,25 @@ from __future__ import annotations
 
 import shutil
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
-from sentinel.policy.gate.judges.base import ProviderLookup
+from sentinel.jsontypes import JSONObject
+from sentinel.policy.gate.judges.base import JudgeSource, ProviderLookup
+
+if TYPE_CHECKING:
+    from sentinel.policy.gate.config import GateConfig
+    from sentinel.policy.gate.rules import Rule
 
 TIMEOUT_S = 2.0
 
 
-def probe_judges(cfg: Any, rules: list[Any], providers: ProviderLookup | None = None,
+def probe_judges(cfg: GateConfig, rules: list[Rule], providers: ProviderLookup | None = None,
                  timeout_s: float = TIMEOUT_S) -> list[str]:
     backends = sorted({cfg.backend, *(r.backend for r in rules if r.backend)})
     return [probe_one(cfg, name, providers, timeout_s) for name in backends]
 
 
-def probe_one(cfg: Any, name: str, providers: ProviderLookup | None, timeout_s: float) -> str:
+def probe_one(cfg: GateConfig, name: str, providers: ProviderLookup | None, timeout_s: float) -> str:
     settings = cfg.backend_settings(name)
     label = f"judge {name}/{cfg.model_for(name)}"
     if name in ("claude", "copilot"):
@@ -41,12 +46,13 @@ def probe_one(cfg: Any, name: str, providers: ProviderLookup | None, timeout_s: 
     if name == "local":
         return f"{label}: in-process llama.cpp"
     if name == "ollama":
-        url = (settings.get("url") or "http://localhost:11434").rstrip("/")
-        return f"{label}: {_get(url + '/api/tags', None, timeout_s)} ({url})"
+        root = (settings.get("url") or "http://localhost:11434").rstrip("/")
+        return f"{label}: {_get(root + '/api/tags', None, timeout_s)} ({root})"
     url, key = settings.get("url"), None
     if not url and providers is not None:
         found = providers(name)
-        url, key = found if found else (None, None)
+        if found:
+            url, key = found
     if not url:
         return f"{label}: UNKNOWN backend (set backends.{name}.url or a provider {name} in config.yaml)"
     return f"{label}: {_get(url.rstrip('/') + '/models', key, timeout_s)} ({url})"
@@ -78,7 +84,7 @@ def probe_configured() -> list[str]:
         cfg = config_mod.load()
     except SentinelError as exc:
         return [f"judges not probed: {str(exc).splitlines()[0]}"]
-    bundle = load_home(str(paths.home()), cfg.gate.model_dump(), system_rules_dir())
+    bundle = load_home(str(paths.home()), cfg.gate.dump(), system_rules_dir())
     if not cfg.gate.enabled or not bundle.rules:
         return ["no gate rules: no judge to probe"]
     return probe_judges(bundle.config, bundle.rules, provider_lookup(cfg))
@@ -118,9 +124,9 @@ class Answer:
         what = f"judge {self.judge} does not answer, so {rules} skipped (fail_open) and check nothing"
         return f"{what}: {fix_for(self.backend, self.model, self.problem)}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"judge": self.judge, "answers": self.ok, "ms": self.ms, "problem": self.problem or None,
-                "rules": self.rules}
+                "rules": [*self.rules]}
 
 
 def fix_for(backend: str, model: str, problem: str) -> str:
@@ -140,7 +146,7 @@ def fix_for(backend: str, model: str, problem: str) -> str:
     return f"check backends.{backend}.url and its key, {use_local}"
 
 
-def judged_by(cfg: Any, rules: list[Any]) -> dict[tuple[str, str], list[str]]:
+def judged_by(cfg: GateConfig, rules: list[Rule]) -> dict[tuple[str, str], list[str]]:
     """(backend, model) -> ids of the rules it judges (static info rules call no model)."""
     out: dict[tuple[str, str], list[str]] = {}
     for rule in rules:
@@ -151,7 +157,7 @@ def judged_by(cfg: Any, rules: list[Any]) -> dict[tuple[str, str], list[str]]:
     return out
 
 
-def answer_judges(cfg: Any, rules: list[Any], providers: ProviderLookup | None = None,
+def answer_judges(cfg: GateConfig, rules: list[Rule], providers: ProviderLookup | None = None,
                   timeout_s: float = ANSWER_TIMEOUT_S) -> list[Answer]:
     """Each judge the rules use, asked one short verdict at once; one that has not answered by `timeout_s`
     is reported as such (its call is left to finish on a daemon thread)."""
@@ -171,7 +177,7 @@ def answer_judges(cfg: Any, rules: list[Any], providers: ProviderLookup | None =
     return answers
 
 
-def _ask(judges: Any, answer: Answer, timeout_s: float) -> float:
+def _ask(judges: JudgeSource, answer: Answer, timeout_s: float) -> float:
     """Milliseconds the judge took to give a verdict that fits the schema; raises what went wrong."""
     from sentinel.policy.gate.judges import Request
     from sentinel.policy.gate.prompts import JUDGE_SYSTEM, VERDICT, check

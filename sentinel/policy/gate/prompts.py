@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+
+from sentinel.jsontypes import JSON, JSONObject
 
 _VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
@@ -19,7 +20,7 @@ def render(template: str, values: dict[str, str]) -> str:
     return _VAR.sub(lambda m: str(values.get(m.group(1), m.group(0))), template)
 
 
-def _object(name: str, props: dict[str, Any]) -> dict[str, Any]:
+def _object(name: str, props: JSONObject) -> JSONObject:
     return {"name": name, "schema": {"type": "object", "properties": props, "required": list(props),
                                      "additionalProperties": False}}
 
@@ -55,24 +56,46 @@ SUMMARY_SYSTEM = (
 )
 
 
-def check(schema: dict[str, Any], value: Any) -> dict[str, Any]:
+def check(schema: JSONObject, value: JSON) -> JSONObject:
     """The answer as a dict if it fits the schema's required fields and types; ValueError otherwise."""
-    if not isinstance(value, dict):
-        raise ValueError("answer is not a JSON object")
-    body = schema["schema"]
-    for key in body["required"]:
+    value = json_object(value)
+    body = _field(schema, "schema")
+    required = body.get("required")
+    for key in required if isinstance(required, list) else []:
+        if not isinstance(key, str):
+            continue
         if key not in value:
             raise ValueError(f"answer has no {key!r}")
-        kind = body["properties"][key].get("type")
-        if not _typed(kind, value[key]):
+        spec = _field(_field(body, "properties"), key)
+        kind = spec.get("type")
+        if not _typed(kind if isinstance(kind, str) else None, value[key]):
             raise ValueError(f"answer field {key!r} is not a {kind}")
-        allowed = body["properties"][key].get("enum")
-        if allowed and value[key] not in allowed:
-            raise ValueError(f"answer field {key!r} is not one of {', '.join(allowed)}")
+        allowed = spec.get("enum")
+        if isinstance(allowed, list) and allowed and value[key] not in allowed:
+            raise ValueError(f"answer field {key!r} is not one of {', '.join(str(a) for a in allowed)}")
     return value
 
 
-def _typed(kind: str | None, value: Any) -> bool:
+def rule_verdict(answer: JSONObject) -> tuple[bool, float, str]:
+    """(violation, confidence within [0, 1], reason) of an answer `check(VERDICT, ...)` accepted."""
+    confidence, reason = answer.get("confidence"), answer.get("reason")
+    number = float(confidence) if isinstance(confidence, (int, float)) else 0.0
+    return answer.get("violation") is True, max(0.0, min(1.0, number)), str(reason or "").strip()
+
+
+def json_object(value: JSON) -> JSONObject:
+    """The answer as an object; ValueError for any other JSON value."""
+    if not isinstance(value, dict):
+        raise ValueError("answer is not a JSON object")
+    return value
+
+
+def _field(obj: JSONObject, key: str) -> JSONObject:
+    found = obj.get(key)
+    return found if isinstance(found, dict) else {}
+
+
+def _typed(kind: str | None, value: JSON) -> bool:
     if kind == "boolean":
         return isinstance(value, bool)
     if kind == "number":
@@ -86,19 +109,21 @@ def _typed(kind: str | None, value: Any) -> bool:
     return True
 
 
-def parse_json_text(text: str) -> Any:
+def parse_json_text(text: str) -> JSON:
     """JSON from a model's text: the whole text, or the first {...} block in it (CLI backends)."""
     text = (text or "").strip()
     if text.startswith("```"):
         text = text.strip("`").removeprefix("json").strip()
     try:
-        return json.loads(text)
+        whole: JSON = json.loads(text)
+        return whole
     except ValueError:
         pass
     start, end = text.find("{"), text.rfind("}")
     if start >= 0 and end > start:
         try:
-            return json.loads(text[start:end + 1])
+            block: JSON = json.loads(text[start:end + 1])
+            return block
         except ValueError:
             pass
     raise ValueError(f"answer is not JSON: {text[:80]!r}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from sentinel.policy.gate.dump import RuleDump
 
 from sentinel.policy.gate import scope
 from sentinel.policy.gate.action import Action
@@ -24,7 +24,7 @@ class Rule:
     __slots__ = ("id", "kind", "trigger", "severity", "post", "scope", "exclude", "backend", "model", "prompt",
                  "skip_read_only", "source", "description", "_scope_c", "_exclude_c")
 
-    def __init__(self, data: dict[str, Any]):
+    def __init__(self, data: RuleDump):
         self.id: str = data["id"]
         self.kind: str = data.get("kind", "judge")
         self.trigger: str = data.get("trigger", "any")

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sentinel.errors import validated
+from sentinel.jsontypes import JSON
 from sentinel.policy.gate import scope
 from sentinel.policy.gate.action import TEMPLATE_VARS
+from sentinel.policy.gate.dump import RuleDump
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -47,7 +49,7 @@ class RuleSpec(BaseModel):
 
     @field_validator("scope", "exclude", mode="before")
     @classmethod
-    def _listify(cls, value: Any) -> Any:
+    def _listify(cls, value: JSON) -> JSON:
         if isinstance(value, str):
             return [value]
         return [] if value is None else value
@@ -81,22 +83,23 @@ def unknown_vars(spec: RuleSpec) -> list[str]:
     return sorted({v for v in _VAR.findall(spec.prompt) if v not in known})
 
 
-def validate(data: Any, path: Path) -> dict[str, Any]:
+def validate(data: JSON, path: Path) -> RuleDump:
     """Validate one rule mapping; returns the runtime dict (compiled scope regexes included)."""
     if isinstance(data, dict):
         data = {"id": path.stem, **data}
     spec = validated(RuleSpec, data, path,
                      not_mapping="a rule file holds one rule (a mapping of id, trigger, severity, scope, prompt)")
     trigger = spec.trigger
-    out = spec.model_dump()
-    out["source"] = str(path)
-    out["scope_c"] = scope.compile_patterns(spec.scope, trigger)
-    out["exclude_c"] = scope.compile_patterns(spec.exclude, trigger)
-    out["warnings"] = [f"{path}: prompt: unknown template variable {{{{{v}}}}}" for v in unknown_vars(spec)]
-    return out
+    return {"id": spec.id, "kind": spec.kind, "description": spec.description, "trigger": trigger,
+            "severity": spec.severity, "post": spec.post, "scope": spec.scope, "exclude": spec.exclude,
+            "backend": spec.backend, "model": spec.model, "prompt": spec.prompt,
+            "skip_read_only": spec.skip_read_only, "source": str(path),
+            "scope_c": scope.compile_patterns(spec.scope, trigger),
+            "exclude_c": scope.compile_patterns(spec.exclude, trigger),
+            "warnings": [f"{path}: prompt: unknown template variable {{{{{v}}}}}" for v in unknown_vars(spec)]}
 
 
-def load_rule(path: Path) -> dict[str, Any]:
+def load_rule(path: Path) -> RuleDump:
     from sentinel.config import read_yaml
 
     return validate(read_yaml(path), path)

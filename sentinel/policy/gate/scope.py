@@ -25,10 +25,16 @@ from __future__ import annotations
 
 import re
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from sentinel.policy.gate.action import Action
+    from sentinel.policy.gate.dump import PatternDump
+    from sentinel.policy.shell import Command
+
 _CACHE: dict[str, re.Pattern[str]] = {}
 
 
-def compile_patterns(patterns: list[str], trigger: str) -> list[dict[str, object]]:
+def compile_patterns(patterns: list[str], trigger: str) -> list[PatternDump]:
     """Each pattern as {"p": pattern, "g": glob regex, "f": fnmatch regex, "c": has a colon}."""
     from wcmatch import fnmatch, glob
 
@@ -36,9 +42,9 @@ def compile_patterns(patterns: list[str], trigger: str) -> list[dict[str, object
 
     gflags = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE
     fflags = fnmatch.DOTMATCH | fnmatch.BRACE
-    out: list[dict[str, object]] = []
+    out: list[PatternDump] = []
     for pattern in patterns:
-        entry: dict[str, object] = {"p": pattern, "c": ":" in pattern}
+        entry: PatternDump = {"p": pattern, "c": ":" in pattern}
         if trigger in ("file_write", "any"):
             entry["g"] = glob.translate(pattern.lstrip("./") if pattern.startswith("./") else pattern,
                                         flags=gflags)[0]
@@ -56,11 +62,11 @@ def _rx(source: str) -> re.Pattern[str]:
     return rx
 
 
-def _any(sources: object, text: str) -> bool:
-    return any(_rx(s).match(text) for s in (sources or ()))  # type: ignore[union-attr]
+def _any(sources: list[str] | None, text: str) -> bool:
+    return any(_rx(s).match(text) for s in (sources or ()))
 
 
-def pattern_matches(entry: dict[str, object], trigger: str, target: str, server: str = "", tool: str = "") -> bool:
+def pattern_matches(entry: PatternDump, trigger: str, target: str, server: str = "", tool: str = "") -> bool:
     if trigger == "file_write":
         return _any(entry.get("g"), target)
     if trigger == "mcp":
@@ -70,7 +76,7 @@ def pattern_matches(entry: dict[str, object], trigger: str, target: str, server:
     return _any(entry.get("f"), target)
 
 
-def matches(scope: list[dict[str, object]], exclude: list[dict[str, object]], trigger: str, target: str,
+def matches(scope: list[PatternDump], exclude: list[PatternDump], trigger: str, target: str,
             server: str = "", tool: str = "") -> bool:
     """True when some scope pattern matches (an empty scope matches everything) and no exclude does."""
     if trigger == "bash":
@@ -80,7 +86,7 @@ def matches(scope: list[dict[str, object]], exclude: list[dict[str, object]], tr
     return not any(pattern_matches(e, trigger, target, server, tool) for e in exclude)
 
 
-def bash_matches(scope: list[dict[str, object]], exclude: list[dict[str, object]], command: str) -> bool:
+def bash_matches(scope: list[PatternDump], exclude: list[PatternDump], command: str) -> bool:
     """Some command of the line is in scope and not excluded; every rule when the parse is not sure."""
     command = command.strip()
     if not command:
@@ -99,18 +105,17 @@ def bash_matches(scope: list[dict[str, object]], exclude: list[dict[str, object]
                (c.open_at is not None or not any(_any(e.get("f"), c.text) for e in exclude)) for c in candidates)
 
 
-def writes_match(scope: list[dict[str, object]], exclude: list[dict[str, object]], action: object,
-                 unknown: bool) -> bool:
+def writes_match(scope: list[PatternDump], exclude: list[PatternDump], action: Action, unknown: bool) -> bool:
     """A bash command may write a path in scope and not excluded; `unknown` when what it writes is unknown.
     A written path also matches when it is a directory above a match (`rm -r src/core` under `src/core/b/**`)."""
-    command = str(getattr(action, "command", "")).strip()
+    command = action.command.strip()
     if not command:
         return False
     from sentinel.policy.writes import writes_nothing
 
     if writes_nothing(command):  # `ls -la && git status`: no parse, no import of bashlex
         return False
-    writes = action.writes()  # type: ignore[attr-defined]
+    writes = action.writes()
     if not writes.known:
         return unknown
     return any((not scope or any(_any(e.get("g"), p) or _below(str(e.get("p") or ""), p) for e in scope)) and
@@ -136,18 +141,16 @@ def _below(pattern: str, path: str) -> bool:
     return len(want) > len(have)
 
 
-def _may_run(entry: dict[str, object], command: str) -> bool:
+def _may_run(entry: PatternDump, command: str) -> bool:
     from sentinel.policy.shell import may_run, literal_runs
 
-    runs = entry.get("r", ...)
-    if runs is ...:
-        runs = literal_runs(str(entry.get("p") or ""))
-    return runs is None or may_run(command, runs)  # type: ignore[arg-type]
+    runs = entry["r"] if "r" in entry else literal_runs(str(entry.get("p") or ""))
+    return runs is None or may_run(command, runs)
 
 
-def _command_in(entry: dict[str, object], command: object) -> bool:
+def _command_in(entry: PatternDump, command: Command) -> bool:
     """The pattern matches the command's text, or (for a command known only in part) could match some expansion."""
-    text, open_at, known = command.text, command.open_at, command.known  # type: ignore[attr-defined]
+    text, open_at, known = command.text, command.open_at, command.known
     if _any(entry.get("f"), text):
         return True
     if open_at is None:

@@ -17,33 +17,34 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import ContextManager, TypedDict
 
+from sentinel.jsontypes import JSONObject
 from sentinel.policy.gate import transcript as tx
 from sentinel.policy.gate.config import GateConfig, GatePaths
 from sentinel.policy.gate.drafts import DraftStore
-from sentinel.policy.gate.judges import JudgeError, Request
+from sentinel.policy.gate.judges import JudgeError, JudgeSource, Request
 from sentinel.policy.gate.lock import LockTimeout, priority_lock
 from sentinel.policy.gate.prompts import check
 from sentinel.policy.gate.rules import GPU_BACKENDS, Rule
 
-_STR = {"type": "string"}
-_TRIGGER = {"type": "string", "enum": ["file_write", "bash", "mcp", "any"]}
-CONVENTION = {"type": "object", "additionalProperties": False,
+_STR: JSONObject = {"type": "string"}
+_TRIGGER: JSONObject = {"type": "string", "enum": ["file_write", "bash", "mcp", "any"]}
+CONVENTION: JSONObject = {"type": "object", "additionalProperties": False,
               "required": ["statement", "source", "evidence", "trigger", "scope", "confidence"],
               "properties": {"statement": _STR, "evidence": _STR, "trigger": _TRIGGER,
                              "source": {"type": "string", "enum": ["user_feedback", "agent_self_correction",
                                                                    "documentation"]},
                              "scope": {"type": "array", "items": _STR}, "confidence": {"type": "number"}}}
-EXTRACTION = {"name": "sentinel_conventions", "schema": {
+EXTRACTION: JSONObject = {"name": "sentinel_conventions", "schema": {
     "type": "object", "additionalProperties": False, "required": ["conventions"],
     "properties": {"conventions": {"type": "array", "items": CONVENTION}}}}
-DRAFT_RULE = {"type": "object", "additionalProperties": False,
+DRAFT_RULE: JSONObject = {"type": "object", "additionalProperties": False,
               "required": ["id", "trigger", "severity", "scope", "exclude", "prompt"],
               "properties": {"id": _STR, "trigger": _TRIGGER, "prompt": _STR,
                              "severity": {"type": "string", "enum": ["block", "warn", "info"]},
                              "scope": {"type": "array", "items": _STR}, "exclude": {"type": "array", "items": _STR}}}
-VALIDATION = {"name": "sentinel_draft", "schema": {
+VALIDATION: JSONObject = {"name": "sentinel_draft", "schema": {
     "type": "object", "additionalProperties": False, "required": ["redundant", "reason", "rule"],
     "properties": {"redundant": {"type": "boolean"}, "reason": _STR, "rule": DRAFT_RULE}}}
 
@@ -66,18 +67,37 @@ VALIDATE_SYSTEM = (
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
-def _conventions(answer: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for item in answer.get("conventions") or []:
+class Convention(TypedDict):
+    """One convention extraction found (the CONVENTION schema, checked)."""
+    statement: str
+    source: str
+    evidence: str
+    trigger: str
+    scope: list[str]
+    confidence: float
+
+
+def _conventions(answer: JSONObject) -> list[Convention]:
+    items = answer.get("conventions")
+    out: list[Convention] = []
+    for item in items if isinstance(items, list) else []:
         try:
-            out.append(check({"schema": CONVENTION}, item))
+            out.append(_convention(check({"schema": CONVENTION}, item)))
         except ValueError:
             continue
     return out
 
 
+def _convention(checked: JSONObject) -> Convention:
+    scope, confidence = checked["scope"], checked["confidence"]
+    return {"statement": str(checked["statement"]), "source": str(checked["source"]),
+            "evidence": str(checked["evidence"]), "trigger": str(checked["trigger"]),
+            "scope": [str(s) for s in scope] if isinstance(scope, list) else [],
+            "confidence": float(confidence) if isinstance(confidence, (int, float)) else 0.0}
+
+
 class Scribe:
-    def __init__(self, cfg: GateConfig, paths: GatePaths, rules: list[Rule], judges: Any):
+    def __init__(self, cfg: GateConfig, paths: GatePaths, rules: list[Rule], judges: JudgeSource):
         self.cfg = cfg
         self.s = cfg.scribe
         self.paths = paths
@@ -85,15 +105,16 @@ class Scribe:
         self.judges = judges
         self.store = DraftStore(paths)
 
-    def _call(self, step: str, system: str, user: str, schema: dict[str, Any]) -> dict[str, Any]:
-        prefix = "extraction" if step == "extraction" else "synthesis"
+    def _call(self, step: str, system: str, user: str, schema: JSONObject) -> JSONObject:
+        extraction = step == "extraction"
+        timeout_ms = self.s["extraction_timeout_ms"] if extraction else self.s["synthesis_timeout_ms"]
+        num_predict = self.s["extraction_num_predict"] if extraction else self.s["synthesis_num_predict"]
         request = Request(system, user, schema, self.cfg.scribe_model(step),
-                          timeout_s=self.s[f"{prefix}_timeout_ms"] / 1000, temperature=self.s["temperature"],
-                          max_tokens=self.s[f"{prefix}_num_predict"],
-                          think=bool(self.s["think"]) and prefix == "synthesis")
+                          timeout_s=timeout_ms / 1000, temperature=self.s["temperature"],
+                          max_tokens=num_predict, think=bool(self.s["think"]) and not extraction)
         return check(schema, self.judges.get(self.cfg.backend).complete(request))
 
-    def extract(self, text: str, source_hint: str) -> list[dict[str, Any]]:
+    def extract(self, text: str, source_hint: str) -> list[Convention]:
         guidance = f"\n\nPRIORITY GUIDANCE: {self.s['guidance']}" if self.s.get("guidance") else ""
         user = f"SOURCE: {source_hint}{guidance}\n\nTEXT:\n{text}"
         return _conventions(self._call("extraction", EXTRACT_SYSTEM, user, EXTRACTION))
@@ -103,7 +124,7 @@ class Scribe:
                  for r in self.rules]
         return "\n".join(lines) or "(none)"
 
-    def draft(self, convention: dict[str, Any], provenance: dict[str, Any]) -> str | None:
+    def draft(self, convention: Convention, provenance: dict[str, str]) -> str | None:
         """Validate one convention; write its draft rule when it is new. Returns the draft id or None."""
         slug = _SLUG.sub("-", convention["statement"].lower()).strip("-")[:48] or "convention"
         active_ids = {r.id for r in self.rules}
@@ -115,9 +136,10 @@ class Scribe:
         answer = self._call("synthesis", VALIDATE_SYSTEM, user, VALIDATION)
         if answer["redundant"]:
             return None
-        rule = dict(answer["rule"])
+        proposed = answer["rule"]
+        rule = dict(proposed) if isinstance(proposed, dict) else {}
         rule["id"] = _SLUG.sub("-", str(rule.get("id") or slug).lower()).strip("-") or slug
-        if self.store.blocked(rule["id"], convention["statement"], active_ids):
+        if self.store.blocked(str(rule["id"]), convention["statement"], active_ids):
             return None
         from sentinel.errors import ConfigError
         from sentinel.policy.gate.schema import validate
@@ -126,12 +148,12 @@ class Scribe:
             validate({k: v for k, v in rule.items() if v not in (None, "", [])}, Path(f"{rule['id']}.yaml"))
         except ConfigError:
             return None
-        meta = {"source": convention["source"], "statement": convention["statement"],
+        meta: JSONObject = {"source": convention["source"], "statement": convention["statement"],
                 "evidence": convention["evidence"], "confidence": convention["confidence"], **provenance}
         self.store.write(rule, meta)
-        return rule["id"]
+        return str(rule["id"])
 
-    def _pipeline(self, text: str, source_hint: str, threshold: float, provenance: dict[str, Any]) -> list[str]:
+    def _pipeline(self, text: str, source_hint: str, threshold: float, provenance: dict[str, str]) -> list[str]:
         created = []
         for conv in self.extract(text, source_hint):
             if conv["confidence"] < threshold:
@@ -142,7 +164,7 @@ class Scribe:
                 created.append(draft_id)
         return created
 
-    def _locked(self, session_id: str):
+    def _locked(self, session_id: str) -> ContextManager[bool]:
         gpu = self.cfg.backend in GPU_BACKENDS
         return priority_lock(self.paths.lock_file(session_id) if gpu else None, "scribe")
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Iterable
+from typing import Iterable
+
+from sentinel.jsontypes import JSON, JSONObject
 
 
 def now_iso() -> str:
@@ -18,15 +20,16 @@ def now_iso() -> str:
 
 
 def record(rule_id: str, trigger: str, target: str, *, violation: bool | None, confidence: float | None,
-           reason: str, elapsed_ms: float, model: str, backend: str, **extra: Any) -> dict[str, Any]:
-    line = {"ts": now_iso(), "rule_id": rule_id, "trigger": trigger, "target": target, "violation": violation,
+           reason: str, elapsed_ms: float, model: str, backend: str, **extra: JSON) -> JSONObject:
+    line: JSONObject = {
+            "ts": now_iso(), "rule_id": rule_id, "trigger": trigger, "target": target, "violation": violation,
             "confidence": confidence, "reason": reason, "elapsed_ms": round(elapsed_ms), "model": model,
             "backend": backend}
     line.update({k: v for k, v in extra.items() if v is not None})
     return line
 
 
-def append(path: str | None, lines: Iterable[dict[str, Any]]) -> None:
+def append(path: str | None, lines: Iterable[JSONObject]) -> None:
     """Append lines in one write (O_APPEND keeps concurrent hook processes from interleaving)."""
     if not path:
         return
@@ -44,7 +47,7 @@ def append(path: str | None, lines: Iterable[dict[str, Any]]) -> None:
         pass  # telemetry never breaks a decision
 
 
-def parse_jsonl(lines: Iterable[str]) -> list[dict[str, Any]]:
+def parse_jsonl(lines: Iterable[str]) -> list[JSONObject]:
     """The JSON objects among lines; torn or foreign lines are skipped."""
     out = []
     for line in lines:
@@ -57,14 +60,14 @@ def parse_jsonl(lines: Iterable[str]) -> list[dict[str, Any]]:
     return out
 
 
-def read_jsonl(path: str | None) -> list[dict[str, Any]]:
+def read_jsonl(path: str | None) -> list[JSONObject]:
     if not path or not os.path.exists(path):
         return []
     with open(path, encoding="utf-8", errors="replace") as fh:
         return parse_jsonl(fh)
 
 
-def read(path: str | None) -> list[dict[str, Any]]:
+def read(path: str | None) -> list[JSONObject]:
     return [item for item in read_jsonl(path) if item.get("rule_id")]
 
 
@@ -77,17 +80,17 @@ def percentile(values: list[float], pct: float) -> float:
     return float(ordered[int(rank) - 1])
 
 
-def stats(lines: list[dict[str, Any]], threshold: float = 0.7) -> list[dict[str, Any]]:
+def stats(lines: list[JSONObject], threshold: float = 0.7) -> list[JSONObject]:
     """Per rule: evaluations, violations (at or above `threshold`: what blocked or warned), low-confidence
     answers (a violation below it: let through, worth a look when tuning), errors, actions let through
     unchecked (a failed judge under fail_open) with the last error, p50 and p95 latency."""
-    by_rule: dict[str, list[dict[str, Any]]] = {}
+    by_rule: dict[str, list[JSONObject]] = {}
     for line in lines:
-        by_rule.setdefault(line["rule_id"], []).append(line)
-    out = []
+        by_rule.setdefault(str(line["rule_id"]), []).append(line)
+    out: list[JSONObject] = []
     for rule_id in sorted(by_rule):
         items = by_rule[rule_id]
-        latencies = [float(i.get("elapsed_ms") or 0) for i in items if not i.get("static")]
+        latencies = [_number(i.get("elapsed_ms")) for i in items if not i.get("static")]
         out.append({"rule_id": rule_id, "evaluations": len(items),
                     "violations": sum(1 for i in items if i.get("violation") is True and not _low(i, threshold)),
                     "low_confidence": sum(1 for i in items if i.get("violation") is True and _low(i, threshold)),
@@ -98,6 +101,10 @@ def stats(lines: list[dict[str, Any]], threshold: float = 0.7) -> list[dict[str,
     return out
 
 
-def _low(line: dict[str, Any], threshold: float) -> bool:
+def _number(value: JSON) -> float:
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _low(line: JSONObject, threshold: float) -> bool:
     confidence = line.get("confidence")
     return isinstance(confidence, (int, float)) and confidence < threshold

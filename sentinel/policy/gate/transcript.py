@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Iterable, Iterator
+
+from sentinel.jsontypes import JSON, JSONObject
 
 META_TOOLS = frozenset({"TodoWrite", "TodoRead", "ExitPlanMode", "Task", "TaskOutput", "KillShell", "BashOutput",
                         "ListMcpResourcesTool", "ReadMcpResourceTool", "SlashCommand", "Skill"})
@@ -19,7 +21,7 @@ TARGET_KEYS = ("file_path", "path", "command", "pattern", "url", "query", "noteb
 TAIL_BYTES = 256 * 1024
 
 
-def read_entries(path: str | None, start: int = 0) -> tuple[list[dict[str, Any]], int]:
+def read_entries(path: str | None, start: int = 0) -> tuple[list[JSONObject], int]:
     """Entries from index `start` on, and the index to continue from next time."""
     if not path or not os.path.exists(path):
         return [], start
@@ -29,7 +31,7 @@ def read_entries(path: str | None, start: int = 0) -> tuple[list[dict[str, Any]]
     return entries[start:], len(entries)
 
 
-def _parse(text: str) -> list[dict[str, Any]]:
+def _parse(text: str) -> list[JSONObject]:
     stripped = text.lstrip()
     if stripped.startswith("{") and "\n{" not in stripped.rstrip():
         try:
@@ -43,8 +45,9 @@ def _parse(text: str) -> list[dict[str, Any]]:
     return parse_jsonl(text.splitlines())
 
 
-def _blocks(entry: dict[str, Any]) -> tuple[str, list[Any]]:
-    msg = entry.get("message") if isinstance(entry.get("message"), dict) else entry
+def _blocks(entry: JSONObject) -> tuple[str, list[JSON]]:
+    message = entry.get("message")
+    msg = message if isinstance(message, dict) else entry
     role = str(msg.get("role") or entry.get("type") or "")
     content = msg.get("content")
     if isinstance(content, str):
@@ -57,22 +60,23 @@ def _blocks(entry: dict[str, Any]) -> tuple[str, list[Any]]:
     return role, []
 
 
-def _target(data: Any) -> str:
+def _target(data: JSON) -> str:
     if isinstance(data, dict):
         for key in TARGET_KEYS:
-            if isinstance(data.get(key), str):
-                return data[key][:160]
+            value = data.get(key)
+            if isinstance(value, str):
+                return value[:160]
     return ""
 
 
-def _result_text(block: dict[str, Any]) -> str:
+def _result_text(block: JSONObject) -> str:
     content = block.get("content")
     if isinstance(content, list):
         content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
     return str(content or "").strip().splitlines()[0][:160] if content else ""
 
 
-def compact(entries: list[dict[str, Any]]) -> list[str]:
+def compact(entries: list[JSONObject]) -> list[str]:
     """One short line per meaningful event."""
     events: list[str] = []
     for entry in entries:
@@ -130,7 +134,7 @@ def last_user_prompt(path: str | None) -> str | None:
     return user_requests(path)[1]
 
 
-def _typed_requests(entries: Any) -> Any:
+def _typed_requests(entries: Iterable[JSONObject]) -> Iterator[str]:
     for entry in entries:
         if entry.get("isMeta"):
             continue

@@ -104,3 +104,32 @@ def test_gate_section_of_sentinel_config(sentinel_home):
 
 def test_settings_defaults_are_the_runtime_defaults():
     assert default_settings() == GateSettings().model_dump()
+
+
+def _keys(typed_dict) -> set[str]:
+    return set(typed_dict.__required_keys__) | set(typed_dict.__optional_keys__)
+
+
+def test_the_cached_dump_has_every_setting_the_gate_reads(tmp_path):
+    """The hook runs on the JSON dump of the validated settings (typed by GateDump and sentinel.policy.gate.dump):
+    a setting added to the pydantic models and not to the dump's shape (or the other way round) fails here."""
+    from sentinel.policy.gate import dump
+    from sentinel.policy.gate.loader import compile_repo
+    from sentinel.policy.gate.schema import RuleSpec
+    from sentinel.policy import settings as s
+
+    pairs = [(GateSettings, s.GateDump), (s.BackendSettings, s.BackendDump), (s.ContextSettings, s.ContextDump),
+             (s.ScribeSettings, s.ScribeDump), (s.ScribeThresholds, s.ScribeThresholdsDump),
+             (s.ScribeSources, s.ScribeSourcesDump), (s.ScribeNotification, s.ScribeNotificationDump)]
+    for model, shape in pairs:
+        assert set(model.model_fields) == _keys(shape), model.__name__
+    settings = GateSettings().dump()
+    assert set(settings) == _keys(s.GateDump) and set(settings["scribe"]) == _keys(s.ScribeDump)
+    assert set(RuleSpec.model_fields) | {"source", "scope_c", "exclude_c", "warnings"} == _keys(dump.RuleDump)
+    rules = tmp_path / ".claude" / "sentinel" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "r.yaml").write_text("trigger: bash\nscope: [rm *]\nprompt: no deleting\n")
+    cache = compile_repo(str(tmp_path))
+    assert set(cache) == _keys(dump.CacheDump) and set(cache["paths"]) == _keys(dump.PathsDump)
+    assert set(cache["rules"][0]) | {"warnings"} == _keys(dump.RuleDump)  # warnings move to the bundle
+    assert set(cache["rules"][0]["scope_c"][0]) == {"p", "c", "f", "r"} <= _keys(dump.PatternDump)

@@ -18,17 +18,23 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
-from sentinel.policy.gate import GUARD_ENV  # noqa: F401  (re-exported)
-from sentinel.policy.gate.judges.base import (JudgeBackend, JudgeError, ProviderLookup, Request,  # noqa: F401
+from sentinel.policy.gate import GUARD_ENV
+from sentinel.policy.gate.judges.base import (JudgeBackend, JudgeError, JudgeSource, ProviderLookup, Request,
                                               semaphore)
+
+if TYPE_CHECKING:
+    from sentinel.policy.gate.config import GateConfig
+    from sentinel.policy.settings import BackendDump
+
+__all__ = ["GUARD_ENV", "JudgeBackend", "JudgeError", "JudgeSource", "Judges", "ProviderLookup", "Request", "semaphore"]
 
 
 class Judges:
     """Backends by name for one gate config; each is built on first use."""
 
-    def __init__(self, cfg: Any, providers: ProviderLookup | None = None):
+    def __init__(self, cfg: GateConfig, providers: ProviderLookup | None = None):
         self.cfg = cfg
         self.providers = providers
         self._built: dict[str, JudgeBackend] = {}
@@ -57,12 +63,13 @@ class Judges:
             return CliJudge(name, settings.get("command") or name)
         return self._openai(name, settings)
 
-    def _openai(self, name: str, settings: dict[str, Any]) -> JudgeBackend:
+    def _openai(self, name: str, settings: BackendDump) -> JudgeBackend:
         from sentinel.policy.gate.judges.openai_compat import OpenAIJudge
 
-        if settings.get("url"):
+        url = settings.get("url")
+        if url:
             env = settings.get("api_key_env")
-            return OpenAIJudge(name, settings["url"], os.environ.get(env) if env else None)
+            return OpenAIJudge(name, url, os.environ.get(env) if env else None)
         found = self.providers(name) if self.providers else None
         if found is None:
             raise JudgeError(f"unknown judge backend {name!r} (built in: ollama, local, claude, copilot; "

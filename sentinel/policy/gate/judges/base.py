@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
+
+from sentinel.jsontypes import JSON, JSONObject
 
 
 class JudgeError(Exception):
@@ -40,14 +42,14 @@ class Watchdog:
         self._timer.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._timer.cancel()
 
 
 class Request:
     __slots__ = ("system", "user", "schema", "model", "timeout_s", "temperature", "max_tokens", "think", "deadline")
 
-    def __init__(self, system: str, user: str, schema: dict[str, Any], model: str, *, timeout_s: float = 5.0,
+    def __init__(self, system: str, user: str, schema: JSONObject, model: str, *, timeout_s: float = 5.0,
                  temperature: float = 0.0, max_tokens: int = 200, think: bool = False):
         self.system = system
         self.user = user
@@ -73,8 +75,13 @@ class Request:
             return self.timeout_s
         return max(0.0, self.deadline - time.monotonic())
 
-    def messages(self) -> list[dict[str, str]]:
-        out = [{"role": "system", "content": self.system}] if self.system else []
+    def body_schema(self) -> JSONObject:
+        """The JSON schema of the answer itself (`schema` names it: {"name": ..., "schema": {...}})."""
+        body = self.schema.get("schema")
+        return body if isinstance(body, dict) else {}
+
+    def messages(self) -> list[JSONObject]:
+        out: list[JSONObject] = [{"role": "system", "content": self.system}] if self.system else []
         return out + [{"role": "user", "content": self.user}]
 
 
@@ -82,7 +89,14 @@ class JudgeBackend(Protocol):
     name: str
     gpu: bool  # shares a local GPU: takes part in the priority lock
 
-    def complete(self, request: Request) -> dict[str, Any]: ...
+    def complete(self, request: Request) -> JSON: ...
+    """The model's JSON answer, checked against the request's schema by the caller (prompts.check)."""
+
+
+class JudgeSource(Protocol):
+    """Backends by name (`Judges`, or Muzzle's `MuzzleJudges`, or a test's stand-in)."""
+
+    def get(self, name: str) -> JudgeBackend: ...
 
 
 # name -> (base_url, api_key) for OpenAI-compatible providers (Sentinel's config.yaml providers).

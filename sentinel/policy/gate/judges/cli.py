@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from typing import Any
 
+from sentinel.jsontypes import JSON
 from sentinel.policy.gate import GUARD_ENV
 from sentinel.policy.gate.judges.base import JudgeError, Request, past_deadline
 from sentinel.policy.gate.prompts import parse_json_text
@@ -26,17 +26,17 @@ class CliJudge:
         self.command = command
 
     def prompt(self, request: Request) -> str:
-        schema = json.dumps(request.schema["schema"])
+        schema = json.dumps(request.body_schema())
         return f"{request.system}\n\n{request.user}\n\nRespond ONLY with one JSON object matching this schema: {schema}"
 
     def argv(self, request: Request) -> list[str]:
         text = self.prompt(request)
         if self.name == "claude":
             return [self.command, "-p", text, "--model", request.model, "--output-format", "json",
-                    "--max-turns", "1", "--json-schema", json.dumps(request.schema["schema"])]
+                    "--max-turns", "1", "--json-schema", json.dumps(request.body_schema())]
         return [self.command, "-p", text, "-s", "--model", request.model]
 
-    def complete(self, request: Request) -> dict[str, Any]:
+    def complete(self, request: Request) -> JSON:
         """The CLI from `/`, never the repository (its project files, `./node_modules/.bin`, a `claude` the agent
         wrote there), found on PATH's absolute directories, without PYTHONPATH/NODE_OPTIONS and the like; HOME
         and the rest of the operator's environment stay (the CLI's login lives there)."""
@@ -62,11 +62,12 @@ class CliJudge:
         except ValueError as exc:
             raise JudgeError(f"{self.name}: {exc}") from None
 
-    def answer(self, stdout: str) -> dict[str, Any]:
+    def answer(self, stdout: str) -> JSON:
         data = parse_json_text(stdout)
         if self.name == "claude" and isinstance(data, dict) and data.get("type") == "result":
-            if isinstance(data.get("structured_output"), dict):
-                return data["structured_output"]
+            structured = data.get("structured_output")
+            if isinstance(structured, dict):
+                return structured
             if data.get("is_error"):
                 raise ValueError(f"error result: {str(data.get('result'))[:120]}")
             return parse_json_text(str(data.get("result") or ""))

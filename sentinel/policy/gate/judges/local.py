@@ -8,8 +8,8 @@ Ollama (it shares the machine's accelerator).
 from __future__ import annotations
 
 import threading
-from typing import Any
 
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.policy.gate.judges.base import JudgeError, Request
 from sentinel.policy.gate.prompts import parse_json_text
 
@@ -20,12 +20,12 @@ class LocalJudge:
     gpu = True
     name = "local"
 
-    def complete(self, request: Request) -> dict[str, Any]:
+    def complete(self, request: Request) -> JSON:
         from sentinel import config as config_mod
         from sentinel import models
 
         model = models.hosted(f"local/{request.model}", request.model, config_mod.load())
-        fmt = {"type": "json_object", "schema": request.schema["schema"]}
+        fmt: JSONObject = {"type": "json_object", "schema": request.body_schema()}
         try:
             with _LOCK:
                 out = model.complete(request.messages(), [], response_format=fmt, max_tokens=request.max_tokens,

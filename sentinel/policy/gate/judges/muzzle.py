@@ -9,10 +9,13 @@ CLIs (subprocesses of their own) and any backend the gate config points at an ex
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sentinel.policy.gate.judges import JudgeBackend, Judges, Request
 from sentinel.policy.gate.judges.openai_compat import OpenAIJudge
+
+if TYPE_CHECKING:
+    from sentinel.policy.gate.config import GateConfig
 
 CLI_BACKENDS = ("claude", "copilot")
 
@@ -21,18 +24,20 @@ CLI_BACKENDS = ("claude", "copilot")
 DEFAULT_URLS = {"ollama": "http://localhost:11434"}
 
 
-def routable(cfg: Any, backend: str) -> bool:
+def routable(cfg: GateConfig, backend: str) -> bool:
     url = (cfg.backend_settings(backend).get("url") or "").rstrip("/")
     return backend not in CLI_BACKENDS and (not url or url == DEFAULT_URLS.get(backend))
 
 
 class MuzzleJudge(OpenAIJudge):
+    # an instance method where the base has a static one (it needs the backend's name), hence the ignore
+    # Any: the openai client's request fields, as in OpenAIJudge.kwargs
     def kwargs(self, request: Request) -> dict[str, Any]:  # type: ignore[override]
         return {**OpenAIJudge.kwargs(request), "model": f"{self.name}/{request.model}"}
 
 
 class MuzzleJudges(Judges):
-    def __init__(self, cfg: Any, base_url: str, token: str):
+    def __init__(self, cfg: GateConfig, base_url: str, token: str):
         super().__init__(cfg, None)
         self.base_url = base_url
         self.token = token

@@ -11,9 +11,9 @@ import http.client
 import json
 import socket
 import threading
-from typing import Any
 from urllib.parse import urlsplit
 
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.policy.gate.judges.base import JudgeError, Request, Watchdog, past_deadline
 
 
@@ -28,27 +28,31 @@ class OllamaJudge:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise JudgeError(f"ollama: bad url {url!r}")
         self._parts = parts
+        self._host: str = parts.hostname
 
-    def body(self, request: Request) -> dict[str, Any]:
-        return {"model": request.model, "messages": request.messages(), "stream": False,
-                "format": request.schema["schema"], "think": request.think,
+    def body(self, request: Request) -> JSONObject:
+        messages: list[JSON] = list(request.messages())
+        return {"model": request.model, "messages": messages, "stream": False,
+                "format": request.body_schema(), "think": request.think,
                 "options": {"temperature": request.temperature, "num_predict": request.max_tokens}}
 
-    def complete(self, request: Request) -> dict[str, Any]:
+    def complete(self, request: Request) -> JSON:
         with self.limit:
             data = self._post("/api/chat", self.body(request), request)
-        content = ((data.get("message") or {}).get("content") or "").strip()
+        message = data.get("message")
+        content = str((message.get("content") if isinstance(message, dict) else None) or "").strip()
         try:
-            return json.loads(content)
+            answer: JSON = json.loads(content)
+            return answer
         except ValueError:
             raise JudgeError(f"ollama: model {request.model} answered with non-JSON: {content[:80]!r}") from None
 
-    def _post(self, path: str, body: dict[str, Any], request: Request) -> dict[str, Any]:
+    def _post(self, path: str, body: JSONObject, request: Request) -> JSONObject:
         """One POST whose every byte arrives by the request's deadline: the socket timeout bounds each read, the
         watchdog cuts the connection at the deadline (a judge trickling a byte at a time passes every read)."""
         p = self._parts
         cls = http.client.HTTPSConnection if p.scheme == "https" else http.client.HTTPConnection
-        conn = cls(p.hostname, p.port, timeout=max(0.001, request.remaining()))
+        conn = cls(self._host, p.port, timeout=max(0.001, request.remaining()))
         watchdog = Watchdog(request, lambda: _cut(conn))
         try:
             with watchdog:
@@ -73,9 +77,9 @@ def _cut(conn: http.client.HTTPConnection) -> None:
         conn.sock.shutdown(socket.SHUT_RDWR)
 
 
-def _decode(status: int, raw: bytes, url: str) -> dict[str, Any]:
+def _decode(status: int, raw: bytes, url: str) -> JSONObject:
     try:
-        data = json.loads(raw)
+        data: JSON = json.loads(raw)
     except ValueError:
         raise JudgeError(f"ollama: HTTP {status} from {url} with a non-JSON body") from None
     if status != 200:

@@ -9,10 +9,15 @@ answer (a verdict is a few dozen tokens; an unbounded judge can ramble past the 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sentinel.jsontypes import JSON
 from sentinel.models.openai_compat import body_error
 from sentinel.policy.gate.judges.base import JudgeError, Request, Watchdog, past_deadline
+
+if TYPE_CHECKING:
+    import openai
+    from openai.types.chat import ChatCompletion
 
 
 class OpenAIJudge:
@@ -29,12 +34,12 @@ class OpenAIJudge:
         import openai  # noqa: F401
 
     @staticmethod
-    def kwargs(request: Request) -> dict[str, Any]:
+    def kwargs(request: Request) -> dict[str, Any]:  # Any: the openai client's request fields, as in _create
         return {"model": request.model, "messages": request.messages(), "temperature": request.temperature,
                 "max_tokens": request.max_tokens, "response_format": {"type": "json_schema",
                                     "json_schema": {**request.schema, "strict": True}}}
 
-    def complete(self, request: Request) -> dict[str, Any]:
+    def complete(self, request: Request) -> JSON:
         import openai
 
         kwargs = self.kwargs(request)
@@ -44,7 +49,7 @@ class OpenAIJudge:
         watchdog = Watchdog(request, client.close)  # closing the client drops its connection at the deadline
         try:
             with client, watchdog:
-                resp = self._create(client, openai, kwargs, request)
+                resp = self._create(client, kwargs, request)
         except openai.APITimeoutError:
             raise past_deadline(self.name, request) from None
         except openai.APIStatusError as exc:
@@ -59,20 +64,25 @@ class OpenAIJudge:
             raise JudgeError(f"{self.name}: response has no choices")
         content = (resp.choices[0].message.content or "").strip()
         try:
-            return json.loads(content)
+            answer: JSON = json.loads(content)
+            return answer
         except ValueError:
             raise JudgeError(f"{self.name}: model {request.model} answered with non-JSON: {content[:80]!r}") from None
 
     @staticmethod
-    def _create(client: Any, openai: Any, kwargs: dict[str, Any], request: Request) -> Any:
+    # Any: the openai client types each request field with its own TypedDicts; the JSON passed here is sent as is
+    def _create(client: openai.OpenAI, kwargs: dict[str, Any], request: Request) -> ChatCompletion:
+        import openai
+
         try:
-            return client.chat.completions.create(timeout=max(0.001, request.remaining()), **kwargs)
+            resp: ChatCompletion = client.chat.completions.create(timeout=max(0.001, request.remaining()), **kwargs)
         except openai.BadRequestError as exc:
             if "temperature" not in _message(exc).lower():
                 raise
             kwargs.pop("temperature", None)
-            return client.chat.completions.create(timeout=max(0.001, request.remaining()), **kwargs)
+            resp = client.chat.completions.create(timeout=max(0.001, request.remaining()), **kwargs)
+        return resp
 
 
-def _message(exc: Any) -> str:
+def _message(exc: Exception) -> str:
     return body_error(exc) or str(getattr(exc, "message", "") or exc).splitlines()[0]
