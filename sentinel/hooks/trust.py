@@ -262,7 +262,7 @@ def _codex_level(config: JSONObject, root: str) -> JSON:
 
 def _codex_app_server(binary: str, root: str, writes: list[JSONObject]) -> CodexState | None:
     """One short `codex app-server` session: optional config writes, then hooks/list for `root`."""
-    lines: list[JSONObject] = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"clientInfo": {"name": "sentinel", "version": "1"}}},
              {"jsonrpc": "2.0", "method": "initialized"}]
     lines += [{"jsonrpc": "2.0", "id": 10 + i, "method": "config/value/write", "params": w} for i, w in enumerate(writes)]
