@@ -26,16 +26,17 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from sentinel import paths
 from sentinel.agents import naming
 from sentinel.agents.execute import Limits, run_code, warm
 from sentinel.agents.settings import AuthoredToolSettings
 from sentinel.errors import UsageError, pydantic_detail
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.tools import Pinned, Registry, Tool, ToolContext, object_schema
 
 FILES = ("tool.yaml", "tool.py")
@@ -53,7 +54,7 @@ class Manifest(BaseModel):
 
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: dict[str, JsonValue]   # the JSON schema of the tool's arguments
     limits: Limits = Field(default_factory=Limits)
 
 
@@ -135,7 +136,7 @@ def _manifest(name: str, text: str) -> Manifest:
 
 # -- checks made when a tool is written ----------------------------------------------------------------
 
-def check_parameters(value: Any, identifiers: bool = True) -> dict[str, Any]:
+def check_parameters(value: JSON, identifiers: bool = True) -> JSONObject:
     """The JSON schema of an object; `identifiers`: its property names too (an authored tool's; an MCP server's
     names are its own, and Muzzle redacts a secret in any key)."""
     from jsonschema import Draft202012Validator, SchemaError
@@ -143,7 +144,7 @@ def check_parameters(value: Any, identifiers: bool = True) -> dict[str, Any]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise UsageError(f"parameters is not valid JSON ({exc.msg}); send a JSON schema object") from None
     if not isinstance(value, dict):
         raise UsageError("parameters must be a JSON schema object, e.g. "
@@ -160,7 +161,7 @@ def check_parameters(value: Any, identifiers: bool = True) -> dict[str, Any]:
     return value
 
 
-def _check_names(schema: Any, where: str) -> None:
+def _check_names(schema: JSON, where: str) -> None:
     """Every property name in the schema, nested ones too, is an identifier: a name is what the model sends back
     as a key, and a key is no place for text (a secret, an instruction)."""
     if isinstance(schema, list):
@@ -178,7 +179,7 @@ def _check_names(schema: Any, where: str) -> None:
         _check_names(sub, f"{where}/{key}")
 
 
-def check_code(code: Any, settings: AuthoredToolSettings) -> str:
+def check_code(code: JSON, settings: AuthoredToolSettings) -> str:
     if not isinstance(code, str) or not code.strip():
         raise UsageError("code must not be empty: define run(args) returning a string")
     if len(code) > settings.code_max_chars:
@@ -199,7 +200,7 @@ def check_code(code: Any, settings: AuthoredToolSettings) -> str:
     return code
 
 
-def check_limits(value: Any, settings: AuthoredToolSettings) -> Limits:
+def check_limits(value: JSON, settings: AuthoredToolSettings) -> Limits:
     try:
         limits = Limits.model_validate(value or {})
     except ValidationError as exc:
@@ -211,7 +212,7 @@ def check_limits(value: Any, settings: AuthoredToolSettings) -> Limits:
     return limits
 
 
-def check_description(value: Any) -> str:
+def check_description(value: JSON) -> str:
     text = " ".join(str(value or "").split())
     if not text:
         raise UsageError("description must not be empty: say in one line what the tool does")
@@ -293,7 +294,7 @@ class AuthoredTools:
             Tool("delete_tool", "Delete one of your tools.", object_schema({"name": text}, ["name"]), self.delete_tool),
         ]
 
-    def create_tool(self, args: dict[str, Any], ctx: ToolContext) -> str:
+    def create_tool(self, args: JSONObject, ctx: ToolContext) -> str:
         name = naming.check("tool", args["name"], NAME, NAME_RULE)
         if name in self.reserved:
             raise UsageError(f"{name!r} is the name of a built-in tool; choose another name")
@@ -307,7 +308,7 @@ class AuthoredTools:
         return (f"Created tool {name!r} (code sha256 {snap.sha256[:16]}…). Its first call waits for the operator's "
                 "approval; after that, calls of this exact code run without asking. Any edit needs approval again.")
 
-    def edit_tool(self, args: dict[str, Any], ctx: ToolContext) -> str:
+    def edit_tool(self, args: JSONObject, ctx: ToolContext) -> str:
         name = naming.check("tool", args["name"], NAME, NAME_RULE)
         old = snapshot(self.home, name)
         if not any(k in args for k in ("description", "parameters", "code", "limits")):
@@ -325,7 +326,7 @@ class AuthoredTools:
         return (f"Updated tool {name!r}: code sha256 is now {snap.sha256[:16]}…; "
                 f"{'it is trusted' if self._trusted(name, snap.sha256) else 'its next call waits for approval'}.")
 
-    def list_tools(self, args: dict[str, Any], ctx: ToolContext) -> str:
+    def list_tools(self, args: JSONObject, ctx: ToolContext) -> str:
         lines = []
         for name in names(self.home):
             try:
@@ -337,7 +338,7 @@ class AuthoredTools:
             lines.append(f"- {name}: {snap.manifest.description} (sha256 {snap.sha256[:16]}…, {trust})")
         return "\n".join(lines) or "You have written no tools yet; create one with create_tool."
 
-    def delete_tool(self, args: dict[str, Any], ctx: ToolContext) -> str:
+    def delete_tool(self, args: JSONObject, ctx: ToolContext) -> str:
         name = naming.check("tool", args["name"], NAME, NAME_RULE)
         directory = tools_dir(self.home) / name
         if not (directory / "tool.yaml").exists():
@@ -352,5 +353,5 @@ class AuthoredTools:
         return bool(self.trusted and self.trusted(name, sha256))
 
 
-def _unpinned(args: dict[str, Any], ctx: ToolContext) -> str:
+def _unpinned(args: JSONObject, ctx: ToolContext) -> str:
     raise RuntimeError("an authored tool ran without pinned code: the loop must run Tool.pin() first")

@@ -25,14 +25,18 @@ import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from sentinel.agents import spares
 from sentinel.agents.settings import AuthoredToolSettings
 from sentinel.errors import SentinelError
+from sentinel.jsontypes import JSONObject
 from sentinel.tools import ToolContext
+
+if TYPE_CHECKING:
+    from sentinel.leash.profile import Profile
 
 MIB = 1024 * 1024
 FRAME = "\x1eSENTINEL "
@@ -68,7 +72,7 @@ def runner_source() -> str:
     return (Path(__file__).with_name("toolrun.py")).read_text(encoding="utf-8")
 
 
-def run_code(code: str, asked: Limits, args: dict[str, Any], ctx: ToolContext, settings: AuthoredToolSettings) -> str:
+def run_code(code: str, asked: Limits, args: JSONObject, ctx: ToolContext, settings: AuthoredToolSettings) -> str:
     """Run `code` (the pinned text of tool.py) on `args`; never raises for anything the tool does."""
     import marshal
 
@@ -149,7 +153,7 @@ def _call(ctx: ToolContext, limits: CallLimits) -> spares.Call:
     return spares.Call(argv, prof, ctx.workspace, env, limits.timeout_s, who, ctx.sandbox, capture, key)
 
 
-def _tighten(prof: Any, limits: CallLimits) -> None:
+def _tighten(prof: Profile, limits: CallLimits) -> None:
     """The tool's limits, never looser than what the agent's Leash policy already sets."""
     # RLIMIT_CPU one second above the limit: the runner sets the soft limit, so SIGXCPU (not SIGKILL) says why
     for key, value in (("RLIMIT_CPU", limits.cpu_s + 1), ("RLIMIT_AS", limits.memory_mb * MIB),

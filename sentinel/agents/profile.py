@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from sentinel import paths
 from sentinel.errors import ConfigError, NotFound, UsageError, validated
+from sentinel.jsontypes import JSONObject
 
 if TYPE_CHECKING:
     from sentinel.config import Config
@@ -50,7 +51,7 @@ class AgentProfile(BaseModel):
     skills: list[str] = Field(default_factory=list, description="Attached skills, loaded into the system prompt.")
     memory: str | None = Field(None, description="Memory scope; private (the agent's name) when absent.")
     mission: str | None = None
-    policy: dict[str, Any] = Field(default_factory=dict, description="Overrides of the action policy.")
+    policy: dict[str, JsonValue] = Field(default_factory=dict, description="Overrides of the action policy.")
     mcp: list[str] = Field(default_factory=list, description="Granted MCP servers (config.yaml mcp_servers): "
                                                              "their tools are offered as mcp__<server>__<tool>.")
 
@@ -59,7 +60,7 @@ class AgentProfile(BaseModel):
         """The memory scope: shared by every agent naming the same one."""
         return self.memory or self.name
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> JSONObject:
         return {**self.model_dump(exclude_none=True), "memory": self.scope}
 
 
@@ -173,8 +174,8 @@ def model_problem(model: str, config: "Config") -> str | None:
         return None
     if provider == "scripted" or config.provider(provider) is not None:
         return None
-    known = sorted({"local", "scripted", "ollama", "openai", "openrouter", *config.providers})
-    return f"unknown provider {provider!r} in {model!r} (configured: {', '.join(known)})"
+    configured = sorted({"local", "scripted", "ollama", "openai", "openrouter", *config.providers})
+    return f"unknown provider {provider!r} in {model!r} (configured: {', '.join(configured)})"
 
 
 def known_tools(home: Path | None = None) -> set[str]:
@@ -240,8 +241,9 @@ def _read_soul(path: Path) -> str:
     return text
 
 
-def update(name: str, home: Path | None = None, **changes: Any) -> AgentProfile:
-    """Load, change fields, validate, save (the default agent's profile file is created on first change)."""
+def update(name: str, home: Path | None = None, **changes: object) -> AgentProfile:
+    """Load, change fields (any value: the profile is validated again), save (the default agent's profile file is
+    created on first change)."""
     profile = load(name, home, check=False)
     changed = profile.model_copy(update=changes)
     changed = AgentProfile.model_validate(changed.model_dump())

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from sentinel import paths
 from sentinel.agents import profile as profiles
 from sentinel.agents import soulhistory
 from sentinel.errors import SentinelError
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.memory.scan import scan
 from sentinel.tools import Tool, ToolContext, ToolError
 from sentinel.tools import object_schema as _schema
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from sentinel.memory.index import Row
     from sentinel.memory.vault import Memory
 
-Audit = Callable[[str, dict[str, Any]], None]
+Audit = Callable[[str, JSONObject], None]
 SOUL_MAX = 20000
 USER_APPEND_MAX = 4000
 USER_PROMPT_MAX = 8000
@@ -160,8 +161,8 @@ class SelfState:
                  self.recall, read_only=True, trigger="read"),
         ]
 
-    def edit_soul(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        content = args["content"]
+    def edit_soul(self, args: JSONObject, ctx: ToolContext) -> str:
+        content = _text(args, "content")
         if not content.strip():
             raise ToolError("content must not be empty: send the whole new soul")
         if len(content) > SOUL_MAX:
@@ -176,8 +177,8 @@ class SelfState:
                 f"(`sentinel agent restore-soul {profile.name}` brings it back). It applies from your next model "
                 "call.")
 
-    def update_user(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        content = args["content"].strip()
+    def update_user(self, args: JSONObject, ctx: ToolContext) -> str:
+        content = _text(args, "content").strip()
         if not content:
             raise ToolError("content must not be empty")
         if len(content) > USER_APPEND_MAX:
@@ -191,9 +192,10 @@ class SelfState:
             f.write(f"\n{content}\n")
         return "Appended to user.md."
 
-    def remember(self, args: dict[str, Any], ctx: ToolContext) -> str:
+    def remember(self, args: JSONObject, ctx: ToolContext) -> str:
         memory = self.memory()
-        saved = memory.remember(args["title"], args["content"], args.get("tags"), source_run=ctx.run_id or None)
+        saved = memory.remember(_text(args, "title"), _text(args, "content"), _tags(args.get("tags")),
+                                source_run=ctx.run_id or None)
         where = f"memory/{memory.scope}/vault/{saved.row.rel}"
         verb = "Saved" if saved.created else "Updated"
         if saved.row.flagged:
@@ -202,10 +204,12 @@ class SelfState:
                     f"({saved.row.flagged}): it will not be loaded or recalled.")
         return f"{verb} note {saved.row.title!r} ({where})."
 
-    def recall(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        query = args["query"]
+    def recall(self, args: JSONObject, ctx: ToolContext) -> str:
+        query = _text(args, "query")
         memory = self.memory()
-        hits = memory.recall(query, int(args.get("limit") or self.config.memory.recall_limit))
+        limit = args.get("limit")
+        hits = memory.recall(query, int(limit) if isinstance(limit, (int, float, str)) and limit else
+                             self.config.memory.recall_limit)
         self._report_flagged(memory, memory.index.rows(flagged=True))
         if not hits:
             return f"No notes in memory scope {memory.scope!r} match {query!r}."
@@ -214,6 +218,18 @@ class SelfState:
             tags = f" [tags: {', '.join(hit.tags)}]" if hit.tags else ""
             lines.append(f"{i}. {hit.title} (memory/{memory.scope}/vault/{hit.rel}){tags}\n   {hit.snippet}")
         return "\n".join(lines)
+
+
+def _text(args: JSONObject, key: str) -> str:
+    """A string argument (the registry checked the call against the tool's schema before it ran)."""
+    value = args[key]
+    if not isinstance(value, str):
+        raise ToolError(f"{key} must be a string")
+    return value
+
+
+def _tags(value: JSON) -> list[str] | str | None:
+    return [str(t) for t in value] if isinstance(value, list) else value if isinstance(value, str) else None
 
 
 def _refuse_flagged(what: str, text: str) -> None:
@@ -256,5 +272,5 @@ class FixedSelf(SelfState):
     def attach_skill(self, name: str) -> None:
         raise ToolError("a temporary subagent's skills are fixed by the spawn that made it")
 
-    def edit_soul(self, args: dict[str, Any], ctx: ToolContext) -> str:
+    def edit_soul(self, args: JSONObject, ctx: ToolContext) -> str:
         raise ToolError("a temporary subagent's soul is fixed by the spawn that made it")

@@ -22,13 +22,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import yaml
 
 from sentinel import paths
 from sentinel.agents import naming
 from sentinel.errors import UsageError
+from sentinel.jsontypes import JSONObject
 from sentinel.memory.notes import split_frontmatter
 from sentinel.memory.scan import scan
 from sentinel.tools import Tool, ToolContext, object_schema
@@ -142,13 +143,14 @@ class SkillTools:
                  object_schema({}, []), self.list_skills, read_only=True, trigger="read"),
         ]
 
-    def create_skill(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        skill = create(args["name"], args["description"], args["body"], self.home)
+    def create_skill(self, args: JSONObject, ctx: ToolContext) -> str:
+        name, description, body = (_text(args, key) for key in ("name", "description", "body"))
+        skill = create(name, description, body, self.home)
         self.attach(skill.name)
         return (f"Created skill {skill.name!r} (skills/{skill.name}/SKILL.md) and attached it; "
                 "it is in your system prompt from your next model call.")
 
-    def list_skills(self, args: dict[str, Any], ctx: ToolContext) -> str:
+    def list_skills(self, args: JSONObject, ctx: ToolContext) -> str:
         attached = set(self.attached())
         found = all_skills(self.home)
         if not found:
@@ -156,3 +158,11 @@ class SkillTools:
         return "\n".join(f"- {s.name}: {s.description or '(no description)'}"
                          f" [{'attached' if s.name in attached else 'not attached'}"
                          f"{', bundled' if s.bundled else ''}]" for s in found)
+
+
+def _text(args: JSONObject, key: str) -> str:
+    """A string argument (the registry checked the call against the tool's schema before it ran)."""
+    value = args[key]
+    if not isinstance(value, str):
+        raise UsageError(f"{key} must be a string")
+    return value

@@ -21,10 +21,11 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sentinel.leash.launch import Pending, ToolResult
+    from sentinel.leash.launch import Identity, Pending, ToolResult
+    from sentinel.leash.profile import Profile
 
 _lock = threading.Lock()
 _held: tuple[str, int, Pending] | None = None  # (key, owning pid, the launch)
@@ -35,11 +36,11 @@ class Call:
     """One leashed launch of the runner, as launch() and start() take it; `key` says which spare fits it."""
 
     argv: list[str]
-    prof: Any
+    prof: Profile
     cwd: Path
     env: dict[str, str]
     timeout_s: float
-    who: Any
+    who: Identity
     sandbox: str
     capture: int
     key: str

@@ -21,13 +21,28 @@ import sys
 
 try:
     import resource
+    HAS_RESOURCE = True
 except ImportError:
-    resource = None
+    HAS_RESOURCE = False
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # for the type checker only: the runner imports no `typing` (annotations below are strings)
+    from typing import TypedDict
+
+    class Spec(TypedDict):
+        """What sentinel/agents/execute.py sends (run_code's `spec`)."""
+
+        code: str
+        args: dict[str, object]
+        nonce: str
+        max_chars: int
+        cpu_s: int
+        memory_bytes: int
 
 ORIGINAL_PID = posix.getpid()
 
 
-def _frame(fd, nonce, status, text):
+def _frame(fd: int, nonce: str, status: str, text: str) -> None:
     if posix.getpid() != ORIGINAL_PID:
         posix._exit(1)  # a process the tool forked: only the runner itself answers
     payload = text.encode("utf-8", "replace")  # lone surrogates become "?": the reader decodes the same text
@@ -36,7 +51,7 @@ def _frame(fd, nonce, status, text):
         frame = frame[posix.write(fd, frame):]
 
 
-def _limit(text, max_chars):
+def _limit(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     head = max_chars * 2 // 3
@@ -44,8 +59,8 @@ def _limit(text, max_chars):
     return "%s\n[... %d characters truncated ...]\n%s" % (text[:head], len(text) - head - tail, text[-tail:])
 
 
-def _rlimits(spec):
-    if resource is None:
+def _rlimits(spec: "Spec") -> None:
+    if not HAS_RESOURCE:
         return
     for name, value, spare in (("RLIMIT_CPU", spec.get("cpu_s"), 1), ("RLIMIT_AS", spec.get("memory_bytes"), 0)):
         if not value:
@@ -56,7 +71,7 @@ def _rlimits(spec):
         resource.setrlimit(kind, (min(value, hard), hard))  # soft below hard: SIGXCPU, not SIGKILL
 
 
-def _where(exc):
+def _where(exc: BaseException) -> str:
     tb = exc.__traceback__
     line = None
     while tb is not None:
@@ -66,7 +81,7 @@ def _where(exc):
     return " (tool.py line %d)" % line if line else ""
 
 
-def _input():
+def _input() -> "Spec | None":
     """The spec, read to EOF; None for an empty stdin. Exits 2 unless the input is exactly one framed spec."""
     chunks = []
     while True:
@@ -81,10 +96,11 @@ def _input():
     if not length.isdigit() or int(length) != len(body):
         posix.write(2, b"sentinel runner: malformed input\n")
         posix._exit(2)
-    return marshal.loads(body)
+    spec: Spec = marshal.loads(body)   # execute.py's own dict: only JSON values marshal both ways
+    return spec
 
 
-def main():
+def main() -> None:
     out = posix.dup(1)
     null = posix.open("/dev/null", posix.O_RDWR)
     printed = io.StringIO()
@@ -97,7 +113,7 @@ def main():
     sys.stdout = sys.stderr = printed
     _rlimits(spec)
     try:
-        namespace = {"__name__": "tool", "__file__": "tool.py", "__builtins__": __builtins__}
+        namespace: "dict[str, object]" = {"__name__": "tool", "__file__": "tool.py", "__builtins__": __builtins__}
         exec(compile(spec["code"], "tool.py", "exec"), namespace)
         run = namespace.get("run")
         if not callable(run):

@@ -22,7 +22,15 @@ import signal
 import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from types import FrameType
+
+    from sentinel.client.system import SystemEngine
+    from sentinel.engine.asks import Ask
+    from sentinel.hooks.adapter import Adapter, RenderAllow
+    from sentinel.jsontypes import JSONObject
+    from sentinel.policy.gate.action import Action
+    from sentinel.policy.gate.engine import Verdict
+    from sentinel.policy.gate.rules import Rule
 
 from sentinel.hooks import common
 
@@ -60,7 +68,7 @@ WITHIN_S = DEFAULT_WITHIN_S    # set by entry.main from the command line
 
 # -- allowlist keys ------------------------------------------------------------------------------
 
-def keys_of(act: Any, root: str) -> list[str]:
+def keys_of(act: Action, root: str) -> list[str]:
     """What "this exact call here" is for one action: the exact command, the resolved path of a write, or for
     any other call its tool and the SHA-256 of its exact arguments."""
     if act.trigger == "bash":
@@ -101,7 +109,7 @@ class LocalQueue:
 
         return asks.allowlisted(self.store, repo, keys)
 
-    def file(self, ask: Any, ttl_s: float) -> Any:
+    def file(self, ask: Ask, ttl_s: float) -> Ask:
         from sentinel import paths
         from sentinel.engine import asks
 
@@ -122,7 +130,7 @@ class LocalQueue:
 
             sys.stderr.write(f"sentinel: notify: {exc}\n")
 
-    def state(self, approval_id: str) -> dict[str, Any]:
+    def state(self, approval_id: str) -> JSONObject:
         from sentinel.engine import asks
 
         return asks.state(self.store, approval_id)
@@ -137,7 +145,7 @@ class LocalQueue:
 
         return asks.withdraw(self.store, approval_id, why)
 
-    def allowlist(self, repo: str | None) -> list[dict[str, Any]]:
+    def allowlist(self, repo: str | None) -> list[JSONObject]:
         from sentinel.engine import asks
 
         return asks.allowlist(self.store, repo)
@@ -155,20 +163,20 @@ class LocalQueue:
 class SupervisorQueue:
     """The operator's queue: every step is one op on the supervisor's socket (sentinel/supervisor/ops.py)."""
 
-    def __init__(self, client: Any):
+    def __init__(self, client: SystemEngine):
         self.client = client
 
     def allowlisted(self, repo: str, keys: list[list[str]]) -> bool:
         return bool(self.client.call("hook_allowlisted", repository=repo, keys=keys)["allowlisted"])
 
-    def file(self, ask: Any, ttl_s: float) -> Any:
+    def file(self, ask: Ask, ttl_s: float) -> Ask:
         got = self.client.call("hook_ask", client=ask.client, repository=ask.repository, tool=ask.tool,
                                arguments=ask.arguments, rule=ask.rule, reason=ask.reason, keys=ask.keys,
                                call_id=ask.call_id, ttl_s=ttl_s)
         ask.approval_id, ask.digest = got["approval_id"], got["digest"]
         return ask
 
-    def state(self, approval_id: str) -> dict[str, Any]:
+    def state(self, approval_id: str) -> JSONObject:
         return dict(self.client.call("hook_ask_state", approval_id=approval_id))
 
     def take(self, approval_id: str, digest: str) -> bool:
@@ -177,7 +185,7 @@ class SupervisorQueue:
     def withdraw(self, approval_id: str, why: str) -> bool:
         return bool(self.client.call("hook_ask_withdraw", approval_id=approval_id, why=why)["withdrawn"])
 
-    def allowlist(self, repo: str | None) -> list[dict[str, Any]]:
+    def allowlist(self, repo: str | None) -> list[JSONObject]:
         return list(self.client.call("hook_allowlist", repository=repo)["entries"])
 
     def revoke(self, repo: str, kind: str | None, value: str | None) -> int:
@@ -187,7 +195,7 @@ class SupervisorQueue:
         self.client.close()
 
 
-def open_queue() -> Any:
+def open_queue() -> SupervisorQueue | LocalQueue:
     """The supervisor's queue when one answers this user as an operator, else the user's own store."""
     import contextlib
     import io
@@ -204,12 +212,13 @@ def open_queue() -> Any:
 
 # -- the hook's part ---------------------------------------------------------------------------------
 
-def drop_allowlisted(queue: Any, root: str,
-                     scoped: list[tuple[Any, list[Any]]]) -> tuple[list[tuple[Any, list[Any]]], set[int]]:
+def drop_allowlisted(queue: SupervisorQueue | LocalQueue, root: str,
+                     scoped: list[tuple[Action, list[Rule]]]) -> tuple[list[tuple[Action, list[Rule]]], set[int]]:
     """An action whose exact call is on the repository's allowlist loses its `ask` rules: no judge call for
     them and nothing filed (its block and warn rules still apply). Returns what is left to judge, and the ids
     of the actions that were allowlisted."""
-    out, allowed = [], set()
+    out: list[tuple[Action, list[Rule]]] = []
+    allowed: set[int] = set()
     for act, rules in scoped:
         if any(r.severity == "ask" for r in rules) and queue.allowlisted(repository(root), [keys_of(act, root)]):
             rules = [r for r in rules if r.severity != "ask"]
@@ -219,20 +228,21 @@ def drop_allowlisted(queue: Any, root: str,
     return out, allowed
 
 
-def build(adapter: Any, verdict: Any, payload: dict[str, Any], acts: list[Any], root: str) -> Any:
+def build(adapter: Adapter, verdict: Verdict, payload: JSONObject, acts: list[Action], root: str) -> Ask:
     from sentinel.engine.asks import Ask
 
     first = acts[0]
     tool = str(payload.get("tool_name") or first.tool_name or "tool")
-    arguments = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else first.tool_input
+    tool_input = payload.get("tool_input")
+    arguments = tool_input if isinstance(tool_input, dict) else first.tool_input
     call_id = str(payload.get("tool_use_id") or "call")[:200]
     return Ask(client=adapter.NAME, repository=repository(root), tool=tool, arguments=dict(arguments or {}),
                rule=",".join(dict.fromkeys(f.rule_id for f in verdict.asks)), reason=verdict.ask_reason(),
                keys=[keys_of(a, root) for a in acts], call_id=call_id)
 
 
-def hold(adapter: Any, verdict: Any, payload: dict[str, Any], acts: list[Any], root: str,
-         queue: Any) -> common.Reply:
+def hold(adapter: Adapter, verdict: Verdict, payload: JSONObject, acts: list[Action], root: str,
+         queue: SupervisorQueue | LocalQueue | None) -> common.Reply:
     """File the ask, wait for the decision, answer in the client's protocol. Every way out but an approval of
     this exact call denies."""
     rule = verdict.asks[0].rule_id
@@ -245,7 +255,7 @@ def hold(adapter: Any, verdict: Any, payload: dict[str, Any], acts: list[Any], r
             queue = open_queue()
         ask = queue.file(build(adapter, verdict, payload, acts, root), left)
         with _signals_interrupt():
-            outcome = wait(queue, ask, STARTED + WITHIN_S)
+            approved, why = wait(queue, ask, STARTED + WITHIN_S)
     except Exception as exc:  # a store error or a bug: fail closed, never let an unanswered ask through
         return denied(adapter, verdict, payload, rule,
                       f"Sentinel could not ask a person ({type(exc).__name__}: {exc}); denied")
@@ -255,13 +265,13 @@ def hold(adapter: Any, verdict: Any, payload: dict[str, Any], acts: list[Any], r
                 queue.close()
             except Exception:
                 pass
-    if outcome["allowed"]:
-        return allowed(adapter, verdict, payload, outcome["why"])
-    return denied(adapter, verdict, payload, rule, outcome["why"])
+    if approved:
+        return allowed(adapter, verdict, payload, why)
+    return denied(adapter, verdict, payload, rule, why)
 
 
-def wait(queue: Any, ask: Any, deadline: float) -> dict[str, Any]:
-    """Poll the approval until it is decided or the deadline passes; {"allowed": bool, "why": text}."""
+def wait(queue: SupervisorQueue | LocalQueue, ask: Ask, deadline: float) -> tuple[bool, str]:
+    """Poll the approval until it is decided or the deadline passes; (allowed, why)."""
     waited = int(max(0, WITHIN_S))
     try:
         while True:
@@ -275,22 +285,22 @@ def wait(queue: Any, ask: Any, deadline: float) -> dict[str, Any]:
     except Interrupted as exc:
         why = f"the hook was stopped ({exc}) before anyone decided"
     if queue.withdraw(ask.approval_id, why):
-        return {"allowed": False, "why": why}
+        return False, why
     return _decided(queue, ask, queue.state(ask.approval_id))  # decided in the same instant: that decision stands
 
 
-def _decided(queue: Any, ask: Any, got: dict[str, Any]) -> dict[str, Any]:
+def _decided(queue: SupervisorQueue | LocalQueue, ask: Ask, got: JSONObject) -> tuple[bool, str]:
     by = got.get("by") or "?"
     if got["status"] == "approved" and got.get("digest") == ask.digest and queue.take(ask.approval_id, ask.digest):
-        return {"allowed": True, "why": f"approved by {by}"}
+        return True, f"approved by {by}"
     if got["status"] == "denied":
-        return {"allowed": False, "why": f"denied by {by}" + (f": {got['reason']}" if got.get("reason") else "")}
+        return False, f"denied by {by}" + (f": {got['reason']}" if got.get("reason") else "")
     if got["status"] == "expired":
-        return {"allowed": False, "why": got.get("reason") or f"no decision within {int(max(0, WITHIN_S))} s"}
-    return {"allowed": False, "why": f"the approval is {got['status']}, not approved for this call"}
+        return False, str(got.get("reason") or f"no decision within {int(max(0, WITHIN_S))} s")
+    return False, f"the approval is {got['status']}, not approved for this call"
 
 
-def _raise(signum: int, frame: Any) -> None:
+def _raise(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(signal.Signals(signum).name)
 
 
@@ -300,28 +310,28 @@ class _signals_interrupt:
     SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
     def __enter__(self) -> None:
-        self.saved: dict[Any, Any] = {}
+        self.saved: dict[signal.Signals, signal._HANDLER] = {}
         for sig in self.SIGNALS:
             try:
                 self.saved[sig] = signal.signal(sig, _raise)
             except ValueError:  # not the main thread (in-process tests): nothing to catch
                 pass
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         for sig, handler in self.saved.items():
             signal.signal(sig, handler)
 
 
-def allowed(adapter: Any, verdict: Any, payload: dict[str, Any], why: str) -> common.Reply:
+def allowed(adapter: Adapter, verdict: Verdict, payload: JSONObject, why: str) -> common.Reply:
     """The client's allow: its explicit one where it has it, else its ordinary pass (warnings still delivered)."""
     rest = _without_asks(verdict)
-    render_allow = getattr(adapter, "render_allow", None)
+    render_allow: RenderAllow | None = getattr(adapter, "render_allow", None)
     if render_allow is not None:
         return render_allow(rest, f"Sentinel: {why}", payload)
     return adapter.render("pre", rest, payload)
 
 
-def denied(adapter: Any, verdict: Any, payload: dict[str, Any], rule: str, why: str) -> common.Reply:
+def denied(adapter: Adapter, verdict: Verdict, payload: JSONObject, rule: str, why: str) -> common.Reply:
     from sentinel.policy.gate.engine import Finding
 
     rest = _without_asks(verdict)
@@ -329,7 +339,7 @@ def denied(adapter: Any, verdict: Any, payload: dict[str, Any], rule: str, why: 
     return adapter.render("pre", rest, payload)
 
 
-def _without_asks(verdict: Any) -> Any:
+def _without_asks(verdict: Verdict) -> Verdict:
     from sentinel.policy.gate.engine import Verdict
 
     rest = Verdict()

@@ -12,14 +12,19 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any
 
 from sentinel.hooks import common
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from sentinel.hooks.adapter import Adapter
+    from sentinel.jsontypes import JSON, JSONObject
+    from sentinel.policy.gate.loader import Bundle
 
 SYNC_ENV = "SENTINEL_GATE_SYNC"
 
 
-def on_stop(adapter: Any, root: str, session_id: str, transcript: str | None, bundle: Any) -> common.Reply:
+def on_stop(adapter: Adapter, root: str, session_id: str, transcript: str | None, bundle: Bundle) -> common.Reply:
     cfg = bundle.config
     if transcript and (cfg.context["enabled"] or cfg.scribe["enabled"]):
         if os.environ.get(SYNC_ENV):
@@ -41,7 +46,7 @@ def spawn(root: str, session_id: str, transcript: str) -> subprocess.Popen[bytes
                             stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
 
 
-def work(root: str, session_id: str, transcript: str) -> dict[str, Any]:
+def work(root: str, session_id: str, transcript: str) -> dict[str, object]:
     from sentinel.policy.gate.context import accumulate
     from sentinel.policy.gate.judges import Judges
     from sentinel.policy.gate.loader import load_repo
@@ -54,20 +59,22 @@ def work(root: str, session_id: str, transcript: str) -> dict[str, Any]:
     return {"context": status, "drafts": drafts}
 
 
-def announce(adapter: Any, bundle: Any) -> common.Reply:
+def announce(adapter: Adapter, bundle: Bundle) -> common.Reply:
     """Claude Code only: a one-time systemMessage about fresh drafts (never a Stop block)."""
     if adapter.NAME != "claude-code" or not os.path.isdir(bundle.paths.drafts_dir):
         return common.SILENT
     from sentinel.policy.gate.drafts import DraftStore
 
     marker = os.path.join(bundle.paths.state_dir, "scribe", "announced.json")
+    seen: set[str] = set()
     try:
         with open(marker, encoding="utf-8") as fh:
-            seen = set(json.load(fh))
-    except (OSError, ValueError, TypeError):
-        seen = set()
-    fresh = [d["id"] for d in DraftStore(bundle.paths).fresh(bundle.config.scribe["notification"]["max_age_days"])
-             if d["id"] not in seen]
+            listed: JSON = json.load(fh)
+        seen = {str(d) for d in listed} if isinstance(listed, list) else set()
+    except (OSError, ValueError):
+        pass
+    drafts: list[JSONObject] = DraftStore(bundle.paths).fresh(bundle.config.scribe["notification"]["max_age_days"])
+    fresh = [str(d["id"]) for d in drafts if d["id"] not in seen]
     if not fresh:
         return common.SILENT
     os.makedirs(os.path.dirname(marker), exist_ok=True)

@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import os
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+if TYPE_CHECKING:  # the hook's fast path imports neither typing nor the gate's engine
+    from sentinel.jsontypes import JSON, JSONObject
+    from sentinel.policy.gate.action import Action
+    from sentinel.policy.gate.config import GateConfig
+    from sentinel.policy.gate.engine import Verdict
 
 PHASES = {
     "pre": {"pretooluse", "beforetool", "beforeshellexecution", "beforemcpexecution", "prerruncommand",
@@ -51,22 +54,23 @@ def phase(event: str) -> str | None:
     return None
 
 
-def as_json(obj: dict[str, Any]) -> str:
+def as_json(obj: JSONObject) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
-def loads_maybe(value: Any) -> Any:
+def loads_maybe(value: JSON) -> JSON:
     """Tool arguments some agents send as a JSON string."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            parsed: JSON = json.loads(value)
+            return parsed
         except ValueError:
             return {"raw": value}
     return value
 
 
-def tool_action(name: str, args: Any, cfg: Any, naming: tuple[str, str] | None = None, server: str = "",
-                tool: str = "") -> Any:
+def tool_action(name: str, args: JSON, cfg: GateConfig, naming: tuple[str, str] | None = None, server: str = "",
+                tool: str = "") -> Action:
     """A tool call as an Action. The tool map decides first; then MCP under the agent's own naming
     (`naming` = (prefix, separator): Claude Code `mcp__s__t`, Gemini `mcp_s_t`, Cline `s__t`, Copilot
     `s-t`), with the server the client names itself (`server`, `tool`) preferred over splitting the
@@ -91,7 +95,7 @@ def _after_server(name: str, naming: tuple[str, str] | None, server: str) -> str
     return name[len(head):] if head and name.startswith(head) else name
 
 
-def patch_text(tool_input: Any) -> str:
+def patch_text(tool_input: JSON) -> str:
     """The apply_patch envelope, however the client wraps it (Codex `command`, Cline `input`)."""
     if isinstance(tool_input, str):
         return tool_input
@@ -106,13 +110,24 @@ def patch_text(tool_input: Any) -> str:
     return ""
 
 
-def output_text(value: Any) -> str:
+def output_text(value: JSON) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def first_root(payload: dict[str, Any], *keys: str) -> str | None:
+def text(payload: JSONObject, key: str) -> str | None:
+    """A field the client sends as a string; anything else (absent, null, a number) is None."""
+    value = payload.get(key)
+    return value if isinstance(value, str) else None
+
+
+def obj(value: JSON) -> JSONObject:
+    """A field the client sends as an object; anything else is an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def first_root(payload: JSONObject, *keys: str) -> str | None:
     for key in keys:
         value = payload.get(key)
         if isinstance(value, str) and value:
@@ -138,27 +153,27 @@ def exit2(text: str) -> Reply:
     return Reply(stderr=text + "\n", code=2)
 
 
-def block_text(verdict: Any) -> str:
+def block_text(verdict: Verdict) -> str:
     return f"Sentinel blocked this action: {verdict.block_reason()}"
 
 
-def warn_text(verdict: Any) -> str:
+def warn_text(verdict: Verdict) -> str:
     return f"Sentinel warning: {verdict.warning_text()}"
 
 
-def unchecked_text(verdict: Any) -> str:
+def unchecked_text(verdict: Verdict) -> str:
     """Rules that were not checked (their judge failed, fail_open): the agent learns the call went unchecked."""
-    errors = list(getattr(verdict, "errors", ()))
+    errors = list(verdict.errors)
     if not errors:
         return ""
     return ("Sentinel could not check this call and let it through unchecked (fail_open): "
             + "; ".join(e.removesuffix(" (skipped: fail_open)") for e in errors))
 
 
-def advisory(verdict: Any) -> str:
+def advisory(verdict: Verdict) -> str:
     """Warnings, unchecked rules and context as one message (for agents with a context channel)."""
     parts = [warn_text(verdict)] if verdict.warnings else []
-    parts += list(getattr(verdict, "held", ()))
+    parts += list(verdict.held)
     if unchecked_text(verdict):
         parts.append(unchecked_text(verdict))
     if verdict.contexts:
@@ -166,13 +181,13 @@ def advisory(verdict: Any) -> str:
     return "\n\n".join(parts)
 
 
-def stderr_advisory(verdict: Any) -> Reply:
+def stderr_advisory(verdict: Verdict) -> Reply:
     """Agents without a context channel: warnings on stderr, exit 0 (the action proceeds)."""
     text = advisory(verdict)
     return Reply(stderr=text + "\n") if text else SILENT
 
 
-def render_exit2(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> Reply:
+def render_exit2(phase: str, verdict: Verdict, payload: JSONObject | None = None) -> Reply:
     """Answer for agents whose only channels are exit 2 (block) and stderr (Codex, Windsurf, Amazon Q)."""
     if verdict.blocks and phase == "pre":
         return exit2(block_text(verdict))
@@ -182,7 +197,7 @@ def render_exit2(phase: str, verdict: Any, payload: dict[str, Any] | None = None
 # -- hook config files (sentinel hook install) -------------------------------------------------
 
 
-def read_json(path: str) -> dict[str, Any]:
+def read_json(path: str) -> JSONObject:
     if not os.path.exists(path):
         return {}
     with open(path, encoding="utf-8") as fh:
@@ -190,7 +205,7 @@ def read_json(path: str) -> dict[str, Any]:
     if not text:
         return {}
     try:
-        data = json.loads(text)
+        data: JSON = json.loads(text)
     except ValueError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc}); fix or remove it") from None
     if not isinstance(data, dict):
@@ -198,7 +213,7 @@ def read_json(path: str) -> dict[str, Any]:
     return data
 
 
-def write_json(path: str, data: dict[str, Any]) -> str:
+def write_json(path: str, data: JSONObject) -> str:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -208,19 +223,37 @@ def write_json(path: str, data: dict[str, Any]) -> str:
     return path
 
 
-def is_ours(entry: Any) -> bool:
+def is_ours(entry: JSON) -> bool:
     return "sentinel hook" in json.dumps(entry)
 
 
-def merge_event(hooks: dict[str, Any], event: str, entry: dict[str, Any]) -> None:
+def hooks_of(data: JSONObject, path: str) -> JSONObject:
+    """A hook config's `hooks` object (created when absent), each event's entries a list (or null). Any other
+    shape is a ValueError naming the file and the field: install rewrites nothing it cannot read."""
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ValueError(f"{path}: `hooks` is not a JSON object; fix or remove it")
+    for event, listed in hooks.items():
+        if listed is not None and not isinstance(listed, list):
+            raise ValueError(f"{path}: `hooks.{event}` is not a list; fix or remove it")
+    return hooks
+
+
+def entries(hooks: JSONObject, event: str) -> list[JSON]:
+    """The entries a hook config holds for one event (`hooks_of` checked that they are a list, or null)."""
+    value = hooks.get(event)
+    return value if isinstance(value, list) else []
+
+
+def merge_event(hooks: JSONObject, event: str, entry: JSONObject) -> None:
     """Replace our previous entry for `event` (idempotent install), keep everyone else's."""
-    existing = [e for e in hooks.get(event) or [] if not is_ours(e)]
+    existing = [e for e in entries(hooks, event) if not is_ours(e)]
     hooks[event] = existing + [entry]
 
 
-def drop_ours(hooks: dict[str, Any], event: str) -> None:
+def drop_ours(hooks: JSONObject, event: str) -> None:
     """Remove our entry for an event we no longer hook (an earlier install's), keep everyone else's."""
-    kept = [e for e in hooks.get(event) or [] if not is_ours(e)]
+    kept = [e for e in entries(hooks, event) if not is_ours(e)]
     if kept:
         hooks[event] = kept
     else:

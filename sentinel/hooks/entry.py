@@ -23,6 +23,17 @@ import time
 from sentinel.hooks import common
 from sentinel.policy.gate import GUARD_ENV
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types only: the fast path imports neither typing nor the gate's engine
+    from sentinel.hooks.adapter import Adapter, EventOf
+    from sentinel.hooks.ask import LocalQueue, SupervisorQueue
+    from sentinel.jsontypes import JSON, JSONObject
+    from sentinel.policy.gate.action import Action
+    from sentinel.policy.gate.alignment import Intent
+    from sentinel.policy.gate.engine import Verdict
+    from sentinel.policy.gate.loader import Bundle
+    from sentinel.policy.gate.rules import Rule
+
 STARTED = time.monotonic()  # an ask's deadline counts from here (sentinel/hooks/ask.py)
 ASK_ARGS: list[str] = []    # the command's extra arguments (`--ask-within N`, written by `sentinel hook install`)
 USAGE = "usage: sentinel hook AGENT EVENT (agents: claude-code, copilot-cli, cursor, windsurf, cline, amazon-q, " \
@@ -62,21 +73,22 @@ def handle(agent: str, event: str, raw: str) -> common.Reply:
     if adapter is None:
         return common.Reply(stderr=f"sentinel: unknown agent {agent!r}; {USAGE}\n", code=1)
     try:
-        payload = json.loads(raw)
+        payload: JSON = json.loads(raw)
         if not isinstance(payload, dict):
             raise ValueError("top level is not an object")
     except ValueError as exc:
         return malformed(adapter, common.phase(event) or "pre", f"payload is not valid JSON ({exc})", os.getcwd())
     phase = common.phase(event)
-    if phase is None and hasattr(adapter, "event_of"):
-        phase = common.phase(str(adapter.event_of(payload) or ""))
+    event_of: EventOf | None = getattr(adapter, "event_of", None)
+    if phase is None and event_of is not None:
+        phase = common.phase(str(event_of(payload) or ""))
     if phase is None:
         return common.Reply(stderr=f"sentinel: unknown event {event!r} (expected pre-tool-use, post-tool-use or "
                                    "stop, or the agent's own name for them)\n", code=1)
     return run(adapter, phase, payload)
 
 
-def _repo(adapter, payload: dict, fallback_path: str = "") -> tuple[str | None, str, str | None]:
+def _repo(adapter: Adapter, payload: JSONObject, fallback_path: str = "") -> tuple[str | None, str, str | None]:
     from sentinel.policy.gate.loader import find_repo
 
     cwd, session_id, transcript = adapter.session(payload)
@@ -86,7 +98,7 @@ def _repo(adapter, payload: dict, fallback_path: str = "") -> tuple[str | None, 
     return find_repo(start or os.getcwd()), session_id, transcript
 
 
-def malformed(adapter, phase: str, problem: str, start: str) -> common.Reply:
+def malformed(adapter: Adapter, phase: str, problem: str, start: str) -> common.Reply:
     from sentinel.policy.gate.loader import find_repo, load_repo
 
     root = find_repo(start)
@@ -99,7 +111,7 @@ def malformed(adapter, phase: str, problem: str, start: str) -> common.Reply:
     return common.Reply(stderr=f"sentinel: {problem}; allowed (fail_open)\n")
 
 
-def _blocked(rule_id: str, reason: str):
+def _blocked(rule_id: str, reason: str) -> Verdict:
     from sentinel.policy.gate.engine import Finding, Verdict
 
     verdict = Verdict()
@@ -107,7 +119,7 @@ def _blocked(rule_id: str, reason: str):
     return verdict
 
 
-def run(adapter, phase: str, payload: dict) -> common.Reply:
+def run(adapter: Adapter, phase: str, payload: JSONObject) -> common.Reply:
     from sentinel.policy.gate.loader import load_repo
 
     hint = _path_hint(payload)
@@ -128,20 +140,21 @@ def run(adapter, phase: str, payload: dict) -> common.Reply:
         found = adapter.action(payload, bundle.config, phase)
     except ValueError as exc:
         return _with_notes(malformed(adapter, phase, f"malformed payload: {exc}", root), notes)
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    cwd = common.text(payload, "cwd")
     acts = [a.locate(root, cwd) for a in (found if isinstance(found, list) else [found] if found is not None else [])]
     return _with_notes(_evaluate(adapter, phase, acts, bundle, payload, session_id, transcript), notes)
 
 
-def _evaluate(adapter, phase: str, acts: list, bundle, payload: dict, session_id: str,
+def _evaluate(adapter: Adapter, phase: str, acts: list[Action], bundle: Bundle, payload: JSONObject, session_id: str,
               transcript: str | None) -> common.Reply:
     """Every action of the call (a patch touches several files) against the rules in its scope."""
     from sentinel.policy.gate.rules import applicable
 
-    deferred = getattr(adapter, "DEFER_WARNINGS", False)
+    deferred: bool = getattr(adapter, "DEFER_WARNINGS", False)
     scoped = [(a, m) for a in acts for m in [applicable(bundle.rules, a, phase)] if m]
     asking = phase == "pre" and any(r.severity == "ask" for _, m in scoped for r in m)
-    queue, allowed = None, set()
+    queue: LocalQueue | SupervisorQueue | None = None
+    allowed: set[int] = set()
     if asking:  # an ask rule is in scope: an allowlisted exact call loses it before any judge is called
         queue, scoped, allowed = _allowlist(bundle, scoped)
     if not scoped:  # scope first: no rule in scope, no model call, no engine import
@@ -180,7 +193,8 @@ def _evaluate(adapter, phase: str, acts: list, bundle, payload: dict, session_id
     return _with_errors(adapter.render(phase, verdict, payload), verdict)
 
 
-def _allowlist(bundle, scoped: list):
+def _allowlist(bundle: Bundle, scoped: list[tuple[Action, list[Rule]]]
+               ) -> tuple[LocalQueue | SupervisorQueue | None, list[tuple[Action, list[Rule]]], set[int]]:
     """(queue, scoped without the ask rules of allowlisted actions, ids of those actions). A store that cannot
     be read keeps every ask rule: the ask itself then fails closed."""
     from sentinel.hooks import ask
@@ -196,7 +210,7 @@ def _allowlist(bundle, scoped: list):
         return None, scoped, set()
 
 
-def _close(queue) -> None:
+def _close(queue: LocalQueue | SupervisorQueue | None) -> None:
     if queue is not None:
         try:
             queue.close()
@@ -204,7 +218,8 @@ def _close(queue) -> None:
             pass
 
 
-def _held(adapter, phase: str, bundle, session_id: str, verdict, payload: dict) -> common.Reply:
+def _held(adapter: Adapter, phase: str, bundle: Bundle, session_id: str, verdict: Verdict | None,
+          payload: JSONObject) -> common.Reply:
     """After the tool ran: warnings held from before it (agents whose pre-tool answer reaches no model)."""
     from sentinel.hooks import pending
 
@@ -219,14 +234,14 @@ def _held(adapter, phase: str, bundle, session_id: str, verdict, payload: dict) 
     return _with_errors(adapter.render(phase, verdict, payload), verdict)
 
 
-def _with_errors(reply: common.Reply, verdict) -> common.Reply:
+def _with_errors(reply: common.Reply, verdict: Verdict) -> common.Reply:
     """Skipped rules are also noted on stderr for the user, unless the answer already says so there."""
     if reply.stderr and common.unchecked_text(verdict) in reply.stderr:
         return reply
     return _with_notes(reply, "".join(f"sentinel: {e}\n" for e in verdict.errors))
 
 
-def _intent(matching: list, transcript: str | None):
+def _intent(matching: list[Rule], transcript: str | None) -> Intent | None:
     """The alignment kind's intent from the session: the first user request is the mission (what the
     session was started for), the latest one the request being served; read only when needed."""
     if not any(r.kind == "alignment" for r in matching):
@@ -238,12 +253,13 @@ def _intent(matching: list, transcript: str | None):
     return Intent(last, first)
 
 
-def _path_hint(payload: dict) -> str:
+def _path_hint(payload: JSONObject) -> str:
     for holder in (payload.get("tool_input"), payload.get("tool_info"), payload):
         if isinstance(holder, dict):
             for key in ("file_path", "path"):
-                if isinstance(holder.get(key), str):
-                    return holder[key]
+                value = holder.get(key)
+                if isinstance(value, str):
+                    return value
     return ""
 
 

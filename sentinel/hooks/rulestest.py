@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sentinel.errors import NotFound, UsageError
+from sentinel.hooks import common
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.policy.gate.action import template_vars
 from sentinel.policy.gate.engine import Gate
 from sentinel.policy.gate.judges import Judges
+from sentinel.policy.gate.loader import Bundle
 from sentinel.policy.gate.prompts import render
 
 
-def run_test(bundle: Any, root: str | None, rule_id: str, payload: dict[str, Any], agent: str,
-             dry_run: bool) -> dict[str, Any]:
+def run_test(bundle: Bundle, root: str | None, rule_id: str, payload: JSONObject, agent: str,
+             dry_run: bool) -> JSONObject:
     from sentinel.hooks import agents
 
     rule = next((r for r in bundle.rules if r.id == rule_id), None)
@@ -22,15 +23,18 @@ def run_test(bundle: Any, root: str | None, rule_id: str, payload: dict[str, Any
     if adapter is None:
         raise UsageError(f"--agent: unknown agent {agent!r} (known: {', '.join(sorted(agents.AGENTS))})")
     try:
-        action = adapter.action(payload, bundle.config, "post" if rule.post else "pre")
+        found = adapter.action(payload, bundle.config, "post" if rule.post else "pre")
     except ValueError as exc:
         raise UsageError(f"payload: {exc}") from None
+    acts = found if isinstance(found, list) else [found] if found is not None else []
+    located = [a.locate(root, common.text(payload, "cwd")) for a in acts]
+    # a patch is one action per file: the first the rule applies to is reported (else the first)
+    action = next((a for a in located if rule.applies(a)), located[0] if located else None)
     if action is None:
         raise UsageError(f"payload: {agent} sends nothing to judge for this event")
-    action.locate(root, payload.get("cwd") if isinstance(payload.get("cwd"), str) else None)
-    report: dict[str, Any] = {"rule": rule.id, "trigger": action.trigger, "target": action.target,
-                              "in_scope": rule.applies(action)}
-    if not report["in_scope"]:
+    in_scope = rule.applies(action)
+    report: JSONObject = {"rule": rule.id, "trigger": action.trigger, "target": action.target, "in_scope": in_scope}
+    if not in_scope:
         report["verdict"] = "pass (out of scope: no model call)"
         return report
     report["prompt"] = render(rule.prompt, template_vars(action, bundle.config.content_max_chars))
@@ -38,9 +42,10 @@ def run_test(bundle: Any, root: str | None, rule_id: str, payload: dict[str, Any
         return report
     gate = Gate(bundle.config, [rule], bundle.paths, Judges(bundle.config))
     verdict = gate.post(action) if rule.post else gate.pre(action)
-    findings = [{"severity": f.severity, "reason": f.reason, "confidence": f.confidence} for f in verdict.findings]
-    report["verdict"] = findings[0]["severity"] if findings else ("error" if verdict.errors else "pass")
+    findings: list[JSON] = [{"severity": f.severity, "reason": f.reason, "confidence": f.confidence}
+                            for f in verdict.findings]
+    report["verdict"] = verdict.findings[0].severity if findings else ("error" if verdict.errors else "pass")
     report["findings"] = findings
     if verdict.errors:
-        report["errors"] = verdict.errors
+        report["errors"] = [*verdict.errors]
     return report

@@ -25,7 +25,10 @@ import shlex
 import shutil
 import subprocess
 import time
-from typing import Any
+from dataclasses import dataclass, field
+
+from sentinel.hooks.common import obj
+from sentinel.jsontypes import JSON, JSONObject
 
 CODEX_TIMEOUT_S = 20
 
@@ -46,10 +49,10 @@ class Check:
         return self.installed and self.trusted is not False and self.reachable is not False \
             and self.judges is not False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"agent": self.agent, "installed": self.installed, "trusted": self.trusted,
                 "reachable": self.reachable, "judges_answer": self.judges, "active": self.active,
-                "missing": self.missing, "latency_ms": self.latency_ms}
+                "missing": [*self.missing], "latency_ms": self.latency_ms}
 
     def line(self) -> str:
         def word(value: bool | None, yes: str, no: str) -> str:
@@ -94,7 +97,7 @@ class Judging:
     def lines(self) -> list[str]:
         return [a.line() for a in self.answers]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"rules": len(self.rules), "config_error": self.config_error or None,
                 "judges": [a.to_dict() for a in self.answers]}
 
@@ -125,7 +128,7 @@ def hook_command(agent: str, root: str) -> str | None:
     return None
 
 
-def _strings(data: Any) -> list[str]:
+def _strings(data: JSON) -> list[str]:
     if isinstance(data, str):
         return [data]
     if isinstance(data, dict):
@@ -173,12 +176,14 @@ def _home(*parts: str) -> str:
     return os.path.join(os.path.expanduser("~"), *parts)
 
 
-def _read_json(path: str) -> Any:
+def _read_json(path: str) -> JSONObject:
+    """A client's JSON settings file as an object; missing, unreadable or not an object: empty."""
     try:
         with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+            data: JSON = json.load(fh)
     except (OSError, ValueError):
-        return None
+        return {}
+    return obj(data)
 
 
 def _under(root: str, folder: str) -> bool:
@@ -189,12 +194,12 @@ def _under(root: str, folder: str) -> bool:
 def gemini_trust(root: str) -> tuple[bool | None, list[str]]:
     if os.environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
         return True, []
-    settings = _read_json(_home(".gemini", "settings.json")) or {}
-    folder_trust = ((settings.get("security") or {}).get("folderTrust") or {}) if isinstance(settings, dict) else {}
+    settings = _read_json(_home(".gemini", "settings.json"))
+    folder_trust = obj(obj(settings.get("security")).get("folderTrust"))
     if folder_trust.get("enabled") is False:
         return True, []
-    trusted = _read_json(_home(".gemini", "trustedFolders.json")) or {}
-    for folder, level in (trusted.items() if isinstance(trusted, dict) else []):
+    trusted = _read_json(_home(".gemini", "trustedFolders.json"))
+    for folder, level in trusted.items():
         if level == "TRUST_FOLDER" and _under(root, folder) or level == "TRUST_PARENT" and \
                 _under(root, os.path.dirname(os.path.abspath(folder))):
             return True, []
@@ -205,38 +210,57 @@ def gemini_trust(root: str) -> tuple[bool | None, list[str]]:
 def copilot_trust(root: str) -> tuple[bool | None, list[str]]:
     if os.environ.get("COPILOT_ALLOW_ALL") == "true" and os.path.abspath(os.getcwd()) == root:
         return True, []  # Copilot trusts the cwd under exactly this value ("1" does not)
-    config = _read_json(_home(".copilot", "config.json")) or {}
-    folders = config.get("trusted_folders") or config.get("trustedFolders") or [] if isinstance(config, dict) else []
-    if any(isinstance(f, str) and _under(root, f) for f in folders):
+    config = _read_json(_home(".copilot", "config.json"))
+    folders = config.get("trusted_folders") or config.get("trustedFolders") or []
+    if isinstance(folders, list) and any(isinstance(f, str) and _under(root, f) for f in folders):
         return True, []
     return False, [f"Copilot CLI loads project hooks only in a trusted folder: run `copilot` in {root} and choose "
                    "to trust it (remembered in ~/.copilot/config.json trusted_folders)"]
 
 
-def codex_state(root: str) -> dict[str, Any]:
-    """Codex's own view of this project's hooks: {"project_trusted", "hooks": [{key, command, trustStatus,
-    currentHash}]}, from `codex app-server` when codex is installed, else from ~/.codex/config.toml."""
+@dataclass
+class CodexState:
+    """Codex's own view of this project's hooks: whether the project is trusted, and each hook as Codex lists
+    it ({key, command, trustStatus, currentHash}); `verified` when Codex itself said so (its app-server)."""
+
+    project_trusted: bool
+    hooks: list[JSONObject] = field(default_factory=list)
+    verified: bool = False
+
+
+def codex_state(root: str) -> CodexState:
+    """From `codex app-server` when codex is installed, else from ~/.codex/config.toml."""
     binary = shutil.which("codex")
     if binary:
         found = _codex_app_server(binary, root, [])
         if found is not None:
             return found
+
+    config = _codex_config()
+    state = obj(obj(config.get("hooks")).get("state"))
+    prefix = os.path.join(root, ".codex", "hooks.json") + ":"
+    hooks: list[JSONObject] = [
+        {"key": k, "trustStatus": "trusted" if obj(v).get("trusted_hash") else "untrusted", "command": "sentinel hook"}
+        for k, v in state.items() if k.startswith(prefix)]
+    return CodexState(_codex_level(config, root) == "trusted", hooks)
+
+
+def _codex_config() -> JSONObject:
+    """~/.codex/config.toml (or $CODEX_HOME's); unreadable: empty."""
     import tomllib
 
     try:
         with open(os.path.join(os.environ.get("CODEX_HOME") or _home(".codex"), "config.toml"), "rb") as fh:
-            config = tomllib.load(fh)
+            return tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError):
-        config = {}
-    level = ((config.get("projects") or {}).get(root) or {}).get("trust_level")
-    state = ((config.get("hooks") or {}).get("state") or {})
-    prefix = os.path.join(root, ".codex", "hooks.json") + ":"
-    hooks = [{"key": k, "trustStatus": "trusted" if v.get("trusted_hash") else "untrusted", "command": "sentinel hook"}
-             for k, v in state.items() if k.startswith(prefix)]
-    return {"project_trusted": level == "trusted", "hooks": hooks, "verified": False}
+        return {}
 
 
-def _codex_app_server(binary: str, root: str, writes: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _codex_level(config: JSONObject, root: str) -> JSON:
+    return obj(obj(config.get("projects")).get(root)).get("trust_level")
+
+
+def _codex_app_server(binary: str, root: str, writes: list[JSONObject]) -> CodexState | None:
     """One short `codex app-server` session: optional config writes, then hooks/list for `root`."""
     lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"clientInfo": {"name": "sentinel", "version": "1"}}},
@@ -258,31 +282,27 @@ def _codex_app_server(binary: str, root: str, writes: list[dict[str, Any]]) -> d
             if not line:
                 return None
             try:
-                msg = json.loads(line)
+                msg: JSON = json.loads(line)
             except ValueError:
                 continue
-            if msg.get("id") == 2:
-                data = ((msg.get("result") or {}).get("data") or [{}])[0]
-                hooks = [h for h in data.get("hooks") or [] if h.get("source") == "project"]
-                warned = "trusted project" in json.dumps(data.get("warnings") or []) or not os.path.exists(
-                    os.path.join(root, ".codex"))
-                return {"project_trusted": bool(hooks) or not warned and _codex_project_trusted(root),
-                        "hooks": hooks, "verified": True}
+            if isinstance(msg, dict) and msg.get("id") == 2:
+                return _codex_listed(msg, root)
         return None
     finally:
         proc.kill()
         proc.wait()
 
 
-def _codex_project_trusted(root: str) -> bool:
-    import tomllib
-
-    try:
-        with open(os.path.join(os.environ.get("CODEX_HOME") or _home(".codex"), "config.toml"), "rb") as fh:
-            config = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError):
-        return False
-    return ((config.get("projects") or {}).get(root) or {}).get("trust_level") == "trusted"
+def _codex_listed(msg: JSONObject, root: str) -> CodexState:
+    """The answer to hooks/list: the project's hooks, and whether Codex trusts the project."""
+    listed = obj(msg.get("result")).get("data")
+    data = obj(listed[0]) if isinstance(listed, list) and listed else {}
+    entries = data.get("hooks")
+    hooks = [h for h in (entries if isinstance(entries, list) else []) if isinstance(h, dict)
+             and h.get("source") == "project"]
+    warned = "trusted project" in json.dumps(data.get("warnings") or []) or not os.path.exists(
+        os.path.join(root, ".codex"))
+    return CodexState(bool(hooks) or not warned and _codex_level(_codex_config(), root) == "trusted", hooks, True)
 
 
 CODEX_PROJECT_STEP = ("Codex loads .codex/hooks.json only in a trusted project: run `codex` in {root} and trust it, "
@@ -294,18 +314,19 @@ CODEX_HOOK_STEP = ("Codex skips an untrusted hook silently: run `sentinel hook i
 
 def codex_trust(root: str, take: bool = False) -> tuple[bool | None, list[str]]:
     state = codex_state(root)
-    if not state["project_trusted"]:
+    if not state.project_trusted:
         return False, [CODEX_PROJECT_STEP.format(root=root)]
-    ours = [h for h in state["hooks"] if "hook codex" in str(h.get("command"))]
+    ours = [h for h in state.hooks if "hook codex" in str(h.get("command"))]
     untrusted = [h for h in ours if h.get("trustStatus") != "trusted"]
-    if untrusted and take and state.get("verified") and shutil.which("codex"):
-        writes = [{"keyPath": "hooks.state", "mergeStrategy": "upsert",
-                   "value": {h["key"]: {"trusted_hash": h["currentHash"]}}} for h in untrusted if h.get("currentHash")]
+    if untrusted and take and state.verified and shutil.which("codex"):
+        writes: list[JSONObject] = [
+            {"keyPath": "hooks.state", "mergeStrategy": "upsert",
+             "value": {str(h["key"]): {"trusted_hash": h["currentHash"]}}} for h in untrusted if h.get("currentHash")]
         state = _codex_app_server(shutil.which("codex") or "codex", root, writes) or state
-        ours = [h for h in state["hooks"] if "hook codex" in str(h.get("command"))]
+        ours = [h for h in state.hooks if "hook codex" in str(h.get("command"))]
         untrusted = [h for h in ours if h.get("trustStatus") != "trusted"]
     if not ours or untrusted:
-        names = ", ".join(h.get("key", "?").rsplit("/", 1)[-1] for h in untrusted) or "Sentinel's hooks"
+        names = ", ".join(str(h.get("key", "?")).rsplit("/", 1)[-1] for h in untrusted) or "Sentinel's hooks"
         return False, [f"{CODEX_HOOK_STEP} (untrusted: {names})"]
     return True, []
 
@@ -353,7 +374,7 @@ def check(agent: str, root: str, judging: Judging | None = None) -> Check:
     return Check(agent, True, trusted, ok, steps, ms, judging.ok if judging else None)
 
 
-def summary(start: str) -> dict[str, Any]:
+def summary(start: str) -> JSONObject:
     """For `sentinel status`: the hook state of the repository around `start` (nothing outside one)."""
     from sentinel.policy.gate.loader import find_repo
 

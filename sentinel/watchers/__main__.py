@@ -14,10 +14,14 @@ import pwd
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from sentinel.config import Config
+    from sentinel.watchers.strategies import RunCommand
 
 
-def _run_command(config: Any) -> Any:
+def _run_command(config: Config) -> RunCommand:
     """Watcher commands run as the operator's default agent, under its Leash tool profile, never as root."""
     from sentinel.supervisor import layout
     from sentinel.watchers.deliver import command_runner
@@ -58,6 +62,9 @@ def main(argv: list[str]) -> int:
     for exc in bad:
         print(f"watchers: error: {exc} (skipped)", file=sys.stderr, flush=True)
     engine = connect()
+    if engine is None:  # SENTINEL_MODE=local, or no supervisor socket: nothing could start a hook session
+        print("watchers: error: the supervisor's socket does not answer", file=sys.stderr, flush=True)
+        return 2
     runner = Runner(engine, store, config, good, _run_command(config))
     print(f"watchers: running {', '.join(w.id for w in good) or 'no watchers'} (pid {os.getpid()})",
           file=sys.stderr, flush=True)
@@ -67,7 +74,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _deliver_notifications(db: Path | str, config: Any, stop: Any) -> None:
+def _deliver_notifications(db: Path | str, config: Config, stop: Callable[[], bool]) -> None:
     import threading
 
     from sentinel.engine.store import Store

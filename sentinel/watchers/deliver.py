@@ -23,9 +23,11 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the notification deliverer imports this module and must start fast
+    from sentinel.config import Config
+    from sentinel.jsontypes import JSON, JSONObject
     from sentinel.watchers.strategies import RunCommand
 
 WEBHOOK_TIMEOUT_S = 10.0
@@ -36,27 +38,35 @@ class DeliveryError(Exception):
     pass
 
 
-def document(target: dict[str, Any], message: str, firing: dict[str, Any], kind: str) -> dict[str, Any]:
+def document(target: JSONObject, message: str, firing: JSONObject, kind: str) -> JSONObject:
     return {"t": time.time(), "firing": firing["id"], "watcher": firing["watcher"], "kind": kind,
             "target": target.get("name") or target.get("type"), "message": message}
 
 
-def deliver(target: dict[str, Any], message: str, firing: dict[str, Any], kind: str, run_command: RunCommand) -> None:
+def deliver(target: JSONObject, message: str, firing: JSONObject, kind: str, run_command: RunCommand) -> None:
     doc = document(target, message, firing, kind)
     kind_of = target.get("type")
     if kind_of == "file":
-        append_jsonl(Path(os.path.expanduser(target["path"])), doc)
+        append_jsonl(Path(os.path.expanduser(str(target["path"]))), doc)
     elif kind_of == "webhook":
-        post_json(target["url"], doc)
+        post_json(str(target["url"]), doc)
     elif kind_of == "command":
-        code, out = run_command(list(target["argv"]), COMMAND_TIMEOUT_S, message.encode())
+        argv = _argv(target["argv"])
+        code, out = run_command(argv, COMMAND_TIMEOUT_S, message.encode())
         if code != 0:
-            raise DeliveryError(f"{target['argv'][0]} exited {code}: {out.strip()[:200]}")
+            raise DeliveryError(f"{argv[0]} exited {code}: {out.strip()[:200]}")
     else:
         raise DeliveryError(f"unknown target type {kind_of!r}")
 
 
-def append_jsonl(path: Path, doc: dict[str, Any]) -> None:
+def _argv(value: JSON) -> list[str]:
+    """A command target's argv (validated as a list of strings when its watcher was loaded)."""
+    if not isinstance(value, list) or not value:
+        raise DeliveryError("the command target has no argv")
+    return [str(a) for a in value]
+
+
+def append_jsonl(path: Path, doc: JSONObject) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
@@ -69,7 +79,7 @@ def append_jsonl(path: Path, doc: dict[str, Any]) -> None:
         raise DeliveryError(f"{path}: {exc.strerror}") from None
 
 
-def post_json(url: str, doc: dict[str, Any], timeout_s: float = WEBHOOK_TIMEOUT_S,
+def post_json(url: str, doc: JSONObject, timeout_s: float = WEBHOOK_TIMEOUT_S,
               headers: dict[str, str] | None = None, shown: str | None = None) -> None:
     post(url, json.dumps(doc).encode(), {"Content-Type": "application/json", **(headers or {})}, timeout_s, shown)
 
@@ -85,7 +95,7 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout_s: float = WEBH
         raise DeliveryError(f"POST {shown or url}: {getattr(exc, 'reason', None) or exc}") from None
 
 
-def command_runner(config: Any, agent: str | None, workspace: Path, home: Path | None = None) -> RunCommand:
+def command_runner(config: Config, agent: str | None, workspace: Path, home: Path | None = None) -> RunCommand:
     """Run argv under the agent's Leash tool profile (`leash.tools: plain`: a plain subprocess, as for tools),
     from `home` (default: the watchers' directory), never from the workspace (see the module docstring)."""
 

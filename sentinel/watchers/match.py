@@ -12,30 +12,45 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
-MISSING = object()
+from sentinel.jsontypes import JSON, JSONObject
+
+if TYPE_CHECKING:
+    from sentinel.watchers.spec import Match
+
+
+class Missing:
+    """Where a path leads nowhere: not JSON's null, which is a value."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING = Missing()
 _TOKEN = re.compile(r"\[(\d+)\]|\[['\"]([^'\"]+)['\"]\]|([^.\[\]]+)")
 _PLACEHOLDER = re.compile(r"\{\{\s*([^}]+?)\s*\}\}")
 
 
-def lookup(data: Any, path: str) -> Any:
+def lookup(data: JSON, path: str) -> JSON | Missing:
     path = path.strip()
     if path.startswith("$"):
         path = path[1:]
     value = data
     for index, key, name in _TOKEN.findall(path):
-        part: Any = int(index) if index else key or name
+        part: int | str = int(index) if index else key or name
         if isinstance(value, list) and isinstance(part, str) and part.isdigit():
             part = int(part)
-        try:
+        if isinstance(value, dict) and isinstance(part, str) and part in value:
             value = value[part]
-        except (KeyError, IndexError, TypeError):
+        elif isinstance(value, (list, str)) and isinstance(part, int) and part < len(value):
+            value = value[part]
+        else:
             return MISSING
     return value
 
 
-def _number(value: Any) -> float | None:
+def _number(value: JSON | Missing) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -46,8 +61,8 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def compare(op: str, left: Any, right: Any) -> bool:
-    if left is MISSING:
+def compare(op: str, left: JSON | Missing, right: JSON) -> bool:
+    if isinstance(left, Missing):
         return False
     if op in ("==", "!="):
         a, b = _number(left), _number(right)
@@ -63,7 +78,7 @@ def compare(op: str, left: Any, right: Any) -> bool:
     return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
 
 
-def holds(match: Any, data: Any, previous: Any = MISSING) -> tuple[bool, Any]:
+def holds(match: Match | None, data: JSON, previous: JSON | Missing = MISSING) -> tuple[bool, JSON | Missing]:
     """Does the watcher's condition hold on `data`? With no condition, any data holds."""
     if match is None:
         return True, data
@@ -73,23 +88,23 @@ def holds(match: Any, data: Any, previous: Any = MISSING) -> tuple[bool, Any]:
     return compare(match.op, value, match.value), value
 
 
-def render(template: str, ctx: dict[str, Any]) -> str:
+def render(template: str, ctx: JSONObject) -> str:
     def fill(m: re.Match[str]) -> str:
         value = lookup(ctx, m.group(1))
-        if value is MISSING:
+        if isinstance(value, Missing):
             return ""
         return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
     return _PLACEHOLDER.sub(fill, template)
 
 
-def render_any(template: Any, ctx: dict[str, Any]) -> Any:
+def render_any(template: JSON, ctx: JSONObject) -> JSON:
     """Fill every string in a structure; a string that is exactly one placeholder keeps the value's type."""
     if isinstance(template, str):
         whole = _PLACEHOLDER.fullmatch(template.strip())
         if whole:
             value = lookup(ctx, whole.group(1))
-            return None if value is MISSING else value
+            return None if isinstance(value, Missing) else value
         return render(template, ctx)
     if isinstance(template, list):
         return [render_any(t, ctx) for t in template]

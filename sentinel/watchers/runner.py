@@ -18,22 +18,54 @@ import json
 import selectors
 import sys
 import time
-from typing import Any, Callable, Protocol, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from sentinel.engine import relay
 from sentinel.engine.store import Store, new_id
 from sentinel.errors import SentinelError
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.watchers import envelope as env_mod
-from sentinel.watchers.match import MISSING, holds, render
+from sentinel.watchers.match import MISSING, Missing, holds, render
 from sentinel.watchers.relay import Relay, fall_back
 from sentinel.watchers.spec import Watcher
 from sentinel.watchers.strategies import RunCommand, Source, SourceError, make_source
+
+if TYPE_CHECKING:
+    from sentinel.config import Config
+
 
 class HookStarter(Protocol):
     """What the runner needs of an engine: start a hook session (the Engine protocol's `start` does)."""
 
     def start(self, task: str, *, model: str | None, agent: str | None, skills: Sequence[str],
-              hook: str | None) -> Any: ...
+              hook: str | None) -> object: ...
+
+
+@dataclass
+class Memory:
+    """What one watcher remembers between polls (`watch_state.state`, JSON): its last value (for `changed`; MISSING
+    before the first poll), the dedupe keys fired while the match held, and when it last fired (for `cooldownS`)."""
+
+    last: JSON | Missing = MISSING
+    keys: list[str] = field(default_factory=list)
+    fired_at: float | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Memory:
+        data: JSON = json.loads(text)
+        state = data if isinstance(data, dict) else {}
+        keys, fired = state.get("keys"), state.get("firedAt")
+        return cls(state["last"] if "last" in state else MISSING,
+                   [str(k) for k in keys] if isinstance(keys, list) else [],
+                   float(fired) if isinstance(fired, (int, float)) else None)
+
+    def dumps(self) -> str:
+        state: JSONObject = {} if isinstance(self.last, Missing) else {"last": self.last}
+        state["keys"] = [*self.keys]
+        if self.fired_at is not None:
+            state["firedAt"] = self.fired_at
+        return json.dumps(state, default=str)
 
 
 MAX_SLEEP_S = 1.0
@@ -41,7 +73,7 @@ KEYS_KEPT = 200
 
 
 class Runner:
-    def __init__(self, engine: HookStarter, store: Store, config: Any, watchers: list[Watcher], run_command: RunCommand,
+    def __init__(self, engine: HookStarter, store: Store, config: Config, watchers: list[Watcher], run_command: RunCommand,
                  log: Callable[[str], None] | None = None):
         self.engine = engine
         self.conn = store.conn
@@ -69,8 +101,9 @@ class Runner:
         self.open()
         sel = selectors.DefaultSelector()
         for source in self.sources.values():
-            if source.fileno() is not None:
-                sel.register(source.fileno(), selectors.EVENT_READ, source)
+            fd = source.fileno()
+            if fd is not None:
+                sel.register(fd, selectors.EVENT_READ, source)
         try:
             while not stop():
                 self.tick()
@@ -104,33 +137,33 @@ class Runner:
 
     # -- one observation -------------------------------------------------------------------------
 
-    def observe(self, watcher: Watcher, data: Any, now: float) -> list[str]:
+    def observe(self, watcher: Watcher, data: JSON, now: float) -> list[str]:
         """Match, dedupe and cool down one observation; fire when it passes. Returns the firing ids."""
-        state = self.state(watcher.id)
-        ok, value = holds(watcher.match, data, state.get("last", MISSING))
-        state["last"] = None if value is MISSING else value
-        verdict = self.verdict(watcher, state, ok, data, value, now)
-        self.save_state(watcher.id, state)
+        memory = self.state(watcher.id)
+        ok, found = holds(watcher.match, data, memory.last)
+        value = memory.last = None if isinstance(found, Missing) else found   # a value that held is never MISSING
+        verdict = self.verdict(watcher, memory, ok, data, value, now)
+        self.save_state(watcher.id, memory)
         if verdict is None:
             return []
         return [self.fire(watcher, data, value, verdict, now)]
 
-    def verdict(self, watcher: Watcher, state: dict[str, Any], ok: bool, data: Any, value: Any,
+    def verdict(self, watcher: Watcher, memory: Memory, ok: bool, data: JSON, value: JSON,
                 now: float) -> str | None:
         """The dedupe key to fire with, or None (no match, a duplicate, or cooling down)."""
         if not ok:
-            state["keys"] = []  # the condition lapsed: the next crossing fires again
+            memory.keys = []  # the condition lapsed: the next crossing fires again
             return None
         key = render(watcher.dedupeKey, env_mod.context(watcher, data, value, now))
-        if key in state.setdefault("keys", []):
+        if key in memory.keys:
             return None
-        if now - float(state.get("firedAt") or 0) < watcher.cooldownS:
+        if now - (memory.fired_at or 0) < watcher.cooldownS:
             return None
-        state["keys"] = (state["keys"] + [key])[-KEYS_KEPT:]
-        state["firedAt"] = now
+        memory.keys = (memory.keys + [key])[-KEYS_KEPT:]
+        memory.fired_at = now
         return key
 
-    def fire(self, watcher: Watcher, data: Any, value: Any = None, dedupe_key: str | None = None,
+    def fire(self, watcher: Watcher, data: JSON, value: JSON = None, dedupe_key: str | None = None,
              now: float | None = None) -> str:
         """Open the relay contract, then start the hook session that answers it."""
         now = time.time() if now is None else now
@@ -151,7 +184,7 @@ class Runner:
             fall_back(self.conn, relay.get(self.conn, firing_id), f"the hook session could not start: {exc}")
         return firing_id
 
-    def wait(self, firing_id: str, poll_s: float = 0.05) -> dict[str, Any]:
+    def wait(self, firing_id: str, poll_s: float = 0.05) -> JSONObject:
         """Drive the relay until this firing is settled (`watch fire` in the foreground)."""
         while (firing := relay.get(self.conn, firing_id))["status"] == relay.PENDING:
             self.relay.tick()
@@ -161,11 +194,11 @@ class Runner:
 
     # -- remembered state ------------------------------------------------------------------------
 
-    def state(self, watcher_id: str) -> dict[str, Any]:
+    def state(self, watcher_id: str) -> Memory:
         row = self.conn.execute("SELECT state FROM watch_state WHERE watcher=?", (watcher_id,)).fetchone()
-        return json.loads(row[0]) if row else {}
+        return Memory.parse(row[0]) if row else Memory()
 
-    def save_state(self, watcher_id: str, state: dict[str, Any]) -> None:
+    def save_state(self, watcher_id: str, memory: Memory) -> None:
         self.conn.execute("INSERT INTO watch_state (watcher, state, updated_at) VALUES (?, ?, ?) ON CONFLICT (watcher)"
                           " DO UPDATE SET state=excluded.state, updated_at=excluded.updated_at",
-                          (watcher_id, json.dumps(state, default=str), time.time()))
+                          (watcher_id, memory.dumps(), time.time()))

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sentinel import paths
 from sentinel.errors import ConfigError, NotFound
+from sentinel.jsontypes import JSONObject
 
 ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "contains", "matches", "changed")
@@ -88,7 +89,7 @@ Strategy = Annotated[Union[HttpPoll, Command, FileChanged, Schedule, Webhook], F
 class Match(_Strict):
     path: str = Field("", description="A JSON path into the data ($.a.b[0] or a.b.0); empty: the whole data.")
     op: Literal[OPERATORS] = "=="  # type: ignore[valid-type]
-    value: Any = None
+    value: Any = None   # Any: whatever YAML value the operator wrote, compared with the data as it is
 
     @model_validator(mode="after")
     def _regex(self) -> "Match":
@@ -107,7 +108,7 @@ class Fire(_Strict):
     agent: str | None = None
     autonomy: str = "notify"
     environment: Literal["test", "prod"] = "test"
-    payloadTemplate: Any = None
+    payloadTemplate: Any = None   # Any: whatever YAML structure the operator wrote, filled as a JSON template
 
     @model_validator(mode="after")
     def _goal(self) -> "Fire":
@@ -130,8 +131,10 @@ class Target(_Strict):
             raise ValueError(f"a {self.type} target needs `{need}`")
         return self
 
-    def public(self) -> dict[str, Any]:
-        return {"name": self.name or self.type, **self.model_dump(exclude_none=True, exclude={"name"})}
+    def public(self) -> JSONObject:
+        shown: JSONObject = {"name": self.name or self.type}
+        shown.update(self.model_dump(exclude_none=True, exclude={"name"}))
+        return shown
 
 
 class Watcher(_Strict):
@@ -159,16 +162,23 @@ class Watcher(_Strict):
     @property
     def endpoint(self) -> str | None:
         s = self.strategy
-        return {"http-poll": getattr(s, "endpoint", None), "file": getattr(s, "path", None),
-                "command": " ".join(getattr(s, "argv", None) or []) or None,
-                "webhook": f"http://127.0.0.1:{getattr(s, 'port', '')}/hooks/{self.id}"}.get(s.type)
+        if isinstance(s, HttpPoll):
+            return s.endpoint
+        if isinstance(s, FileChanged):
+            return s.path
+        if isinstance(s, Command):
+            return " ".join(s.argv) or None
+        if isinstance(s, Webhook):
+            return f"http://127.0.0.1:{s.port}/hooks/{self.id}"
+        return None  # a schedule has no endpoint
 
 
 def user_dir(home: Path | None = None) -> Path:
     return (home or paths.home()) / "watchers"
 
 
-def parse(path: Path, data: Any) -> Watcher:
+def parse(path: Path, data: object) -> Watcher:
+    """A watcher file's parsed YAML (any value: checked here), validated."""
     if not isinstance(data, dict):
         raise ConfigError(path, "top level must be a mapping")
     try:

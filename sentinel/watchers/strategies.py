@@ -20,11 +20,12 @@ import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Any, Callable
+from typing import Callable
 
+from sentinel.jsontypes import JSON
 from sentinel.watchers.cron import Cron
 from sentinel.watchers.envelope import iso
-from sentinel.watchers.spec import Watcher
+from sentinel.watchers.spec import Command, FileChanged, HttpPoll, Schedule, Watcher, Webhook
 
 RunCommand = Callable[[list[str], float, bytes | None], tuple[int | None, str]]
 BODY_MAX = 1 << 20
@@ -40,14 +41,15 @@ class Source:
         self.watcher = watcher
         self.due_at = time.time()
 
-    def poll(self, now: float) -> list[Any]:
+    def poll(self, now: float) -> list[JSON]:
         self.due_at = now + self.interval()
         return [self.observe()]
 
     def interval(self) -> float:
-        return float(getattr(self.watcher.strategy, "intervalS", None) or 60.0)
+        s = self.watcher.strategy
+        return float((None if isinstance(s, Webhook) else s.intervalS) or 60.0)
 
-    def observe(self) -> Any:
+    def observe(self) -> JSON:
         raise NotImplementedError
 
     def fileno(self) -> int | None:
@@ -58,8 +60,12 @@ class Source:
 
 
 class HttpPollSource(Source):
-    def observe(self) -> Any:
-        s = self.watcher.strategy
+    def __init__(self, watcher: Watcher, strategy: HttpPoll):
+        super().__init__(watcher)
+        self.strategy = strategy
+
+    def observe(self) -> JSON:
+        s = self.strategy
         request = urllib.request.Request(s.endpoint, headers={"Accept": "application/json", **s.headers})
         try:
             with urllib.request.urlopen(request, timeout=s.timeoutS) as answer:
@@ -67,35 +73,38 @@ class HttpPollSource(Source):
         except (urllib.error.URLError, OSError, ValueError) as exc:
             raise SourceError(f"GET {s.endpoint}: {getattr(exc, 'reason', None) or exc}") from None
         try:
-            return json.loads(body)
+            data: JSON = json.loads(body)
         except ValueError:
             raise SourceError(f"GET {s.endpoint}: the answer is not JSON") from None
+        return data
 
 
 class CommandSource(Source):
-    def __init__(self, watcher: Watcher, run_command: RunCommand):
+    def __init__(self, watcher: Watcher, strategy: Command, run_command: RunCommand):
         super().__init__(watcher)
+        self.strategy = strategy
         self.run_command = run_command
 
-    def observe(self) -> Any:
-        s = self.watcher.strategy
+    def observe(self) -> JSON:
+        s = self.strategy
         code, out = self.run_command(s.argv, s.timeoutS, None)
         if code != 0:
             raise SourceError(f"{s.argv[0]} exited {code}: {out.strip()[:200]}")
         if s.format == "text":
             return out.strip()
         try:
-            return json.loads(out)
+            data: JSON = json.loads(out)
         except ValueError:
             raise SourceError(f"{s.argv[0]}: stdout is not JSON (set strategy.format: text)") from None
+        return data
 
 
 class FileSource(Source):
     """A change of the file's content or existence; the first look only takes the baseline."""
 
-    def __init__(self, watcher: Watcher):
+    def __init__(self, watcher: Watcher, strategy: FileChanged):
         super().__init__(watcher)
-        self.path = os.path.expanduser(watcher.strategy.path)
+        self.path = os.path.expanduser(strategy.path)
         self.seen: str | None = self._fingerprint()
 
     def _fingerprint(self) -> str:
@@ -107,7 +116,7 @@ class FileSource(Source):
         except OSError as exc:
             raise SourceError(f"{self.path}: {exc.strerror}") from None
 
-    def poll(self, now: float) -> list[Any]:
+    def poll(self, now: float) -> list[JSON]:
         self.due_at = now + self.interval()
         current = self._fingerprint()
         if current == self.seen:
@@ -119,16 +128,16 @@ class FileSource(Source):
 
 
 class ScheduleSource(Source):
-    def __init__(self, watcher: Watcher):
+    def __init__(self, watcher: Watcher, strategy: Schedule):
         super().__init__(watcher)
-        s = watcher.strategy
-        self.cron = Cron.parse(s.cron) if s.cron else None
+        self.cron = Cron.parse(strategy.cron) if strategy.cron else None
+        self.every = strategy.intervalS   # the model requires one of cron and intervalS
         self.due_at = self._next(time.time())
 
     def _next(self, now: float) -> float:
-        return self.cron.next_after(now) if self.cron else now + float(self.watcher.strategy.intervalS)
+        return self.cron.next_after(now) if self.cron else now + float(self.every or 0)
 
-    def poll(self, now: float) -> list[Any]:
+    def poll(self, now: float) -> list[JSON]:
         scheduled, self.due_at = self.due_at, self._next(now)
         return [{"scheduledAt": iso(scheduled)}]
 
@@ -136,11 +145,11 @@ class ScheduleSource(Source):
 class WebhookSource(Source):
     """A loopback listener; `poll` hands over what arrived since the last look."""
 
-    def __init__(self, watcher: Watcher):
+    def __init__(self, watcher: Watcher, strategy: Webhook):
         super().__init__(watcher)
         self.due_at = float("inf")
-        self.received: list[Any] = []
-        self.server = HTTPServer(("127.0.0.1", watcher.strategy.port), _handler(self, watcher))
+        self.received: list[JSON] = []
+        self.server = HTTPServer(("127.0.0.1", strategy.port), _handler(self, watcher.id, strategy.secret))
         self.server.socket.setblocking(False)
         self.server.timeout = 0
 
@@ -153,7 +162,7 @@ class WebhookSource(Source):
         except OSError:
             pass
 
-    def poll(self, now: float) -> list[Any]:
+    def poll(self, now: float) -> list[JSON]:
         items, self.received = self.received, []
         return items
 
@@ -161,9 +170,9 @@ class WebhookSource(Source):
         self.server.server_close()
 
 
-def _handler(source: WebhookSource, watcher: Watcher) -> type[BaseHTTPRequestHandler]:
-    secret = watcher.strategy.secret.encode()
-    path = f"/hooks/{watcher.id}"
+def _handler(source: WebhookSource, watcher_id: str, secret_text: str) -> type[BaseHTTPRequestHandler]:
+    secret = secret_text.encode()
+    path = f"/hooks/{watcher_id}"
 
     class Handler(BaseHTTPRequestHandler):
         timeout = 5
@@ -189,24 +198,24 @@ def _handler(source: WebhookSource, watcher: Watcher) -> type[BaseHTTPRequestHan
             self.end_headers()
             self.wfile.write(text.encode() + b"\n")
 
-        def log_message(self, *args: Any) -> None:
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     return Handler
 
 
 def make_source(watcher: Watcher, run_command: RunCommand) -> Source:
-    kind = watcher.strategy.type
-    if kind == "http-poll":
-        return HttpPollSource(watcher)
-    if kind == "command":
-        return CommandSource(watcher, run_command)
-    if kind == "file":
-        return FileSource(watcher)
-    if kind == "schedule":
-        return ScheduleSource(watcher)
+    s = watcher.strategy
+    if isinstance(s, HttpPoll):
+        return HttpPollSource(watcher, s)
+    if isinstance(s, Command):
+        return CommandSource(watcher, s, run_command)
+    if isinstance(s, FileChanged):
+        return FileSource(watcher, s)
+    if isinstance(s, Schedule):
+        return ScheduleSource(watcher, s)
     try:
-        return WebhookSource(watcher)
+        return WebhookSource(watcher, s)
     except OSError as exc:
-        raise SourceError(f"webhook port {watcher.strategy.port}: {exc.strerror}") from None
+        raise SourceError(f"webhook port {s.port}: {exc.strerror}") from None
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Collection
+from typing import Collection
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -80,7 +80,8 @@ def parse_file(path: Path, home: Path | None = None, roster: Collection[str] | N
     return parse(read_yaml(path), path, home, roster)
 
 
-def parse(data: Any, source: Path | str, home: Path | None = None, roster: Collection[str] | None = None) -> Workflow:
+def parse(data: object, source: Path | str, home: Path | None = None, roster: Collection[str] | None = None) -> Workflow:
+    """A workflow file's parsed YAML (any value: checked here), validated."""
     workflow = validated(Workflow, data, source, not_mapping="top level must be a mapping with `steps:`")
     validate(workflow, source, home, roster)
     return workflow

@@ -36,10 +36,15 @@ def keep(run_dir: Path, flow: Workflow) -> None:
 
 
 class Steps(Protocol):
+    """Where a workflow's steps run (local mode's children, the supervisor's). The rows they answer are the
+    engine's run rows, as `Store.child_for_call` and the children's `advance` return them."""
+
+    # Any: the engine's run row (its columns), as the store and both children implementations type it
     def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None: ...
 
     def start_step(self, workflow_run: RunState, key: str, agent: str, task: str) -> str: ...
 
+    # Any: the engine's run row, as above
     def advance(self, child_id: str) -> dict[str, Any]: ...
 
 

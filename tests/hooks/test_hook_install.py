@@ -85,3 +85,31 @@ def test_cli_install_command(tmp_path, monkeypatch):
     assert data["hooks"]["BeforeTool"][0]["hooks"][0] == {
         "type": "command", "command": "sen hook gemini-cli BeforeTool --ask-within 540", "timeout": 600000}
     assert "asks: a person has 540 s to decide" in result.output and "timeout is 600 s" in result.output
+
+
+JSON_CONFIGS = ["amazon-q", "claude-code", "codex", "cursor", "gemini-cli", "windsurf"]
+
+
+@pytest.mark.parametrize("agent", JSON_CONFIGS)
+@pytest.mark.parametrize("hooks, field", [(["not", "an", "object"], "`hooks`"),
+                                          ({"SomeEvent": {"not": "a list"}}, "`hooks.SomeEvent`")])
+def test_a_hook_config_of_another_shape_is_named_and_left_as_it_is(tmp_path, agent, hooks, field):
+    path = tmp_path / FILES[agent]
+    path.parent.mkdir(parents=True)
+    text = json.dumps({"hooks": hooks, "mine": 1})
+    path.write_text(text)
+    with pytest.raises(UsageError) as raised:
+        install_agent(agent, tmp_path, "sentinel")
+    assert str(raised.value) == f"{path}: {field} is not {'a JSON object' if field == '`hooks`' else 'a list'}; " \
+                               "fix or remove it"
+    assert path.read_text() == text  # nothing rewritten, nothing of the user's lost
+
+
+@pytest.mark.parametrize("agent", JSON_CONFIGS)
+def test_an_event_without_entries_is_one_to_add_to(tmp_path, agent):
+    path = tmp_path / FILES[agent]
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"hooks": {"SomeEvent": None, "Other": [{"command": "my-linter"}]}}))
+    install_agent(agent, tmp_path, "sentinel")
+    hooks = json.loads(path.read_text())["hooks"]
+    assert hooks["Other"] == [{"command": "my-linter"}] and f"sentinel hook {agent} " in json.dumps(hooks)

@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from sentinel.policy.gate.loader import load_repo
 
 HEAVY = ("typer", "rich", "pydantic", "yaml", "wcmatch", "openai", "httpx", "jsonschema")
@@ -68,3 +70,33 @@ def test_installed_command_skips_site_and_still_decides(repo, judge):
         proc = subprocess.run(argv + ["hook", "claude-code", "pre-tool-use"], input=payload, capture_output=True,
                               text=True, timeout=30, env=env)
         assert proc.returncode == 0 and "deny" in proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("agent, payload", [
+    ("claude-code", {"tool_name": "Write", "tool_input": {"file_path": "README.md", "content": ""}}),
+    ("claude-code", {"tool_name": "Bash", "tool_input": {"command": "ls -la && git status"}}),
+    ("codex", {"tool_name": "apply_patch", "tool_input": {"command": "*** Begin Patch\n*** Add File: README.md\n+x\n"
+                                                                    "*** End Patch\n"}}),
+    ("cline", {"hookName": "PreToolUse", "preToolUse": {"toolName": "write_to_file",
+                                                        "parameters": {"path": "README.md", "content": "x"}}}),
+])
+def test_the_installed_command_imports_no_typing_when_no_rule_is_in_scope(repo, agent, payload):
+    """Types are the checker's: the adapters and the gate name them under TYPE_CHECKING only, so a call no
+    rule is in scope of never pays for `typing` (nor the gate's engine)."""
+    import os
+
+    from sentinel.hooks.install import hook_command
+
+    root = repo({"b": {"trigger": "file_write", "scope": ["src/core/**"], "prompt": "x"},
+                 "p": {"trigger": "bash", "scope": ["git push --force*"], "prompt": "x"}})
+    load_repo(str(root))  # warm the cache
+    argv = hook_command().split()
+    argv[1:1] = ["-X", "importtime"]
+    event = "PreToolUse" if agent == "cline" else "pre-tool-use"
+    env = {k: v for k, v in os.environ.items() if k != "SENTINEL_GATE_JUDGE"}
+    proc = subprocess.run(argv + ["hook", agent, event], input=json.dumps({"cwd": str(root), **payload}),
+                          capture_output=True, text=True, timeout=30, env=env)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+    assert "sentinel.hooks.common" in imported  # the probe saw the hook's own imports
+    assert {"typing", "sentinel.jsontypes", "sentinel.hooks.adapter", "sentinel.policy.gate.engine"} & imported == set()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from types import ModuleType
+    from sentinel.hooks.adapter import Adapter  # each module here is checked against it there
 
 AGENTS = {
     "claude-code": "claude_code", "copilot-cli": "copilot_cli", "cursor": "cursor", "windsurf": "windsurf",
@@ -22,6 +22,6 @@ AGENTS = {
 }
 
 
-def get(name: str) -> ModuleType | None:
+def get(name: str) -> Adapter | None:
     module = AGENTS.get(name)
     return importlib.import_module(f"sentinel.hooks.agents.{module}") if module else None

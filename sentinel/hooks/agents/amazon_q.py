@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+if TYPE_CHECKING:  # types only: the hook's fast path imports neither typing nor the gate's engine
+    from sentinel.jsontypes import JSONObject
+    from sentinel.policy.gate.config import GateConfig
 
 from sentinel.hooks import common
 from sentinel.policy.gate import action as actions
@@ -21,25 +22,25 @@ from sentinel.policy.gate.action import Action
 
 NAME = "amazon-q"
 # Q's built-in default agent (docs/default-agent-behavior.md), so choosing `sentinel` changes nothing else.
-DEFAULT_AGENT = {"name": "sentinel", "description": "Q's default agent, guarded by the Sentinel rule gate",
+DEFAULT_AGENT: JSONObject = {"name": "sentinel", "description": "Q's default agent, guarded by the Sentinel rule gate",
                  "tools": ["*"], "allowedTools": ["fs_read"],
                  "resources": ["file://AmazonQ.md", "file://README.md", "file://.amazonq/rules/**/*.md"],
                  "useLegacyMcpJson": True}
 
 
-def event_of(payload: dict[str, Any]) -> str | None:
-    return payload.get("hook_event_name")
+def event_of(payload: JSONObject) -> str | None:
+    return common.text(payload, "hook_event_name")
 
 
-def session(payload: dict[str, Any]) -> tuple[str | None, str, str | None]:
-    return payload.get("cwd"), str(payload.get("session_id") or ""), None
+def session(payload: JSONObject) -> tuple[str | None, str, str | None]:
+    return common.text(payload, "cwd"), str(payload.get("session_id") or ""), None
 
 
-def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
+def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
     name = payload.get("tool_name")
     if not isinstance(name, str) or not name:
         raise ValueError("payload has no tool_name")
-    args = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    args = common.obj(payload.get("tool_input"))
     if name.startswith("@") and "/" in name:
         server, _, tool = name[1:].partition("/")
         act = actions.mcp(name, args, server, tool)
@@ -58,10 +59,10 @@ HOOK_TIMEOUT_S = 600   # the preToolUse hook's `timeout_ms` Sentinel writes, in 
 def install(root: str, command: str) -> list[str]:
     path = os.path.join(root, ".amazonq", "cli-agents", "sentinel.json")
     data = common.read_json(path) or dict(DEFAULT_AGENT)
-    hooks = data.setdefault("hooks", {})
+    hooks = common.hooks_of(data, path)
     for event, timeout in (("preToolUse", HOOK_TIMEOUT_S * 1000), ("postToolUse", 30000), ("stop", 10000)):
         extra = common.pre_args(HOOK_TIMEOUT_S) if event == "preToolUse" else ""
-        entry = {"command": f"{command} hook {NAME} {event}{extra}", "timeout_ms": timeout}
+        entry: JSONObject = {"command": f"{command} hook {NAME} {event}{extra}", "timeout_ms": timeout}
         common.merge_event(hooks, event, {"matcher": "*", **entry} if event != "stop" else entry)
     return [common.write_json(path, data)]
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+if TYPE_CHECKING:  # types only: the hook's fast path imports neither typing nor the gate's engine
+    from sentinel.jsontypes import JSONObject
+    from sentinel.policy.gate.config import GateConfig
+    from sentinel.policy.gate.engine import Verdict
 
 from sentinel.hooks import common
 from sentinel.policy.gate.action import Action
@@ -24,16 +26,16 @@ EVENT_NAMES = {"pre": "PreToolUse", "post": "PostToolUse"}
 MCP_NAMING = ("mcp__", "__")
 
 
-def session(payload: dict[str, Any]) -> tuple[str | None, str, str | None]:
-    return payload.get("cwd"), str(payload.get("session_id") or ""), payload.get("transcript_path")
+def session(payload: JSONObject) -> tuple[str | None, str, str | None]:
+    return common.text(payload, "cwd"), str(payload.get("session_id") or ""), common.text(payload, "transcript_path")
 
 
-def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
+def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
     server = payload.get("mcp_server")
     return tool_call(payload, cfg, MCP_NAMING, str(server.get("name") or "") if isinstance(server, dict) else "")
 
 
-def tool_call(payload: dict[str, Any], cfg: Any, naming: tuple[str, str], server: str = "", tool: str = "") -> Action:
+def tool_call(payload: JSONObject, cfg: GateConfig, naming: tuple[str, str], server: str = "", tool: str = "") -> Action:
     """`tool_name` + `tool_input` (+ `tool_response`): the shape Claude Code, Codex and Gemini CLI share."""
     name = payload.get("tool_name")
     if not isinstance(name, str) or not name:
@@ -43,33 +45,34 @@ def tool_call(payload: dict[str, Any], cfg: Any, naming: tuple[str, str], server
     return act
 
 
-def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> common.Reply:
+def render(phase: str, verdict: Verdict, payload: JSONObject | None = None) -> common.Reply:
     event = EVENT_NAMES.get(phase, "PreToolUse")
     if verdict.blocks and phase == "pre":
-        out = {"hookSpecificOutput": {"hookEventName": event, "permissionDecision": "deny",
-                                      "permissionDecisionReason": common.block_text(verdict)}}
-        return common.Reply(stdout=common.as_json(out))
+        deny: JSONObject = {"hookSpecificOutput": {"hookEventName": event, "permissionDecision": "deny",
+                                                   "permissionDecisionReason": common.block_text(verdict)}}
+        return common.Reply(stdout=common.as_json(deny))
     text = common.advisory(verdict)
     if not text:
         return common.SILENT
-    out: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    out: JSONObject = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
     if verdict.warnings:
         out["systemMessage"] = common.warn_text(verdict)
     return common.Reply(stdout=common.as_json(out))
 
 
-def render_allow(verdict: Any, why: str, payload: dict[str, Any] | None = None) -> common.Reply:
+def render_allow(verdict: Verdict, why: str, payload: JSONObject | None = None) -> common.Reply:
     """A person approved this exact call (an `ask` rule held it): allow, with any warnings as context."""
-    out: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
-                                                  "permissionDecisionReason": why}}
+    specific: JSONObject = {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+                            "permissionDecisionReason": why}
+    out: JSONObject = {"hookSpecificOutput": specific}
     text = common.advisory(verdict)
     if text:
-        out["hookSpecificOutput"]["additionalContext"] = text
+        specific["additionalContext"] = text
     return common.Reply(stdout=common.as_json(out))
 
 
-def hook_entries(command: str, timeout_s: int = 30) -> dict[str, list[dict[str, Any]]]:
-    def hook(event: str, timeout: int) -> dict[str, Any]:
+def hook_entries(command: str, timeout_s: int = 30) -> dict[str, list[JSONObject]]:
+    def hook(event: str, timeout: int) -> JSONObject:
         return {"type": "command", "command": f"{command} {event}", "timeout": timeout}
 
     return {"PreToolUse": [{"matcher": "*", "hooks": [{**hook("pre-tool-use", HOOK_TIMEOUT_S), "command":
@@ -81,7 +84,7 @@ def hook_entries(command: str, timeout_s: int = 30) -> dict[str, list[dict[str, 
 def install(root: str, command: str) -> list[str]:
     path = os.path.join(root, ".claude", "settings.json")
     data = common.read_json(path)
-    hooks = data.setdefault("hooks", {})
+    hooks = common.hooks_of(data, path)
     for event, entries in hook_entries(f"{command} hook {NAME}").items():
         common.merge_event(hooks, event, entries[0])
     return [common.write_json(path, data)]

@@ -28,8 +28,11 @@ import json
 import os
 import stat
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+if TYPE_CHECKING:  # types only: the hook's fast path imports neither typing nor the gate's engine
+    from sentinel.jsontypes import JSON, JSONObject
+    from sentinel.policy.gate.config import GateConfig
+    from sentinel.policy.gate.action import Action
+    from sentinel.policy.gate.engine import Verdict
 
 from sentinel.hooks import common
 from sentinel.policy.gate import action as actions
@@ -44,39 +47,42 @@ WITHHELD = ("\n(The tool did not run: Sentinel withheld this call, which is why 
             "\"Invalid input\"; the input itself was not at fault.)")
 
 
-def event_of(payload: dict[str, Any]) -> str | None:
-    return payload.get("hookName")
+def event_of(payload: JSONObject) -> str | None:
+    return common.text(payload, "hookName")
 
 
-def session(payload: dict[str, Any]) -> tuple[str | None, str, str | None]:
+def session(payload: JSONObject) -> tuple[str | None, str, str | None]:
     return common.first_root(payload, "workspaceRoots", "cwd"), str(payload.get("taskId") or ""), None
 
 
-def _call(payload: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
+def _call(payload: JSONObject) -> tuple[str, JSONObject, JSON]:
     """(tool name, arguments, output) from the 3.x `tool_call`/`tool_result` or the legacy body."""
     for key in ("tool_call", "tool_result"):
         body = payload.get(key)
-        if isinstance(body, dict) and isinstance(body.get("name"), str):
-            args = body.get("input") if isinstance(body.get("input"), dict) else {}
-            return body["name"], args, body.get("output")
+        if isinstance(body, dict):
+            name = body.get("name")
+            if isinstance(name, str):
+                return name, common.obj(body.get("input")), body.get("output")
     body = payload.get("preToolUse") or payload.get("postToolUse")
-    if not isinstance(body, dict) or not isinstance(body.get("toolName"), str):
+    tool = body.get("toolName") if isinstance(body, dict) else None
+    if not isinstance(body, dict) or not isinstance(tool, str):
         raise ValueError("payload has no tool_call.name or preToolUse.toolName")
-    params = body.get("parameters") if isinstance(body.get("parameters"), dict) else {}
-    return body["toolName"], {k: _decoded(v) for k, v in params.items()}, body.get("result")
+    params = common.obj(body.get("parameters"))
+    return tool, {k: _decoded(v) for k, v in params.items()}, body.get("result")
 
 
-def _decoded(value: Any) -> Any:
+def _decoded(value: JSON) -> JSON:
     """Cline 3.x JSON-encodes every non-string parameter: '["git push"]' is the list it stands for."""
     if isinstance(value, str) and value[:1] in "[{":
         try:
-            return json.loads(value)
+            decoded: JSON = json.loads(value)
+            return decoded
         except ValueError:
             return value
     return value
 
 
-def action(payload: dict[str, Any], cfg: Any, phase: str) -> Any:
+def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Action]:
     name, params, output = _call(payload)
     if name in ("use_mcp_tool", "access_mcp_resource"):
         args = common.loads_maybe(params.get("arguments"))
@@ -89,7 +95,7 @@ def action(payload: dict[str, Any], cfg: Any, phase: str) -> Any:
     return act
 
 
-def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> common.Reply:
+def render(phase: str, verdict: Verdict, payload: JSONObject | None = None) -> common.Reply:
     if verdict.blocks and phase == "pre":
         text = common.block_text(verdict)
         call = (payload or {}).get("tool_call")

@@ -19,8 +19,11 @@ from __future__ import annotations
 import os
 import re
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+if TYPE_CHECKING:  # types only: the hook's fast path imports neither typing nor the gate's engine
+    from sentinel.jsontypes import JSONObject
+    from sentinel.policy.gate.action import Action
+    from sentinel.policy.gate.config import GateConfig
+    from sentinel.policy.gate.engine import Verdict
 
 from sentinel.hooks import common
 from sentinel.hooks.agents import claude_code
@@ -33,10 +36,10 @@ HOOKS_FILE = os.path.join(".codex", "hooks.json")
 session = claude_code.session
 
 
-def action(payload: dict[str, Any], cfg: Any, phase: str) -> Any:
+def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Action] | None:
     tool_input = payload.get("tool_input")
     if payload.get("tool_name") == "apply_patch":
-        files = actions.patch("apply_patch", tool_input if isinstance(tool_input, dict) else {},
+        files = actions.patch("apply_patch", common.obj(tool_input),
                               common.patch_text(tool_input))
         if not files:
             raise ValueError("apply_patch carries no file header (*** Add File: / *** Update File: ...)")
@@ -49,7 +52,7 @@ def action(payload: dict[str, Any], cfg: Any, phase: str) -> Any:
     return act
 
 
-def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> common.Reply:
+def render(phase: str, verdict: Verdict, payload: JSONObject | None = None) -> common.Reply:
     if verdict.blocks and phase == "pre":
         return common.exit2(common.block_text(verdict))
     return claude_code.render(phase, verdict, payload)
@@ -58,10 +61,11 @@ def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> c
 def install(root: str, command: str) -> list[str]:
     path = os.path.join(root, HOOKS_FILE)
     data = common.read_json(path)
-    hooks = data.setdefault("hooks", {})
+    hooks = common.hooks_of(data, path)
     for event, argument, timeout in (("PreToolUse", "pre-tool-use" + common.pre_args(HOOK_TIMEOUT_S), HOOK_TIMEOUT_S),
                                      ("PostToolUse", "post-tool-use", 30), ("Stop", "stop", 10)):
         # No matcher: every tool, so apply_patch and MCP calls reach the gate, not only Bash.
-        entry = {"hooks": [{"type": "command", "command": f"{command} hook {NAME} {argument}", "timeout": timeout}]}
+        entry: JSONObject = {"hooks": [{"type": "command", "command": f"{command} hook {NAME} {argument}",
+                                        "timeout": timeout}]}
         common.merge_event(hooks, event, entry)
     return [common.write_json(path, data)]

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import os
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+if TYPE_CHECKING:  # types only: the hook's fast path imports neither typing nor the gate's engine
+    from sentinel.jsontypes import JSONObject
+    from sentinel.policy.gate.config import GateConfig
+    from sentinel.policy.gate.engine import Verdict
 
 from sentinel.hooks import common
 from sentinel.policy.gate.action import Action
@@ -26,12 +28,12 @@ MCP_NAMING = ("", "-")
 HOOKS_FILE = os.path.join(".github", "hooks", "sentinel.json")
 
 
-def session(payload: dict[str, Any]) -> tuple[str | None, str, str | None]:
-    transcript = payload.get("transcriptPath") or payload.get("transcript_path")
-    return payload.get("cwd"), str(payload.get("sessionId") or payload.get("session_id") or ""), transcript
+def session(payload: JSONObject) -> tuple[str | None, str, str | None]:
+    transcript = common.text(payload, "transcriptPath") or common.text(payload, "transcript_path")
+    return common.text(payload, "cwd"), str(payload.get("sessionId") or payload.get("session_id") or ""), transcript
 
 
-def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
+def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
     name = payload.get("toolName") or payload.get("tool_name")
     if not isinstance(name, str) or not name:
         raise ValueError("payload has no toolName")
@@ -42,9 +44,9 @@ def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
     return act
 
 
-def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> common.Reply:
+def render(phase: str, verdict: Verdict, payload: JSONObject | None = None) -> common.Reply:
     if verdict.blocks and phase == "pre":
-        out = {"permissionDecision": "deny", "permissionDecisionReason": common.block_text(verdict)}
+        out: JSONObject = {"permissionDecision": "deny", "permissionDecisionReason": common.block_text(verdict)}
         return common.Reply(stdout=common.as_json(out))
     text = common.advisory(verdict)
     return common.Reply(stdout=common.as_json({"additionalContext": text})) if text else common.SILENT
@@ -56,12 +58,12 @@ HOOK_TIMEOUT_S = 600   # the preToolUse hook's `timeoutSec` Sentinel writes
 def install(root: str, command: str) -> list[str]:
     path = os.path.join(root, HOOKS_FILE)
 
-    def hook(event: str, timeout: int) -> dict[str, Any]:
+    def hook(event: str, timeout: int) -> JSONObject:
         return {"type": "command", "bash": f"{command} hook {NAME} {event}", "timeoutSec": timeout}
 
     pre = {**hook("preToolUse", HOOK_TIMEOUT_S),
            "bash": f"{command} hook {NAME} preToolUse{common.pre_args(HOOK_TIMEOUT_S)}"}
-    data = {"version": 1, "hooks": {"preToolUse": [pre],
+    data: JSONObject = {"version": 1, "hooks": {"preToolUse": [pre],
                                     "postToolUse": [hook("postToolUse", 30)],
                                     "agentStop": [hook("agentStop", 10)]}}
     return [common.write_json(path, data)]

@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 import os
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+if TYPE_CHECKING:  # types only: the hook's fast path imports neither typing nor the gate's engine
+    from sentinel.jsontypes import JSON, JSONObject
+    from sentinel.policy.gate.config import GateConfig
+    from sentinel.policy.gate.engine import Verdict
 
 from sentinel.hooks import common
 from sentinel.policy.gate import action as actions
@@ -30,16 +32,16 @@ EVENTS = ("beforeShellExecution", "beforeMCPExecution", "preToolUse", "postToolU
 SEEN_ELSEWHERE = ("Shell",)  # judged at beforeShellExecution
 
 
-def event_of(payload: dict[str, Any]) -> str | None:
-    return payload.get("hook_event_name")
+def event_of(payload: JSONObject) -> str | None:
+    return common.text(payload, "hook_event_name")
 
 
-def session(payload: dict[str, Any]) -> tuple[str | None, str, str | None]:
+def session(payload: JSONObject) -> tuple[str | None, str, str | None]:
     cwd = common.first_root(payload, "cwd", "workspace_roots")
-    return cwd, str(payload.get("conversation_id") or ""), payload.get("transcript_path")
+    return cwd, str(payload.get("conversation_id") or ""), common.text(payload, "transcript_path")
 
 
-def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
+def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
     event = common.normalize(str(payload.get("hook_event_name") or ""))
     if event == "beforeshellexecution":
         return actions.bash("shell", {"command": payload.get("command")}, str(payload.get("command") or ""))
@@ -62,30 +64,34 @@ def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
     return act
 
 
-def mcp_server(payload: dict[str, Any]) -> str:
+def mcp_server(payload: JSONObject) -> str:
     """The server's name: sent as `server` if ever, else found by its url or command in mcp.json."""
-    if isinstance(payload.get("server"), str) and payload["server"]:
-        return payload["server"]
+    server = common.text(payload, "server")
+    if server:
+        return server
     url, command = str(payload.get("url") or ""), str(payload.get("command") or "")
-    roots = [r for r in (payload.get("workspace_roots") or []) if isinstance(r, str)]
+    listed = payload.get("workspace_roots")
+    roots = [r for r in listed if isinstance(r, str)] if isinstance(listed, list) else []
     for path in [os.path.join(r, ".cursor", "mcp.json") for r in roots] + [os.path.expanduser("~/.cursor/mcp.json")]:
         for name, entry in _servers(path).items():
-            line = " ".join([str(entry.get("command") or "")] + [str(a) for a in entry.get("args") or []]).strip()
+            args = entry.get("args")
+            line = " ".join([str(entry.get("command") or "")] + [str(a) for a in (args if isinstance(args, list) else [])]).strip()
             if (url and entry.get("url") == url) or (command and command in (entry.get("command"), line)):
                 return name
     return url or command
 
 
-def _servers(path: str) -> dict[str, dict[str, Any]]:
+def _servers(path: str) -> dict[str, JSONObject]:
     try:
         with open(path, encoding="utf-8") as fh:
-            servers = json.load(fh).get("mcpServers")
-    except (OSError, ValueError, AttributeError):
+            data: JSON = json.load(fh)
+        servers = data.get("mcpServers") if isinstance(data, dict) else None
+    except (OSError, ValueError):
         return {}
     return {k: v for k, v in servers.items() if isinstance(v, dict)} if isinstance(servers, dict) else {}
 
 
-def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> common.Reply:
+def render(phase: str, verdict: Verdict, payload: JSONObject | None = None) -> common.Reply:
     if verdict.blocks and phase == "pre":
         text = common.block_text(verdict)
         return common.Reply(stdout=common.as_json({"permission": "deny", "user_message": text,
@@ -93,7 +99,7 @@ def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> c
     return common.stderr_advisory(verdict)
 
 
-def render_allow(verdict: Any, why: str, payload: dict[str, Any] | None = None) -> common.Reply:
+def render_allow(verdict: Verdict, why: str, payload: JSONObject | None = None) -> common.Reply:
     """A person approved this exact call (an `ask` rule held it). UNVERIFIED shape, as `render`'s."""
     advice = common.advisory(verdict)
     return common.Reply(stdout=common.as_json({"permission": "allow", "user_message": why}),
@@ -108,7 +114,7 @@ def install(root: str, command: str) -> list[str]:
     path = os.path.join(root, ".cursor", "hooks.json")
     data = common.read_json(path)
     data.setdefault("version", 1)
-    hooks = data.setdefault("hooks", {})
+    hooks = common.hooks_of(data, path)
     for event in EVENTS:
         # failClosed false: a crash or timeout of the hook follows the gate's own fail_open, never a block
         pre = event in PRE_EVENTS

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+if TYPE_CHECKING:  # types only: the hook's fast path imports neither typing nor the gate's engine
+    from sentinel.jsontypes import JSONObject
+    from sentinel.policy.gate.config import GateConfig
+    from sentinel.policy.gate.engine import Verdict
 
 from sentinel.hooks import common
 from sentinel.hooks.agents import claude_code
@@ -26,26 +28,26 @@ SETTINGS_FILE = os.path.join(".gemini", "settings.json")
 DEFER_WARNINGS = True  # BeforeTool has no channel to the model; AfterTool does
 
 
-def event_of(payload: dict[str, Any]) -> str | None:
-    return payload.get("hook_event_name")
+def event_of(payload: JSONObject) -> str | None:
+    return common.text(payload, "hook_event_name")
 
 
 session = claude_code.session
 
 
-def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
-    ctx = payload.get("mcp_context") if isinstance(payload.get("mcp_context"), dict) else {}
+def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
+    ctx = common.obj(payload.get("mcp_context"))
     return claude_code.tool_call(payload, cfg, MCP_NAMING, str(ctx.get("server_name") or ""),
                                  str(ctx.get("tool_name") or ""))
 
 
-def render(phase: str, verdict: Any, payload: dict[str, Any] | None = None) -> common.Reply:
+def render(phase: str, verdict: Verdict, payload: JSONObject | None = None) -> common.Reply:
     if verdict.blocks and phase == "pre":
         return common.Reply(stdout=common.as_json({"decision": "deny", "reason": common.block_text(verdict)}))
     text = common.advisory(verdict)
     if not text:
         return common.SILENT
-    out: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": EVENT_NAMES.get(phase, "BeforeTool"),
+    out: JSONObject = {"hookSpecificOutput": {"hookEventName": EVENT_NAMES.get(phase, "BeforeTool"),
                                                   "additionalContext": text}}
     if verdict.warnings:
         out["systemMessage"] = common.warn_text(verdict)
@@ -58,10 +60,10 @@ HOOK_TIMEOUT_S = 600   # the BeforeTool hook's `timeout` Sentinel writes (in ms 
 def install(root: str, command: str) -> list[str]:
     path = os.path.join(root, SETTINGS_FILE)
     data = common.read_json(path)
-    hooks = data.setdefault("hooks", {})
+    hooks = common.hooks_of(data, path)
     for event, timeout in (("BeforeTool", HOOK_TIMEOUT_S * 1000), ("AfterTool", 30000), ("AfterAgent", 10000)):
         extra = common.pre_args(HOOK_TIMEOUT_S) if event == "BeforeTool" else ""
-        entry = {"matcher": "*", "hooks": [{"type": "command", "command": f"{command} hook {NAME} {event}{extra}",
+        entry: JSONObject = {"matcher": "*", "hooks": [{"type": "command", "command": f"{command} hook {NAME} {event}{extra}",
                                             "timeout": timeout}]}
         if event == "AfterAgent":
             entry.pop("matcher")

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+if TYPE_CHECKING:  # types only: the hook's fast path imports neither typing nor the gate's engine
+    from sentinel.jsontypes import JSONObject
+    from sentinel.policy.gate.config import GateConfig
 
 from sentinel.hooks import common
 from sentinel.policy.gate import action as actions
@@ -19,23 +20,22 @@ EVENTS = ("pre_run_command", "pre_write_code", "pre_mcp_tool_use")
 STOP = "post_cascade_response"  # Cascade's turn end: the Stop hook
 
 
-def event_of(payload: dict[str, Any]) -> str | None:
-    return payload.get("agent_action_name")
+def event_of(payload: JSONObject) -> str | None:
+    return common.text(payload, "agent_action_name")
 
 
-def _info(payload: dict[str, Any]) -> dict[str, Any]:
+def _info(payload: JSONObject) -> JSONObject:
     info = payload.get("tool_info")
     if not isinstance(info, dict):
         raise ValueError("payload has no tool_info object")
     return info
 
 
-def session(payload: dict[str, Any]) -> tuple[str | None, str, str | None]:
-    info = payload.get("tool_info") if isinstance(payload.get("tool_info"), dict) else {}
-    return info.get("cwd"), str(payload.get("trajectory_id") or ""), None
+def session(payload: JSONObject) -> tuple[str | None, str, str | None]:
+    return common.text(common.obj(payload.get("tool_info")), "cwd"), str(payload.get("trajectory_id") or ""), None
 
 
-def action(payload: dict[str, Any], cfg: Any, phase: str) -> Action | None:
+def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
     event = str(payload.get("agent_action_name") or "")
     info = _info(payload)
     if event.endswith("run_command"):
@@ -58,7 +58,7 @@ HOOK_TIMEOUT_S = 30    # UNVERIFIED: Windsurf documents no hook timeout; an ask 
 def install(root: str, command: str) -> list[str]:
     path = os.path.join(root, ".windsurf", "hooks.json")
     data = common.read_json(path)
-    hooks = data.setdefault("hooks", {})
+    hooks = common.hooks_of(data, path)
     for event in EVENTS:
         common.merge_event(hooks, event, {"command": f"{command} hook {NAME} {event}{common.pre_args(HOOK_TIMEOUT_S)}",
                                           "show_output": True})

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable, TypedDict
 
 PINNED = {"claude-code": ("@anthropic-ai/claude-code", "2.1.330", "claude"),
           "codex": ("@openai/codex", "0.169.0", "codex"),
@@ -29,7 +29,14 @@ class Setup:
         self.argv = argv
 
 
-def mcp_servers(root: Path) -> dict[str, Any]:
+class McpServer(TypedDict):
+    """One stdio MCP server as the clients' configs name it."""
+
+    command: str
+    args: list[str]
+
+
+def mcp_servers(root: Path) -> dict[str, McpServer]:
     return {"files": {"command": sys.executable, "args": ["-m", "sentinel.hooks.compat.mcp", str(root)]}}
 
 

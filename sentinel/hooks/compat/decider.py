@@ -20,7 +20,13 @@ import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from sentinel.jsontypes import JSON
+
+if TYPE_CHECKING:
+    from sentinel.web.app import InThread
 
 DECISIONS = ("approve", "deny", "none")
 
@@ -30,7 +36,7 @@ class Decider:
         if decision not in DECISIONS:
             raise ValueError(f"decision: one of {', '.join(DECISIONS)}")
         self.home, self.decision, self.reason, self.delay_s = home, decision, reason, delay_s
-        self.notified: list[dict[str, Any]] = []
+        self.notified: list[JSON] = []   # each webhook body, as posted
         self.decided: str | None = None      # the link page's answer, once posted
         self.error: str | None = None
         self._got = threading.Event()
@@ -52,7 +58,8 @@ class Decider:
         self.worker.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self._stop.set()
         self._got.set()
         self.worker.join(10)
@@ -60,7 +67,7 @@ class Decider:
         self.receiver.shutdown()
         self.receiver.server_close()
 
-    def _console(self) -> Any:
+    def _console(self) -> InThread:
         from sentinel.local.engine import LocalEngine
         from sentinel.web.app import InThread
         from sentinel.web.live import Engines
@@ -84,20 +91,22 @@ class Decider:
                 self.send_header("content-length", "0")
                 self.end_headers()
 
-            def log_message(self, *args: Any) -> None:
+            def log_message(self, format: str, *args: object) -> None:
                 pass
 
         return Handler
 
     # -- the person --------------------------------------------------------------------------------
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, str | int | None]:
         """What the case's result records: notifications received, the decision posted and its answer."""
         return {"notifications": len(self.notified), "decision": self.decision,
                 "answer": "posted" if self.decided else None, "error": self.error}
 
-    def link(self, notification: dict[str, Any]) -> str:
+    def link(self, notification: JSON) -> str:
         """The notification's one-tap link, on this console's port."""
+        if not isinstance(notification, dict):
+            raise ValueError(f"the notification is not a JSON object: {notification!r}")
         parts = urllib.parse.urlsplit(str(notification["decide_url"]))
         return urllib.parse.urlunsplit(("http", f"127.0.0.1:{self.console.port}", parts.path, "", ""))
 
@@ -120,4 +129,5 @@ class Decider:
         req = urllib.request.Request(link, data=form, headers={
             "Content-Type": "application/x-www-form-urlencoded", "Origin": origin, "Referer": link})
         with urllib.request.urlopen(req, timeout=30) as answer:
-            return answer.read().decode(errors="replace")
+            text: str = answer.read().decode(errors="replace")
+            return text

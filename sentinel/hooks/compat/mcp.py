@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from sentinel.jsontypes import JSON, JSONObject
 
-TOOLS = [
+TOOLS: list[JSON] = [
     {"name": "delete_file", "description": "Delete a file of the project.",
      "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
     {"name": "list_files", "description": "List the project's files.",
@@ -21,7 +21,7 @@ TOOLS = [
 ]
 
 
-def call(root: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+def call(root: str, name: str, args: JSONObject) -> JSONObject:
     if name == "list_files":
         return {"content": [{"type": "text", "text": "\n".join(sorted(os.listdir(root)))}]}
     if name == "delete_file":
@@ -33,18 +33,21 @@ def call(root: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": f"unknown tool {name}"}], "isError": True}
 
 
-def answer(root: str, msg: dict[str, Any]) -> dict[str, Any] | None:
-    method, params = msg.get("method"), msg.get("params") or {}
+def answer(root: str, msg: JSONObject) -> JSONObject | None:
+    method, params = msg.get("method"), msg.get("params")
+    params = params if isinstance(params, dict) else {}
     if "id" not in msg:
         return None  # a notification
+    result: JSON
     if method == "initialize":
-        result: Any = {"protocolVersion": params.get("protocolVersion") or "2025-06-18",
+        result = {"protocolVersion": params.get("protocolVersion") or "2025-06-18",
                        "capabilities": {"tools": {"listChanged": False}},
                        "serverInfo": {"name": "files", "version": "1.0.0"}}
     elif method == "tools/list":
         result = {"tools": TOOLS}
     elif method == "tools/call":
-        result = call(root, str(params.get("name")), params.get("arguments") or {})
+        arguments = params.get("arguments")
+        result = call(root, str(params.get("name")), arguments if isinstance(arguments, dict) else {})
     elif method == "ping":
         result = {}
     else:
@@ -56,7 +59,7 @@ def main(argv: list[str]) -> int:
     root = os.path.abspath(argv[0] if argv else ".")
     for line in sys.stdin:
         try:
-            msg = json.loads(line)
+            msg: JSON = json.loads(line)
         except ValueError:
             continue
         reply = answer(root, msg) if isinstance(msg, dict) else None

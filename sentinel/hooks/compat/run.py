@@ -19,10 +19,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from sentinel.hooks.compat import clients, scenario
 from sentinel.hooks.compat.servers import ScriptedAPI
+
+if TYPE_CHECKING:
+    from sentinel.hooks.compat.decider import Decider
 
 CLIENT_TIMEOUT_S = 180
 TIMING_SHIM = """#!/bin/sh
@@ -81,7 +85,23 @@ def stop_leftovers(home: Path) -> list[int]:
     return stopped
 
 
-def run_case(agent: str, bin_dir: Path, case: str, work: Path, with_sentinel: bool = True) -> dict[str, Any]:
+class CaseResult(TypedDict):
+    """One client's run of one case, as `--json` prints it."""
+
+    agent: str
+    case: str
+    outcome: str                        # held | broken | no tool | timeout
+    told: bool | None                   # the block's reason reached the model (None: the case blocks nothing)
+    seconds: float
+    hook_ms: list[float]
+    asked: NotRequired[dict[str, str | int | None]]   # the ask cases' person (Decider.summary)
+    judge_calls: int
+    notes: list[str]
+    exit: int | None
+    dir: str
+
+
+def run_case(agent: str, bin_dir: Path, case: str, work: Path, with_sentinel: bool = True) -> CaseResult:
     from sentinel.policy.gate.fakejudge import FakeJudge, by_substring
 
     base = Path(tempfile.mkdtemp(prefix=f"{agent}-{case}-", dir=work))
@@ -98,7 +118,8 @@ def run_case(agent: str, bin_dir: Path, case: str, work: Path, with_sentinel: bo
         shim = base / "sentinel-timed"
         shim.write_text(TIMING_SHIM.format(command=hook_command(), log=timing, extra=shim_extra(case)))
         shim.chmod(0o755)
-        notes = []
+        notes: list[str] = []
+        proc: subprocess.CompletedProcess[str] | None = None
         try:
             for argv in setup.before:
                 subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=120)
@@ -122,10 +143,12 @@ def run_case(agent: str, bin_dir: Path, case: str, work: Path, with_sentinel: bo
             stop_leftovers(home)
         hook_ms = [int(x) / 1000 for x in timing.read_text().split()] if timing.exists() else []
         asked = person.summary() if person is not None else None
-    return {"agent": agent, "case": case, "outcome": outcome, "told": told, "seconds": round(seconds, 1),
-            "hook_ms": hook_ms, **({"asked": asked} if asked is not None else {}),
-            "judge_calls": len(judge.requests), "notes": notes, "exit": proc.returncode if proc else None,
-            "dir": str(base)}
+    result = CaseResult(agent=agent, case=case, outcome=outcome, told=told, seconds=round(seconds, 1),
+                        hook_ms=hook_ms, judge_calls=len(judge.requests), notes=notes,
+                        exit=proc.returncode if proc else None, dir=str(base))
+    if asked is not None:
+        result["asked"] = asked
+    return result
 
 
 def shim_extra(case: str) -> str:
@@ -137,11 +160,12 @@ class _NoPerson:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         return None
 
 
-def _person(case: str, home: Path) -> Any:
+def _person(case: str, home: Path) -> Decider | _NoPerson:
     """The ask cases' person (decider.py): notified by webhook, deciding through the one-tap link."""
     if case not in scenario.ASKS:
         return _NoPerson()
@@ -151,7 +175,7 @@ def _person(case: str, home: Path) -> Any:
     return Decider(home, decision, reason)
 
 
-def matrix(results: list[dict[str, Any]], agents: list[str], versions: dict[str, str]) -> str:
+def matrix(results: list[CaseResult], agents: list[str], versions: dict[str, str]) -> str:
     head = ["case"] + [f"{a} {versions[a]}" for a in agents]
     rows = [head, ["---"] * len(head)]
     for case in scenario.CASES:
@@ -166,7 +190,7 @@ def matrix(results: list[dict[str, Any]], agents: list[str], versions: dict[str,
     return "\n".join("| " + " | ".join(r) + " |" for r in rows)
 
 
-def _told(results: list[dict[str, Any]], agent: str) -> str:
+def _told(results: list[CaseResult], agent: str) -> str:
     blocking = [r for r in results if r["agent"] == agent and r.get("told") is not None]
     missed = [r["case"] for r in blocking if not r["told"]]
     return f"{len(blocking) - len(missed)} of {len(blocking)}" + (f" (not: {', '.join(missed)})" if missed else "")
@@ -196,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cases = [c for c in args.cases.split(",") if c in scenario.CASES]
     end = time.monotonic() + args.deadline
-    results, versions = [], {}
+    results: list[CaseResult] = []
+    versions: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="sentinel-compat-") as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)

@@ -18,13 +18,16 @@ import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Callable
+from typing import Callable
 
+from sentinel.hooks.common import obj
 from sentinel.hooks.compat import scenario
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.models.loopback import Loopback
 
 FINAL = "Done."
-Call = tuple[str, dict[str, Any]]   # (tool name, arguments)
+Call = tuple[str, JSONObject]   # (tool name, arguments)
+Events = list[tuple["str | None", JSON]]   # (SSE event name or None, data) in the order they are sent
 
 
 # -- the script: which tool calls a case makes, in the client's own tools ---------------------
@@ -32,11 +35,13 @@ Call = tuple[str, dict[str, Any]]   # (tool name, arguments)
 
 def _shell(command: str) -> list[Callable[[set[str], str], Call | None]]:
     def pick(tools: set[str], root: str) -> Call | None:
-        for name, args in (("Bash", {"command": command, "description": "run it"}),
-                           ("exec_command", {"cmd": command}), ("shell", {"command": ["bash", "-lc", command]}),
-                           ("run_shell_command", {"command": command}),
-                           ("bash", {"command": command, "description": "run it"}),
-                           ("run_commands", {"commands": [command]}), ("execute_command", {"command": command})):
+        candidates: tuple[Call, ...] = (
+            ("Bash", {"command": command, "description": "run it"}),
+            ("exec_command", {"cmd": command}), ("shell", {"command": ["bash", "-lc", command]}),
+            ("run_shell_command", {"command": command}),
+            ("bash", {"command": command, "description": "run it"}),
+            ("run_commands", {"commands": [command]}), ("execute_command", {"command": command}))
+        for name, args in candidates:
             if name in tools:
                 return name, args
         return None
@@ -47,7 +52,7 @@ def _patch(body: str) -> str:
     return f"*** Begin Patch\n{body}*** End Patch\n"
 
 
-def _patch_via_shell(patch: str) -> tuple[str, dict[str, Any]]:
+def _patch_via_shell(patch: str) -> Call:
     """Codex without a declared apply_patch tool: the model runs `apply_patch` through exec_command,
     which Codex intercepts and applies as a patch (its hooks see tool `apply_patch`)."""
     return "exec_command", {"cmd": f"apply_patch <<'EOF'\n{patch}EOF\n"}
@@ -56,11 +61,13 @@ def _patch_via_shell(patch: str) -> tuple[str, dict[str, Any]]:
 def _write(tools: set[str], root: str) -> Call | None:
     path, text = f"{root}/protected/new.txt", "new file\n"
     patch = _patch("*** Add File: protected/new.txt\n+new file\n")
-    for name, args in (("Write", {"file_path": path, "content": text}), ("apply_patch", {"input": patch}),
-                       _patch_via_shell(patch),
-                       ("write_file", {"file_path": path, "content": text}),
-                       ("create", {"path": path, "file_text": text}),
-                       ("editor", {"command": "create", "path": path, "file_text": text, "new_text": text})):
+    candidates: tuple[Call, ...] = (
+        ("Write", {"file_path": path, "content": text}), ("apply_patch", {"input": patch}),
+        _patch_via_shell(patch),
+        ("write_file", {"file_path": path, "content": text}),
+        ("create", {"path": path, "file_text": text}),
+        ("editor", {"command": "create", "path": path, "file_text": text, "new_text": text}))
+    for name, args in candidates:
         if name in tools:
             return name, args
     return None
@@ -68,7 +75,8 @@ def _write(tools: set[str], root: str) -> Call | None:
 
 def _read(tools: set[str], root: str) -> Call | None:
     path = f"{root}/protected/keep.txt"
-    for name, args in (("Read", {"file_path": path}), ("view", {"path": path})):
+    candidates: tuple[Call, ...] = (("Read", {"file_path": path}), ("view", {"path": path}))
+    for name, args in candidates:
         if name in tools:
             return name, args
     return None
@@ -77,13 +85,15 @@ def _read(tools: set[str], root: str) -> Call | None:
 def _edit(tools: set[str], root: str) -> Call | None:
     path, old, new = f"{root}/protected/keep.txt", scenario.KEEP.strip(), "changed"
     patch = _patch(f"*** Update File: protected/keep.txt\n@@\n-{old}\n+{new}\n")
-    for name, args in (("Edit", {"file_path": path, "old_string": old, "new_string": new}),
-                       ("apply_patch", {"input": patch}), _patch_via_shell(patch),
-                       ("replace", {"file_path": path, "old_string": old, "new_string": new,
-                                    "instruction": "change the line"}),
-                       ("edit", {"path": path, "old_str": old, "new_str": new}),
-                       ("editor", {"command": "str_replace", "path": path, "old_text": old, "new_text": new,
-                                   "old_str": old, "new_str": new})):
+    candidates: tuple[Call, ...] = (
+        ("Edit", {"file_path": path, "old_string": old, "new_string": new}),
+        ("apply_patch", {"input": patch}), _patch_via_shell(patch),
+        ("replace", {"file_path": path, "old_string": old, "new_string": new,
+        "instruction": "change the line"}),
+        ("edit", {"path": path, "old_str": old, "new_str": new}),
+        ("editor", {"command": "str_replace", "path": path, "old_text": old, "new_text": new,
+        "old_str": old, "new_str": new}))
+    for name, args in candidates:
         if name in tools:
             return name, args
     return None
@@ -132,7 +142,7 @@ class ScriptedAPI(Loopback):
 
     def __init__(self, root: str, host: str = "127.0.0.1", port: int = 0):
         self.root = root
-        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.requests: list[tuple[str, JSON]] = []
         self.called: list[str] = []   # scripted tool calls handed to the client
         self._lock = threading.Lock()
         self.listen(_handler(self), host, port)
@@ -142,7 +152,7 @@ class ScriptedAPI(Loopback):
         with self._lock:
             return "\n".join(json.dumps(body, ensure_ascii=False) for _, body in self.requests)
 
-    def record(self, path: str, body: dict[str, Any]) -> None:
+    def record(self, path: str, body: JSON) -> None:
         with self._lock:
             self.requests.append((path, body))
 
@@ -151,10 +161,10 @@ def _handler(api: ScriptedAPI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, *args: Any) -> None:
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
-        def _json(self, status: int, data: Any) -> None:
+        def _json(self, status: int, data: JSON) -> None:
             raw = json.dumps(data).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -177,18 +187,19 @@ def _handler(api: ScriptedAPI) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             try:
-                body = json.loads(raw or b"{}")
+                parsed: JSON = json.loads(raw or b"{}")
             except ValueError:
                 return self._json(400, {"error": {"message": "body is not JSON"}})
             path = self.path.split("?")[0]
-            api.record(path, body)
+            api.record(path, parsed)
+            body = obj(parsed)
             for suffix, dialect in DIALECTS:
                 if path.endswith(suffix) or (suffix.startswith(":") and suffix in path):
                     events = dialect(body, api.root, api.called)
                     return self._sse(events) if _streams(body, path) else self._json(200, _unstreamed(suffix, events))
             self._json(404, {"error": {"message": f"no route {path}"}})
 
-        def _sse(self, events: list[tuple[str | None, Any]]) -> None:
+        def _sse(self, events: Events) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
@@ -203,45 +214,59 @@ def _handler(api: ScriptedAPI) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _streams(body: dict[str, Any], path: str) -> bool:
+def _streams(body: JSONObject, path: str) -> bool:
     return bool(body.get("stream")) or "streamGenerateContent" in path
 
 
-def _unstreamed(suffix: str, events: list[tuple[str | None, Any]]) -> Any:
+def _field(event: tuple[str | None, JSON], key: str) -> JSONObject:
+    """An object inside one of the events this module built."""
+    return obj(obj(event[1]).get(key))
+
+
+def _unstreamed(suffix: str, events: Events) -> JSON:
     """The same answer without streaming (clients use it for side calls)."""
     if suffix == "/chat/completions":
         return _chat_whole(events)
     if suffix == "/responses":
-        return events[-1][1]["response"]
+        return _field(events[-1], "response")
     if suffix == "/messages":
-        message = dict(events[0][1]["message"])
-        block = dict(events[1][1]["content_block"])
-        delta = events[2][1]["delta"]
+        message = dict(_field(events[0], "message"))
+        block = dict(_field(events[1], "content_block"))
+        delta = _field(events[2], "delta")
         if block["type"] == "text":
             block["text"] = delta["text"]
         else:
-            block["input"] = json.loads(delta["partial_json"])
-        return {**message, "content": [block], "stop_reason": events[-2][1]["delta"]["stop_reason"]}
+            block["input"] = json.loads(str(delta["partial_json"]))
+        return {**message, "content": [block], "stop_reason": _field(events[-2], "delta")["stop_reason"]}
     return events[0][1]
 
 
 # -- dialects: request -> (conversation text, declared tools, calls made) -> SSE events ------------
 
 
-def _text_of(value: Any) -> str:
+def _text_of(value: JSON) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def anthropic(body: dict[str, Any], root: str, called: list[str] | None = None) -> list[tuple[str | None, Any]]:
-    messages = body.get("messages") or []
-    first = [m for m in messages if m.get("role") == "user"]
+def _objects(value: JSON) -> list[JSONObject]:
+    """The objects in a JSON list a client sent (anything else holds none)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _names(declared: list[JSONObject], key: str = "name") -> set[str]:
+    return {name for d in declared if isinstance(name := d.get(key), str)}
+
+
+def anthropic(body: JSONObject, root: str, called: list[str] | None = None) -> Events:
+    messages = _objects(body.get("messages"))
+    first: list[JSON] = [m for m in messages if m.get("role") == "user"]
     done = sum(1 for m in messages if m.get("role") == "assistant"
-               for b in (m.get("content") if isinstance(m.get("content"), list) else []) if b.get("type") == "tool_use")
-    tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+               for b in _objects(m.get("content")) if b.get("type") == "tool_use")
+    tools = _names(_objects(body.get("tools")))
     call = next_call(_text_of(first), tools, done, root, called)
     msg_id, model = f"msg_{int(time.time() * 1000)}", body.get("model") or "scripted"
-    usage = {"input_tokens": 10, "output_tokens": 5}
-    events: list[tuple[str | None, Any]] = [("message_start", {"type": "message_start", "message": {
+    usage: JSON = {"input_tokens": 10, "output_tokens": 5}
+    events: Events = [("message_start", {"type": "message_start", "message": {
         "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": None,
         "stop_sequence": None, "usage": usage}})]
     if call is None:
@@ -264,21 +289,26 @@ def anthropic(body: dict[str, Any], root: str, called: list[str] | None = None) 
     return events
 
 
-def responses(body: dict[str, Any], root: str, called: list[str] | None = None) -> list[tuple[str | None, Any]]:
-    items = body.get("input") if isinstance(body.get("input"), list) else []
-    first = [i for i in items if i.get("role") == "user"] or body.get("input")  # a bare string: one user turn
+def _declared(t: JSONObject, namespace: str = "") -> tuple[str, str]:
+    """(type, namespace) of one tool the client declared."""
+    return str(t.get("type", "function")), namespace
+
+
+def responses(body: JSONObject, root: str, called: list[str] | None = None) -> Events:
+    items = _objects(body.get("input"))
+    first: JSON = [i for i in items if i.get("role") == "user"] or body.get("input")  # a bare string: one user turn
     done = sum(1 for i in items if i.get("type") in ("function_call", "custom_tool_call", "local_shell_call"))
     tools: dict[str, tuple[str, str]] = {}   # name -> (type, namespace)
-    for t in body.get("tools") or []:
-        if not isinstance(t, dict):
-            continue
+    for t in _objects(body.get("tools")):
+        name = t.get("name")
         if t.get("type") == "namespace":  # Codex groups an MCP server's tools: namespace mcp__<server>
-            tools.update({f["name"]: (f.get("type", "function"), t["name"]) for f in t.get("tools") or []
-                          if isinstance(f, dict) and f.get("name")})
-        elif t.get("name"):
-            tools[t["name"]] = (t.get("type", "function"), "")
+            inner = _objects(t.get("tools"))
+            tools.update({n: _declared(f, str(name)) for f in inner if isinstance(n := f.get("name"), str) and n})
+        elif isinstance(name, str) and name:
+            tools[name] = _declared(t)
     call = next_call(_text_of(first), set(tools), done, root, called)
     rid = f"resp_{int(time.time() * 1000)}"
+    item: JSONObject
     if call is None:
         item = {"type": "message", "id": f"msg_{rid}", "status": "completed", "role": "assistant",
                 "content": [{"type": "output_text", "text": FINAL, "annotations": []}]}
@@ -290,7 +320,7 @@ def responses(body: dict[str, Any], root: str, called: list[str] | None = None) 
                 "name": call[0], "arguments": json.dumps(call[1])}
         if tools[call[0]][1]:
             item["namespace"] = tools[call[0]][1]
-    response = {"id": rid, "object": "response", "created_at": int(time.time()), "status": "completed",
+    response: JSONObject = {"id": rid, "object": "response", "created_at": int(time.time()), "status": "completed",
                 "model": body.get("model") or "scripted", "output": [item],
                 "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
                           "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
@@ -301,52 +331,63 @@ def responses(body: dict[str, Any], root: str, called: list[str] | None = None) 
             ("response.completed", {"type": "response.completed", "response": response})]
 
 
-def gemini(body: dict[str, Any], root: str, called: list[str] | None = None) -> list[tuple[str | None, Any]]:
-    contents = body.get("contents") or []
-    first = [c for c in contents if c.get("role") == "user"]
+def gemini(body: JSONObject, root: str, called: list[str] | None = None) -> Events:
+    contents = _objects(body.get("contents"))
+    first: list[JSON] = [c for c in contents if c.get("role") == "user"]
     done = sum(1 for c in contents if c.get("role") == "model"
-               for p in c.get("parts") or [] if isinstance(p, dict) and "functionCall" in p)
-    tools = {d.get("name") for t in body.get("tools") or [] if isinstance(t, dict)
-             for d in t.get("functionDeclarations") or [] if isinstance(d, dict)}
+               for p in _objects(c.get("parts")) if "functionCall" in p)
+    tools = _names([d for t in _objects(body.get("tools")) for d in _objects(t.get("functionDeclarations"))])
     call = next_call(_text_of(first), tools, done, root, called)
-    part = {"text": FINAL} if call is None else {"functionCall": {"name": call[0], "args": call[1]}}
-    chunk = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+    part: JSON = {"text": FINAL} if call is None else {"functionCall": {"name": call[0], "args": call[1]}}
+    chunk: JSON = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
              "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
              "modelVersion": "scripted"}
     return [(None, chunk)]
 
 
-def chat(body: dict[str, Any], root: str, called: list[str] | None = None) -> list[tuple[str | None, Any]]:
-    messages = body.get("messages") or []
-    first = [m for m in messages if m.get("role") == "user"]
-    done = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
-    tools = {(t.get("function") or {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+def chat(body: JSONObject, root: str, called: list[str] | None = None) -> Events:
+    messages = _objects(body.get("messages"))
+    first: list[JSON] = [m for m in messages if m.get("role") == "user"]
+    done = sum(len(_listed(m.get("tool_calls"))) for m in messages if m.get("role") == "assistant")
+    tools = _names([obj(t.get("function")) for t in _objects(body.get("tools"))])
     call = next_call(_text_of(first), tools, done, root, called)
-    base = {"id": f"chatcmpl-{int(time.time() * 1000)}", "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": body.get("model") or "scripted"}
+    chunk_id = f"chatcmpl-{int(time.time() * 1000)}"
+    base: JSONObject = {"id": chunk_id, "object": "chat.completion.chunk", "created": int(time.time()),
+                        "model": body.get("model") or "scripted"}
+    delta: JSONObject
     if call is None:
-        delta: dict[str, Any] = {"role": "assistant", "content": FINAL}
+        delta = {"role": "assistant", "content": FINAL}
         finish = "stop"
     else:
         delta = {"role": "assistant", "content": None, "tool_calls": [{
-            "index": 0, "id": f"call_{done}_{base['id'][-6:]}", "type": "function",
+            "index": 0, "id": f"call_{done}_{chunk_id[-6:]}", "type": "function",
             "function": {"name": call[0], "arguments": json.dumps(call[1])}}]}
         finish = "tool_calls"
-    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    usage: JSON = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     return [(None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}),
             (None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": usage}),
             (None, "[DONE]")]
 
 
-def _chat_whole(events: list[tuple[str | None, Any]]) -> dict[str, Any]:
-    first, last = events[0][1], events[1][1]
-    message = {k: v for k, v in first["choices"][0]["delta"].items()}
-    for call in message.get("tool_calls") or []:
+def _listed(value: JSON) -> list[JSON]:
+    return value if isinstance(value, list) else []
+
+
+def _choice(event: tuple[str | None, JSON]) -> JSONObject:
+    """The first choice of a chat chunk this module built."""
+    return obj(_listed(obj(event[1]).get("choices"))[0])
+
+
+def _chat_whole(events: Events) -> JSONObject:
+    first, last = obj(events[0][1]), obj(events[1][1])
+    message = {k: v for k, v in obj(_choice(events[0]).get("delta")).items()}
+    for call in _objects(message.get("tool_calls")):
         call.pop("index", None)
     return {**first, "object": "chat.completion", "usage": last.get("usage"),
-            "choices": [{"index": 0, "message": message, "finish_reason": last["choices"][0]["finish_reason"]}]}
+            "choices": [{"index": 0, "message": message, "finish_reason": _choice(events[1])["finish_reason"]}]}
 
 
-DIALECTS: tuple[tuple[str, Any], ...] = (
+Dialect = Callable[[JSONObject, str, "list[str] | None"], Events]
+DIALECTS: tuple[tuple[str, Dialect], ...] = (
     ("/messages", anthropic), ("/responses", responses), (":streamGenerateContent", gemini),
     (":generateContent", gemini), ("/chat/completions", chat))
