@@ -24,13 +24,15 @@ LAYERS: list[tuple[str, ...]] = [
     ("sentinel.worker",),
     # Muzzle keeps its token store with the engine's one migration runner (sentinel/engine/db.py)
     ("sentinel.agents", "sentinel.memory", "sentinel.mcp.client", "sentinel.mcp.tools", "sentinel.muzzle"),
+    # What CLI, chat, watch and the web console render: the engine's events and rows, and agent text made safe
+    # to show (ui/escape.py, which imports nothing; notifications use it too)
+    ("sentinel.ui",),
     ("sentinel.engine",),
     ("sentinel.policy", "sentinel.hooks"),
     ("sentinel.models", "sentinel.tools", "sentinel.mcp"),
     ("sentinel.leash",),
-    # sentinel.ui: what CLI, chat and watch render (the escaping of agent text every UI and notification shares)
     ("sentinel.config", "sentinel.config_stamp", "sentinel.paths", "sentinel.errors", "sentinel.frames",
-     "sentinel.detach", "sentinel.client.paths", "sentinel.ui", "sentinel.jsontypes", "sentinel"),
+     "sentinel.detach", "sentinel.client.paths", "sentinel.jsontypes", "sentinel"),
 ]
 
 

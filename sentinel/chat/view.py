@@ -17,8 +17,8 @@ from typing import Any
 
 from rich.markup import escape
 
-from sentinel.cli.render import describe, workspace_line
-from sentinel.cli.spinner import usage_text
+from sentinel.ui.render import describe, workspace_line
+from sentinel.ui.spinner import usage_text
 from sentinel.engine import events as ev
 from sentinel.ui.escape import for_stream, visible
 
@@ -74,7 +74,7 @@ class TerminalView(View):
 
     def __init__(self, console: Any):
         super().__init__()
-        from sentinel.cli.spinner import LiveCall
+        from sentinel.ui.spinner import LiveCall
 
         self.console = console
         self.call = LiveCall(console)

@@ -15,7 +15,7 @@ from typing import Any, Iterator, Optional
 
 import typer
 
-from sentinel.cli.render import print_json
+from sentinel.ui.render import print_json
 from sentinel.ui.escape import visible
 
 app = typer.Typer(no_args_is_help=True, help="Agent profiles: souls, models, skills, tools, memory scopes.")

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from sentinel.cli.render import print_json
+from sentinel.ui.render import print_json
 
 
 def _engine():  # noqa: ANN202 - sentinel.engine.api.Engine
@@ -45,7 +45,7 @@ def chats(as_json: bool = typer.Option(False, "--json")) -> None:
     from rich.table import Table
     from rich.text import Text  # cells are text, never markup: the title is what someone typed
 
-    from sentinel.cli.render import listing_console
+    from sentinel.ui.render import listing_console
 
     table = Table("id", "status", "agent", "last active", "title", box=None)
     for r in rows:

@@ -17,7 +17,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from sentinel.cli.render import print_json
+from sentinel.ui.render import print_json
 from sentinel.ui.escape import visible
 from sentinel.errors import NotFound, UsageError
 

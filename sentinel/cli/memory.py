@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from sentinel.cli.render import print_json
+from sentinel.ui.render import print_json
 from sentinel.ui.escape import visible
 
 app = typer.Typer(no_args_is_help=True, help="Memory vaults: list, show, search, forget notes.")

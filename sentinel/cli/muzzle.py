@@ -13,7 +13,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from sentinel.cli.render import print_json
+from sentinel.ui.render import print_json
 from sentinel.errors import UsageError
 
 app = typer.Typer(no_args_is_help=True, help="The inspecting model proxy.")

@@ -16,14 +16,19 @@ from typing import Any, Iterator, Optional
 
 import typer
 
-from sentinel.cli.render import (STATUS_EXIT, Progress, arguments_text, code_listing, listing_console, plain, print_json,
-                                  self_edit_line, short, task_title)
-from sentinel.engine.events import SelfEdited
 from sentinel.engine.api import Engine, Outcome
+from sentinel.engine.events import SelfEdited
 from sentinel.engine.rows import RunRow
-from sentinel.errors import NotFound
 from sentinel.engine.status import TERMINAL, RunStatus
+from sentinel.errors import NotFound
 from sentinel.ui.escape import for_stream, visible
+from sentinel.ui.render import (Progress, arguments_text, code_listing, listing_console, plain, print_json,
+                                self_edit_line, short, task_title)
+
+# The exit code of `run`/`resume`/`approve`, by the status the run stopped in (3: waiting for approval)
+STATUS_EXIT = {RunStatus.DONE: 0, RunStatus.IDLE: 0, RunStatus.WAITING_APPROVAL: 3, RunStatus.FAILED: 1,
+               RunStatus.CANCELLED: 1, RunStatus.INTERRUPTED: 1, RunStatus.WAITING_CHILD: 1,
+               RunStatus.RUNNING: 1}
 
 ALL_HOSTS_HELP = "Every host's, each labelled with its host (system mode on a shared store: docs/system-mode.md)."
 

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import typer
 
-from sentinel.cli.render import print_json
+from sentinel.ui.render import print_json
 
 app = typer.Typer(no_args_is_help=True, help="Trusted code of agent-authored tools: list, revoke.")
 

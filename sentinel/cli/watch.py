@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import typer
 
-from sentinel.cli.render import Progress, print_json
+from sentinel.ui.render import Progress, print_json
 from sentinel.ui.escape import visible
 from sentinel.errors import UsageError
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from sentinel.cli.render import Progress, print_json
+from sentinel.ui.render import Progress, print_json
 from sentinel.ui.escape import visible
 
 app = typer.Typer(no_args_is_help=True, help="Saved workflows: linear steps, each its own supervised run.")

@@ -19,7 +19,7 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from sentinel.cli.render import task_title
+from sentinel.ui.render import task_title
 from sentinel.engine.events import Event
 from sentinel.engine.rows import ApprovalRow, RunRow
 from sentinel.engine.status import RunStatus

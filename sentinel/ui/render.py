@@ -1,9 +1,12 @@
-"""Rendering the engine's typed events: rich progress on a terminal (stderr), silence when piped, JSON lines.
+"""Rendering the engine's typed events and rows for a person: rich progress on a terminal (stderr), silence
+when piped, JSON for scripts. The CLI, `sentinel watch`, the chat and the web console share it.
 
     with Progress() as progress:     # a listener: one line per interesting event, on a terminal only,
         engine.start(task, on_event=progress)   # and a spinner while a model call is in flight
     progress.warnings                # every warning event seen (also shown when piped: they matter)
+    describe(event)                  # one rich-markup line per event, or None (the chat's lines too)
     plain(event)                     # one human line per event (`sentinel logs`), never JSON
+    arguments_text(args), task_title(kind, task), short(value)   # one line each, agent text made visible
 """
 
 from __future__ import annotations
@@ -12,16 +15,12 @@ import json
 import sys
 from typing import Any
 
-from sentinel.cli.spinner import usage_text
+from sentinel.ui.spinner import usage_text
 from sentinel.engine import events as ev
 from sentinel.engine.rows import ApprovalRow
-from sentinel.engine.status import RunStatus
 from sentinel.ui.escape import visible
 
 PIPED_WIDTH = 400
-STATUS_EXIT = {RunStatus.DONE: 0, RunStatus.IDLE: 0, RunStatus.WAITING_APPROVAL: 3, RunStatus.FAILED: 1,
-               RunStatus.CANCELLED: 1, RunStatus.INTERRUPTED: 1, RunStatus.WAITING_CHILD: 1,
-               RunStatus.RUNNING: 1}
 
 
 def short(value: Any, limit: int = 100) -> str:
@@ -40,7 +39,7 @@ class Progress:
     def __init__(self, enabled: bool | None = None):
         from rich.console import Console
 
-        from sentinel.cli.spinner import LiveCall, allowed
+        from sentinel.ui.spinner import LiveCall, allowed
 
         self.console = Console(stderr=True, highlight=False)
         self.enabled = self.console.is_terminal if enabled is None else enabled
