@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from sentinel.ui.render import print_json
 
+if TYPE_CHECKING:
+    from sentinel.engine.api import Engine
 
-def _engine():  # noqa: ANN202 - sentinel.engine.api.Engine
+
+def _engine() -> "Engine":
     from sentinel.connect import open_engine
 
     return open_engine(local_if_refused=True, agent_door=True)

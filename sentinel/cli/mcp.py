@@ -13,13 +13,16 @@ import os
 import shlex
 import tempfile
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
 from sentinel.ui.render import print_json
 from sentinel.ui.escape import visible
 from sentinel.errors import NotFound, UsageError
+
+if TYPE_CHECKING:
+    from sentinel.engine.api import Engine
 
 FILES_SHOWN = 8  # code files `mcp list` prints per pin; --json has them all
 app = typer.Typer(no_args_is_help=True, help="MCP servers for agents: list, add, remove, tools, trust.")
@@ -88,7 +91,7 @@ def _server(name: str) -> Any:
     return servers[name]
 
 
-def _engine() -> Any:
+def _engine() -> "Engine":
     from sentinel.connect import open_engine
 
     return open_engine()

@@ -194,7 +194,8 @@ def dismiss(draft_id: str = typer.Argument(..., help="Draft id."), repo: Optiona
 @app.command()
 def learn(repo: Optional[Path] = RepoOpt, as_json: bool = JsonOpt) -> None:
     """Scan documentation (scribe.doc_globs) for conventions and write draft rules."""
-    from sentinel.policy.gate.judges import JudgeError, Judges
+    from sentinel.policy.gate.judges import Judges
+    from sentinel.policy.gate.judges.base import JudgeError
     from sentinel.policy.gate.scribe import Scribe, doc_files
 
     t = _target(repo, False)

@@ -26,9 +26,9 @@ from sentinel.ui.render import (Progress, arguments_text, code_listing, listing_
                                 self_edit_line, short, task_title)
 
 # The exit code of `run`/`resume`/`approve`, by the status the run stopped in (3: waiting for approval)
-STATUS_EXIT = {RunStatus.DONE: 0, RunStatus.IDLE: 0, RunStatus.WAITING_APPROVAL: 3, RunStatus.FAILED: 1,
-               RunStatus.CANCELLED: 1, RunStatus.INTERRUPTED: 1, RunStatus.WAITING_CHILD: 1,
-               RunStatus.RUNNING: 1}
+STATUS_EXIT: dict[str, int] = {
+    RunStatus.DONE: 0, RunStatus.IDLE: 0, RunStatus.WAITING_APPROVAL: 3, RunStatus.FAILED: 1, RunStatus.CANCELLED: 1,
+    RunStatus.INTERRUPTED: 1, RunStatus.WAITING_CHILD: 1, RunStatus.RUNNING: 1}
 
 ALL_HOSTS_HELP = "Every host's, each labelled with its host (system mode on a shared store: docs/system-mode.md)."
 
@@ -260,7 +260,7 @@ def approve(ident: str = typer.Argument(..., help="Approval id, or a run id with
     """Approve a pending tool call; the run resumes in the foreground (a coding agent's ask: its hook lets the
     call run)."""
     with _operator() as engine, Progress(False if as_json else None) as progress:
-        outcome = engine.approve(ident, on_event=progress, **({"always": True} if always else {}))
+        outcome = engine.approve(ident, on_event=progress, always=always)
     _finish(outcome, as_json, progress)
 
 

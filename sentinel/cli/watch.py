@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -18,10 +18,13 @@ from sentinel.ui.render import Progress, print_json
 from sentinel.ui.escape import visible
 from sentinel.errors import UsageError
 
+if TYPE_CHECKING:
+    from sentinel.engine.api import Engine
+
 app = typer.Typer(no_args_is_help=True, help="Watchers: events that start hook sessions.")
 
 
-def _engine() -> Any:
+def _engine() -> "Engine":
     from sentinel.connect import open_engine
 
     return open_engine()

@@ -13,17 +13,20 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sentinel.ui.spinner import usage_text
 from sentinel.engine import events as ev
 from sentinel.engine.rows import ApprovalRow
 from sentinel.ui.escape import visible
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 PIPED_WIDTH = 400
 
 
-def short(value: Any, limit: int = 100) -> str:
+def short(value: object, limit: int = 100) -> str:
     """One line for a person: hiding characters and newlines shown escaped (sentinel/ui/escape.py), runs of
     spaces collapsed, cut at `limit`."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -82,7 +85,7 @@ class Progress:
     def __enter__(self) -> "Progress":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -176,7 +179,7 @@ def _esc(text: str) -> str:
     return escape(text)
 
 
-def _t(value: Any) -> str:
+def _t(value: object) -> str:
     """A field for a markup line: hiding characters shown (one line), rich markup inert."""
     return _esc(visible(value))
 
@@ -197,7 +200,7 @@ def _log_only(e: ev.Event) -> str:
     return e.type.replace("_", " ")  # a live-only event (a spinner's): its kind
 
 
-def arguments_text(arguments: Any, limit: int = 100) -> str:
+def arguments_text(arguments: object, limit: int = 100) -> str:
     """A tool call's arguments for a person: a lone argument's value (`bash` → its command), else `k=v, …`."""
     if isinstance(arguments, dict):
         shown = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in arguments.values()]
@@ -219,7 +222,7 @@ def task_title(kind: str | None, task: str | None, limit: int = 80) -> str:
     return short(str(task or ""), limit)
 
 
-def listing_console() -> Any:
+def listing_console() -> "Console":
     """stdout for tables: on a terminal, its width; piped, wide enough that a row stays one line (for grep)."""
     from rich.console import Console
 
@@ -229,7 +232,7 @@ def listing_console() -> Any:
     return console
 
 
-def print_json(obj: Any) -> None:
+def print_json(obj: object) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n")
 
 

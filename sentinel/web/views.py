@@ -64,7 +64,8 @@ class Console:
 
 
 def _console(request: Request) -> Console:
-    return request.app.state.console
+    console: Console = request.app.state.console  # set once by app.py; starlette's state is untyped
+    return console
 
 
 # -- pages ------------------------------------------------------------------------------------------
@@ -180,7 +181,7 @@ async def decide(engines: Engines, approval_id: str, approved: bool, digest: str
     loop runs in the request; the page hears the run go on over /stream."""
     def act(engine: Engine) -> Outcome:
         if approved:
-            return engine.approve(approval_id, digest=digest, follow=False, **({"always": True} if always else {}))
+            return engine.approve(approval_id, digest=digest, follow=False, always=always)
         return engine.deny(approval_id, reason=reason, digest=digest, follow=False)
 
     return await decided(engines, act, approval_id)
