@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Iterator, Optional
 
 import typer
 
@@ -42,7 +42,7 @@ def _arguments(**flags: str) -> Iterator[None]:
         raise UsageError(f"{flag}: {detail}") from None
 
 
-def _describe(name: str) -> dict[str, Any]:
+def _describe(name: str) -> dict[str, object]:
     from sentinel.agents import profile as profiles
 
     profile = profiles.load(name)

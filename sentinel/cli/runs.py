@@ -12,18 +12,21 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import typer
 
 from sentinel.engine.api import Engine, Outcome
-from sentinel.engine.events import SelfEdited
-from sentinel.engine.rows import RunRow
+from sentinel.engine.events import Event, SelfEdited
+from sentinel.engine.rows import ApprovalRow, RunRow
 from sentinel.engine.status import TERMINAL, RunStatus
 from sentinel.errors import NotFound
 from sentinel.ui.escape import for_stream, visible
 from sentinel.ui.render import (Progress, arguments_text, code_listing, listing_console, plain, print_json,
                                 self_edit_line, short, task_title)
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 # The exit code of `run`/`resume`/`approve`, by the status the run stopped in (3: waiting for approval)
 STATUS_EXIT: dict[str, int] = {
@@ -94,7 +97,7 @@ def runs(as_json: bool = typer.Option(False, "--json"),
     listing_console().print(table)
 
 
-def _cells(*values: Any) -> list[Any]:
+def _cells(*values: object) -> "list[Text]":
     """Table cells: text, never markup, each on one line with its hiding characters shown (an agent wrote them)."""
     from rich.text import Text
 
@@ -130,7 +133,7 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         return print_json(detail.to_dict() | {"events": events})
     from rich.markup import escape
 
-    def t(value: Any) -> str:  # an agent's text in a markup line: one line, hiding characters shown, no markup
+    def t(value: object) -> str:  # an agent's text in a markup line: one line, hiding characters shown, no markup
         return escape(visible(value))
 
     console = listing_console()  # piped: a decision stays on one line (for grep)
@@ -166,6 +169,7 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         console.print(f"[red]error[/]: {t(detail.error)}")
 
 
+# Any: a decision as RunDetail carries it (sentinel/engine/rows.py types it so)
 def _resolved(decision: dict[str, Any]) -> str:
     """Who answered the call's approval, and how: `; approved by alice`, `; denied by bob: not now`."""
     from rich.markup import escape
@@ -214,21 +218,21 @@ def approvals(as_json: bool = typer.Option(False, "--json"),
             console.print(f"approval {a.id}{_code_label(a)}{listing}", markup=False)
 
 
-def _trusted_mcp(a: Any) -> bool:
+def _trusted_mcp(a: ApprovalRow) -> bool:
     """An MCP call paused by policy or the gate alone: its server's listing and code are the trusted ones."""
     from sentinel.mcp.pin import paused_by_pin
 
     return bool(a.mcp) and not paused_by_pin(a.reason or "")
 
 
-def _code_label(a: Any) -> str:
+def _code_label(a: ApprovalRow) -> str:
     """What an approval's code is, by the real reason it waits (the pin, or only policy or the gate)."""
     if not a.mcp:
         return " would run this code:"
     server = visible(a.mcp["server"])
     if _trusted_mcp(a):
         return (f": MCP server {server} runs the listing and code trusted with `sentinel mcp trust {server}` "
-                f"(sha256 {a.code_sha256[:16]}…); the call waits only for: {visible(a.reason or '')}")
+                f"(sha256 {(a.code_sha256 or '')[:16]}…); the call waits only for: {visible(a.reason or '')}")
     return f" would run MCP server {server} with this listing and code, not the ones trusted:"
 
 
@@ -306,7 +310,7 @@ HEARTBEAT_S = 10.0     # nothing new for this long: say the run is still going (
 PAUSE_POLL_S = 1.0     # how often a paused run is looked at for its answer
 
 
-def _print_event(event: Any, as_json: bool) -> None:
+def _print_event(event: Event, as_json: bool) -> None:
     import json
 
     if event.durable:
@@ -343,8 +347,7 @@ def _stream(engine: Engine, run_id: str, after: int, as_json: bool) -> int:
     import queue
     import threading
 
-    items: "queue.Queue[Any]" = queue.Queue()
-    end = object()
+    items: "queue.Queue[Event | BaseException | None]" = queue.Queue()  # None: the stream ended
 
     def pump() -> None:
         try:
@@ -352,7 +355,7 @@ def _stream(engine: Engine, run_id: str, after: int, as_json: bool) -> int:
                 items.put(event)
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
             items.put(exc)
-        items.put(end)
+        items.put(None)
 
     threading.Thread(target=pump, name="logs-follow", daemon=True).start()
     quiet_since = time.monotonic()
@@ -364,7 +367,7 @@ def _stream(engine: Engine, run_id: str, after: int, as_json: bool) -> int:
                 print(f"  … still running: nothing new for {time.monotonic() - quiet_since:.0f} s (a model call or "
                       "a tool shows when it ends)", flush=True)
             continue
-        if item is end:
+        if item is None:
             return after
         if isinstance(item, BaseException):
             raise item
@@ -396,7 +399,7 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
               "retries)")
 
 
-def _system_files() -> dict[str, Any]:
+def _system_files() -> dict[str, object]:
     """Root beside a system-mode setup with no supervisor answering: which files its parts cannot read."""
     import os
 
@@ -407,9 +410,9 @@ def _system_files() -> dict[str, Any]:
     return {"unreadable": admin.unreadable_files(), "exposed": admin.exposed_files()}
 
 
-def _status_line(key: str, value: Any) -> str:
+def _status_line(key: str, value: object) -> str:
     """`key: value` for people: a mapping as `k v, ...`, a list one item per indented line, empty as none."""
-    def flat(item: Any) -> str:
+    def flat(item: object) -> str:
         if isinstance(item, dict):
             return ", ".join(f"{k} {v}" for k, v in item.items() if v is not None) or "none"
         return str(item)
@@ -428,6 +431,7 @@ def cancel(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = ty
     print(f"run {outcome.id} is {outcome.status}", file=sys.stderr)
 
 
+# Any: a checkpoint as RunDetail carries it (sentinel/engine/rows.py types it so)
 def checkpoint_line(c: dict[str, Any]) -> str:
     """One checkpoint as `show` lists it: `step 2 bash: changed a.txt; removed b.txt`."""
     what = "; ".join(part for part in (f"changed {', '.join(c['changed'])}" if c["changed"] else "",
