@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from sentinel.config import Config
     from sentinel.engine.api import Engine
     from sentinel.mcp.client import ServerTool
+    from sentinel.mcp.pin import Trusted
     from sentinel.mcp.settings import McpServer
 
 FILES_SHOWN = 8  # code files `mcp list` prints per pin; --json has them all
@@ -102,8 +103,7 @@ def _engine() -> "Engine":
     return open_engine()
 
 
-# Any: the engine protocol's trusted-pin row (sentinel/engine/api.py types it so)
-def _pin(name: str) -> dict[str, Any] | None:
+def _pin(name: str) -> "Trusted | None":
     with _engine() as engine:
         return engine.mcp_trust(name)
 

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Mapping, Optional
 
 import typer
 
@@ -169,13 +169,12 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         console.print(f"[red]error[/]: {t(detail.error)}")
 
 
-# Any: a decision as RunDetail carries it (sentinel/engine/rows.py types it so)
-def _resolved(decision: dict[str, Any]) -> str:
+def _resolved(decision: Mapping[str, object]) -> str:
     """Who answered the call's approval, and how: `; approved by alice`, `; denied by bob: not now`."""
     from rich.markup import escape
 
     approval = decision.get("approval")
-    if not approval:
+    if not approval or not isinstance(approval, dict):
         return ""
     verb = "approved" if approval.get("approved") else str(approval.get("status") or "resolved")
     who = f" by {approval['by']}" if approval.get("by") else ""
@@ -431,12 +430,11 @@ def cancel(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = ty
     print(f"run {outcome.id} is {outcome.status}", file=sys.stderr)
 
 
-# Any: a checkpoint as RunDetail carries it (sentinel/engine/rows.py types it so)
-def checkpoint_line(c: dict[str, Any]) -> str:
+def checkpoint_line(c: Mapping[str, object]) -> str:
     """One checkpoint as `show` lists it: `step 2 bash: changed a.txt; removed b.txt`."""
-    what = "; ".join(part for part in (f"changed {', '.join(c['changed'])}" if c["changed"] else "",
-                                       f"removed {', '.join(c['removed'])}" if c["removed"] else "") if part)
-    head = f"step {c['step']} " + (f"undo to step {c['undo']}" if c.get("undo") is not None else c["tool"])
+    what = "; ".join(part for part in (f"changed {', '.join(_texts(c['changed']))}" if c["changed"] else "",
+                                       f"removed {', '.join(_texts(c['removed']))}" if c["removed"] else "") if part)
+    head = f"step {c['step']} " + (f"undo to step {c['undo']}" if c.get("undo") is not None else str(c["tool"]))
     return f"{head}: {what or 'no file recorded'}" + ("" if c.get("complete", True) else " (not all recorded)")
 
 
@@ -466,3 +464,8 @@ def undo(run_id: str = typer.Argument(..., help="Run id."),
 def register(app: typer.Typer) -> None:
     for fn in (run, runs, show, approvals, approve, deny, resume, logs, status, cancel, undo):
         app.command(fn.__name__)(fn)
+
+
+def _texts(value: object) -> list[str]:
+    """The paths a checkpoint lists (a JSON array of them, as the journal records it)."""
+    return [str(item) for item in value] if isinstance(value, list) else []
