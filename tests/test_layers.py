@@ -139,3 +139,12 @@ def test_uis_use_only_the_engine_protocol():
             if isinstance(node, ast.Name) and node.id == "open_store":
                 opened.append(f"{module}:{node.lineno} open_store")
     assert not reached and not opened, "UIs reaching around the engine:\n" + "\n".join(sorted(reached + opened))
+
+
+def test_chat_and_web_render_through_ui_not_the_cli():
+    """What the CLI, the chat and the web console render alike lives in sentinel/ui/: the chat and the web
+    console import nothing of sentinel.cli (a renderer under cli/ would be one they reach into)."""
+    graph = _graph()
+    reached = [f"{m} -> {t}" for m, targets in graph.items() if m.startswith(("sentinel.chat", "sentinel.web"))
+               for t in targets if t == "sentinel.cli" or t.startswith("sentinel.cli.")]
+    assert not reached, "\n".join(sorted(reached))

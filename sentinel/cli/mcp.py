@@ -265,7 +265,8 @@ def remove(name: str = typer.Argument(...), as_json: bool = typer.Option(False, 
     print(f"removed MCP server {name!r}")
 
 
-def _listing(name: str, agent: Optional[str], workspace: Optional[Path]) -> "tuple[McpServer, list[ServerTool], JSONObject | None]":
+def _listing(name: str, agent: Optional[str],
+             workspace: Optional[Path]) -> "tuple[McpServer, list[ServerTool], JSONObject | None]":
     """Start the server as a run of `agent` would (under Leash): its tools and what runs (the pin's code)."""
     from sentinel import paths
     from sentinel.mcp.client import Connection, McpFailure, muzzle_secrets

@@ -32,8 +32,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from sentinel.muzzle.calllog import CallLog, CallRecord
 from sentinel.jsontypes import JSON, JSONObject, list_in, object_in
+from sentinel.muzzle.calllog import CallLog, CallRecord
 from sentinel.muzzle.errors import MuzzleError, bad_request, unauthorized
 from sentinel.muzzle.guard import BODY_LATE, ConnectionGuard
 from sentinel.muzzle.inspect import Inspector, StreamInspector, tool_calls_of
@@ -176,8 +176,8 @@ class Muzzle:
         data = await self.upstreams.complete(route, body)
         rec.mark_first_token()
         calls = tool_calls_of(data)
-        out_chars = sum(len(str(object_in(c.get("message")).get("content") or "")) for c in list_in(data["choices"])
-                        if isinstance(c, dict)) + sum(len(c["arguments"]) for c in calls)
+        out_chars = sum(len(str(object_in(c.get("message")).get("content") or ""))
+                        for c in list_in(data["choices"]) if isinstance(c, dict)) + sum(len(c["arguments"]) for c in calls)
         findings, rec.tool_calls = await self.cpu(out_chars, self._inspect_reply, data, calls)
         self.note(rec, findings, inbound=True)
         self.usage(rec, data.get("usage"), body, out_chars)
@@ -185,7 +185,8 @@ class Muzzle:
         self.finish(rec, grant)
         return Response(dumps(data), media_type=JSON_TYPE)
 
-    def _inspect_reply(self, data: JSONObject, calls: list[dict[str, str]]) -> tuple[list[Finding], list[dict[str, str]]]:
+    def _inspect_reply(self, data: JSONObject,
+                       calls: list[dict[str, str]]) -> tuple[list[Finding], list[dict[str, str]]]:
         """Findings in a whole reply (redacted in place), and its tool calls as the log records them."""
         findings = self.inspector.response(data)
         return findings, [{**c, "arguments": self.redactor.redact(c["arguments"])[0]} for c in calls]

@@ -156,7 +156,8 @@ class GuardedProtocol(HttpToolsProtocol):
     def _body_late(self) -> None:
         self.body_timer = None
         if self.cycle is not None:
-            self.cycle.scope[BODY_LATE] = True  # type: ignore[literal-required]  # our own key in the ASGI scope (uvicorn types it closed)
+            # our own key in the ASGI scope, which uvicorn's types close to its own keys
+            self.cycle.scope[BODY_LATE] = True  # type: ignore[literal-required]
             if self.cycle.response_started:
                 self.transport.close()
                 return

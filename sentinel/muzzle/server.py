@@ -59,7 +59,8 @@ def _errors_to_file(path: Path) -> None:
     log.propagate = False
 
 
-def serve(config: "Config", layout: Layout, host: str, port: int, *, on_ready: Callable[[str], object] | None = None) -> None:
+def serve(config: "Config", layout: Layout, host: str, port: int, *,
+          on_ready: Callable[[str], object] | None = None) -> None:
     """Serve until interrupted (SIGINT/SIGTERM end it cleanly)."""
     sock = bind(host, port)
     _raise_file_limit()

@@ -26,7 +26,8 @@ from sentinel.engine.status import RunStatus
 from sentinel.jsontypes import JSONObject
 from sentinel.ui.escape import visible
 
-STATUS_LABELS: dict[str, str] = {RunStatus.WAITING_APPROVAL: "waiting for approval", RunStatus.WAITING_CHILD: "waiting for a child run"}
+STATUS_LABELS: dict[str, str] = {RunStatus.WAITING_APPROVAL: "waiting for approval",
+                                  RunStatus.WAITING_CHILD: "waiting for a child run"}
 
 
 def _pretty(value: object) -> str:
