@@ -95,7 +95,7 @@ class GuardedProtocol(HttpToolsProtocol):
         self.head_bytes = 0
         self.in_head = False  # a request has begun and its head is not complete
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # uvicorn hands a Transport
         super().connection_made(transport)
         client = self.guard.client(transport.get_extra_info("peername"), transport.get_extra_info("sockname"))
         if not self.guard.admit(client):

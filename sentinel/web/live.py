@@ -172,7 +172,7 @@ async def follow(engines: Engines, run_id: str, after: int) -> AsyncIterator[Eve
                         if event.durable and event.run_id == run_id:  # a child's live events: on its own page
                             put(event)
                 finally:
-                    stream.close()  # type: ignore[attr-defined]
+                    stream.close()  # type: ignore[attr-defined]  # a generator (the protocol says Iterator)
         except Exception as exc:
             put(exc)
         finally:
