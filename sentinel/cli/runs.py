@@ -468,4 +468,4 @@ def register(app: typer.Typer) -> None:
 
 def _texts(value: object) -> list[str]:
     """The paths a checkpoint lists (a JSON array of them, as the journal records it)."""
-    return [str(item) for item in value] if isinstance(value, list) else []
+    return [str(item) for item in value] if isinstance(value, (list, tuple)) else []

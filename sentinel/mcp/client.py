@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Callable, Coroutine, TypeVar
 
 from sentinel.errors import SentinelError, UsageError
-from sentinel.jsontypes import JSONObject
+from sentinel.jsontypes import JSONObject, object_in
 from sentinel.mcp.settings import McpServer
 from sentinel.tools import ToolContext
 
@@ -369,8 +369,7 @@ class Connection:
             prof, who = (None, None) if plain else server_profile(self.server, self.ctx, home)
             self._check(argv, home, prof, who)
             code = self._code = how.manifest(argv, home, env, lambda probe: self._probe(probe, home, env, prof, who))
-            files = code["files"]
-            self._check_files([f for f in files if isinstance(f, str)] if isinstance(files, list) else [], prof, who)
+            self._check_files(list(object_in(code["files"])), prof, who)  # {path: sha256}
         except (UsageError, OSError) as exc:
             raise McpFailure(f"MCP server {self.name!r}: {exc}") from None
         argv, env = how.with_workspace(argv, env, Path(self.ctx.workspace))  # after hashing: not part of the pin
