@@ -29,7 +29,7 @@ from sentinel.workflows.settings import OrchestrationSettings
 
 DEFAULT_MODEL = "local/qwen2.5-coder-1.5b"
 
-BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
+BUILTIN_PROVIDERS: dict[str, dict[str, str | None]] = {
     "ollama": {"base_url": "http://localhost:11434/v1", "api_key_env": None},
     "openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY"},
     "openrouter": {"base_url": "https://openrouter.ai/api/v1", "api_key_env": "OPENROUTER_API_KEY"},
@@ -65,6 +65,7 @@ class Config(_Strict):
     providers: dict[str, Provider] = Field(default_factory=dict)
     limits: Limits = Field(default_factory=Limits)
     tools: ToolSettings = Field(default_factory=ToolSettings)
+    # Any: YAML the operator wrote, read as the action policy's overrides (sentinel/policy/action_policy.py)
     policy: dict[str, Any] = Field(default_factory=dict, description="Overrides of the action policy.")
     sandbox: Literal["enforce", "best_effort"] = Field(
         "enforce", description="enforce: a sandbox layer that cannot be applied stops the launch."
@@ -107,7 +108,7 @@ class Config(_Strict):
         if name in self.providers:
             return self.providers[name]
         builtin = BUILTIN_PROVIDERS.get(name)
-        return Provider(**builtin) if builtin else None
+        return Provider.model_validate(builtin) if builtin else None
 
 
 def config_path(root: Path | None = None) -> Path:
@@ -118,6 +119,7 @@ class _Loader(yaml.SafeLoader):
     """YAML 1.1 reads the keys `on`, `off`, `yes`, `no` as booleans; Sentinel's config has keys named `on`
     (notify targets, Muzzle block rules): a mapping key keeps its text. Values are read as before."""
 
+    # Any: PyYAML's own signature (its nodes and values are untyped)
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         for key, _ in node.value:
             if isinstance(key, yaml.ScalarNode) and key.tag == "tag:yaml.org,2002:bool" and not key.style \
@@ -126,6 +128,7 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+# Any: a YAML file's value, whatever its shape; each caller validates it (a pydantic model, isinstance)
 def read_yaml(path: Path) -> Any:
     """Parse a YAML file; a syntax error becomes a one-line ConfigError with the line number."""
     try:
@@ -141,8 +144,8 @@ def read_yaml(path: Path) -> Any:
         raise ConfigError(path, f"{where}invalid YAML ({problem})") from None
 
 
-def _env_overrides() -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _env_overrides() -> dict[str, str]:
+    out: dict[str, str] = {}
     if model := os.environ.get("SENTINEL_DEFAULT_MODEL"):
         out["default_model"] = model
     if agent := os.environ.get("SENTINEL_DEFAULT_AGENT"):
@@ -154,7 +157,7 @@ def _env_overrides() -> dict[str, Any]:
 
 def load(root: Path | None = None) -> Config:
     path = config_path(root)
-    data: Any = read_yaml(path) if path.exists() else {}
+    data: object = read_yaml(path) if path.exists() else {}
     if data is None:
         data = {}
     if isinstance(data, dict):

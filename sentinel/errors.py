@@ -13,9 +13,12 @@ Harness bugs are not SentinelErrors: they raise whatever they raise.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-M = TypeVar("M")
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 
 class SentinelError(Exception):
@@ -60,7 +63,7 @@ def pydantic_detail(exc: Exception) -> str:
     return f"{loc}: {first.get('msg', 'invalid')}{suffix}"
 
 
-def validated(model: type[M], data: Any, source: Path | str, *,
+def validated(model: type[M], data: object, source: Path | str, *,
               not_mapping: str = "top level must be a mapping") -> M:
     """`data` (a file's parsed YAML) as `model`, or a ConfigError naming `source` and the first bad field."""
     from pydantic import ValidationError
@@ -68,6 +71,6 @@ def validated(model: type[M], data: Any, source: Path | str, *,
     if not isinstance(data, dict):
         raise ConfigError(source, not_mapping)
     try:
-        return model.model_validate(data)  # type: ignore[attr-defined]
+        return model.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(source, pydantic_detail(exc)) from None

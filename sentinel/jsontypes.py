@@ -11,3 +11,13 @@ from typing import TypeAlias, Union
 
 JSON: TypeAlias = Union[str, int, float, bool, None, list["JSON"], dict[str, "JSON"]]
 JSONObject: TypeAlias = dict[str, JSON]
+
+
+def object_in(value: JSON) -> JSONObject:
+    """`value` when it is an object, else an empty one: for optional fields read from outside (`{}` reads as absent)."""
+    return value if isinstance(value, dict) else {}
+
+
+def list_in(value: JSON) -> list[JSON]:
+    """`value` when it is an array, else an empty one: for optional fields read from outside."""
+    return value if isinstance(value, list) else []

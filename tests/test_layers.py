@@ -24,13 +24,15 @@ LAYERS: list[tuple[str, ...]] = [
     ("sentinel.worker",),
     # Muzzle keeps its token store with the engine's one migration runner (sentinel/engine/db.py)
     ("sentinel.agents", "sentinel.memory", "sentinel.mcp.client", "sentinel.mcp.tools", "sentinel.muzzle"),
+    # What CLI, chat, watch and the web console render: the engine's events and rows, and agent text made safe
+    # to show (ui/escape.py, which imports nothing; notifications use it too)
+    ("sentinel.ui",),
     ("sentinel.engine",),
     ("sentinel.policy", "sentinel.hooks"),
     ("sentinel.models", "sentinel.tools", "sentinel.mcp"),
     ("sentinel.leash",),
-    # sentinel.ui: what CLI, chat and watch render (the escaping of agent text every UI and notification shares)
     ("sentinel.config", "sentinel.config_stamp", "sentinel.paths", "sentinel.errors", "sentinel.frames",
-     "sentinel.detach", "sentinel.client.paths", "sentinel.ui", "sentinel.jsontypes", "sentinel"),
+     "sentinel.detach", "sentinel.client.paths", "sentinel.jsontypes", "sentinel"),
 ]
 
 
@@ -137,3 +139,12 @@ def test_uis_use_only_the_engine_protocol():
             if isinstance(node, ast.Name) and node.id == "open_store":
                 opened.append(f"{module}:{node.lineno} open_store")
     assert not reached and not opened, "UIs reaching around the engine:\n" + "\n".join(sorted(reached + opened))
+
+
+def test_chat_and_web_render_through_ui_not_the_cli():
+    """What the CLI, the chat and the web console render alike lives in sentinel/ui/: the chat and the web
+    console import nothing of sentinel.cli (a renderer under cli/ would be one they reach into)."""
+    graph = _graph()
+    reached = [f"{m} -> {t}" for m, targets in graph.items() if m.startswith(("sentinel.chat", "sentinel.web"))
+               for t in targets if t == "sentinel.cli" or t.startswith("sentinel.cli.")]
+    assert not reached, "\n".join(sorted(reached))

@@ -8,11 +8,12 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 from prompt_toolkit.completion import Completer as _Completer
-from prompt_toolkit.completion import Completion
+from prompt_toolkit.completion import CompleteEvent, Completion
 from prompt_toolkit.document import Document
+from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.lexers import Lexer as _Lexer
 from prompt_toolkit.styles import Style
 
@@ -46,7 +47,7 @@ class Completer(_Completer):
     def __init__(self, catalog: Catalog):
         self.catalog = catalog
 
-    def get_completions(self, document: Document, complete_event: Any) -> Iterable[Completion]:
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
         word = document.get_word_before_cursor(WORD=True)
         if text.startswith("/") and " " not in text:
@@ -73,11 +74,11 @@ def _matching(word: str, options: list[tuple[str, str]]) -> Iterable[Completion]
 
 
 class Lexer(_Lexer):
-    def lex_document(self, document: Document) -> Callable[[int], list[tuple[str, str]]]:
+    def lex_document(self, document: Document) -> Callable[[int], StyleAndTextTuples]:
         lines = document.lines
 
-        def line(number: int) -> list[tuple[str, str]]:
-            return fragments(lines[number], first=number == 0)
+        def line(number: int) -> StyleAndTextTuples:
+            return list(fragments(lines[number], first=number == 0))
 
         return line
 

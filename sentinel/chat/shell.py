@@ -20,11 +20,13 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from types import FrameType
+from typing import Callable
 
 from rich.markup import escape
 
 from sentinel.chat.complete import COMMANDS
+from sentinel.chat.terminal import ChatIO
 from sentinel.chat.view import View
 from sentinel.engine.api import Engine, Outcome
 from sentinel.engine.rows import ApprovalRow, SessionRow
@@ -39,7 +41,7 @@ class HungUp(KeyboardInterrupt):
     """The terminal closed (SIGHUP): the turn stops as with Ctrl-C, then the chat leaves."""
 
 
-def _hang_up(signum: int, frame: Any) -> None:
+def _hang_up(signum: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # once: stopping the turn must not be cut short
     raise HungUp()
 SKILL = re.compile(r"(?<!\S)\$([a-z0-9][a-z0-9_-]*)(?!\S)")
@@ -49,7 +51,7 @@ NOT_YET = {
 
 
 class Shell:
-    def __init__(self, engine: Engine, io: Any, *, agent: str | None = None, model: str | None = None):
+    def __init__(self, engine: Engine, io: ChatIO, *, agent: str | None = None, model: str | None = None):
         self.engine, self.io = engine, io
         self.agent, self.model = agent, model
         self.session: SessionRow | None = None        # the `sessions()` row of the current session
@@ -376,16 +378,14 @@ def banner(row: SessionRow) -> str:
 def run(engine: Engine, history: Path, *, new: bool = False, session: str | None = None, agent: str | None = None,
         model: str | None = None) -> None:
     """The chat on this process's terminal, or line by line when stdin is not one."""
-    shell = Shell(engine, None, agent=agent, model=model)
-    if sys.stdin.isatty() and sys.stdout.isatty():
+    from sentinel.chat.terminal import LineIO
+
+    shell = Shell(engine, LineIO(), agent=agent, model=model)
+    if sys.stdin.isatty() and sys.stdout.isatty():  # the completer asks the shell for its catalog
         from sentinel.chat.complete import Completer
         from sentinel.chat.terminal import TerminalIO
 
         shell.io = TerminalIO(history, Completer(shell.catalog))
-    else:
-        from sentinel.chat.terminal import LineIO
-
-        shell.io = LineIO()
     previous = signal.signal(signal.SIGHUP, _hang_up)
     try:
         shell.open(new=new, session=session)

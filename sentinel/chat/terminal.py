@@ -15,24 +15,43 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable, Literal, Protocol
 
 from sentinel.chat.view import PlainView, TerminalView, View
 from sentinel.engine.rows import ApprovalRow
 from sentinel.ui.escape import for_stream, visible
 
+if TYPE_CHECKING:
+    from prompt_toolkit.completion import Completer
+    from rich.console import RenderableType
+
 CLOSE_POLL_S = 0.5
+Answer = Literal["yes", "no", "closed", "eof"]
+
+
+class ChatIO(Protocol):
+    """What the shell asks of a front end (TerminalIO or LineIO)."""
+
+    interactive: bool
+
+    def view(self) -> View: ...
+    def read(self, prompt: str) -> str | None: ...
+    def confirm(self, question: str, closed: Callable[[], bool]) -> Answer: ...
+    def say(self, markup: str) -> None: ...
+    def plain(self, text: str) -> None: ...
+    def error(self, text: str) -> None: ...
+    def approval(self, approval: ApprovalRow) -> None: ...
 YES = ("y", "yes")
 
 
-def answer(text: str) -> str:
+def answer(text: str) -> Answer:
     return "yes" if text.strip().lower() in YES else "no"
 
 
 class TerminalIO:
     interactive = True
 
-    def __init__(self, history: Path, completer: Any):
+    def __init__(self, history: Path, completer: "Completer"):
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory
         from rich.console import Console
@@ -41,8 +60,8 @@ class TerminalIO:
 
         history.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.console = Console(highlight=False)
-        self.session: Any = PromptSession(history=FileHistory(str(history)), completer=completer,
-                                          complete_while_typing=True, lexer=Lexer(), style=STYLE)
+        self.session: PromptSession[str] = PromptSession(history=FileHistory(str(history)), completer=completer,
+                                                         complete_while_typing=True, lexer=Lexer(), style=STYLE)
 
     def view(self) -> View:
         return TerminalView(self.console)
@@ -58,11 +77,11 @@ class TerminalIO:
             except EOFError:
                 return None
 
-    def confirm(self, question: str, closed: Callable[[], bool]) -> str:
+    def confirm(self, question: str, closed: Callable[[], bool]) -> Answer:
         from prompt_toolkit import PromptSession
 
-        session: Any = PromptSession()
-        gone = object()
+        gone = object()  # the prompt's result when it closed by itself
+        session: PromptSession[object] = PromptSession()
 
         async def watch() -> None:
             while True:
@@ -71,11 +90,14 @@ class TerminalIO:
                     session.app.exit(result=gone)
                     return
 
+        def start_watching() -> None:
+            session.app.create_background_task(watch())
+
         try:
-            text = session.prompt(question, pre_run=lambda: session.app.create_background_task(watch()))
+            text = session.prompt(question, pre_run=start_watching)
         except EOFError:
             return "eof"
-        return "closed" if text is gone else answer(text)
+        return "closed" if text is gone else answer(str(text))
 
     def say(self, markup: str) -> None:
         self.console.print(markup)
@@ -99,7 +121,7 @@ class TerminalIO:
         args = approval.arguments
         shown = str(args["command"]) if approval.tool == "bash" and isinstance(args, dict) and "command" in args \
             else json.dumps(args, ensure_ascii=False, indent=2)
-        parts: list[Any] = [Text(visible(shown, newlines=True)),
+        parts: list[RenderableType] = [Text(visible(shown, newlines=True)),
                             Text(f"why: {visible(approval.reason or '', newlines=True)}", style="dim")]
         if approval.code:  # an agent-authored tool not trusted yet: the code about to run
             parts.append(Syntax(visible(str(approval.code), newlines=True), "python", line_numbers=True))
@@ -119,7 +141,7 @@ class LineIO:
         line = sys.stdin.readline()
         return None if line == "" else line.rstrip("\n")
 
-    def confirm(self, question: str, closed: Callable[[], bool]) -> str:
+    def confirm(self, question: str, closed: Callable[[], bool]) -> Answer:
         print(question, end="", file=sys.stderr, flush=True)
         line = sys.stdin.readline()
         if line == "":

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from sentinel.cli.render import describe, workspace_line
-from sentinel.cli.spinner import usage_text
+from sentinel.ui.render import describe, workspace_line
+from sentinel.ui.spinner import usage_text
 from sentinel.engine import events as ev
 from sentinel.ui.escape import for_stream, visible
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.markdown import Markdown
 
 
 class View:
@@ -72,9 +76,9 @@ class TerminalView(View):
     """While a model call is in flight: its text so far as Markdown over a spinner line (seconds, tokens). When it
     ends: the answer rendered as Markdown and wrapped to the terminal, then one dim line with its tokens in/out."""
 
-    def __init__(self, console: Any):
+    def __init__(self, console: "Console"):
         super().__init__()
-        from sentinel.cli.spinner import LiveCall
+        from sentinel.ui.spinner import LiveCall
 
         self.console = console
         self.call = LiveCall(console)
@@ -82,7 +86,7 @@ class TerminalView(View):
     def close(self) -> None:
         self.call.stop()
 
-    def _streamed(self) -> Any:
+    def _streamed(self) -> "Markdown | None":
         from rich.markdown import Markdown
 
         text = visible("".join(self.streamed), newlines=True)
@@ -154,6 +158,6 @@ class PlainView(View):
             print(f"changed: {workspace_line(event)} (/undo puts it back)", file=sys.stderr, flush=True)
 
 
-def _short(value: Any, limit: int = 200) -> str:
+def _short(value: object, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Iterator, Optional
 
 import typer
 
-from sentinel.cli.render import print_json
+from sentinel.ui.render import print_json
 from sentinel.ui.escape import visible
 
 app = typer.Typer(no_args_is_help=True, help="Agent profiles: souls, models, skills, tools, memory scopes.")
@@ -42,7 +42,7 @@ def _arguments(**flags: str) -> Iterator[None]:
         raise UsageError(f"{flag}: {detail}") from None
 
 
-def _describe(name: str) -> dict[str, Any]:
+def _describe(name: str) -> dict[str, object]:
     from sentinel.agents import profile as profiles
 
     profile = profiles.load(name)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from sentinel.cli.render import print_json
+from sentinel.ui.render import print_json
+
+if TYPE_CHECKING:
+    from sentinel.engine.api import Engine
 
 
-def _engine():  # noqa: ANN202 - sentinel.engine.api.Engine
+def _engine() -> "Engine":
     from sentinel.connect import open_engine
 
     return open_engine(local_if_refused=True, agent_door=True)
@@ -45,7 +48,7 @@ def chats(as_json: bool = typer.Option(False, "--json")) -> None:
     from rich.table import Table
     from rich.text import Text  # cells are text, never markup: the title is what someone typed
 
-    from sentinel.cli.render import listing_console
+    from sentinel.ui.render import listing_console
 
     table = Table("id", "status", "agent", "last active", "title", box=None)
     for r in rows:

@@ -19,29 +19,30 @@ import errno
 import sys
 import typing
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from sentinel.errors import SentinelError
 
-VALUE_TYPES: dict[Any, Callable[[str], Any]] = {str: str, Path: Path}
+VALUE_TYPES: dict[type, Callable[[str], str | Path]] = {str: str, Path: Path}
+Command = Callable[..., None]  # a command function of sentinel.cli.runs
 
 
-def _plain_type(annotation: Any) -> Any:
+def _plain_type(annotation: object) -> type | None:
     """str, Path or bool (Optional[...] of them too), else None: a type typer would coerce in its own way."""
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
     if typing.get_origin(annotation) is typing.Union and len(args) == 1:
         annotation = args[0]
-    return annotation if annotation in VALUE_TYPES or annotation is bool else None
+    return annotation if isinstance(annotation, type) and (annotation in VALUE_TYPES or annotation is bool) else None
 
 
-def parse(fn: Callable[..., Any], args: list[str]) -> dict[str, Any] | None:
+def parse(fn: Command, args: list[str]) -> dict[str, object] | None:
     """The keyword arguments typer would call `fn` with for `args`, or None when typer must decide."""
     import typer.models
 
     hints = typing.get_type_hints(fn)
     positional: list[str] = []
-    options: dict[str, tuple[str, Any]] = {}  # "--json" -> (parameter name, type)
-    values: dict[str, Any] = {}
+    options: dict[str, tuple[str, type]] = {}  # "--json" -> (parameter name, type)
+    values: dict[str, object] = {}
     declared = _defaults(fn)
     if declared is None:
         return None
@@ -63,7 +64,7 @@ def parse(fn: Callable[..., Any], args: list[str]) -> dict[str, Any] | None:
     return _bind(args, positional, options, values)
 
 
-def _defaults(fn: Callable[..., Any]) -> dict[str, Any] | None:
+def _defaults(fn: Command) -> dict[str, object] | None:
     """Each parameter's default (typer's declaration), from the code object (`inspect` costs more to import);
     None when some parameter has none or is keyword-only: not a form parse() takes."""
     code, defaults = fn.__code__, fn.__defaults__ or ()
@@ -73,8 +74,8 @@ def _defaults(fn: Callable[..., Any]) -> dict[str, Any] | None:
     return dict(zip(names, defaults))
 
 
-def _bind(args: list[str], positional: list[str], options: dict[str, tuple[str, Any]],
-          values: dict[str, Any]) -> dict[str, Any] | None:
+def _bind(args: list[str], positional: list[str], options: dict[str, tuple[str, type]],
+          values: dict[str, object]) -> dict[str, object] | None:
     seen: set[str] = set()
     waiting = list(positional)
     rest = list(args)
@@ -105,7 +106,7 @@ def _bind(args: list[str], positional: list[str], options: dict[str, tuple[str, 
     return values
 
 
-def call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+def call(fn: Command, kwargs: dict[str, object]) -> None:
     """Run a command as the typer app would: its Exit code, a SentinelError's one line, 130 on Ctrl-C."""
     import typer
 

@@ -105,7 +105,7 @@ def compat(ctx: typer.Context) -> None:
     raise typer.Exit(main(list(ctx.args)))
 
 
-def gate_status() -> dict:
+def gate_status() -> dict[str, object]:
     """For `sentinel status`: each configured judge probed, and the hooks installed around the cwd."""
     from sentinel.hooks.trust import summary
     from sentinel.policy.gate.probe import probe_configured

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -63,7 +63,8 @@ def check(
     _render(rep)
 
 
-def _render(rep: dict) -> None:
+# Any: sentinel/leash/check.py's report, a nested JSON document typed so there
+def _render(rep: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -129,7 +130,7 @@ def egress(uninstall: bool = typer.Option(False, "--uninstall", help="Remove the
     print(f"egress: {admin.apply_egress()}")
 
 
-def _store_audit(record: dict) -> None:
+def _store_audit(record: dict[str, object]) -> None:
     """The egress proxy's default audit sink: the state database's audit log."""
     from sentinel.engine import audit
 

@@ -13,13 +13,21 @@ import os
 import shlex
 import tempfile
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional
 
 import typer
 
-from sentinel.cli.render import print_json
+from sentinel.jsontypes import JSONObject, object_in
+from sentinel.ui.render import print_json
 from sentinel.ui.escape import visible
 from sentinel.errors import NotFound, UsageError
+
+if TYPE_CHECKING:
+    from sentinel.config import Config
+    from sentinel.engine.api import Engine
+    from sentinel.mcp.client import ServerTool
+    from sentinel.mcp.pin import Trusted
+    from sentinel.mcp.settings import McpServer
 
 FILES_SHOWN = 8  # code files `mcp list` prints per pin; --json has them all
 app = typer.Typer(no_args_is_help=True, help="MCP servers for agents: list, add, remove, tools, trust.")
@@ -44,12 +52,13 @@ def _system_root() -> Path | None:
     return None
 
 
-def _load() -> Any:
+def _load() -> "Config":
     from sentinel import config
 
     return config.load(_system_root())
 
 
+# Any: config.yaml as the operator wrote it (YAML), checked whole by _save before it is written back
 def _raw() -> dict[str, Any]:
     from sentinel.config import read_yaml
 
@@ -62,7 +71,7 @@ def _raw() -> dict[str, Any]:
     return data
 
 
-def _save(data: dict[str, Any]) -> None:
+def _save(data: dict[str, object]) -> None:
     """Validate the whole config as it would load, then write it (atomically)."""
     import yaml
 
@@ -81,20 +90,20 @@ def _save(data: dict[str, Any]) -> None:
     paths.write_atomic(path, text, 0o600, keep=True)
 
 
-def _server(name: str) -> Any:
+def _server(name: str) -> "McpServer":
     servers = _load().mcp_servers
     if name not in servers:
         raise NotFound(f"no MCP server {name!r} in {_config_file()} (configured: {', '.join(servers) or 'none'})")
     return servers[name]
 
 
-def _engine() -> Any:
+def _engine() -> "Engine":
     from sentinel.connect import open_engine
 
     return open_engine()
 
 
-def _pin(name: str) -> dict[str, Any] | None:
+def _pin(name: str) -> "Trusted | None":
     with _engine() as engine:
         return engine.mcp_trust(name)
 
@@ -105,44 +114,44 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Print one JSON doc
     the pin covers (the executable and code files, hashed)."""
     from sentinel.mcp.launch import covers
 
-    rows = []
-    for name, server in _load().mcp_servers.items():
-        pin = _pin(name) if server.pin else None
-        rows.append({"name": name, "transport": server.transport, "target": server.target,
-                     "network": server.network, "read": server.read, "read_only": server.read_only,
-                     "tools": server.tools, "pin": server.pin,
-                     "trusted_sha256": pin["sha256"] if pin else None, "trusted_by": pin["trusted_by"] if pin else None,
-                     "covers": _covers(pin), "headers": sorted(server.headers)})
+    found = [(name, server, _pin(name) if server.pin else None) for name, server in _load().mcp_servers.items()]
     if as_json:
-        return print_json(rows)
-    if not rows:
+        return print_json([{"name": name, "transport": server.transport, "target": server.target,
+                            "network": server.network, "read": server.read, "read_only": server.read_only,
+                            "tools": server.tools, "pin": server.pin,
+                            "trusted_sha256": pin["sha256"] if pin else None,
+                            "trusted_by": pin["trusted_by"] if pin else None,
+                            "covers": _covers(pin), "headers": sorted(server.headers)} for name, server, pin in found])
+    if not found:
         print("no MCP servers (add one: sentinel mcp add NAME -- COMMAND ...)")
-    for r in rows:
-        state = ("not pinned" if not r["pin"] else
-                 f"trusted {r['trusted_sha256'][:16]}… by {r['trusted_by']}" if r["trusted_sha256"] else
-                 "not trusted yet (sentinel mcp trust " + r["name"] + ")")
-        print(f"{r['name']:<16} {r['transport']:<6} {r['target']}")
-        print(f"{'':<16} network: {', '.join(r['network']) or 'none (no TCP at all)'}; {state}")
-        if r["read_only"]:
-            print(f"{'':<16} read-only (auto): {', '.join(r['read_only'])}")
-        if r["covers"]:
-            code = r["covers"].get("code")
-            print(f"{'':<16} the pin covers: its command, {r['covers']['tools']} tool(s)"
+    for name, server, pin in found:
+        sha = str(pin["sha256"]) if pin and pin["sha256"] else None
+        state = ("not pinned" if not server.pin else
+                 f"trusted {sha[:16]}… by {pin['trusted_by']}" if pin and sha else
+                 "not trusted yet (sentinel mcp trust " + name + ")")
+        print(f"{name:<16} {server.transport:<6} {server.target}")
+        print(f"{'':<16} network: {', '.join(server.network) or 'none (no TCP at all)'}; {state}")
+        if server.read_only:
+            print(f"{'':<16} read-only (auto): {', '.join(server.read_only)}")
+        covered = _covers(pin)
+        if covered:
+            code = object_in(covered.get("code"))
+            print(f"{'':<16} the pin covers: its command, {covered['tools']} tool(s)"
                   + (f", {covers(code)}" if code else ""))
-            files = list((code or {}).get("files", {}).items())
-            for path, sha in files[:FILES_SHOWN]:
-                print(f"{'':<18} {sha[:16]}… {path}")
+            files = list(object_in(code.get("files")).items())
+            for path, file_sha in files[:FILES_SHOWN]:
+                print(f"{'':<18} {str(file_sha)[:16]}… {path}")
             if len(files) > FILES_SHOWN:
                 print(f"{'':<18} … and {len(files) - FILES_SHOWN} more (`sentinel mcp list --json` lists them all)")
 
 
-def _covers(pin: dict[str, Any] | None) -> dict[str, Any] | None:
+def _covers(pin: Mapping[str, object] | None) -> JSONObject | None:
     """What a pin covers, from its recorded document: the tool count and what runs (stdio servers)."""
     import json
 
     if not pin:
         return None
-    doc = json.loads(pin["document"])
+    doc = json.loads(str(pin["document"]))
     return {"tools": len(doc.get("tools", [])), "code": doc.get("code")}
 
 
@@ -171,7 +180,7 @@ def add(name: str = typer.Argument(..., help="Server name: its tools are mcp__NA
     data["mcp_servers"] = servers
     if name in servers and not replace:
         raise UsageError(f"MCP server {name!r} already exists in {_config_file()} (use --replace)")
-    entry: dict[str, Any] = {"command": _resolved(name, list(cmd))} if cmd else {"url": url}
+    entry: dict[str, object] = {"command": _resolved(name, list(cmd))} if cmd else {"url": url}
     if env:
         entry["env"] = dict(_pair(e, "--env") for e in env)
     if header:
@@ -208,7 +217,7 @@ def _resolved(name: str, argv: list[str]) -> list[str]:
         raise UsageError(f"MCP server {name!r}: {exc}") from None
 
 
-def _unreadable(server: Any) -> list[str]:
+def _unreadable(server: "McpServer") -> list[str]:
     """A note for each code file the server's sandbox would not let it read (it would fail with EACCES)."""
     from sentinel.leash.profile import system_read
     from sentinel.mcp.launch import Command, outside
@@ -256,7 +265,8 @@ def remove(name: str = typer.Argument(...), as_json: bool = typer.Option(False, 
     print(f"removed MCP server {name!r}")
 
 
-def _listing(name: str, agent: Optional[str], workspace: Optional[Path]) -> tuple[Any, list[Any], Any]:
+def _listing(name: str, agent: Optional[str],
+             workspace: Optional[Path]) -> "tuple[McpServer, list[ServerTool], JSONObject | None]":
     """Start the server as a run of `agent` would (under Leash): its tools and what runs (the pin's code)."""
     from sentinel import paths
     from sentinel.mcp.client import Connection, McpFailure, muzzle_secrets

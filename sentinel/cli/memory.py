@@ -8,18 +8,23 @@ here for the first time is audited like one found during a run.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from sentinel.cli.render import print_json
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.ui.escape import visible
+from sentinel.ui.render import print_json
+
+if TYPE_CHECKING:
+    from sentinel.memory.index import Row
+    from sentinel.memory.vault import Memory
 
 app = typer.Typer(no_args_is_help=True, help="Memory vaults: list, show, search, forget notes.")
 SCOPE = typer.Option(None, "--scope", "-s", help="Memory scope (default: the default agent's).")
 
 
-def _memory(scope: str | None) -> Any:
+def _memory(scope: str | None) -> "Memory":
     from sentinel import config as config_mod
     from sentinel import paths
     from sentinel.agents import profile as profiles
@@ -37,7 +42,7 @@ def _memory(scope: str | None) -> Any:
     return memory
 
 
-def _audit(memory: Any, rows: list[Any]) -> None:
+def _audit(memory: "Memory", rows: "list[Row]") -> None:
     """The notes are this user's own memory (local files in either mode): their audit goes to this user's store."""
     from sentinel.local.engine import LocalEngine
 
@@ -46,18 +51,19 @@ def _audit(memory: Any, rows: list[Any]) -> None:
                                                 for row in rows])
 
 
-def _row(memory: Any, row: Any) -> dict[str, Any]:
-    data = {"title": row.title, "tags": row.tags, "path": str(memory.path_of(row)), "created": row.created,
-            "updated": row.updated, "source_run": row.source_run}
+def _row(memory: "Memory", row: "Row") -> JSONObject:
+    data: JSONObject = {"title": row.title, "tags": list[JSON](row.tags), "path": str(memory.path_of(row)),
+                        "created": row.created, "updated": row.updated, "source_run": row.source_run}
     if row.flagged:
         data["flagged"] = row.flagged
     return data
 
 
-def _emit(rows: list[dict[str, Any]], as_json: bool, empty: str, line: Callable[[dict[str, Any]], str]) -> None:
+def _emit(rows: list[JSONObject], lines: list[str], as_json: bool, empty: str) -> None:
+    """`rows` as JSON, or one line each for a person."""
     if as_json:
         return print_json(rows)
-    print("\n".join(visible(line(r)) for r in rows) if rows else empty)
+    print("\n".join(visible(line) for line in lines) if rows else empty)
 
 
 @app.command("list")
@@ -66,14 +72,15 @@ def list_(scope: Optional[str] = SCOPE,
           as_json: bool = typer.Option(False, "--json")) -> None:
     """List the notes of a scope, by title."""
     memory = _memory(scope)
-    rows = [_row(memory, r) for r in memory.notes(flagged=True if flagged else None)]
+    notes = memory.notes(flagged=True if flagged else None)
 
-    def line(r: dict[str, Any]) -> str:
-        note = f"  [quarantined: {r['flagged']}]" if r.get("flagged") else ""
-        tags = f"  #{' #'.join(r['tags'])}" if r["tags"] else ""
-        return f"{r['title']}{tags}  ({r['path']}){note}"
+    def line(r: "Row") -> str:
+        note = f"  [quarantined: {r.flagged}]" if r.flagged else ""
+        tags = f"  #{' #'.join(r.tags)}" if r.tags else ""
+        return f"{r.title}{tags}  ({memory.path_of(r)}){note}"
 
-    _emit(rows, as_json, f"no {'quarantined ' if flagged else ''}notes in memory scope {memory.scope}", line)
+    _emit([_row(memory, r) for r in notes], [line(r) for r in notes], as_json,
+          f"no {'quarantined ' if flagged else ''}notes in memory scope {memory.scope}")
 
 
 @app.command("show")
@@ -85,7 +92,7 @@ def show(note: str = typer.Argument(..., help="Title, slug or path of the note."
     body = memory.read(row.rel).body
     if as_json:
         return print_json({**_row(memory, row), "body": body})
-    print(f"# {visible(row.title)}\n{visible(_row(memory, row)['path'])}"
+    print(f"# {visible(row.title)}\n{visible(memory.path_of(row))}"
           + (f"\nquarantined: {visible(row.flagged)}" if row.flagged else ""))
     print(f"\n{visible(body, newlines=True)}")
 
@@ -97,10 +104,10 @@ def search(query: str = typer.Argument(...), scope: Optional[str] = SCOPE,
     """Full-text search (BM25, title weighted), as the agent's recall tool sees it."""
     memory = _memory(scope)
     hits = memory.recall(query, limit)
-    rows = [{"title": h.title, "tags": h.tags, "path": str(memory.path_of(h)), "snippet": h.snippet,
-             "score": round(-h.score, 6)} for h in hits]
-    _emit(rows, as_json, f"no notes in memory scope {memory.scope} match {query!r}",
-          lambda r: f"{r['title']}  ({r['path']})\n    {r['snippet']}")
+    rows: list[JSONObject] = [{"title": h.title, "tags": list[JSON](h.tags), "path": str(memory.path_of(h)),
+                               "snippet": h.snippet, "score": round(-h.score, 6)} for h in hits]
+    _emit(rows, [f"{h.title}  ({memory.path_of(h)})\n    {h.snippet}" for h in hits], as_json,
+          f"no notes in memory scope {memory.scope} match {query!r}")
 
 
 @app.command("forget")

@@ -9,12 +9,16 @@ from __future__ import annotations
 import re
 import sys
 import time
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from sentinel.cli.render import print_json
+from sentinel.ui.render import print_json
 from sentinel.errors import UsageError
+
+if TYPE_CHECKING:
+    from sentinel.config import Config
+    from sentinel.muzzle.layout import Layout
 
 app = typer.Typer(no_args_is_help=True, help="The inspecting model proxy.")
 
@@ -29,7 +33,7 @@ def parse_ttl(text: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2) or "s"]
 
 
-def _context(system: bool) -> tuple[Any, Any]:
+def _context(system: bool) -> "tuple[Config, Layout]":
     from sentinel import config as config_mod
     from sentinel.muzzle.layout import local_layout, system_config_dir, system_layout
 

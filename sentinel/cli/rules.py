@@ -10,12 +10,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from sentinel.errors import SentinelError, UsageError
 from sentinel.ui.escape import visible
+
+if TYPE_CHECKING:
+    from sentinel.policy.gate.loader import Bundle
+    from sentinel.policy.gate.rules import Rule
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
@@ -27,7 +31,7 @@ JsonOpt = typer.Option(False, "--json", help="Print one JSON document.")
 class Target:
     """The gate being managed: a repository or $SENTINEL_HOME."""
 
-    def __init__(self, bundle: Any, root: str | None):
+    def __init__(self, bundle: "Bundle", root: str | None):
         self.bundle = bundle
         self.root = root
 
@@ -54,17 +58,17 @@ def _target(repo: Optional[Path], home: bool) -> Target:
     return Target(loader.load_home(str(paths.home()), cfg.gate.model_dump(), loader.system_rules_dir()), None)
 
 
-def _print_json(data: Any) -> None:
+def _print_json(data: object) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _rule_row(rule: Any) -> dict[str, Any]:
+def _rule_row(rule: "Rule") -> dict[str, object]:
     return {"id": rule.id, "kind": rule.kind, "trigger": rule.trigger, "severity": rule.severity, "post": rule.post,
             "scope": rule.scope, "exclude": rule.exclude, "backend": rule.backend, "model": rule.model,
             "source": rule.source}
 
 
-def _table(headers: list[str], rows: list[list[Any]]) -> None:
+def _table(headers: list[str], rows: list[list[object]]) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -89,8 +93,8 @@ def list_rules(repo: Optional[Path] = RepoOpt, home: bool = HomeOpt, as_json: bo
         print(f"no rules in {', '.join(t.bundle.paths.rules_dirs)}")
     else:
         _table(["id", "kind", "trigger", "severity", "scope", "backend"],
-               [[r["id"], r["kind"], r["trigger"], r["severity"] + (" (post)" if r["post"] else ""),
-                 ", ".join(r["scope"]) or "*", r["backend"] or "-"] for r in rows])
+               [[r.id, r.kind, r.trigger, r.severity + (" (post)" if r.post else ""),
+                 ", ".join(r.scope) or "*", r.backend or "-"] for r in t.bundle.rules])
     for error in t.bundle.errors:
         typer.echo(f"error: {error}", err=True)
 
@@ -194,7 +198,8 @@ def dismiss(draft_id: str = typer.Argument(..., help="Draft id."), repo: Optiona
 @app.command()
 def learn(repo: Optional[Path] = RepoOpt, as_json: bool = JsonOpt) -> None:
     """Scan documentation (scribe.doc_globs) for conventions and write draft rules."""
-    from sentinel.policy.gate.judges import JudgeError, Judges
+    from sentinel.policy.gate.judges import Judges
+    from sentinel.policy.gate.judges.base import JudgeError
     from sentinel.policy.gate.scribe import Scribe, doc_files
 
     t = _target(repo, False)

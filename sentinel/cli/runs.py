@@ -12,18 +12,26 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Mapping, Optional
 
 import typer
 
-from sentinel.cli.render import (STATUS_EXIT, Progress, arguments_text, code_listing, listing_console, plain, print_json,
-                                  self_edit_line, short, task_title)
-from sentinel.engine.events import SelfEdited
 from sentinel.engine.api import Engine, Outcome
-from sentinel.engine.rows import RunRow
-from sentinel.errors import NotFound
+from sentinel.engine.events import Event, SelfEdited
+from sentinel.engine.rows import ApprovalRow, RunRow
 from sentinel.engine.status import TERMINAL, RunStatus
+from sentinel.errors import NotFound
 from sentinel.ui.escape import for_stream, visible
+from sentinel.ui.render import (Progress, arguments_text, code_listing, listing_console, plain, print_json,
+                                self_edit_line, short, task_title)
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+# The exit code of `run`/`resume`/`approve`, by the status the run stopped in (3: waiting for approval)
+STATUS_EXIT: dict[str, int] = {
+    RunStatus.DONE: 0, RunStatus.IDLE: 0, RunStatus.WAITING_APPROVAL: 3, RunStatus.FAILED: 1, RunStatus.CANCELLED: 1,
+    RunStatus.INTERRUPTED: 1, RunStatus.WAITING_CHILD: 1, RunStatus.RUNNING: 1}
 
 ALL_HOSTS_HELP = "Every host's, each labelled with its host (system mode on a shared store: docs/system-mode.md)."
 
@@ -89,7 +97,7 @@ def runs(as_json: bool = typer.Option(False, "--json"),
     listing_console().print(table)
 
 
-def _cells(*values: Any) -> list[Any]:
+def _cells(*values: object) -> "list[Text]":
     """Table cells: text, never markup, each on one line with its hiding characters shown (an agent wrote them)."""
     from rich.text import Text
 
@@ -125,7 +133,7 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         return print_json(detail.to_dict() | {"events": events})
     from rich.markup import escape
 
-    def t(value: Any) -> str:  # an agent's text in a markup line: one line, hiding characters shown, no markup
+    def t(value: object) -> str:  # an agent's text in a markup line: one line, hiding characters shown, no markup
         return escape(visible(value))
 
     console = listing_console()  # piped: a decision stays on one line (for grep)
@@ -161,12 +169,12 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         console.print(f"[red]error[/]: {t(detail.error)}")
 
 
-def _resolved(decision: dict[str, Any]) -> str:
+def _resolved(decision: Mapping[str, object]) -> str:
     """Who answered the call's approval, and how: `; approved by alice`, `; denied by bob: not now`."""
     from rich.markup import escape
 
     approval = decision.get("approval")
-    if not approval:
+    if not approval or not isinstance(approval, dict):
         return ""
     verb = "approved" if approval.get("approved") else str(approval.get("status") or "resolved")
     who = f" by {approval['by']}" if approval.get("by") else ""
@@ -209,21 +217,21 @@ def approvals(as_json: bool = typer.Option(False, "--json"),
             console.print(f"approval {a.id}{_code_label(a)}{listing}", markup=False)
 
 
-def _trusted_mcp(a: Any) -> bool:
+def _trusted_mcp(a: ApprovalRow) -> bool:
     """An MCP call paused by policy or the gate alone: its server's listing and code are the trusted ones."""
     from sentinel.mcp.pin import paused_by_pin
 
     return bool(a.mcp) and not paused_by_pin(a.reason or "")
 
 
-def _code_label(a: Any) -> str:
+def _code_label(a: ApprovalRow) -> str:
     """What an approval's code is, by the real reason it waits (the pin, or only policy or the gate)."""
     if not a.mcp:
         return " would run this code:"
     server = visible(a.mcp["server"])
     if _trusted_mcp(a):
         return (f": MCP server {server} runs the listing and code trusted with `sentinel mcp trust {server}` "
-                f"(sha256 {a.code_sha256[:16]}…); the call waits only for: {visible(a.reason or '')}")
+                f"(sha256 {(a.code_sha256 or '')[:16]}…); the call waits only for: {visible(a.reason or '')}")
     return f" would run MCP server {server} with this listing and code, not the ones trusted:"
 
 
@@ -255,7 +263,7 @@ def approve(ident: str = typer.Argument(..., help="Approval id, or a run id with
     """Approve a pending tool call; the run resumes in the foreground (a coding agent's ask: its hook lets the
     call run)."""
     with _operator() as engine, Progress(False if as_json else None) as progress:
-        outcome = engine.approve(ident, on_event=progress, **({"always": True} if always else {}))
+        outcome = engine.approve(ident, on_event=progress, always=always)
     _finish(outcome, as_json, progress)
 
 
@@ -301,7 +309,7 @@ HEARTBEAT_S = 10.0     # nothing new for this long: say the run is still going (
 PAUSE_POLL_S = 1.0     # how often a paused run is looked at for its answer
 
 
-def _print_event(event: Any, as_json: bool) -> None:
+def _print_event(event: Event, as_json: bool) -> None:
     import json
 
     if event.durable:
@@ -338,8 +346,7 @@ def _stream(engine: Engine, run_id: str, after: int, as_json: bool) -> int:
     import queue
     import threading
 
-    items: "queue.Queue[Any]" = queue.Queue()
-    end = object()
+    items: "queue.Queue[Event | BaseException | None]" = queue.Queue()  # None: the stream ended
 
     def pump() -> None:
         try:
@@ -347,7 +354,7 @@ def _stream(engine: Engine, run_id: str, after: int, as_json: bool) -> int:
                 items.put(event)
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
             items.put(exc)
-        items.put(end)
+        items.put(None)
 
     threading.Thread(target=pump, name="logs-follow", daemon=True).start()
     quiet_since = time.monotonic()
@@ -359,7 +366,7 @@ def _stream(engine: Engine, run_id: str, after: int, as_json: bool) -> int:
                 print(f"  … still running: nothing new for {time.monotonic() - quiet_since:.0f} s (a model call or "
                       "a tool shows when it ends)", flush=True)
             continue
-        if item is end:
+        if item is None:
             return after
         if isinstance(item, BaseException):
             raise item
@@ -391,7 +398,7 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
               "retries)")
 
 
-def _system_files() -> dict[str, Any]:
+def _system_files() -> dict[str, object]:
     """Root beside a system-mode setup with no supervisor answering: which files its parts cannot read."""
     import os
 
@@ -402,9 +409,9 @@ def _system_files() -> dict[str, Any]:
     return {"unreadable": admin.unreadable_files(), "exposed": admin.exposed_files()}
 
 
-def _status_line(key: str, value: Any) -> str:
+def _status_line(key: str, value: object) -> str:
     """`key: value` for people: a mapping as `k v, ...`, a list one item per indented line, empty as none."""
-    def flat(item: Any) -> str:
+    def flat(item: object) -> str:
         if isinstance(item, dict):
             return ", ".join(f"{k} {v}" for k, v in item.items() if v is not None) or "none"
         return str(item)
@@ -423,11 +430,11 @@ def cancel(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = ty
     print(f"run {outcome.id} is {outcome.status}", file=sys.stderr)
 
 
-def checkpoint_line(c: dict[str, Any]) -> str:
+def checkpoint_line(c: Mapping[str, object]) -> str:
     """One checkpoint as `show` lists it: `step 2 bash: changed a.txt; removed b.txt`."""
-    what = "; ".join(part for part in (f"changed {', '.join(c['changed'])}" if c["changed"] else "",
-                                       f"removed {', '.join(c['removed'])}" if c["removed"] else "") if part)
-    head = f"step {c['step']} " + (f"undo to step {c['undo']}" if c.get("undo") is not None else c["tool"])
+    what = "; ".join(part for part in (f"changed {', '.join(_texts(c['changed']))}" if c["changed"] else "",
+                                       f"removed {', '.join(_texts(c['removed']))}" if c["removed"] else "") if part)
+    head = f"step {c['step']} " + (f"undo to step {c['undo']}" if c.get("undo") is not None else str(c["tool"]))
     return f"{head}: {what or 'no file recorded'}" + ("" if c.get("complete", True) else " (not all recorded)")
 
 
@@ -457,3 +464,8 @@ def undo(run_id: str = typer.Argument(..., help="Run id."),
 def register(app: typer.Typer) -> None:
     for fn in (run, runs, show, approvals, approve, deny, resume, logs, status, cancel, undo):
         app.command(fn.__name__)(fn)
+
+
+def _texts(value: object) -> list[str]:
+    """The paths a checkpoint lists (a JSON array of them, as the journal records it)."""
+    return [str(item) for item in value] if isinstance(value, (list, tuple)) else []

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from sentinel.cli.render import print_json
+from sentinel.ui.render import print_json
 
 PROMPT = "Name your agent (also its Linux user)"
 

@@ -8,16 +8,19 @@ whose database the agents cannot write; in local mode it uses $SENTINEL_HOME/sta
 from __future__ import annotations
 
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from sentinel.cli.render import print_json
+from sentinel.ui.render import print_json
+
+if TYPE_CHECKING:
+    from sentinel.engine.api import Engine
 
 app = typer.Typer(no_args_is_help=True, help="Trusted code of agent-authored tools: list, revoke.")
 
 
-def _engine() -> Any:
+def _engine() -> "Engine":
     from sentinel.connect import open_engine
 
     return open_engine()

@@ -10,18 +10,23 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from sentinel.cli.render import Progress, print_json
+from sentinel.ui.render import Progress, print_json
 from sentinel.ui.escape import visible
 from sentinel.errors import UsageError
+
+if TYPE_CHECKING:
+    from sentinel.engine.api import Engine
+    from sentinel.watchers.spec import Watcher
+    from sentinel.watchers.strategies import RunCommand
 
 app = typer.Typer(no_args_is_help=True, help="Watchers: events that start hook sessions.")
 
 
-def _engine() -> Any:
+def _engine() -> "Engine":
     from sentinel.connect import open_engine
 
     return open_engine()
@@ -56,7 +61,7 @@ def list_(as_json: bool = typer.Option(False, "--json")) -> None:
         raise typer.Exit(2)
 
 
-def _row(w: Any) -> dict[str, Any]:
+def _row(w: "Watcher") -> dict[str, object]:
     return {"id": w.id, "strategy": w.strategy.type, "eventName": w.eventName, "endpoint": w.endpoint,
             "skillId": w.skillId, "priority": w.priority, "tags": w.tags, "enabled": w.enabled}
 
@@ -100,7 +105,7 @@ def test(ident: str = typer.Argument(..., metavar="ID"), as_json: bool = typer.O
     print(f"value: {json.dumps(result['value'])}  match holds: {'yes' if ok else 'no'}  dedupeKey: {result['dedupeKey']}")
 
 
-def _command_runner() -> Any:
+def _command_runner() -> "RunCommand":
     """The leashed command runner local mode's watchers use."""
     from sentinel import paths
     from sentinel.local.engine import LocalEngine
@@ -113,7 +118,8 @@ def _command_runner() -> Any:
                               make_workdir(user_dir(engine.home)))
 
 
-def _local_runner(watchers: list[Any]) -> Any:
+# Any: local mode's watcher runner, which sentinel/local/engine.py returns untyped
+def _local_runner(watchers: "list[Watcher]") -> Any:
     if _system():
         raise UsageError("a supervisor is running: it runs the watchers (`sentinel watch history` shows firings)")
     from sentinel.local.engine import LocalEngine

@@ -8,11 +8,10 @@ paused for approval (`sentinel approve ID` continues the workflow to its end), 1
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from sentinel.cli.render import Progress, print_json
+from sentinel.ui.render import Progress, print_json
 from sentinel.ui.escape import visible
 
 app = typer.Typer(no_args_is_help=True, help="Saved workflows: linear steps, each its own supervised run.")
@@ -26,7 +25,7 @@ def _roster() -> list[str] | None:
         return engine.roster()
 
 
-def _describe(name: str) -> dict[str, Any]:
+def _describe(name: str) -> dict[str, object]:
     from sentinel.workflows import model as workflows
 
     flow = workflows.load(name, roster=_roster())
@@ -76,12 +75,14 @@ def list_(as_json: bool = typer.Option(False, "--json")) -> None:
 @app.command("show")
 def show(name: str = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
     """Show a workflow's steps: agent and task of each."""
-    data = _describe(name)
+    from sentinel.workflows import model as workflows
+
     if as_json:
-        return print_json(data)
-    print(f"{name}: {data.get('description') or ''}".rstrip(": "))
-    for i, step in enumerate(data["steps"], 1):
-        print(visible(f"  {i}. {step['name']} ({step['agent']}): {step['task']}"))
+        return print_json(_describe(name))
+    flow = workflows.load(name, roster=_roster())
+    print(f"{name}: {flow.description or ''}".rstrip(": "))
+    for i, step in enumerate(flow.steps, 1):
+        print(visible(f"  {i}. {step.name} ({step.agent}): {step.task}"))
 
 
 @app.command("run")

@@ -25,11 +25,28 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable, Coroutine, TypeVar
 
 from sentinel.errors import SentinelError, UsageError
+from sentinel.jsontypes import JSONObject, object_in
 from sentinel.mcp.settings import McpServer
 from sentinel.tools import ToolContext
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp.client._transport import ReadStream, WriteStream
+    from mcp.client.session import IncomingMessage
+    from mcp.shared.message import SessionMessage
+    from mcp_types import CallToolResult
+
+    from sentinel.config import Config
+    from sentinel.leash.launch import Identity, Served
+    from sentinel.leash.profile import Profile
+
+    # What a transport hands the session: the server's messages (or what failed to parse), and ours to it
+    Use = Callable[[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]], Awaitable[None]]
+
+T = TypeVar("T")
 
 STDERR_TAIL = 2000
 LINE_MAX = 16 * 1024 * 1024
@@ -48,9 +65,9 @@ class ServerTool:
 
     name: str
     description: str
-    input_schema: dict[str, Any]
+    input_schema: JSONObject
 
-    def document(self) -> dict[str, Any]:
+    def document(self) -> JSONObject:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
 
@@ -64,7 +81,7 @@ _loop: asyncio.AbstractEventLoop | None = None
 _loop_pid = 0
 
 
-def _run(coro: Any, timeout_s: float) -> Any:
+def _run(coro: Coroutine[object, object, T], timeout_s: float) -> T:
     """Run `coro` to its end on this process's loop; TimeoutError after `timeout_s` (the coroutine is cancelled)."""
     global _loop, _loop_pid
     with _loop_lock:
@@ -82,7 +99,7 @@ class _Pipes:
         self.fds = (read_fd, write_fd, stderr_fd)
         self.stderr = ""
 
-    async def run(self, use: Callable[[Any, Any], Any]) -> Any:
+    async def run(self, use: "Use") -> None:
         import anyio
         import mcp_types as types
         from mcp.shared.message import SessionMessage
@@ -95,8 +112,8 @@ class _Pipes:
         err_t, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(errors),
                                                 os.fdopen(self.fds[2], "rb", 0))
         write_t, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(self.fds[1], "wb", 0))
-        incoming_w, incoming = anyio.create_memory_object_stream[Any](16)
-        outgoing, outgoing_r = anyio.create_memory_object_stream[Any](16)
+        incoming_w, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+        outgoing, outgoing_r = anyio.create_memory_object_stream[SessionMessage](16)
 
         async def read() -> None:
             async with incoming_w:
@@ -145,13 +162,13 @@ class Connection:
         self.secret = secret
         self.on_change = on_change  # the server said its tool list changed
         self._lock = threading.Lock()
-        self._session: Any = None
+        self._session: ClientSession | None = None
         self._listed: list[ServerTool] | None = None
         self._stop: asyncio.Event | None = None
-        self._task: asyncio.Future | None = None
-        self._process: Any = None  # a leash Served, or a Popen in plain mode
+        self._task: asyncio.Future[None] | None = None
+        self._process: Served | subprocess.Popen[bytes] | None = None  # a Popen in plain mode
         self._pipes: _Pipes | None = None
-        self._code: dict[str, Any] | None = None  # what the running server's pin covers
+        self._code: JSONObject | None = None  # what the running server's pin covers
 
     # -- life ---------------------------------------------------------------------------------------------
 
@@ -162,12 +179,12 @@ class Connection:
                 self._listed = self._list()
             return list(self._listed)
 
-    def call(self, tool: str, args: dict[str, Any]) -> str:
+    def call(self, tool: str, args: JSONObject) -> str:
         """The result as text; an McpFailure when the server is gone or does not answer (it is then stopped)."""
         with self._lock:
             self._ensure()
             try:
-                result = _run(self._session.call_tool(tool, args), self.server.timeout_s)
+                result = _run(self._live().call_tool(tool, args), self.server.timeout_s)
             except TimeoutError:
                 self._close()
                 raise McpFailure(f"MCP server {self.name!r} did not answer {tool} within {self.server.timeout_s:g}s; "
@@ -199,9 +216,15 @@ class Connection:
         except Exception as exc:  # noqa: BLE001
             raise self._failed("start", exc) from None
 
+    def _live(self) -> "ClientSession":
+        """The open session (`_ensure` opened it, or raised)."""
+        if self._session is None:
+            raise McpFailure(f"MCP server {self.name!r}: no session")
+        return self._session
+
     def _list(self) -> list[ServerTool]:
         try:
-            listed = _run(self._session.list_tools(), self.server.start_timeout_s)
+            listed = _run(self._live().list_tools(), self.server.start_timeout_s)
         except Exception as exc:  # noqa: BLE001
             raise self._failed("tool listing", exc) from None
         return [ServerTool(t.name, t.description or "", dict(t.input_schema or {"type": "object"}))
@@ -271,7 +294,7 @@ class Connection:
     async def _open(self, opened: asyncio.Event) -> None:
         from mcp import ClientSession
 
-        async def use(read: Any, write: Any) -> None:
+        async def use(read: "ReadStream[SessionMessage | Exception]", write: "WriteStream[SessionMessage]") -> None:
             async with ClientSession(read, write, message_handler=self._message) as session:
                 await session.initialize()
                 self._session = session
@@ -285,20 +308,20 @@ class Connection:
         pipes = self._pipes = self._spawn()
         await pipes.run(use)
 
-    async def _message(self, message: Any) -> None:
+    async def _message(self, message: "IncomingMessage") -> None:
         method = getattr(getattr(message, "root", message), "method", "")
         if method == "notifications/tools/list_changed":
             self._listed = None
             if self.on_change is not None:
                 self.on_change()
 
-    async def _http(self, use: Callable[[Any, Any], Any]) -> None:
+    async def _http(self, use: "Use") -> None:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
         async with httpx2.AsyncClient(headers=self.headers(), timeout=self.server.timeout_s,
                                       trust_env=False) as http:
-            async with streamable_http_client(self.server.url, http_client=http) as streams:
+            async with streamable_http_client(self.server.url or "", http_client=http) as streams:
                 await use(streams[0], streams[1])
 
     def headers(self) -> dict[str, str]:
@@ -330,11 +353,11 @@ class Connection:
             os.close(fd)
         return _Pipes(from_server_r, to_server_w, err_r)
 
-    def code(self) -> dict[str, Any] | None:
+    def code(self) -> JSONObject | None:
         """What the running server's pin covers (sentinel/mcp/launch.py `manifest`); None for an HTTP server."""
         return self._code
 
-    def _launch(self, stdio: tuple[int, int, int]) -> Any:
+    def _launch(self, stdio: tuple[int, int, int]) -> "Served | subprocess.Popen[bytes]":
         """Start the server from its resolved command in its own directory, after hashing what it will run."""
         from sentinel.mcp import launch as how
 
@@ -345,12 +368,12 @@ class Connection:
             env = how.environment(self.server, home)
             prof, who = (None, None) if plain else server_profile(self.server, self.ctx, home)
             self._check(argv, home, prof, who)
-            self._code = how.manifest(argv, home, env, lambda probe: self._probe(probe, home, env, prof, who))
-            self._check_files(list(self._code["files"]), prof, who)
+            code = self._code = how.manifest(argv, home, env, lambda probe: self._probe(probe, home, env, prof, who))
+            self._check_files(list(object_in(code["files"])), prof, who)  # {path: sha256}
         except (UsageError, OSError) as exc:
             raise McpFailure(f"MCP server {self.name!r}: {exc}") from None
         argv, env = how.with_workspace(argv, env, Path(self.ctx.workspace))  # after hashing: not part of the pin
-        if plain:
+        if prof is None or who is None:  # plain mode
             return subprocess.Popen(argv, cwd=home, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
                                     start_new_session=True, env=env)
         from sentinel.leash.errors import LaunchFailed, SandboxUnavailable
@@ -361,7 +384,7 @@ class Connection:
         except (SandboxUnavailable, LaunchFailed) as exc:
             raise McpFailure(f"the sandbox could not start MCP server {self.name!r} ({exc})") from None
 
-    def _check(self, argv: list[str], home: Path, prof: Any, who: Any) -> None:
+    def _check(self, argv: list[str], home: Path, prof: "Profile | None", who: "Identity | None") -> None:
         """Refuse a directory or code file the agent could rewrite, and a script the sandbox cannot read."""
         from sentinel.mcp import launch as how
 
@@ -380,7 +403,7 @@ class Connection:
                                  f"(sentinel mcp add {self.name} --replace --read {folder} ...) or `read:` in "
                                  "config.yaml")
 
-    def _check_files(self, files: list[str], prof: Any, who: Any) -> None:
+    def _check_files(self, files: list[str], prof: "Profile | None", who: "Identity | None") -> None:
         """Every code file the pin hashes (a module's whole distribution too) must be one the agent cannot
         rewrite: a hash of a file it could change between the check and the import would prove nothing."""
         from sentinel.mcp import launch as how
@@ -392,10 +415,12 @@ class Connection:
                 raise UsageError(f"its code file could be rewritten by the agent ({why}); install the server "
                                  "where only the operator can write")
 
-    def _probe(self, argv: list[str], home: Path, env: dict[str, str], prof: Any, who: Any) -> list[str]:
+    def _probe(self, argv: list[str], home: Path, env: dict[str, str], prof: "Profile | None",
+               who: "Identity | None") -> list[str]:
         """Run the interpreter as the server will run (same directory, environment, user and sandbox) to
         list a module's files; its output lines."""
-        if prof is None:
+        code: int | None
+        if prof is None or who is None:  # plain mode
             done = subprocess.run(argv, cwd=home, env=env, capture_output=True, text=True,
                                   timeout=self.server.start_timeout_s)
             code, output = done.returncode, done.stdout + done.stderr
@@ -434,13 +459,13 @@ class Connection:
             proc.stop()
 
 
-async def _ended(task: asyncio.Future) -> None:
+async def _ended(task: "asyncio.Future[None]") -> None:
     await asyncio.wait({task})
     if not task.cancelled():
         task.exception()  # retrieved: a failed session was reported by the call that found it
 
 
-_connections: dict[tuple[Any, ...], Connection] = {}
+_connections: dict[tuple[int | str | None, ...], Connection] = {}
 
 
 def connection(name: str, server: McpServer, ctx: ToolContext, *, secret: SecretLookup | None = None) -> Connection:
@@ -468,7 +493,7 @@ def _close_all() -> None:
             pass
 
 
-def muzzle_secrets(config: Any, home: Path) -> SecretLookup:
+def muzzle_secrets(config: "Config", home: Path) -> SecretLookup:
     """Secrets as Muzzle holds them: its keys file, then the operator's environment (a worker running as an
     agent user reads neither: its HTTP servers that need one fail to start, and say why)."""
     from sentinel.muzzle.layout import local_layout, read_env_file
@@ -484,7 +509,7 @@ def muzzle_secrets(config: Any, home: Path) -> SecretLookup:
     return lookup
 
 
-def server_profile(server: McpServer, ctx: ToolContext, home: Path) -> tuple[Any, Any]:
+def server_profile(server: McpServer, ctx: ToolContext, home: Path) -> "tuple[Profile, Identity]":
     """The Leash profile and identity a stdio server runs with: the agent's tool profile, its `read:` paths and
     its own directory `home` read-only, and no TCP at all unless the server lists network needs."""
     from sentinel.leash import settings_cache
@@ -501,16 +526,18 @@ def server_profile(server: McpServer, ctx: ToolContext, home: Path) -> tuple[Any
     return prof, who
 
 
-def render(result: Any, max_chars: int) -> str:
+def render(result: "CallToolResult", max_chars: int) -> str:
     """A CallToolResult as the text the model reads: its text blocks, other blocks named, truncated."""
     import json
+
+    from mcp_types import EmbeddedResource, TextContent, TextResourceContents
 
     parts = []
     for block in result.content or []:
         kind = getattr(block, "type", "")
-        if kind == "text":
+        if isinstance(block, TextContent):
             parts.append(block.text)
-        elif kind == "resource" and hasattr(getattr(block, "resource", None), "text"):
+        elif isinstance(block, EmbeddedResource) and isinstance(block.resource, TextResourceContents):
             parts.append(block.resource.text)
         else:
             parts.append(f"[{kind or 'content'} block: {getattr(block, 'mime_type', '') or 'not shown'}]")

@@ -33,9 +33,11 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from sentinel.errors import UsageError
+from sentinel.jsontypes import JSON, JSONObject
+from sentinel.mcp.settings import McpServer
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)?)?$")
@@ -200,7 +202,7 @@ def _bin_file(package: Path) -> str:
 
 # -- where it runs ----------------------------------------------------------------------------------------
 
-def workdir(name: str, server: Any) -> Path:
+def workdir(name: str, server: McpServer) -> Path:
     """The server's working directory and HOME: its `workdir:`, else $SENTINEL_HOME/mcp/NAME (the operator's).
     In system mode the supervisor fills in `system_workdir` for every server it hands a worker."""
     if server.workdir:
@@ -224,7 +226,7 @@ def make_workdir(path: Path) -> Path:
     return path
 
 
-def environment(server: Any, home: Path) -> dict[str, str]:
+def environment(server: McpServer, home: Path) -> dict[str, str]:
     """The server's environment: a minimal one whose HOME and PWD are its own directory, the operator's `env:`,
     then the settings that keep an interpreter from importing out of its working directory or user site."""
     return {"PATH": SAFE_PATH, "HOME": str(home), "PWD": str(home), "LANG": "C.UTF-8", "TERM": "dumb",
@@ -344,24 +346,25 @@ def sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def manifest(argv: list[str], cwd: Path, env: dict[str, str], module_files: ModuleFiles) -> dict[str, Any]:
+def manifest(argv: list[str], cwd: Path, env: dict[str, str], module_files: ModuleFiles) -> JSONObject:
     """What runs, for the pin: the resolved argv, its directory and environment, and the SHA-256 of the
     executable and of every file of `code_files`."""
     cmd = Command.of(argv)
     files, distribution = code_files(cmd, module_files)
     exe = os.path.realpath(argv[0])
-    hashed = {path: sha256(path) for path in sorted({exe, *files})}
-    doc: dict[str, Any] = {"argv": argv, "cwd": str(cwd), "env": dict(sorted(env.items())), "executable": exe,
-                           "files": hashed}
+    hashed: JSONObject = {path: sha256(path) for path in sorted({exe, *files})}
+    doc: JSONObject = {"argv": list[JSON](argv), "cwd": str(cwd), "env": dict[str, JSON](sorted(env.items())),
+                       "executable": exe, "files": hashed}
     if cmd.module is not None:
         doc["module"] = cmd.module
         doc["distribution"] = distribution
     return doc
 
 
-def covers(doc: dict[str, Any]) -> str:
+def covers(doc: JSONObject) -> str:
     """One line: what a pinned manifest covers."""
-    files = doc.get("files", {})
+    files = doc.get("files") or {}
+    files = files if isinstance(files, dict) else {}
     what = f"module {doc['module']}" + (f" of {doc['distribution']}" if doc.get("distribution") else "") \
         if doc.get("module") else ""
     return f"executable {doc.get('executable')} and {len(files) - 1} code file(s)" + (f" ({what})" if what else "")

@@ -15,41 +15,58 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-from typing import Any
+from typing import Mapping, Protocol, Sequence
+
+from sentinel.jsontypes import JSON, JSONObject
+from sentinel.mcp.settings import McpServer
+
 
 LISTING, DIFF = "mcp-tools.json", "changes.diff"
 
 
-def document(name: str, server: Any, tools: list[Any], code: dict[str, Any] | None = None) -> dict[str, Any]:
-    doc = {"server": name, "transport": server.transport, "target": server.target,
-           "tools": [t.document() for t in sorted(tools, key=lambda t: t.name)]}
+class Listed(Protocol):
+    """A tool as its server lists it (sentinel/mcp/client.py ServerTool)."""
+
+    @property
+    def name(self) -> str: ...
+    def document(self) -> JSONObject: ...
+
+
+# A trusted pin as the engine returns it (`Engine.mcp_trust`): its sha256 and the document it hashed, and who
+# trusted it when
+Trusted = Mapping[str, object]
+
+
+def document(name: str, server: McpServer, tools: Sequence[Listed], code: JSONObject | None = None) -> JSONObject:
+    listing: list[JSON] = [t.document() for t in sorted(tools, key=lambda t: t.name)]
+    doc: JSONObject = {"server": name, "transport": server.transport, "target": server.target, "tools": listing}
     if code is not None:
         doc["code"] = code
     return doc
 
 
-def canonical(doc: dict[str, Any]) -> str:
+def canonical(doc: JSONObject) -> str:
     return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def digest(doc: dict[str, Any]) -> str:
+def digest(doc: JSONObject) -> str:
     return hashlib.sha256(canonical(doc).encode()).hexdigest()
 
 
-def pretty(doc: dict[str, Any]) -> str:
+def pretty(doc: JSONObject) -> str:
     return json.dumps(doc, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
 
 
-def diff(old: dict[str, Any], new: dict[str, Any]) -> str:
+def diff(old: JSONObject, new: JSONObject) -> str:
     return "".join(difflib.unified_diff(pretty(old).splitlines(True), pretty(new).splitlines(True),
                                         "trusted", "now", n=2))
 
 
-def shown(doc: dict[str, Any], trusted: dict[str, Any] | None) -> dict[str, str]:
+def shown(doc: JSONObject, trusted: Trusted | None) -> dict[str, str]:
     """The listing, plus its diff from the trusted listing when there is one and it differs."""
     files = {LISTING: pretty(doc)}
     if trusted is not None and trusted.get("sha256") != digest(doc):
-        files[DIFF] = diff(json.loads(trusted["document"]), doc) or "(no textual change)\n"
+        files[DIFF] = diff(json.loads(str(trusted["document"])), doc) or "(no textual change)\n"
     return files
 
 
@@ -62,7 +79,7 @@ def shows_listing(files: dict[str, str], sha256: str) -> bool:
         return False
 
 
-def reshown(files: dict[str, str], trusted: dict[str, Any] | None) -> dict[str, str]:
+def reshown(files: dict[str, str], trusted: Trusted | None) -> dict[str, str]:
     """`files` (already checked by shows_listing) with the diff made again from `trusted`, not taken as sent."""
     return shown(json.loads(files[LISTING]), trusted)
 

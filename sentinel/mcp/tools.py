@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from typing import Callable
 
 from sentinel.errors import UsageError
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.mcp.client import McpFailure, SecretLookup, ServerTool, connection
 from sentinel.mcp import pin as pins
+from sentinel.mcp.pin import Trusted
 from sentinel.mcp.names import tool_name
 from sentinel.mcp.settings import McpServer
 from sentinel.memory.fence import fence, inline
@@ -39,8 +41,8 @@ from sentinel.tools import Pinned, Registry, Tool, ToolContext
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
-Audit = Callable[[str, dict[str, Any]], None]
-TrustedPin = Callable[[str], "dict[str, Any] | None"]  # server -> {"sha256", "document"} as trusted, or None
+Audit = Callable[[str, JSONObject], None]
+TrustedPin = Callable[[str], "Trusted | None"]  # server -> {"sha256", "document"} as trusted, or None
 
 
 def check_tool(server: str, tool: ServerTool) -> str | None:
@@ -65,7 +67,7 @@ def _fenced(server: str, description: str) -> str:
             f"instructions] {inline(description)}")
 
 
-def _fenced_schema(schema: Any) -> Any:
+def _fenced_schema(schema: JSON) -> JSON:
     """The schema with each `description` and `title` fenced (property names were scanned with the rest)."""
     if isinstance(schema, list):
         return [_fenced_schema(item) for item in schema]
@@ -107,7 +109,8 @@ class McpTools:
                 verdicts[full] = server.verdict(tool.name)
                 description, schema = f"[MCP server {name}] {tool.description}".strip(), tool.input_schema
                 if not reviewed:
-                    description, schema = _fenced(name, tool.description), _fenced_schema(tool.input_schema)
+                    fenced = _fenced_schema(tool.input_schema)
+                    description, schema = _fenced(name, tool.description), fenced if isinstance(fenced, dict) else {}
                 registry.add(Tool(full, description, schema,
                                   self._caller(name, tool.name, fenced=not reviewed),
                                   read_only=verdicts[full] == "auto",
@@ -121,13 +124,13 @@ class McpTools:
         trusted = self.trusted_pin(name) if server.pin and self.trusted_pin is not None else None
         if trusted is None:
             return None
-        doc = json.loads(trusted["document"])
+        doc = json.loads(str(trusted["document"]))
         if (doc.get("transport"), doc.get("target")) != (server.transport, server.target):
             return None  # pinned for another command or URL: what it offers now is only known by asking
         return [ServerTool(t["name"], t["description"], t["input_schema"]) for t in doc.get("tools", [])]
 
-    def _caller(self, server: str, tool: str, fenced: bool = False) -> Callable[[dict[str, Any], ToolContext], str]:
-        def call(args: dict[str, Any], ctx: ToolContext) -> str:
+    def _caller(self, server: str, tool: str, fenced: bool = False) -> Callable[[JSONObject, ToolContext], str]:
+        def call(args: JSONObject, ctx: ToolContext) -> str:
             result = self.connections[server].call(tool, args)
             return fence(result, f"MCP server {server}, tool {tool}, whose listing nobody reviewed") if fenced else result
         return call

@@ -23,7 +23,8 @@ import contextlib
 import json
 import logging
 import math
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, AsyncIterator, Callable, TypeVar, TypeVarTuple, Unpack
 
 import anyio
 from starlette.applications import Starlette
@@ -31,6 +32,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from sentinel.jsontypes import JSON, JSONObject, list_in, object_in
 from sentinel.muzzle.calllog import CallLog, CallRecord
 from sentinel.muzzle.errors import MuzzleError, bad_request, unauthorized
 from sentinel.muzzle.guard import BODY_LATE, ConnectionGuard
@@ -38,23 +40,25 @@ from sentinel.muzzle.inspect import Inspector, StreamInspector, tool_calls_of
 from sentinel.muzzle.layout import Credentials, Layout
 from sentinel.muzzle.redact import Finding, Redactor
 from sentinel.muzzle.tokens import Grant, TokenStore
+from sentinel.muzzle.upstream import Route as Upstream
 from sentinel.muzzle.upstream import Upstreams
 
 if TYPE_CHECKING:
     from sentinel.config import Config
 
 T = TypeVar("T")
-JSON = "application/json"
+A = TypeVarTuple("A")
+JSON_TYPE = "application/json"
 OFF_LOOP_BYTES = 64 * 1024
 HEAVY_AT_ONCE = 2
 logger = logging.getLogger("sentinel.muzzle")
 
 
-def dumps(obj: Any) -> bytes:
+def dumps(obj: JSON) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def sse(obj: Any) -> bytes:
+def sse(obj: JSON) -> bytes:
     return b"data: " + dumps(obj) + b"\n\n"
 
 
@@ -73,7 +77,7 @@ class Muzzle:
         self.log = CallLog(layout.log_path)
         self._heavy: anyio.CapacityLimiter | None = None
 
-    async def cpu(self, size: int, fn: Callable[..., T], *args: Any) -> T:
+    async def cpu(self, size: int, fn: Callable[[Unpack[A]], T], *args: Unpack[A]) -> T:
         """`fn(*args)`, on a worker thread when `size` (bytes or characters of text) makes it heavy."""
         if size < OFF_LOOP_BYTES:
             return fn(*args)
@@ -134,13 +138,13 @@ class Muzzle:
         exc.message = message
         rec.status, rec.decision, rec.error = exc.status, exc.decision, message
         self.finish(rec, grant)
-        return Response(dumps(exc.body()), exc.status, headers=exc.headers(), media_type=JSON)
+        return Response(dumps(exc.body()), exc.status, headers=exc.headers(), media_type=JSON_TYPE)
 
-    def usage(self, rec: CallRecord, usage: Any, body: dict[str, Any], out_chars: int) -> None:
-        usage = usage if isinstance(usage, dict) else {}
-        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    def usage(self, rec: CallRecord, usage: JSON, body: JSONObject, out_chars: int) -> None:
+        counted = object_in(usage)
+        prompt, completion = counted.get("prompt_tokens"), counted.get("completion_tokens")
         rec.usage_estimated = not isinstance(prompt, int) or not isinstance(completion, int)
-        rec.tokens_in = prompt if isinstance(prompt, int) else math.ceil(len(dumps(body["messages"])) / 4)
+        rec.tokens_in = prompt if isinstance(prompt, int) else math.ceil(len(dumps(body.get("messages"))) / 4)
         rec.tokens_out = completion if isinstance(completion, int) else math.ceil(out_chars / 4)
 
     # -- handlers -----------------------------------------------------------------
@@ -151,12 +155,12 @@ class Muzzle:
             grant = self.authenticate(request.headers.get("authorization"))
             rec.agent, rec.run = grant.agent, grant.run_id
             raw = await read_body(request, self.config.muzzle.max_request_bytes)
-            body = await self.cpu(len(raw), parse_body, raw)
-            rec.model, rec.stream = body["model"], bool(body.get("stream"))
-            self.authorize(grant, rec.model)
-            route = self.upstreams.route(rec.model)
+            asked = await self.cpu(len(raw), parse_body, raw)
+            rec.model, rec.stream = asked.model, asked.stream
+            self.authorize(grant, asked.model)
+            route = self.upstreams.route(asked.model)
             rec.upstream = route.label
-            body, findings = await self.cpu(len(raw), self.inspector.request, body)
+            body, findings = await self.cpu(len(raw), self.inspector.request, asked.body)
             self.note(rec, findings, inbound=False)
             if rec.stream:
                 return await self._stream(rec, grant, route, body)
@@ -168,38 +172,40 @@ class Muzzle:
             self.finish(rec, grant)
             return Response(status_code=499)
 
-    async def _whole(self, rec: CallRecord, grant: Grant, route: Any, body: dict[str, Any]) -> Response:
+    async def _whole(self, rec: CallRecord, grant: Grant, route: Upstream, body: JSONObject) -> Response:
         data = await self.upstreams.complete(route, body)
         rec.mark_first_token()
         calls = tool_calls_of(data)
-        out_chars = sum(len(str((c.get("message") or {}).get("content") or "")) for c in data["choices"]
-                        if isinstance(c, dict)) + sum(len(c["arguments"]) for c in calls)
+        out_chars = sum(len(str(object_in(c.get("message")).get("content") or ""))
+                        for c in list_in(data["choices"]) if isinstance(c, dict)) + sum(len(c["arguments"]) for c in calls)
         findings, rec.tool_calls = await self.cpu(out_chars, self._inspect_reply, data, calls)
         self.note(rec, findings, inbound=True)
         self.usage(rec, data.get("usage"), body, out_chars)
         data["model"] = rec.model
         self.finish(rec, grant)
-        return Response(dumps(data), media_type=JSON)
+        return Response(dumps(data), media_type=JSON_TYPE)
 
-    def _inspect_reply(self, data: dict[str, Any], calls: list[dict[str, str]]) -> tuple[list[Finding], list[dict]]:
+    def _inspect_reply(self, data: JSONObject,
+                       calls: list[dict[str, str]]) -> tuple[list[Finding], list[dict[str, str]]]:
         """Findings in a whole reply (redacted in place), and its tool calls as the log records them."""
         findings = self.inspector.response(data)
         return findings, [{**c, "arguments": self.redactor.redact(c["arguments"])[0]} for c in calls]
 
-    async def _stream(self, rec: CallRecord, grant: Grant, route: Any, body: dict[str, Any]) -> Response:
-        want_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    async def _stream(self, rec: CallRecord, grant: Grant, route: Upstream, body: JSONObject) -> Response:
+        options = object_in(body.get("stream_options"))
+        want_usage = bool(options.get("include_usage"))
         upstream_body = body
         if route.base_url is not None:  # ask for usage so budgets count real tokens; dropped if unasked
-            upstream_body = {**body, "stream_options": {**(body.get("stream_options") or {}), "include_usage": True}}
+            upstream_body = {**body, "stream_options": {**options, "include_usage": True}}
         chunks = await self.upstreams.stream(route, upstream_body)
         inspector = self.inspector.stream()
         return StreamingResponse(self._relay(rec, grant, body, chunks, inspector, want_usage),
                                  media_type="text/event-stream", headers={"cache-control": "no-cache"})
 
-    async def _relay(self, rec: CallRecord, grant: Grant, body: dict[str, Any],
-                     chunks: AsyncIterator[list[dict[str, Any]]],
+    async def _relay(self, rec: CallRecord, grant: Grant, body: JSONObject,
+                     chunks: AsyncIterator[list[JSONObject]],
                      inspector: StreamInspector, want_usage: bool) -> AsyncIterator[bytes]:
-        last: dict[str, Any] | None = None
+        last: JSONObject | None = None
         logged = False
         try:
             async for batch in chunks:  # one write per upstream read, not one per event
@@ -230,7 +236,7 @@ class Muzzle:
                 if not logged:
                     self._stream_done(rec, grant, body, inspector)
 
-    def _relay_batch(self, rec: CallRecord, batch: list[dict[str, Any]], inspector: StreamInspector,
+    def _relay_batch(self, rec: CallRecord, batch: list[JSONObject], inspector: StreamInspector,
                      want_usage: bool) -> list[bytes]:
         parts = []
         for chunk in batch:
@@ -243,7 +249,7 @@ class Muzzle:
                 parts.append(sse(out))
         return parts
 
-    def _stream_done(self, rec: CallRecord, grant: Grant, body: dict[str, Any], inspector: StreamInspector) -> bool:
+    def _stream_done(self, rec: CallRecord, grant: Grant, body: JSONObject, inspector: StreamInspector) -> bool:
         self.note(rec, inspector.findings, inbound=True)
         rec.tool_calls = inspector.tool_calls
         self.usage(rec, inspector.usage, body, inspector.text_chars)
@@ -254,26 +260,36 @@ class Muzzle:
         try:
             grant = self.authenticate(request.headers.get("authorization"))
         except MuzzleError as exc:
-            return Response(dumps(exc.body()), exc.status, headers=exc.headers(), media_type=JSON)
-        data = [{"id": m, "object": "model", "created": 0, "owned_by": "muzzle"} for m in grant.models]
-        return Response(dumps({"object": "list", "data": data}), media_type=JSON)
+            return Response(dumps(exc.body()), exc.status, headers=exc.headers(), media_type=JSON_TYPE)
+        data: list[JSON] = [{"id": m, "object": "model", "created": 0, "owned_by": "muzzle"} for m in grant.models]
+        return Response(dumps({"object": "list", "data": data}), media_type=JSON_TYPE)
 
     async def health(self, request: Request) -> Response:
-        return Response(b'{"ok":true}', media_type=JSON)
+        return Response(b'{"ok":true}', media_type=JSON_TYPE)
 
 
-def parse_body(raw: bytes) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Asked:
+    """What Muzzle reads of a chat.completions request; `body` is all of it, inspected and forwarded as sent."""
+
+    body: JSONObject
+    model: str
+    stream: bool
+
+
+def parse_body(raw: bytes) -> Asked:
     try:
         body = json.loads(raw)
     except ValueError:
         raise bad_request("the request body is not JSON") from None
     if not isinstance(body, dict):
         raise bad_request("the request body must be a JSON object")
-    if not isinstance(body.get("model"), str) or not body["model"]:
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
         raise bad_request("`model` is required (provider/model)")
     if not isinstance(body.get("messages"), list):  # an empty list is the upstream's to judge
         raise bad_request("`messages` must be a list")
-    return body
+    return Asked(body, model, bool(body.get("stream")))
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -302,31 +318,31 @@ def too_large(limit: int) -> MuzzleError:
                                                  "(the operator's muzzle.max_request_bytes)")
 
 
-def _text_size(batch: list[dict[str, Any]]) -> int:
+def _text_size(batch: list[JSONObject]) -> int:
     """Characters of text a batch of chunks carries (what inspecting it costs)."""
     size = 0
     for chunk in batch:
-        for choice in chunk.get("choices") or ():
+        for choice in list_in(chunk.get("choices")):
             delta = choice.get("delta") if isinstance(choice, dict) else None
             if isinstance(delta, dict):
                 content = delta.get("content")
                 size += len(content) if isinstance(content, str) else 0
-                for call in delta.get("tool_calls") or ():
+                for call in list_in(delta.get("tool_calls")):
                     func = call.get("function") if isinstance(call, dict) else None
                     args = func.get("arguments") if isinstance(func, dict) else None
                     size += len(args) if isinstance(args, str) else 0
     return size
 
 
-def _carries_output(chunk: dict[str, Any]) -> bool:
-    for choice in chunk.get("choices") or []:
-        delta = choice.get("delta") or {}
+def _carries_output(chunk: JSONObject) -> bool:
+    for choice in list_in(chunk.get("choices")):
+        delta = object_in(choice.get("delta")) if isinstance(choice, dict) else {}
         if delta.get("content") or delta.get("tool_calls"):
             return True
     return False
 
 
-async def _aclose(chunks: Any) -> None:
+async def _aclose(chunks: AsyncIterator[list[JSONObject]]) -> None:
     close = getattr(chunks, "aclose", None)
     if close is not None:
         with contextlib.suppress(Exception):

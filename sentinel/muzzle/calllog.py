@@ -13,7 +13,9 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
+
+from sentinel.jsontypes import JSONObject
 
 _ARGS_MAX = 2000
 
@@ -42,10 +44,10 @@ class CallRecord:
         if self.ttft_ms is None:
             self.ttft_ms = round((time.perf_counter() - self.started) * 1000, 3)
 
-    def line(self) -> dict[str, Any]:
-        data = asdict(self)
-        started = data.pop("started")
-        data["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)
+    def line(self) -> JSONObject:
+        data: JSONObject = asdict(self)
+        del data["started"]
+        data["latency_ms"] = round((time.perf_counter() - self.started) * 1000, 3)
         data["tool_calls"] = [{**c, "arguments": c.get("arguments", "")[:_ARGS_MAX]} for c in self.tool_calls]
         return {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **data}
 
@@ -56,7 +58,7 @@ class CallLog:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
-    def write(self, record: CallRecord) -> dict[str, Any]:
+    def write(self, record: CallRecord) -> JSONObject:
         line = record.line()
         os.write(self._fd, (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
         return line
@@ -67,17 +69,17 @@ class CallLog:
             self._fd = -1
 
 
-def read(path: Path, *, run: str | None = None, last: int | None = None) -> Iterator[dict[str, Any]]:
+def read(path: Path, *, run: str | None = None, last: int | None = None) -> Iterator[JSONObject]:
     """Lines of a call log, optionally of one run and only the last N."""
     if not path.exists():
         return iter(())
-    rows = []
+    rows: list[JSONObject] = []
     with path.open() as fh:
         for raw in fh:
             try:
                 row = json.loads(raw)
             except ValueError:
                 continue
-            if run is None or row.get("run") == run:
+            if isinstance(row, dict) and (run is None or row.get("run") == run):
                 rows.append(row)
     return iter(rows[-last:] if last else rows)

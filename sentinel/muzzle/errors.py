@@ -12,7 +12,7 @@ through without it.
 
 from __future__ import annotations
 
-from typing import Any
+from sentinel.jsontypes import JSONObject
 
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
           404: "invalid_request_error", 429: "insufficient_quota"}
@@ -30,7 +30,7 @@ class MuzzleError(Exception):
     def decision(self) -> str:
         return f"denied:{self.code}" if self.status < 500 and self.code != "upstream_error" else f"error:{self.code}"
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> JSONObject:
         kind = _TYPES.get(self.status, "api_error" if self.status >= 500 else "invalid_request_error")
         return {"error": {"message": self.message, "type": kind, "code": self.code}}
 

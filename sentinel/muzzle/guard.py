@@ -41,7 +41,9 @@ MAX_HEAD = 64 * 1024
 BODY_LATE = "sentinel.body_late"
 _REASONS = {408: "Request Timeout", 429: "Too Many Requests", 431: "Request Header Fields Too Large"}
 
-Owner = Callable[[tuple, tuple], "int | None"]
+# A TCP socket's address as asyncio's `peername`/`sockname` give it: (host, port) or, for IPv6, with flow and scope
+Address = tuple[str, int] | tuple[str, int, int, int]
+Owner = Callable[[Address, Address], "int | None"]
 
 
 class ConnectionGuard:
@@ -52,7 +54,7 @@ class ConnectionGuard:
         self.open: Counter[str] = Counter()
         self._owner = owner or SocketOwner()
 
-    def client(self, peer: tuple | None, local: tuple | None) -> str:
+    def client(self, peer: Address | None, local: Address | None) -> str:
         uid = self._owner(peer, local) if peer and local else None
         if uid is not None:
             return f"uid {uid}"
@@ -69,9 +71,9 @@ class ConnectionGuard:
         if self.open[client] <= 0:
             del self.open[client]
 
-    def protocol(self) -> Any:
-        """The protocol factory uvicorn's `http=` takes."""
-        return partial(GuardedProtocol, guard=self)
+    def protocol(self) -> "type[GuardedProtocol]":
+        """The protocol factory uvicorn's `http=` takes (a partial: uvicorn only calls it)."""
+        return partial(GuardedProtocol, guard=self)  # type: ignore[return-value]  # called like the class
 
     def close(self) -> None:
         close = getattr(self._owner, "close", None)
@@ -82,6 +84,7 @@ class ConnectionGuard:
 class GuardedProtocol(HttpToolsProtocol):
     """One connection: admitted by its client's count, its heads and bodies read against the clock."""
 
+    # Any: uvicorn's own arguments (config, server state, app state), passed on to HttpToolsProtocol unchanged
     def __init__(self, *args: Any, guard: ConnectionGuard, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.guard = guard
@@ -92,7 +95,7 @@ class GuardedProtocol(HttpToolsProtocol):
         self.head_bytes = 0
         self.in_head = False  # a request has begun and its head is not complete
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # uvicorn hands a Transport
         super().connection_made(transport)
         client = self.guard.client(transport.get_extra_info("peername"), transport.get_extra_info("sockname"))
         if not self.guard.admit(client):
@@ -153,7 +156,8 @@ class GuardedProtocol(HttpToolsProtocol):
     def _body_late(self) -> None:
         self.body_timer = None
         if self.cycle is not None:
-            self.cycle.scope[BODY_LATE] = True  # type: ignore[typeddict-unknown-key]
+            # our own key in the ASGI scope, which uvicorn's types close to its own keys
+            self.cycle.scope[BODY_LATE] = True  # type: ignore[literal-required]
             if self.cycle.response_started:
                 self.transport.close()
                 return
@@ -204,7 +208,7 @@ class SocketOwner:
         self._sock: socket.socket | None = None
         self._seq = 0
 
-    def __call__(self, peer: tuple, local: tuple) -> int | None:
+    def __call__(self, peer: Address, local: Address) -> int | None:
         try:
             candidates = _queries(peer, local)
         except ValueError:
@@ -239,15 +243,16 @@ class SocketOwner:
             return None
         if len(reply) < 16 + 72 or struct.unpack_from("=H", reply, 4)[0] != _SOCK_DIAG_BY_FAMILY:
             return None  # NLMSG_ERROR: no such socket on this host
-        return struct.unpack_from("=I", reply, 16 + 4 + 48 + 12)[0]  # inet_diag_msg.idiag_uid
+        uid: int = struct.unpack_from("=I", reply, 16 + 4 + 48 + 12)[0]  # inet_diag_msg.idiag_uid
+        return uid
 
 
-def _queries(peer: tuple, local: tuple) -> list[tuple[int, bytes, bytes]]:
+def _queries(peer: Address, local: Address) -> list[tuple[int, bytes, bytes]]:
     """(family, client address, server address) to ask about, most likely first."""
     a, b = ipaddress.ip_address(peer[0].split("%")[0]), ipaddress.ip_address(local[0].split("%")[0])
     if a.version != b.version:
         raise ValueError("mixed address families")
-    out = []
+    out: list[tuple[int, bytes, bytes]] = []
     if isinstance(a, ipaddress.IPv6Address) and isinstance(b, ipaddress.IPv6Address) and a.ipv4_mapped \
             and b.ipv4_mapped:  # a v4 client of a dual-stack listener usually owns an AF_INET socket
         out.append((socket.AF_INET, a.ipv4_mapped.packed, b.ipv4_mapped.packed))

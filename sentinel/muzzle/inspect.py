@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
+from sentinel.jsontypes import JSON, JSONObject, list_in, object_in
 from sentinel.muzzle.errors import MuzzleError, bad_request
 from sentinel.muzzle.redact import Finding, Redactor, StreamRedactor
 
@@ -58,7 +59,7 @@ class Inspector:
 
     # -- outbound -----------------------------------------------------------------
 
-    def request(self, body: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]]:
+    def request(self, body: JSONObject) -> tuple[JSONObject, list[Finding]]:
         findings: list[Finding] = []
         memo: dict[tuple[str | None, str], tuple[str, list[Finding]]] = {}  # "role": "assistant" comes often
 
@@ -72,13 +73,13 @@ class Inspector:
             return hit[0]
 
         try:
-            return _walk(body, clean, ()), findings
+            return _walk_object(body, clean, ()), findings
         except RecursionError:
             raise bad_request("the request body is nested too deeply") from None
 
     # -- inbound ------------------------------------------------------------------
 
-    def response(self, data: dict[str, Any]) -> list[Finding]:
+    def response(self, data: JSONObject) -> list[Finding]:
         findings: list[Finding] = []
 
         def clean(text: str) -> str:
@@ -87,9 +88,9 @@ class Inspector:
             findings.extend(found)
             return out if self.settings.redact_responses else text
 
-        for choice in data.get("choices") or []:
+        for choice in list_in(data.get("choices")):
             msg = choice.get("message") if isinstance(choice, dict) else None
-            if isinstance(msg, dict):
+            if isinstance(choice, dict) and isinstance(msg, dict):
                 choice["message"] = _map_message(msg, clean)
         return findings
 
@@ -97,60 +98,84 @@ class Inspector:
         return StreamInspector(self)
 
 
-def _walk(value: Any, clean: Callable[[str | None, str], str], path: tuple[str, ...]) -> Any:
-    """A copy of a JSON object or array with every string inside, keys included, replaced by `clean(its key or
-    None, it)` (a key is cleaned as text of its own: its name says nothing about itself)."""
+Clean = Callable[[str | None, str], str]
+
+
+def _walk_object(value: JSONObject, clean: Clean, path: tuple[str, ...]) -> JSONObject:
+    """A copy of a JSON object with every string inside, keys included, replaced by `clean(its key or None, it)`
+    (a key is cleaned as text of its own: its name says nothing about itself)."""
+    if len(path) > MAX_DEPTH:
+        raise RecursionError
+    out: JSONObject = {}
+    for k, v in value.items():
+        key = clean(None, k)
+        if key in out:
+            where = ".".join(path) or "the body"
+            raise bad_request(f"{where}: two keys are the same once their secrets are redacted; "
+                              "a secret does not belong in a key")
+        out[key] = clean(k, v) if isinstance(v, str) else _walk(v, clean, (*path, key))
+    return out
+
+
+def _walk(value: JSON, clean: Clean, path: tuple[str, ...]) -> JSON:
+    """`_walk_object` for any JSON value (an array's strings are cleaned with no key)."""
     if len(path) > MAX_DEPTH:
         raise RecursionError
     if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            key = clean(None, k) if isinstance(k, str) else k
-            if key in out:
-                where = ".".join(path) or "the body"
-                raise bad_request(f"{where}: two keys are the same once their secrets are redacted; "
-                                  "a secret does not belong in a key")
-            out[key] = clean(k, v) if isinstance(v, str) else _walk(v, clean, (*path, str(key)))
-        return out
+        return _walk_object(value, clean, path)
     if isinstance(value, list):
         return [clean(None, v) if isinstance(v, str) else _walk(v, clean, (*path, str(i)))
                 for i, v in enumerate(value)]
     return value
 
 
-def _map_message(msg: dict[str, Any], fn: Callable[[str], str]) -> dict[str, Any]:
+def _map_message(msg: JSONObject, fn: Callable[[str], str]) -> JSONObject:
     """A copy of one message with `fn` applied to every text it carries."""
     out = dict(msg)
     content = msg.get("content")
     if isinstance(content, str):
         out["content"] = fn(content)
     elif isinstance(content, list):
-        out["content"] = [{**p, "text": fn(p["text"])} if isinstance(p, dict) and isinstance(p.get("text"), str) else p
-                          for p in content]
+        out["content"] = [_map_part(p, fn) for p in content]
     calls = msg.get("tool_calls")
     if isinstance(calls, list):
         out["tool_calls"] = [_map_call(c, fn) for c in calls]
     return out
 
 
-def _map_call(call: Any, fn: Callable[[str], str]) -> Any:
+def _map_part(part: JSON, fn: Callable[[str], str]) -> JSON:
+    text = part.get("text") if isinstance(part, dict) else None
+    return {**part, "text": fn(text)} if isinstance(part, dict) and isinstance(text, str) else part
+
+
+def _map_call(call: JSON, fn: Callable[[str], str]) -> JSON:
     func = call.get("function") if isinstance(call, dict) else None
-    if not isinstance(func, dict) or not isinstance(func.get("arguments"), str):
+    arguments = func.get("arguments") if isinstance(func, dict) else None
+    if not isinstance(call, dict) or not isinstance(func, dict) or not isinstance(arguments, str):
         return call
-    return {**call, "function": {**func, "arguments": fn(func["arguments"])}}
+    return {**call, "function": {**func, "arguments": fn(arguments)}}
 
 
-def tool_calls_of(data: dict[str, Any]) -> list[dict[str, str]]:
+def tool_calls_of(data: JSONObject) -> list[dict[str, str]]:
     """The tool calls of a whole chat.completion, for the log."""
     out = []
-    for choice in data.get("choices") or []:
+    for choice in list_in(data.get("choices")):
         msg = choice.get("message") if isinstance(choice, dict) else None
         calls = msg.get("tool_calls") if isinstance(msg, dict) else None
         for call in calls if isinstance(calls, list) else []:
-            func = (call.get("function") if isinstance(call, dict) else None) or {}
+            func = object_in(call.get("function") if isinstance(call, dict) else None)
             out.append({"id": str(call.get("id", "") if isinstance(call, dict) else ""), "name": str(func.get("name", "")),
                         "arguments": str(func.get("arguments", ""))})
     return out
+
+
+@dataclass
+class _Call:
+    """One streamed tool call as the log records it: its id and name, its arguments as redacted, in pieces."""
+
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
 
 
 class StreamInspector:
@@ -162,10 +187,9 @@ class StreamInspector:
         self.rules = inspector.rules("response")
         self._slots: dict[tuple[int, int], StreamRedactor] = {}
         self._seen: dict[tuple[int, int], str] = {}
-        self.calls: dict[tuple[int, int], dict[str, Any]] = {}
-        self.usage: dict[str, Any] | None = None
+        self.calls: dict[tuple[int, int], _Call] = {}
+        self.usage: JSON = None
         self.text_chars = 0
-        self.model: str | None = None
 
     @property
     def findings(self) -> list[Finding]:
@@ -173,12 +197,11 @@ class StreamInspector:
 
     @property
     def tool_calls(self) -> list[dict[str, str]]:
-        return [{"id": c["id"], "name": c["name"], "arguments": "".join(c["arguments"])}
+        return [{"id": c.id, "name": c.name, "arguments": "".join(c.arguments)}
                 for _, c in sorted(self.calls.items())]
 
-    def process(self, chunk: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def process(self, chunk: JSONObject) -> Iterator[JSONObject]:
         """The chunks to send for one upstream chunk (none while text is held back)."""
-        self.model = self.model or chunk.get("model")
         if chunk.get("usage"):
             self.usage = chunk["usage"]
         choices = chunk.get("choices")
@@ -187,41 +210,45 @@ class StreamInspector:
             return
         for choice in choices:
             if isinstance(choice, dict) and choice.get("finish_reason"):
-                yield from self._flushed(chunk, int(choice.get("index") or 0))
-        kept = [c for c in (self._choice(c) for c in choices) if c is not None]
+                yield from self._flushed(chunk, _index(choice))
+        kept: list[JSON] = [c for c in (self._choice(c) for c in choices) if c is not None]
         if kept or not choices:
             yield {**chunk, "choices": kept}
 
-    def finish(self, template: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
+    def finish(self, template: JSONObject | None) -> Iterator[JSONObject]:
         """Whatever is still held when the stream ends without a finish_reason."""
         for index in sorted({i for i, _ in self._slots}):
             yield from self._flushed(template or {}, index)
 
-    def _choice(self, choice: Any) -> dict[str, Any] | None:
-        if not isinstance(choice, dict) or not isinstance(choice.get("delta"), dict):
+    def _choice(self, choice: JSON) -> JSON | None:
+        sent = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(choice, dict) or not isinstance(sent, dict):
             return choice
-        index = int(choice.get("index") or 0)
-        delta = dict(choice["delta"])
-        if isinstance(delta.get("content"), str) and delta["content"]:
-            delta["content"] = self._feed((index, -1), delta["content"])
+        index = _index(choice)
+        delta = dict(sent)
+        content, calls = delta.get("content"), delta.get("tool_calls")
+        if isinstance(content, str) and content:
+            delta["content"] = self._feed((index, -1), content)
             if not delta["content"]:
                 del delta["content"]
-        if isinstance(delta.get("tool_calls"), list):
-            delta["tool_calls"] = [self._call(index, tc) for tc in delta["tool_calls"]]
+        if isinstance(calls, list):
+            delta["tool_calls"] = [self._call(index, tc) for tc in calls]
         if not delta and not choice.get("finish_reason") and "logprobs" not in choice:
             return None
         return {**choice, "delta": delta}
 
-    def _call(self, index: int, tc: Any) -> Any:
+    def _call(self, index: int, tc: JSON) -> JSON:
         if not isinstance(tc, dict):
             return tc
-        slot = (index, int(tc.get("index") or 0))
-        rec = self.calls.setdefault(slot, {"id": "", "name": "", "arguments": []})
-        rec["id"] = tc.get("id") or rec["id"]
+        slot = (index, _index(tc))
+        rec = self.calls.setdefault(slot, _Call())
+        sent_id = tc.get("id")
+        rec.id = (sent_id if isinstance(sent_id, str) else str(sent_id)) if sent_id else rec.id
         func = tc.get("function")
         if not isinstance(func, dict):
             return tc
-        rec["name"] += func.get("name") or ""
+        name = func.get("name") or ""
+        rec.name += name if isinstance(name, str) else str(name)
         args = func.get("arguments")
         if isinstance(args, str) and args:
             func = {**func, "arguments": self._feed(slot, args)}
@@ -235,7 +262,7 @@ class StreamInspector:
         self._check(slot, piece)
         out = redactor.feed(piece)
         if slot[1] >= 0:  # the log records arguments as redacted, whatever the caller is sent
-            self.calls[slot]["arguments"].append(out)
+            self.calls[slot].arguments.append(out)
         return out if self.redact else piece
 
     def _check(self, slot: tuple[int, int], piece: str) -> None:
@@ -247,16 +274,16 @@ class StreamInspector:
             if rx.search(seen):
                 raise blocked(rule, "response")
 
-    def _flushed(self, template: dict[str, Any], index: int) -> Iterator[dict[str, Any]]:
+    def _flushed(self, template: JSONObject, index: int) -> Iterator[JSONObject]:
         """One chunk carrying the text held back for choice `index`, if there is any."""
-        delta: dict[str, Any] = {}
-        calls = []
+        delta: JSONObject = {}
+        calls: list[JSON] = []
         for (i, j), redactor in sorted(self._slots.items()):
             if i != index:
                 continue
             rest = redactor.flush()
             if rest and j >= 0:
-                self.calls[(i, j)]["arguments"].append(rest)
+                self.calls[(i, j)].arguments.append(rest)
             if not rest or not self.redact:
                 continue
             if j < 0:
@@ -268,3 +295,9 @@ class StreamInspector:
         if delta:
             yield {**{k: v for k, v in template.items() if k != "usage"},
                    "choices": [{"index": index, "delta": delta}]}
+
+
+def _index(item: JSONObject) -> int:
+    """A choice's or a streamed tool call's `index` (0 when it has none), as the upstream numbered it."""
+    index = item.get("index") or 0
+    return int(index) if isinstance(index, (int, float, str)) else 0

@@ -17,28 +17,30 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Callable
 
 import uvicorn
+import uvicorn.config
 
 from sentinel.errors import SentinelError
 from sentinel.muzzle.layout import Layout, local_layout
 
 if TYPE_CHECKING:
     from sentinel.config import Config
+    from sentinel.muzzle.guard import ConnectionGuard
 
 
-def _uvicorn_config(config: "Config", layout: Layout, *, quiet: bool) -> Any:
+def _uvicorn_config(config: "Config", layout: Layout, *, quiet: bool) -> uvicorn.Config:
     """uvicorn serving Muzzle's app, each connection through the guard's limits."""
     from sentinel.muzzle.app import build_app
 
-    extra: dict[str, Any] = {"log_config": None} if quiet else {}
     if quiet:
         _errors_to_file(layout.state_dir / "muzzle-errors.log")
     app = build_app(config, layout)
-    return uvicorn.Config(app, http=app.state.guard.protocol(),
-                          log_level="warning", access_log=False, lifespan="on", timeout_keep_alive=30,
-                          server_header=False, date_header=False, **extra)
+    guard: ConnectionGuard = app.state.guard  # set by build_app; starlette's state is untyped
+    return uvicorn.Config(app, http=guard.protocol(), log_level="warning", access_log=False, lifespan="on",
+                          timeout_keep_alive=30, server_header=False, date_header=False,
+                          log_config=None if quiet else uvicorn.config.LOGGING_CONFIG)
 
 
 class _ErrorLog(logging.FileHandler):
@@ -57,7 +59,8 @@ def _errors_to_file(path: Path) -> None:
     log.propagate = False
 
 
-def serve(config: "Config", layout: Layout, host: str, port: int, *, on_ready: Any = None) -> None:
+def serve(config: "Config", layout: Layout, host: str, port: int, *,
+          on_ready: Callable[[str], object] | None = None) -> None:
     """Serve until interrupted (SIGINT/SIGTERM end it cleanly)."""
     sock = bind(host, port)
     _raise_file_limit()
@@ -142,7 +145,7 @@ class InProcessMuzzle:
     def __init__(self, config: "Config", layout: Layout):
         self.config = config
         self.layout = layout
-        self._server: Any = None
+        self._server: PromptServer | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
 
@@ -152,17 +155,17 @@ class InProcessMuzzle:
 
     @property
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive() and not self._server.should_exit
+        return self._thread is not None and self._thread.is_alive() and self._server is not None \
+            and not self._server.should_exit
 
     def start(self, timeout_s: float = 10.0) -> "InProcessMuzzle":
         sock = bind("127.0.0.1", 0)
         self.port = sock.getsockname()[1]
-        self._server = PromptServer(_uvicorn_config(self.config, self.layout, quiet=True))
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
-                                        name="muzzle", daemon=True)
+        server = self._server = PromptServer(_uvicorn_config(self.config, self.layout, quiet=True))
+        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="muzzle", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + timeout_s
-        while not self._server.started:
+        while not server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 sock.close()
                 raise SentinelError("muzzle: the in-process listener did not start")
@@ -178,7 +181,7 @@ class InProcessMuzzle:
 
 
 _LOCK = threading.Lock()
-_CURRENT: dict[str, Any] = {}  # "muzzle": the running InProcessMuzzle, "key": what it was started for
+_CURRENT: dict[str, tuple[InProcessMuzzle, str]] = {}  # "muzzle": the running one and what it was started for
 _AT_EXIT: list[bool] = []
 
 
@@ -187,8 +190,8 @@ def ensure_local(config: "Config", home: Path | None = None) -> InProcessMuzzle:
     layout = local_layout(config, home)
     key = f"{layout.config_root.resolve()}\0{config.model_dump_json()}"
     with _LOCK:
-        current = _CURRENT.get("muzzle")
-        if current is not None and _CURRENT.get("key") == key and current.alive:
+        current, started_for = _CURRENT.get("muzzle") or (None, None)
+        if current is not None and started_for == key and current.alive:
             return current
         if current is not None:
             current.stop()
@@ -196,13 +199,12 @@ def ensure_local(config: "Config", home: Path | None = None) -> InProcessMuzzle:
             atexit.register(stop_local)
             _AT_EXIT.append(True)
         muzzle = InProcessMuzzle(config, layout).start()
-        _CURRENT.update(muzzle=muzzle, key=key)
+        _CURRENT["muzzle"] = (muzzle, key)
         return muzzle
 
 
 def stop_local() -> None:
     with _LOCK:
         current = _CURRENT.pop("muzzle", None)
-        _CURRENT.pop("key", None)
     if current is not None:
-        current.stop()
+        current[0].stop()

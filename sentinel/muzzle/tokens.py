@@ -27,7 +27,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable, TypedDict
 
 from sentinel import paths
 from sentinel.engine import db
@@ -49,6 +49,20 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
     """),
 ]
+
+
+class TokenRow(TypedDict):
+    """An issued token as `sentinel muzzle tokens` lists it (by its hash's prefix: the token is never stored)."""
+
+    id: str
+    agent: str
+    run_id: str
+    models: list[str]
+    created_at: float
+    expires_at: float
+    run_tokens: int | None
+    agent_daily_tokens: int | None
+    revoked: bool
 
 
 @dataclass(frozen=True)
@@ -158,15 +172,14 @@ class TokenStore:
     def revoke_run(self, run_id: str) -> int:
         return self.conn.execute("UPDATE tokens SET revoked = 1 WHERE run_id = ?", (run_id,)).rowcount
 
-    def list(self, *, include_expired: bool = False) -> list[dict[str, Any]]:
+    def list(self, *, include_expired: bool = False) -> list[TokenRow]:
         where = "" if include_expired else " WHERE revoked = 0 AND expires_at > ?"
         args = () if include_expired else (time.time(),)
         rows = self.conn.execute(
             "SELECT substr(hash, 1, 12), agent, run_id, models, created_at, expires_at, run_tokens,"
             f" agent_daily_tokens, revoked FROM tokens{where} ORDER BY created_at", args).fetchall()
-        keys = ("id", "agent", "run_id", "models", "created_at", "expires_at", "run_tokens",
-                "agent_daily_tokens", "revoked")
-        return [{**dict(zip(keys, r)), "models": json.loads(r[3]), "revoked": bool(r[8])} for r in rows]
+        return [TokenRow(id=r[0], agent=r[1], run_id=r[2], models=json.loads(r[3]), created_at=r[4], expires_at=r[5],
+                         run_tokens=r[6], agent_daily_tokens=r[7], revoked=bool(r[8])) for r in rows]
 
     # -- spending -----------------------------------------------------------
 

@@ -23,7 +23,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 import httpx2 as httpx  # the HTTP stack the openai client already loads: one stack per process, not two
 
@@ -31,11 +31,14 @@ from sentinel.errors import SentinelError
 from sentinel.models.base import ModelError, ModelUnavailable
 from sentinel.models.hosts import HOST_URL
 from sentinel.models.shapes import chunk_base, completion_dict, completion_to_chunks
+from sentinel.jsontypes import JSON, JSONObject, list_in, object_in
 from sentinel.muzzle.errors import MuzzleError, bad_request
 from sentinel.muzzle.served import served_file
 
 if TYPE_CHECKING:
     from sentinel.config import Config
+    from sentinel.models.base import Completion, ModelClient
+    from sentinel.models.hosts import Ready
     from sentinel.muzzle.layout import Credentials
 
 IN_PROCESS = ("scripted",)
@@ -60,7 +63,7 @@ class Route:
         return f"{self.provider} (in-process)" if self.base_url is None else f"{self.provider} {self.base_url}"
 
 
-def split_name(name: Any) -> tuple[str, str]:
+def split_name(name: JSON) -> tuple[str, str]:
     if not isinstance(name, str):
         raise bad_request("`model` must be a string naming provider/model")
     provider, sep, model = name.partition("/")
@@ -79,8 +82,8 @@ class Upstreams:
         self.hosts = Hosts(state_dir or paths.state_dir(), config.local, load_timeout_s=config.muzzle.upstream_timeout_s)
         self._http: httpx.AsyncClient | None = None
         self._host_http: dict[str, httpx.AsyncClient] = {}
-        self._ready: dict[str, Any] = {}
-        self._backends: dict[str, Any] = {}
+        self._ready: dict[str, Ready] = {}
+        self._backends: dict[str, ModelClient] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._made = threading.Lock()
 
@@ -119,7 +122,9 @@ class Upstreams:
         if not route.hosted:
             return self.http
         try:
-            ready = self.hosts.warm(route.model) or await asyncio.to_thread(self.hosts.ensure, route.model)
+            ready = self.hosts.warm(route.model)
+            if ready is None:
+                ready = await asyncio.to_thread(self.hosts.ensure, route.model)
         except ModelUnavailable as exc:
             raise MuzzleError(503, "model_unavailable", str(exc)) from None
         except ModelError as exc:
@@ -145,12 +150,12 @@ class Upstreams:
 
     # -- calls ------------------------------------------------------------------
 
-    async def complete(self, route: Route, body: dict[str, Any]) -> dict[str, Any]:
+    async def complete(self, route: Route, body: JSONObject) -> JSONObject:
         if route.base_url is None:
             return await self._in_process(route, body)
         return await self._http_complete(route, body)
 
-    async def stream(self, route: Route, body: dict[str, Any]) -> AsyncIterator[list[dict[str, Any]]]:
+    async def stream(self, route: Route, body: JSONObject) -> AsyncIterator[list[JSONObject]]:
         """Batches of chunks (all that one network read brought); the first batch is fetched before
         returning, so a failure to start is a proper status."""
         source = self._in_process_stream(route, body) if route.base_url is None else self._http_stream(route, body)
@@ -159,14 +164,14 @@ class Upstreams:
 
     # -- HTTP -------------------------------------------------------------------
 
-    def _request(self, client: httpx.AsyncClient, route: Route, body: dict[str, Any]) -> httpx.Request:
+    def _request(self, client: httpx.AsyncClient, route: Route, body: JSONObject) -> httpx.Request:
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
         if route.api_key:
             headers["authorization"] = f"Bearer {route.api_key}"
         data = json.dumps({**body, "model": route.model}, ensure_ascii=False, separators=(",", ":")).encode()
         return client.build_request("POST", f"{route.base_url}/chat/completions", content=data, headers=headers)
 
-    async def _send(self, route: Route, body: dict[str, Any], stream: bool) -> httpx.Response:
+    async def _send(self, route: Route, body: JSONObject, stream: bool) -> httpx.Response:
         client = await self._client(route)
         try:
             try:
@@ -180,7 +185,7 @@ class Upstreams:
             raise await self._host_died(route, exc) or MuzzleError(
                 502, "upstream_unreachable", f"upstream {route.label}: cannot reach it ({exc.__class__.__name__})") from None
 
-    async def _http_complete(self, route: Route, body: dict[str, Any]) -> dict[str, Any]:
+    async def _http_complete(self, route: Route, body: JSONObject) -> JSONObject:
         resp = await self._send(route, body, stream=False)
         if resp.status_code != 200:
             raise upstream_status(route, resp.status_code, resp.content)
@@ -190,7 +195,7 @@ class Upstreams:
                               f"upstream {route.label} answered with something that is not a chat completion")
         return data
 
-    async def _http_stream(self, route: Route, body: dict[str, Any]) -> AsyncIterator[list[dict[str, Any]]]:
+    async def _http_stream(self, route: Route, body: JSONObject) -> AsyncIterator[list[JSONObject]]:
         resp = await self._send(route, body, stream=True)
         try:
             if resp.status_code != 200:
@@ -214,7 +219,7 @@ class Upstreams:
 
     # -- in-process backends -----------------------------------------------------
 
-    def backend(self, route: Route) -> Any:
+    def backend(self, route: Route) -> "ModelClient":
         """The in-process backend of a route, made on first use (on a worker thread: it reads files)."""
         if route.name not in self._backends:
             try:
@@ -226,53 +231,57 @@ class Upstreams:
                 self._backends.setdefault(route.name, made)
         return self._backends[route.name]
 
-    def _call_backend(self, route: Route, body: dict[str, Any], on_delta: Any) -> Any:
+    def _call_backend(self, route: Route, body: JSONObject,
+                      on_delta: Callable[[str], None] | None) -> "Completion":
         backend = self.backend(route)
-        tools = [t.get("function", t) for t in body.get("tools") or [] if isinstance(t, dict)]
+        tools = [object_in(t.get("function", t)) for t in list_in(body.get("tools")) if isinstance(t, dict)]
+        messages = [m for m in list_in(body.get("messages")) if isinstance(m, dict)]
+        # Any: keyword arguments of a backend's complete(), of which only some take `response_format`
         kwargs: dict[str, Any] = {"on_delta": on_delta}
         if body.get("response_format") and "response_format" in inspect.signature(backend.complete).parameters:
             kwargs["response_format"] = body["response_format"]
         with self._locks[route.name]:  # llama.cpp contexts are not thread-safe: one call at a time per model
             try:
-                return backend.complete(body["messages"], tools, **kwargs)
+                return backend.complete(messages, tools, **kwargs)
             except ModelError as exc:
                 raise MuzzleError(502, "upstream_error", str(exc)) from None
 
-    async def _in_process(self, route: Route, body: dict[str, Any]) -> dict[str, Any]:
+    async def _in_process(self, route: Route, body: JSONObject) -> JSONObject:
         completion = await asyncio.to_thread(self._call_backend, route, body, None)
         return completion_dict(route.name, completion)
 
-    async def _in_process_stream(self, route: Route, body: dict[str, Any]) -> AsyncIterator[list[dict[str, Any]]]:
+    async def _in_process_stream(self, route: Route, body: JSONObject) -> AsyncIterator[list[JSONObject]]:
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        queue: asyncio.Queue[str | Completion | BaseException] = asyncio.Queue()  # a delta, the end, a failure
 
         def on_delta(piece: str) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, ("delta", piece))
+            loop.call_soon_threadsafe(queue.put_nowait, piece)
 
         def work() -> None:
+            result: Completion | BaseException
             try:
-                result = ("done", self._call_backend(route, body, on_delta))
+                result = self._call_backend(route, body, on_delta)
             except BaseException as exc:  # noqa: BLE001 - handed to the event loop, re-raised there
-                result = ("error", exc)
+                result = exc
             loop.call_soon_threadsafe(queue.put_nowait, result)
 
         task = loop.run_in_executor(None, work)
         base = chunk_base(route.name)
         streamed = False
-        kind, value = await queue.get()
-        if kind != "error":  # a backend that fails at once fails before the stream starts
+        value = await queue.get()
+        if not isinstance(value, BaseException):  # a backend that fails at once fails before the stream starts
             yield [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
-        while kind == "delta":
+        while isinstance(value, str):
             streamed = True
             yield [{**base, "choices": [{"index": 0, "delta": {"content": value}}]}]
-            kind, value = await queue.get()
+            value = await queue.get()
         await task
-        if kind == "error":
+        if isinstance(value, BaseException):
             raise value
         yield completion_to_chunks(completion_dict(route.name, value), skip_content=streamed)[1:]
 
 
-def _make_backend(route: Route, config: "Config") -> Any:
+def _make_backend(route: Route, config: "Config") -> "ModelClient":
     """An in-process backend (scripts: `local/*` models run in their hosts), made on a worker thread."""
     from sentinel.models import resolve
 
@@ -292,20 +301,21 @@ def upstream_status(route: Route, status: int, raw: bytes) -> MuzzleError:
     return MuzzleError(502, "upstream_error", message)
 
 
-def _json_or_none(raw: bytes) -> Any:
+def _json_or_none(raw: bytes) -> JSON:
     try:
-        return json.loads(raw)
+        parsed: JSON = json.loads(raw)
+        return parsed
     except ValueError:
         return None
 
 
-async def _sse_batches(route: Route, resp: httpx.Response) -> AsyncIterator[list[dict[str, Any]]]:
+async def _sse_batches(route: Route, resp: httpx.Response) -> AsyncIterator[list[JSONObject]]:
     """The `data:` events of an SSE body, parsed, grouped by the network read that completed them."""
     pending = b""
     async for raw in resp.aiter_bytes():
         lines = (pending + raw).split(b"\n")
         pending = lines.pop()
-        batch: list[dict[str, Any]] = []
+        batch: list[JSONObject] = []
         for line in lines:
             if not line.startswith(b"data:"):
                 continue
@@ -319,7 +329,7 @@ async def _sse_batches(route: Route, resp: httpx.Response) -> AsyncIterator[list
             yield batch
 
 
-def _event(route: Route, data: bytes) -> dict[str, Any]:
+def _event(route: Route, data: bytes) -> JSONObject:
     chunk = _json_or_none(data)
     if not isinstance(chunk, dict):
         raise MuzzleError(502, "upstream_bad_response", f"upstream {route.label} sent a stream event that is not JSON")
@@ -328,15 +338,15 @@ def _event(route: Route, data: bytes) -> dict[str, Any]:
     return chunk
 
 
-async def _first(source: AsyncIterator[list[dict[str, Any]]]) -> list[dict[str, Any]] | None:
+async def _first(source: AsyncIterator[list[JSONObject]]) -> list[JSONObject] | None:
     try:
         return await source.__anext__()
     except StopAsyncIteration:
         return None
 
 
-async def _prepend(first: list[dict[str, Any]] | None,
-                   rest: AsyncIterator[list[dict[str, Any]]]) -> AsyncIterator[list[dict[str, Any]]]:
+async def _prepend(first: list[JSONObject] | None,
+                   rest: AsyncIterator[list[JSONObject]]) -> AsyncIterator[list[JSONObject]]:
     try:
         if first is None:
             return

@@ -17,16 +17,16 @@ ESC shown by Sentinel look alike, but neither can hide anything.
 from __future__ import annotations
 
 import unicodedata
-from typing import Any, TextIO
+from typing import TextIO
 
 _BLANK = frozenset("\u034f\u115f\u1160\u3164\uffa0")
 _ZWJ = "\u200d"
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def visible(text: Any, *, newlines: bool = False) -> str:
-    """`text` (str() of anything else) with every hiding or cursor-moving character shown as its escape."""
-    text = text if isinstance(text, str) else str(text)
+def visible(value: object, *, newlines: bool = False) -> str:
+    """`value` (str() of anything but text) with every hiding or cursor-moving character shown as its escape."""
+    text = value if isinstance(value, str) else str(value)
     if text.isprintable() and not _BLANK.intersection(text):
         return text  # the common case, decided in C
     if newlines:
@@ -61,9 +61,9 @@ def _joins_emoji(text: str, i: int) -> bool:
                                           for c in (before, after))
 
 
-def for_stream(text: Any, stream: TextIO, *, newlines: bool = True) -> str:
+def for_stream(value: object, stream: TextIO, *, newlines: bool = True) -> str:
     """What to write on `stream`: escaped for a terminal, exact for a pipe or a file (a script reads the data)."""
-    text = text if isinstance(text, str) else str(text)
+    text = value if isinstance(value, str) else str(value)
     try:
         tty = stream.isatty()
     except (AttributeError, ValueError):

@@ -18,11 +18,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from sentinel.engine.api import Engine
 from sentinel.errors import SentinelError
@@ -32,12 +33,15 @@ from sentinel.web.live import Engines, Hub
 from sentinel.web.render import Templates
 from sentinel.web.settings import WebSettings
 
+if TYPE_CHECKING:
+    import uvicorn
+
 STATIC = Path(__file__).resolve().parent / "static"
 WILDCARDS = ("0.0.0.0", "::", "")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
-def build_app(engines: Engines, launch: Launch, port: int, settings: WebSettings) -> Any:
+def build_app(engines: Engines, launch: Launch, port: int, settings: WebSettings) -> ASGIApp:
     """The guarded ASGI app for one launch."""
     console = views.Console(engines, Hub(engines, settings.poll_s), Templates(), launch.prefix, launch.operator)
 
@@ -65,9 +69,11 @@ class EngineSessions:
         self.engines = engines
         self.ttl_s = ttl_s
 
+    # Any: the engine protocol's sign-in row (sentinel/engine/api.py types it so)
     def sign_in(self, token: str) -> dict[str, Any] | None:
         return self.engines.run(lambda e: e.web_sign_in(token, self.ttl_s))
 
+    # Any: the engine protocol's session row (sentinel/engine/api.py types it so)
     def session(self, secret: str) -> dict[str, Any] | None:
         return self.engines.run(lambda e: e.web_session(secret))
 
@@ -92,11 +98,14 @@ def launch_for(engines: Engines, listening: str | None = None) -> Launch:
                   issued.get("console_url") or None)
 
 
-def _config(app: Any, **extra: Any) -> Any:
+def _config(app: ASGIApp, *, quiet: bool = False) -> "uvicorn.Config":
+    """uvicorn serving the console; `quiet`: uvicorn's logging left as it is (a console in a thread)."""
     import uvicorn
+    import uvicorn.config
 
     return uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none",
-                          server_header=False, date_header=False, timeout_graceful_shutdown=1, **extra)
+                          server_header=False, date_header=False, timeout_graceful_shutdown=1,
+                          log_config=None if quiet else uvicorn.config.LOGGING_CONFIG)
 
 
 def serve(port: int | None = None, host: str | None = None) -> None:
@@ -154,7 +163,7 @@ class InThread:
         self.port = self.sock.getsockname()[1]
         self.launch = launch_for(engines, _origin("127.0.0.1", self.port))
         self.url = self.launch.url("127.0.0.1", self.port)
-        self.server = PromptServer(_config(build_app(engines, self.launch, self.port, settings), log_config=None))
+        self.server = PromptServer(_config(build_app(engines, self.launch, self.port, settings), quiet=True))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True,
                                        name="console")
 

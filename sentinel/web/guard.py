@@ -38,10 +38,11 @@ import time
 from dataclasses import dataclass, field
 from html import escape
 from http.cookies import SimpleCookie
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 COOKIE = "sentinel_console"
 CSRF_HEADER = "x-csrf-token"
@@ -62,10 +63,6 @@ HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 
-Scope = dict[str, Any]
-ASGI = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
-
-
 def _digest(secret: str) -> bytes:
     return hashlib.sha256(secret.encode()).digest()
 
@@ -80,8 +77,10 @@ class Session:
 class Sessions(Protocol):
     """Where sign-in tokens and sessions live (the store, through the engine): blocking calls."""
 
+    # Any: the engine protocol's sign-in and session rows (sentinel/engine/api.py types them so)
     def sign_in(self, token: str) -> dict[str, Any] | None: ...
 
+    # Any: as above
     def session(self, secret: str) -> dict[str, Any] | None: ...
 
 
@@ -121,8 +120,8 @@ class Guard:
                                                               if public else set())
         self.secure_host = public.netloc.lower() if public and public.scheme == "https" else None
 
-    def wrap(self, app: ASGI) -> ASGI:
-        async def guarded(scope: Scope, receive: Any, send: Any) -> None:
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] != "http":
                 return await app(scope, receive, send)
             send = _with_headers(send)
@@ -205,7 +204,7 @@ class Guard:
         self.sessions[key] = (session, now)
         return session
 
-    async def sign_in(self, scope: Scope, send: Any) -> None:
+    async def sign_in(self, scope: Scope, send: Send) -> None:
         """Trade a one-time sign-in token for a session (each token works once, in any console of this store)."""
         home = f"{self.prefix}/".encode()
         headers = _headers(scope)
@@ -240,9 +239,9 @@ def _headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
 
-def _with_headers(send: Any) -> Any:
+def _with_headers(send: Send) -> Send:
     """HEADERS on every response, except where the route set that header itself."""
-    async def wrapped(message: dict[str, Any]) -> None:
+    async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
             own = {name.lower() for name, _ in message.get("headers", [])}
             message = {**message, "headers": [*message.get("headers", []), *(h for h in HEADERS if h[0] not in own)]}
@@ -251,13 +250,13 @@ def _with_headers(send: Any) -> Any:
     return wrapped
 
 
-async def _redirect(send: Any, location: bytes, extra: list[tuple[bytes, bytes]]) -> None:
+async def _redirect(send: Send, location: bytes, extra: list[tuple[bytes, bytes]]) -> None:
     await send({"type": "http.response.start", "status": 303,
                 "headers": [(b"location", location), (b"content-length", b"0"), *extra]})
     await send({"type": "http.response.body", "body": b""})
 
 
-async def _refuse(scope: Scope, send: Any, refusal: Refusal) -> None:
+async def _refuse(scope: Scope, send: Send, refusal: Refusal) -> None:
     """One line: JSON for the page's script, a small page for a browser navigation."""
     accept = _headers(scope).get("accept", "")
     if "text/html" in accept and scope["method"] == "GET":

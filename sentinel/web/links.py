@@ -11,13 +11,13 @@ used, expired, or whose approval changed (another digest) or is no longer pendin
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import parse_qs
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from sentinel.engine.api import Engine, Outcome
 from sentinel.errors import SentinelError, UsageError
 from sentinel.web import views
 
@@ -44,12 +44,13 @@ async def decide(request: Request) -> Response:
         return _page(c, "refused", message="decision: must be approve, always or deny", status_code=400)
     reason = (form.get("reason") or [""])[0][:2000]
 
-    def act(engine: Any) -> Any:
-        extra = {"always": True} if choice == "always" else {}  # a coding agent's ask: allowlist its exact call
-        return engine.decide_link(secret, approved=choice != "deny", reason=reason, follow=False, **extra)
+    def act(engine: Engine) -> Outcome:
+        # `always`: a coding agent's ask, its exact call allowlisted too
+        return engine.decide_link(secret, approved=choice != "deny", reason=reason, follow=False,
+                                  always=choice == "always")
 
-    kind, value = await views.decided(c.engines, act, "link")
-    if kind == "error":
+    value = await views.decided(c.engines, act, "link")
+    if isinstance(value, Exception):
         if isinstance(value, SentinelError):
             code = REFUSED if isinstance(value, UsageError) else views.error_status(value)
             return _page(c, "refused", message=str(value), status_code=code)
@@ -58,7 +59,7 @@ async def decide(request: Request) -> Response:
     return _page(c, "done", message=f"{verb}; the run is {value.status}")
 
 
-def _page(c: views.Console, state: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+def _page(c: views.Console, state: str, status_code: int = 200, **context: object) -> HTMLResponse:
     html = c.templates.render("link.html", prefix=c.prefix, state=state, **context)
     # same-origin, not the console's no-referrer: a form POST under no-referrer sends `Origin: null`, which the
     # guard refuses; the link's path still never goes to another site.

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import threading
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Iterator, TypeVar
+from typing import AsyncIterator, Callable, Iterator, TypeVar
 
 import anyio
 
@@ -136,7 +136,7 @@ class Hub:
         finally:
             self.listeners -= 1
 
-    async def run_changed(self, run_id: str, mark: tuple[Any, Any] | None) -> None:
+    async def run_changed(self, run_id: str, mark: tuple[str, float] | None) -> None:
         """Return once the run's registry row (status, updated_at) differs from `mark`."""
         async for snap in self.subscribe():
             row = snap.runs.get(run_id)
@@ -150,17 +150,14 @@ def _read(engine: Engine) -> tuple[dict[str, ApprovalRow], dict[str, RunRow]]:
     return pending, runs
 
 
-_END = object()
-
-
 async def follow(engines: Engines, run_id: str, after: int) -> AsyncIterator[Event]:
     """A run's durable events after `after`, as they are journaled, until it pauses or stops (the engine's
     `events(follow=True)`, drained in a thread; the thread stops at its next event once nobody listens)."""
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[Any] = asyncio.Queue()
+    queue: asyncio.Queue[Event | Exception | None] = asyncio.Queue()  # None: the stream ended
     stop = threading.Event()
 
-    def put(item: Any) -> None:
+    def put(item: Event | Exception | None) -> None:
         with contextlib.suppress(RuntimeError):  # the loop closed: the server is stopping
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
@@ -175,15 +172,15 @@ async def follow(engines: Engines, run_id: str, after: int) -> AsyncIterator[Eve
                         if event.durable and event.run_id == run_id:  # a child's live events: on its own page
                             put(event)
                 finally:
-                    stream.close()  # type: ignore[attr-defined]
+                    stream.close()  # type: ignore[attr-defined]  # a generator (the protocol says Iterator)
         except Exception as exc:
             put(exc)
         finally:
-            put(_END)
+            put(None)
 
     threading.Thread(target=drain, name=f"console-follow-{run_id}", daemon=True).start()
     try:
-        while (item := await queue.get()) is not _END:
+        while (item := await queue.get()) is not None:
             if isinstance(item, Exception):
                 raise item
             yield item

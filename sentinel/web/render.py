@@ -14,39 +14,43 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Mapping
 
 import jinja2
 import markupsafe
 
-from sentinel.cli.render import task_title
+from sentinel.ui.render import task_title
 from sentinel.engine.events import Event
 from sentinel.engine.rows import ApprovalRow, RunRow
 from sentinel.engine.status import RunStatus
+from sentinel.jsontypes import JSONObject
 from sentinel.ui.escape import visible
 
-STATUS_LABELS = {RunStatus.WAITING_APPROVAL: "waiting for approval", RunStatus.WAITING_CHILD: "waiting for a child run"}
+STATUS_LABELS: dict[str, str] = {RunStatus.WAITING_APPROVAL: "waiting for approval",
+                                  RunStatus.WAITING_CHILD: "waiting for a child run"}
 
 
-def _pretty(value: Any) -> str:
+def _pretty(value: object) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
 
 
-def _when(ts: Any) -> str:
+def _when(ts: object) -> str:
+    if not isinstance(ts, (int, float, str)):
+        return ""
     try:
         return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(ts)))
     except (TypeError, ValueError):
         return ""
 
 
-def _short(value: Any, limit: int = 80) -> str:
+def _short(value: object, limit: int = 80) -> str:
     text = " ".join(_pretty(value).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _shown(value: Any) -> Any:
+def _shown(value: object) -> object:
     """Every expression's value before it is escaped: text with its hiding characters shown; markup a template
     built (`| safe` of an event already rendered) as it is."""
     if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
@@ -54,7 +58,7 @@ def _shown(value: Any) -> Any:
     return value
 
 
-def status_label(value: Any) -> str:
+def status_label(value: object) -> str:
     return STATUS_LABELS.get(str(value), str(value))
 
 
@@ -65,15 +69,16 @@ class Templates:
                                       trim_blocks=True, lstrip_blocks=True)
         self.env.filters.update(pretty=_pretty, when=_when, short=_short, status=status_label, run_title=_run_title)
 
-    def render(self, name: str, **context: Any) -> str:
+    def render(self, name: str, **context: object) -> str:
         return self.env.get_template(name).render(**context)
 
     def event(self, prefix: str, event: Event) -> str:
         return self.render("_event.html", prefix=prefix, e=event.to_dict())
 
 
-def _run_title(view: dict[str, Any], limit: int = 80) -> str:
-    return task_title(view.get("kind"), view.get("task"), limit)
+def _run_title(view: Mapping[str, object], limit: int = 80) -> str:
+    kind, task = view.get("kind"), view.get("task")
+    return task_title(kind if isinstance(kind, str) else None, task if isinstance(task, str) else None, limit)
 
 
 def chain(run_id: str, runs: dict[str, RunRow]) -> list[RunRow]:
@@ -88,16 +93,15 @@ def chain(run_id: str, runs: dict[str, RunRow]) -> list[RunRow]:
     return out
 
 
-def approval_views(pending: dict[str, ApprovalRow], runs: dict[str, RunRow]) -> list[dict[str, Any]]:
+def approval_views(pending: dict[str, ApprovalRow], runs: dict[str, RunRow]) -> list[JSONObject]:
     """Each pending approval with its run's registry row and parent chain, oldest first (what the
     approval card template reads)."""
-    views = [{**a.to_dict(), "run": run.to_dict() if (run := runs.get(a.run_id)) else {"id": a.run_id},
-              "chain": [r.to_dict() for r in chain(a.run_id, runs)]}
-             for a in pending.values()]
-    return sorted(views, key=lambda v: v.get("created_at") or 0)
+    return [{**a.to_dict(), "run": run.to_dict() if (run := runs.get(a.run_id)) else {"id": a.run_id},
+             "chain": [JSONObject(r.to_dict()) for r in chain(a.run_id, runs)]}
+            for a in sorted(pending.values(), key=lambda a: a.created_at or 0)]
 
 
-def run_tree(runs: dict[str, RunRow], status: str | None = None) -> list[dict[str, Any]]:
+def run_tree(runs: dict[str, RunRow], status: str | None = None) -> list[dict[str, object]]:
     """Rows in display order, each with its `depth`: roots newest first, each child under its parent.
 
     With a status filter, a matching child is still shown under its parent (the parent dimmed as context)."""
@@ -106,7 +110,7 @@ def run_tree(runs: dict[str, RunRow], status: str | None = None) -> list[dict[st
         parent = row.parent_id if row.parent_id in runs else None
         children.setdefault(parent, []).append(row)
     keep = _with_ancestors(runs, status) if status else set(runs)
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
 
     def walk(parent: str | None, depth: int) -> None:
         for row in sorted(children.get(parent, []), key=lambda r: -(r.created_at or 0)):

@@ -20,7 +20,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable
+from typing import AsyncIterator, Callable
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from sentinel.engine.api import Engine, Outcome
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.web import render
 from sentinel.web.live import Engines, Hub, Snapshot, run_events
 from sentinel.engine.status import RunStatus
@@ -52,19 +53,20 @@ class Console:
     prefix: str
     operator: str
 
-    def page(self, request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    def page(self, request: Request, name: str, status_code: int = 200, **context: object) -> HTMLResponse:
         session = request.scope["state"]["session"]
         html = self.templates.render(name, prefix=self.prefix, csrf=session.csrf, operator=session.operator,
                                      mode=self.engines.mode, pending_count=len(self.hub.snapshot.pending),
                                      poll_error=self.hub.snapshot.error, **context)
         return HTMLResponse(html, status_code)
 
-    def fragment(self, name: str, **context: Any) -> str:
+    def fragment(self, name: str, **context: object) -> str:
         return self.templates.render(name, prefix=self.prefix, **context)
 
 
 def _console(request: Request) -> Console:
-    return request.app.state.console
+    console: Console = request.app.state.console  # set once by app.py; starlette's state is untyped
+    return console
 
 
 # -- pages ------------------------------------------------------------------------------------------
@@ -121,7 +123,7 @@ async def watchers(request: Request) -> Response:
     """Firings and the operator inbox come from the engine when it offers them (`firings()`, `inbox()`)."""
     c = _console(request)
 
-    def read(engine: Engine) -> tuple[Any, Any]:
+    def read(engine: Engine) -> tuple[object, object]:
         firings, notes = getattr(engine, "firings", None), getattr(engine, "inbox", None)
         return (firings() if callable(firings) else None), (notes() if callable(notes) else None)
 
@@ -153,15 +155,15 @@ async def _decide(request: Request, approved: bool) -> Response:
     always = body.get("always", False)
     if not isinstance(always, bool) or (always and not approved):
         raise BadRequest("always: true or false, and only with approve (a coding agent's ask)")
-    kind, value = await decide(c.engines, approval_id, approved, digest, reason, always)
-    if kind == "error":
+    value = await decide(c.engines, approval_id, approved, digest, reason, always)
+    if isinstance(value, Exception):
         raise value
     verb = "approved" if approved else "denied"
     return JSONResponse({"ok": True, "approval_id": approval_id, "decision": verb, "status": value.status,
                          "message": f"{verb}; the run is {value.status}"})
 
 
-async def _json_body(request: Request) -> dict[str, Any]:
+async def _json_body(request: Request) -> JSONObject:
     try:
         body = json.loads(await request.body() or b"{}")
     except ValueError:
@@ -172,34 +174,34 @@ async def _json_body(request: Request) -> dict[str, Any]:
 
 
 async def decide(engines: Engines, approval_id: str, approved: bool, digest: str, reason: str,
-                 always: bool = False) -> tuple[str, Any]:
-    """Record the decision and answer: ("outcome", where the run stands) or ("error", exc).
+                 always: bool = False) -> Outcome | Exception:
+    """Record the decision and answer: where the run stands, or what failed.
 
     The engine resolves (refusing a stale digest or an approval already resolved, as the CLI is refused) and
     hands the run's resume to its own runner: local mode's background thread, system mode's worker. No agent
     loop runs in the request; the page hears the run go on over /stream."""
     def act(engine: Engine) -> Outcome:
         if approved:
-            return engine.approve(approval_id, digest=digest, follow=False, **({"always": True} if always else {}))
+            return engine.approve(approval_id, digest=digest, follow=False, always=always)
         return engine.deny(approval_id, reason=reason, digest=digest, follow=False)
 
     return await decided(engines, act, approval_id)
 
 
-async def decided(engines: Engines, act: Callable[[Engine], Outcome], label: str) -> tuple[str, Any]:
-    """`act(engine)`, a decision that does not follow its run, in a worker thread: ("outcome", o) or ("error", exc)."""
+async def decided(engines: Engines, act: Callable[[Engine], Outcome], label: str) -> Outcome | Exception:
+    """`act(engine)`, a decision that does not follow its run, in a worker thread: its outcome, or what failed."""
     try:
-        return "outcome", await engines.call(act)
+        return await engines.call(act)
     except SentinelError as exc:
-        return "error", exc
+        return exc
     except Exception as exc:  # a harness bug: the page hears of it, the log has the traceback
         logger.exception("deciding %s failed", label)
-        return "error", exc
+        return exc
 
 
 # -- the live stream --------------------------------------------------------------------------------
 
-def _frame(kind: str, data: Any, ident: int | None = None) -> bytes:
+def _frame(kind: str, data: JSON, ident: int | None = None) -> bytes:
     head = f"id: {ident}\n" if ident is not None else ""
     return f"{head}event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
@@ -240,13 +242,13 @@ async def _inbox_frames(c: Console, run_id: str | None, queue: asyncio.Queue[byt
     """`approval` (a card to add), `pending` (the ids still pending), `runs` (the registry changed),
     `status` (this page's run changed status), `trouble` (the engine cannot be read)."""
     shown: set[str] = set()
-    runs: dict[str, Any] = {}
+    runs: dict[str, tuple[str, float]] = {}
     async for snap in c.hub.subscribe():
         for view in render.approval_views({k: v for k, v in snap.pending.items() if k not in shown}, snap.runs):
             queue.put_nowait(_frame("approval", {"id": view["id"], "run_id": view["run_id"],
                                                  "html": c.fragment("_approval.html", a=view)}))
         shown = set(snap.pending)
-        queue.put_nowait(_frame("pending", {"ids": sorted(shown)}))
+        queue.put_nowait(_frame("pending", {"ids": list[JSON](sorted(shown))}))
         if _marks(snap) != runs:
             runs = _marks(snap)
             queue.put_nowait(_frame("runs", {"count": len(runs)}))
@@ -257,7 +259,7 @@ async def _inbox_frames(c: Console, run_id: str | None, queue: asyncio.Queue[byt
         queue.put_nowait(_frame("trouble", {"error": snap.error}))
 
 
-def _marks(snap: Snapshot) -> dict[str, Any]:
+def _marks(snap: Snapshot) -> dict[str, tuple[str, float]]:
     return {k: (r.status, r.updated_at) for k, r in snap.runs.items()}
 
 

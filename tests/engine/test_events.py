@@ -90,7 +90,7 @@ def test_run_json_carries_the_workspace_default_and_a_terminal_gets_progress(scr
 def test_progress_renders_each_event_as_one_line():
     from rich.text import Text
 
-    from sentinel.cli.render import Progress, describe
+    from sentinel.ui.render import Progress, describe
 
     started = ev.RunStarted(run_id="r-1", seq=1, agent="ana", model="fake/m", workspace="/w")
     assert "workspace /w" in Text.from_markup(describe(started)).plain

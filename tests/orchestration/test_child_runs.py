@@ -102,7 +102,7 @@ def test_spawned_subagent_runs_on_its_model_and_ends_per_temporary(temporary, ro
 
 
 def test_the_parents_listener_hears_its_child_live_and_progress_indents_it(roster, cli, sentinel_home, monkeypatch):
-    from sentinel.cli.render import Depths
+    from sentinel.ui.render import Depths
     from sentinel.engine import events as ev
     from sentinel.local.engine import LocalEngine
 

@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from sentinel.engine import events as ev
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+    from rich.live import Live
+    from rich.spinner import Spinner
 
 REFRESH_PER_S = 10
 
 
-def allowed(console: Any) -> bool:
+def allowed(console: "Console") -> bool:
     """A spinner only for a person: stdout and the console are both terminals (never when piped)."""
     return bool(console.is_terminal) and sys.stdout.isatty()
 
@@ -56,7 +61,7 @@ class Working:
     def elapsed(self) -> float:
         return time.monotonic() - self.began
 
-    def __rich__(self) -> Any:
+    def __rich__(self) -> "Spinner":
         from rich.text import Text
 
         tokens = f" · {self.tokens} token{'s' if self.tokens > 1 else ''}" if self.tokens else ""
@@ -68,10 +73,10 @@ class Working:
 class Tail:
     """The last lines of a renderable that fit on the screen above `keep` lines (a long answer as it streams)."""
 
-    def __init__(self, renderable: Any, keep: int = 1):
+    def __init__(self, renderable: "RenderableType", keep: int = 1):
         self.renderable, self.keep = renderable, keep
 
-    def __rich_console__(self, console: Any, options: Any) -> Any:
+    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
         from rich.segment import Segment
 
         lines = console.render_lines(self.renderable, options.update(height=None), pad=False)
@@ -84,23 +89,23 @@ class Tail:
 class LiveCall:
     """One model call's live region on `console`; at most one at a time (rich allows one per console)."""
 
-    def __init__(self, console: Any):
+    def __init__(self, console: "Console"):
         self.console = console
-        self.live: Any = None
+        self.live: Live | None = None
         self.working: Working | None = None
 
     @property
     def active(self) -> bool:
         return self.live is not None
 
-    def start(self, event: ev.ModelCallStarted, above: Callable[[], Any] | None = None) -> None:
+    def start(self, event: ev.ModelCallStarted, above: "Callable[[], RenderableType | None] | None" = None) -> None:
         from rich.console import Group
         from rich.live import Live
 
         self.stop()
         working = self.working = Working(event)
 
-        def render() -> Any:
+        def render() -> "RenderableType":
             top = above() if above is not None else None
             return Group(Tail(top, keep=1), working) if top is not None else working
 

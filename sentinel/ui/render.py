@@ -1,30 +1,32 @@
-"""Rendering the engine's typed events: rich progress on a terminal (stderr), silence when piped, JSON lines.
+"""Rendering the engine's typed events and rows for a person: rich progress on a terminal (stderr), silence
+when piped, JSON for scripts. The CLI, `sentinel watch`, the chat and the web console share it.
 
     with Progress() as progress:     # a listener: one line per interesting event, on a terminal only,
         engine.start(task, on_event=progress)   # and a spinner while a model call is in flight
     progress.warnings                # every warning event seen (also shown when piped: they matter)
+    describe(event)                  # one rich-markup line per event, or None (the chat's lines too)
     plain(event)                     # one human line per event (`sentinel logs`), never JSON
+    arguments_text(args), task_title(kind, task), short(value)   # one line each, agent text made visible
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
-from sentinel.cli.spinner import usage_text
+from sentinel.ui.spinner import usage_text
 from sentinel.engine import events as ev
 from sentinel.engine.rows import ApprovalRow
-from sentinel.engine.status import RunStatus
 from sentinel.ui.escape import visible
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 PIPED_WIDTH = 400
-STATUS_EXIT = {RunStatus.DONE: 0, RunStatus.IDLE: 0, RunStatus.WAITING_APPROVAL: 3, RunStatus.FAILED: 1,
-               RunStatus.CANCELLED: 1, RunStatus.INTERRUPTED: 1, RunStatus.WAITING_CHILD: 1,
-               RunStatus.RUNNING: 1}
 
 
-def short(value: Any, limit: int = 100) -> str:
+def short(value: object, limit: int = 100) -> str:
     """One line for a person: hiding characters and newlines shown escaped (sentinel/ui/escape.py), runs of
     spaces collapsed, cut at `limit`."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -40,7 +42,7 @@ class Progress:
     def __init__(self, enabled: bool | None = None):
         from rich.console import Console
 
-        from sentinel.cli.spinner import LiveCall, allowed
+        from sentinel.ui.spinner import LiveCall, allowed
 
         self.console = Console(stderr=True, highlight=False)
         self.enabled = self.console.is_terminal if enabled is None else enabled
@@ -83,7 +85,7 @@ class Progress:
     def __enter__(self) -> "Progress":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -177,7 +179,7 @@ def _esc(text: str) -> str:
     return escape(text)
 
 
-def _t(value: Any) -> str:
+def _t(value: object) -> str:
     """A field for a markup line: hiding characters shown (one line), rich markup inert."""
     return _esc(visible(value))
 
@@ -198,7 +200,7 @@ def _log_only(e: ev.Event) -> str:
     return e.type.replace("_", " ")  # a live-only event (a spinner's): its kind
 
 
-def arguments_text(arguments: Any, limit: int = 100) -> str:
+def arguments_text(arguments: object, limit: int = 100) -> str:
     """A tool call's arguments for a person: a lone argument's value (`bash` → its command), else `k=v, …`."""
     if isinstance(arguments, dict):
         shown = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in arguments.values()]
@@ -220,7 +222,7 @@ def task_title(kind: str | None, task: str | None, limit: int = 80) -> str:
     return short(str(task or ""), limit)
 
 
-def listing_console() -> Any:
+def listing_console() -> "Console":
     """stdout for tables: on a terminal, its width; piped, wide enough that a row stays one line (for grep)."""
     from rich.console import Console
 
@@ -230,7 +232,7 @@ def listing_console() -> Any:
     return console
 
 
-def print_json(obj: Any) -> None:
+def print_json(obj: object) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
