@@ -45,8 +45,8 @@ ADMIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LOADER_ENV = frozenset({"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONINSPECT",
                         "PYTHONBREAKPOINT", "NODE_PATH", "NODE_OPTIONS", "BASH_ENV", "ENV", "PERL5LIB", "PERL5OPT",
                         "PERLLIB", "RUBYLIB", "RUBYOPT", "GCONV_PATH"})
-# Any arg a subprocess stream takes: a constant such as subprocess.PIPE, a descriptor or a file.
-Stream = Union[int, IO[Any], None]
+# What a subprocess stream takes: a constant such as subprocess.PIPE, a descriptor or a file.
+Stream = Union[int, IO[bytes], IO[str], None]
 
 
 class PlainRefused(LaunchFailed, OSError):
@@ -75,7 +75,8 @@ def operator_env(environ: Mapping[str, str], extra: Mapping[str, str] | None = N
 def run(argv: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, str], input: bytes | str | None = None,
         timeout: float | None = None, text: bool = False, stdin: Stream = None, stdout: Stream = subprocess.PIPE,
         stderr: Stream = subprocess.PIPE, python_path: str | None = None, new_session: bool = False,
-        workspace: bool = False, declared: Collection[str] = ()) -> subprocess.CompletedProcess[Any]:
+        workspace: bool = False,
+        declared: Collection[str] = ()) -> subprocess.CompletedProcess[Any]:  # Any: bytes or str by `text`
     """Run to its end (stdout and stderr captured unless told otherwise; stderr=subprocess.STDOUT merges them).
     A timeout or an interrupt kills it (its whole session with `new_session`); subprocess.TimeoutExpired then
     carries what it had written, as with subprocess.run."""
@@ -101,7 +102,7 @@ def run(argv: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, s
 def popen(argv: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, str], stdin: Stream = None,
           stdout: Stream = None, stderr: Stream = None, text: bool = False, pass_fds: Sequence[int] = (),
           new_session: bool = False, python_path: str | None = None, workspace: bool = False,
-          declared: Collection[str] = ()) -> subprocess.Popen[Any]:
+          declared: Collection[str] = ()) -> subprocess.Popen[Any]:  # Any: bytes or str streams by `text`
     """Start it; the caller keeps (waits for, kills) it."""
     where, full = _checked(cwd, env, python_path, workspace, declared)
     return subprocess.Popen(list(argv), cwd=where, env=full, stdin=subprocess.DEVNULL if stdin is None else stdin,
@@ -170,7 +171,7 @@ def _cwd(cwd: str | os.PathLike[str], workspace: bool) -> str:
     return real
 
 
-def _kill(proc: subprocess.Popen[Any], group: bool) -> None:
+def _kill(proc: subprocess.Popen[Any], group: bool) -> None:  # Any: either kind of stream
     try:
         if group:
             os.killpg(proc.pid, signal.SIGKILL)
