@@ -89,11 +89,11 @@ def run(argv: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, s
         try:
             got_out, got_err = proc.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired as exc:
-            _kill(proc, new_session)
+            _kill(proc.pid, new_session)
             exc.stdout, exc.stderr = proc.communicate()
             raise
         except BaseException:
-            _kill(proc, new_session)
+            _kill(proc.pid, new_session)
             proc.wait()
             raise
     return subprocess.CompletedProcess(proc.args, proc.returncode, got_out, got_err)
@@ -171,11 +171,8 @@ def _cwd(cwd: str | os.PathLike[str], workspace: bool) -> str:
     return real
 
 
-def _kill(proc: subprocess.Popen[Any], group: bool) -> None:  # Any: either kind of stream
+def _kill(pid: int, group: bool) -> None:
     try:
-        if group:
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            proc.kill()
+        (os.killpg if group else os.kill)(pid, signal.SIGKILL)
     except OSError:
         pass
