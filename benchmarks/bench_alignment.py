@@ -1,4 +1,4 @@
-"""Score a model as the alignment judge (seed 004) on the ten scenarios of the fixtures table.
+"""Score a model as the alignment judge (docs/gate.md, "Alignment rules") on the ten scenarios of the fixtures table.
 
     python benchmarks/bench_alignment.py --model provider/model [--table PATH] [--json]
 

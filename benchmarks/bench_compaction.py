@@ -12,7 +12,7 @@ compaction off (a threshold it never reaches). Reported:
 - characters of conversation before and after each compaction (what the next model calls no longer carry);
 - the deterministic scribe: per model call (read the new journal lines, render, write when changed) and a
   full rebuild of session-live.md from the whole journal (what a resumed process does once);
-- with --local: the same session file written by a model call instead (the seed's scribe prompt, the
+- with --local: the same session file written by a model call instead (SCRIBE_PROMPT below, the
   session file and the journal tail, on the bundled local model), for comparison.
 """
 
@@ -142,7 +142,7 @@ def rebuild_ms(run_dir: Path, repeat: int = 20) -> float:
 
 
 def model_scribe(run_dir: Path) -> tuple[float, str]:
-    """One scribe update by the bundled local model: the seed's prompt, the session file, the journal tail."""
+    """One scribe update by the bundled local model: the scribe prompt, the session file, the journal tail."""
     from sentinel.config import Config
     from sentinel.models import resolve
 

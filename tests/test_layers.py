@@ -30,9 +30,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("sentinel.engine",),
     ("sentinel.policy", "sentinel.hooks"),
     ("sentinel.models", "sentinel.tools", "sentinel.mcp"),
-    ("sentinel.leash",),
+    # sentinel.detach starts its module through Leash's plain profile
+    ("sentinel.leash", "sentinel.detach"),
     ("sentinel.config", "sentinel.config_stamp", "sentinel.paths", "sentinel.errors", "sentinel.frames",
-     "sentinel.detach", "sentinel.client.paths", "sentinel.jsontypes", "sentinel"),
+     "sentinel.client.paths", "sentinel.jsontypes", "sentinel"),
 ]
 
 

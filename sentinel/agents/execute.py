@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import secrets
 import signal
 import subprocess
@@ -165,16 +164,15 @@ def _tighten(prof: Profile, limits: CallLimits) -> None:
 
 def _plain(argv: list[str], payload: bytes, workspace: Path, limits: CallLimits) -> tuple[int | None, str, bool]:
     """`leash.tools: plain`: a plain subprocess in its own session; the runner sets its own rlimits."""
+    from sentinel.leash import plain
+
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(workspace), "LANG": "C.UTF-8"}
-    proc = subprocess.Popen(argv, cwd=workspace, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True, env=env)
     try:
-        out, _ = proc.communicate(payload, timeout=limits.timeout_s)
-        return proc.returncode, out.decode("utf-8", errors="replace"), False
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return None, out.decode("utf-8", errors="replace"), True
+        proc = plain.run(argv, cwd=workspace, env=env, input=payload, timeout=limits.timeout_s,
+                         stderr=subprocess.STDOUT, new_session=True, workspace=True)
+        return proc.returncode, proc.stdout.decode("utf-8", errors="replace"), False
+    except subprocess.TimeoutExpired as exc:
+        return None, (exc.stdout or b"").decode("utf-8", errors="replace"), True
 
 
 def result(output: str, nonce: str, code: int | None, timed_out: bool, limits: CallLimits) -> str:

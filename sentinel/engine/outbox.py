@@ -1,5 +1,5 @@
-"""The notification outbox, one-tap decision links and the web console's sessions: rows in the store the agent
-cannot write (system mode: the supervisor's root-only database).
+"""The notification outbox and one-tap decision links: rows in the store the agent cannot write (system mode: the
+supervisor's root-only database). The web console's sign-in and sessions: sentinel/engine/websessions.py.
 
     outbox.enqueue(conn, "approval:a-1", "webhook https://…", spec, doc)   # once per (event, target), ever
     for row in outbox.claim(conn, now, lease_s=60): ...                    # due rows, leased to this caller
@@ -10,7 +10,7 @@ cannot write (system mode: the supervisor's root-only database).
     link = outbox.redeem(conn, secret, "approve")    # once: LinkRefused when used, expired or unknown
 
 Every invariant is one conditional UPDATE, so it holds across processes: a row is sent by one deliverer at
-a time (its lease), a link is used once, a sign-in token is traded once.
+a time (its lease), a link is used once.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from sentinel.errors import UsageError
 
 PREFIX_KEY = "web_prefix"
 CONSOLE_URL_KEY = "console_url"  # the listener of the console that serves the links (`sentinel web`)
-SIGN_IN_TTL_S = 86400.0  # a sign-in URL works once, within a day
 SINCE_KEY = "notify_since"
 
 
@@ -190,42 +189,6 @@ def redeem(conn: db.Conn, secret: str, used_as: str) -> dict[str, Any]:
     if cur.rowcount != 1:
         raise LinkRefused("this decision link was already used: it works once")
     return row
-
-
-# -- the console's sessions and sign-in tokens -----------------------------------------------------
-
-def issue_sign_in(conn: db.Conn, operator: str, ttl_s: float) -> str:
-    """A one-time sign-in token for `operator` (any console of this store accepts it, once, before it expires)."""
-    token = secrets.token_urlsafe(32)
-    now = time.time()
-    conn.execute("INSERT INTO web_signins (token_sha256, operator, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                 (sha256(token), operator, now, now + ttl_s))
-    return token
-
-
-def trade_sign_in(conn: db.Conn, token: str, session_ttl_s: float) -> dict[str, Any] | None:
-    """Trade a sign-in token for a new session (its cookie secret and CSRF token); None when it cannot be."""
-    now = time.time()
-    digest = sha256(token)
-    cur = conn.execute("UPDATE web_signins SET used_at=? WHERE token_sha256=? AND used_at IS NULL AND expires_at > ?",
-                       (now, digest, now))
-    if cur.rowcount != 1:
-        return None
-    operator = conn.execute("SELECT operator FROM web_signins WHERE token_sha256=?", (digest,)).fetchone()[0]
-    return new_session(conn, operator, session_ttl_s)
-
-
-def new_session(conn: db.Conn, operator: str, ttl_s: float) -> dict[str, Any]:
-    secret, csrf, now = secrets.token_urlsafe(32), secrets.token_urlsafe(32), time.time()
-    conn.execute("INSERT INTO web_sessions (secret_sha256, operator, csrf, created_at, expires_at)"
-                 " VALUES (?, ?, ?, ?, ?)", (sha256(secret), operator, csrf, now, now + ttl_s))
-    return {"secret": secret, "operator": operator, "csrf": csrf, "created_at": now}
-
-
-def session(conn: db.Conn, secret: str) -> dict[str, Any] | None:
-    row = conn.execute("SELECT operator, csrf, created_at FROM web_sessions WHERE secret_sha256=? AND expires_at > ?",
-                       (sha256(secret), time.time())).fetchone()
-    return dict(row) if row else None
 
 
 # -- what a link shows and decides (both engines: sentinel/local/engine.py, the supervisor's ops) -------------

@@ -36,14 +36,14 @@ def on_stop(adapter: Adapter, root: str, session_id: str, transcript: str | None
 
 def spawn(root: str, session_id: str, transcript: str) -> subprocess.Popen[bytes]:
     """The worker from `/` with -P (no working directory on sys.path) and this package's parent as its only
-    PYTHONPATH: the agent's repository (the hook's cwd) holds no `sentinel/` the worker could import."""
-    from sentinel.mcp.launch import scrubbed
+    PYTHONPATH: the agent's repository (the hook's cwd) holds no `sentinel/` the worker could import. The rest of
+    its environment is the operator's (its judges' logins and keys), less loader variables (sentinel/leash/plain.py)."""
+    from sentinel.leash import plain
 
     parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = {**scrubbed(dict(os.environ)), "PYTHONPATH": parent}
-    return subprocess.Popen([sys.executable, "-P", "-s", "-m", "sentinel.hooks.background", root, session_id,
-                             transcript], cwd="/", env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    return plain.popen([sys.executable, "-P", "-s", "-m", "sentinel.hooks.background", root, session_id, transcript],
+                       cwd="/", env=plain.operator_env(os.environ), python_path=parent, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, new_session=True)
 
 
 def work(root: str, session_id: str, transcript: str) -> dict[str, object]:

@@ -150,7 +150,10 @@ def installed_agents(root: str) -> list[str]:
 
 
 def reachable(agent: str, root: str, command: str) -> tuple[bool, float | None, str]:
-    """Run the installed command as the agent would, on a payload that judges nothing."""
+    """Run the installed command as the agent would, on a payload that judges nothing (with the operator's
+    environment, which is what the agent runs it with, less loader variables)."""
+    from sentinel.leash import plain
+
     try:
         argv = shlex.split(command) + ["hook", agent, PRE_EVENT[agent]]
     except ValueError:
@@ -159,8 +162,8 @@ def reachable(agent: str, root: str, command: str) -> tuple[bool, float | None, 
         return False, None, f"the hook command {argv[0]} is not there: reinstall with `sentinel hook install {agent}`"
     began = time.monotonic()
     try:
-        proc = subprocess.run(argv, input="{}", capture_output=True, text=True, timeout=30, cwd=root,
-                              env={**os.environ, "SENTINEL_GATE_JUDGE": "1"})
+        proc = plain.run(argv, input="{}", text=True, timeout=30, cwd=root,
+                         env=plain.operator_env(os.environ, {"SENTINEL_GATE_JUDGE": "1"}))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, None, f"the hook command failed to run ({exc.__class__.__name__}): {command}"
     ms = (time.monotonic() - began) * 1000
@@ -267,9 +270,11 @@ def _codex_app_server(binary: str, root: str, writes: list[JSONObject]) -> Codex
              {"jsonrpc": "2.0", "method": "initialized"}]
     lines += [{"jsonrpc": "2.0", "id": 10 + i, "method": "config/value/write", "params": w} for i, w in enumerate(writes)]
     lines.append({"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [root]}})
+    from sentinel.leash import plain
+
     try:
-        proc = subprocess.Popen([binary, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True, cwd=root)
+        proc = plain.popen([binary, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True, cwd=root, env=plain.operator_env(os.environ))
     except OSError:
         return None
     try:

@@ -6,7 +6,7 @@ writer, the watcher runner). The order, as docs/architecture.md (Processes and p
 
     new session, signals reset -> cgroup -> session keyring -> capability bounding set + securebits ->
     IPC namespace -> read-only mounts, the writable paths bound back -> rlimits -> setgroups([]) ->
-    setresgid -> setresuid -> clear capabilities -> pdeathsig again -> no_new_privs -> seccomp ->
+    setresgid -> setresuid -> clear the remaining capabilities -> pdeathsig again -> no_new_privs -> seccomp ->
     Landlock -> chdir -> execve
 
 Which of those layers a process gets is data, the profile's `layers` (sentinel/leash/profile.py):

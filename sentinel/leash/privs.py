@@ -15,6 +15,7 @@ import resource
 from sentinel.leash import seccomp
 
 PR_SET_PDEATHSIG = 1
+PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
 PR_SET_SECCOMP = 22
 PR_CAPBSET_DROP = 24
 PR_SET_SECUREBITS = 28
@@ -77,6 +78,12 @@ def is_tool_uid(uid: int | None) -> bool:
 
 def set_pdeathsig(sig: int) -> None:
     prctl(PR_SET_PDEATHSIG, sig)
+
+
+def set_undumpable() -> bool:
+    """No other process of this uid may trace this one or read its memory; whether that now holds."""
+    prctl(PR_SET_DUMPABLE, 0)
+    return prctl(PR_GET_DUMPABLE) == 0
 
 
 def set_child_subreaper() -> None:

@@ -227,24 +227,24 @@ class LocalEngine(Closing):
 
     def web_token(self, listening: str | None = None) -> dict[str, Any]:
         """The web console's kept secret path and a one-time sign-in token for this user (sentinel/web/guard.py)."""
-        from sentinel.engine import outbox
+        from sentinel.engine import outbox, websessions
 
         if listening is not None:
             outbox.set_console_url(self.store.conn, outbox.checked_url(listening))
         operator = operator_name()
         return {"prefix": outbox.console_prefix(self.store.conn), "operator": operator,
                 "console_url": outbox.console_url(self.store.conn),
-                "token": outbox.issue_sign_in(self.store.conn, operator, outbox.SIGN_IN_TTL_S)}
+                "token": websessions.issue_sign_in(self.store.conn, operator, websessions.SIGN_IN_TTL_S)}
 
     def web_sign_in(self, token: str, session_ttl_s: float) -> dict[str, Any] | None:
-        from sentinel.engine import outbox
+        from sentinel.engine import websessions
 
-        return outbox.trade_sign_in(self.store.conn, token, session_ttl_s)
+        return websessions.trade_sign_in(self.store.conn, token, session_ttl_s)
 
     def web_session(self, secret: str) -> dict[str, Any] | None:
-        from sentinel.engine import outbox
+        from sentinel.engine import websessions
 
-        return outbox.session(self.store.conn, secret)
+        return websessions.session(self.store.conn, secret)
 
     def link(self, secret: str) -> dict[str, Any]:
         """What a one-tap decision link (sentinel/notify) would decide; refused when it can no longer be used."""

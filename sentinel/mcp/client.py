@@ -373,9 +373,14 @@ class Connection:
         except (UsageError, OSError) as exc:
             raise McpFailure(f"MCP server {self.name!r}: {exc}") from None
         argv, env = how.with_workspace(argv, env, Path(self.ctx.workspace))  # after hashing: not part of the pin
-        if prof is None or who is None:  # plain mode
-            return subprocess.Popen(argv, cwd=home, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
-                                    start_new_session=True, env=env)
+        if plain:
+            from sentinel.leash import plain as unconfined
+
+            try:
+                return unconfined.popen(argv, cwd=home, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
+                                        new_session=True, env=env, declared=self.server.env)
+            except unconfined.PlainRefused as exc:
+                raise McpFailure(f"MCP server {self.name!r}: {exc}") from None
         from sentinel.leash.errors import LaunchFailed, SandboxUnavailable
         from sentinel.leash.launch import serve
 
@@ -420,9 +425,11 @@ class Connection:
         """Run the interpreter as the server will run (same directory, environment, user and sandbox) to
         list a module's files; its output lines."""
         code: int | None
-        if prof is None or who is None:  # plain mode
-            done = subprocess.run(argv, cwd=home, env=env, capture_output=True, text=True,
-                                  timeout=self.server.start_timeout_s)
+        if prof is None:
+            from sentinel.leash import plain
+
+            done = plain.run(argv, cwd=home, env=env, text=True, timeout=self.server.start_timeout_s,
+                             declared=self.server.env)
             code, output = done.returncode, done.stdout + done.stderr
         else:
             from sentinel.leash.errors import LaunchFailed, SandboxUnavailable

@@ -10,8 +10,8 @@ files a pin covers.
     Command.of(argv)                     which interpreter runs which script or module
     manifest(...) -> {executable, argv, cwd, env, files: {path: sha256}}   what the pin covers
     agent_writable(path, roots, uid)     could the agent rewrite this file (so its hash would prove nothing)?
-    scrubbed(environ) -> env, which(name, environ) -> path     for commands that keep the operator's own
-                                         environment (CLI judges, notification commands, the hook's worker)
+    which(name, environ) -> path         for commands that keep the operator's own environment (CLI judges,
+                                         notification commands; the environment: sentinel/leash/plain.py)
     trusted(argv, home, workspace=None, env=None) -> (argv, env)   any operator-configured command (watchers,
                                          delivery and notification targets, CLI judges) made ready the same
                                          way: resolved argv, a minimal environment whose HOME and PWD are `home`
@@ -233,25 +233,14 @@ def environment(server: McpServer, home: Path) -> dict[str, str]:
             **server.env, "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1"}
 
 
-# Variables that make an interpreter or the loader run code from somewhere else than the executable's own files.
-LOADER_ENV = frozenset({"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONINSPECT",
-                        "NODE_PATH", "NODE_OPTIONS", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV",
-                        "PERL5LIB", "PERL5OPT", "RUBYLIB", "RUBYOPT"})
-
-
-def scrubbed(environ: dict[str, str]) -> dict[str, str]:
-    """`environ` without LOADER_ENV, PATH with only absolute directories, PYTHONSAFEPATH/PYTHONNOUSERSITE set."""
-    out = {k: v for k, v in environ.items() if k not in LOADER_ENV}
-    out["PATH"] = ":".join(d for d in environ.get("PATH", SAFE_PATH).split(":") if os.path.isabs(d)) or SAFE_PATH
-    return {**out, "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1"}
-
-
 def which(name: str, environ: dict[str, str]) -> str | None:
     """An absolute executable: `name` itself when absolute, else found on the absolute directories of PATH
     (never `.`, an empty entry or a relative one, which mean the working directory); None for a relative path."""
     if "/" in name:
         return name if os.path.isabs(name) and os.path.isfile(name) and os.access(name, os.X_OK) else None
-    for folder in scrubbed(environ)["PATH"].split(":"):
+    from sentinel.leash.plain import operator_env
+
+    for folder in operator_env(environ)["PATH"].split(":"):
         path = os.path.join(folder, name)
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from sentinel.leash.cgroups import Group
     from sentinel.models.base import Completion, OnDelta
     from sentinel.models.local import Engine
+from sentinel.leash import plain
 
 CRASH_WINDOW_S, CRASH_LIMIT = 60.0, 3
 LOAD_FAILED = 3  # the child's exit code when the model cannot be loaded
@@ -207,7 +208,7 @@ class HostKeeper:
                 "--max-tokens", str(a.max_tokens), "--slots", str(a.slots),
                 *(["--threads", str(a.threads)] if a.threads else []),
                 *(["--rlimit"] if self.status["limit"] == "rlimit" else [])]
-        child = self.child = subprocess.Popen(argv, pass_fds=(listener.fileno(), wr), stdin=subprocess.DEVNULL)
+        child = self.child = plain.popen(argv, cwd="/", env=_child_env(), pass_fds=(listener.fileno(), wr))
         os.close(wr)
         self.update(state="loading", pid=child.pid, error=None)
         ready = False
@@ -220,6 +221,14 @@ class HostKeeper:
                 elif kind == "error":
                     self.status["error"] = rest
         return child.wait(), ready
+
+
+def _child_env() -> dict[str, str]:
+    """The server child's whole environment: the minimal one, this user's HOME and the model cache the keeper
+    was started with (sentinel/models/hosts.py)."""
+    from sentinel.models.weights import cache_dir
+
+    return plain.env({"SENTINEL_MODEL_CACHE": str(cache_dir())}, home=str(Path.home()))
 
 
 # -- the server child ---------------------------------------------------------------------------
@@ -362,9 +371,9 @@ def serve(args: argparse.Namespace) -> int:
     from sentinel.models.local import Engine
 
     report = os.fdopen(args.report, "w", buffering=1)
-    import prctl  # type: ignore[import-untyped]  # python-prctl ships no types; one call, checked by tests
+    from sentinel.leash.privs import set_pdeathsig
 
-    prctl.set_pdeathsig(signal.SIGKILL)
+    set_pdeathsig(signal.SIGKILL)
     if os.getppid() == 1:
         return 1  # the keeper is already gone
     if args.rlimit:

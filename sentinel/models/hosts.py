@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sentinel.jsontypes import JSON, JSONObject
+from sentinel.leash import plain
 from sentinel.models.base import Completion, ModelError, ModelUnavailable, OnDelta, OnProgress
 from sentinel.models.hostpaths import address, status_path
 from sentinel.models.weights import cache_dir
@@ -139,26 +140,26 @@ class Hosts:
         _SPAWNED[:] = [p for p in _SPAWNED if p.poll() is None]  # reap keepers that exited
         with open(sock.with_suffix(".log"), "ab") as log:
             # cwd "/": `-m` puts the working directory first on sys.path, and a checkout there must not win
-            keeper = subprocess.Popen([sys.executable, "-m", "sentinel.models.host_process", *argv], cwd="/",
-                                      env=self._env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                      stderr=log, start_new_session=True)  # outlives this process; not its signals
+            keeper = plain.popen([sys.executable, "-m", "sentinel.models.host_process", *argv], cwd="/",
+                                 env=self._env(), stdout=subprocess.DEVNULL, stderr=log,
+                                 new_session=True)  # outlives this process; not its signals
         _SPAWNED.append(keeper)
         return keeper
 
     def _env(self) -> dict[str, str]:
-        """The model cache falls back to the hosts' state directory when the user's cache is not writable
+        """The keeper's whole environment (sentinel/leash/plain.py): the minimal one with this user's HOME and the
+        model cache, which falls back to the hosts' state directory when the user's cache is not writable
         (Muzzle's system user started with another HOME)."""
-        env = dict(os.environ)
-        if "SENTINEL_MODEL_CACHE" not in env:
+        cache = cache_dir()
+        if "SENTINEL_MODEL_CACHE" not in os.environ:
             try:
-                cache = cache_dir()
                 cache.mkdir(parents=True, exist_ok=True)
                 writable = os.access(cache, os.W_OK)
             except OSError:
                 writable = False
             if not writable:
-                env["SENTINEL_MODEL_CACHE"] = str(self.dir.parent / "models")
-        return env
+                cache = self.dir.parent / "models"
+        return plain.env({"SENTINEL_MODEL_CACHE": str(cache)}, home=str(Path.home()))
 
     def _wait(self, model: str, sock: Path, keeper: subprocess.Popen[bytes] | None) -> Ready:
         deadline = time.monotonic() + self.load_timeout_s

@@ -18,13 +18,13 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from typing import TYPE_CHECKING
 
 from sentinel.errors import SentinelError
+from sentinel.leash import plain
 from sentinel.muzzle.layout import SYSTEM_KEYS_FILE, SYSTEM_STATE_DIR, SYSTEM_USER, system_layout, system_user
 
 if TYPE_CHECKING:
@@ -57,9 +57,8 @@ def ensure_user(user: str = SYSTEM_USER, home: Path = SYSTEM_STATE_DIR) -> pwd.s
         pass
     useradd = shutil.which("useradd") or "/usr/sbin/useradd"
     nologin = shutil.which("nologin") or "/usr/sbin/nologin"
-    proc = subprocess.run([useradd, "--system", "--user-group", "--no-create-home", "--home-dir", str(home),
-                           "--shell", nologin, "--comment", "Sentinel Muzzle model proxy", user],
-                          capture_output=True, text=True)
+    proc = plain.admin([useradd, "--system", "--user-group", "--no-create-home", "--home-dir", str(home),
+                        "--shell", nologin, "--comment", "Sentinel Muzzle model proxy", user])
     if proc.returncode != 0:
         raise SentinelError(f"useradd {user}: {proc.stderr.strip() or f'exit {proc.returncode}'}")
     return pwd.getpwnam(user)

@@ -6,5 +6,5 @@ watcher escalated (config: `notify:`, sentinel/notify/settings.py; how it works:
     send.py       one attempt on one transport (webhook, ntfy, slack, discord, telegram, email, command, file)
     __main__.py   `python -m sentinel.notify --home H`: local mode's detached deliverer
 
-The outbox rows, decision links and console sessions are `sentinel.engine.outbox`.
+The outbox rows and decision links are `sentinel.engine.outbox`; console sessions `sentinel.engine.websessions`.
 """

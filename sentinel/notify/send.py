@@ -185,15 +185,15 @@ def _mail(spec: TargetSpec, doc: JSONObject, text: str) -> None:
 def _command(spec: TargetSpec, doc: JSONObject, text: str) -> None:
     """The operator's own program (never the agent's): the message on stdin, the notification in
     $SENTINEL_NOTIFICATION as JSON; arguments are the configured ones only, nothing an agent wrote."""
-    from sentinel.mcp.launch import scrubbed, which
+    from sentinel.leash import plain
+    from sentinel.mcp.launch import which
 
-    env = {**scrubbed(dict(os.environ)), "SENTINEL_MESSAGE": text, "SENTINEL_NOTIFICATION": json.dumps(doc)}
+    env = plain.operator_env(os.environ, {"SENTINEL_MESSAGE": text, "SENTINEL_NOTIFICATION": json.dumps(doc)})
     exe = which(spec["argv"][0], dict(os.environ))
     if exe is None:
         raise DeliveryError(f"{spec['argv'][0]}: not an absolute executable nor on PATH's absolute directories")
     try:
-        proc = subprocess.run([exe, *spec["argv"][1:]], input=text.encode(), capture_output=True,
-                              timeout=spec["timeout_s"], env=env, cwd="/")
+        proc = plain.run([exe, *spec["argv"][1:]], input=text.encode(), timeout=spec["timeout_s"], env=env, cwd="/")
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise DeliveryError(f"{spec['argv'][0]}: {exc}") from None
     if proc.returncode != 0:

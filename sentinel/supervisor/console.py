@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from sentinel.engine import outbox
+from sentinel.engine import outbox, websessions
 from sentinel.errors import UsageError
 from sentinel.frames import reply
 from sentinel.supervisor.hub import Client, Hub, caller
@@ -29,7 +29,7 @@ def web_token(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     listening = msg.get("listening")
     if listening is not None:  # an operator's console starting: the links the watcher child sends name it
         outbox.set_console_url(sup.store.conn, outbox.checked_url(listening))
-    token = outbox.issue_sign_in(sup.store.conn, peer.name, outbox.SIGN_IN_TTL_S)
+    token = websessions.issue_sign_in(sup.store.conn, peer.name, websessions.SIGN_IN_TTL_S)
     sup.store.audit("web_token_issued", {"by": peer.name, "uid": peer.uid, "pid": peer.pid,
                                          "token_sha256": hashlib.sha256(token.encode()).hexdigest()[:16]})
     return reply({"token": token, "operator": peer.name, "prefix": outbox.console_prefix(sup.store.conn),
@@ -40,9 +40,9 @@ def web_sign_in(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     ttl = msg.get("ttl_s")
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl <= SESSION_MAX_S:
         raise UsageError(f"ttl_s: a number of seconds up to {SESSION_MAX_S:.0f}")
-    return reply(outbox.trade_sign_in(sup.store.conn, str(msg.get("token") or ""), float(ttl)))
+    return reply(websessions.trade_sign_in(sup.store.conn, str(msg.get("token") or ""), float(ttl)))
 
 
 def web_session(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    return reply(outbox.session(sup.store.conn, str(msg.get("secret") or "")))
+    return reply(websessions.session(sup.store.conn, str(msg.get("secret") or "")))
 

@@ -19,7 +19,6 @@ import json
 import os
 import pwd
 import re
-import subprocess
 import sys
 import unicodedata
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from sentinel.errors import SentinelError, UsageError
 from sentinel.engine.status import RunStatus
+from sentinel.leash import plain
 
 if TYPE_CHECKING:
     from sentinel.supervisor.registry import Agent
@@ -234,11 +234,11 @@ def _userdel(name: str, policy: Path) -> bool:
     pw = _account(name)
     if pw is None:
         return False
-    proc = subprocess.run(["userdel", "--remove", name], capture_output=True, text=True)
+    proc = plain.admin(["userdel", "--remove", name])
     if proc.returncode not in (0, 12):  # 12: the home could not be removed (already gone)
         raise UsageError(f"userdel {name}: {(proc.stderr.strip().splitlines() or [str(proc.returncode)])[-1]}")
     if _group_exists(name):
-        subprocess.run(["groupdel", name], capture_output=True, text=True)
+        plain.admin(["groupdel", name])
     try:
         policy.unlink()
     except FileNotFoundError:
@@ -254,9 +254,8 @@ def _need_root(what: str) -> None:
 def _useradd(name: str, display: str, home: Path) -> pwd.struct_passwd:
     comment = "Sentinel agent " + re.sub(r"[:,=\n\r\\]", " ", display)[:60]
     home.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(["useradd", "--system", "--user-group", "--create-home", "--home-dir", str(home),
-                           "--shell", "/usr/sbin/nologin", "--comment", comment, name],
-                          capture_output=True, text=True)
+    proc = plain.admin(["useradd", "--system", "--user-group", "--create-home", "--home-dir", str(home),
+                        "--shell", "/usr/sbin/nologin", "--comment", comment, name])
     pw = _account(name)
     if proc.returncode != 0 or pw is None:
         raise UsageError(f"useradd {name} failed: {proc.stderr.strip() or proc.returncode}")

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
+from sentinel.leash import plain
 from sentinel.supervisor import layout
 
 UNITS = ("sentinel-muzzle.service", "sentinel-supervisor.service", "sentinel-egress.service")
@@ -131,7 +131,7 @@ def ensure_group(name: str) -> int:
         return grp.getgrnam(name).gr_gid
     except KeyError:
         pass
-    proc = subprocess.run(["groupadd", "--system", name], capture_output=True, text=True)
+    proc = plain.admin(["groupadd", "--system", name])
     if proc.returncode != 0:
         raise UsageError(f"cannot create operator group {name!r}: {proc.stderr.strip()}")
     return grp.getgrnam(name).gr_gid
@@ -164,8 +164,8 @@ def install_units(dest: Path = UNIT_DIR) -> list[str]:
             os.chmod(target, 0o644)
             made.append(unit)
     systemctl = shutil.which("systemctl") or "/usr/bin/systemctl"
-    subprocess.run([systemctl, "daemon-reload"], check=False)
-    proc = subprocess.run([systemctl, "enable", "--now", *UNITS], capture_output=True, text=True)
+    plain.admin([systemctl, "daemon-reload"])
+    proc = plain.admin([systemctl, "enable", "--now", *UNITS])
     state = "enabled and started" if proc.returncode == 0 else f"not enabled ({proc.stderr.strip()[:200]})"
     kept = [u for u in UNITS if u not in made]
     return [f"systemd: {', '.join(UNITS)} in {dest} ({'created: ' + ', '.join(made) if made else ''}"

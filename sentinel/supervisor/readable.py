@@ -5,8 +5,8 @@
 
 Muzzle reads the operator's config.yaml, its keys file and its state directory; a worker (one per agent
 user) reads its Leash policy; both import Sentinel from this install. Each file is opened in a child
-process that runs with the user's uid, gid and groups, as that part will, so owners, modes, every
-directory on the way and any ACL or LSM all count. The converse is checked the same way: no agent's
+process that runs with the user's uid, gid and groups, as that part will (sentinel/leash/plain.py
+`check_as`), so owners, modes, every directory on the way and any ACL or LSM all count. The converse is checked the same way: no agent's
 user may open a secret (the operator's config, Muzzle's keys and token store, the supervisor's store). Needs root (the supervisor and `sudo sentinel status`).
 """
 
@@ -83,21 +83,14 @@ def exposed(config: "Config", agents: Iterable[str]) -> list[str]:
 
 
 def can_read(pw: pwd.struct_passwd, path: Path) -> bool:
-    """Whether `pw`'s user can open `path` for reading (a directory: list it), tried in a forked child."""
-    pid = os.fork()
-    if pid == 0:  # the child: drop to the user, try, report by exit code; never return into the caller
-        code = 1
-        try:
-            os.setgroups(os.getgrouplist(pw.pw_name, pw.pw_gid))
-            os.setresgid(pw.pw_gid, pw.pw_gid, pw.pw_gid)
-            os.setresuid(pw.pw_uid, pw.pw_uid, pw.pw_uid)
-            if os.path.isdir(path):
-                os.listdir(path)
-            else:
-                os.close(os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK))
-            code = 0
-        except BaseException:  # noqa: BLE001 - any failure is "cannot read"
-            pass
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
+    """Whether `pw`'s user can open `path` for reading (a directory: list it), tried as that user by Leash."""
+    from sentinel.leash.plain import check_as
+
+    return check_as(pw, lambda: _open(path))
+
+
+def _open(path: Path) -> None:
+    if os.path.isdir(path):
+        os.listdir(path)
+    else:
+        os.close(os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK))

@@ -10,9 +10,7 @@ profile, and its whole process tree dies on timeout.
 from __future__ import annotations
 
 import errno
-import os
 import re
-import signal
 import subprocess
 from sentinel.jsontypes import JSONObject
 from sentinel.tools import Registry, Tool, ToolContext, ToolError, arg_str, object_schema
@@ -161,20 +159,17 @@ def run_argv(argv: list[str], ctx: ToolContext, timeout_s: float | None = None) 
 
 
 def _run_plain(argv: list[str], ctx: ToolContext, timeout: float) -> tuple[int | None, str, bool]:
-    """An unsandboxed subprocess in its own session (only with leash.tools: plain)."""
-    proc = subprocess.Popen(argv, cwd=ctx.workspace, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    """An unsandboxed subprocess in its own session (only with leash.tools: plain), with the environment a
+    sandboxed tool gets. A timeout or Ctrl-C kills the command and everything it started."""
+    from sentinel.leash import plain
+    from sentinel.leash.launch import base_env
+
     try:
-        out, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, out.decode("utf-8", errors="replace"), False
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return None, out.decode("utf-8", errors="replace"), True
-    except BaseException:  # Ctrl-C stops the turn: the command and everything it started stop with it
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise
+        proc = plain.run(argv, cwd=ctx.workspace, env=base_env(ctx.workspace), timeout=timeout,
+                         stderr=subprocess.STDOUT, new_session=True, workspace=True)
+        return proc.returncode, proc.stdout.decode("utf-8", errors="replace"), False
+    except subprocess.TimeoutExpired as exc:
+        return None, (exc.stdout or b"").decode("utf-8", errors="replace"), True
 
 
 _schema = object_schema

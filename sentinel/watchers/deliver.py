@@ -111,9 +111,10 @@ def command_runner(config: Config, agent: str | None, workspace: Path, home: Pat
         except UsageError as exc:
             return None, f"{argv[0] if argv else 'command'}: {exc}"
         if config.leash.tools == "plain":
+            from sentinel.leash import plain
+
             try:
-                proc = subprocess.run(argv, cwd=own, input=stdin or b"", capture_output=True, timeout=timeout_s,
-                                      env=env)
+                proc = plain.run(argv, cwd=own, input=stdin or b"", timeout=timeout_s, env=env)
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return None, str(exc)
             return proc.returncode, proc.stdout.decode(errors="replace")

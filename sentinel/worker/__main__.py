@@ -36,7 +36,6 @@ def _channel() -> Any:
     return Channel(sock)
 
 
-PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
 FIXED = ("id", "task", "workspace", "parent_id")  # what the supervisor fixed; the journal only claims it (and model)
 
 
@@ -44,8 +43,7 @@ def _undumpable() -> None:
     """Be sure no other process of this uid can trace this one before the run token arrives."""
     from sentinel.leash import privs
 
-    privs.prctl(PR_SET_DUMPABLE, 0)
-    if privs.prctl(PR_GET_DUMPABLE) != 0:
+    if not privs.set_undumpable():
         raise SentinelError("the worker could not make itself non-dumpable; refusing to take the run token")
 
 

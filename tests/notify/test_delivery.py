@@ -181,7 +181,7 @@ def test_a_deliverer_that_cannot_start_leaves_the_run_standing(notify_config, we
 
     (sentinel_home / "workspace").mkdir(exist_ok=True)
     with monkeypatch.context() as patched, LocalEngine() as engine:
-        patched.setattr(detach.subprocess, "run", no_shell)
+        patched.setattr(detach.plain, "run", no_shell)
         outcome = engine.start("note that it ran", workspace=sentinel_home / "workspace")
     assert outcome.status == "waiting_approval" and outcome.approval_id
     assert "warning: notify: could not queue or start the deliverer" in capsys.readouterr().err

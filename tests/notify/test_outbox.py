@@ -87,14 +87,16 @@ def test_a_row_leased_by_a_deliverer_that_died_is_sent_after_the_lease(store, co
 
 
 def test_sign_in_tokens_and_sessions_expire_and_tokens_work_once(store):
-    token = outbox.issue_sign_in(store.conn, "alice", 60)
-    session = outbox.trade_sign_in(store.conn, token, 0.2)
-    assert session["operator"] == "alice" and outbox.session(store.conn, session["secret"])["csrf"] == session["csrf"]
-    assert outbox.trade_sign_in(store.conn, token, 60) is None                 # once
+    from sentinel.engine import websessions
+
+    token = websessions.issue_sign_in(store.conn, "alice", 60)
+    session = websessions.trade_sign_in(store.conn, token, 0.2)
+    assert session["operator"] == "alice" and websessions.session(store.conn, session["secret"])["csrf"] == session["csrf"]
+    assert websessions.trade_sign_in(store.conn, token, 60) is None                 # once
     time.sleep(0.3)
-    assert outbox.session(store.conn, session["secret"]) is None              # the session ran out
-    late = outbox.issue_sign_in(store.conn, "bob", 0.1)
+    assert websessions.session(store.conn, session["secret"]) is None              # the session ran out
+    late = websessions.issue_sign_in(store.conn, "bob", 0.1)
     time.sleep(0.2)
-    assert outbox.trade_sign_in(store.conn, late, 60) is None                 # the token ran out
+    assert websessions.trade_sign_in(store.conn, late, 60) is None                 # the token ran out
     kept = {r[0] for r in store.conn.execute("SELECT token_sha256 FROM web_signins")}
     assert token not in kept and outbox.sha256(token) in kept                 # only hashes are kept

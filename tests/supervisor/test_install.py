@@ -71,7 +71,7 @@ def test_units_are_installed_only_where_systemd_runs(tmp_path, monkeypatch):
     assert "not running" in line and "sentinel supervisor" in line and list(tmp_path.iterdir()) == []
     calls = []
     monkeypatch.setattr(install, "systemd_running", lambda: True)
-    monkeypatch.setattr(install.subprocess, "run", lambda argv, **kw: calls.append(argv) or
+    monkeypatch.setattr(subprocess, "run", lambda argv, **kw: calls.append(argv) or
                         subprocess.CompletedProcess(argv, 0, "", ""))
     [line] = install.install_units(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(install.UNITS) and "enabled" in line

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from sentinel.hooks.compat import clients, scenario
 from sentinel.hooks.compat.servers import ScriptedAPI
+from sentinel.leash import plain
 
 if TYPE_CHECKING:
     from sentinel.hooks.compat.decider import Decider
@@ -44,14 +45,15 @@ def install(agent: str, version: str | None, cache: Path) -> tuple[Path, str]:
     package, pinned, exe = clients.PINNED[agent]
     wanted = version or pinned
     if wanted == "latest":
-        found = subprocess.run(["npm", "view", package, "version"], capture_output=True, text=True, timeout=120)
+        found = plain.run(["npm", "view", package, "version"], cwd="/", env=plain.operator_env(os.environ), text=True,
+                          timeout=120)
         wanted = found.stdout.strip() or pinned
     prefix = cache / f"{package.replace('/', '_').replace('@', '')}@{wanted}"
     bin_dir = prefix / "node_modules" / ".bin"
     if not (bin_dir / exe).exists():
         prefix.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(prefix),
-                               f"{package}@{wanted}"], capture_output=True, text=True, timeout=900)
+        proc = plain.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(prefix),
+                          f"{package}@{wanted}"], cwd=prefix, env=plain.operator_env(os.environ), text=True, timeout=900)
         if proc.returncode != 0:
             raise RuntimeError(f"npm install {package}@{wanted} failed: {proc.stderr.strip().splitlines()[-1:]}")
     return bin_dir, wanted
@@ -115,6 +117,7 @@ def run_case(agent: str, bin_dir: Path, case: str, work: Path, with_sentinel: bo
                "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "NO_COLOR": "1", **setup.env,
                # the hooks ask in this case's own Sentinel home, whose notify webhook reaches `person`
                "SENTINEL_HOME": str(base / "sentinel-home"), "SENTINEL_MODE": "local"}
+        env = plain.operator_env(env)  # the operator's own tool: their environment, less loader variables
         shim = base / "sentinel-timed"
         shim.write_text(TIMING_SHIM.format(command=hook_command(), log=timing, extra=shim_extra(case)))
         shim.chmod(0o755)
@@ -122,14 +125,13 @@ def run_case(agent: str, bin_dir: Path, case: str, work: Path, with_sentinel: bo
         proc: subprocess.CompletedProcess[str] | None = None
         try:
             for argv in setup.before:
-                subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=120)
+                plain.run(argv, cwd=root, env=env, text=True, timeout=120)
             if with_sentinel:  # as documented: sentinel hook install AGENT, in the project
-                done = subprocess.run([*sentinel_command().split(), "hook", "install", agent, "--command", str(shim)],
-                                      cwd=root, env=env, capture_output=True, text=True, timeout=120)
+                done = plain.run([*sentinel_command().split(), "hook", "install", agent, "--command", str(shim)],
+                                 cwd=root, env=env, text=True, timeout=120)
                 notes += [line for line in done.stdout.splitlines() if line.startswith("to do:")]
             began = time.monotonic()
-            proc = subprocess.run(setup.argv, cwd=root, env=env, capture_output=True, text=True,
-                                  timeout=CLIENT_TIMEOUT_S, stdin=subprocess.DEVNULL)
+            proc = plain.run(setup.argv, cwd=root, env=env, text=True, timeout=CLIENT_TIMEOUT_S)
             seconds = time.monotonic() - began
             seen = api.seen()
             (base / "model-saw.jsonl").write_text(seen)  # every request the client sent: what its model read

@@ -40,16 +40,17 @@ class CliJudge:
         """The CLI from `/`, never the repository (its project files, `./node_modules/.bin`, a `claude` the agent
         wrote there), found on PATH's absolute directories, without PYTHONPATH/NODE_OPTIONS and the like; HOME
         and the rest of the operator's environment stay (the CLI's login lives there)."""
-        from sentinel.mcp.launch import scrubbed, which
+        from sentinel.leash import plain
+        from sentinel.mcp.launch import which
 
         exe = which(self.command, dict(os.environ))
         if exe is None:
             raise JudgeError(f"{self.name}: cannot run {self.command!r}: not an absolute executable nor on PATH's "
                              "absolute directories")
-        env = {**scrubbed(dict(os.environ)), GUARD_ENV: "1"}
+        env = plain.operator_env(os.environ, {GUARD_ENV: "1"})
         try:
-            proc = subprocess.run([exe, *self.argv(request)[1:]], capture_output=True, text=True, env=env, cwd="/",
-                                  timeout=max(0.001, request.remaining()), stdin=subprocess.DEVNULL)
+            proc = plain.run([exe, *self.argv(request)[1:]], text=True, env=env, cwd="/",
+                             timeout=max(0.001, request.remaining()))
         except subprocess.TimeoutExpired:  # run() kills the child: a wall-clock bound on the whole call
             raise past_deadline(self.name, request) from None
         except OSError as exc:
