@@ -275,12 +275,12 @@ class AuthoredTools:
                       lambda args, ctx: run_code(snap.code, snap.manifest.limits, args, ctx, self.settings))
 
     def tools(self) -> list[Tool]:
-        text = {"type": "string"}
-        params = {"type": "object", "description": "JSON schema of the tool's arguments (an object)."}
-        limits = {"type": "object", "description": "Optional: cpu_s, timeout_s, memory_mb (within the operator's "
+        text: JSONObject = {"type": "string"}
+        params: JSONObject = {"type": "object", "description": "JSON schema of the tool's arguments (an object)."}
+        limits: JSONObject = {"type": "object", "description": "Optional: cpu_s, timeout_s, memory_mb (within the operator's "
                                                    "maxima).", "properties": {k: {"type": "number"} for k in
                                                                               ("cpu_s", "timeout_s", "memory_mb")}}
-        code = {"type": "string", "description": "Python source defining run(args) -> str."}
+        code: JSONObject = {"type": "string", "description": "Python source defining run(args) -> str."}
         return [
             Tool("create_tool", "Write a new Python tool for yourself. It must define run(args) returning a string. "
                                 "Its first call (and the first after any edit) waits for the operator's approval.",

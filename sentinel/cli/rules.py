@@ -55,7 +55,7 @@ def _target(repo: Optional[Path], home: bool) -> Target:
     from sentinel import config as config_mod, paths
 
     cfg = config_mod.load()
-    return Target(loader.load_home(str(paths.home()), cfg.gate.model_dump(), loader.system_rules_dir()), None)
+    return Target(loader.load_home(str(paths.home()), cfg.gate.dump(), loader.system_rules_dir()), None)
 
 
 def _print_json(data: object) -> None:

@@ -83,7 +83,7 @@ def show(ident: str = typer.Argument(..., metavar="ID"), as_json: bool = typer.O
 def test(ident: str = typer.Argument(..., metavar="ID"), as_json: bool = typer.Option(False, "--json")) -> None:
     """Poll the watcher once and show the data and whether its match holds; fires nothing, remembers nothing."""
     from sentinel.watchers import spec
-    from sentinel.watchers.match import MISSING, holds, render
+    from sentinel.watchers.match import Missing, holds, render
     from sentinel.watchers.envelope import context
     from sentinel.watchers.strategies import SourceError, make_source
 
@@ -96,8 +96,9 @@ def test(ident: str = typer.Argument(..., metavar="ID"), as_json: bool = typer.O
         data = source.poll(time.time())[0]
     except SourceError as exc:
         raise UsageError(f"watcher {ident}: {exc}") from None
-    ok, value = holds(watcher.match, data)
-    result = {"data": data, "value": None if value is MISSING else value, "holds": ok,
+    ok, found = holds(watcher.match, data)
+    value = None if isinstance(found, Missing) else found
+    result = {"data": data, "value": value, "holds": ok,
               "dedupeKey": render(watcher.dedupeKey, context(watcher, data, value, time.time()))}
     if as_json:
         return print_json(result)

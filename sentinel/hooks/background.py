@@ -73,7 +73,7 @@ def announce(adapter: Adapter, bundle: Bundle) -> common.Reply:
         seen = {str(d) for d in listed} if isinstance(listed, list) else set()
     except (OSError, ValueError):
         pass
-    drafts: list[JSONObject] = DraftStore(bundle.paths).fresh(bundle.config.scribe["notification"]["max_age_days"])
+    drafts = DraftStore(bundle.paths).fresh(bundle.config.scribe["notification"]["max_age_days"])
     fresh = [str(d["id"]) for d in drafts if d["id"] not in seen]
     if not fresh:
         return common.SILENT

@@ -373,7 +373,7 @@ class Connection:
         except (UsageError, OSError) as exc:
             raise McpFailure(f"MCP server {self.name!r}: {exc}") from None
         argv, env = how.with_workspace(argv, env, Path(self.ctx.workspace))  # after hashing: not part of the pin
-        if plain:
+        if plain or prof is None or who is None:
             from sentinel.leash import plain as unconfined
 
             try:
@@ -425,7 +425,7 @@ class Connection:
         """Run the interpreter as the server will run (same directory, environment, user and sandbox) to
         list a module's files; its output lines."""
         code: int | None
-        if prof is None:
+        if prof is None or who is None:  # plain mode
             from sentinel.leash import plain
 
             done = plain.run(argv, cwd=home, env=env, text=True, timeout=self.server.start_timeout_s,

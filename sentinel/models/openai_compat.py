@@ -11,7 +11,7 @@ from sentinel.models.base import (Completion, ModelError, ModelUnavailable, OnDe
                                   tool_schemas_to_openai)
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
     import openai
     from openai.types import CompletionUsage
 
@@ -21,7 +21,7 @@ UNAVAILABLE = ("model_unavailable", "upstream_unreachable")
 
 class OpenAICompatClient:
     def __init__(self, name: str, model: str, base_url: str, api_key: str | None, *, timeout_s: float = 300.0,
-                 stream: bool = True, http_client: httpx.Client | None = None):
+                 stream: bool = True, http_client: httpx2.Client | None = None):
         self.name = name
         self.model = model
         self.stream = stream
@@ -37,9 +37,8 @@ class OpenAICompatClient:
         only finds its run still waiting for approval (`sentinel resume`) never needs."""
         import openai
 
-        # the client types http_client as its vendored httpx2.Client; an httpx.Client has the same interface
         return openai.OpenAI(base_url=self.base_url, api_key=self.api_key or "unused", timeout=self.timeout_s,
-                             max_retries=1, http_client=self._http_client)  # type: ignore[arg-type]
+                             max_retries=1, http_client=self._http_client)
 
     def complete(self, messages: list[JSONObject], tools: list[JSONObject], *,
                  on_delta: OnDelta | None = None, on_progress: OnProgress | None = None,

@@ -10,10 +10,13 @@ import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping
 
 from sentinel.errors import SentinelError
 from sentinel.jsontypes import JSON, JSONObject
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 
 class ToolError(Exception):
@@ -119,8 +122,8 @@ def _coerce(args: JSONObject, schema: JSONObject) -> JSONObject:
 
 
 @functools.lru_cache(maxsize=256)
-def _validator(schema_json: str) -> Any:  # Any: a jsonschema validator (the package ships no types)
-    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs installed (types-jsonschema)
+def _validator(schema_json: str) -> "Draft202012Validator":
+    from jsonschema import Draft202012Validator
 
     return Draft202012Validator(json.loads(schema_json))
 

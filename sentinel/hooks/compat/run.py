@@ -22,6 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
+from sentinel.jsontypes import JSON
 from sentinel.hooks.compat import clients, scenario
 from sentinel.hooks.compat.servers import ScriptedAPI
 from sentinel.leash import plain
@@ -109,7 +110,9 @@ def run_case(agent: str, bin_dir: Path, case: str, work: Path, with_sentinel: bo
     base = Path(tempfile.mkdtemp(prefix=f"{agent}-{case}-", dir=work))
     root, home, timing = base / "project", base / "home", base / "hook-us.txt"
     home.mkdir()
-    with FakeJudge(by_substring(scenario.VERDICTS)) as judge, ScriptedAPI(str(root)) as api, \
+    answers: dict[str, JSON] = {k: {"violation": v["violation"], "confidence": v["confidence"], "reason": v["reason"]}
+                                for k, v in scenario.VERDICTS.items()}
+    with FakeJudge(by_substring(answers)) as judge, ScriptedAPI(str(root)) as api, \
             _person(case, base / "sentinel-home") as person:
         scenario.make_project(root, judge.url)
         setup = clients.SETUPS[agent](bin_dir, api.url, root, home, scenario.PROMPTS[case])
