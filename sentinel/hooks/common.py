@@ -228,7 +228,7 @@ def is_ours(entry: JSON) -> bool:
 
 
 def hooks_of(data: JSONObject, path: str) -> JSONObject:
-    """A hook config's `hooks` object (created when absent), each event's entries a list (or null). Any other
+    """A hook config's `hooks` object (created when absent), each event's entries a list (or null). Another
     shape is a ValueError naming the file and the field: install rewrites nothing it cannot read."""
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
