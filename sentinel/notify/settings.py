@@ -87,8 +87,8 @@ class Target(BaseModel):
 # A target as an outbox row keeps it (Target.spec), plus where the deliverer mints one-tap links; `from` is a
 # keyword, hence the functional form.
 TargetSpec = TypedDict("TargetSpec", {
-    "type": str, "name": "str | None", "on": "list[str]", "one_tap": bool, "attempts": int, "backoff_s": float,
-    "timeout_s": float, "url": "str | None", "headers": "dict[str, str]", "chat_id": "str | None",
-    "token_env": "str | None", "host": "str | None", "port": int, "starttls": bool, "ssl": bool,
-    "username": "str | None", "password_env": "str | None", "from": "str | None", "to": "list[str]",
-    "argv": "list[str]", "path": "str | None", "link_base": "NotRequired[str]", "link_ttl_s": "NotRequired[float]"})
+    "type": str, "name": str | None, "on": list[str], "one_tap": bool, "attempts": int, "backoff_s": float,
+    "timeout_s": float, "url": str | None, "headers": dict[str, str], "chat_id": str | None,
+    "token_env": str | None, "host": str | None, "port": int, "starttls": bool, "ssl": bool,
+    "username": str | None, "password_env": str | None, "from": str | None, "to": list[str],
+    "argv": list[str], "path": str | None, "link_base": NotRequired[str], "link_ttl_s": NotRequired[float]})
