@@ -32,17 +32,23 @@ from sentinel.models.weights import path_of
 
 TOOL_MODES = ("scaffold", "native", "grammar")
 DEFAULT_MAX_TOKENS = 1024
-DEFAULT_SLOTS = 2  # llama.cpp contexts a model host keeps (local.slots): an agent's and one for side calls
+DEFAULT_SLOTS = 2  # prompts a model host keeps evaluated (local.slots): an agent's and one for side calls
 _TOOL_CALL = "<tool_call>"
 
 
 class Engine:
-    """One model, up to `slots` llama.cpp contexts over the same weights (mmapped once). A context keeps the
-    tokens it evaluated last, so a call whose prompt starts the same way (an agent's next step, its next run in
-    the same workspace) evaluates only what is new. Calls are routed by their system prompt: an agent's calls
-    go on meeting their own context, and a side call with another prompt (the curator, a rule-gate judge, a
-    summary) takes another context instead of evicting it. On 2 cores a 3,000-token agent prompt costs
-    over a minute to evaluate again."""
+    """One model, one llama.cpp context, up to `slots` prompts kept evaluated. A context keeps the tokens it
+    evaluated last, so a call whose prompt starts the same way (an agent's next step, its next run in the same
+    workspace) evaluates only what is new. Calls are routed by their system prompt: an agent's calls go on
+    meeting their own evaluated prompt, and a side call with another prompt (the curator, a rule-gate judge, a
+    summary) parks it instead of evicting it. On 2 cores a 3,000-token agent prompt costs over a minute to
+    evaluate again.
+
+    Memory: the weights are mmapped once (page cache, shared with every other host on the machine that maps
+    the same file), and there is one context (its KV cache of `n_ctx` tokens and one compute buffer). A parked
+    prompt is a copy of its sequence's KV cells only (about 28 KB a token on the default model), not a second
+    context: a second `Llama` per slot cost a second mapping of the weights, a second private copy of the
+    repacked weights and a second full-size KV cache and compute buffer (a host was ~4 GB resident)."""
 
     def __init__(self, model: str, *, tool_mode: str = "native", n_ctx: int = 8192, threads: int | None = None,
                  slots: int = DEFAULT_SLOTS):
@@ -56,10 +62,10 @@ class Engine:
         self.cached_tokens = 0  # of the last call's prompt, found evaluated in its context already
         self.n_ctx, self.threads, self.max_slots = n_ctx, threads, max(1, slots)
         self.path = path_of(model)
-        self.slots: list[_Slot] = []
         began = time.monotonic()
         self.llama = self._load()
-        self.slots.append(_Slot(self.llama))
+        self.active = _Slot()
+        self.slots: list[_Slot] = [self.active]
         self.load_s = time.monotonic() - began
 
     def _load(self) -> Any:
@@ -75,23 +81,27 @@ class Engine:
                 raise ModelError(f"model {self.name}: cannot load {self.path.name} ({exc})") from None
 
     def _slot(self, messages: list[dict[str, Any]]) -> Any:
-        """The context for a call: the one that last served this system prompt, else a new one while there is
-        room, else the one used longest ago (under self.lock)."""
+        """The context, holding the prompt that last served this system prompt: that slot's, else a new slot while
+        there is room, else the slot used longest ago (under self.lock)."""
         key = str(messages[0].get("content") or "") if messages and messages[0].get("role") == "system" else ""
         slot = next((s for s in self.slots if s.key == key), None)
         if slot is None and len(self.slots) < self.max_slots:
-            slot = _Slot(self._load())
+            slot = _Slot()
             self.slots.append(slot)
         if slot is None:
             slot = min(self.slots, key=lambda s: s.used)
+            slot.parked = None  # evicted: its prompt is evaluated again when its caller comes back
+        if slot is not self.active:
+            self.active.parked = _park(self.llama)
+            _restore(self.llama, slot.parked)
+            slot.parked, self.active = None, slot
         slot.key, slot.used = key, time.monotonic()
-        return slot.llama
+        return self.llama
 
     def close(self) -> None:
-        for slot in self.slots:
-            close = getattr(slot.llama, "close", None)
-            if close:
-                close()
+        close = getattr(self.llama, "close", None)
+        if close:
+            close()
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None,
                  response_format: dict[str, Any] | None = None, max_tokens: int | None = None,
@@ -154,10 +164,54 @@ class Engine:
 
 
 @dataclass
+class _Parked:
+    """A prompt set aside: its tokens and a copy of its KV cells (llama_state_seq_get_data)."""
+
+    tokens: list[int]
+    state: Any  # Any: a ctypes c_uint8 array, handed back to llama.cpp as it is
+    size: int  # the bytes of `state` llama.cpp wrote
+
+
+@dataclass
 class _Slot:
-    llama: Any
     key: str | None = None  # the system prompt of the last call it served
     used: float = 0.0
+    parked: _Parked | None = None  # its prompt while another slot holds the context
+
+
+# Parking reads and sets llama-cpp-python's own prefix bookkeeping (`n_tokens`, `input_ids`, `_ctx`,
+# `_requires_eval`, as in its save_state/load_state, which also copy a logits array of n_batch x vocab floats
+# this needs not): the version is pinned (installer/install.sh), and tests/models/test_slots.py checks it.
+def _park(llama: Any) -> _Parked | None:
+    import ctypes
+
+    import llama_cpp
+
+    n = int(llama.n_tokens)
+    if n == 0:
+        return None
+    size = llama_cpp.llama_state_seq_get_size(llama._ctx.ctx, 0)
+    state = (ctypes.c_uint8 * size)()
+    written = llama_cpp.llama_state_seq_get_data(llama._ctx.ctx, state, size, 0)
+    if not 0 < written <= size:
+        return None  # nothing kept: the prompt is evaluated again, only slower
+    return _Parked([int(t) for t in llama.input_ids[:n]], state, written)
+
+
+def _restore(llama: Any, parked: _Parked | None) -> None:
+    """Empty the context, then put `parked` back in it (an empty context when there is none)."""
+    import llama_cpp
+
+    llama._ctx.kv_cache_clear()
+    llama.n_tokens = 0
+    llama._requires_eval = True  # the last prompt token is evaluated again for its logits
+    if parked is None:
+        return
+    if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, parked.state, parked.size, 0) != parked.size:
+        llama._ctx.kv_cache_clear()
+        return
+    llama.input_ids[:len(parked.tokens)] = parked.tokens
+    llama.n_tokens = len(parked.tokens)
 
 
 def _tokens(llama: Any) -> list[int]:
