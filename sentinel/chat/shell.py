@@ -143,6 +143,7 @@ class Shell:
         """Run one engine operation to the end of its turn, answering each approval it pauses on."""
         view = self.io.view()
         try:
+            view.begin("sending")
             outcome: Outcome | None = op(view)
             while outcome is not None and outcome.status == RunStatus.WAITING_APPROVAL:
                 view.close()  # no spinner left under the question
@@ -197,6 +198,7 @@ class Shell:
             self.io.say(f"approval {ident} stays pending: sentinel approve {ident}  |  sentinel deny {ident}")
             return None
         try:
+            view.begin("approved" if answer == "yes" else "denied")
             if answer == "yes":
                 return self.engine.approve(ident, digest=approval.digest, on_event=view)
             return self.engine.deny(ident, reason="denied in the chat", digest=approval.digest, on_event=view)

@@ -300,3 +300,23 @@ def test_the_approval_panel_shows_a_hidden_command_escaped(model, pty_chat):
     chat.send("n\r")
     chat.expect("done")
     assert chat.quit() == 0
+
+
+def test_a_turn_shows_a_spinner_before_its_first_event():
+    """Enter (or an answer to the question) puts a spinner on screen at once: in system mode the worker's first
+    event is a second or more away, and nothing on screen read as a hang (issue 42)."""
+    import io
+
+    from rich.console import Console
+
+    from sentinel.chat.view import TerminalView
+    from sentinel.engine import events as ev
+
+    screen = io.StringIO()
+    view = TerminalView(Console(file=screen, force_terminal=True, width=80))
+    view.begin("sending")
+    view(ev.RunStarted(run_id="r-1", seq=1, task="hi"))  # the run exists; its worker has not spoken yet
+    assert "sending · 0." in screen.getvalue()
+    assert view.call.active
+    view.close()
+    assert not view.call.active
