@@ -75,8 +75,11 @@ class Engine:
             raise ModelError("the local model needs llama-cpp-python (pip install 'sentinel-harness[local]')") from None
         with _quiet_stderr(), _weights_mapped_only():  # llama.cpp logs to fd 2 even with verbose=False
             try:
+                # flash attention: no n_ctx x batch attention-score buffer (~200 MB of the compute buffer at
+                # 8,192 tokens), and faster prompt evaluation on CPU (measured: 991 tokens in 32.6 CPU-s, 42.2
+                # without)
                 return Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.threads or default_threads(),
-                             verbose=False, seed=0)
+                             verbose=False, seed=0, flash_attn=True)
             except (ValueError, RuntimeError, MemoryError) as exc:
                 raise ModelError(f"model {self.name}: cannot load {self.path.name} ({exc})") from None
 
