@@ -190,3 +190,16 @@ def test_a_shared_copy_someone_else_could_have_written_is_not_loaded(machine, tm
     assert weights.shared(weights.CATALOG["m"]) is None
     path = weights.path_of("m")  # this user's own verified copy instead
     assert path == tmp_path / "root-cache" / "m.gguf" and path.read_bytes() == whole and not path.is_symlink()
+
+
+def test_the_installer_places_the_shared_copy_before_the_first_task_and_goes_on_without_it():
+    script = (Path(__file__).resolve().parents[2] / "installer" / "install.sh").read_text()
+    place = script.index('"$venv/bin/python" -m sentinel.models.weights place')
+    assert place < script.index("first-task.sh") and script.index("set -euo pipefail") < place
+    assert script[:place].rstrip().endswith("if !")  # a failure warns: each user's first use makes a copy
+    assert weights.SHARED_DIR == Path("/opt/sentinel/models")  # beside the installer's venv, readable by all
+
+
+def test_place_is_the_only_verb(capsys):
+    assert weights.main(["copy"]) == 2
+    assert "usage: python -m sentinel.models.weights place [MODEL]" in capsys.readouterr().err
