@@ -133,9 +133,15 @@ def test_the_installer_places_one_root_owned_copy_that_every_home_uses(machine, 
     assert target.read_bytes() == whole
     assert weights.path_of("m") == target
     assert own.is_symlink() and own.resolve() == target  # the home now only points at the machine's copy
+    assert weights.place("m").endswith("kept (verified when placed); readable by every user")  # a re-run
     os.chmod(target, 0o666)  # a broken mode is repaired on the installer's next run, without copying again
-    assert weights.place("m").endswith("kept (verified when placed); readable by every user")
+    assert weights.place("m").endswith("kept (SHA-256 verified again); readable by every user")
     assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    # a same-size file someone else wrote there while the mode was broken is replaced, never adopted
+    target.write_bytes(b"x" * len(whole))
+    os.chown(target, 65534, 65534)
+    assert weights.place("m").endswith("placed, SHA-256 verified; readable by every user")
+    assert target.read_bytes() == whole and target.stat().st_uid == 0
 
 
 @pytest.mark.root
