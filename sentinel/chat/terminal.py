@@ -25,6 +25,18 @@ CLOSE_POLL_S = 0.5
 YES = ("y", "yes")
 
 
+def no_cpr_output() -> Any:
+    """The terminal's output without cursor position requests: a one-line y/N question needs no room for a menu,
+    and a terminal that answers no CPR in time (a busy machine, some pty relays) made prompt_toolkit print a
+    warning and then the question again: `approve? [y/N]` twice."""
+    from prompt_toolkit.output.defaults import create_output
+
+    output = create_output()
+    if hasattr(output, "enable_cpr"):
+        output.enable_cpr = False
+    return output
+
+
 def answer(text: str) -> str:
     return "yes" if text.strip().lower() in YES else "no"
 
@@ -61,7 +73,7 @@ class TerminalIO:
     def confirm(self, question: str, closed: Callable[[], bool]) -> str:
         from prompt_toolkit import PromptSession
 
-        session: Any = PromptSession()
+        session: Any = PromptSession(output=no_cpr_output())
         gone = object()
 
         async def watch() -> None:
