@@ -198,7 +198,6 @@ class Shell:
             self.io.say(f"approval {ident} stays pending: sentinel approve {ident}  |  sentinel deny {ident}")
             return None
         try:
-            view.begin("approved" if answer == "yes" else "denied")
             if answer == "yes":
                 return self.engine.approve(ident, digest=approval.digest, on_event=view)
             return self.engine.deny(ident, reason="denied in the chat", digest=approval.digest, on_event=view)
