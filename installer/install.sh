@@ -78,9 +78,18 @@ fi
 ln -sf "$venv/bin/sentinel" /usr/local/bin/sentinel
 chmod -R a+rX "$venv"
 
+# One copy of the default model's weights for the machine (/opt/sentinel/models, root 0755, the file 0644,
+# SHA-256 checked when placed): every user's model hosts, local mode's and Muzzle's, load it, and the page
+# cache holds it once for all of them. A copy already there is kept (owner and mode repaired), not re-copied.
+echo "==> model weights: one copy for every user of this machine"
+if ! "$venv/bin/python" -m sentinel.models.weights place; then
+    echo "warning: the shared copy of the model was not placed (above): each user's first model call" \
+         "assembles a copy of their own instead" >&2
+fi
+
 # The first task: local mode on root's own home, whatever runs here (installer/first-task.sh).
 echo "==> first task on the embedded default model (no server, no key): it must make a tool call"
-# The first use assembles the model from its packages (SHA-256 checked) and starts its model host.
+# The first use starts a model host on the shared weights.
 first=0
 SENTINEL_CLI="$venv/bin/sentinel" bash "$here/installer/first-task.sh" || first=$?
 

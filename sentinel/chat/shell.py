@@ -145,6 +145,7 @@ class Shell:
         """Run one engine operation to the end of its turn, answering each approval it pauses on."""
         view = self.io.view()
         try:
+            view.begin("sending")
             outcome: Outcome | None = op(view)
             while outcome is not None and outcome.status == RunStatus.WAITING_APPROVAL:
                 view.close()  # no spinner left under the question

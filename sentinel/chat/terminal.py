@@ -24,6 +24,7 @@ from sentinel.ui.escape import for_stream, visible
 if TYPE_CHECKING:
     from prompt_toolkit.completion import Completer
     from rich.console import RenderableType
+    from prompt_toolkit.output import Output
 
 CLOSE_POLL_S = 0.5
 Answer = Literal["yes", "no", "closed", "eof"]
@@ -42,6 +43,18 @@ class ChatIO(Protocol):
     def error(self, text: str) -> None: ...
     def approval(self, approval: ApprovalRow) -> None: ...
 YES = ("y", "yes")
+
+
+def no_cpr_output() -> "Output":
+    """The terminal's output without cursor position requests: a one-line y/N question needs no room for a menu,
+    and a terminal that answers no CPR in time (a busy machine, some pty relays) made prompt_toolkit print a
+    warning and then the question again: `approve? [y/N]` twice."""
+    from prompt_toolkit.output.defaults import create_output
+
+    output = create_output()
+    if hasattr(output, "enable_cpr"):
+        output.enable_cpr = False
+    return output
 
 
 def answer(text: str) -> Answer:
@@ -81,7 +94,7 @@ class TerminalIO:
         from prompt_toolkit import PromptSession
 
         gone = object()  # the prompt's result when it closed by itself
-        session: PromptSession[object] = PromptSession()
+        session: PromptSession[object] = PromptSession(output=no_cpr_output())
 
         async def watch() -> None:
             while True:

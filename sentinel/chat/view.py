@@ -67,6 +67,9 @@ class View:
     def close(self) -> None:
         """The turn is over (or stopped): nothing live may stay on screen."""
 
+    def begin(self, label: str) -> None:
+        """The turn was handed to the engine: say so at once (its first event may be a second away)."""
+
     def ended(self, event: ev.ModelCallEnded, streamed: str) -> None: ...
 
     def line(self, event: ev.Event) -> None: ...
@@ -85,6 +88,9 @@ class TerminalView(View):
 
     def close(self) -> None:
         self.call.stop()
+
+    def begin(self, label: str) -> None:
+        self.call.begin(label)
 
     def _streamed(self) -> "Markdown | None":
         from rich.markdown import Markdown
@@ -127,9 +133,11 @@ class TerminalView(View):
             return self.call.start(event, above=self._streamed)
         if isinstance(event, ev.ModelProgress):
             return self.call.feed(event)
+        if isinstance(event, (ev.RunStarted, ev.Resumed)):
+            return  # the shell says which session this is; the spinner of `begin` stays until the worker speaks
         self.call.stop()
-        if isinstance(event, (ev.RunStarted, ev.Resumed, ev.Paused)):
-            return  # the shell says which session this is and shows the approval it asks about
+        if isinstance(event, ev.Paused):
+            return  # the shell shows the approval it asks about
         if isinstance(event, ev.Idle) and not event.error:
             return
         text = describe(event)

@@ -18,7 +18,7 @@ from sentinel.hooks import common
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from sentinel.hooks.adapter import Adapter
-    from sentinel.jsontypes import JSON, JSONObject
+    from sentinel.jsontypes import JSON
     from sentinel.policy.gate.loader import Bundle
 
 SYNC_ENV = "SENTINEL_GATE_SYNC"

@@ -36,17 +36,23 @@ if TYPE_CHECKING:
 
 TOOL_MODES = ("scaffold", "native", "grammar")
 DEFAULT_MAX_TOKENS = 1024
-DEFAULT_SLOTS = 2  # llama.cpp contexts a model host keeps (local.slots): an agent's and one for side calls
+DEFAULT_SLOTS = 2  # prompts a model host keeps evaluated (local.slots): an agent's and one for side calls
 _TOOL_CALL = "<tool_call>"
 
 
 class Engine:
-    """One model, up to `slots` llama.cpp contexts over the same weights (mmapped once). A context keeps the
-    tokens it evaluated last, so a call whose prompt starts the same way (an agent's next step, its next run in
-    the same workspace) evaluates only what is new. Calls are routed by their system prompt: an agent's calls
-    go on meeting their own context, and a side call with another prompt (the curator, a rule-gate judge, a
-    summary) takes another context instead of evicting it. On 2 cores a 3,000-token agent prompt costs
-    over a minute to evaluate again."""
+    """One model, one llama.cpp context, up to `slots` prompts kept evaluated. A context keeps the tokens it
+    evaluated last, so a call whose prompt starts the same way (an agent's next step, its next run in the same
+    workspace) evaluates only what is new. Calls are routed by their system prompt: an agent's calls go on
+    meeting their own evaluated prompt, and a side call with another prompt (the curator, a rule-gate judge, a
+    summary) parks it instead of evicting it. On 2 cores a 3,000-token agent prompt costs over a minute to
+    evaluate again.
+
+    Memory: the weights are mmapped once (page cache, shared with every other host on the machine that maps
+    the same file), and there is one context (its KV cache of `n_ctx` tokens and one compute buffer). A parked
+    prompt is a copy of its sequence's KV cells only (about 28 KB a token on the default model), not a second
+    context: a second `Llama` per slot cost a second mapping of the weights, a second private copy of the
+    repacked weights and a second full-size KV cache and compute buffer (a host was ~4 GB resident)."""
 
     def __init__(self, model: str, *, tool_mode: str = "native", n_ctx: int = 8192, threads: int | None = None,
                  slots: int = DEFAULT_SLOTS):
@@ -60,10 +66,10 @@ class Engine:
         self.cached_tokens = 0  # of the last call's prompt, found evaluated in its context already
         self.n_ctx, self.threads, self.max_slots = n_ctx, threads, max(1, slots)
         self.path = path_of(model)
-        self.slots: list[_Slot] = []
         began = time.monotonic()
         self.llama = self._load()
-        self.slots.append(_Slot(self.llama))
+        self.active = _Slot()
+        self.slots: list[_Slot] = [self.active]
         self.load_s = time.monotonic() - began
 
     def _load(self) -> Llama:
@@ -71,31 +77,38 @@ class Engine:
             from llama_cpp import Llama
         except ImportError:
             raise ModelError("the local model needs llama-cpp-python (pip install 'sentinel-harness[local]')") from None
-        with _quiet_stderr():  # llama.cpp logs to fd 2 even with verbose=False
+        with _quiet_stderr(), _weights_mapped_only():  # llama.cpp logs to fd 2 even with verbose=False
             try:
+                # flash attention: no n_ctx x batch attention-score buffer (~200 MB of the compute buffer at
+                # 8,192 tokens), and faster prompt evaluation on CPU (measured: 991 tokens in 32.6 CPU-s, 42.2
+                # without)
                 return Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.threads or default_threads(),
-                             verbose=False, seed=0)
+                             verbose=False, seed=0, flash_attn=True)
             except (ValueError, RuntimeError, MemoryError) as exc:
                 raise ModelError(f"model {self.name}: cannot load {self.path.name} ({exc})") from None
 
     def _slot(self, messages: list[JSONObject]) -> Llama:
-        """The context for a call: the one that last served this system prompt, else a new one while there is
-        room, else the one used longest ago (under self.lock)."""
+        """The context, holding the prompt that last served this system prompt: that slot's, else a new slot while
+        there is room, else the slot used longest ago (under self.lock)."""
         key = str(messages[0].get("content") or "") if messages and messages[0].get("role") == "system" else ""
         slot = next((s for s in self.slots if s.key == key), None)
         if slot is None and len(self.slots) < self.max_slots:
-            slot = _Slot(self._load())
+            slot = _Slot()
             self.slots.append(slot)
         if slot is None:
             slot = min(self.slots, key=lambda s: s.used)
+            slot.parked = None  # evicted: its prompt is evaluated again when its caller comes back
+        if slot is not self.active:
+            self.active.parked = _park(self.llama)
+            _restore(self.llama, slot.parked)
+            slot.parked, self.active = None, slot
         slot.key, slot.used = key, time.monotonic()
-        return slot.llama
+        return self.llama
 
     def close(self) -> None:
-        for slot in self.slots:
-            close = getattr(slot.llama, "close", None)
-            if close:
-                close()
+        close = getattr(self.llama, "close", None)
+        if close:
+            close()
 
     def complete(self, messages: list[JSONObject], tools: list[JSONObject], *, on_delta: OnDelta | None = None,
                  response_format: JSONObject | None = None, max_tokens: int | None = None,
@@ -176,10 +189,54 @@ def _piece(chunk: JSONObject) -> str:
 
 
 @dataclass
+class _Parked:
+    """A prompt set aside: its tokens and a copy of its KV cells (llama_state_seq_get_data)."""
+
+    tokens: list[int]
+    state: Any  # Any: a ctypes c_uint8 array, handed back to llama.cpp as it is
+    size: int  # the bytes of `state` llama.cpp wrote
+
+
+@dataclass
 class _Slot:
-    llama: Llama
     key: str | None = None  # the system prompt of the last call it served
     used: float = 0.0
+    parked: _Parked | None = None  # its prompt while another slot holds the context
+
+
+# Parking reads and sets llama-cpp-python's own prefix bookkeeping (`n_tokens`, `input_ids`, `_ctx`,
+# `_requires_eval`, as in its save_state/load_state, which also copy a logits array of n_batch x vocab floats
+# this needs not): the version is pinned (installer/install.sh), and tests/models/test_slots.py checks it.
+def _park(llama: Any) -> _Parked | None:
+    import ctypes
+
+    import llama_cpp
+
+    n = int(llama.n_tokens)
+    if n == 0:
+        return None
+    size = llama_cpp.llama_state_seq_get_size(llama._ctx.ctx, 0)
+    state = (ctypes.c_uint8 * size)()
+    written = llama_cpp.llama_state_seq_get_data(llama._ctx.ctx, state, size, 0)
+    if not 0 < written <= size:
+        return None  # nothing kept: the prompt is evaluated again, only slower
+    return _Parked([int(t) for t in llama.input_ids[:n]], state, written)
+
+
+def _restore(llama: Any, parked: _Parked | None) -> None:
+    """Empty the context, then put `parked` back in it (an empty context when there is none)."""
+    import llama_cpp
+
+    llama._ctx.kv_cache_clear()
+    llama.n_tokens = 0
+    llama._requires_eval = True  # the last prompt token is evaluated again for its logits
+    if parked is None:
+        return
+    if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, parked.state, parked.size, 0) != parked.size:
+        llama._ctx.kv_cache_clear()
+        return
+    llama.input_ids[:len(parked.tokens)] = parked.tokens
+    llama.n_tokens = len(parked.tokens)
 
 
 def _tokens(llama: Llama) -> list[int]:
@@ -222,6 +279,30 @@ def _grammar_format(response_format: JSONObject | None) -> JSONObject | None:
     if response_format.get("type") == "json_object":
         return response_format
     return None
+
+
+@contextlib.contextmanager
+def _weights_mapped_only() -> Iterator[None]:
+    """Load with every tensor in the mmapped file. By default llama.cpp repacks most Q4_K tensors into a private,
+    interleaved copy at load (CPU_REPACK: 597 MiB of the default model's 1,066), which no other host can share;
+    it bought about 10% of prompt evaluation (measured on 2 busy cores: 32.6 against 36.1 CPU-seconds for 991
+    tokens) for 600 MB per host. `Llama()` takes no argument for it, so its default model parameters are
+    patched for the duration of the load (a model host loads nothing else)."""
+    import llama_cpp.llama_cpp as native  # the ctypes bindings `Llama()` reads its defaults from
+
+    # Any: ctypes bindings declared at run time, which the type checker cannot see
+    defaults: Any = native.__dict__["llama_model_default_params"]
+
+    def mapped_only() -> Any:  # Any: a ctypes llama_model_params structure
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
+
+    native.__dict__["llama_model_default_params"] = mapped_only
+    try:
+        yield
+    finally:
+        native.__dict__["llama_model_default_params"] = defaults
 
 
 @contextlib.contextmanager

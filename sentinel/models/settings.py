@@ -6,7 +6,7 @@
       idle_s: 900             # a model host with no call for this long exits (the next call starts one)
       threads: null           # llama.cpp threads; null: half the CPUs (see docs/models.md)
       context_tokens: 8192    # llama.cpp context window
-      slots: 2                # llama.cpp contexts a host keeps, so side calls don't evict the agent's prompt
+      slots: 2                # prompts a host keeps evaluated, so side calls don't evict the agent's prompt
       tool_set: focused       # focused | all: the tools a task run on a local model is shown (see docs/models.md)
       max_tokens: 1024        # the longest reply, unless a call asks for less
 """
@@ -35,8 +35,9 @@ class LocalSettings(BaseModel):
                                "create_tool, edit_tool, list_tools, delete_tool, create_skill, list_skills, "
                                "update_plan); all offers everything. Chat sessions and profiles that list their "
                                "tools are not affected.")
-    slots: int = Field(2, ge=1, le=8, description="llama.cpp contexts a model host keeps, each with the prompt it "
-                                                   "evaluated last: calls with another system prompt (the curator, "
-                                                   "a rule-gate judge) take another one instead of evicting the "
-                                                   "agent's. Each costs a context's memory, not the weights again.")
+    slots: int = Field(2, ge=1, le=8, description="Prompts a model host keeps evaluated: calls with another "
+                                                   "system prompt (the curator, a rule-gate judge) park the agent's "
+                                                   "instead of evicting it. One context serves them all; a parked "
+                                                   "prompt costs a copy of its KV cells (about 28 KB a token on the "
+                                                   "default model), not another context or the weights again.")
     max_tokens: int = Field(1024, ge=1, description="The longest reply of a local model, unless a call asks for less.")

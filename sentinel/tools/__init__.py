@@ -10,7 +10,7 @@ import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Callable, Collection, Mapping
 
 from sentinel.errors import SentinelError
 from sentinel.jsontypes import JSON, JSONObject

@@ -2,6 +2,8 @@
 
     call = LiveCall(console)                 # on a terminal only (`allowed()` says whether)
     call.start(started_event, above=None)    # a ModelCallStarted; `above`: what to show over the spinner line
+    call.begin("sending")                    # at once, before the first event: the turn was taken (a worker may
+                                             # take a second or more to start in system mode)
     call.feed(event)                         # TextDelta / ModelProgress: the count moves on
     call.stop()                              # the region is erased; print the call's summary line after it
 
@@ -70,6 +72,22 @@ class Working:
         return self.spinner
 
 
+class Pending:
+    """The spinner line before a turn's first event: `⠙ sending · 0.4 s`."""
+
+    def __init__(self, label: str):
+        from rich.spinner import Spinner
+
+        self.label, self.began = label, time.monotonic()
+        self.spinner = Spinner("dots", style="cyan")
+
+    def __rich__(self) -> "Spinner":
+        from rich.text import Text
+
+        self.spinner.update(text=Text(f"{self.label} · {time.monotonic() - self.began:.1f} s", style="dim"))
+        return self.spinner
+
+
 class Tail:
     """The last lines of a renderable that fit on the screen above `keep` lines (a long answer as it streams)."""
 
@@ -99,15 +117,25 @@ class LiveCall:
         return self.live is not None
 
     def start(self, event: ev.ModelCallStarted, above: "Callable[[], RenderableType | None] | None" = None) -> None:
-        from rich.console import Group
-        from rich.live import Live
-
         self.stop()
         working = self.working = Working(event)
 
         def render() -> "RenderableType":
+            from rich.console import Group
+
             top = above() if above is not None else None
             return Group(Tail(top, keep=1), working) if top is not None else working
+
+        self._show(render)
+
+    def begin(self, label: str) -> None:
+        """A spinner at once, until the first event replaces it (start) or ends it (stop)."""
+        self.stop()
+        pending = Pending(label)
+        self._show(lambda: pending)
+
+    def _show(self, render: Callable[[], "RenderableType"]) -> None:
+        from rich.live import Live
 
         self.live = Live(console=self.console, get_renderable=render, transient=True,
                          refresh_per_second=REFRESH_PER_S, redirect_stdout=False, redirect_stderr=False,

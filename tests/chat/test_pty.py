@@ -300,3 +300,42 @@ def test_the_approval_panel_shows_a_hidden_command_escaped(model, pty_chat):
     chat.send("n\r")
     chat.expect("done")
     assert chat.quit() == 0
+
+
+def test_a_turn_shows_a_spinner_before_its_first_event():
+    """Enter (or an answer to the question) puts a spinner on screen at once: in system mode the worker's first
+    event is a second or more away, and nothing on screen read as a hang (issue 42)."""
+    import io
+
+    from rich.console import Console
+
+    from sentinel.chat.view import TerminalView
+    from sentinel.engine import events as ev
+
+    screen = io.StringIO()
+    view = TerminalView(Console(file=screen, force_terminal=True, width=80))
+    view.begin("sending")
+    view(ev.RunStarted(run_id="r-1", seq=1, task="hi"))  # the run exists; its worker has not spoken yet
+    assert "sending · 0." in screen.getvalue()
+    assert view.call.active
+    view.close()
+    assert not view.call.active
+
+
+def test_the_question_is_asked_once_on_a_terminal_that_answers_no_cursor_position_request(model, pty_chat,
+                                                                                           chat_env):
+    """A pty nobody answers CPR on (as a busy machine's or a relay's): prompt_toolkit gave up waiting, printed a
+    warning and drew `approve? [y/N]` again below it (issue 42). The question asks for no cursor position."""
+    del chat_env["PROMPT_TOOLKIT_NO_CPR"]
+    model([COUNT, ANSWER])
+    chat = pty_chat()
+    chat.say("count the runs")
+    chat.expect(r"echo ran >> counter\.txt")  # the panel: the question's own drawing comes after it
+    panel = chat.raw.rindex("counter.txt")
+    chat.expect(APPROVE)
+    chat.send("y\r")
+    chat.expect(ANSWER)
+    asked = chat.raw[panel:chat.raw.index("approved", panel)]
+    assert "\x1b[6n" not in asked  # no cursor position request, so no waiting on an answer that never comes
+    assert "cursor position" not in chat.text
+    chat.child.sendeof()

@@ -22,6 +22,11 @@ def _calls(engine):
     return engine.cached_tokens
 
 
+def _mappings(path):
+    with open("/proc/self/maps") as maps:
+        return sum(1 for line in maps if line.rstrip().endswith(str(path)))
+
+
 def test_a_side_call_does_not_evict_the_agents_prompt():
     from sentinel.models.local import Engine
 
@@ -29,6 +34,9 @@ def test_a_side_call_does_not_evict_the_agents_prompt():
     try:
         assert _calls(two) > 60  # the agent's system prompt and first turn were not evaluated again
         assert len(two.slots) == 2
+        # one context for both: the weights are mapped once (a second context per slot mapped them again, with
+        # a second KV cache and compute buffer: a default-model host was ~4 GB resident)
+        assert _mappings(two.path) == 1
     finally:
         two.close()
     one = Engine("smollm2-135m", n_ctx=1024, threads=1, slots=1)

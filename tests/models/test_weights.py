@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +94,118 @@ def test_a_gguf_path_keeps_working(tmp_path):
     assert weights.path_of(str(gguf)) == gguf
     with pytest.raises(ModelError, match=r"local/.*nothere.gguf: no such GGUF file"):
         weights.path_of(str(tmp_path / "nothere.gguf"))
+
+
+# -- one copy per machine (issue 42, item 9) --------------------------------------------------------------------
+
+
+@pytest.fixture
+def machine(chunks, tmp_path, monkeypatch):
+    """A fake catalog model `m` and a shared directory under a fresh root-owned 0755 directory in /tmp (every
+    user can reach it, as /opt/sentinel/models), plus root's own model cache."""
+    source, whole = chunks
+    monkeypatch.setitem(weights.CATALOG, "m", source())
+    base = Path(tempfile.mkdtemp(prefix="shared-models-", dir="/tmp"))
+    os.chmod(base, 0o755)
+    monkeypatch.setenv("SENTINEL_SHARED_MODELS", str(base / "models"))
+    monkeypatch.setenv("SENTINEL_MODEL_CACHE", str(tmp_path / "root-cache"))
+    yield base / "models", whole
+    shutil.rmtree(base)
+
+
+def _as_nobody(code: str, home: Path, shared_dir: Path, source) -> subprocess.CompletedProcess:
+    """`code` run as nobody with its own home, `m` in its catalog; prints what it prints."""
+    prelude = ("import os, sys\nfrom pathlib import Path\nfrom sentinel.models import weights\n"
+               f"weights.CATALOG['m'] = weights.Chunked({source.filename!r}, (), {source.sha256!r}, {source.size})\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "SENTINEL_SHARED_MODELS": str(shared_dir)}
+    return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
+                           prelude + code], env=env, cwd="/", capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.root
+def test_the_installer_places_one_root_owned_copy_that_every_home_uses(machine, tmp_path):
+    shared_dir, whole = machine
+    own = weights.assemble("m", weights.CATALOG["m"], tmp_path / "root-cache")  # a copy from before: 1.1 GB a home
+    assert weights.place("m").endswith("placed, SHA-256 verified; readable by every user")
+    target = shared_dir / "m.gguf"
+    st, dst = target.stat(), shared_dir.stat()
+    assert (st.st_uid, stat.S_IMODE(st.st_mode), dst.st_uid, stat.S_IMODE(dst.st_mode)) == (0, 0o644, 0, 0o755)
+    assert target.read_bytes() == whole
+    assert weights.path_of("m") == target
+    assert own.is_symlink() and own.resolve() == target  # the home now only points at the machine's copy
+    assert weights.place("m").endswith("kept (verified when placed); readable by every user")  # a re-run
+    os.chmod(target, 0o666)  # a broken mode is repaired on the installer's next run, without copying again
+    assert weights.place("m").endswith("kept (SHA-256 verified again); readable by every user")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    # a same-size file someone else wrote there while the mode was broken is replaced, never adopted
+    target.write_bytes(b"x" * len(whole))
+    os.chown(target, 65534, 65534)
+    assert weights.place("m").endswith("placed, SHA-256 verified; readable by every user")
+    assert target.read_bytes() == whole and target.stat().st_uid == 0
+
+
+@pytest.mark.root
+def test_a_user_can_neither_change_the_shared_copy_nor_redirect_a_host_with_a_planted_link(machine, tmp_path):
+    shared_dir, whole = machine
+    weights.place("m")
+    target = shared_dir / "m.gguf"
+    home = Path(tempfile.mkdtemp(prefix="nobody-home-", dir="/tmp"))
+    try:
+        bait = home / "bait.gguf"
+        bait.write_bytes(b"GGUF not the model" + bytes(len(whole) - 18))  # same size: only the path can tell
+        plant = home / ".cache" / "sentinel" / "models" / "m.gguf"
+        plant.parent.mkdir(parents=True)
+        plant.symlink_to(bait)
+        os.system(f"chown -R 65534:65534 {home}")
+        attack = _as_nobody(
+            "target = weights.shared_dir() / 'm.gguf'\n"
+            "print('loads', weights.path_of('m'))\n"
+            "for name, attempt in [('write', lambda: open(target, 'r+b')), ('unlink', lambda: os.unlink(target)),\n"
+            "                      ('replace', lambda: os.replace(str(Path.home() / 'bait.gguf'), target)),\n"
+            "                      ('chmod', lambda: os.chmod(target, 0o666)),\n"
+            "                      ('create', lambda: open(target.with_name('x.gguf'), 'wb'))]:\n"
+            "    try:\n        attempt(); print(name, 'DONE')\n"
+            "    except OSError as exc:\n        print(name, type(exc).__name__)\n", home, shared_dir, weights.CATALOG["m"])
+        assert attack.returncode == 0, attack.stderr
+        assert attack.stdout.splitlines() == [f"loads {target}", "write PermissionError", "unlink PermissionError",
+                                              "replace PermissionError", "chmod PermissionError",
+                                              "create PermissionError"]
+        assert target.read_bytes() == whole and weights.path_of("m") == target  # and another user's host too
+        # the legitimate neighbour: without a shared copy, the same user's own cache serves them as before
+        os.unlink(target)
+        own = _as_nobody("print(weights.path_of('m'))", home, shared_dir, weights.CATALOG["m"])
+        assert own.stdout.strip() == str(plant), own.stderr
+    finally:
+        shutil.rmtree(home)
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("spoil", ["file owned by a user", "directory writable by others", "file is a link"])
+def test_a_shared_copy_someone_else_could_have_written_is_not_loaded(machine, tmp_path, spoil):
+    shared_dir, whole = machine
+    weights.place("m")
+    target = shared_dir / "m.gguf"
+    if spoil == "file owned by a user":
+        os.chown(target, 65534, 65534)
+    elif spoil == "directory writable by others":
+        os.chmod(shared_dir, 0o777)
+    else:
+        real = shared_dir / "real.gguf"
+        os.rename(target, real)
+        target.symlink_to(real)
+    assert weights.shared(weights.CATALOG["m"]) is None
+    path = weights.path_of("m")  # this user's own verified copy instead
+    assert path == tmp_path / "root-cache" / "m.gguf" and path.read_bytes() == whole and not path.is_symlink()
+
+
+def test_the_installer_places_the_shared_copy_before_the_first_task_and_goes_on_without_it():
+    script = (Path(__file__).resolve().parents[2] / "installer" / "install.sh").read_text()
+    place = script.index('"$venv/bin/python" -m sentinel.models.weights place')
+    assert place < script.index("first-task.sh") and script.index("set -euo pipefail") < place
+    assert script[:place].rstrip().endswith("if !")  # a failure warns: each user's first use makes a copy
+    assert weights.SHARED_DIR == Path("/opt/sentinel/models")  # beside the installer's venv, readable by all
+
+
+def test_place_is_the_only_verb(capsys):
+    assert weights.main(["copy"]) == 2
+    assert "usage: python -m sentinel.models.weights place [MODEL]" in capsys.readouterr().err

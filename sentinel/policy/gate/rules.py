@@ -60,7 +60,8 @@ class Rule:
         if any(scope.matches(self._scope_c, self._exclude_c, trigger, target, action.server, action.mcp_tool)
                for target in (action.target, *action.aliases)):
             return True
-        return action.trigger == "bash" and bool(self._scope_c) and \
+        # an `any` rule's scope is paths; a `bash` rule's is commands, never where a command writes
+        return action.trigger == "bash" and self.trigger == "any" and bool(self._scope_c) and \
             scope.writes_match(self._scope_c, self._exclude_c, action, unknown=False)
 
     def phase(self) -> str:

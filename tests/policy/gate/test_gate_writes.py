@@ -124,3 +124,17 @@ def test_judge_reads_the_written_paths(root):
 ])
 def test_cheap_check_never_clears_a_writer(command, cheap):
     assert writes_nothing(command) is cheap
+
+
+def test_a_bash_rules_command_patterns_are_never_read_as_paths_it_writes(root):
+    """`git push` writes .git; a bash rule scoped `git push *-f*[ :]release/*` was taken for a path rule over
+    `release/*`, with .git "a directory above" it, so every force-push of a feature branch reached the judge
+    (issue 42: the shipped no-force-push blocked `git push --force origin feature/my-branch`)."""
+    force = rule("bash", ["git push *{--force,-f}*[ :]release/*", "git push *{--force,-f}*[ :]{main,master}"])
+    for command in ("git push --force origin feature/my-branch", "git push -f origin fix/a", "git push origin main"):
+        act = bash(command, root)
+        assert act.writes().known and act.writes().paths  # it does write (.git): the patterns must not see that
+        assert not force.applies(act), command
+    assert force.applies(bash("git push --force origin release/2.1", root))
+    assert force.applies(bash("git push -f origin main", root))
+    assert rule("any", ["release/**"]).applies(bash("touch release/notes", root))  # `any` still sees writes
