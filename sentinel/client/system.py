@@ -19,15 +19,18 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Iterator, NoReturn, Sequence, TypeVar
 
-from sentinel.engine import events
+from sentinel.engine import events, operations as ops
 from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener
 from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel import frames as protocol
 from sentinel.client import paths
+from sentinel.jsontypes import JSON, JSONObject
+
+R = TypeVar("R")
 ERRORS: dict[str, type[SentinelError]] = {"usage": UsageError, "not_found": NotFound, "busy": Busy}
 
 
@@ -136,7 +139,8 @@ def _not_yours(path: Path) -> str:
 
 
 class SystemEngine(Closing):
-    """The engine protocol (`sentinel.engine.api.Engine`) answered by the supervisor over its socket."""
+    """The engine protocol (`sentinel.engine.api.Engine`) answered by the supervisor over its socket: each
+    method sends its operation's declared request (sentinel/engine/operations.py) and reads its result back."""
 
     mode = "system"
 
@@ -148,7 +152,12 @@ class SystemEngine(Closing):
 
     # -- transport --------------------------------------------------------------------------------
 
-    def call(self, op: str, listener: Listener | None = None, **args: Any) -> Any:
+    def ask(self, request: ops.Operation[R], listener: Listener | None = None) -> R:
+        """Send one declared request; its typed result (events streamed meanwhile go to `listener`)."""
+        return request.result(self.call(request.op, listener, **request.arguments()))
+
+    def call(self, op: str, listener: Listener | None = None, **args: object) -> JSON:
+        """One raw request (the operator socket's other ops: sentinel/hooks/ask.py's queue)."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(str(self.path))
@@ -159,60 +168,28 @@ class SystemEngine(Closing):
         finally:
             sock.close()
 
-    # -- the engine protocol ------------------------------------------------------------------------
+    # -- runs -----------------------------------------------------------------------------------------
 
     def start(self, task: str, *, model: str | None = None, agent: str | None = None,
               workspace: Path | None = None, on_event: Listener | None = None, chat: bool = False,
               skills: Sequence[str] = (), hook: str | None = None) -> Outcome:
         """A hook session (`hook`: its firing) is not followed: its relay contract's timer is in the database."""
         ws = str(workspace.expanduser().resolve()) if workspace else None
-        return Outcome.from_dict(self.call("start", on_event, task=task, model=model, agent=agent, workspace=ws,
-                                           follow=not hook, chat=chat, skills=list(skills), hook=hook))
-
-    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[FiringRow]:
-        return [FiringRow.from_dict(f) for f in protocol.result_objects(self.call("firings", watcher=watcher,
-                                                                                    limit=limit))]
-
-    def inbox(self, *, limit: int | None = None) -> list[InboxRow]:
-        return [InboxRow.from_dict(n) for n in protocol.result_objects(self.call("inbox", limit=limit))]
+        return self.ask(ops.Start(task=task, model=model, agent=agent, workspace=ws, chat=chat, skills=list(skills),
+                                  hook=hook, follow=not hook), on_event)
 
     def send(self, run_id: str, text: str, *, skills: Sequence[str] = (), model: str | None = None,
              on_event: Listener | None = None) -> Outcome:
-        return Outcome.from_dict(self.call("send", on_event, run_id=run_id, text=text, skills=list(skills),
-                                           model=model, follow=True))
+        return self.ask(ops.Send(run_id=run_id, text=text, skills=list(skills), model=model, follow=True), on_event)
 
     def interrupt(self, run_id: str) -> Outcome:
-        return Outcome.from_dict(self.call("interrupt", run_id=run_id))
+        return self.ask(ops.Interrupt(run_id=run_id))
 
     def sessions(self, *, limit: int | None = None) -> list[SessionRow]:
-        return [SessionRow.from_dict(r) for r in protocol.result_objects(self.call("sessions", limit=limit))]
-
-    def catalog(self, agent: str | None = None) -> dict[str, list[dict[str, str]]]:
-        return protocol.result_object(self.call("catalog", agent=agent))
+        return self.ask(ops.Sessions(limit=limit))
 
     def resume(self, run_id: str, *, on_event: Listener | None = None) -> Outcome:
-        return Outcome.from_dict(self.call("resume", on_event, run_id=run_id, follow=True))
-
-    def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
-                follow: bool = True, always: bool = False) -> Outcome:
-        """The supervisor records the decision and resumes the run in its worker (`follow`: hear it until it
-        pauses or ends)."""
-        extra = {"always": True} if always else {}
-        return Outcome.from_dict(self.call("approve", on_event, ident=ident, digest=digest, follow=follow, **extra))
-
-    def deny(self, ident: str, *, reason: str = "", digest: str | None = None,
-             on_event: Listener | None = None, follow: bool = True) -> Outcome:
-        return Outcome.from_dict(self.call("deny", on_event, ident=ident, reason=reason, digest=digest,
-                                           follow=follow))
-
-    def cancel(self, run_id: str) -> Outcome:
-        return Outcome.from_dict(self.call("cancel", run_id=run_id))
-
-    def undo(self, run_id: str, to: int | None = None) -> dict[str, Any]:
-        """Not in system mode yet: the restore must run as the agent's user (never root in the agent's tree), in a worker the
-        supervisor starts, and that path is not built. The checkpoints are kept; `show` lists them."""
-        raise UsageError("undo is not available in system mode yet (it must run as the agent's user); the "
-                         f"run's checkpoints are kept: `sentinel show {run_id}` lists them")
+        return self.ask(ops.Resume(run_id=run_id, follow=True), on_event)
 
     def run_workflow(self, name: str, input_text: str = "", *, workspace: Path | None = None,
                      on_event: Listener | None = None) -> Outcome:
@@ -225,24 +202,108 @@ class SystemEngine(Closing):
         if not path.is_file():
             raise NotFound(f"no workflow {name!r} (no {path}; create it with `sentinel workflow create {name} "
                            "--file F`)")
-        return Outcome.from_dict(self.call("workflow_start", on_event, name=name, input=input_text,
-                                           workflow=read_yaml(path), source=str(path), follow=True))
+        return self.ask(ops.RunWorkflow(name=name, input_text=input_text, workflow=read_yaml(path), source=str(path),
+                                        follow=True), on_event)
+
+    def cancel(self, run_id: str) -> Outcome:
+        return self.ask(ops.Cancel(run_id=run_id))
+
+    def undo(self, run_id: str, to: int | None = None) -> JSONObject:
+        """Refused by the supervisor for now (the restore must run as the agent's user); `show` lists the
+        checkpoints."""
+        return self.ask(ops.Undo(run_id=run_id, to=to))
+
+    def runs(self, *, status: str | None = None, limit: int | None = None,
+             all_hosts: bool = False) -> list[RunRow]:
+        rows = self.ask(ops.Runs(limit=limit, all_hosts=all_hosts))
+        return [r for r in rows if not status or r.status == status]
+
+    def show(self, run_id: str) -> RunDetail:
+        return self.ask(ops.Show(run_id=run_id))
+
+    def events(self, run_id: str | None = None, *, after: int = 0, follow: bool = False) -> Iterator[Event]:
+        """Streams as the supervisor sends: each event is yielded as soon as its frame arrives."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(self.path))
+            protocol.send(sock, ops.encode(ops.Events(run_id=run_id, after=after, follow=follow)))
+            while True:
+                message = protocol.recv(sock)
+                if message is None or "event" not in message:
+                    if message is not None and not message.get("ok", True):
+                        _raise(message)
+                    return
+                event = _event(message)
+                if event is not None and (event.seq > after or (run_id and event.run_id != run_id)):
+                    yield event  # a child's events are numbered on their own
+        except (ConnectionError, protocol.ProtocolError) as exc:
+            raise SentinelError(f"lost the supervisor connection ({exc})") from None
+        finally:
+            sock.close()
+
+    # -- approvals ------------------------------------------------------------------------------------
+
+    def pending(self, *, all_hosts: bool = False) -> list[ApprovalRow]:
+        return self.ask(ops.Pending(all_hosts=all_hosts))
+
+    def approve(self, ident: str, *, digest: str | None = None, on_event: Listener | None = None,
+                follow: bool = True, always: bool = False) -> Outcome:
+        """The supervisor records the decision and resumes the run in its worker (`follow`: hear it until it
+        pauses or ends)."""
+        return self.ask(ops.Approve(ident=ident, digest=digest, follow=follow, always=always), on_event)
+
+    def deny(self, ident: str, *, reason: str = "", digest: str | None = None,
+             on_event: Listener | None = None, follow: bool = True) -> Outcome:
+        return self.ask(ops.Deny(ident=ident, reason=reason, digest=digest, follow=follow), on_event)
+
+    def link(self, secret: str) -> JSONObject:
+        return self.ask(ops.Link(secret=secret))
+
+    def decide_link(self, secret: str, *, approved: bool, reason: str = "",
+                    on_event: Listener | None = None, follow: bool = True, always: bool = False) -> Outcome:
+        return self.ask(ops.DecideLink(secret=secret, approved=approved, reason=reason, follow=follow, always=always),
+                        on_event)
+
+    # -- agents ---------------------------------------------------------------------------------------
+
+    def catalog(self, agent: str | None = None) -> dict[str, list[dict[str, str]]]:
+        return self.ask(ops.Catalog(agent=agent))
 
     def roster(self) -> list[str]:
         """The system agents a workflow step may name."""
-        return list(self.status().get("agents") or [])
+        agents = self.status().get("agents") or []
+        return [str(a) for a in agents] if isinstance(agents, list) else []
 
-    def trust_list(self, agent: str | None = None) -> list[dict[str, Any]]:
-        return protocol.result_objects(self.call("trust_list", agent=agent))
+    def trust_list(self, agent: str | None = None) -> list[JSONObject]:
+        return self.ask(ops.TrustList(agent=agent))
 
     def trust_revoke(self, tool: str, *, agent: str | None = None, code_sha256: str | None = None) -> int:
-        answer = protocol.result_object(self.call("trust_revoke", tool=tool, agent=agent, code_sha256=code_sha256))
-        return int(answer["revoked"])
+        return self.ask(ops.TrustRevoke(tool=tool, agent=agent, code_sha256=code_sha256))
 
-    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> FiringRow:
+    def mcp_trust(self, server: str) -> JSONObject | None:
+        return self.ask(ops.McpTrust(server=server))
+
+    def mcp_trust_set(self, server: str, sha256: str, document: str) -> None:
+        self.ask(ops.McpTrustSet(server=server, sha256=sha256, document=document))
+
+    def mcp_trust_forget(self, server: str) -> None:
+        self.ask(ops.McpTrustForget(server=server))
+
+    def audit_quarantined(self, scope: str, findings: list[JSONObject]) -> None:
+        self.ask(ops.AuditQuarantined(scope=scope, findings=findings))
+
+    # -- watchers -------------------------------------------------------------------------------------
+
+    def firings(self, *, watcher: str | None = None, limit: int | None = None) -> list[FiringRow]:
+        return self.ask(ops.Firings(watcher=watcher, limit=limit))
+
+    def inbox(self, *, limit: int | None = None) -> list[InboxRow]:
+        return self.ask(ops.Inbox(limit=limit))
+
+    def fire_watcher(self, ident: str, payload: JSON, *, on_event: Listener | None = None) -> FiringRow:
         """The supervisor fires one of the operator's watchers; follow its hook session's events, then wait
         (polling its history) until the relay settled it."""
-        firing = FiringRow.from_dict(protocol.result_object(self.call("watch_fire", id=ident, payload=payload)))
+        firing = self.ask(ops.FireWatcher(ident=ident, payload=payload))
         if firing.run_id and on_event is not None:
             for event in self.events(firing.run_id, follow=True):
                 on_event(event)
@@ -251,101 +312,57 @@ class SystemEngine(Closing):
             firing = next(f for f in self.firings(watcher=ident, limit=50) if f.id == firing.id)
         return firing
 
-    def mcp_trust(self, server: str) -> dict[str, Any] | None:
-        pin = self.call("mcp_trust_get", server=server)
-        return protocol.result_object(pin) if pin is not None else None
+    # -- admin ----------------------------------------------------------------------------------------
 
-    def mcp_trust_set(self, server: str, sha256: str, document: str) -> None:
-        self.call("mcp_trust_set", server=server, sha256=sha256, document=document)
+    def status(self) -> JSONObject:
+        return self.ask(ops.Status())
 
-    def mcp_trust_forget(self, server: str) -> None:
-        self.call("mcp_trust_forget", server=server)
-
-    def audit_quarantined(self, scope: str, findings: list[dict[str, Any]]) -> None:
-        self.call("audit_quarantined", scope=scope, findings=findings)
-
-    def show(self, run_id: str) -> RunDetail:
-        return RunDetail.from_dict(protocol.result_object(self.call("show", run_id=run_id)))
-
-    def runs(self, *, status: str | None = None, limit: int | None = None,
-             all_hosts: bool = False) -> list[RunRow]:
-        rows = protocol.result_objects(self.call("runs", limit=limit, all_hosts=all_hosts))
-        return [RunRow.from_dict(r) for r in rows if not status or r.get("status") == status]
-
-    def pending(self, *, all_hosts: bool = False) -> list[ApprovalRow]:
-        return [ApprovalRow.from_dict(a) for a in protocol.result_objects(self.call("approvals", all_hosts=all_hosts))]
-
-    def events(self, run_id: str | None = None, *, after: int = 0, follow: bool = False) -> Iterator[Event]:
-        """Streams as the supervisor sends: each event is yielded as soon as its frame arrives."""
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.connect(str(self.path))
-            protocol.send(sock, {"op": "logs", "run_id": run_id, "follow": follow, "after": after})
-            while True:
-                message = protocol.recv(sock)
-                if message is None or "event" not in message:
-                    if message is not None and not message.get("ok", True):
-                        _raise(message)
-                    return
-                event = events.parse(message["event"]) if isinstance(message["event"], dict) else None
-                if event is not None and (event.seq > after or (run_id and event.run_id != run_id)):
-                    yield event  # a child's events are numbered on their own
-        except (ConnectionError, protocol.ProtocolError) as exc:
-            raise SentinelError(f"lost the supervisor connection ({exc})") from None
-        finally:
-            sock.close()
-
-    def status(self) -> dict[str, Any]:
-        return protocol.result_object(self.call("status"))
-
-    def web_token(self, listening: str | None = None) -> dict[str, Any]:
+    def web_token(self, listening: str | None = None) -> JSONObject:
         """A one-time sign-in token for the web console, issued to operators only: {token, operator, prefix}."""
-        return protocol.result_object(self.call("web_token", **({"listening": listening} if listening else {})))
+        return self.ask(ops.WebToken(listening=listening))
 
-    def web_sign_in(self, token: str, session_ttl_s: float) -> dict[str, Any] | None:
-        return protocol.result_optional(self.call("web_sign_in", token=token, ttl_s=session_ttl_s))
+    def web_sign_in(self, token: str, session_ttl_s: float) -> JSONObject | None:
+        return self.ask(ops.WebSignIn(token=token, session_ttl_s=session_ttl_s))
 
-    def web_session(self, secret: str) -> dict[str, Any] | None:
-        return protocol.result_optional(self.call("web_session", secret=secret))
-
-    def link(self, secret: str) -> dict[str, Any]:
-        return protocol.result_object(self.call("link", secret=secret))
-
-    def decide_link(self, secret: str, *, approved: bool, reason: str = "",
-                    on_event: Listener | None = None, follow: bool = True, always: bool = False) -> Outcome:
-        extra = {"always": True} if always else {}
-        return Outcome.from_dict(self.call("link_decide", on_event, secret=secret, approved=approved, reason=reason,
-                                           follow=follow, **extra))
+    def web_session(self, secret: str) -> JSONObject | None:
+        return self.ask(ops.WebSession(secret=secret))
 
 
-def _answer(sock: socket.socket, listener: Listener | None) -> Any:
+def _event(message: JSONObject) -> Event | None:
+    body = message["event"]
+    return events.parse(body) if isinstance(body, dict) else None
+
+
+def _answer(sock: socket.socket, listener: Listener | None) -> JSON:
     """The reply, after handing streamed events to `listener` and gathering streamed parts into it."""
-    parts: dict[str, list[Any]] = {}
+    parts: dict[str, list[JSON]] = {}
     while True:
         message = protocol.recv(sock)
         if message is None:
             raise ConnectionError("the supervisor closed the connection")
         if "event" in message:
-            event = events.parse(message["event"]) if isinstance(message["event"], dict) else None
+            event = _event(message)
             if listener is not None and event is not None:
                 listener(event)
             continue
         if "part" in message:
-            parts.setdefault(str(message["part"]), []).extend(message.get("items") or [])
+            items = message.get("items")
+            parts.setdefault(str(message["part"]), []).extend(items if isinstance(items, list) else [])
             continue
         if "started" in message:
             continue
         if message.get("ok"):
             result = message.get("result")
             if isinstance(result, dict):
-                for name, items in parts.items():
-                    result[name] = list(result.get(name) or []) + items
+                for name, got in parts.items():
+                    before = result.get(name)
+                    result[name] = (before if isinstance(before, list) else []) + got
             return result
         _raise(message)
 
 
-def _raise(message: dict[str, Any]) -> None:
-    kind = message.get("kind", "error")
+def _raise(message: JSONObject) -> NoReturn:
+    kind, error = message.get("kind", "error"), message.get("error")
     if kind == "denied":
-        raise Denied(message.get("error", "permission denied"))
-    raise ERRORS.get(kind, SentinelError)(message.get("error", "the supervisor refused"))
+        raise Denied(str(error or "permission denied"))
+    raise ERRORS.get(str(kind), SentinelError)(str(error or "the supervisor refused"))

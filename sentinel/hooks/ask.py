@@ -153,7 +153,7 @@ class LocalQueue:
 
 
 class SupervisorQueue:
-    """The operator's queue: every step is one op on the supervisor's socket (sentinel/supervisor/ops.py)."""
+    """The operator's queue: every step is one op on the supervisor's socket (sentinel/supervisor/ops/)."""
 
     def __init__(self, client: Any):
         self.client = client
