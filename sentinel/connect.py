@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from sentinel.engine.api import Engine
 
 if TYPE_CHECKING:  # mypy checks that both engines implement every operation of the protocol, as declared
-    from sentinel.client.system import SystemEngine
+    from sentinel.client.remote import SystemEngine
     from sentinel.local.engine import LocalEngine
 
     def _both_engines(local: LocalEngine, system: SystemEngine) -> tuple[Engine, Engine]:

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from sentinel.client.system import SystemEngine
+from sentinel.client.remote import SystemEngine
 from sentinel.engine import api, operations
 from sentinel.errors import UsageError
 from sentinel.local.engine import LocalEngine
