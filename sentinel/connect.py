@@ -10,8 +10,16 @@ must answer; otherwise the default socket is used when it exists and answers.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from sentinel.engine.api import Engine
+
+if TYPE_CHECKING:  # mypy checks that both engines implement every operation of the protocol, as declared
+    from sentinel.client.remote import SystemEngine
+    from sentinel.local.engine import LocalEngine
+
+    def _both_engines(local: LocalEngine, system: SystemEngine) -> tuple[Engine, Engine]:
+        return local, system
 
 
 def open_engine(*, local_if_refused: bool = False, agent_door: bool = False) -> Engine:
@@ -21,6 +29,7 @@ def open_engine(*, local_if_refused: bool = False, agent_door: bool = False) -> 
     (`sudo -u AGENT sentinel chat`) goes through the supervisor's agent door instead of local mode."""
     from sentinel.client.system import Denied, connect, connect_agent, local_note
 
+    note: str | None
     try:
         system = connect()
     except Denied as exc:

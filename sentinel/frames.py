@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import socket
 import struct
-from typing import Any
+from typing import Any, Mapping
 
 from sentinel.errors import SentinelError
+from sentinel.jsontypes import JSON, JSONObject
 
 HEADER = struct.Struct("!I")
 MAX_FRAME = 16 * 1024 * 1024
@@ -31,11 +32,12 @@ class BadFrame(ProtocolError):
     """A whole frame that is not an acceptable message; the stream itself is still in step."""
 
 
+# Any: the journal's readers (engine/records.py, state.py) build dataclasses from it; parse() narrows frames
 def loads(text: bytes | str, limit: int = MAX_DEPTH) -> Any:
     """json.loads with a nesting bound; ValueError for anything it refuses. The C decoder stops deep nesting
     by itself (RecursionError); what it builds is then walked without recursion, stopping past `limit`."""
     try:
-        value = json.loads(text)
+        value: JSON = json.loads(text)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
     opens = text.count(b"[") + text.count(b"{") if isinstance(text, bytes) else text.count("[") + text.count("{")
@@ -44,9 +46,9 @@ def loads(text: bytes | str, limit: int = MAX_DEPTH) -> Any:
     return value
 
 
-def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+def too_deep(value: JSON, limit: int = MAX_DEPTH) -> bool:
     """True when lists and objects in `value` nest deeper than `limit`."""
-    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    stack: list[tuple[dict[str, JSON] | list[JSON], int]] = [(value, 1)] if isinstance(value, (dict, list)) else []
     while stack:
         node, depth = stack.pop()
         if depth > limit:
@@ -57,7 +59,8 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-def encode(message: dict[str, Any], max_frame: int = MAX_FRAME) -> bytes:
+def encode(message: Mapping[str, object], max_frame: int = MAX_FRAME) -> bytes:
+    """Anything json.dumps writes, and the rest as its str() (a Path, a status enum)."""
     payload = json.dumps(message, ensure_ascii=False, default=str, separators=(",", ":")).encode()
     if len(payload) > max_frame:
         raise ProtocolError(f"frame too large ({len(payload)} bytes; at most {max_frame})")
@@ -72,9 +75,9 @@ class Decoder:
         self.buf = bytearray()
         self.max_frame = max_frame
 
-    def feed(self, data: bytes) -> list["dict[str, Any] | BadFrame"]:
+    def feed(self, data: bytes) -> list[JSONObject | BadFrame]:
         self.buf += data
-        out: list[dict[str, Any] | BadFrame] = []
+        out: list[JSONObject | BadFrame] = []
         while len(self.buf) >= HEADER.size:
             (size,) = HEADER.unpack_from(self.buf)
             if size > self.max_frame:
@@ -90,10 +93,10 @@ class Decoder:
         return out
 
 
-def parse(payload: bytes) -> dict[str, Any]:
+def parse(payload: bytes) -> JSONObject:
     """One frame's payload as a message; BadFrame when it is not a JSON object within the bounds."""
     try:
-        message = loads(payload)
+        message: JSON = loads(payload)
     except ValueError as exc:
         raise BadFrame(f"frame is not acceptable JSON ({exc})") from None
     if not isinstance(message, dict):
@@ -101,11 +104,11 @@ def parse(payload: bytes) -> dict[str, Any]:
     return message
 
 
-def send(sock: socket.socket, message: dict[str, Any]) -> None:
+def send(sock: socket.socket, message: Mapping[str, object]) -> None:
     sock.sendall(encode(message))
 
 
-def recv(sock: socket.socket) -> dict[str, Any] | None:
+def recv(sock: socket.socket) -> JSONObject | None:
     """One message from a blocking socket; None on a clean end of stream."""
     head = exact(sock, HEADER.size, allow_eof=True)
     if head is None:
@@ -130,26 +133,28 @@ def exact(sock: socket.socket, n: int, allow_eof: bool = False) -> bytes | None:
     return b"".join(chunks)
 
 
-def reply(result: Any = None) -> dict[str, Any]:
+def reply(result: object = None) -> dict[str, object]:
+    """A handler's answer: `result` is anything `encode` writes."""
     return {"ok": True, "result": result}
 
 
-def result_object(result: Any) -> dict[str, Any]:
+# Any: the worker channel's readers (worker/remote.py) build their dataclasses from these, field by field
+def result_object(result: object) -> dict[str, Any]:
     """A reply's result that must be a JSON object: anything else is a broken peer, never a result."""
     if not isinstance(result, dict):
         raise SentinelError(f"the other end answered {type(result).__name__} where an object was due")
     return result
 
 
-def result_optional(result: Any) -> dict[str, Any] | None:
+def result_optional(result: object) -> dict[str, Any] | None:  # Any: as result_object
     return None if result is None else result_object(result)
 
 
-def result_objects(result: Any) -> list[dict[str, Any]]:
+def result_objects(result: object) -> list[dict[str, Any]]:  # Any: as result_object
     if not isinstance(result, list):
         raise SentinelError(f"the other end answered {type(result).__name__} where a list was due")
     return [result_object(item) for item in result]
 
 
-def failure(kind: str, error: str) -> dict[str, Any]:
+def failure(kind: str, error: str) -> JSONObject:
     return {"ok": False, "kind": kind, "error": error}

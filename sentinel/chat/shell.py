@@ -25,6 +25,7 @@ from typing import Callable
 
 from rich.markup import escape
 
+from sentinel.jsontypes import list_in
 from sentinel.chat.complete import COMMANDS
 from sentinel.chat.terminal import ChatIO
 from sentinel.chat.view import View
@@ -279,9 +280,10 @@ class Shell:
         if arg and not arg.isdigit():
             raise UsageError("usage: /undo [STEP] (a checkpoint number: `sentinel show` lists them)")
         done = self.engine.undo(self.session.id, int(arg) if arg else None)
-        changed = [f"restored {p}" for p in done["restored"]] + [f"removed {p}" for p in done["removed"]]
-        self.io.say(escape("; ".join(changed) or "nothing to put back") + f" [dim](checkpoint {done['to']})[/]")
-        for path in done["missing"]:
+        changed = ([f"restored {p}" for p in list_in(done.get("restored"))]
+                   + [f"removed {p}" for p in list_in(done.get("removed"))])
+        self.io.say(escape("; ".join(changed) or "nothing to put back") + f" [dim](checkpoint {done.get('to')})[/]")
+        for path in list_in(done.get("missing")):
             self.io.error(f"could not restore {path}: its stored copy is missing")
 
     def cmd_new(self, arg: str) -> None:

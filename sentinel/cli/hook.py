@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from sentinel.jsontypes import JSONObject
 
 import typer
 
@@ -105,9 +108,9 @@ def compat(ctx: typer.Context) -> None:
     raise typer.Exit(main(list(ctx.args)))
 
 
-def gate_status() -> dict[str, object]:
+def gate_status() -> "JSONObject":
     """For `sentinel status`: each configured judge probed, and the hooks installed around the cwd."""
     from sentinel.hooks.trust import summary
     from sentinel.policy.gate.probe import probe_configured
 
-    return {"judges": probe_configured(), **summary(str(Path.cwd()))}
+    return {"judges": [*probe_configured()], **summary(str(Path.cwd()))}

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Iterator, Mapping, Optional
 import typer
 
 from sentinel.engine.api import Engine, Outcome
-from sentinel.engine.events import Event, SelfEdited
+from sentinel.engine.events import Event, SelfEdited, parse as parse_event
 from sentinel.engine.rows import ApprovalRow, RunRow
 from sentinel.engine.status import TERMINAL, RunStatus
 from sentinel.errors import NotFound
+from sentinel.jsontypes import JSONObject, list_in, object_in
 from sentinel.ui.escape import for_stream, visible
 from sentinel.ui.render import (Progress, arguments_text, code_listing, listing_console, plain, print_json,
                                 self_edit_line, short, task_title)
@@ -145,11 +146,13 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         console.print(f"  {t(d['tool'])} {t(d['call_id'])}: [bold]{t(d['outcome'])}[/] — {t(d['reason'])}{_resolved(d)}")
     for c in detail.children:
         console.print(f"  child {c['id']} {c['status']}  agent={c['agent']}  ({c['call_id']}): "
-                      f"{visible(c['task'][:60])}", markup=False)
+                      f"{visible(str(c['task'])[:60])}", markup=False)
     for g in detail.safeguards:
         console.print(f"  safeguard {g['kind']} → {g['action']}: {visible(g['detail'])}", markup=False)
     for e in detail.self_edits:
-        console.print(f"  {e['tool']}: {self_edit_line(SelfEdited(run_id=detail.id, seq=0, **e))}", markup=False)
+        edit = parse_event({**e, "type": SelfEdited.type, "run_id": detail.id, "seq": 0})
+        if isinstance(edit, SelfEdited):
+            console.print(f"  {edit.tool}: {self_edit_line(edit)}", markup=False)
     if detail.contract is not None:
         console.print(f"contract: {'; '.join(detail.contract) or 'nothing the harness can check'}", markup=False)
     if detail.verified is not None:
@@ -393,12 +396,12 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
         print("warning: the operator's config.yaml no longer loads: see `config` above")
     if data.get("sandbox") == "best_effort":
         print("warning: sandbox is best_effort: a sandbox layer that cannot be applied does not stop a launch")
-    if (data.get("store") or {}).get("reachable") is False:
+    if object_in(data.get("store")).get("reachable") is False:
         print("warning: the store does not answer: no run executes or is decided until it does (the supervisor "
               "retries)")
 
 
-def _system_files() -> dict[str, object]:
+def _system_files() -> JSONObject:
     """Root beside a system-mode setup with no supervisor answering: which files its parts cannot read."""
     import os
 
@@ -406,7 +409,7 @@ def _system_files() -> dict[str, object]:
 
     if os.geteuid() != 0 or not admin.system_installed():
         return {}
-    return {"unreadable": admin.unreadable_files(), "exposed": admin.exposed_files()}
+    return {"unreadable": [*admin.unreadable_files()], "exposed": [*admin.exposed_files()]}
 
 
 def _status_line(key: str, value: object) -> str:
@@ -446,14 +449,14 @@ def undo(run_id: str = typer.Argument(..., help="Run id."),
         done = engine.undo(run_id, to)
     if as_json:
         return print_json(done)
-    for path in done["restored"]:
+    for path in list_in(done.get("restored")):
         print(f"restored {path}")
-    for path in done["removed"]:
+    for path in list_in(done.get("removed")):
         print(f"removed {path}")
-    for path in done["missing"]:
+    for path in list_in(done.get("missing")):
         print(f"could not restore {path} (its stored copy is missing)", file=sys.stderr)
-    if done["incomplete"]:
-        steps = ", ".join(str(n) for n in done["incomplete"])
+    if incomplete := list_in(done.get("incomplete")):
+        steps = ", ".join(str(n) for n in incomplete)
         print(f"steps {steps} were not recorded whole (a workspace too large to copy): files they changed "
               "through a command may differ", file=sys.stderr)
     if not (done["restored"] or done["removed"]):

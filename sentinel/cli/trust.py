@@ -37,7 +37,8 @@ def list_(agent: Optional[str] = typer.Option(None, "--agent", "-a", help="Only 
     if not rows:
         print("no trusted tools")
     for r in rows:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["trusted_at"]))
+        at = r.get("trusted_at")
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(at)) if isinstance(at, (int, float)) else "?"
         print(f"{r['agent']:<20} {r['tool']:<24} {r['code_sha256']}  by {r['trusted_by']} {when}")
 
 

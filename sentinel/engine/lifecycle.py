@@ -1,5 +1,5 @@
 """The rules of a run's life that hold however it executes: local mode (`sentinel/local/engine.py`, in process)
-and system mode (`sentinel/supervisor/ops.py` and `children.py`, in a spawned worker) both apply these.
+and system mode (`sentinel/supervisor/ops/` and `children.py`, in a spawned worker) both apply these.
 
     outcome = promoted(store, outcome)          # a run waiting on a child that waits on an operator waits on it too
     parent = waiting_parent(store, run_id)      # the parent an ended run wakes

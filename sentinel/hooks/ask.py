@@ -161,35 +161,48 @@ class LocalQueue:
 
 
 class SupervisorQueue:
-    """The operator's queue: every step is one op on the supervisor's socket (sentinel/supervisor/ops.py)."""
+    """The operator's queue: every step is one op on the supervisor's socket (sentinel/supervisor/ops/)."""
 
     def __init__(self, client: SystemEngine):
         self.client = client
 
+    def _call(self, op: str, **args: object) -> "JSONObject":
+        """One op on the supervisor's socket; its reply is an object (anything else: an error naming the op)."""
+        from sentinel.errors import SentinelError
+
+        got = self.client.call(op, None, **args)
+        if not isinstance(got, dict):
+            raise SentinelError(f"the supervisor's reply to {op} is not an object")
+        return got
+
     def allowlisted(self, repo: str, keys: list[list[str]]) -> bool:
-        return bool(self.client.call("hook_allowlisted", repository=repo, keys=keys)["allowlisted"])
+        return bool(self._call("hook_allowlisted", repository=repo, keys=keys).get("allowlisted"))
 
     def file(self, ask: Ask, ttl_s: float) -> Ask:
-        got = self.client.call("hook_ask", client=ask.client, repository=ask.repository, tool=ask.tool,
+        got = self._call("hook_ask", client=ask.client, repository=ask.repository, tool=ask.tool,
                                arguments=ask.arguments, rule=ask.rule, reason=ask.reason, keys=ask.keys,
                                call_id=ask.call_id, ttl_s=ttl_s)
-        ask.approval_id, ask.digest = got["approval_id"], got["digest"]
+        ask.approval_id, ask.digest = str(got.get("approval_id") or ""), str(got.get("digest") or "")
         return ask
 
     def state(self, approval_id: str) -> JSONObject:
-        return dict(self.client.call("hook_ask_state", approval_id=approval_id))
+        return self._call("hook_ask_state", approval_id=approval_id)
 
     def take(self, approval_id: str, digest: str) -> bool:
-        return bool(self.client.call("hook_ask_take", approval_id=approval_id, digest=digest)["taken"])
+        return bool(self._call("hook_ask_take", approval_id=approval_id, digest=digest).get("taken"))
 
     def withdraw(self, approval_id: str, why: str) -> bool:
-        return bool(self.client.call("hook_ask_withdraw", approval_id=approval_id, why=why)["withdrawn"])
+        return bool(self._call("hook_ask_withdraw", approval_id=approval_id, why=why).get("withdrawn"))
 
     def allowlist(self, repo: str | None) -> list[JSONObject]:
-        return list(self.client.call("hook_allowlist", repository=repo)["entries"])
+        from sentinel.jsontypes import list_in
+
+        entries = list_in(self._call("hook_allowlist", repository=repo).get("entries"))
+        return [e for e in entries if isinstance(e, dict)]
 
     def revoke(self, repo: str, kind: str | None, value: str | None) -> int:
-        return int(self.client.call("hook_allowlist_revoke", repository=repo, kind=kind, value=value)["revoked"])
+        revoked = self._call("hook_allowlist_revoke", repository=repo, kind=kind, value=value).get("revoked")
+        return revoked if isinstance(revoked, int) else 0
 
     def close(self) -> None:
         self.client.close()

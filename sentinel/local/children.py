@@ -11,22 +11,48 @@ while it runs (`agents/sub-<id>.yaml`) and ends per `orchestration.temporary`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sentinel.agents import profile as profiles
+from sentinel.engine.api import Outcome
 from sentinel.engine.events import Listener
+from sentinel.engine.run import Run
 from sentinel.engine.state import RunState
-from sentinel.engine.store import new_id
+from sentinel.engine.store import Approval, Store, new_id
 from sentinel.engine.status import TERMINAL
+from sentinel.jsontypes import JSONObject
 from sentinel.tools import ToolError
 from sentinel.worker.children import (SAVE_CALL, TEMPORARY, check_depth, grants, handoff,
                                       temporary_description)
 from sentinel.workflows import model as workflows
 
+if TYPE_CHECKING:
+    from sentinel.config import Config
+
+
+class Maker(Protocol):
+    """What children need of the LocalEngine (sentinel/local/engine.py): its store, and making and advancing runs."""
+
+    home: Path
+    store: Store
+
+    @property
+    def config(self) -> Config: ...
+
+    def create_run(self, task: str, *, agent: str, model: str, workspace: Path, mission: str = "",
+                   parent_id: str | None = None, kind: str = "task", call_id: str | None = None, depth: int = 0,
+                   grants: list[str] | None = None, on_event: Listener | None = None) -> Run: ...
+
+    def create_workflow_run(self, name: str, input_text: str, *, workspace: Path | None = None,
+                            parent_id: str | None = None, call_id: str | None = None, depth: int = 0,
+                            grants: list[str] | None = None, flow: workflows.Workflow | None = None,
+                            on_event: Listener | None = None) -> Run: ...
+
+    def advance(self, run_id: str, on_event: Listener | None = None) -> Outcome: ...
 
 
 class LocalChildren:
-    def __init__(self, engine: Any, on_event: Listener | None = None):
+    def __init__(self, engine: Maker, on_event: Listener | None = None):
         self.engine = engine  # the LocalEngine: create_run, create_workflow_run, advance
         self.on_event = on_event  # the parent's listener: it hears its children live
         self.store = engine.store
@@ -35,6 +61,7 @@ class LocalChildren:
 
     # -- what a call would make ---------------------------------------------------------------
 
+    # Any: the call's arguments and its plan (model JSON the tool's schema checked; worker/children.py's interface)
     def plan(self, tool: str, args: dict[str, Any], parent: RunState, granted: frozenset[str]) -> dict[str, Any]:
         check_depth(self._depth(parent.id) + 1, self.config.orchestration.max_depth)
         if tool == "delegate":
@@ -47,7 +74,7 @@ class LocalChildren:
         return {"workflow": args["name"], "input": args["input"],  # every step: the approval binds them all
                 "steps": [s.model_dump() for s in workflow.steps], "grants": sorted(granted)}
 
-    def _spawn_plan(self, args: dict[str, Any], granted: frozenset[str]) -> dict[str, Any]:
+    def _spawn_plan(self, args: dict[str, Any], granted: frozenset[str]) -> dict[str, Any]:  # Any: as plan
         from sentinel.agents import skills as skill_mod
 
         model = args.get("model") or self.config.default_model
@@ -63,9 +90,11 @@ class LocalChildren:
 
     # -- making and advancing children ----------------------------------------------------------
 
-    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None:
-        return self.store.child_for_call(parent_id, call_id)
+    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None:  # Any: the store's row
+        child: dict[str, Any] | None = self.store.child_for_call(parent_id, call_id)  # Any: as above
+        return child
 
+    # Any: the plan `plan` made, as the approval recorded it
     def start(self, parent: RunState, call_id: str, tool: str, plan: dict[str, Any], granted: frozenset[str]) -> str:
         depth = self._depth(parent.id) + 1
         check_depth(depth, self.config.orchestration.max_depth)
@@ -92,7 +121,7 @@ class LocalChildren:
         run.close()
         return run.state.id
 
-    def advance(self, child_id: str) -> dict[str, Any]:
+    def advance(self, child_id: str) -> JSONObject:
         outcome = self.engine.advance(child_id, self.on_event)
         row = self.store.get_run(child_id)
         if outcome.status in TERMINAL and row["agent"].startswith(TEMPORARY):
@@ -107,9 +136,9 @@ class LocalChildren:
     def _request(self, parent: RunState) -> str:
         """The head run's task: the operator's original request, however deep the parent is."""
         chain = self.store.parent_chain(parent.id)
-        return self.store.get_run(chain[-1])["task"] if chain else parent.task
+        return str(self.store.get_run(chain[-1])["task"]) if chain else parent.task
 
-    def _temporary(self, plan: dict[str, Any], given: list[str]) -> str:
+    def _temporary(self, plan: dict[str, Any], given: list[str]) -> str:  # Any: as start
         """Write the spawned subagent's profile and soul into the roster for its run."""
         name = new_id(TEMPORARY)
         profile = profiles.AgentProfile(name=name, description=temporary_description(str(plan["task"])),
@@ -117,7 +146,7 @@ class LocalChildren:
         profiles.save(profile, self.home, soul=str(plan["soul"]))
         return name
 
-    def _end_temporary(self, row: dict[str, Any]) -> None:
+    def _end_temporary(self, row: dict[str, Any]) -> None:  # Any: the store's row
         """Per orchestration.temporary: discard the profile, keep it, or ask (an approval to keep it)."""
         how, name = self.config.orchestration.temporary, row["agent"]
         if how == "save" or not profiles.profile_path(name, self.home).exists():
@@ -137,7 +166,7 @@ def discard(name: str, home: Path) -> None:
             pass
 
 
-def settle_save(approval: Any, home: Path) -> bool:
+def settle_save(approval: Approval, home: Path) -> bool:
     """An approval of `save_agent` was resolved: keep the subagent (approved) or discard it. True if it was one."""
     if approval.tool != "save_agent" or approval.call_id != SAVE_CALL:
         return False

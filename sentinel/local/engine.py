@@ -30,13 +30,16 @@ from sentinel.engine.events import Event, Listener, Translator
 from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow
 from sentinel.engine.run import Run
 from sentinel.engine.state import JOURNAL, RunState, history
-from sentinel.engine.store import Store, new_id
+from sentinel.engine.store import Approval, Store, new_id
 from sentinel.errors import Busy, Damaged, NotFound, SentinelError, UsageError
 from sentinel.engine.status import SETTLED, TERMINAL, RunStatus
+from sentinel.jsontypes import JSON, JSONObject
 
 if TYPE_CHECKING:
     from sentinel.agents.profile import AgentProfile
     from sentinel.config import Config
+    from sentinel.watchers.runner import Runner
+    from sentinel.watchers.spec import Watcher
     from sentinel.workflows.model import Workflow
 
 logger = logging.getLogger("sentinel.local")
@@ -225,7 +228,7 @@ class LocalEngine(Closing):
                                       digest=digest)
         return self._decided(approval, on_event, follow)
 
-    def web_token(self, listening: str | None = None) -> dict[str, Any]:
+    def web_token(self, listening: str | None = None) -> JSONObject:
         """The web console's kept secret path and a one-time sign-in token for this user (sentinel/web/guard.py)."""
         from sentinel.engine import outbox, websessions
 
@@ -236,17 +239,17 @@ class LocalEngine(Closing):
                 "console_url": outbox.console_url(self.store.conn),
                 "token": websessions.issue_sign_in(self.store.conn, operator, websessions.SIGN_IN_TTL_S)}
 
-    def web_sign_in(self, token: str, session_ttl_s: float) -> dict[str, Any] | None:
+    def web_sign_in(self, token: str, session_ttl_s: float) -> JSONObject | None:
         from sentinel.engine import websessions
 
         return websessions.trade_sign_in(self.store.conn, token, session_ttl_s)
 
-    def web_session(self, secret: str) -> dict[str, Any] | None:
+    def web_session(self, secret: str) -> JSONObject | None:
         from sentinel.engine import websessions
 
         return websessions.session(self.store.conn, secret)
 
-    def link(self, secret: str) -> dict[str, Any]:
+    def link(self, secret: str) -> JSONObject:
         """What a one-tap decision link (sentinel/notify) would decide; refused when it can no longer be used."""
         from sentinel.engine import outbox
 
@@ -260,7 +263,7 @@ class LocalEngine(Closing):
         approval = outbox.use_link(self.store, secret, approved, reason, always=always and approved)
         return self._decided(approval, on_event, follow)
 
-    def _decided(self, approval: Any, on_event: Listener | None, follow: bool) -> Outcome:
+    def _decided(self, approval: Approval, on_event: Listener | None, follow: bool) -> Outcome:
         """A decision was recorded: a finished subagent is kept or discarded, and the run resumes. `follow`:
         here, until it pauses or ends; else on this engine's runner in the background, answering at once."""
         from sentinel.local.children import settle_save
@@ -286,7 +289,7 @@ class LocalEngine(Closing):
         lifecycle.cancelled(self.store, run_id, "cancelled")
         return Outcome(run_id, RunStatus.CANCELLED, row.get("output"), "cancelled")
 
-    def undo(self, run_id: str, to: int | None = None) -> dict[str, Any]:
+    def undo(self, run_id: str, to: int | None = None) -> JSONObject:
         """Put the run's workspace back as it was after checkpoint `to` (0: before its first change; None: the one
         before the latest); the undo is itself a checkpoint, so it can be undone too."""
         from sentinel.worker import undo
@@ -358,14 +361,14 @@ class LocalEngine(Closing):
     def roster(self) -> list[str] | None:
         return None  # any agent profile here
 
-    def trust_list(self, agent: str | None = None) -> list[dict[str, Any]]:
+    def trust_list(self, agent: str | None = None) -> list[JSONObject]:
         return self.store.trusted_tools(agent)
 
     def trust_revoke(self, tool: str, *, agent: str | None = None, code_sha256: str | None = None) -> int:
         return self.store.revoke_trust(tool, agent=agent, code_sha256=code_sha256, by=operator_name())
 
-    def mcp_trust(self, server: str) -> dict[str, Any] | None:
-        pin: dict[str, Any] | None = self.store.mcp_trust(server)
+    def mcp_trust(self, server: str) -> JSONObject | None:
+        pin: JSONObject | None = self.store.mcp_trust(server)
         return pin
 
     def mcp_trust_set(self, server: str, sha256: str, document: str) -> None:
@@ -374,7 +377,7 @@ class LocalEngine(Closing):
     def mcp_trust_forget(self, server: str) -> None:
         self.store.untrust_mcp(server, operator_name())
 
-    def fire_watcher(self, ident: str, payload: Any, *, on_event: Listener | None = None) -> FiringRow:
+    def fire_watcher(self, ident: str, payload: JSON, *, on_event: Listener | None = None) -> FiringRow:
         """One of this user's watchers fires in this process: its hook session runs here, then its relay."""
         from sentinel.watchers import spec
 
@@ -382,7 +385,7 @@ class LocalEngine(Closing):
         runner = self.watcher_runner([watcher], on_event)
         return FiringRow.from_dict(runner.wait(runner.fire(watcher, payload)))
 
-    def watcher_runner(self, watchers: list[Any], on_event: Listener | None = None) -> Any:
+    def watcher_runner(self, watchers: list[Watcher], on_event: Listener | None = None) -> Runner:
         """A runner of local mode's watchers on this engine (`sentinel watch run` runs it in the foreground);
         `on_event` hears the hook sessions' events."""
         import functools
@@ -390,33 +393,34 @@ class LocalEngine(Closing):
 
         from sentinel.mcp.launch import make_workdir
         from sentinel.watchers.deliver import command_runner
+        from sentinel.watchers import runner
         from sentinel.watchers.spec import user_dir
-        from sentinel.watchers.runner import Runner
 
         run_command = command_runner(self.config, self.config.default_agent, paths.workspace_dir(self.home),
                                      make_workdir(user_dir(self.home)))
         starter = SimpleNamespace(start=functools.partial(self.start, on_event=on_event)) if on_event else self
-        return Runner(starter, self.store, self.config, watchers, run_command)
+        return runner.Runner(starter, self.store, self.config, watchers, run_command)
 
-    def audit_quarantined(self, scope: str, findings: list[dict[str, Any]]) -> None:
+    def audit_quarantined(self, scope: str, findings: list[JSONObject]) -> None:
         for finding in findings:
             self.store.audit("memory_quarantined", {"scope": scope, **finding, "source": "cli"})
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> JSONObject:
         counts: dict[str, int] = {}
         for r in self.runs():
             counts[r.status] = counts.get(r.status, 0) + 1
         cfg = self.config
-        data = {"mode": "local", "home": str(self.home), "default_model": cfg.default_model,
-                "default_agent": cfg.default_agent, "sandbox": cfg.sandbox, "tools": cfg.leash.tools,
-                "leash": leash_summary(),
-                "muzzle": "in-process, on first run (local mode)" if cfg.muzzle.enabled else "disabled (no inspection)",
-                "runs": counts, "pending_approvals": len(self.store.pending_approvals()),
-                "model_hosts": model_hosts(self.config)}
+        data: JSONObject = {
+            "mode": "local", "home": str(self.home), "default_model": cfg.default_model,
+            "default_agent": cfg.default_agent, "sandbox": cfg.sandbox, "tools": cfg.leash.tools,
+            "leash": leash_summary(),
+            "muzzle": "in-process, on first run (local mode)" if cfg.muzzle.enabled else "disabled (no inspection)",
+            "runs": dict[str, JSON](counts), "pending_approvals": len(self.store.pending_approvals()),
+            "model_hosts": list[JSON](model_hosts(self.config))}
         if cfg.notify:
             from sentinel.engine import outbox
 
-            data["notify"] = outbox.target_status(self.store.conn, [t.label for t in cfg.notify])
+            data["notify"] = list[JSON](outbox.target_status(self.store.conn, [t.label for t in cfg.notify]))
         if self.note:
             data["note"] = self.note
         return data
@@ -437,11 +441,11 @@ class LocalEngine(Closing):
             return row
         return dataclasses.replace(row, status=self._live_status(self.store.get_run(row.id)))
 
-    def _live_status(self, row: dict[str, Any]) -> str:
+    def _live_status(self, row: dict[str, Any]) -> str:  # Any: the store's row
         """A run marked running whose process is gone is `interrupted` (resume it)."""
         if row["status"] == RunStatus.RUNNING and not Run.is_leased(Path(row["run_dir"])):
             return "interrupted"
-        return row["status"]
+        return str(row["status"])
 
     def _take_up(self, run_id: str, on_event: Listener | None) -> Outcome:
         """Resume a run whose approval was just resolved; when another process took it up first (a chat that
@@ -500,7 +504,7 @@ class LocalEngine(Closing):
             except (OSError, sqlite3.Error, Damaged) as exc:  # the run stands; its notification waits for the next kick
                 print(f"warning: notify: could not queue or start the deliverer: {exc}", file=sys.stderr)
 
-    def _outcome_of(self, row: dict[str, Any]) -> Outcome:
+    def _outcome_of(self, row: dict[str, Any]) -> Outcome:  # Any: the store's row
         return Outcome(row["id"], row["status"], row.get("output"), row.get("error"))
 
 
@@ -525,7 +529,7 @@ def in_background(label: str, work: Callable[[], None]) -> None:
     threading.Thread(target=run, name=f"sentinel-{label}", daemon=True).start()
 
 
-def model_hosts(config: Any) -> list[dict[str, Any]]:
+def model_hosts(config: Config) -> list[JSONObject]:
     """The `local/*` model hosts this user's runs use (model, pid, RSS, state)."""
     from sentinel.models.hosts import status
     from sentinel.muzzle.layout import local_layout

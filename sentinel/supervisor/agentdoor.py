@@ -15,7 +15,7 @@ here nor answer an approval; what is left is a person who became the agent's use
 (`sudo -u AGENT`, `runuser -u AGENT`), answering y/N in the chat.
 
 What they may do: their own chat sessions only, the ones started through this door by the same user:
-start (chat only, as their own agent, in its own workspace), send, interrupt, resume, show, logs,
+start (chat only, as their own agent, in its own workspace), send, interrupt, resume, show, events,
 and the approvals of those sessions (and of the runs under them that execute as their own uid: nothing
 under a door session may run as another user, doorscope.py). An operator's run of the agent
 (`sudo sentinel run ... --agent AGENT`) and its approvals stay the operator's.
@@ -33,7 +33,7 @@ from sentinel.supervisor.auth import Peer
 from sentinel.supervisor.hub import Client, Hub
 
 DOOR = doorscope.DOOR
-OWN_RUN = ("send", "interrupt", "resume", "show", "logs")
+OWN_RUN = ("send", "interrupt", "resume", "show", "events")
 
 
 def agent_of(store: Store, peer: Peer) -> str | None:
@@ -162,7 +162,7 @@ def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 HANDLERS: dict[str, ops.Handler] = {
-    "start": _start, "sessions": _sessions, "approvals": _approvals, "catalog": _catalog, "status": _status,
+    "start": _start, "sessions": _sessions, "pending": _approvals, "catalog": _catalog, "status": _status,
     "approve": _resolve(ops.OPS["approve"]), "deny": _resolve(ops.OPS["deny"]),
     **{op: _own(ops.OPS[op]) for op in OWN_RUN},
 }

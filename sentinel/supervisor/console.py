@@ -1,8 +1,10 @@
 """The web console's sign-in tokens and sessions: kept by the supervisor, for operators.
 
     {"op": "web_token"[, "listening": URL]}  ->  {"token": "...", "operator": "alice", "prefix": "/s/..."}
-    {"op": "web_sign_in", "token": T, "ttl_s": S}  ->  a session {secret, operator, csrf, created_at} or null
+    {"op": "web_sign_in", "token": T, "session_ttl_s": S}  ->  a session {secret, operator, csrf, created_at} or null
     {"op": "web_session", "secret": S}             ->  {operator, csrf, created_at} or null
+
+(sentinel/engine/operations.py declares these requests; ops/admin.py checks their fields and calls these.)
 
 `ops.handle` lets only root and members of the operator group (by SO_PEERCRED) reach this op, so an
 agent's user can never obtain a token: `sentinel web` run as that user stops at the refusal. The console
@@ -24,9 +26,8 @@ from sentinel.supervisor.hub import Client, Hub, caller
 SESSION_MAX_S = 366 * 86400.0
 
 
-def web_token(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+def web_token(sup: Hub, conn: Client, listening: str | None) -> dict[str, Any]:
     peer = caller(conn)
-    listening = msg.get("listening")
     if listening is not None:  # an operator's console starting: the links the watcher child sends name it
         outbox.set_console_url(sup.store.conn, outbox.checked_url(listening))
     token = websessions.issue_sign_in(sup.store.conn, peer.name, websessions.SIGN_IN_TTL_S)
@@ -36,13 +37,12 @@ def web_token(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
                   "console_url": outbox.console_url(sup.store.conn)})
 
 
-def web_sign_in(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    ttl = msg.get("ttl_s")
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl <= SESSION_MAX_S:
-        raise UsageError(f"ttl_s: a number of seconds up to {SESSION_MAX_S:.0f}")
-    return reply(websessions.trade_sign_in(sup.store.conn, str(msg.get("token") or ""), float(ttl)))
+def web_sign_in(sup: Hub, conn: Client, token: str, ttl: float) -> dict[str, Any]:
+    if not 0 < ttl <= SESSION_MAX_S:
+        raise UsageError(f"session_ttl_s: a number of seconds up to {SESSION_MAX_S:.0f}")
+    return reply(websessions.trade_sign_in(sup.store.conn, token, ttl))
 
 
-def web_session(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    return reply(websessions.session(sup.store.conn, str(msg.get("secret") or "")))
+def web_session(sup: Hub, conn: Client, secret: str) -> dict[str, Any]:
+    return reply(websessions.session(sup.store.conn, secret))
 

@@ -1,6 +1,6 @@
 """What the supervisor's handlers may use of it: the narrow interface below server.py.
 
-    ops.py      answers an operator client through a Hub
+    ops/        answers an operator client through a Hub
     workers.py  answers a worker's channel with the store alone
 
 server.py implements Hub (the Supervisor) and Client (its framed connections); the handlers never

@@ -26,7 +26,6 @@ import socket
 import stat
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from sentinel.engine import db
@@ -34,14 +33,16 @@ from sentinel.engine.store import Store
 from sentinel.errors import Busy, SentinelError, UsageError
 from sentinel import frames as protocol
 from sentinel.supervisor import agentdoor, auth, children, flows, interp, layout, ops, workers
+from sentinel.supervisor.conn import Conn
+from sentinel.supervisor.startup import listen, listen_door, system_config
+from sentinel.supervisor.startup import open_store as open_store  # where admin.py and tests open it
 from sentinel.supervisor.install import ensure_group
-from sentinel.supervisor.hub import Settings
+from sentinel.supervisor.hub import Client, Settings
 from sentinel.supervisor.muzzled import MuzzleKeeper
 from sentinel.supervisor.watchkeep import WatchKeeper
 from sentinel.engine.status import RunStatus
+from sentinel.jsontypes import JSONObject
 
-READ_CHUNK = 1 << 16
-STRANGER_FRAME = 64 * 1024  # a peer that is no operator is refused; it may not make us read more than this
 MUZZLE_START_S = 30.0       # how long start-up waits for Muzzle to answer
 MUZZLE_LAUNCH_S = 10.0      # how long a launch waits for a Muzzle that is (re)starting
 LISTEN_RETRY_S = 2.0        # how soon a lost LISTEN session on a shared store is tried again
@@ -50,73 +51,6 @@ REMOTE_POLL_S = 0.25        # how often a followed run of another host is looked
 
 class Stop(BaseException):
     pass
-
-
-class Conn:
-    """A non-blocking framed connection: an operator client or a worker channel."""
-
-    def __init__(self, sup: "Supervisor", sock: socket.socket, peer: auth.Peer | None = None,
-                 worker: workers.Worker | None = None):
-        self.sup, self.sock, self.peer, self.worker = sup, sock, peer, worker
-        stranger = worker is None and (peer is None or not (peer.operator or peer.agent))
-        self.decoder = protocol.Decoder(STRANGER_FRAME if stranger else protocol.MAX_FRAME)
-        self.out = bytearray()
-        self.closing = False
-        self.closed = False
-        sock.setblocking(False)
-
-    def send(self, message: dict[str, Any]) -> None:
-        if self.closed:
-            return
-        try:
-            self.out += protocol.encode(message)
-        except protocol.ProtocolError as exc:  # a reply that cannot be one frame is a failure, not a crash
-            self.sup.store.audit("reply_refused", {"error": str(exc), "run_id": _run_of(message)})
-            self.out += protocol.encode(protocol.failure("error", f"the supervisor could not send its reply: {exc}"))
-        self.flush()
-
-    def finish(self, message: dict[str, Any]) -> None:
-        """Send a final reply and close once it is written."""
-        self.closing = True
-        self.send(message)
-
-    def flush(self) -> None:
-        try:
-            while self.out:
-                sent = self.sock.send(self.out)
-                del self.out[:sent]
-        except BlockingIOError:
-            pass
-        except OSError:
-            return self.close()
-        if self.closing and not self.out:
-            return self.close()
-        self.sup.interest(self)
-
-    def read(self) -> list[dict[str, Any] | protocol.BadFrame] | None:
-        """Messages available now (a BadFrame for a frame that is not one); None at end of stream or when
-        the stream cannot go on."""
-        messages: list[dict[str, Any] | protocol.BadFrame] = []
-        while True:
-            try:
-                data = self.sock.recv(READ_CHUNK)
-            except BlockingIOError:
-                return messages
-            except OSError:
-                data = b""
-            if not data:
-                return messages or None
-            try:
-                messages += self.decoder.feed(data)
-            except protocol.ProtocolError:
-                return None
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.sup.forget(self)
-        self.sock.close()
 
 
 class Supervisor:
@@ -131,7 +65,7 @@ class Supervisor:
         self.workers: dict[str, workers.Worker] = {}
         self.watchers: dict[str, list[ops.Watch]] = {}
         self._chains: dict[str, list[str]] = {}  # run id -> its parents, for relaying to their followers
-        self.config = _system_config()
+        self.config = system_config()
         self.muzzle = MuzzleKeeper(self.config, settings.state_dir / "logs")
         self.site = workers.Site(settings.state_dir, self.config,
                                  workers.model_ports(self.config, settings.model_ports), settings.group)
@@ -220,7 +154,7 @@ class Supervisor:
     # -- the loop -------------------------------------------------------------------------------
 
     def serve(self) -> None:
-        def stop(signum: int, frame: Any) -> None:
+        def stop(signum: int, frame: object) -> None:
             raise Stop()
 
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -284,14 +218,14 @@ class Supervisor:
         if messages is None:
             conn.close()
 
-    def dispatch(self, conn: Conn, message: dict[str, Any] | protocol.BadFrame) -> None:
+    def dispatch(self, conn: Conn, message: JSONObject | protocol.BadFrame) -> None:
         """Answer one frame. Whatever a request does, the loop goes on: a failure is one error reply."""
         worker = conn.worker
         try:
             if isinstance(message, protocol.BadFrame):
                 self.store.audit("bad_frame", {"error": str(message), "run_id": worker.run_id if worker else None,
                                                "uid": conn.peer.uid if conn.peer else None})
-                answer: dict[str, Any] | None = protocol.failure("usage", str(message))
+                answer: ops.Reply = protocol.failure("usage", str(message))
             elif worker is not None and message.get("op") in children.OPS:
                 answer = children.handle(self, worker, message)
             elif worker is not None:
@@ -534,7 +468,7 @@ class Supervisor:
     def muzzle_state(self) -> str:
         return self.muzzle.describe()
 
-    def relay(self, run_id: str, event: dict[str, Any]) -> None:
+    def relay(self, run_id: str, event: dict[str, Any]) -> None:  # Any: a worker's event frame (hub.Hub.relay)
         """To whoever follows the run, and whoever follows a run above it (a parent shows its children live)."""
         for watch in self.watchers.get(run_id, []):
             watch.event(event)
@@ -549,7 +483,7 @@ class Supervisor:
             chain = self._chains[run_id] = self.store.parent_chain(run_id)
         return chain
 
-    def watch(self, client: Any, run_id: str, since_seq: int = 0) -> None:
+    def watch(self, client: Client, run_id: str, since_seq: int = 0) -> None:
         self.watchers.setdefault(run_id, []).append(ops.Watch(client, since_seq, run_id))
 
     def cancel(self, run_id: str) -> bool:
@@ -593,7 +527,7 @@ def _soonest(*delays: float | None) -> float | None:
     return min((d for d in delays if d is not None), default=None)
 
 
-def failed(store: Store, message: Any, exc: Exception, run_id: str | None = None) -> dict[str, Any]:
+def failed(store: Store, message: object, exc: Exception, run_id: str | None = None) -> JSONObject:
     """The one error reply (and audit record) for a request whose handler raised."""
     op = str(message.get("op"))[:64] if isinstance(message, dict) else None
     detail = f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -602,88 +536,3 @@ def failed(store: Store, message: Any, exc: Exception, run_id: str | None = None
     except Exception:  # noqa: BLE001 - the store itself may be what failed; the reply still goes out
         pass
     return protocol.failure("error", f"the supervisor could not handle {op!r} ({detail})")
-
-
-def _run_of(message: dict[str, Any]) -> str | None:
-    result = message.get("result")
-    return result.get("id") if isinstance(result, dict) and isinstance(result.get("id"), str) else None
-
-
-# -- state, group and socket set-up ---------------------------------------------------------------------
-
-def _system_config() -> Any:
-    from sentinel import config as config_mod
-
-    return config_mod.load(layout.etc_dir())
-
-
-def open_store(state_dir: Path, config: Any = None) -> Store:
-    """The supervisor database: root-only directory (0700) and files (0600); or, when the operator's config
-    names `store: postgresql://...`, the database the supervisors of many hosts share (docs/system-mode.md)."""
-    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    st = os.lstat(state_dir)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
-        raise UsageError(f"{state_dir}: must be a directory owned by root")
-    os.chmod(state_dir, 0o700)
-    config = config or _system_config()
-    if config.store:
-        return Store.open(config.store, host=config.system.host)
-    store = Store.open(layout.db_path(state_dir), host=config.system.host)
-    for suffix in ("", "-wal", "-shm"):
-        path = Path(f"{layout.db_path(state_dir)}{suffix}")
-        if path.exists():
-            os.chmod(path, 0o600)
-    return store
-
-
-def listen(path: Path, gid: int) -> socket.socket:
-    """Bind the operator socket: root:<operators> 0660, in a directory other users cannot replace."""
-    if not path.parent.exists():
-        path.parent.mkdir(parents=True, mode=0o750)
-        os.chown(path.parent, 0, gid)
-        os.chmod(path.parent, 0o750)
-    _clear_stale(path)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)
-    try:
-        sock.bind(str(path))
-    finally:
-        os.umask(old)
-    os.chown(path, 0, gid)
-    os.chmod(path, 0o660)
-    sock.listen(64)
-    sock.setblocking(False)
-    return sock
-
-
-def listen_door(path: Path) -> socket.socket:
-    """Bind the agent door: 0666 in a root 0755 directory (agentdoor.py decides who gets anything)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-    st = os.lstat(path.parent)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
-        raise UsageError(f"{path.parent}: must be a directory owned by root")
-    os.chmod(path.parent, 0o755)
-    _clear_stale(path)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.bind(str(path))
-    os.chmod(path, 0o666)
-    sock.listen(64)
-    sock.setblocking(False)
-    return sock
-
-
-def _clear_stale(path: Path) -> None:
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISSOCK(st.st_mode):
-        raise UsageError(f"{path} exists and is not a socket")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(str(path))
-        raise UsageError(f"a supervisor is already listening on {path}")
-    except (ConnectionRefusedError, FileNotFoundError):
-        os.unlink(path)
-    finally:
-        probe.close()

@@ -95,7 +95,7 @@ def launch_for(engines: Engines, listening: str | None = None) -> Launch:
     the links of notifications then name."""
     issued = engines.run(lambda e: e.web_token(listening))
     return Launch(str(issued["prefix"]), str(issued["token"]), str(issued["operator"]),
-                  issued.get("console_url") or None)
+                  str(issued.get("console_url") or "") or None)
 
 
 def _config(app: ASGIApp, *, quiet: bool = False) -> "uvicorn.Config":

@@ -92,7 +92,7 @@ def test_the_operators_own_operations_are_refused_at_the_door(system, make_agent
     is refused to an agent's own user at its door, and audited."""
     name = make_agent()
     supervisor()
-    ops = ("trust_list", "trust_revoke", "watch_fire", "web_token", "audit_quarantined")
+    ops = ("trust_list", "trust_revoke", "fire_watcher", "web_token", "audit_quarantined")
     for op in ops:
         refused = door_call(name, _door(system), f"call:{op}")
         assert refused["error"] == "Denied" and "is for operators" in refused["message"], (op, refused)

@@ -118,7 +118,7 @@ def test_the_door_shows_approves_and_resumes_only_runs_as_its_own_uid(hub, tmp_p
         with pytest.raises(NotFound, match="approved by an operator"):
             agentdoor.HANDLERS[op](hub, conn, {"ident": approval.id})
     assert store.get_approval(approval.id).status == "pending" and hub.launched == []
-    assert agentdoor.HANDLERS["approvals"](hub, conn, {})["result"] == []
+    assert agentdoor.HANDLERS["pending"](hub, conn, {})["result"] == []
 
 
 # -- the attack and its neighbours, as root against a real supervisor ----------------------------------------

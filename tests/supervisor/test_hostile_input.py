@@ -64,19 +64,35 @@ def test_a_bad_frame_gets_one_error_and_the_next_request_an_answer(system, sup, 
     _alive(system)
 
 
-@pytest.mark.parametrize("request_", [
-    {"op": "runs", "limit": "x"}, {"op": "runs", "limit": -1}, {"op": "runs", "limit": [1]},
-    {"op": "runs", "limit": True}, {"op": "show", "run_id": ["r-1"]}, {"op": "show"},
-    {"op": "logs", "run_id": {"a": 1}}, {"op": "logs", "after": "1"}, {"op": "approvals", "run_id": 7},
-    {"op": "approve", "ident": {"$": 1}}, {"op": "deny", "ident": "a-x", "reason": ["r"]},
-    {"op": "approve", "ident": "a-x", "digest": 5}, {"op": "start", "task": 42}, {"op": "start", "task": "t", "agent": []},
-    {"op": "start", "task": "t", "workspace": {"p": "/"}}, {"op": "resume", "run_id": None}, {"op": "cancel"},
-    {"op": ["status"]}, {"op": None}, {},
+@pytest.mark.parametrize("request_,field", [
+    ({"op": "runs", "limit": "x"}, "limit"), ({"op": "runs", "limit": -1}, "limit"), ({"op": "runs", "limit": [1]}, "limit"),
+    ({"op": "runs", "limit": True}, "limit"), ({"op": "show", "run_id": ["r-1"]}, "run_id"), ({"op": "show"}, "run_id"),
+    ({"op": "events", "run_id": {"a": 1}}, "run_id"), ({"op": "events", "after": "1"}, "after"),
+    ({"op": "pending", "all_hosts": 7}, "all_hosts"), ({"op": "approve", "ident": {"$": 1}}, "ident"),
+    ({"op": "deny", "ident": "a-x", "reason": ["r"]}, "reason"), ({"op": "approve", "ident": "a-x", "digest": 5}, "digest"),
+    ({"op": "start", "task": 42}, "task"), ({"op": "start", "task": "t", "agent": []}, "agent"),
+    ({"op": "start", "task": "t", "workspace": {"p": "/"}}, "workspace"), ({"op": "resume", "run_id": None}, "run_id"),
+    ({"op": "cancel"}, "run_id"), ({"op": "start", "task": "t", "skills": "s"}, "skills"),
+    ({"op": "decide_link", "secret": "x", "approved": "yes"}, "approved"),
+    ({"op": "web_sign_in", "token": "t", "session_ttl_s": "1"}, "session_ttl_s"),
+    ({"op": "audit_quarantined", "scope": "s", "findings": [1]}, "findings"),
 ])
-def test_a_wrong_field_type_is_a_usage_error_naming_it(system, sup, request_):
+def test_a_wrong_field_type_is_a_usage_error_naming_it(system, sup, request_, field):
     [answer] = _raw(system.socket, json.dumps(request_).encode())
-    assert answer["ok"] is False and answer["kind"] in ("usage", "not_found"), answer
+    assert answer["ok"] is False and answer["kind"] == "usage", answer
+    assert answer["error"].startswith(f"{field}: "), answer  # one line naming the field, before anything ran
     assert "Traceback" not in answer["error"] and "\n" not in answer["error"]
+    _alive(system)
+
+
+@pytest.mark.parametrize("request_", [{"op": ["status"]}, {"op": None}, {},
+                                      # the names before each wire name became its engine method's
+                                      {"op": "logs"}, {"op": "approvals"}, {"op": "workflow_start", "name": "w"},
+                                      {"op": "watch_fire", "id": "w"}, {"op": "mcp_trust_get", "server": "s"},
+                                      {"op": "link_decide", "secret": "s", "approved": True}])
+def test_an_unknown_operation_is_one_usage_error(system, sup, request_):
+    [answer] = _raw(system.socket, json.dumps(request_).encode())
+    assert answer == {"ok": False, "kind": "usage", "error": f"unknown operation {request_.get('op')!r}"}
     _alive(system)
 
 

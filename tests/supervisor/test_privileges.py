@@ -88,11 +88,11 @@ def test_peercred_refuses_non_operators_even_through_an_open_socket(system, make
            "except Exception as x: print(type(x).__name__, x)")
     env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     for user in (name, human):
-        for op in ("approve", "approvals", "status", "trust_list", "trust_revoke", "watch_fire", "web_token",
+        for op in ("approve", "pending", "status", "trust_list", "trust_revoke", "fire_watcher", "web_token",
                    "audit_quarantined"):
             got = as_user(user, sys.executable, "-c", ask, op, out["approval_id"], env=env).stdout
             assert got.startswith("Denied permission denied"), (user, op, got)
-    listed = as_user(operator, sys.executable, "-c", ask, "approvals", "-", env=env).stdout
+    listed = as_user(operator, sys.executable, "-c", ask, "pending", "-", env=env).stdout
     assert json.loads(listed)[0]["id"] == out["approval_id"]
     assert [a["id"] for a in json.loads(sentinel_cmd("approvals", "--json").stdout)] == [out["approval_id"]]
 
