@@ -22,7 +22,7 @@ from sentinel.engine.events import SelfEdited
 from sentinel.engine.api import Engine, Outcome
 from sentinel.engine.rows import RunRow
 from sentinel.errors import NotFound
-from sentinel.engine.status import TERMINAL, RunStatus
+from sentinel.engine.status import ANSWERED, TERMINAL, RunStatus
 from sentinel.ui.escape import for_stream, visible
 
 ALL_HOSTS_HELP = "Every host's, each labelled with its host (system mode on a shared store: docs/system-mode.md)."
@@ -45,6 +45,9 @@ def _finish(outcome: Outcome, as_json: bool, progress: Progress | None = None) -
                     **({"safeguards": progress.safeguards} if progress and progress.safeguards else {})})
     elif outcome.status == RunStatus.DONE or (outcome.status == RunStatus.IDLE and not outcome.error):
         print(for_stream(outcome.output or "", sys.stdout))
+    elif outcome.status == RunStatus.DONE_UNVERIFIED:  # the answer, and beside it what nobody checked
+        print(for_stream(outcome.output or "", sys.stdout))
+        print(f"run {outcome.id} done_unverified: {visible(outcome.error or '')}", file=sys.stderr)
     elif outcome.status == RunStatus.WAITING_APPROVAL:
         print(f"run {outcome.id} is waiting for approval {outcome.approval_id}: "
               f"sentinel approve {outcome.approval_id}  |  sentinel deny {outcome.approval_id}", file=sys.stderr)
@@ -146,6 +149,8 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         console.print(f"contract: {'; '.join(detail.contract) or 'nothing the harness can check'}", markup=False)
     if detail.verified is not None:
         console.print("verified: " + ("yes, against the contract" if detail.verified else "no"), markup=False)
+    if detail.unchecked:
+        console.print(f"not checked: {visible('; '.join(detail.unchecked))}", markup=False)
     for c in detail.checkpoints:
         console.print(f"  {checkpoint_line(c)}", markup=False)
     if detail.checkpoints:
@@ -275,7 +280,7 @@ def resume(run_id: str = typer.Argument(...), as_json: bool = typer.Option(False
     if outcome.status in TERMINAL and not as_json:
         print(f"run {outcome.id} is {outcome.status}" + (f": {visible(outcome.error)}" if outcome.error else ""),
               file=sys.stderr)
-        if outcome.status == RunStatus.DONE:
+        if outcome.status in ANSWERED:
             print(for_stream(outcome.output or "", sys.stdout))
         raise typer.Exit(0)
     if outcome.status in TERMINAL:

@@ -25,7 +25,8 @@ from sentinel.engine.rows import ApprovalRow, RunRow
 from sentinel.engine.status import RunStatus
 from sentinel.ui.escape import visible
 
-STATUS_LABELS = {RunStatus.WAITING_APPROVAL: "waiting for approval", RunStatus.WAITING_CHILD: "waiting for a child run"}
+STATUS_LABELS = {RunStatus.WAITING_APPROVAL: "waiting for approval", RunStatus.WAITING_CHILD: "waiting for a child run",
+                 RunStatus.DONE_UNVERIFIED: "done, not verified"}
 
 
 def _pretty(value: Any) -> str:

@@ -91,5 +91,5 @@ def test_no_spinner_with_json_or_when_piped(slow_model, terminal, cli):
     assert screen.wait() == 0
     assert "step 1" not in screen.text and "tokens" not in screen.text
     assert json.loads(screen.text[screen.text.index("{"):])["output"] == ANSWER
-    piped = cli("run", "think again", check=0)  # stdout and stderr are pipes
+    piped = cli("run", "think again", check=4)  # stdout and stderr are pipes
     assert piped.stdout.strip() == ANSWER and not re.search(r"step \d|tokens", piped.stderr)

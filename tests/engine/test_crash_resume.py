@@ -37,7 +37,7 @@ def _the_run(cli):
 @pytest.mark.parametrize("failpoint", FIRST_LEG)
 def test_crash_before_the_pause(failpoint, scripted_server, configure, cli, sentinel_home):
     configure(server=scripted_server(SCRIPT))
-    killed = cli("run", "take notes", env={"SENTINEL_FAILPOINT": failpoint})
+    killed = cli("run", "write notes.txt", env={"SENTINEL_FAILPOINT": failpoint})
     assert killed.returncode == -signal.SIGKILL
     run = _the_run(cli)
     run_id = run["id"]
@@ -54,7 +54,7 @@ def test_crash_before_the_pause(failpoint, scripted_server, configure, cli, sent
 @pytest.mark.parametrize("failpoint", SECOND_LEG)
 def test_crash_in_the_resumed_run_never_reruns_the_command(failpoint, scripted_server, configure, cli, sentinel_home):
     configure(server=scripted_server(SCRIPT))
-    cli("run", "take notes", check=3)
+    cli("run", "write notes.txt", check=3)
     run_id = _the_run(cli)["id"]
     killed = cli("approve", run_id, env={"SENTINEL_FAILPOINT": failpoint})
     assert killed.returncode == -signal.SIGKILL
@@ -74,7 +74,7 @@ def test_kill_while_the_command_runs(scripted_server, configure, cli, sentinel_h
     script = [{"tool_calls": [{"name": "bash", "arguments": {"command": "echo ran >> counter.txt; sleep 1"}}]},
               "All done."]
     configure(server=scripted_server(script))
-    cli("run", "count", check=3)
+    cli("run", "write counter.txt", check=3)
     run_id = _the_run(cli)["id"]
     env = {**os.environ, "SENTINEL_HOME": str(sentinel_home), "FAKE_KEY": "k"}
     proc = subprocess.Popen([sys.executable, "-m", "sentinel", "approve", run_id], env=env,
@@ -107,4 +107,4 @@ def test_a_run_is_executed_by_one_process_at_a_time(scripted_server, configure, 
     second = cli("resume", runs[0]["id"])
     proc.wait(timeout=30)
     assert second.returncode == 1 and "being executed by another process" in second.stderr
-    assert json.loads(cli("show", runs[0]["id"], "--json").stdout)["status"] == "done"
+    assert json.loads(cli("show", runs[0]["id"], "--json").stdout)["status"] == "done_unverified"

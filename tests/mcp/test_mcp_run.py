@@ -281,14 +281,14 @@ def test_a_streamable_http_server_gets_its_secret_header_and_the_model_never_see
     configure({"muzzle": {"keys_file": str(keys)},
                "mcp_servers": {"docs": {"url": url, "headers": {"Authorization": {"secret": "DOCS_TOKEN"}}}}},
               server=model)
-    out = cli.json("run", "again", "--json", check=0, timeout=120)
+    out = cli.json("run", "again", "--json", check=4, timeout=120)
     assert results(model)[0] == ("Denied by policy: MCP server 'docs': header Authorization needs secret "
                                  "'DOCS_TOKEN', which Muzzle does not hold (in muzzle.keys_file or the environment)")
     cli("mcp", "remove", "docs", check=0)  # forgets the pin too: an unpinned server starts with the run
     configure({"muzzle": {"keys_file": str(keys)},
                "mcp_servers": {"docs": {"url": url, "headers": {"Authorization": {"secret": "DOCS_TOKEN"}}}}},
               server=scripted_server(["ok"]))
-    cli.json("run", "again", "--json", check=0, timeout=120)
+    cli.json("run", "again", "--json", check=4, timeout=120)
     [unavailable] = audit(sentinel_home, "mcp_unavailable")
     assert "needs secret 'DOCS_TOKEN'" in unavailable["problem"]
 

@@ -74,7 +74,7 @@ def test_depth_cap_is_a_refusal_the_model_reads(roster, cli, sentinel_home):
 def test_spawn_asking_for_a_tool_the_parent_lacks_is_refused(roster, cli, sentinel_home):
     spawn = {"tool_calls": [{"name": "spawn", "arguments": {"task": "t", "soul": "You help.", "tools": ["bash"]}}]}
     head, _ = roster([spawn, "ok"], ["unused"], head_tools=["spawn", "read_file"])
-    cli("run", "--agent", "orchestrator", "x", check=0)
+    cli("run", "--agent", "orchestrator", "x", check=4)
     refusal = [m for m in head.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
     assert "not granted bash" in refusal
     assert len(cli.json("runs", "--json")) == 1
@@ -140,7 +140,7 @@ def test_a_childs_answer_carrying_an_identifier_with_digits_reaches_the_parent(r
 
 
 def test_what_is_a_number_an_answer_claims():
-    from sentinel.worker.answer import ungrounded
+    from sentinel.worker.safeguards.answer import ungrounded
 
     assert ungrounded("CHILDANSWER-4242, r-93505405cd, f01.txt, v2-rc, build_17", "") == []
     assert ungrounded("the total is 12345 and -17 below", "") == ["12345", "-17"]

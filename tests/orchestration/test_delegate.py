@@ -76,7 +76,7 @@ def test_the_parent_checkpoints_its_session_file_before_handing_off(roster, cli,
     (here the operator made delegate auto, so no pause checkpointed it first)."""
     notes = {"tool_calls": [{"name": "write_file", "arguments": {"path": "plan.txt", "content": "step 1\n"}}]}
     roster([notes, DELEGATE, "done"], [WRITE, "wrote"], extra={"policy": {"tools": {"delegate": "auto"}}})
-    run_id = __import__("json").loads(cli("run", "--agent", "orchestrator", "--json", "go", check=0).stdout)["id"]
+    run_id = __import__("json").loads(cli("run", "--agent", "orchestrator", "--json", "go", check=4).stdout)["id"]
     journal = [__import__("json").loads(line) for line in
                (sentinel_home / "runs" / run_id / "journal.jsonl").read_text().splitlines()]
     kinds = [(r["type"], r.get("title")) for r in journal if r["type"] in ("checkpoint", "child_started")]

@@ -44,7 +44,7 @@ def test_the_inbox_shows_each_pending_call_with_its_run_and_digest(paused, conso
     session = console().signed_in()
     page = session.get("/", headers={"accept": "text/html"}).text
     approval = pending()[0]
-    for shown in (approval_id, run_id, "bash", "echo ran &gt;&gt; ran.txt", "note that it ran",
+    for shown in (approval_id, run_id, "bash", "echo ran &gt;&gt; ran.txt", "write that it ran to ran.txt",
                   f'data-digest="{approval["digest"]}"', html.escape(approval["reason"])):
         assert shown in page, shown
 
