@@ -157,15 +157,14 @@ def test_the_merge_adds_checks_and_never_removes_or_widens_the_derived_ones(tmp_
     for name in ("a.tmp", "b.tmp", "report.txt", "data.csv"):
         (tmp_path / name).write_text(name)
     derived = contract.derive("Delete every .tmp file. Keep all the other files.", tmp_path)
-    merged = draft.merge(derived, {"create": ["../escape.txt", "/etc/passwd", "report.txt", "new.md"],
-                                   "change": ["missing.txt"], "delete": ["*"], "keep": ["a.tmp", "data.csv"],
-                                   "pass": "", "answer": ""}, tmp_path)
+    merged = draft.merge(derived, draft.Draft(create=["../escape.txt", "/etc/passwd", "report.txt", "new.md"],
+                                              change=["missing.txt"], delete=["*"], keep=["a.tmp", "data.csv"]),
+                         tmp_path)
     assert merged.delete == ["*.tmp"] and sorted(merged.keep) == ["data.csv", "report.txt"]  # not widened
     assert merged.create == ["new.md"]  # nothing outside the workspace
     assert list(merged.change) == ["report.txt"]  # "create" of a file that is there: it must change
     assert merged.drafted == ["change report.txt", "create new.md"]
-    asked = draft.merge(contract.derive("Which version is set in setup.cfg?", tmp_path),
-                        {"create": [], "change": [], "delete": [], "keep": [], "pass": "", "answer": ""}, tmp_path)
+    asked = draft.merge(contract.derive("Which version is set in setup.cfg?", tmp_path), draft.Draft(), tmp_path)
     assert asked.answer == "Which version is set in setup.cfg?"  # the derived answer clause stays
     assert contract.unchecked(asked)
 
@@ -173,7 +172,8 @@ def test_the_merge_adds_checks_and_never_removes_or_widens_the_derived_ones(tmp_
 def test_a_draft_reply_is_parsed_whole_or_not_used():
     from sentinel.worker.safeguards import draft
 
-    assert draft.parse('{"create": ["a.txt"], "answer": "x"}')[0]["create"] == ["a.txt"]
+    parsed = draft.parse('{"create": ["a.txt"], "answer": "x", "pass": "python3 t.py"}')[0]
+    assert parsed is not None and parsed.create == ["a.txt"] and parsed.command == "python3 t.py"
     assert draft.parse("not json")[0] is None
     assert draft.parse('{"create": "a.txt"}')[0] is None
     assert draft.parse('{"create": [], "run": "rm -rf /"}')[0] is None

@@ -25,24 +25,25 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+
+from sentinel.jsontypes import JSONObject
 
 from sentinel.models import ModelClient, ModelError
 from sentinel.worker.safeguards import answer as answers
 from sentinel.worker.safeguards.contract import Contract, _digest, _files, _matches
 
 ITEMS, CHARS = 6, 120  # at most this many paths per clause, this many characters per string
-_PATHS = {"type": "array", "items": {"type": "string", "maxLength": CHARS}, "maxItems": ITEMS}
-_TEXT = {"type": "string", "maxLength": CHARS}
+_PATHS: JSONObject = {"type": "array", "items": {"type": "string", "maxLength": CHARS}, "maxItems": ITEMS}
+_TEXT: JSONObject = {"type": "string", "maxLength": CHARS}
 FIELDS = ("create", "change", "delete", "keep", "pass", "answer")
-SCHEMA: dict[str, Any] = {
+SCHEMA: JSONObject = {
     "type": "object", "additionalProperties": False, "required": list(FIELDS),
     "properties": {"create": _PATHS, "change": _PATHS, "delete": _PATHS, "keep": _PATHS, "pass": _TEXT,
                    "answer": _TEXT},
 }
-FORMAT = {"type": "json_schema", "json_schema": {"name": "contract", "schema": SCHEMA}}
+FORMAT: JSONObject = {"type": "json_schema", "json_schema": {"name": "contract", "schema": SCHEMA}}
 # The longest reply the schema allows, a token per character at worst, and the JSON around it: the budget fits the
 # schema, so a reply is never cut off inside it.
 MAX_TOKENS = 4 * ITEMS * (CHARS + 4) + 2 * (CHARS + 4) + 64
@@ -59,7 +60,19 @@ Use only names from the task and the workspace listing; leave a list empty when 
 Do not do the task: only describe it."""
 
 
-def ask(model: ModelClient, request: str, workspace: Path) -> tuple[dict[str, Any] | None, str | None]:
+@dataclass(frozen=True)
+class Draft:
+    """The model's clauses, as the schema's object (checked, not trusted: merge() decides what counts)."""
+
+    create: list[str] = field(default_factory=list)
+    change: list[str] = field(default_factory=list)
+    delete: list[str] = field(default_factory=list)
+    keep: list[str] = field(default_factory=list)
+    command: str = ""  # the schema's `pass`
+    answer: str = ""
+
+
+def ask(model: ModelClient, request: str, workspace: Path) -> tuple[Draft | None, str | None]:
     """The model's clauses for `request`, as the schema's object; (None, why) when the call or its reply failed."""
     listing = _files(workspace)[:LISTED]
     files = "\n".join(f"- {name}" for name in listing) or "(empty)"
@@ -74,7 +87,7 @@ def ask(model: ModelClient, request: str, workspace: Path) -> tuple[dict[str, An
     return parse(reply.content)
 
 
-def parse(text: str) -> tuple[dict[str, Any] | None, str | None]:
+def parse(text: str) -> tuple[Draft | None, str | None]:
     """The draft as the schema's object, or (None, why): a reply that is not it is not used at all."""
     try:
         value = json.loads(text)
@@ -88,8 +101,9 @@ def parse(text: str) -> tuple[dict[str, Any] | None, str | None]:
     texts = {k: value.get(k) or "" for k in FIELDS[4:]}
     if not all(isinstance(v, str) for v in texts.values()):
         return None, "the draft's pass and answer are not text"
-    return {**{k: [i.strip() for i in v if i.strip()][:ITEMS] for k, v in lists.items()},
-            **{k: v.strip()[:CHARS] for k, v in texts.items()}}, None
+    names = {k: [i.strip() for i in v if i.strip()][:ITEMS] for k, v in lists.items()}
+    return Draft(names["create"], names["change"], names["delete"], names["keep"], texts["pass"].strip()[:CHARS],
+                 texts["answer"].strip()[:CHARS]), None
 
 
 def inside(workspace: Path, name: str) -> str | None:
@@ -100,10 +114,10 @@ def inside(workspace: Path, name: str) -> str | None:
     return None if rel == "." or rel == ".." or rel.startswith("../") else rel
 
 
-def merge(derived: Contract, drafted: dict[str, Any], workspace: Path) -> Contract:
+def merge(derived: Contract, drafted: Draft, workspace: Path) -> Contract:
     """`derived` with the model's clauses added, conservatively (the module's docstring says how)."""
     create, change, added = list(derived.create), dict(derived.change), []
-    for name in filter(None, (inside(workspace, n) for n in drafted.get("create", []))):
+    for name in filter(None, (inside(workspace, n) for n in drafted.create)):
         if name in create or name in change:
             continue
         if (found := _digest(workspace / name)) is not None:
@@ -112,27 +126,27 @@ def merge(derived: Contract, drafted: dict[str, Any], workspace: Path) -> Contra
         elif not (workspace / name).exists():
             create.append(name)
             added.append(f"create {name}")
-    for name in filter(None, (inside(workspace, n) for n in drafted.get("change", []))):
+    for name in filter(None, (inside(workspace, n) for n in drafted.change)):
         if name not in change and name not in create and (found := _digest(workspace / name)) is not None:
             change[name] = found
             added.append(f"change {name}")
     delete, keep = list(derived.delete), list(derived.keep)
     if not delete:
-        patterns = [p for p in (d.strip().removeprefix("./") for d in drafted.get("delete", []))
+        patterns = [p for p in (d.strip().removeprefix("./") for d in drafted.delete)
                     if p and "/" not in p and p not in ("*", "*.*")]
         delete = patterns
         added += [f"delete {p}" for p in patterns]
     present = set(_files(workspace))
-    for name in filter(None, (inside(workspace, n) for n in drafted.get("keep", []))):
+    for name in filter(None, (inside(workspace, n) for n in drafted.keep)):
         if name in present and name not in keep and not _matches(name, delete):
             keep.append(name)
             added.append(f"keep {name}")
     command = derived.command
-    if command is None and (said := str(drafted.get("pass") or "").strip()):
+    if command is None and (said := drafted.command):
         command = said
         added.append(f"pass `{said}`")
     asked = derived.answer
-    if asked is None and (said := str(drafted.get("answer") or "").strip()):
+    if asked is None and (said := drafted.answer):
         asked = said
         added.append(f"answer: {said}")
     return replace(derived, create=create, change=change, delete=delete, keep=keep, command=command, answer=asked,
