@@ -289,8 +289,8 @@ def test_writing_over_a_file_the_run_never_read_is_refused(scripted_server, conf
                                                  "content": "[metadata]\nversion = 2.8.0\nname = demo\n"}}
     configure(server=scripted_server([{"tool_calls": [blind]}, {"tool_calls": [read]}, {"tool_calls": [whole]},
                                       "Set the version in setup.cfg to 2.8.0."]))
-    out = cli.json("run", "Set the version in setup.cfg to 2.8.0.", "--json", check=4)
-    assert out["status"] == "done_unverified" and out["safeguards"] == ["unread_overwrite"]
+    out = cli.json("run", "Set the version in setup.cfg to 2.8.0.", "--json", check=0)
+    assert out["status"] == "done" and out["safeguards"] == ["unread_overwrite"]
     results = _tool_results(cli, out["id"])
     assert results[0].startswith("Error: not written: setup.cfg exists and you have not read it")
     assert (ws / "setup.cfg").read_text() == "[metadata]\nversion = 2.8.0\nname = demo\n"
@@ -337,8 +337,8 @@ def test_a_command_that_changed_no_file_is_not_a_change(scripted_server, configu
     server = scripted_server([{"tool_calls": [miss]}, "I set debug to false.", {"tool_calls": [hit]},
                               "I set debug to false."])
     configure({"policy": {"bash": {"default": "auto"}}}, server=server)
-    out = cli.json("run", "In settings.json set debug to false.", "--json", check=4)
-    assert out["status"] == "done_unverified" and out["safeguards"] == ["no_change"]
+    out = cli.json("run", "In settings.json set debug to false.", "--json", check=0)
+    assert out["status"] == "done" and out["safeguards"] == ["no_change"]
     assert (ws / "settings.json").read_text() == '{\n  "debug": false\n}\n'
 
 
@@ -398,8 +398,8 @@ def test_a_config_file_broken_by_the_change_is_flagged_and_sent_back(scripted_se
                               "I did not receive any input or instructions.", {"tool_calls": [mend]},
                               "Set debug to false."])
     configure({"policy": {"bash": {"default": "auto"}}}, server=server)
-    out = cli.json("run", "In settings.json set debug to false.", "--json", check=4)
-    assert out["status"] == "done_unverified" and out["safeguards"] == ["invalid_file"]
+    out = cli.json("run", "In settings.json set debug to false.", "--json", check=0)
+    assert out["status"] == "done" and out["safeguards"] == ["invalid_file"]
     assert json.loads((ws / "settings.json").read_text()) == {"debug": False}
     results = _tool_results(cli, out["id"])
     assert "[sentinel note] settings.json is not valid JSON" in results[1]

@@ -109,7 +109,7 @@ def test_undo_writes_only_beneath_the_workspace_whatever_the_journal_says(script
     (ws / "a.txt").write_text("original\n")
     configure(server=scripted_server([_call("read_file", path="a.txt"),
                                       _call("write_file", path="a.txt", content="changed\n"), "Changed a.txt."]))
-    out = cli.json("run", "Change a.txt.", "--json", check=4)
+    out = cli.json("run", "Change a.txt.", "--json", check=0)
     run_dir = sentinel_home / "runs" / out["id"]
     step = json.loads([line for line in (run_dir / "journal.jsonl").read_text().splitlines()
                        if '"workspace_step"' in line][0])
