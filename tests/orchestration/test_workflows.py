@@ -128,7 +128,9 @@ def test_run_workflow_tool_needs_approval_and_returns_the_last_output(three, scr
     (sentinel_home / "workflows" / "digest.yaml").write_text(yaml.safe_dump(edited))
     done = json.loads(cli("approve", approval["id"], "--json", check=4).stdout)
     assert done["id"] == head["id"] and done["output"] == "Boss done."
-    assert [m for m in boss.requests[-1]["messages"] if m["role"] == "tool"][0]["content"] == "REPORT"
+    result = [m for m in boss.requests[-1]["messages"] if m["role"] == "tool"][0]["content"]
+    assert result.startswith("REPORT\n\n[sentinel note] The child run ")  # its steps were not verified: said so
+    assert "did not verify its work (not verified: step read (" in result
     rows = cli.json("runs", "--json")
     flow = next(r for r in rows if r["parent_id"] == head["id"])
     assert flow["kind"] == "workflow" and len([r for r in rows if r["parent_id"] == flow["id"]]) == 3
