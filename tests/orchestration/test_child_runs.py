@@ -57,7 +57,8 @@ def test_kill_during_a_child_then_resume_the_parent_reruns_nothing(failpoint, ro
     parent_records = journal.read(sentinel_home / "runs" / parent / "journal.jsonl")[0]
     assert [r.type for r in parent_records].count("child_started") == 1
     results = [m for m in head.requests[-1]["messages"] if m["role"] == "tool"]
-    assert [m["content"] for m in results] == ["Child done."]
+    [heard] = [m["content"] for m in results]  # the child's answer, and that its work was not verified
+    assert heard.startswith("Child done.\n\n[sentinel note] The child run ")
 
 
 def test_depth_cap_is_a_refusal_the_model_reads(roster, cli, sentinel_home):
