@@ -66,7 +66,7 @@ def test_depth_cap_is_a_refusal_the_model_reads(roster, cli, sentinel_home):
     head, child = roster([DELEGATE, "ok"], [nested, "I did it myself."], writer_tools=["delegate", "write_file"],
                          extra={"orchestration": {"max_depth": 1}})
     parent = json.loads(cli("run", "--agent", "orchestrator", "--json", "x").stdout)["id"]
-    cli("approve", cli.json("approvals", "--json")[0]["id"], check=0)
+    cli("approve", cli.json("approvals", "--json")[0]["id"], check=4)  # "x": done_unverified
     refusal = [m for m in child.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
     assert "orchestration.max_depth is 1" in refusal
     assert len(_children(cli, parent)) == 1 and cli.json("approvals", "--json") == []
