@@ -134,7 +134,7 @@ def test_a_childs_answer_carrying_an_identifier_with_digits_reaches_the_parent(r
     out = cli.json("run", "--agent", "orchestrator", "--json", "Have the writer write note.txt.", check=0)
     [child] = _children(cli, out["id"])
     shown = cli.json("show", child["id"], "--json")
-    assert shown["status"] == "done_unverified" and shown["output"] == "CHILDANSWER-4242: the note is written."
+    assert shown["status"] == "done" and shown["output"] == "CHILDANSWER-4242: the note is written."  # note.txt: checked
     assert not shown["safeguards"]
     parent = cli.json("show", out["id"], "--json")
     assert any("CHILDANSWER-4242" in m["content"] for m in parent["messages"] if m["role"] == "tool")
