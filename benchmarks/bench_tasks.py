@@ -14,7 +14,8 @@ about a file, remember then recall in a second run, delegate to a writer, ...) s
 Sentinel runs `sentinel run TASK --json` on `local/qwen2.5-coder-1.5b`, as a user does after the README
 set-up. A run that pauses for approval is approved (`sentinel approve ID`) and the approvals are counted: the
 "approvals" column is how many times a person would have been asked. A false success is a run that ended
-`done` while its check fails. One model host serves every task (the home is emptied between tasks but for
+`done` while its check fails; a run that ended `done_unverified` (answered, but the harness could not check it)
+is no false success and is counted apart, with how many of those were wrong. One model host serves every task (the home is emptied between tasks but for
 it), so the model loads once, as it does for a user's second run.
 
 The peer is mini-swe-agent (pinned; `bash benchmarks/peer_setup.sh` makes its venv at /opt/peers/mini-swe-agent)
@@ -285,7 +286,10 @@ def summary(rows: list[Outcome]) -> dict:
     return {"passed": sum(r.passed for r in rows), "total": len(rows),
             "median_s": round(statistics.median(r.seconds for r in rows), 1) if rows else 0.0,
             "approvals": sum(r.approvals for r in rows),
-            "false_successes": [r.task for r in rows if r.false_success]}
+            "false_successes": [r.task for r in rows if r.false_success],
+            # answered but not checked by the harness: never counted as a false success, reported beside it
+            "done_unverified": sum(r.status == "done_unverified" for r in rows),
+            "done_unverified_wrong": [r.task for r in rows if r.status == "done_unverified" and not r.passed]}
 
 
 def report(tasks: list[Task], columns: dict[str, list[Outcome]]) -> None:
@@ -295,7 +299,8 @@ def report(tasks: list[Task], columns: dict[str, list[Outcome]]) -> None:
         cells = []
         for n in names:
             r = columns[n][i]
-            mark = "pass" if r.passed else ("FALSE-DONE" if r.false_success else "fail")
+            mark = "pass" if r.passed else ("FALSE-DONE" if r.false_success else
+                                            "unverif" if r.status == "done_unverified" else "fail")
             cells.append(f"{mark:>10s} {r.status[:12]:>12s} {r.seconds:6.1f}s {r.approvals:3d}")
         expected = ""
         if task.expects_tool and "sentinel" in columns:
@@ -305,7 +310,8 @@ def report(tasks: list[Task], columns: dict[str, list[Outcome]]) -> None:
         s = summary(columns[n])
         ask = "approvals" if n == "sentinel" else "commands run unasked (yolo)"
         print(f"{n}: {s['passed']}/{s['total']} passed, median {s['median_s']} s, {s['approvals']} {ask}, "
-              f"false successes: {', '.join(s['false_successes']) or 'none'}")
+              f"false successes: {', '.join(s['false_successes']) or 'none'}, done_unverified: "
+              f"{s['done_unverified']} ({len(s['done_unverified_wrong'])} of them wrong)")
         for r in columns[n]:
             if not r.passed:
                 print(f"  {n} {r.task}: {r.why}")

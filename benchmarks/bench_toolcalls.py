@@ -104,7 +104,8 @@ def correct(args: dict[str, Any], expected: dict[str, Any], workspace: Path) -> 
 
 
 def valid(name: str, raw: str) -> dict[str, Any] | None:
-    from sentinel.tools import ToolError, default_registry, parse_arguments
+    from sentinel.tools import ToolError, parse_arguments
+    from sentinel.tools.builtin import default_registry
 
     tool = default_registry().get(name)
     if tool is None:
@@ -116,16 +117,15 @@ def valid(name: str, raw: str) -> dict[str, Any] | None:
 
 
 def first_call(home: Path, task: str, workspace: Path) -> dict[str, Any]:
-    from sentinel.engine import journal
-    from sentinel.engine.runner import Engine
+    from sentinel.local.engine import LocalEngine
 
-    engine = Engine(home)
+    engine = LocalEngine(home)
     try:
         outcome = engine.start(task, workspace=workspace)
         run_dir = Path(engine.store.get_run(outcome.id)["run_dir"])
     finally:
         engine.close()
-    events = journal.read(run_dir / "journal.jsonl")[0]
+    events = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines() if line.strip()]
     first = next((e for e in events if e["type"] == "assistant"), None)
     if first is None:
         return {"calls": [], "content": "", "latency_ms": None, "error": outcome.error}
@@ -142,7 +142,7 @@ def bench(model: str, mode: str, tasks: list[tuple[str, str, dict[str, Any]]], r
     home.mkdir(parents=True)
     (home / "config.yaml").write_text(yaml.safe_dump({
         "default_model": model, "limits": {"max_steps": 1}, "leash": {"tools": "plain"},
-        "local": {"tool_mode": mode, "max_tokens": 160}}))
+        "local": {"tool_mode": mode, "max_tokens": 160}, "safeguards": {"draft_contract": "never"}}))
     os.environ["SENTINEL_HOME"] = str(home)
     rows = []
     try:

@@ -59,6 +59,13 @@ class ToolSettings(_Strict):
                                            description="Limits of agent-authored tools and the operator's maxima.")
 
 
+class SafeguardSettings(_Strict):
+    draft_contract: Literal["local", "always", "never"] = Field(
+        "local", description="Whether a task run's model drafts its contract in a first, schema-constrained call "
+                             "(docs/safeguards.md), merged with the one derived from the task's words: local (on "
+                             "local/* models, where a grammar constrains it), always, or never.")
+
+
 class Config(_Strict):
     default_model: str = Field(DEFAULT_MODEL, description="provider/model used when a run names none.")
     default_agent: str | None = Field(None, description="Agent profile used when a run names none.")
@@ -77,6 +84,8 @@ class Config(_Strict):
     system: SystemSettings = Field(default_factory=SystemSettings,
                                    description="System mode only (/etc/sentinel/config.yaml): the models runs may use.")
     local: LocalSettings = Field(default_factory=LocalSettings)
+    safeguards: SafeguardSettings = Field(default_factory=SafeguardSettings,
+                                          description="The agent loop's checks (docs/safeguards.md).")
     web: WebSettings = Field(default_factory=WebSettings)
     context: ContextSettings = Field(default_factory=ContextSettings,
                                      description="Compaction of long runs, the live session file, the curator.")

@@ -32,7 +32,7 @@ from sentinel.chat.view import View
 from sentinel.engine.api import Engine, Outcome
 from sentinel.engine.rows import ApprovalRow, SessionRow
 from sentinel.errors import Busy, SentinelError, UsageError
-from sentinel.engine.status import TERMINAL, RunStatus
+from sentinel.engine.status import ANSWERED, TERMINAL, RunStatus
 from sentinel.ui.escape import visible
 
 Turn = Callable[[View], Outcome]
@@ -318,8 +318,10 @@ class Shell:
         if name not in {w["name"] for w in self.catalog().get("workflows", [])}:
             raise UsageError(f"/workflow run: no saved workflow {name!r} (workflows/{name}.yaml)")
         outcome = self.turn(lambda view: self.engine.run_workflow(name, input_text.strip(), on_event=view))
-        if outcome is not None and outcome.status == RunStatus.DONE:
+        if outcome is not None and outcome.status in ANSWERED:
             self.io.plain(outcome.output or "")  # the last step's answer (the steps' own turns are their runs')
+        if outcome is not None and outcome.status == RunStatus.DONE_UNVERIFIED:
+            self.io.error(f"workflow run {outcome.id} done_unverified: {outcome.error or ''}")
 
     def cmd_mcp(self, arg: str) -> None:
         """`/mcp`: each configured MCP server, its transport and target, ✓ when this agent is granted it."""

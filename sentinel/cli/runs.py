@@ -19,7 +19,7 @@ import typer
 from sentinel.engine.api import Engine, Outcome
 from sentinel.engine.events import Event, SelfEdited, parse as parse_event
 from sentinel.engine.rows import ApprovalRow, RunRow
-from sentinel.engine.status import TERMINAL, RunStatus
+from sentinel.engine.status import ANSWERED, TERMINAL, RunStatus
 from sentinel.errors import NotFound
 from sentinel.jsontypes import JSONObject, list_in, object_in
 from sentinel.ui.escape import for_stream, visible
@@ -29,9 +29,10 @@ from sentinel.ui.render import (Progress, arguments_text, code_listing, listing_
 if TYPE_CHECKING:
     from rich.text import Text
 
-# The exit code of `run`/`resume`/`approve`, by the status the run stopped in (3: waiting for approval)
+# The exit code of `run`/`resume`/`approve`, by the status the run stopped in (3: waiting for approval; 4: done,
+# but nothing the harness could check: docs/safeguards.md)
 STATUS_EXIT: dict[str, int] = {
-    RunStatus.DONE: 0, RunStatus.IDLE: 0, RunStatus.WAITING_APPROVAL: 3, RunStatus.FAILED: 1, RunStatus.CANCELLED: 1,
+    RunStatus.DONE: 0, RunStatus.DONE_UNVERIFIED: 4, RunStatus.IDLE: 0, RunStatus.WAITING_APPROVAL: 3, RunStatus.FAILED: 1, RunStatus.CANCELLED: 1,
     RunStatus.INTERRUPTED: 1, RunStatus.WAITING_CHILD: 1, RunStatus.RUNNING: 1}
 
 ALL_HOSTS_HELP = "Every host's, each labelled with its host (system mode on a shared store: docs/system-mode.md)."
@@ -54,6 +55,9 @@ def _finish(outcome: Outcome, as_json: bool, progress: Progress | None = None) -
                     **({"safeguards": progress.safeguards} if progress and progress.safeguards else {})})
     elif outcome.status == RunStatus.DONE or (outcome.status == RunStatus.IDLE and not outcome.error):
         print(for_stream(outcome.output or "", sys.stdout))
+    elif outcome.status == RunStatus.DONE_UNVERIFIED:  # the answer, and beside it what nobody checked
+        print(for_stream(outcome.output or "", sys.stdout))
+        print(f"run {outcome.id} done_unverified: {visible(outcome.error or '')}", file=sys.stderr)
     elif outcome.status == RunStatus.WAITING_APPROVAL:
         print(f"run {outcome.id} is waiting for approval {outcome.approval_id}: "
               f"sentinel approve {outcome.approval_id}  |  sentinel deny {outcome.approval_id}", file=sys.stderr)
@@ -157,6 +161,8 @@ def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = type
         console.print(f"contract: {'; '.join(detail.contract) or 'nothing the harness can check'}", markup=False)
     if detail.verified is not None:
         console.print("verified: " + ("yes, against the contract" if detail.verified else "no"), markup=False)
+    if detail.unchecked:
+        console.print(f"not checked: {visible('; '.join(detail.unchecked))}", markup=False)
     for c in detail.checkpoints:
         console.print(f"  {checkpoint_line(c)}", markup=False)
     if detail.checkpoints:
@@ -286,7 +292,7 @@ def resume(run_id: str = typer.Argument(...), as_json: bool = typer.Option(False
     if outcome.status in TERMINAL and not as_json:
         print(f"run {outcome.id} is {outcome.status}" + (f": {visible(outcome.error)}" if outcome.error else ""),
               file=sys.stderr)
-        if outcome.status == RunStatus.DONE:
+        if outcome.status in ANSWERED:
             print(for_stream(outcome.output or "", sys.stdout))
         raise typer.Exit(0)
     if outcome.status in TERMINAL:

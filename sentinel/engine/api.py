@@ -97,6 +97,7 @@ class RunDetail:
     checkpoints: list[JSONObject] = field(default_factory=list)  # what each call changed (sentinel undo)
     contract: list[str] | None = None   # what the task asks for, in words (None: a run without one, e.g. a chat)
     verified: bool | None = None        # the answer checked against it by the harness (None: not checked)
+    unchecked: list[str] = field(default_factory=list)  # what the harness could not check (`done_unverified`)
 
     def to_dict(self) -> JSONObject:
         return asdict(self) | {"pending_approvals": [a.to_dict() for a in self.pending_approvals]}
@@ -119,7 +120,8 @@ class RunDetail:
                                  "changed": sorted(p for p, e in s["changes"].items() if e is not None),
                                  "removed": sorted(p for p, e in s["changes"].items() if e is None)}
                                 for i, s in enumerate(state.workspace_steps, 1)],
-                   contract=state.contract["clauses"] if state.contract else None, verified=state.verified)
+                   contract=state.contract["clauses"] if state.contract else None, verified=state.verified,
+                   unchecked=state.unchecked)
 
     @classmethod
     def from_dict(cls, data: JSONObject) -> "RunDetail":

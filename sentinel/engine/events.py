@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from sentinel.engine import records as rec
-from sentinel.engine.status import RunStatus
+from sentinel.engine.status import ANSWERED, RunStatus
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -243,12 +243,18 @@ class Verdict(Event):
     verified: bool = False
     checked: list[str] = field(default_factory=list)
     unmet: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)  # what the harness could not check: `done_unverified`
 
 
 @dataclass(frozen=True, kw_only=True)
 class Done(Event):
+    """The run answered: `done` when the harness checked all its contract asks for, `done_unverified` when it
+    could not (`unverified` says what was not checked)."""
+
     type: ClassVar[str] = "done"
     output: str | None = None
+    status: str = RunStatus.DONE
+    unverified: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -388,7 +394,7 @@ class Translator:
 
     def _verdict(self, r: rec.Verdict, base: dict[str, Any]) -> list[Event]:
         return [Verdict(**base, verified=r.verified, checked=[str(c) for c in r.checked],
-                        unmet=[str(c) for c in r.unmet])]
+                        unmet=[str(c) for c in r.unmet], unchecked=[str(c) for c in r.unchecked])]
 
     def _workspace_step(self, r: rec.WorkspaceStep, base: dict[str, Any]) -> list[Event]:
         self.steps += 1
@@ -403,8 +409,9 @@ class Translator:
                            version=r.version, excerpt=r.excerpt)]
 
     def _status(self, r: rec.Status, base: dict[str, Any]) -> list[Event]:
-        if r.status == RunStatus.DONE:
-            return [Done(**base, output=r.output)]
+        if r.status in ANSWERED:
+            return [Done(**base, output=r.output, status=r.status,
+                         unverified=r.error if r.status == RunStatus.DONE_UNVERIFIED else None)]
         if r.status == RunStatus.IDLE:
             return [Idle(**base, output=r.output, error=r.error)]
         return [Failed(**base, status=r.status, error=r.error)]

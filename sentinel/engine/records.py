@@ -259,12 +259,14 @@ class ContractMade(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Verdict(Record):
-    """The harness's check of an answer against the contract: `verified` only when it had clauses and all held."""
+    """The harness's check of an answer against the contract: `verified` only when every clause was checked and
+    held; `unchecked` says what could not be (the run then ends `done_unverified`)."""
 
     type: ClassVar[str] = "verdict"
     verified: bool = False
     checked: list[Any] = field(default_factory=list)
     unmet: list[Any] = field(default_factory=list)
+    unchecked: list[Any] = field(default_factory=list)
 
 
 KINDS: dict[str, type[Record]] = {cls.type: cls for cls in (

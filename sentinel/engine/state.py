@@ -64,6 +64,7 @@ class RunState:
     workspace_steps: list[dict[str, Any]] = field(default_factory=list)  # what each call changed (undo)
     contract: dict[str, Any] | None = None                   # what the task asks for (terms, clauses), once a run
     verified: bool | None = None                             # the last answer's check against the contract
+    unchecked: list[str] = field(default_factory=list)       # what that check could not see (`done_unverified`)
     seq: int = 0
     offset: int = 0
 
@@ -154,6 +155,7 @@ class RunState:
 
     def _on_verdict(self, e: rec.Verdict) -> None:
         self.verified = e.verified
+        self.unchecked = [str(c) for c in e.unchecked]
 
     def _on_workspace_step(self, e: rec.WorkspaceStep) -> None:
         self.workspace_steps.append({"call_id": e.call_id, "tool": e.tool, "changes": e.changes,

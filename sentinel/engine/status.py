@@ -15,12 +15,15 @@ class RunStatus(StrEnum):
     WAITING_CHILD = "waiting_child"         # a tool call (or a workflow step) waits for its child run
     IDLE = "idle"                           # a chat session between turns: it waits for the next message
     INTERRUPTED = "interrupted"             # nobody executes it any more (a crash, a stop): resumable
-    DONE = "done"
+    DONE = "done"                           # answered, and the harness checked every clause of its contract
+    DONE_UNVERIFIED = "done_unverified"     # answered, but a clause (or the whole task) was not checked
     FAILED = "failed"
     CANCELLED = "cancelled"
 
 
 # A run in one of these never runs again.
-TERMINAL: frozenset[str] = frozenset({RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED})
+TERMINAL: frozenset[str] = frozenset({RunStatus.DONE, RunStatus.DONE_UNVERIFIED, RunStatus.FAILED, RunStatus.CANCELLED})
+# A run in one of these ended with an answer (its `output`); only `done` was checked by the harness.
+ANSWERED: frozenset[str] = frozenset({RunStatus.DONE, RunStatus.DONE_UNVERIFIED})
 # A run that stopped for now or for good: nothing runs until someone sends, resumes or starts it.
 SETTLED: frozenset[str] = TERMINAL | {RunStatus.IDLE}

@@ -28,7 +28,7 @@ from sentinel.jsontypes import JSON, JSONObject
 from sentinel.engine.store import Store
 from sentinel.notify import send
 from sentinel.watchers.deliver import DeliveryError
-from sentinel.engine.status import RunStatus
+from sentinel.engine.status import ANSWERED
 
 POLL_S = 0.25
 WINDOW_S = 3600.0     # events older than this are not looked for again
@@ -146,10 +146,11 @@ def _events(conn: db.Conn, since: float, base: str) -> list[tuple[str, str, JSON
             "url": f"{base}/runs/{a['run_id']}"}))
     for r in conn.execute(
             "SELECT id, task, agent, user, status, output, error, updated_at FROM runs WHERE updated_at >= ?"
-            " AND status IN ('done', 'failed') AND parent_id IS NULL AND kind NOT IN ('hook', 'ask')", (since,)):
-        found.append((f"run:{r['id']}:{r['status']}", r["status"], {
+            " AND status IN ('done', 'done_unverified', 'failed') AND parent_id IS NULL AND kind NOT IN ('hook', 'ask')", (since,)):
+        answered = r["status"] in ANSWERED  # a done_unverified run is sent to whoever follows `done`, marked
+        found.append((f"run:{r['id']}:{r['status']}", "done" if answered else r["status"], {
             "event": r["status"], "run_id": r["id"], "task": _short(r["task"]), "agent": _who(r),
-            "output": _short(r["output"] or "") if r["status"] == RunStatus.DONE else "", "error": _short(r["error"] or ""),
+            "output": _short(r["output"] or "") if answered else "", "error": _short(r["error"] or ""),
             "t": r["updated_at"], "url": f"{base}/runs/{r['id']}"}))
     for f in conn.execute("SELECT id, watcher, run_id, escalation, fired_at FROM watch_firings"
                           " WHERE escalation IS NOT NULL AND fired_at >= ?", (since,)):

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 TELEGRAM_API = "https://api.telegram.org"
 DISCORD_MAX = 2000
 TITLES = {"approval": "run {run_id} waits for approval", "done": "run {run_id} finished",
+          "done_unverified": "run {run_id} finished, not verified",
           "failed": "run {run_id} failed", "escalated": "watcher {watcher} escalated"}
 
 

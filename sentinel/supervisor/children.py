@@ -25,7 +25,7 @@ from sentinel.engine.store import Store, call_digest, new_id
 from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.frames import failure, reply
 from sentinel.engine.state import RunState
-from sentinel.engine.status import TERMINAL, RunStatus
+from sentinel.engine.status import ANSWERED, TERMINAL, RunStatus
 from sentinel.supervisor import agentfs, doorscope, flows, layout, registry, runmodel
 from sentinel.supervisor.hub import Hub
 from sentinel.tools import ToolError
@@ -231,7 +231,7 @@ def settle_temporary(sup: Hub, run_id: str) -> None:
     `discard` needs nothing: it never was a file."""
     store = sup.store
     row = store.get_run(run_id)
-    if (row["status"] != RunStatus.DONE or sup.config.orchestration.temporary != "ask" or subagent(store, row) is None
+    if (row["status"] not in ANSWERED or sup.config.orchestration.temporary != "ask" or subagent(store, row) is None
             or store.approval_for_call(run_id, SAVE_CALL) is not None):
         return
     store.submit_approval(run_id, SAVE_CALL, "save_agent", {"agent": f"{row.get('user')}/{row['agent']}"},

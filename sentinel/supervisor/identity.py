@@ -210,8 +210,8 @@ def remove(name: str, store: Any, *, user: bool = False, by: str = "root") -> di
     if user and agent.origin != "setup":
         raise UsageError(f"--user: {name} was an existing user registered with `init --leash`; Sentinel deletes "
                          "only users it created (remove without --user, then userdel it yourself)")
-    rows = store.conn.execute("SELECT id, status FROM runs WHERE user=? AND status NOT IN ('done', 'failed', "
-                              "'cancelled')", (name,)).fetchall()
+    rows = store.conn.execute("SELECT id, status FROM runs WHERE user=? AND status NOT IN ('done', "
+                              "'done_unverified', 'failed', 'cancelled')", (name,)).fetchall()
     running = [r["id"] for r in rows if r["status"] == RunStatus.RUNNING]
     if running:
         raise UsageError(f"agent {name} has runs executing ({', '.join(running)}): cancel them first "

@@ -40,8 +40,8 @@ from sentinel.engine.status import TERMINAL, RunStatus
 if TYPE_CHECKING:
     from sentinel.config import Config
 
-WORKER_STATUSES = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.DONE, RunStatus.FAILED, RunStatus.IDLE,
-                   RunStatus.WAITING_CHILD)
+WORKER_STATUSES = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.DONE, RunStatus.DONE_UNVERIFIED,
+                   RunStatus.FAILED, RunStatus.IDLE, RunStatus.WAITING_CHILD)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 OUTCOMES = ("auto", "needs_approval", "deny")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"

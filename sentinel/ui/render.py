@@ -144,16 +144,22 @@ def describe(e: ev.Event) -> str | None:
         return f"[dim]§ contract: {_t('; '.join(e.clauses) or 'nothing the harness can check (the answer is the deliverable)')}[/]"
     if isinstance(e, ev.Verdict):
         return ("[green]✓ verified[/] [dim]against the contract[/]" if e.verified else
-                f"[yellow]○ not verified[/]: {_t('; '.join(e.unmet) or 'the task asks for nothing the harness can check')}")
+                f"[yellow]○ not verified[/]: {_t('; '.join([*e.unmet, *e.unchecked]) or 'nothing was checked')}")
     if isinstance(e, ev.WorkspaceChanged):
         return f"  [magenta]✎ {_t(workspace_line(e))}[/]"
     if isinstance(e, ev.Done):
-        return "[green]■ done[/]"
+        return f"[yellow]■ done, not verified[/]: {_t(unverified_text(e.unverified))}" if e.unverified \
+            else "[green]■ done[/]"
     if isinstance(e, ev.Idle):
         return f"[red]■ turn ended[/]: {_t(e.error)}" if e.error else "[green]■ answered[/] [dim](waiting)[/]"
     if isinstance(e, ev.Failed):
         return f"[red]✗ {_t(e.status)}[/]: {_t(e.error or '')}"
     return None
+
+
+def unverified_text(why: str | None) -> str:
+    """What a `done_unverified` run's harness did not check, without the `not verified: ` its error starts with."""
+    return (why or "").removeprefix("not verified: ") or "the harness checked nothing"
 
 
 def workspace_line(e: ev.WorkspaceChanged) -> str:

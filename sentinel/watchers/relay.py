@@ -20,6 +20,7 @@ from sentinel.watchers.strategies import RunCommand
 from sentinel.engine.status import RunStatus
 
 SESSION_WHY = {"done": "the session ended without sentinel_act notify",
+               "done_unverified": "the session ended without sentinel_act notify",
                "idle": "the session ended without sentinel_act notify"}
 
 

@@ -27,7 +27,8 @@ from sentinel.jsontypes import JSONObject
 from sentinel.ui.escape import visible
 
 STATUS_LABELS: dict[str, str] = {RunStatus.WAITING_APPROVAL: "waiting for approval",
-                                  RunStatus.WAITING_CHILD: "waiting for a child run"}
+                                  RunStatus.WAITING_CHILD: "waiting for a child run",
+                                  RunStatus.DONE_UNVERIFIED: "done, not verified"}
 
 
 def _pretty(value: object) -> str:

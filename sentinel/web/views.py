@@ -35,8 +35,8 @@ from sentinel.engine.status import RunStatus
 
 logger = logging.getLogger("sentinel.web")
 KEEPALIVE_S = 15.0
-RUN_STATUSES = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.WAITING_CHILD, RunStatus.DONE, RunStatus.FAILED,
-                RunStatus.CANCELLED, RunStatus.INTERRUPTED)
+RUN_STATUSES = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.WAITING_CHILD, RunStatus.DONE,
+                RunStatus.DONE_UNVERIFIED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.INTERRUPTED)
 
 
 class BadRequest(UsageError):

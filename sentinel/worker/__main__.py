@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentinel.errors import SentinelError
-from sentinel.engine.status import RunStatus
+from sentinel.engine.status import ANSWERED
 
 if TYPE_CHECKING:
     from sentinel.engine.events import Listener
@@ -137,7 +137,7 @@ def execute(run_id: str) -> int:
                     skills=[str(s) for s in spec.get("skills") or []], model=spec["model"], endpoint=endpoint,
                     operator=True, children=RemoteChildren(channel), grants=spec.get("grants"),
                     soul=(sub or {}).get("soul"))
-        if sub and run.state.status == RunStatus.DONE and config.orchestration.temporary == "save":
+        if sub and run.state.status in ANSWERED and config.orchestration.temporary == "save":
             _keep(spec, profile, home)
         return 0
     except SentinelError as exc:

@@ -80,6 +80,10 @@ def result_text(ended: dict[str, Any]) -> str:
     """What the parent's call returns: the child's answer, or why it has none."""
     if ended["status"] == RunStatus.DONE:
         return ended.get("output") or ""
+    if ended["status"] == RunStatus.DONE_UNVERIFIED:  # the parent hears that nobody checked it, and what
+        return (f"{ended.get('output') or ''}\n\n[sentinel note] The child run {ended['id']} answered, but the "
+                f"harness did not verify its work ({ended.get('error') or 'not verified'}): check it before relying "
+                "on it.")
     return f"Error: the child run {ended['id']} {ended['status']}: {ended.get('error') or 'no answer'}"
 
 

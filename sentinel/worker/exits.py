@@ -2,7 +2,8 @@
 
     LoopExit                      the loop stops; `status` is the run's status after it
     ├── Stopped(text)             the turn is over: a `status` record is journaled (a chat session: `idle`)
-    │   ├── Finished              the model answered (text: the output)               -> done
+    │   ├── Finished              the model answered, every clause checked and held   -> done
+    │   │   └── Unverified        answered, a clause not checked (error: which)       -> done_unverified
     │   ├── Failed                a limit, a safeguard, a model error (text: why)     -> failed
     │   └── Unavailable           the model host or upstream went away: resumable     -> interrupted
     └── Waiting(waits_for)        the run waits; what it waits for is journaled already
@@ -39,6 +40,16 @@ class Finished(Stopped):
     answered = True
 
 
+class Unverified(Finished):
+    """The model answered, and the harness could not check all of what the task asks for: `why` says what."""
+
+    status = RunStatus.DONE_UNVERIFIED
+
+    def __init__(self, text: str, why: str):
+        super().__init__(text)
+        self.error = why
+
+
 class Failed(Stopped):
     status = RunStatus.FAILED
 
@@ -64,7 +75,7 @@ class WaitingChild(Waiting):
 
 
 class Corrected(Exception):
-    """The model's reply was sent back with a correction (see sentinel/worker/answer.py): ask it again."""
+    """The model's reply was sent back with a correction (see sentinel/worker/safeguards/answer.py): ask it again."""
 
 
 class CodeChanged(Exception):

@@ -29,7 +29,6 @@ and the next user message (`sentinel.worker.turn`) starts another turn.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import time
@@ -46,16 +45,17 @@ from sentinel.models import ModelClient, ModelError, ModelUnavailable
 from sentinel.models.toolcalls import recover
 from sentinel.policy import landing
 from sentinel.policy.decide import CallContext, Layer, decide
-from sentinel.tools import Pinned, Registry, Tool, ToolContext, ToolError, decode_arguments, parse_arguments
-from sentinel.worker import answer, deletes
+from sentinel.tools import Pinned, Registry, Tool, ToolContext, ToolError, parse_arguments
+from sentinel.worker import deletes
+from sentinel.worker.safeguards import answer
 from sentinel.worker.compact import ContextKeeper
 from sentinel.worker.children import CHILD_TOOLS, Children, result_text
-from sentinel.worker.exits import (CodeChanged, Corrected, Failed, Finished, Paused, Stopped, Unavailable, Waiting,
-                                    WaitingChild)
+from sentinel.worker.exits import (CodeChanged, Corrected, Failed, Finished, Paused, Stopped, Unavailable,
+                                    Unverified, Waiting, WaitingChild)
 from sentinel.worker.stream import CallStream
-from sentinel.worker.safeguards import contract
+from sentinel.worker.safeguards import contract, draft, guards
 from sentinel.worker.undo import Checkpoints
-from sentinel.engine.status import TERMINAL, RunStatus
+from sentinel.engine.status import ANSWERED, TERMINAL, RunStatus
 
 
 @dataclass
@@ -72,24 +72,10 @@ class Deps:
     prompt: Callable[[], str] | None = None  # the system prompt as the agent's files make it now
     keeper: ContextKeeper | None = None  # compaction, session file, curator
     children: Children | None = None  # child runs (delegate, spawn, run_workflow), when the engine offers them
+    draft: bool = False  # a task run's model drafts its contract first (sentinel/worker/safeguards/draft.py)
 
 
 MAX_CORRECTIONS = 2  # replies sent back as no answer, a turn, before the run fails
-LOOP_REPEATS = 4     # the same tool calls this many turns in a row stop the run
-DUPLICATE = ("[sentinel note] This is the same call with the same arguments as the call just before it, so it was "
-             "not run again: the result above is that call's. Do something different: the next step, or your "
-             "final answer.")
-UNREAD = ("Error: not written: {path} exists and you have not read it whole in this task, and this call replaces "
-          "the whole file, so its current content would be lost. To add to its end, call write_file with "
-          '"append": true. To change part of it, read it with read_file, then use edit_file (or write_file with '
-          "the whole new content).")
-# A command's `> FILE` (not `>>`, `2>`, `&>` or `>&2`): it replaces FILE whole.
-_REDIRECT = re.compile(r"(?<![>&\d])>\s*['\"]?([\w][\w./-]*)")
-UNASKED = ("Error: not changed: {path} was kept, because the task is a question and asks for no change. Answer "
-           "it from what you read.")
-WIDE = ("Error: not run: `{part}` could delete files the task says to keep; it allows deleting only {allowed}. "
-        "Delete exactly those, for example `rm -- {example}` or `find . -name '{example}' -delete`.")
-FILE_TOOLS = ("write_file", "edit_file")
 SELF_EDITS = {"edit_soul": "soul", "update_user": "user.md"}  # self-state tools whose edits the operator sees
 INTERRUPTED = ("Error: this call was interrupted before it finished (the process running it stopped) and was "
                "not re-run, because it may have had side effects. Check its effects before trying again.")
@@ -107,9 +93,9 @@ class AgentLoop:
 
     def execute(self) -> str:
         self.run.record({"type": "session", "pid": os.getpid()})
-        self.make_contract()
         self.deps.store.set_status(self.state.id, RunStatus.RUNNING)
         try:
+            self.make_contract()
             while True:
                 self.step()
         except Waiting as wait:  # an operator, or a child run (whose end resumes this run)
@@ -132,8 +118,8 @@ class AgentLoop:
             for call in calls:
                 self.settle(call)
             return
-        if (answer := self.state.answer()) is not None:
-            raise Finished(answer)  # answered before the process stopped: never ask the model twice
+        if (answer := self.state.answer()) is not None:  # answered before the process stopped: never ask twice
+            self.finish(answer, self.record_verdict(self.turn()))
         self.check_limits()
         try:
             self.call_model()
@@ -185,8 +171,7 @@ class AgentLoop:
         else:
             self.send_back(record, problem)
         if not calls:
-            self.record_verdict(turn)
-            raise Finished(completion.content)
+            self.finish(completion.content, self.record_verdict(turn))
         self.break_loop()
 
     # -- the contract -------------------------------------------------------------
@@ -196,8 +181,18 @@ class AgentLoop:
         as the run finds it (sentinel/worker/safeguards/contract.py)."""
         if self.state.kind != "task" or self.state.contract is not None or self.state.steps:
             return
-        made = contract.derive(self.state.request, self.deps.tool_ctx.workspace)
-        self.run.record({"type": "contract", "terms": made.to_dict(), "clauses": made.clauses()})
+        workspace = self.deps.tool_ctx.workspace
+        made = contract.derive(self.state.request, workspace)
+        why = None
+        if self.deps.draft:
+            try:
+                drafted, why = draft.ask(self.deps.model, self.state.request, workspace)
+            except ModelUnavailable as exc:
+                raise Unavailable(str(exc)) from None
+            made = draft.merge(made, drafted, workspace) if drafted is not None else made
+        terms = made.to_dict() | ({"draft_error": why} if why else {})
+        self.run.record({"type": "contract", "terms": terms, "clauses": made.words()},
+                        *([self.safeguard("contract_draft", "flagged", why)] if why else []))
 
     def terms(self) -> contract.Contract | None:
         if self.state.contract is None or self.state.kind != "task":
@@ -228,15 +223,24 @@ class AgentLoop:
     def _passed(terms: contract.Contract, turn: answer.Turn) -> bool:
         return terms.command is None or answer.passed(terms.command, turn.since_change)
 
-    def record_verdict(self, turn: answer.Turn | None) -> None:
-        """`verified` when the contract had clauses and every one held: the answer's word is not the check."""
+    def record_verdict(self, turn: answer.Turn | None) -> list[str]:
+        """`verified` when every clause of the contract was checked and held: the answer's word is not the check.
+        Returns what was not checked (empty for a run without a contract: a chat, a watcher's session)."""
         terms = self.terms()
         if terms is None or turn is None:
-            return
-        clauses = terms.clauses()
+            return []
         unmet = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn), self.printed())
-        self.run.record({"type": "verdict", "verified": bool(clauses) and not unmet, "checked": clauses,
-                         "unmet": unmet})
+        unchecked = contract.unchecked(terms)
+        self.run.record({"type": "verdict", "verified": not unmet and not unchecked, "checked": terms.clauses(),
+                         "unmet": unmet, "unchecked": unchecked})
+        return unchecked
+
+    @staticmethod
+    def finish(text: str, unchecked: list[str]) -> None:
+        """End the task with its answer: `done` only when the harness checked everything the contract asks for."""
+        if unchecked:
+            raise Unverified(text, f"not verified: {'; '.join(unchecked)}")
+        raise Finished(text)
 
     def known(self) -> set[str]:
         return self.deps.registry.names() if self.deps.granted is None else set(self.deps.granted)
@@ -298,7 +302,7 @@ class AgentLoop:
         after = calls[ids.index(self.state.last_change) + 1:] if self.state.last_change in ids else []
         ran = []
         for c in after:
-            command = str(_arguments(c).get("command") or "") if c["function"]["name"] == "bash" else ""
+            command = str(guards.arguments(c).get("command") or "") if c["function"]["name"] == "bash" else ""
             if command and c["id"] in results:
                 ran.append((command, results[c["id"]]))
         return tuple(ran)
@@ -322,16 +326,10 @@ class AgentLoop:
         return {"type": "safeguard", "kind": kind, "action": action, "detail": detail}
 
     def break_loop(self) -> None:
-        """Stop a run that repeats itself: the same tool calls LOOP_REPEATS turns in a row, or two sets of calls
-        taking turns three times each. The calls just asked for get a result saying they were not run."""
-        turns = [_signature(m) for m in _last_turns(self.state.messages, 2 * LOOP_REPEATS)]
-        last = turns[-LOOP_REPEATS:]
-        if len(last) == LOOP_REPEATS and len(set(last)) == 1:
-            why = f"the same tool call(s) {LOOP_REPEATS} turns in a row: {answer.short(last[0], 120)}"
-        elif len(turns) >= 6 and len(set(turns[-6:])) == 2 and turns[-6:] == turns[-2:] * 3:
-            why = (f"the same two turns taking turns three times: {answer.short(turns[-1], 120)} / "
-                   f"{answer.short(turns[-2], 120)}")
-        else:
+        """Stop a run that repeats itself (guards.repeating). The calls just asked for get a result saying they were
+        not run."""
+        why = guards.repeating(self.state.messages)
+        if why is None:
             return
         results = [{"type": "finished", "call_id": c["id"], "result": "Not run: the run was stopped for repeating "
                     "itself."} for c in self.state.open_calls()]
@@ -360,24 +358,9 @@ class AgentLoop:
                 return self.hand_to_child(call_id, name, self.deps.store.decision_for_call(self.state.id, call_id))
             return self._after_crash(call)
         decision = self.deps.store.decision_for_call(self.state.id, call_id)
-        if decision is None and (earlier := self.duplicate_of(call)) is not None:
-            return self.run.record(self.safeguard("duplicate_call", "deduplicated", f"{name} with the same arguments "
-                                                  "as the call just before it: not run again"),
-                                   {"type": "finished", "call_id": call_id, "result": earlier, "duplicate": True})
-        if decision is None and (unread := self.unread_overwrite(call)) is not None:
-            return self.run.record(self.safeguard("unread_overwrite", "refused", f"{name} {unread}: it exists "
-                                                  "and the run has not read it"),
-                                   {"type": "finished", "call_id": call_id, "result": UNREAD.format(path=unread)})
-        if decision is None and (unasked := self.unasked_change(call)) is not None:
-            return self.run.record(self.safeguard("unasked_change", "refused", f"{name} {unasked}: the request is "
-                                                  "a question and asks for no change"),
-                                   {"type": "finished", "call_id": call_id, "result": UNASKED.format(path=unasked)})
-        if decision is None and (wide := self.wide_delete(call)) is not None:
-            part, allowed = wide
-            return self.run.record(self.safeguard("wide_delete", "refused", f"{answer.short(part, 120)}: the "
-                                                  f"request deletes only {', '.join(allowed)} and keeps the rest"),
-                                   {"type": "finished", "call_id": call_id,
-                                    "result": WIDE.format(part=part, allowed=", ".join(allowed), example=allowed[0])})
+        if decision is None and (refused := guards.before(self.seen(), call)) is not None:
+            return self.run.record(self.safeguard(refused.kind, refused.action, refused.detail),
+                                   {"type": "finished", "call_id": call_id, "result": refused.result, **refused.extra})
         decision = decision or self.decide(call)
         if decision["outcome"] == "deny":
             self._pins.pop(call_id, None)
@@ -390,62 +373,10 @@ class AgentLoop:
             return self.result(call_id, f"Error: {exc}")
         self.execute_call(call_id, name, decision, pinned)
 
-    def unasked_change(self, call: dict[str, Any]) -> str | None:
-        """The path of a write_file or edit_file made while the request is a question: the default model, asked
-        which version a file sets, changed the version and answered with the new one."""
-        if call["function"]["name"] not in FILE_TOOLS or self.state.kind == "hook" or not answer.asks_question(
-                self.state.request):
-            return None
-        return str(_arguments(call).get("path") or "") or "the file"
-
-    def wide_delete(self, call: dict[str, Any]) -> tuple[str, list[str]] | None:
-        """(the deleting part, what the request allows) for a command that could delete files the request says to
-        keep ("Delete every .tmp file. Keep all the other files." answered with `find . -type f -delete`)."""
-        if call["function"]["name"] != "bash" or self.state.kind == "hook":
-            return None
-        allowed = deletes.targets(self.state.request)
-        if not allowed:
-            return None
-        part = deletes.overreach(str(_arguments(call).get("command") or ""), allowed)
-        return (part, allowed) if part is not None else None
-
-    def unread_overwrite(self, call: dict[str, Any]) -> str | None:
-        """The path of a write_file (not an append), or of a command's `> FILE` redirection, that would replace a
-        workspace file the run has not read whole (read_file or `cat` without truncation) nor written whole itself:
-        a small model writes what it imagines a file holds (`echo "debug = false" > settings.json`), or replaces a
-        three-line file with the one line it was asked to add. The run's journal says what it read, so a
-        compaction that dropped the read from the conversation does not make the file unread."""
-        name = call["function"]["name"]
-        if name not in ("write_file", "bash"):
-            return None
-        args = _arguments(call)
-        if name == "write_file" and args.get("append") is True:
-            return None  # adds to the file: nothing is lost
-        paths = [str(args.get("path") or "")] if name == "write_file" else _REDIRECT.findall(str(args.get("command") or ""))
-        workspace = self.deps.tool_ctx.workspace
-        for path in paths:
-            key = _workspace_path(workspace, path)
-            try:
-                if key is None or not (workspace / key).is_file():
-                    continue
-            except OSError:
-                continue
-            if key not in self.state.known:
-                return path
-        return None
-
-    def duplicate_of(self, call: dict[str, Any]) -> str | None:
-        """The result the call just before this one got, with a note, when it is the same call with the same
-        arguments (and that result was not an interruption, which asks to check and try again)."""
-        before = _call_before(self.state.messages, call["id"])
-        if before is None or _signature({"tool_calls": [before]}) != _signature({"tool_calls": [call]}):
-            return None
-        earlier = next((m.get("content") for m in reversed(self.state.messages)
-                        if m.get("role") == "tool" and m.get("tool_call_id") == before["id"]), None)
-        if earlier is None or earlier.startswith(("Error: this call was interrupted", "Cancelled:")):
-            return None
-        earlier = earlier.split(f"\n\n{DUPLICATE}")[0]
-        return f"{earlier}\n\n{DUPLICATE}"
+    def seen(self) -> guards.Seen:
+        """What the pre-call guards know of the run (sentinel/worker/safeguards/guards.py)."""
+        return guards.Seen(self.state.messages, self.state.known, self.state.request, self.state.kind,
+                           self.deps.tool_ctx.workspace)
 
     def decide(self, call: dict[str, Any]) -> dict[str, Any]:
         call_id, name, raw = call["id"], call["function"]["name"], call["function"]["arguments"]
@@ -592,7 +523,7 @@ class AgentLoop:
             return [self.safeguard("soul_edit_refused", "refused", answer.short(output[len("Error: "):], 160))]
         if not changed:
             return []
-        if name in FILE_TOOLS:
+        if name in guards.FILE_TOOLS:
             path = str(args.get("path") or "")
             if path and not (self.deps.tool_ctx.workspace / path).exists():
                 note = f"{path} does not exist after this {name} call: check the path and write it again."
@@ -609,21 +540,16 @@ class AgentLoop:
 
     def check_content(self, name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
         """After a call changed files: a JSON, YAML or TOML file it wrote (or, after a command, one the request
-        names) that no longer parses, or a file asked to hold N bullet points that holds fewer, gets a note at
+        names) that no longer parses gets a note at
         once, so the model can mend it before it answers."""
         request, workspace = self.state.request, self.deps.tool_ctx.workspace
         if self.state.kind == "hook" or not answer.asks_for_change(request):
             return []
-        paths = [str(args.get("path") or "")] if name in FILE_TOOLS else answer.named_files(request)
+        paths = [str(args.get("path") or "")] if name in guards.FILE_TOOLS else answer.named_files(request)
         for path in filter(None, paths):
             if why := answer.unparsable(workspace, path):
                 return [{**self.safeguard(answer.INVALID, "flagged", why),
                          "note": f"{why}. Write it again whole and valid."}]
-            if short_of := answer.bullets_missing(request, workspace, path):
-                wanted, found = short_of
-                return [{**self.safeguard(answer.BULLETS, "flagged", f"{path} has {found} of {wanted} bullet points"),
-                         "note": f"The task asks for {wanted} bullet points and {path} now has {found} lines "
-                                 'starting with "- ". Write it again, one "- " line per point.'}]
         return []
 
     def context(self, call_id: str, name: str, args: dict[str, Any], code_sha256: str | None = None) -> CallContext:
@@ -672,7 +598,7 @@ class AgentLoop:
             raise WaitingChild(child_id)
         self.run.record({"type": "child_finished", "child_id": child_id, "call_id": call_id,
                          "status": ended["status"], "output": ended.get("output")})
-        self.result(call_id, result_text(ended), **({"changed": True} if ended["status"] == RunStatus.DONE else {}))
+        self.result(call_id, result_text(ended), **({"changed": True} if ended["status"] in ANSWERED else {}))
 
     def _after_crash(self, call: dict[str, Any]) -> None:
         tool = self.deps.registry.get(call["function"]["name"])
@@ -725,18 +651,6 @@ _EXIT_LINE = re.compile(r"\Aexit code: -?\d+\n?")
 _TRUNCATED = re.compile(r"\n\[\.\.\. \d+ characters truncated \.\.\.\]\n")
 
 
-def _workspace_path(workspace: Path, path: str) -> str | None:
-    """`path` as one spelling relative to the workspace (`./a.txt`, `a.txt` and `/ws/a.txt` are `a.txt`); None when
-    it leaves the workspace or is empty."""
-    if not path:
-        return None
-    full = Path(os.path.normpath(workspace / path))
-    try:
-        return str(full.relative_to(os.path.normpath(workspace)))
-    except ValueError:
-        return None
-
-
 def _known_after(workspace: Path, name: str, args: dict[str, Any], output: str) -> list[str]:
     """Workspace paths a call showed whole (read_file, `cat FILE` with nothing truncated) or wrote whole (write_file,
     a command's `> FILE`, which replaces the file whether the command then works or not): the run knows what they
@@ -744,66 +658,17 @@ def _known_after(workspace: Path, name: str, args: dict[str, Any], output: str) 
     paths: list[str] = []
     if name == "bash":
         command = str(args.get("command") or "")
-        paths = _REDIRECT.findall(command)
+        paths = guards.REDIRECT.findall(command)
         if output.startswith("exit code: 0") and not _TRUNCATED.search(output) and "|" not in command:
             paths += [w for words in deletes.commands(command) if words[0] == "cat" for w in words[1:]
                       if not w.startswith("-") and not set(w) & set("<>")]  # not `cat f | head`: part of f
     elif (name == "read_file" and not _TRUNCATED.search(output) or name == "write_file" and not args.get("append")) \
             and not output.startswith("Error:"):
         paths = [str(args.get("path") or "")]
-    return [key for p in paths if (key := _workspace_path(workspace, p)) is not None]
-
-
-def _canonical(raw: Any) -> str:
-    """A call's arguments in one spelling, so the same arguments compare equal however they were written."""
-    try:
-        value = decode_arguments(raw)
-    except ValueError:
-        return str(raw)
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
-
-
-def _call_before(messages: list[dict[str, Any]], call_id: str) -> dict[str, Any] | None:
-    """The tool call the model asked for just before call `call_id`, searched from the end (where it is)."""
-    found = False
-    for message in reversed(messages):
-        if message.get("role") != "assistant":
-            continue
-        calls: list[dict[str, Any]] = message.get("tool_calls") or []
-        for call in calls[::-1]:
-            if found:
-                return call
-            found = call["id"] == call_id
-    return None
-
-
-def _last_turns(messages: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
-    """The last `count` model turns, oldest first, found from the end: a long run pays for these, not for all."""
-    found: list[dict[str, Any]] = []
-    for message in reversed(messages):
-        if message.get("role") == "assistant":
-            found.append(message)
-            if len(found) == count:
-                break
-    return found[::-1]
-
-
-def _signature(message: dict[str, Any]) -> str:
-    calls = message.get("tool_calls") or []
-    return "; ".join(f"{c['function']['name']} {_canonical(c['function']['arguments'])}" for c in calls) or "(text)"
+    return [key for p in paths if (key := guards.workspace_path(workspace, p)) is not None]
 
 
 def _version(output: str) -> int | None:
     """The soul version an edit_soul result names ("... the previous version is kept as version 3")."""
     found = re.search(r"\bversion (\d+)\b", output)
     return int(found.group(1)) if found else None
-
-
-def _arguments(call: dict[str, Any]) -> dict[str, Any]:
-    """A call's arguments as an object ({} when they are not one): what the checks before a call read, decoded
-    as the tool will decode them (twice-encoded included), so no spelling runs what a check did not see."""
-    try:
-        args = decode_arguments(call["function"].get("arguments") or "{}")
-    except ValueError:
-        return {}
-    return args if isinstance(args, dict) else {}

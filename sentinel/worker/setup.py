@@ -119,7 +119,7 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     keeper = _keeper(config, home, profile, state, store, model, endpoint, defer_curator)
     return Deps(model=model, registry=registry, layers=layers, store=store, tool_ctx=tool_ctx,
                 max_steps=config.limits.max_steps, max_wall_s=config.limits.max_wall_s, granted=granted, prompt=prompt,
-                keeper=keeper, children=children)
+                keeper=keeper, children=children, draft=drafts(config, state))
 
 
 # Left out of a task run on a small local model (local.tool_set: focused): measured on the default 1.5B model,
@@ -133,6 +133,12 @@ def focus(names: set[str], task: str) -> frozenset[str]:
     ..."): hidden, a task asked to use edit_soul ended `done` after writing soul.txt in the workspace."""
     asked = {name for name in FOCUS_HIDDEN if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", task)}
     return frozenset(names) - (FOCUS_HIDDEN - asked)
+
+
+def drafts(config: Config, state: RunState) -> bool:
+    """Whether a task run's model drafts its contract first (safeguards.draft_contract)."""
+    how = config.safeguards.draft_contract
+    return state.kind == "task" and (how == "always" or how == "local" and state.model.startswith("local/"))
 
 
 def focused(config: Config, state: RunState) -> bool:

@@ -18,7 +18,7 @@ from sentinel.engine.run import Run
 from sentinel.engine.state import RunState
 from sentinel.engine.store import Store
 from sentinel.workflows.model import Workflow, render
-from sentinel.engine.status import TERMINAL, RunStatus
+from sentinel.engine.status import ANSWERED, TERMINAL, RunStatus
 
 KIND = "workflow"             # the kind of a workflow's run
 AGENT = "workflow:"           # the agent column of a workflow's run: workflow:<name>
@@ -58,8 +58,8 @@ def walk(run: Run, workflow: Workflow, steps: Steps, store: Store) -> str:
     store.set_status(run.state.id, RunStatus.RUNNING)
     status = advance(run, workflow, steps)
     state = run.state
-    store.set_status(state.id, status, output=state.output if status == RunStatus.DONE else None,
-                     error=state.error if status == RunStatus.FAILED else None)
+    store.set_status(state.id, status, output=state.output if status in ANSWERED else None,
+                     error=state.error if status != RunStatus.DONE else None)
     run.snapshot()
     return status
 
@@ -69,6 +69,7 @@ def advance(run: Run, workflow: Workflow, steps: Steps) -> str:
     journaled = {r.call_id for r in journal.read(run.journal.path)[0] if isinstance(r, records.ChildFinished)}
     outputs: dict[str, str] = {}
     previous: str | None = None
+    unverified: list[str] = []
     for step in workflow.steps:
         key = step_key(step.name)
         child = steps.child_for_call(state.id, key)
@@ -85,10 +86,16 @@ def advance(run: Run, workflow: Workflow, steps: Steps) -> str:
         if key not in journaled:
             run.record({"type": "child_finished", "child_id": child_id, "status": ended["status"],
                         "output": ended.get("output"), "call_id": key})
-        if ended["status"] != RunStatus.DONE:
+        if ended["status"] not in ANSWERED:
             error = f"step {step.name} ({child_id}) {ended['status']}: {ended.get('error') or 'no output'}"
             run.record({"type": "status", "status": RunStatus.FAILED, "output": None, "error": error})
             return RunStatus.FAILED
         outputs[step.name] = previous = ended.get("output") or ""
+        if ended["status"] == RunStatus.DONE_UNVERIFIED:
+            unverified.append(f"step {step.name} ({child_id})")
+    if unverified:  # the workflow is only as checked as its steps
+        why = f"not verified: {', '.join(unverified)} ended done_unverified"
+        run.record({"type": "status", "status": RunStatus.DONE_UNVERIFIED, "output": previous, "error": why})
+        return RunStatus.DONE_UNVERIFIED
     run.record({"type": "status", "status": RunStatus.DONE, "output": previous, "error": None})
     return RunStatus.DONE

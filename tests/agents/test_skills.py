@@ -23,7 +23,7 @@ def test_created_skill_is_attached_and_in_the_next_model_calls_prompt(cli, confi
                                    body=BODY), call("list_skills"), "ok"])
     configure(server=server)
     cli("agent", "create", "writer", check=0)
-    cli("run", "--agent", "writer", "learn a skill", check=0)
+    cli("run", "--agent", "writer", "learn a skill", check=4)
     meta, body = split_frontmatter((sentinel_home / "skills" / "release-notes" / "SKILL.md").read_text())
     assert meta == {"name": "release-notes", "description": "Write release notes."} and body.strip() == BODY
     assert yaml.safe_load((sentinel_home / "agents" / "writer.yaml").read_text())["skills"] == ["release-notes"]
@@ -40,7 +40,7 @@ def test_created_skill_is_attached_and_in_the_next_model_calls_prompt(cli, confi
 def test_a_bad_skill_is_a_result_the_model_reads(cli, configure, scripted_server, sentinel_home):
     server = scripted_server([call("create_skill", name="../escape", description="x", body="y"), "ok"])
     configure(server=server)
-    cli("run", "t", check=0)
+    cli("run", "t", check=4)
     result = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"][0]
     assert result == "Error: skill name '../escape' must not contain a path separator"
     assert not (sentinel_home / "escape").exists() and not (sentinel_home / "skills").exists()

@@ -29,7 +29,7 @@ def test_done_when_a_garbled_soul_edit_is_refused_and_restore_soul_brings_back_t
     configure(server=scripted_server([call("edit_soul", content=NAVIGATOR),
                                       call("edit_soul", content="Error: Permission denied (os error 13)"),
                                       "Aye, the soul is set."]))
-    out = cli.json("run", "become a navigator", "--json", check=0)
+    out = cli.json("run", "become a navigator", "--json", check=4)
     assert _soul(sentinel_home).strip() == NAVIGATOR  # the garbled edit never landed
     assert out["safeguards"] == ["soul_edit_refused"]
     shown = cli.json("show", out["id"], "--json")
@@ -60,14 +60,14 @@ def test_restore_soul_without_history_or_with_an_unknown_version_is_one_line(cli
 
 def test_an_unknown_version_names_the_kept_ones(scripted_server, configure, cli):
     configure(server=scripted_server([call("edit_soul", content=NAVIGATOR), "Aye."]))
-    cli("run", "become a navigator", check=0)
+    cli("run", "become a navigator", check=4)
     proc = cli("agent", "restore-soul", "sentinel", "--version", "7")
     assert proc.returncode == 2 and "--version" in proc.stderr and "kept: 1" in proc.stderr
 
 
 def test_update_user_is_shown_as_an_edit(scripted_server, configure, cli):
     configure(server=scripted_server([call("update_user", content="Prefers tea to coffee."), "Noted."]))
-    out = cli.json("run", "I prefer tea", "--json", check=0)
+    out = cli.json("run", "I prefer tea", "--json", check=4)
     edits = cli.json("show", out["id"], "--json")["self_edits"]
     assert [(e["tool"], e["file"], e["excerpt"]) for e in edits] == [("update_user", "user.md",
                                                                        "Prefers tea to coffee.")]
@@ -79,7 +79,7 @@ def test_a_soul_poisoned_before_edits_were_checked_is_not_loaded(scripted_server
     (sentinel_home / "agents" / "sentinel.soul.md").write_text("Error: Permission denied\n")
     server = scripted_server(["Hello."])
     configure(server=server)
-    cli("run", "hi", check=0)
+    cli("run", "hi", check=4)
     prompt = server.requests[0]["messages"][0]["content"]
     assert "Permission denied" not in prompt and "careful, capable assistant" in prompt
 

@@ -44,8 +44,8 @@ def test_authored_tool_trust_in_system_mode(system, make_agent, sentinel_cmd, su
     assert refused.returncode == 2 and "permission denied" in refused.stderr
     assert json.loads(sentinel_cmd("trust", "list", "--json", check=0).stdout) == []
 
-    done = json.loads(sentinel_cmd("approve", out["approval_id"], "--json", check=0).stdout)
-    assert done["status"] == "done"
+    done = json.loads(sentinel_cmd("approve", out["approval_id"], "--json", check=4).stdout)
+    assert done["status"] == "done_unverified"
     assert _tool_results(first)[-1] == f"3 words as uid {uid}"  # out of the worker, as the agent
     trusted = json.loads(sentinel_cmd("trust", "list", "--json", check=0).stdout)
     assert [(t["agent"], t["tool"], t["code_sha256"], t["trusted_by"]) for t in trusted] == [
@@ -54,8 +54,8 @@ def test_authored_tool_trust_in_system_mode(system, make_agent, sentinel_cmd, su
     agent_config(name, second, sandboxed)  # the operator serves another script: read when the supervisor starts
     sup.stop()
     supervisor()
-    out = json.loads(sentinel_cmd("run", "count again", "--agent", name, "--json", check=0).stdout)
-    assert out["status"] == "done" and _tool_results(second) == [f"2 words as uid {uid}"]
+    out = json.loads(sentinel_cmd("run", "count again", "--agent", name, "--json", check=4).stdout)
+    assert out["status"] == "done_unverified" and _tool_results(second) == [f"2 words as uid {uid}"]
 
 
 def _tool_results(server):

@@ -30,7 +30,7 @@ def create_word_count(code=WORDS):
 def leashed(cli, configure, scripted_server):
     """run(replies, *args, check, extra) -> (server, outcome) with tools under the Leash tool profile."""
 
-    def go(replies, *args, check=0, extra=None):
+    def go(replies, *args, check=4, extra=None):
         server = scripted_server(replies)
         configure({"leash": {"tools": "sandboxed"}, **(extra or {})}, server=server)
         return server, cli.json("run", *args, "--json", check=check)
@@ -70,12 +70,12 @@ def test_done_when_approve_once_then_auto_and_an_edit_pauses_again(leashed, cli,
     shown = cli("show", out["id"], check=0).stdout
     assert code_sha in shown and "def run(args)" in shown
 
-    done = cli.json("approve", out["approval_id"], "--json", check=0)
-    assert done["status"] == "done" and results(server)[-1] == "3"
+    done = cli.json("approve", out["approval_id"], "--json", check=4)
+    assert done["status"] == "done_unverified" and results(server)[-1] == "3"
     assert trust_rows(sentinel_home) == [("sentinel", "word_count", code_sha, "root" if _root() else _me())]
 
     server, out = leashed([call("word_count", text="a b"), "Two."], "count again")
-    assert out["status"] == "done" and results(server) == ["2"]
+    assert out["status"] == "done_unverified" and results(server) == ["2"]
 
     edited = WORDS.replace("split()", "split( )")  # one character
     server, out = leashed([call("edit_tool", name="word_count", code=edited), call("word_count", text="a b"), "ok"],
@@ -86,10 +86,10 @@ def test_done_when_approve_once_then_auto_and_an_edit_pauses_again(leashed, cli,
 
 def test_a_denial_trusts_nothing_and_revoke_pauses_again(leashed, cli, sentinel_home):
     _, out = leashed([create_word_count(), call("word_count", text="a"), "ok"], "t", check=3)
-    cli("deny", out["approval_id"], "--reason", "not this code", check=0)
+    cli("deny", out["approval_id"], "--reason", "not this code", check=4)
     assert trust_rows(sentinel_home) == [] and cli.json("trust", "list", "--json", check=0) == []
     _, out = leashed([call("word_count", text="a"), "ok"], "t", check=3)
-    cli("approve", out["approval_id"], check=0)
+    cli("approve", out["approval_id"], check=4)
     assert [r["tool"] for r in cli.json("trust", "list", "--json", check=0)] == ["word_count"]
     assert cli.json("trust", "revoke", "word_count", "--json", check=0)["revoked"] == 1
     leashed([call("word_count", text="a"), "ok"], "t", check=3)
@@ -105,7 +105,7 @@ def test_the_agent_cannot_edit_its_trusted_code_and_an_edit_that_lands_pauses(le
                            call("word_count", text="still the approved code"), "ok"], "edit your tool", extra=bash_auto)
     assert [r.split(":")[0] for r in results(server)[:2]] == ["Denied by policy"] * 2
     assert "Permission denied" in results(server)[2] or "Read-only" in results(server)[2]
-    assert results(server)[3] == "4" and tool_py.read_text() == WORDS and out["status"] == "done"
+    assert results(server)[3] == "4" and tool_py.read_text() == WORDS and out["status"] == "done_unverified"
 
     # With its workspace pointed at the tool's folder, the agent's write lands: the next call pauses.
     # (it reads the file first: write_file does not replace a file the run has not read)
@@ -128,7 +128,7 @@ def test_the_agent_cannot_write_the_trust_table_or_the_database(leashed, sentine
     assert "FORGED" not in results(server)[0] and "unable to open" in results(server)[0], results(server)[0]
     assert results(server)[2].startswith("Denied by policy")
     assert results(server)[3].startswith("error: OperationalError: unable to open database file")
-    assert out["status"] == "done" and trust_rows(sentinel_home) == before
+    assert out["status"] == "done_unverified" and trust_rows(sentinel_home) == before
     assert [r[1] for r in before] == ["forger"]
 
 
@@ -138,7 +138,7 @@ def test_code_swapped_between_approval_and_execution_never_runs(leashed, cli, se
     (sentinel_home / "tools" / "word_count" / "tool.py").write_text(MARKER)  # swapped while the approval waits
     assert cli.json("resume", out["id"], "--json", check=3)["status"] == "waiting_approval"  # still asks
     assert [a["code_sha256"] for a in cli.json("approvals", "--json")] == [approved_sha]
-    cli("approve", out["approval_id"], "--json", check=0)
+    cli("approve", out["approval_id"], "--json", check=4)
     workspace = sentinel_home / "workspace"
     assert not (workspace / "swapped.txt").exists()
     shown = cli.json("show", out["id"], "--json", check=0)
@@ -166,7 +166,7 @@ def test_code_swapped_between_decision_and_execution_never_runs(configure, scrip
         outcome = engine.start("count", on_event=swap)
     finally:
         engine.close()
-    assert outcome.status == "done" and results(server) == ["3"]  # the pinned, trusted text ran
+    assert outcome.status == "done_unverified" and results(server) == ["3"]  # the pinned, trusted text ran
     assert not (sentinel_home / "workspace" / "swapped.txt").exists()
 
 
@@ -190,7 +190,7 @@ def test_runaway_and_escaping_tools_are_errors_and_the_run_goes_on(leashed, sent
         install(sentinel_home, name, code, limits)
     server, out = leashed([call(name, text="x") for name in attacks] + ["survived"], "attack")
     outcomes = dict(zip(attacks, results(server)))
-    assert out["status"] == "done" and out["output"] == "survived"
+    assert out["status"] == "done_unverified" and out["output"] == "survived"
     assert all(text.startswith("error: ") for text in outcomes.values()), outcomes
     assert "CPU time" in outcomes["spin"] and "timed out after 2s" in outcomes["sleeper"]
     assert "MemoryError" in outcomes["hog"] or "memory limit" in outcomes["hog"]

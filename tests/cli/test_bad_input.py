@@ -24,7 +24,7 @@ def test_the_issue_config_shape_works(sentinel_home, cli, scripted_server):
     (sentinel_home / "config.yaml").write_text(
         f"default_model: fake/m\nproviders:\n  fake:\n    base_url: {server.base_url}\n    api_key_env: FAKE_KEY\n"
         "leash: {tools: plain}\n")
-    assert cli("run", "hello", check=0).stdout.strip() == "hi"
+    assert cli("run", "hello", check=4).stdout.strip() == "hi"
 
 
 @pytest.mark.parametrize("args,expected", [
@@ -45,7 +45,7 @@ def test_bad_arguments_are_one_line(args, expected, cli, configure):
 
 def test_bad_config_does_not_lose_existing_runs(sentinel_home, cli, configure, scripted_server):
     configure(server=scripted_server(["ok"]))
-    run_id = cli.json("run", "first", "--json", check=0)["id"]
+    run_id = cli.json("run", "first", "--json", check=4)["id"]
     good = (sentinel_home / "config.yaml").read_text()
     (sentinel_home / "config.yaml").write_text("limits: 5\n")
     assert cli("runs").returncode == 2
@@ -85,7 +85,7 @@ def _damage_runs_pages(path):
 @pytest.mark.parametrize("args", [["status"], ["runs"], ["run", "hello"], ["show", "RUN"]])
 def test_a_database_damaged_after_its_header_is_one_line(args, sentinel_home, cli, configure, scripted_server):
     configure(server=scripted_server(["ok"]))
-    run_id = cli.json("run", "first", "--json", check=0)["id"]
+    run_id = cli.json("run", "first", "--json", check=4)["id"]
     db = sentinel_home / "state" / "sentinel.db"
     damaged = _damage_runs_pages(db)
     proc = cli(*[run_id if a == "RUN" else a for a in args])

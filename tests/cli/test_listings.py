@@ -47,7 +47,7 @@ def test_runs_keeps_a_long_task_on_one_line_and_names_a_watchers_firing(scripted
     (sentinel_home / "watchers" / "nightly.yaml").write_text(yaml.safe_dump(watcher))
     cli("watch", "fire", "nightly", check=0)
     task = "Summarise the build log\nthen list [red]every[/red] failing test " + "with its owner " * 20
-    cli("run", task, check=0)
+    cli("run", task, check=4)  # nothing the harness can check: done_unverified
     header, newest, hook = cli("runs", check=0).stdout.splitlines()
     assert header.split() == ["id", "status", "agent", "model", "created", "task"]
     # as written, not markup; its newline shown as `\n` on the one line

@@ -23,7 +23,7 @@ def test_logs_prints_events_and_follow_goes_on_through_the_pause(scripted_server
             if json.loads(line)["type"] == "paused":
                 break
         assert follower.poll() is None
-        cli("approve", run_id, check=0)
+        cli("approve", run_id, check=4)
         rest, _ = follower.communicate(timeout=60)
     finally:
         follower.kill()

@@ -16,7 +16,7 @@ SCRIPT = [
 def paused_run(scripted_server, configure, cli, sentinel_home):
     server = scripted_server(SCRIPT)
     configure(server=server)
-    proc = cli("run", "take notes", "--json", check=3)
+    proc = cli("run", "write notes.txt", "--json", check=3)
     import json
 
     out = json.loads(proc.stdout)
@@ -66,7 +66,7 @@ def test_show_lists_every_decision_with_its_reason(paused_run, cli):
     _, out, _ = paused_run
     cli("approve", out["id"], check=0)
     shown = cli.json("show", out["id"], "--json")
-    assert shown["id"] == out["id"] and shown["status"] == "done" and shown["task"] == "take notes"
+    assert shown["id"] == out["id"] and shown["status"] == "done" and shown["task"] == "write notes.txt"
     assert [(d["tool"], d["outcome"]) for d in shown["decisions"]] == [("write_file", "auto"), ("bash", "needs_approval")]
     assert all(d["reason"] for d in shown["decisions"])
     assert shown["decisions"][1]["approval"]["approved"] is True

@@ -51,7 +51,7 @@ def python_shadow(real: Path, marker: Path) -> str:
 def go(cli, configure, scripted_server, sentinel_home, workspace):
     """go(server, trust=, check=) -> (model, outcome): one run whose model calls mcp__files__echo once."""
 
-    def run(server, *, trust=True, check=0, add=False):
+    def run(server, *, trust=True, check=4, add=False):
         model = scripted_server([call("mcp__files__echo", text="hi"), "ok"])
         if add:  # keep the `mcp_servers` that `sentinel mcp add` wrote
             servers = yaml.safe_load((sentinel_home / "config.yaml").read_text())["mcp_servers"]
@@ -71,7 +71,7 @@ def trusted_then_changed(go, cli, server, trusted_file: Path, marker: Path, add=
     """Trusted, the server runs its read-only tool without a pause and the shadow stays dormant; after an
     operator-side change of `trusted_file` the next call pauses, the approval's diff naming that file."""
     model, out = go(server, add=add)
-    assert out["status"] == "done" and results(model) == ["echo: hi"]
+    assert out["status"] == "done_unverified" and results(model) == ["echo: hi"]
     assert not marker.exists(), "the agent's shadow ran"
     listed = cli.json("mcp", "list", "--json", check=0)[0]["covers"]
     assert str(trusted_file.resolve()) in listed["code"]["files"]

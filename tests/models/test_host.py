@@ -134,9 +134,9 @@ def test_a_model_too_big_for_the_memory_limit_gets_a_clear_error(sentinel_home):
 
 def test_a_warm_host_serves_the_next_process_without_loading_again(sentinel_home, cli, tmp_path):
     write_config(sentinel_home)
-    cli("run", "Say hi.", "-w", str(tmp_path), check=0, timeout=120)
+    cli("run", "Say hi.", "-w", str(tmp_path), check=4, timeout=120)
     first = read_status(sentinel_home / "state" / "hosts" / "smollm2-135m.sock")
-    cli("run", "Say hi again.", "-w", str(tmp_path), check=0, timeout=120)
+    cli("run", "Say hi again.", "-w", str(tmp_path), check=4, timeout=120)
     second = read_status(sentinel_home / "state" / "hosts" / "smollm2-135m.sock")
     assert second["pid"] == first["pid"] and second["ready_at"] == first["ready_at"]
 

@@ -20,8 +20,8 @@ AWS = "AKIAIOSFODNN7EXAMPLE"
 def test_a_run_reaches_its_model_only_through_muzzle_and_is_logged(scripted_server, configure, cli):
     server = scripted_server(["Deployed."])
     configure(server=server)
-    out = cli.json("run", f"deploy using the key {AWS} please", "--json", check=0)
-    assert out["status"] == "done" and out["output"] == "Deployed."
+    out = cli.json("run", f"deploy using the key {AWS} please", "--json", check=4)
+    assert out["status"] == "done_unverified" and out["output"] == "Deployed."
     sent = json.dumps(server.requests)
     assert AWS not in sent and "[REDACTED:aws_access_key:" in sent
     assert server.headers[0]["authorization"] == "Bearer test-key"  # Muzzle's key, read from the operator's env

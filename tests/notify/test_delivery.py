@@ -10,7 +10,7 @@ import pytest
 
 
 def _paused(cli) -> dict:
-    return cli.json("run", "note that it ran", "--json", check=3)
+    return cli.json("run", "write that it ran to ran.txt", "--json", check=3)
 
 
 def test_a_pause_posts_exactly_one_notification_within_a_second(notify_config, webhook, cli):
@@ -62,7 +62,7 @@ def test_chat_style_payloads_for_slack_discord_telegram_and_ntfy(notify_config, 
                    {"type": "discord", "url": discord.url, "on": ["approval"]},
                    {"type": "telegram", "url": base, "chat_id": "42", "token_env": "TG_TOKEN", "on": ["approval"]},
                    {"type": "ntfy", "url": ntfy.url, "on": ["approval"], "one_tap": True}])
-    run = cli.json("run", "note that it ran", "--json", check=3, env={"TG_TOKEN": "123:abc"})
+    run = cli.json("run", "write that it ran to ran.txt", "--json", check=3, env={"TG_TOKEN": "123:abc"})
     title = f"Sentinel: run {run['id']} waits for approval"
     assert slack.wait(1)[0]["json"]["text"].startswith(title)
     assert discord.wait(1)[0]["json"]["content"].startswith(title)
@@ -182,7 +182,7 @@ def test_a_deliverer_that_cannot_start_leaves_the_run_standing(notify_config, we
     (sentinel_home / "workspace").mkdir(exist_ok=True)
     with monkeypatch.context() as patched, LocalEngine() as engine:
         patched.setattr(detach.plain, "run", no_shell)
-        outcome = engine.start("note that it ran", workspace=sentinel_home / "workspace")
+        outcome = engine.start("write that it ran to ran.txt", workspace=sentinel_home / "workspace")
     assert outcome.status == "waiting_approval" and outcome.approval_id
     assert "warning: notify: could not queue or start the deliverer" in capsys.readouterr().err
     with LocalEngine() as engine:  # the next kick sends what is queued

@@ -59,7 +59,7 @@ def test_the_done_when_scenario_approve_from_the_link_in_chromium(notify_config,
     hook = webhook()
     notify_config([{"type": "webhook", "url": hook.url, "one_tap": True, "on": ["approval"]}], port=port)
     web(port)
-    run = cli.json("run", "note that it ran", "--json", check=3)
+    run = cli.json("run", "write that it ran to ran.txt", "--json", check=3)
     paused_at = time.time()
     (got,) = hook.wait(1, timeout=5)
     assert got["t"] - paused_at < 1.0, f"the notification took {got['t'] - paused_at:.2f} s"

@@ -39,7 +39,7 @@ def _link(server, notification: dict) -> str:
 def _paused_with_link(notify_config, webhook, cli, console, **web):
     hook = webhook()
     notify_config([{"type": "webhook", "url": hook.url, "on": ["approval"], "one_tap": True}], **web)
-    run = cli.json("run", "note that it ran", "--json", check=3)
+    run = cli.json("run", "write that it ran to ran.txt", "--json", check=3)
     (got,) = hook.wait(1)
     server = console()
     return run, server, _link(server, got["json"]), f"http://127.0.0.1:{server.port}"
@@ -124,7 +124,7 @@ def test_a_link_names_the_console_that_serves_it(notify_config, webhook, cli, co
     hook = webhook()
     notify_config([{"type": "webhook", "url": hook.url, "on": ["approval"], "one_tap": True}])
     server = console()  # started first: it says where it listens
-    run = cli.json("run", "note that it ran", "--json", check=3)
+    run = cli.json("run", "write that it ran to ran.txt", "--json", check=3)
     (got,) = hook.wait(1)
     link = got["json"]["decide_url"]
     assert link.startswith(f"http://127.0.0.1:{server.port}/s/"), link
@@ -138,7 +138,7 @@ def test_a_public_url_wins_over_the_listener(notify_config, webhook, cli, consol
     notify_config([{"type": "webhook", "url": hook.url, "on": ["approval"], "one_tap": True}],
                   public_url="https://sentinel.example.com/ops")
     console()
-    cli.json("run", "note that it ran", "--json", check=3)
+    cli.json("run", "write that it ran to ran.txt", "--json", check=3)
     (got,) = hook.wait(1)
     assert got["json"]["decide_url"].startswith("https://sentinel.example.com/ops/s/")
 

@@ -28,7 +28,7 @@ def test_the_supervisor_notifies_once_and_a_link_decides_once(system, make_agent
     server = scripted_server(scripted_bash("echo ran >> ran.txt"))
     agent_config(name, server)
     supervisor([server.port])
-    out = json.loads(sentinel_cmd("run", "take notes", "--agent", name, "--json", check=3).stdout)
+    out = json.loads(sentinel_cmd("run", "write notes.txt", "--agent", name, "--json", check=3).stdout)
     paused_at = time.time()
     (got,) = hook.wait(1, timeout=10)
     assert got["t"] - paused_at < 1.0, f"{got['t'] - paused_at:.2f} s"
@@ -74,7 +74,7 @@ def test_a_supervised_link_names_the_operators_console(system, make_agent, senti
     supervisor([server.port])
     console = InThread(engines_for(SystemEngine(system.socket)), WebSettings(poll_s=0.1)).start()
     try:
-        sentinel_cmd("run", "take notes", "--agent", name, "--json", check=3)
+        sentinel_cmd("run", "write notes.txt", "--agent", name, "--json", check=3)
         (got,) = hook.wait(1, timeout=10)
         link = got["json"]["decide_url"]
         assert link.startswith(f"http://127.0.0.1:{console.port}/s/"), link

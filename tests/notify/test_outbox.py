@@ -100,3 +100,24 @@ def test_sign_in_tokens_and_sessions_expire_and_tokens_work_once(store):
     assert websessions.trade_sign_in(store.conn, late, 60) is None                 # the token ran out
     kept = {r[0] for r in store.conn.execute("SELECT token_sha256 FROM web_signins")}
     assert token not in kept and outbox.sha256(token) in kept                 # only hashes are kept
+
+
+def test_a_done_unverified_run_goes_to_who_follows_done_marked_so(sentinel_home, configure, webhook):
+    """Whoever asked to hear of finished runs hears of this one too, and reads that nobody checked it."""
+    from sentinel.engine.status import RunStatus
+    from sentinel.notify.send import title
+
+    hook = webhook()
+    store = Store.open(sentinel_home / "state" / "sentinel.db")
+    try:
+        d = _dispatcher(store, configure, sentinel_home, [{"type": "webhook", "url": hook.url, "on": ["done"]}])
+        store.create_run("r-u", agent="a", task="t", model="m", workspace=sentinel_home, run_dir=sentinel_home / "r")
+        store.set_status("r-u", RunStatus.DONE_UNVERIFIED, output="the answer", error="not verified: the answer")
+        d.tick()
+        d.close()
+    finally:
+        store.close()
+    doc = hook.wait(1)[0]["json"]
+    assert doc["event"] == "done_unverified" and doc["output"] == "the answer"
+    assert doc["error"] == "not verified: the answer"
+    assert title(doc) == "Sentinel: run r-u finished, not verified"

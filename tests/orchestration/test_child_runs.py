@@ -35,8 +35,8 @@ def test_child_approval_reaches_the_operator_with_its_chain_then_the_parent_resu
     text = cli("approvals").stdout
     assert child["id"] in text and parent in text
     assert cli.json("show", parent, "--json")["status"] == "waiting_child"
-    done = json.loads(cli("approve", asked["id"], "--json", check=0).stdout)
-    assert done["id"] == parent and done["status"] == "done" and done["output"] == "Parent done."
+    done = json.loads(cli("approve", asked["id"], "--json", check=4).stdout)  # "count": nothing the harness checks
+    assert done["id"] == parent and done["status"] == "done_unverified" and done["output"] == "Parent done."
     assert (sentinel_home / "workspace" / "count.txt").read_text() == "ran\n"
 
 
@@ -47,9 +47,9 @@ def test_kill_during_a_child_then_resume_the_parent_reruns_nothing(failpoint, ro
     [delegation] = cli.json("approvals", "--json")
     killed = cli("approve", delegation["id"], env={"SENTINEL_FAILPOINT": failpoint})
     assert killed.returncode == -signal.SIGKILL
-    cli("resume", parent, check=0)
+    assert cli("resume", parent).returncode in (0, 4)  # 4: it ends now, done_unverified; 0: it had ended
     [kid] = _children(cli, parent)  # one child for the call, never a second
-    assert kid["status"] == "done" and cli.json("show", parent, "--json")["status"] == "done"
+    assert kid["status"] == "done_unverified" and cli.json("show", parent, "--json")["status"] == "done_unverified"
     records = journal.read(sentinel_home / "runs" / kid["id"] / "journal.jsonl")[0]
     started = [r.call_id for r in records if r.type == "started"]
     assert len(started) == len(set(started))  # no call of the child started twice
@@ -57,7 +57,8 @@ def test_kill_during_a_child_then_resume_the_parent_reruns_nothing(failpoint, ro
     parent_records = journal.read(sentinel_home / "runs" / parent / "journal.jsonl")[0]
     assert [r.type for r in parent_records].count("child_started") == 1
     results = [m for m in head.requests[-1]["messages"] if m["role"] == "tool"]
-    assert [m["content"] for m in results] == ["Child done."]
+    [heard] = [m["content"] for m in results]  # the child's answer, and that its work was not verified
+    assert heard.startswith("Child done.\n\n[sentinel note] The child run ")
 
 
 def test_depth_cap_is_a_refusal_the_model_reads(roster, cli, sentinel_home):
@@ -65,7 +66,7 @@ def test_depth_cap_is_a_refusal_the_model_reads(roster, cli, sentinel_home):
     head, child = roster([DELEGATE, "ok"], [nested, "I did it myself."], writer_tools=["delegate", "write_file"],
                          extra={"orchestration": {"max_depth": 1}})
     parent = json.loads(cli("run", "--agent", "orchestrator", "--json", "x").stdout)["id"]
-    cli("approve", cli.json("approvals", "--json")[0]["id"], check=0)
+    cli("approve", cli.json("approvals", "--json")[0]["id"], check=4)  # "x": done_unverified
     refusal = [m for m in child.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
     assert "orchestration.max_depth is 1" in refusal
     assert len(_children(cli, parent)) == 1 and cli.json("approvals", "--json") == []
@@ -74,7 +75,7 @@ def test_depth_cap_is_a_refusal_the_model_reads(roster, cli, sentinel_home):
 def test_spawn_asking_for_a_tool_the_parent_lacks_is_refused(roster, cli, sentinel_home):
     spawn = {"tool_calls": [{"name": "spawn", "arguments": {"task": "t", "soul": "You help.", "tools": ["bash"]}}]}
     head, _ = roster([spawn, "ok"], ["unused"], head_tools=["spawn", "read_file"])
-    cli("run", "--agent", "orchestrator", "x", check=0)
+    cli("run", "--agent", "orchestrator", "x", check=4)
     refusal = [m for m in head.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
     assert "not granted bash" in refusal
     assert len(cli.json("runs", "--json")) == 1
@@ -89,7 +90,7 @@ def test_spawned_subagent_runs_on_its_model_and_ends_per_temporary(temporary, ro
     cli("run", "--agent", "orchestrator", "x", check=3)
     [approval] = cli.json("approvals", "--json")
     assert approval["arguments"]["soul"] == "You write files." and approval["arguments"]["grants"] == ["write_file"]
-    cli("approve", approval["id"], check=0)
+    cli("approve", approval["id"], check=4)
     assert (sentinel_home / "workspace" / "a.txt").read_text() == "a.txt"
     assert "You write files." in child.requests[0]["messages"][0]["content"]
     saved = sorted(p.name for p in (sentinel_home / "agents").glob("sub-*.yaml"))
@@ -116,7 +117,7 @@ def test_the_parents_listener_hears_its_child_live_and_progress_indents_it(roste
         outcome = engine.approve(delegation["id"], on_event=heard.append)
     finally:
         engine.close()
-    assert outcome.id == parent and outcome.status == "done"
+    assert outcome.id == parent and outcome.status == "done_unverified"
     [child] = _children(cli, parent)
     from_child = [e for e in heard if e.run_id == child["id"]]
     assert any(isinstance(e, ev.ToolCallEnd) and e.tool == "write_file" for e in from_child)
@@ -133,14 +134,14 @@ def test_a_childs_answer_carrying_an_identifier_with_digits_reaches_the_parent(r
     out = cli.json("run", "--agent", "orchestrator", "--json", "Have the writer write note.txt.", check=0)
     [child] = _children(cli, out["id"])
     shown = cli.json("show", child["id"], "--json")
-    assert shown["status"] == "done" and shown["output"] == "CHILDANSWER-4242: the note is written."
+    assert shown["status"] == "done" and shown["output"] == "CHILDANSWER-4242: the note is written."  # note.txt: checked
     assert not shown["safeguards"]
     parent = cli.json("show", out["id"], "--json")
     assert any("CHILDANSWER-4242" in m["content"] for m in parent["messages"] if m["role"] == "tool")
 
 
 def test_what_is_a_number_an_answer_claims():
-    from sentinel.worker.answer import ungrounded
+    from sentinel.worker.safeguards.answer import ungrounded
 
     assert ungrounded("CHILDANSWER-4242, r-93505405cd, f01.txt, v2-rc, build_17", "") == []
     assert ungrounded("the total is 12345 and -17 below", "") == ["12345", "-17"]

@@ -16,7 +16,7 @@ def test_delegate_needs_approval_then_child_writes_and_parent_finishes(roster, c
     assert approval["tool"] == "delegate" and approval["run_id"] == run_id
     assert approval["arguments"] == {"agent": "writer", "task": "Write hello to out.txt", "model": "fake2/m",
                                      "grants": ["read_file", "write_file"]}
-    done = cli("approve", approval["id"], "--json", check=0)
+    done = cli("approve", approval["id"], "--json", check=4)
     assert "The writer wrote it." in done.stdout
     assert (sentinel_home / "workspace" / "out.txt").read_text() == "hello\n"
     runs = cli.json("runs", "--json")
@@ -35,7 +35,7 @@ def test_child_asking_for_bash_its_parent_lacks_is_refused(roster, cli, sentinel
     head, child = roster([DELEGATE, "ok"], [bash, "could not"])
     cli("run", "--agent", "orchestrator", "go", check=3)
     [approval] = cli.json("approvals", "--json")
-    cli("approve", approval["id"], check=0)
+    cli("approve", approval["id"], check=4)
     assert not (sentinel_home / "workspace" / "pwned.txt").exists()
     refusal = [m for m in child.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
     assert "not granted" in refusal
@@ -44,7 +44,7 @@ def test_child_asking_for_bash_its_parent_lacks_is_refused(roster, cli, sentinel
 def test_runs_and_show_list_children_under_their_parent(roster, cli):
     roster([DELEGATE, "done"], [WRITE, "wrote"])
     cli("run", "--agent", "orchestrator", "x", check=3)
-    cli("approve", cli.json("approvals", "--json")[0]["id"], check=0)
+    cli("approve", cli.json("approvals", "--json")[0]["id"], check=4)
     rows = cli.json("runs", "--json")
     parent = next(r for r in rows if r["parent_id"] is None)
     child = next(r for r in rows if r["parent_id"] == parent["id"])
@@ -63,7 +63,7 @@ def test_inside_an_approved_delegation_granted_tools_run_auto_but_deny_still_sto
     roster([DELEGATE, "done"], [WRITE, escape, "wrote"], extra={"policy": {"tools": {"write_file": "needs_approval"}}})
     cli("run", "--agent", "orchestrator", "x", check=3)
     [delegation] = cli.json("approvals", "--json")
-    cli("approve", delegation["id"], check=0)  # write_file needs approval by policy, but not inside the delegation
+    cli("approve", delegation["id"], check=4)  # write_file needs approval by policy, but not inside the delegation
     assert (sentinel_home / "workspace" / "out.txt").read_text() == "hello\n"
     assert not outside.exists()  # paths.outside_workspace: deny still applies inside the child
     child = next(r for r in cli.json("runs", "--json") if r["parent_id"])
@@ -76,7 +76,7 @@ def test_the_parent_checkpoints_its_session_file_before_handing_off(roster, cli,
     (here the operator made delegate auto, so no pause checkpointed it first)."""
     notes = {"tool_calls": [{"name": "write_file", "arguments": {"path": "plan.txt", "content": "step 1\n"}}]}
     roster([notes, DELEGATE, "done"], [WRITE, "wrote"], extra={"policy": {"tools": {"delegate": "auto"}}})
-    run_id = __import__("json").loads(cli("run", "--agent", "orchestrator", "--json", "go", check=0).stdout)["id"]
+    run_id = __import__("json").loads(cli("run", "--agent", "orchestrator", "--json", "go", check=4).stdout)["id"]
     journal = [__import__("json").loads(line) for line in
                (sentinel_home / "runs" / run_id / "journal.jsonl").read_text().splitlines()]
     kinds = [(r["type"], r.get("title")) for r in journal if r["type"] in ("checkpoint", "child_started")]

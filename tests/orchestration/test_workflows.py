@@ -47,15 +47,16 @@ def test_three_steps_substitute_previous_and_named_outputs(three, cli, sentinel_
     (sentinel_home / "workspace" / "notes.txt").parent.mkdir(exist_ok=True)
     (sentinel_home / "workspace" / "notes.txt").write_text("buy milk\n")
     _save(cli, tmp_path, DIGEST).check_returncode()
-    done = cli("workflow", "run", "digest", "--input", "notes.txt", "--json", check=0)
+    done = cli("workflow", "run", "digest", "--input", "notes.txt", "--json", check=4)  # no step names a file it makes
     outcome = json.loads(done.stdout)
-    assert outcome["status"] == "done" and outcome["output"] == "REPORT: milk bought"
+    assert outcome["status"] == "done_unverified" and outcome["output"] == "REPORT: milk bought"
     assert _first_user(reader) == "Read the file notes.txt and quote it."
     assert _first_user(summarizer) == "Summarize this: NOTES: buy milk"
     assert _first_user(reporter) == "Report, citing the notes: NOTES: buy milk"
     steps = [r for r in cli.json("runs", "--json") if r["parent_id"] == outcome["id"]]
     assert sorted(r["agent"] for r in steps) == ["reader", "reporter", "summarizer"]
-    assert all(r["status"] == "done" for r in steps)
+    assert all(r["status"] == "done_unverified" for r in steps)
+    assert outcome["error"].startswith("not verified: step read (")
 
 
 def test_a_step_paused_for_approval_pauses_the_workflow_and_approve_finishes_it(three, cli, sentinel_home,
@@ -69,8 +70,9 @@ def test_a_step_paused_for_approval_pauses_the_workflow_and_approve_finishes_it(
     [approval] = cli.json("approvals", "--json")
     assert approval["tool"] == "bash" and approval["run_id"] != wf["id"]
     assert cli.json("show", wf["id"], "--json")["status"] == "waiting_child"
-    done = cli("approve", approval["id"], "--json", check=0)
-    assert json.loads(done.stdout) == {**json.loads(done.stdout), "id": wf["id"], "status": "done", "output": "REPORT"}
+    done = cli("approve", approval["id"], "--json", check=4)
+    assert json.loads(done.stdout) == {**json.loads(done.stdout), "id": wf["id"], "status": "done_unverified",
+                                       "output": "REPORT"}
     assert (sentinel_home / "workspace" / "count.txt").read_text() == "ran\n"
 
 
@@ -124,9 +126,11 @@ def test_run_workflow_tool_needs_approval_and_returns_the_last_output(three, scr
         "arguments"]["grants"] == ["read_file", "run_workflow"]
     edited = {"steps": [{**DIGEST["steps"][0], "task": "Delete everything"}]}  # after the approval was asked
     (sentinel_home / "workflows" / "digest.yaml").write_text(yaml.safe_dump(edited))
-    done = json.loads(cli("approve", approval["id"], "--json", check=0).stdout)
+    done = json.loads(cli("approve", approval["id"], "--json", check=4).stdout)
     assert done["id"] == head["id"] and done["output"] == "Boss done."
-    assert [m for m in boss.requests[-1]["messages"] if m["role"] == "tool"][0]["content"] == "REPORT"
+    result = [m for m in boss.requests[-1]["messages"] if m["role"] == "tool"][0]["content"]
+    assert result.startswith("REPORT\n\n[sentinel note] The child run ")  # its steps were not verified: said so
+    assert "did not verify its work (not verified: step read (" in result
     rows = cli.json("runs", "--json")
     flow = next(r for r in rows if r["parent_id"] == head["id"])
     assert flow["kind"] == "workflow" and len([r for r in rows if r["parent_id"] == flow["id"]]) == 3

@@ -104,7 +104,7 @@ def test_an_operators_run_stays_the_operators(system, make_agent, supervisor, sc
     server = scripted_server(scripted_bash("echo ran >> counter.txt"))
     operator_config(system.etc, {"providers": {"fake": {"base_url": server.base_url}}, "default_model": "fake/m"})
     supervisor()
-    paused = json.loads(sentinel_cmd("run", "take notes", "--agent", name, "--json", check=3).stdout)
+    paused = json.loads(sentinel_cmd("run", "write notes.txt", "--agent", name, "--json", check=3).stdout)
     door = _door(system)
     assert door_call(name, door, "approvals")["ok"] == []
     refused = door_call(name, door, "approve", paused["approval_id"])

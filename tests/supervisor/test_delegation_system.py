@@ -55,7 +55,7 @@ def test_delegate_to_a_writer_running_as_its_own_user(system, make_agent, sentin
 
     heard: list = []  # the operator's `approve` follows the parent and hears the child live
     done = connect().approve(approval["id"], on_event=heard.append)
-    assert done.id == out["id"] and done.status == "done" and done.output == "Boss done."
+    assert done.id == out["id"] and done.status == "done_unverified" and done.output == "Boss done."
     runs = json.loads(sentinel_cmd("runs", "--json", check=0).stdout)
     [kid] = [r for r in runs if r["parent_id"] == out["id"]]
     assert kid["status"] == "done" and kid["depth"] == 1, sentinel_cmd("show", kid["id"]).stdout
@@ -83,8 +83,8 @@ def test_a_childs_approval_shows_its_chain_and_the_parent_resumes(system, make_a
     waiting = json.loads(sentinel_cmd("approve", delegation["id"], "--json", check=3).stdout)
     [asked] = json.loads(sentinel_cmd("approvals", "--json").stdout)
     assert asked["tool"] == "bash" and asked["parents"] == [out["id"]] and waiting["approval_id"] == asked["id"]
-    done = json.loads(sentinel_cmd("approve", asked["id"], "--json", check=0).stdout)
-    assert done == {"id": out["id"], "status": "done", "output": "Boss done."}  # the child, then its parent
+    done = json.loads(sentinel_cmd("approve", asked["id"], "--json", check=4).stdout)  # "count": nothing checked
+    assert (done["id"], done["status"], done["output"]) == (out["id"], "done_unverified", "Boss done.")
     ws = Path(pwd.getpwnam(writer).pw_dir) / ".sentinel" / "workspace"
     assert (ws / "count.txt").read_text() == "ran\n"
 
@@ -110,7 +110,7 @@ def test_kill_the_supervisor_while_a_child_runs_then_the_child_resumes_and_nothi
     approving.communicate(timeout=30)
     supervisor()  # recovery: the interrupted child is resumed, and its end wakes the waiting parent
     deadline = time.monotonic() + 60
-    while json.loads(sentinel_cmd("show", out["id"], "--json").stdout)["status"] != "done":
+    while json.loads(sentinel_cmd("show", out["id"], "--json").stdout)["status"] != "done_unverified":
         assert time.monotonic() < deadline, "the parent never finished"
         time.sleep(0.2)
     runs = json.loads(sentinel_cmd("runs", "--json").stdout)
@@ -119,7 +119,8 @@ def test_kill_the_supervisor_while_a_child_runs_then_the_child_resumes_and_nothi
     records = journal.read(home / "runs" / kid["id"] / "journal.jsonl")[0]
     started = [r.call_id for r in records if r.type == "started"]
     assert started and len(started) == len(set(started))  # nothing the child did ran twice
-    assert [m for m in head.requests[-1]["messages"] if m["role"] == "tool"][0]["content"] == "Writer done."
+    heard = [m for m in head.requests[-1]["messages"] if m["role"] == "tool"][0]["content"]
+    assert heard.startswith("Writer done.\n\n[sentinel note]")  # "write a": the child's work was not verified
 
 
 def _spawn(task, soul, tools):
@@ -155,8 +156,8 @@ def test_spawn_runs_a_subagent_as_the_spawning_agents_user_with_the_approved_sou
     assert approval["tool"] == "spawn" and approval["arguments"] == {
         "agent": "(temporary subagent)", "task": "Write hi to sub.txt", "soul": SOUL, "model": "fake2/m",
         "skills": [], "grants": ["write_file"]}
-    done = json.loads(sentinel_cmd("approve", approval["id"], "--json", check=0).stdout)
-    assert done == {"id": out["id"], "status": "done", "output": "Boss done."}
+    done = json.loads(sentinel_cmd("approve", approval["id"], "--json", check=4).stdout)  # "Say hi": nothing checked
+    assert (done["id"], done["status"], done["output"]) == (out["id"], "done_unverified", "Boss done.")
     pw = pwd.getpwnam(boss)
     home = Path(pw.pw_dir) / ".sentinel"
     made = home / "workspace" / "sub.txt"
@@ -175,7 +176,7 @@ def test_temporary_ask_keeps_the_subagent_only_when_approved(system, make_agent,
     supervisor()
     sentinel_cmd("run", "Say hi", "--agent", boss, "--json", check=3)
     [approval] = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
-    sentinel_cmd("approve", approval["id"], "--json", check=0)
+    sentinel_cmd("approve", approval["id"], "--json", check=4)
     [keep] = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
     assert keep["tool"] == "save_agent" and keep["arguments"]["agent"].startswith(f"{boss}/sub-")
     agents = Path(pwd.getpwnam(boss).pw_dir) / ".sentinel" / "agents"

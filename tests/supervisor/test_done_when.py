@@ -27,7 +27,7 @@ def test_bars_agent_end_to_end(system, make_agent, sentinel_cmd, supervisor, scr
     sup = supervisor()
 
     assert sentinel_cmd("status", "--json", check=0) and json.loads(sentinel_cmd("status", "--json").stdout)["mode"] == "system"
-    out = json.loads(sentinel_cmd("run", "take notes", "--agent", "bars_agent", "--json", check=3).stdout)
+    out = json.loads(sentinel_cmd("run", "write notes.txt", "--agent", "bars_agent", "--json", check=3).stdout)
     assert out["status"] == "waiting_approval" and out["approval_id"]
     ws = Path(pw.pw_dir) / ".sentinel" / "workspace"
     assert (ws / "notes.txt").stat().st_uid == pw.pw_uid  # written by the worker, as the agent

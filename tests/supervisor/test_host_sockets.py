@@ -69,7 +69,7 @@ def test_a_worker_s_tool_reaches_only_the_listed_socket(system, make_agent, sent
         write_as(name, Path(pw.pw_dir) / ".sentinel" / "leash.yaml", yaml.safe_dump({"unix_sockets": [str(paths[1])]}))
         supervisor()
 
-        out = json.loads(sentinel_cmd("run", "probe", "--agent", name, "--json", check=3).stdout)
+        out = json.loads(sentinel_cmd("run", "write notes.txt", "--agent", name, "--json", check=3).stdout)
         done = json.loads(sentinel_cmd("approve", out["approval_id"], "--json", check=0).stdout)
         assert done["status"] == "done" and done["output"] == "All done."  # Muzzle answered every model call
         shown = json.loads(sentinel_cmd("show", out["id"], "--json", check=0).stdout)

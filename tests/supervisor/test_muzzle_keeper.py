@@ -89,13 +89,13 @@ def test_the_supervisor_starts_muzzle_as_its_user_and_restarts_it(system, make_a
     status = json.loads(sentinel_cmd("status", "--json", check=0).stdout)  # answered once start-up is over
     assert "answering" in status["muzzle"] and "not answering" not in status["muzzle"]
     [pid] = _muzzle_pids(system.muzzle_user)
-    assert json.loads(sentinel_cmd("run", "one", "--agent", name, "--json", check=0).stdout)["output"] == "fine"
+    assert json.loads(sentinel_cmd("run", "one", "--agent", name, "--json", check=4).stdout)["output"] == "fine"
     os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not [p for p in _muzzle_pids(system.muzzle_user) if p != pid]:
         time.sleep(0.2)
     assert [p for p in _muzzle_pids(system.muzzle_user) if p != pid], "Muzzle was not restarted"
-    assert json.loads(sentinel_cmd("run", "two", "--agent", name, "--json", check=0).stdout)["output"] == "fine"
+    assert json.loads(sentinel_cmd("run", "two", "--agent", name, "--json", check=4).stdout)["output"] == "fine"
 
 
 @pytest.mark.root

@@ -26,7 +26,7 @@ def _paused(make_agent, sentinel_cmd, supervisor, scripted_server, command: str)
     server = scripted_server(scripted_bash(command))
     agent_config(name, server)
     supervisor([server.port])
-    out = json.loads(sentinel_cmd("run", "do it", "--agent", name, "--json", check=3).stdout)
+    out = json.loads(sentinel_cmd("run", "write notes.txt", "--agent", name, "--json", check=3).stdout)
     return name, pwd.getpwnam(name), out
 
 

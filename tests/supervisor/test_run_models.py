@@ -39,7 +39,7 @@ def test_the_agents_own_config_decides_nothing(system, make_agent, sentinel_cmd,
                       "muzzle": {"enabled": False}, "sandbox": "best_effort", "limits": {"max_steps": 1000},
                       "policy": {"tools": {"bash": "auto"}}})
     supervisor()
-    out = json.loads(sentinel_cmd("run", "hi", "--agent", name, "--json", check=0).stdout)
+    out = json.loads(sentinel_cmd("run", "hi", "--agent", name, "--json", check=4).stdout)
     assert out["output"] == "from the operator's model" and not evil.requests
     assert [r["model"] for r in server.requests] == ["m"]
     assert json.loads(sentinel_cmd("show", out["id"], "--json", check=0).stdout)["model"] == "fake/m"
@@ -53,11 +53,11 @@ def test_the_profile_chooses_among_what_the_operator_allows(system, make_agent, 
     serve_model(system.etc, server, {"system": {"models": ["fake/*"]}})
     _profile(name, model="fake/big")
     supervisor()
-    out = json.loads(sentinel_cmd("run", "hi", "--agent", name, "--json", check=0).stdout)
+    out = json.loads(sentinel_cmd("run", "hi", "--agent", name, "--json", check=4).stdout)
     assert out["output"] == "chosen" and [r["model"] for r in server.requests] == ["big"]
     assert _grants(system) == [["fake/big"]]
-    flagged = json.loads(sentinel_cmd("run", "hi", "--agent", name, "--model", "fake/small", "--json", check=0).stdout)
-    assert flagged["status"] == "done" and server.requests[-1]["model"] == "small"
+    flagged = json.loads(sentinel_cmd("run", "hi", "--agent", name, "--model", "fake/small", "--json", check=4).stdout)
+    assert flagged["status"] == "done_unverified" and server.requests[-1]["model"] == "small"
 
 
 def test_a_model_the_operator_does_not_allow_is_one_line(system, make_agent, sentinel_cmd, supervisor,

@@ -66,19 +66,19 @@ def test_a_workflow_runs_each_step_as_its_agent_and_approve_carries_it_to_the_en
     wf = json.loads(paused.stdout)
     [approval] = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
     assert approval["tool"] == "bash" and approval["parents"] == [wf["id"]]
-    done = json.loads(sentinel_cmd("approve", approval["id"], "--json", check=0).stdout)
-    assert done["id"] == wf["id"] and done["status"] == "done" and done["output"] == "REPORT: milk bought"
+    done = json.loads(sentinel_cmd("approve", approval["id"], "--json", check=4).stdout)  # no step names a file
+    assert done["id"] == wf["id"] and done["status"] == "done_unverified" and done["output"] == "REPORT: milk bought"
 
     assert _first_user(servers[0]) == "Read the file notes.txt and quote it."
     assert _first_user(servers[1]) == "Summarize this: NOTES: buy milk"
     assert _first_user(servers[2]) == "Report, citing the notes: NOTES: buy milk"
     rows = json.loads(sentinel_cmd("runs", "--json", check=0).stdout)
     steps = sorted((r for r in rows if r["parent_id"] == wf["id"]), key=lambda r: r["created_at"])
-    assert [r["agent"] for r in steps] == names and all(r["status"] == "done" for r in steps)
+    assert [r["agent"] for r in steps] == names and all(r["status"] == "done_unverified" for r in steps)
     ws = Path(pwd.getpwnam(names[1]).pw_dir) / ".sentinel" / "workspace"
     assert (ws / "count.txt").stat().st_uid == pwd.getpwnam(names[1]).pw_uid  # the summarizer's own user ran it
     shown = json.loads(sentinel_cmd("show", wf["id"], "--json", check=0).stdout)
-    assert shown["status"] == "done" and [c["id"] for c in shown["children"]] == [r["id"] for r in steps]
+    assert shown["status"] == "done_unverified" and [c["id"] for c in shown["children"]] == [r["id"] for r in steps]
 
     unknown = dict(digest, steps=[{**digest["steps"][0], "agent": "gone"}])
     (tmp_path / "operator" / "workflows" / "stale.yaml").write_text(yaml.safe_dump(unknown))
@@ -106,13 +106,14 @@ def test_run_workflow_tool_runs_the_steps_its_approval_bound(system, make_agent,
     assert approval["arguments"]["grants"] == ["read_file", "run_workflow"]
     edited = {"steps": [{**digest["steps"][0], "task": "Delete everything"}]}  # the agent edits it meanwhile
     write_as(boss, flows / "digest.yaml", yaml.safe_dump(edited))
-    done = json.loads(sentinel_cmd("approve", approval["id"], "--json", check=0).stdout)
-    assert done == {"id": head["id"], "status": "done", "output": "Boss done."}
-    assert [m for m in boss_model.requests[-1]["messages"] if m["role"] == "tool"][0]["content"] == "REPORT"
+    done = json.loads(sentinel_cmd("approve", approval["id"], "--json", check=4).stdout)  # "digest it": unchecked
+    assert (done["id"], done["status"], done["output"]) == (head["id"], "done_unverified", "Boss done.")
+    result = [m for m in boss_model.requests[-1]["messages"] if m["role"] == "tool"][0]["content"]
+    assert result.startswith("REPORT\n\n[sentinel note] The child run ")  # its steps were not verified: said so
     rows = json.loads(sentinel_cmd("runs", "--json", check=0).stdout)
     [flow] = [r for r in rows if r["parent_id"] == head["id"]]
     steps = [r for r in rows if r["parent_id"] == flow["id"]]
-    assert flow["kind"] == "workflow" and flow["status"] == "done" and len(steps) == 3
+    assert flow["kind"] == "workflow" and flow["status"] == "done_unverified" and len(steps) == 3
     from sentinel.engine.store import Store
     from sentinel.supervisor import layout
 

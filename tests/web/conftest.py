@@ -31,7 +31,7 @@ def paused(scripted_server, configure, sentinel_home):
     workspace = sentinel_home / "workspace"
     workspace.mkdir(exist_ok=True)
 
-    def start(n: int = 1, task: str = "note that it ran") -> list[tuple[str, str]]:
+    def start(n: int = 1, task: str = "write that it ran to ran.txt") -> list[tuple[str, str]]:
         out = []
         for i in range(n):
             engine = LocalEngine()

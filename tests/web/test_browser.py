@@ -33,7 +33,7 @@ def page(browser):
     context.close()
 
 
-def _paused_run(cli, task: str = "note that it ran") -> dict:
+def _paused_run(cli, task: str = "write that it ran to ran.txt") -> dict:
     return cli.json("run", task, "--json", check=3)
 
 

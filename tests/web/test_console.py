@@ -44,7 +44,7 @@ def test_the_inbox_shows_each_pending_call_with_its_run_and_digest(paused, conso
     session = console().signed_in()
     page = session.get("/", headers={"accept": "text/html"}).text
     approval = pending()[0]
-    for shown in (approval_id, run_id, "bash", "echo ran &gt;&gt; ran.txt", "note that it ran",
+    for shown in (approval_id, run_id, "bash", "echo ran &gt;&gt; ran.txt", "write that it ran to ran.txt",
                   f'data-digest="{approval["digest"]}"', html.escape(approval["reason"])):
         assert shown in page, shown
 
@@ -64,7 +64,7 @@ def test_runs_list_children_under_their_parent_and_filter_by_status(paused, cons
     child = engine.start("do one part", workspace=sentinel_home / "workspace", parent_id=parent)
     engine.close()
     other = engine = _engine()
-    done = other.start("x", workspace=sentinel_home / "workspace")
+    done = other.start("write ran.txt", workspace=sentinel_home / "workspace")
     other.approve(done.approval_id)
     other.close()
     session = console().signed_in()
@@ -239,7 +239,7 @@ def test_a_decision_is_answered_while_the_approved_call_still_runs(scripted_serv
     configure(server=scripted_server([{"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
                                       "All done."]))
     with LocalEngine() as engine:
-        paused = engine.start("wait for the release", workspace=workspace)
+        paused = engine.start("write ran.txt once released", workspace=workspace)
     assert paused.status == "waiting_approval"
     session = console().signed_in()
     answer = session.decide(paused.approval_id, digest=pending()[0]["digest"])

@@ -25,7 +25,7 @@ def _paused(make_agent, sentinel_cmd, supervisor, scripted_server):
     server = scripted_server(scripted_bash("echo ran >> ran.txt"))
     agent_config(name, server)
     supervisor([server.port])
-    return name, json.loads(sentinel_cmd("run", "take notes", "--agent", name, "--json", check=3).stdout)
+    return name, json.loads(sentinel_cmd("run", "write notes.txt", "--agent", name, "--json", check=3).stdout)
 
 
 def _audit(system, kind: str) -> list[dict]:

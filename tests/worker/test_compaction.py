@@ -63,11 +63,11 @@ def _run_id(cli) -> str:
 def test_a_long_run_compacts_and_keeps_its_mind(scripted_server, configure, cli, sentinel_home):
     server = scripted_server(long_script())
     configure(CONFIG, server=server)
-    cli("run", "Write the 57 parts.", check=0)
+    cli("run", "Write the 57 parts.", check=4)
     run_id = _run_id(cli)
     shown = cli.json("show", run_id, "--json")
 
-    assert shown["status"] == "done" and shown["output"] == "All parts written."
+    assert shown["status"] == "done_unverified" and shown["output"] == "All parts written."
     assert len(shown["compactions"]) >= 2
     assert all(c["chars_after"] < c["chars_before"] for c in shown["compactions"])
     assert len(shown["history"]) > len(shown["messages"])  # the journal keeps every message
@@ -106,9 +106,9 @@ def test_a_failing_summary_drops_nothing_and_is_tried_again(scripted_server, con
     failing = {"match": SUMMARIZER, "error": {"status": 500, "message": "summarizer down"}}
     server = scripted_server(long_script(failing))
     configure(CONFIG, server=server)
-    cli("run", "Write the 57 parts.", check=0)
+    cli("run", "Write the 57 parts.", check=4)
     shown = cli.json("show", _run_id(cli), "--json")
-    assert shown["status"] == "done" and shown["compactions"] == []
+    assert shown["status"] == "done_unverified" and shown["compactions"] == []
     assert shown["history"] == shown["messages"] and _one_result_each(shown["messages"])
     tries = len(server.requests) - len(_main_requests(server))
     assert tries >= 3  # tried again every few turns, never given up
@@ -122,9 +122,9 @@ def test_kill_right_after_a_compaction_then_resume(scripted_server, configure, c
     assert killed.returncode == -signal.SIGKILL
     run_id = _run_id(cli)
     calls_before = len(_main_requests(server))
-    cli("resume", run_id, check=0)
+    cli("resume", run_id, check=0)  # resume reports a run that ended, whatever its end, with 0
     shown = cli.json("show", run_id, "--json")
-    assert shown["status"] == "done" and _one_result_each(shown["messages"])
+    assert shown["status"] == "done_unverified" and _one_result_each(shown["messages"])
     resumed = _main_requests(server)[calls_before]["messages"]
     assert any((m["content"] or "").startswith("[Summary so far:") for m in resumed)  # compacted state
     notes = [m["content"] for m in resumed if (m["content"] or "").startswith("Resuming from checkpoint")]
@@ -176,10 +176,10 @@ def test_a_compacted_run_that_read_every_file_it_was_asked_to_is_not_failed_as_u
     server = scripted_server([*reads, rewrite, "Every file read; f01.txt marked checked.",
                               {"match": SUMMARIZER, "content": "- Read the early files."}])
     configure(CONFIG, server=server)
-    out = cli.json("run", f"Read {', '.join(names)} and mark f01.txt as checked.", "--json", check=0)
+    out = cli.json("run", f"Read {', '.join(names)} and mark f01.txt as checked.", "--json", check=4)
     shown = cli.json("show", out["id"], "--json")
     assert shown["compactions"], "the run must have compacted for this test to mean anything"
     early = [m for m in shown["messages"] if m["role"] == "assistant" and "f02.txt" in str(m.get("tool_calls"))]
     assert early == []  # the read of f02.txt is gone from what the model sees
-    assert out["status"] == "done" and "safeguards" not in out, out
+    assert out["status"] == "done_unverified" and "safeguards" not in out, out
     assert (ws / "f01.txt").read_text() == "value 1 checked\n"

@@ -1,6 +1,6 @@
 """The contract: made once from the task, checked by the harness against the workspace, never by the model's word.
 An empty output file, or files the task said to keep that a script deleted, are not `done`; a run is `verified`
-only when its contract had clauses and all of them held."""
+only when every clause of its contract was checked and held (else `done_unverified`, tests/worker/test_unverified.py)."""
 
 from __future__ import annotations
 
@@ -60,9 +60,10 @@ def test_a_run_is_verified_only_when_its_contract_had_clauses_and_all_held(scrip
     assert (ws / "notes.md").exists()
 
     configure(server=scripted_server(["Linux is a kernel."]))
-    asked = cli.json("run", "What is Linux?", "--json", check=0)  # an answer: nothing the harness can check
+    asked = cli.json("run", "What is Linux?", "--json", check=4)  # an answer: nothing the harness can check
     shown = cli.json("show", asked["id"], "--json")
-    assert shown["status"] == "done" and shown["contract"] == [] and shown["verified"] is False
+    assert shown["status"] == "done_unverified" and shown["contract"] == ["answer: What is Linux?"]
+    assert shown["verified"] is False
     assert "verified: no" in cli("show", asked["id"], check=0).stdout
 
 

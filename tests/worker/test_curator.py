@@ -76,7 +76,7 @@ def test_the_command_exits_on_the_answer_while_the_curator_model_thinks(scripted
 def test_a_short_run_or_curator_model_off_makes_no_curator_call(scripted_server, configure, cli):
     server = scripted_server(["Paris."])
     configure(ON, server=server)
-    cli("run", "capital of France?", check=0)
+    cli("run", "capital of France?", check=4)
     assert len(server.requests) == 1
     server = scripted_server(_script({"content": "- Convention: x y z"}))
     configure({"context": {"curator_model": "off"}}, server=server)

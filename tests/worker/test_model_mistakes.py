@@ -17,7 +17,7 @@ def test_unknown_tool_and_wrong_argument_types_are_fed_back(scripted_server, con
         "I give up.",
     ]
     configure(server=scripted_server(script))
-    out = cli.json("run", "try things", "--json", check=0)
+    out = cli.json("run", "try things", "--json", check=4)
     results = _tool_results(cli, out["id"])
     assert results[0].startswith("Denied by policy: unknown tool 'delete_everything'; available tools: ")
     assert "invalid arguments for write_file" in results[1] and "Expected:" in results[1]
@@ -28,7 +28,7 @@ def test_plain_text_json_tool_calls_are_recovered(scripted_server, configure, cl
     script = ['Sure! ```json\n{"tool": "write_file", "arguments": {"path": "x.txt", "content": "42"}}\n```',
               "Wrote it."]
     configure(server=scripted_server(script))
-    out = cli.json("run", "write 42", "--json", check=0)
+    out = cli.json("run", "write 42", "--json", check=4)
     assert (sentinel_home / "workspace" / "x.txt").read_text() == "42"
     shown = cli.json("show", out["id"], "--json")
     assert shown["messages"][2]["tool_calls"][0]["function"]["name"] == "write_file"
@@ -65,7 +65,7 @@ def test_several_calls_in_one_turn_run_up_to_the_pause_and_the_rest_after(script
     out = cli.json("run", "three files", "--json", check=3)
     ws = sentinel_home / "workspace"
     assert (ws / "a.txt").exists() and not (ws / "b.txt").exists() and not (ws / "c.txt").exists()
-    cli("approve", out["id"], check=0)
+    cli("approve", out["id"], check=4)
     assert (ws / "b.txt").exists() and (ws / "c.txt").exists()
 
 
@@ -82,7 +82,7 @@ def test_an_unreachable_upstream_stops_the_run_resumable(scripted_server, config
     assert cli.json("runs", "--json")[0]["status"] == "interrupted"
     scripted_server(["finished after the outage"], port=port)  # the provider is back
     resumed = cli.json("resume", run_id, "--json")
-    assert resumed["status"] == "done" and resumed["output"] == "finished after the outage"
+    assert resumed["status"] == "done_unverified" and resumed["output"] == "finished after the outage"
 
 
 def test_an_invented_tool_with_only_a_command_runs_as_bash(scripted_server, configure, cli):
@@ -90,8 +90,8 @@ def test_an_invented_tool_with_only_a_command_runs_as_bash(scripted_server, conf
     text = '```json\n{\n  "name": "setup_cfg",\n  "arguments": {\n    "command": "echo version=2.7.1"\n  }\n}\n```'
     server = scripted_server([text, "The version is 2.7.1."])
     configure(server=server)
-    out = cli.json("run", "Print the version", "--json", check=0)
-    assert out["status"] == "done" and out["safeguards"] == ["recovered_tool_call"]
+    out = cli.json("run", "Print the version", "--json", check=4)
+    assert out["status"] == "done_unverified" and out["safeguards"] == ["recovered_tool_call"]
     tool = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert len(tool) == 1 and "version=2.7.1" in tool[0]["content"]
 

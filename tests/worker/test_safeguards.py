@@ -54,7 +54,7 @@ def test_an_empty_answer_is_not_done(scripted_server, configure, cli):
 
 def test_an_empty_answer_gets_a_second_chance(scripted_server, configure, cli):
     configure(server=scripted_server(["", "Paris."]))
-    out = cli.json("run", "What is the capital of France?", "--json", check=0)
+    out = cli.json("run", "What is the capital of France?", "--json", check=4)
     assert out["output"] == "Paris." and out["safeguards"] == ["empty_answer"]
 
 
@@ -68,7 +68,7 @@ def test_an_answer_claiming_a_change_no_call_made_fails(scripted_server, configu
 def test_a_plain_answer_to_a_question_is_still_done(scripted_server, configure, cli):
     configure(server=scripted_server([{"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
                                       "The workspace is empty."]))
-    out = cli.json("run", "What is in the workspace?", "--json", check=0)
+    out = cli.json("run", "What is in the workspace?", "--json", check=4)
     assert out["output"] == "The workspace is empty." and "safeguards" not in out
 
 
@@ -169,8 +169,8 @@ def test_a_question_answered_after_a_command_that_found_nothing_is_done(scripted
     """grep's exit 1 (no match) is an answer to a question, not a failure: no file asked for, nothing claimed."""
     grep = {"name": "bash", "arguments": {"command": "grep -c ERROR app.log"}}
     configure(server=scripted_server([{"tool_calls": [grep]}, "No, there are no errors in app.log."]))
-    out = cli.json("run", "Does app.log contain errors?", "--json", check=0)  # grep is read-only: no approval
-    assert out["status"] == "done" and "safeguards" not in out
+    out = cli.json("run", "Does app.log contain errors?", "--json", check=4)  # grep is read-only: no approval
+    assert out["status"] == "done_unverified" and "safeguards" not in out
 
 
 def test_a_change_request_answered_without_any_change_fails(scripted_server, configure, cli, sentinel_home):
@@ -200,7 +200,7 @@ def test_a_change_request_met_after_the_correction_is_done(scripted_server, conf
 
 
 def test_what_asks_for_a_change():
-    from sentinel.worker.answer import asks_for_change
+    from sentinel.worker.safeguards.answer import asks_for_change
 
     for request in ("In config.ini change the port from 8080 to 9090.", "Delete every .tmp file.",
                     "Please rename draft.txt to final.txt", "Sort the lines of names.txt.", "Add a line to env.sh",
@@ -228,7 +228,7 @@ def test_a_made_up_number_after_tool_calls_is_sent_back(scripted_server, configu
 
 
 def test_numbers_an_answer_draws_from_results_or_the_request_pass():
-    from sentinel.worker.answer import ungrounded
+    from sentinel.worker.safeguards.answer import ungrounded
 
     evidence = "Which version is set in setup.cfg?\n[metadata]\nversion = 2.14.1\nport = 8,080\nexit code: 0\n502"
     assert ungrounded("The version is 2.14.1; the port is 8080; the total is 502.", evidence) == []
@@ -271,7 +271,7 @@ def test_an_answer_about_a_file_never_opened_is_sent_back(scripted_server, confi
     read = {"name": "read_file", "arguments": {"path": "setup.cfg"}}
     server = scripted_server(["The version is 1.0.", {"tool_calls": [read]}, "The version is 2.7.1."])
     configure(server=server)
-    out = cli.json("run", "Which version is set in setup.cfg?", "--json", check=0)
+    out = cli.json("run", "Which version is set in setup.cfg?", "--json", check=4)
     assert out["output"] == "The version is 2.7.1." and out["safeguards"] == ["unread_input"]
     correction = server.requests[1]["messages"][-1]["content"]
     assert "setup.cfg" in correction and '"read_file"' in correction
@@ -323,8 +323,8 @@ def test_a_denied_call_followed_by_work_that_did_the_task_is_done(scripted_serve
     write = {"name": "write_file", "arguments": {"path": "build.txt", "content": "cleaned\n"}}
     configure({"policy": {"bash": {"default": "deny"}}},
               server=scripted_server([{"tool_calls": [rm]}, {"tool_calls": [write]}, "Recorded the clean-up."]))
-    out = cli.json("run", "Delete the build directory.", "--json", check=0)
-    assert out["status"] == "done"
+    out = cli.json("run", "Delete the build directory.", "--json", check=4)
+    assert out["status"] == "done_unverified"
 
 
 def test_a_command_that_changed_no_file_is_not_a_change(scripted_server, configure, cli, sentinel_home):
@@ -354,8 +354,8 @@ def test_a_question_does_not_change_the_file_it_asks_about(scripted_server, conf
     blind = {"name": "write_file", "arguments": {"path": "setup.cfg", "content": "version = 2.7.2\n"}}
     configure(server=scripted_server([{"tool_calls": [read]}, {"tool_calls": [bump]}, {"tool_calls": [blind]},
                                       "setup.cfg sets version 2.7.1."]))
-    out = cli.json("run", "Which version is set in setup.cfg?", "--json", check=0)
-    assert out["status"] == "done" and out["output"] == "setup.cfg sets version 2.7.1."
+    out = cli.json("run", "Which version is set in setup.cfg?", "--json", check=4)
+    assert out["status"] == "done_unverified" and out["output"] == "setup.cfg sets version 2.7.1."
     assert out["safeguards"] == ["unasked_change"]
     assert (ws / "setup.cfg").read_text() == "[metadata]\nversion = 2.7.1\n"
     results = _tool_results(cli, out["id"])
@@ -370,38 +370,19 @@ def test_a_request_phrased_as_a_question_still_gets_its_change(scripted_server, 
     read = {"name": "read_file", "arguments": {"path": "notes.md"}}
     edit = {"name": "edit_file", "arguments": {"path": "notes.md", "old_string": "- one", "new_string": "- two"}}
     configure(server=scripted_server([{"tool_calls": [read]}, {"tool_calls": [edit]}, "Changed it to two."]))
-    out = cli.json("run", "Can you change 'one' to 'two' in notes.md?", "--json", check=0)
-    assert out["status"] == "done" and "safeguards" not in out
+    out = cli.json("run", "Can you change 'one' to 'two' in notes.md?", "--json", check=4)
+    assert out["status"] == "done_unverified" and "safeguards" not in out
     assert (ws / "notes.md").read_text() == "- two\n"
 
 
 def test_what_is_a_question():
-    from sentinel.worker.answer import asks_question
+    from sentinel.worker.safeguards.answer import asks_question
     assert asks_question("Which version is set in setup.cfg?")
     assert asks_question("How many lines does app.log have?")
     assert not asks_question("Can you fix calc.py?")
     assert not asks_question("What is wrong in calc.py? Fix it.")
     assert not asks_question("Which file is the largest? Save its name to largest.txt?")
     assert not asks_question("Fix the bug in calc.py")
-
-
-def test_a_file_without_the_bullet_points_asked_for_is_sent_back(scripted_server, configure, cli, sentinel_home):
-    """The default model wrote notes.md as a numbered list and said it was done."""
-    numbered = {"name": "write_file", "arguments": {"path": "notes.md", "content": "1. kernel\n2. shell\n3. files\n"}}
-    server = scripted_server([{"tool_calls": [numbered]}, "Created notes.md.", {"tool_calls": [NOTES]},
-                              "Created notes.md with three bullet points."])
-    configure(server=server)
-    out = cli.json("run", TASK, "--json", check=0)
-    assert out["status"] == "done" and out["safeguards"] == ["missing_bullets"]
-    assert "3 bullet points" in server.requests[2]["messages"][-1]["content"]
-    assert (sentinel_home / "workspace" / "notes.md").read_text().count("- ") == 3
-
-
-def test_a_file_that_never_gets_its_bullet_points_fails(scripted_server, configure, cli, sentinel_home):
-    one_line = {"name": "write_file", "arguments": {"path": "notes.md", "content": "Linux is a kernel.\n"}}
-    configure(server=scripted_server([{"tool_calls": [one_line]}, "Created notes.md."]))
-    out = cli.json("run", TASK, "--json", check=1)
-    assert out["status"] == "failed" and "3 bullet points and notes.md has 0" in out["error"]
 
 
 def test_a_config_file_broken_by_the_change_is_flagged_and_sent_back(scripted_server, configure, cli, sentinel_home):
@@ -460,8 +441,8 @@ def test_a_question_about_a_broken_file_is_still_answered(scripted_server, confi
     (ws / "broken.json").write_text('{"a": 1,,}')
     read = {"name": "read_file", "arguments": {"path": "broken.json"}}
     configure(server=scripted_server([{"tool_calls": [read]}, "It has two commas in a row."]))
-    out = cli.json("run", "What is wrong with broken.json?", "--json", check=0)
-    assert out["status"] == "done" and "safeguards" not in out
+    out = cli.json("run", "What is wrong with broken.json?", "--json", check=4)
+    assert out["status"] == "done_unverified" and "safeguards" not in out
 
 
 CALC = "def add(a, b):\n    return a - b\n"
@@ -508,7 +489,7 @@ def test_a_fix_that_never_passes_its_test_fails(scripted_server, configure, cli,
 
 
 def test_what_names_a_command_that_must_pass():
-    from sentinel.worker.answer import must_pass
+    from sentinel.worker.safeguards.answer import must_pass
     assert must_pass(FIX_TASK) == "python3 test_calc.py"
     assert must_pass("Make pytest tests/test_x.py pass.") == "pytest tests/test_x.py"
     assert must_pass("Run the script report.py and save its output to report.txt.") is None
@@ -576,8 +557,8 @@ def test_a_reply_that_only_announces_its_next_step_is_not_an_answer(scripted_ser
     """Asked what it had remembered, the default model answered "We need to find the name of the staging
     server." and the run ended done: a reply that only says what it would do is sent back."""
     configure(server=scripted_server(["We need to find the name of the staging server.", "It is called heron-7."]))
-    out = cli.json("run", "What is our staging server called?", "--json", check=0)
-    assert out["status"] == "done" and out["output"] == "It is called heron-7."
+    out = cli.json("run", "What is our staging server called?", "--json", check=4)
+    assert out["status"] == "done_unverified" and out["output"] == "It is called heron-7."
     assert out["safeguards"] == ["plan_only"]
     configure(server=scripted_server(["Let me check.", "I will look it up.", "Let me look.", "I'll find it."]))
     out = cli.json("run", "What is our staging server called?", "--json", check=1)
@@ -585,15 +566,15 @@ def test_a_reply_that_only_announces_its_next_step_is_not_an_answer(scripted_ser
 
 
 def test_answers_that_only_look_like_plans_are_answers():
-    from sentinel.worker.answer import _plan_only
+    from sentinel.worker.safeguards.answer import _plan_only
     for said in ("Let me know if you need anything else.", "First, I created the file.", "Now I have finished.",
                  "The staging server is heron-7.", "I need to " + "x" * 300):
-        assert _plan_only(said) is None, said
+        assert _plan_only(said, None) is None, said
 
 
 def test_a_call_to_a_tool_that_does_not_exist_is_a_mistake_not_a_denial(scripted_server, configure, cli):
     """"Denied by policy: unknown tool" answers a model's slip: a run whose only call was one is not `denied_undone`."""
     bogus = {"name": "delete_everything", "arguments": {}}
     configure(server=scripted_server([{"tool_calls": [bogus]}, "Linux is a kernel."]))
-    out = cli.json("run", "What is Linux?", "--json", check=0)
-    assert out["status"] == "done"
+    out = cli.json("run", "What is Linux?", "--json", check=4)
+    assert out["status"] == "done_unverified"

@@ -1,3 +1,8 @@
-"""The loop's safeguards as rules, not phrases (docs/safeguards.md): the per-run contract lives here (contract.py);
-the final-answer checks (sentinel/worker/answer.py) and the pre-call guards (sentinel/worker/loop.py,
-sentinel/worker/deletes.py) are to move here, one small rule each."""
+"""The loop's safeguards as rules, not phrases (docs/safeguards.md), each module one kind:
+
+- contract.py: what a task run asks for, derived once from its words and its workspace, checked by the harness;
+- draft.py: the same contract drafted by the model in a schema-constrained first call, merged conservatively;
+- guards.py: the pre-call guards (the same call twice, a run in circles, an unread overwrite, a change asked of a
+  question, a delete wider than asked), a list of small rules the loop asks before a call is decided;
+- answer.py: the final-answer checks, a list of small rules the loop asks when a reply has no tool call.
+"""

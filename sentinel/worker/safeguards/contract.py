@@ -13,10 +13,13 @@ A clause is one of
 - `delete PATTERN` and `keep`: the task deletes some files and keeps the rest (`Delete every .tmp file. Keep the
   others.`): no file matching PATTERN remains, and every other file the run found is still there (whatever deleted
   them: `rm`, a script, `mv`);
-- `pass COMMAND`: the task says COMMAND must pass: a command run after the last change ran it and exited 0.
-A task with no clause (a question, "explain …") has nothing the harness can check: its answer is the deliverable,
-and the run's `verified` is false. What the clauses cannot see: whether a file holds the right content (only that
-it exists, is not empty, or changed), and whether an answer is correct.
+- `pass COMMAND`: the task says COMMAND must pass: a command run after the last change ran it and exited 0;
+- `answer`: the task asks a question, or asks for nothing else the harness can check: its answer is the
+  deliverable, and no check can say an answer is right, so this clause is never checked.
+`unchecked(contract)` lists what the harness will not check (an `answer` clause; a `keep` clause over a workspace
+too large to list; a task with no clause at all): a run whose contract has any ends `done_unverified`, never
+`done`. What the clauses cannot see: whether a file holds the right content (only that it exists, is not empty,
+or changed), and whether an answer is correct.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sentinel.worker import answer, deletes
+from sentinel.worker import deletes
+from sentinel.worker.safeguards import answer
 
 KEEP_MAX = 500  # files listed for a `keep` clause; a larger workspace leaves it unchecked
 
@@ -41,12 +45,21 @@ class Contract:
     delete: list[str] = field(default_factory=list)
     keep: list[str] = field(default_factory=list)          # files found that no delete pattern matches
     command: str | None = None
+    answer: str | None = None   # what the task asks to be told (never checked: an answer's truth is not seen)
+    unlisted: str | None = None  # why a `keep` clause could not be made (the workspace too large to list)
+    drafted: list[str] = field(default_factory=list)  # the clauses the model's draft added (safeguards/draft.py)
 
     def clauses(self) -> list[str]:
         """Each clause in words, as `show` and the progress print them."""
         return ([f"create {f}" for f in self.create] + [f"change {f}" for f in self.change]
                 + [f"delete {p}" for p in self.delete] + ([f"keep the other {len(self.keep)} file(s)"] if self.keep
-                                                          else []) + ([f"pass `{self.command}`"] if self.command else []))
+                                                          else []) + ([f"pass `{self.command}`"] if self.command else [])
+                + ([f"answer: {self.answer}"] if self.answer else []))
+
+    def words(self) -> list[str]:
+        """The clauses in words, those the model's draft added marked so."""
+        drafted = set(self.drafted)
+        return [f"{c} (drafted)" if c in drafted else c for c in self.clauses()]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,10 +71,22 @@ class Contract:
 
         change = data.get("change")
         command = data.get("command")
+        said, unlisted = data.get("answer"), data.get("unlisted")
         return cls(strings(data.get("create")),
                    {k: v for k, v in change.items() if isinstance(k, str) and isinstance(v, str)}
                    if isinstance(change, dict) else {},
-                   strings(data.get("delete")), strings(data.get("keep")), command if isinstance(command, str) else None)
+                   strings(data.get("delete")), strings(data.get("keep")), command if isinstance(command, str) else None,
+                   said if isinstance(said, str) else None, unlisted if isinstance(unlisted, str) else None,
+                   strings(data.get("drafted")))
+
+
+def unchecked(contract: Contract) -> list[str]:
+    """What the harness will not check of this contract, each as one line: a run with any ends `done_unverified`."""
+    checked = contract.create or contract.change or contract.delete or contract.command
+    return ([f"the answer ({contract.answer}): no check can tell an answer is right"] if contract.answer else []) \
+        + ([f"keep the other files: {contract.unlisted}"] if contract.unlisted else []) \
+        + ([] if checked or contract.answer else ["the task: it names no file to create, change or delete and no "
+                                                  "command that must pass"])
 
 
 def derive(request: str, workspace: Path) -> Contract:
@@ -74,7 +99,10 @@ def derive(request: str, workspace: Path) -> Contract:
             change[existing[0]] = digest
     delete = deletes.targets(request)
     keep = _others(workspace, delete) if delete else []
-    return Contract(create, change, delete, keep, answer.must_pass(request))
+    unlisted = f"the workspace has more than {KEEP_MAX} files" if delete and not keep and _crowded(workspace) else None
+    command = answer.must_pass(request)
+    return Contract(create, change, delete, keep, command,
+                    answer.short(request, 80) if answer.asks_question(request) else None, unlisted)
 
 
 def check(contract: Contract, workspace: Path, passed: bool, printed: str | None = None) -> list[str]:
@@ -139,6 +167,10 @@ def _files(workspace: Path) -> list[str]:
         if len(found) > KEEP_MAX:
             return []
     return sorted(found)
+
+
+def _crowded(workspace: Path) -> bool:
+    return not _files(workspace) and any(os.scandir(workspace))
 
 
 def _matches(path: str, patterns: list[str]) -> bool:

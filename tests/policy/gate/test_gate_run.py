@@ -18,7 +18,7 @@ def test_run_decisions_carry_the_gate(scripted_server, configure, cli, sentinel_
     (sentinel_home / "rules" / "billing.yaml").write_text(yaml.safe_dump(
         {"trigger": "file_write", "scope": ["src/billing/**"], "prompt": "billing FILE {{file_path}}"}))
     configure({"gate": {"backends": {"ollama": {"url": j.url}}}}, server=scripted_server(SCRIPT))
-    cli("run", "set the tax to zero", check=0)
+    cli("run", "set the tax to zero", check=4)
     run_id = cli.json("runs", "--json")[0]["id"]
     shown = cli.json("show", run_id, "--json")
     first = shown["decisions"][0]
@@ -42,7 +42,7 @@ def test_post_info_rules_add_context_to_the_tool_result(scripted_server, configu
     script = [{"tool_calls": [{"name": "write_file", "arguments": {"path": "db/migrations/1.sql", "content": "x"}}]},
               "Done."]
     configure({"gate": {"backends": {"ollama": {"url": j.url}}}}, server=scripted_server(script))
-    run_id = cli.json("run", "add a migration", "--json", check=0)["id"]
+    run_id = cli.json("run", "add a migration", "--json", check=4)["id"]
     results = [m["content"] for m in cli.json("show", run_id, "--json")["messages"] if m["role"] == "tool"]
     assert results[0].startswith("Wrote 1 characters")
     assert "[sentinel note] Update CHANGELOG.md for every migration." in results[0]
@@ -60,7 +60,7 @@ def test_judge_calls_of_a_run_go_through_muzzle(scripted_server, configure, cli,
          "prompt": "billing FILE {{file_path}}"}))
     configure({"providers": {"fake": {"base_url": agent_server.base_url}, "judge": {"base_url": judge_server.base_url}},
                "default_model": "fake/m"})
-    run_id = cli.json("run", "set the tax to zero", "--json", check=0)["id"]
+    run_id = cli.json("run", "set the tax to zero", "--json", check=4)["id"]
     first = cli.json("show", run_id, "--json")["decisions"][0]
     assert (first["outcome"], first["reason"]) == ("deny", "gate: billing is frozen")
     sent = judge_server.requests[0]
@@ -79,9 +79,9 @@ def test_a_rule_whose_judge_is_unreachable_is_skipped_out_loud(scripted_server, 
         {"trigger": "file_write", "scope": ["src/billing/**"], "prompt": "billing FILE {{file_path}}"}))
     configure({"gate": {"backends": {"ollama": {"url": f"http://127.0.0.1:{dead}"}}, "timeout_ms": 2000}},
               server=scripted_server(SCRIPT[:1] + ["Done."]))
-    proc = cli("run", "set the tax to zero", "--json", check=0)
+    proc = cli("run", "set the tax to zero", "--json", check=4)
     out = yaml.safe_load(proc.stdout)
-    assert out["status"] == "done"  # fail-open, as the gate's design says ...
+    assert out["status"] == "done_unverified"  # fail-open, as the gate's design says ...
     assert any("billing" in w and "skipped" in w for w in out["warnings"])  # ... but never silently
     assert "warning:" in proc.stderr and "billing" in proc.stderr
     logged = [line for line in cli("logs", out["id"]).stdout.splitlines() if "warning" in line]
@@ -105,7 +105,7 @@ def test_a_symlinked_write_in_a_run_is_decided_and_written_where_it_lands(script
               {"tool_calls": [{"name": "write_file", "arguments": {"path": "d/notes.md", "content": "ok\n"}}]},
               "Done."]
     configure({"gate": {"backends": {"ollama": {"url": j.url}}}}, server=scripted_server(script))
-    cli("run", "set the tax to zero", check=0)
+    cli("run", "set the tax to zero", check=4)
     shown = cli.json("show", cli.json("runs", "--json")[0]["id"], "--json")
     first, second = shown["decisions"][:2]
     assert first["outcome"] == "deny" and first["arguments"]["path"] == "src/billing/tax.py"

@@ -10,8 +10,6 @@ A reply is not a final answer when it is
   server.", "Let me check the file."): the default model, asked about something it had remembered, ended so;
 - `missing_output`: the request names a file to produce (`Create notes.md ...`, `... save it to out.txt`) and
   that file is not in the workspace;
-- `missing_bullets`: the request asks for a number of bullet points in a file it names ("Create notes.md with
-  three bullet points") and the file has fewer Markdown bullets (`- `, `* `, `+ `) than that;
 - `invalid_file`: the request asks for a change and a JSON, YAML or TOML file it names no longer parses (the
   default model replaced settings.json with `debug = false`);
 - `untested_fix`: the request says a command must pass ("python3 test_calc.py fails. Fix ... so that the test
@@ -40,6 +38,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
@@ -47,7 +46,7 @@ from sentinel.models.toolcalls import invented
 
 TOOL_AS_TEXT, EMPTY, MISSING_OUTPUT, UNBACKED = "tool_call_as_text", "empty_answer", "missing_output", "unbacked_claim"
 UNRESOLVED, NO_CHANGE, UNGROUNDED, UNREAD = "unresolved_error", "no_change", "ungrounded_number", "unread_input"
-BULLETS, INVALID, UNTESTED, PLAN = "missing_bullets", "invalid_file", "untested_fix", "plan_only"
+INVALID, UNTESTED, PLAN = "invalid_file", "untested_fix", "plan_only"
 DENIED = "denied_undone"
 
 _CALL_TEXT = re.compile(r'\{\s*"(?:name|tool|tool_name)"\s*:\s*"([\w.-]+)"[^{}]*"(?:arguments|parameters|args)"')
@@ -96,9 +95,8 @@ class Problem:
 
 
 def check(text: str, turn: Turn) -> Problem | None:
-    return (_tool_as_text(text, turn) or _empty(text) or _denied_undone(text, turn) or _plan_only(text) or _missing_output(turn) or _bullets(turn)
-            or _invalid(turn) or _unread(turn) or _unbacked(text, turn) or _no_change(turn) or _unresolved(text, turn) or _untested(turn)
-            or _ungrounded(text, turn))
+    """The first rule of CHECKS the reply breaks, in order; None: it is a final answer."""
+    return next((problem for rule in CHECKS if (problem := rule(text, turn)) is not None), None)
 
 
 def _tools(turn: Turn) -> str:
@@ -123,7 +121,7 @@ def _tool_as_text(text: str, turn: Turn) -> Problem | None:
     return None
 
 
-def _empty(text: str) -> Problem | None:
+def _empty(text: str, turn: Turn) -> Problem | None:
     if text.strip():
         return None
     return Problem(EMPTY, "the reply was empty",
@@ -159,7 +157,7 @@ _PLAN = re.compile(r"\A\s*(?:(?:we|i)\s+(?:need|have|want|must|should)\s+to|(?:i
 PLAN_CHARS = 240  # longer replies usually carry the answer after the preamble
 
 
-def _plan_only(text: str) -> Problem | None:
+def _plan_only(text: str, turn: Turn) -> Problem | None:
     said = text.strip()
     if len(said) > PLAN_CHARS or not _PLAN.match(said):
         return None
@@ -170,7 +168,7 @@ def _plan_only(text: str) -> Problem | None:
                    "the model described its next step instead of doing it or answering")
 
 
-def _missing_output(turn: Turn) -> Problem | None:
+def _missing_output(text: str, turn: Turn) -> Problem | None:
     missing = [f for f in outputs(turn.request) if not (turn.workspace / f).exists()]
     if not missing:
         return None
@@ -181,43 +179,11 @@ def _missing_output(turn: Turn) -> Problem | None:
                    f"the task asks for {listed} and it does not exist in the workspace")
 
 
-_COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-           "ten": 10}
-_BULLETS = re.compile(r"\b(\d{1,2}|" + "|".join(_COUNTS) + r")\s+(?:short\s+)?bullet(?:\s*points?|s)?\b",
-                      re.IGNORECASE)
-_BULLET = re.compile(r"^\s*[-*+\u2022]\s+\S", re.MULTILINE)
-
-
 def _read(path: Path) -> str | None:
     try:
         return path.read_text(errors="replace")[:1 << 20] if path.is_file() else None
     except OSError:
         return None
-
-
-def bullets_missing(request: str, workspace: Path, path: str) -> tuple[int, int] | None:
-    """(asked, found) when the request asks for bullet points in `path` (its first output file) and the file has
-    fewer Markdown bullets than asked."""
-    asked = _BULLETS.search(request)
-    files = outputs(request)
-    if asked is None or not files or files[0] != path.removeprefix("./") or (text := _read(workspace / path)) is None:
-        return None
-    wanted = int(asked.group(1)) if asked.group(1).isdigit() else _COUNTS[asked.group(1).lower()]
-    found = len(_BULLET.findall(text))
-    return (wanted, found) if found < wanted else None
-
-
-def _bullets(turn: Turn) -> Problem | None:
-    files = outputs(turn.request)
-    short_of = bullets_missing(turn.request, turn.workspace, files[0]) if files else None
-    if short_of is None:
-        return None
-    (wanted, found), name = short_of, files[0]
-    return Problem(BULLETS, f"the request asks for {wanted} bullet points and {name} has {found}",
-                   f"[sentinel] The task asks for {wanted} bullet points, and {name} has {found} lines that are "
-                   f"Markdown bullets. Write it again with write_file, one line per point, each starting with "
-                   f'"- ", then answer.',
-                   f"the task asks for {wanted} bullet points and {name} has {found}")
 
 
 def unparsable(workspace: Path, path: str) -> str | None:
@@ -238,7 +204,7 @@ def unparsable(workspace: Path, path: str) -> str | None:
     return None
 
 
-def _invalid(turn: Turn) -> Problem | None:
+def _invalid(text: str, turn: Turn) -> Problem | None:
     if not asks_for_change(turn.request):
         return None
     why = next((w for f in named_files(turn.request) if (w := unparsable(turn.workspace, f))), None)
@@ -318,7 +284,7 @@ def asks_question(request: str) -> bool:
     return text.endswith("?") and bool(_QUESTION.match(text)) and not asks_for_change(text)
 
 
-def _no_change(turn: Turn) -> Problem | None:
+def _no_change(text: str, turn: Turn) -> Problem | None:
     if turn.changes or turn.denied or not asks_for_change(turn.request):
         return None
     named = re.search(_FILE, turn.request)
@@ -350,7 +316,7 @@ def passed(command: str, since_change: tuple[tuple[str, str], ...]) -> bool:
     return any(key in ran and result.startswith("exit code: 0") for ran, result in since_change)
 
 
-def _untested(turn: Turn) -> Problem | None:
+def _untested(text: str, turn: Turn) -> Problem | None:
     if not turn.changes or (command := must_pass(turn.request)) is None:
         return None
     if passed(command, turn.since_change):
@@ -407,7 +373,7 @@ def inputs(request: str, workspace: Path) -> list[str]:
     return [f for f in named_files(request) if (workspace / f).is_file()]
 
 
-def _unread(turn: Turn) -> Problem | None:
+def _unread(text: str, turn: Turn) -> Problem | None:
     made = outputs(turn.request)  # a file the request asks to produce is no input, even once it exists
     unread = [f for f in inputs(turn.request, turn.workspace) if f not in turn.call_args and f not in made]
     if not unread:
@@ -418,3 +384,9 @@ def _unread(turn: Turn) -> Problem | None:
                    f'guess. Read it first: {{"tool": "read_file", "arguments": {{"path": "{unread[0]}"}}}}, then '
                    "do the task from what it really contains.",
                    f"the task names {listed} and the model never opened it")
+
+
+Rule = Callable[[str, Turn], "Problem | None"]
+# The final-answer checks, in the order they are asked: the first that finds a problem is the one sent back.
+CHECKS: tuple[Rule, ...] = (_tool_as_text, _empty, _denied_undone, _plan_only, _missing_output, _invalid, _unread,
+                            _unbacked, _no_change, _unresolved, _untested, _ungrounded)
