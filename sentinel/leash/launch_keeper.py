@@ -19,6 +19,7 @@ import signal
 import socket
 import struct
 import time
+from types import FrameType
 from typing import Any
 
 from sentinel.leash import cgroups, child, mounts, prefault, privs, seccomp, unix_allow, wire
@@ -58,7 +59,7 @@ class Orphaned(BaseException):
     what this keeper runs must die too, before the keeper goes."""
 
 
-def _orphaned(signum: int, frame: Any) -> None:
+def _orphaned(signum: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the cleanup that follows is never cut short
     raise Orphaned()
 

@@ -17,7 +17,6 @@ import os
 import platform
 import stat
 from dataclasses import dataclass, field
-from typing import Any
 
 from landlock import FSAccess  # type: ignore[import-untyped]
 
@@ -56,7 +55,7 @@ class LandlockError(OSError):
     pass
 
 
-def _syscall(nr: int, *args: Any) -> int:
+def _syscall(nr: int, *args: object) -> int:  # ctypes converts each argument itself
     ctypes.set_errno(0)
     res: int = privs.libc().syscall(ctypes.c_long(nr), *args)
     if res < 0:
