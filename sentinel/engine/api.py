@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, Protocol, Self, Sequence
 
 from sentinel.engine.events import Event, Listener
-from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow
+from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow, StoredRun
 from sentinel.engine.state import RunState
 
 
@@ -80,7 +80,7 @@ class RunDetail:
         return asdict(self) | {"pending_approvals": [a.to_dict() for a in self.pending_approvals]}
 
     @classmethod
-    def of(cls, row: dict[str, Any], state: RunState, *, status: str, decisions: list[dict[str, Any]],
+    def of(cls, row: StoredRun, state: RunState, *, status: str, decisions: list[dict[str, Any]],
            history: list[dict[str, Any]], compactions: list[dict[str, Any]], children: list[dict[str, Any]],
            pending: list[ApprovalRow]) -> "RunDetail":
         """The one way both modes build `show`: the store's row first (the agent writes its journal, never

@@ -15,6 +15,7 @@ from typing import Any
 
 from sentinel.agents import profile as profiles
 from sentinel.engine.events import Listener
+from sentinel.engine.rows import StoredRun
 from sentinel.engine.state import RunState
 from sentinel.engine.store import new_id
 from sentinel.engine.status import TERMINAL
@@ -63,7 +64,7 @@ class LocalChildren:
 
     # -- making and advancing children ----------------------------------------------------------
 
-    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None:
+    def child_for_call(self, parent_id: str, call_id: str) -> StoredRun | None:
         return self.store.child_for_call(parent_id, call_id)
 
     def start(self, parent: RunState, call_id: str, tool: str, plan: dict[str, Any], granted: frozenset[str]) -> str:

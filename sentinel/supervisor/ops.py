@@ -34,6 +34,7 @@ from sentinel.engine.api import Outcome, RunDetail
 from sentinel.engine.events import KINDS, Translator
 from sentinel.engine.records import Record
 from sentinel.engine.state import JOURNAL, RunState
+from sentinel.engine.rows import StoredRun
 from sentinel.engine.store import Store
 from sentinel.errors import Busy, NotFound, SentinelError, UsageError
 from sentinel.supervisor import agentfs, children, console, flows, hookasks, layout, registry, runmodel
@@ -349,7 +350,7 @@ def resume_decided(sup: Hub, conn: Client, approval: Any, msg: dict[str, Any]) -
     return _resume_run(sup, conn, approval.run_id, msg)
 
 
-def executes_here(store: Store, row: dict[str, Any]) -> bool:
+def executes_here(store: Store, row: StoredRun) -> bool:
     """Does this host's supervisor execute the run? On a shared store, only its own host's (docs/system-mode.md)."""
     return not store.shared or row.get("host") == store.host
 
@@ -585,11 +586,11 @@ def outcome(store: Store, run_id: str) -> dict[str, Any]:
             "approval_id": now.approval_id}
 
 
-def _row(store: Store, run_id: str) -> dict[str, Any]:
+def _row(store: Store, run_id: str) -> StoredRun:
     return store.get_run(run_id)
 
 
-def _owner(store: Store, row: dict[str, Any]) -> tuple[str, int] | None:
+def _owner(store: Store, row: StoredRun) -> tuple[str, int] | None:
     import pwd
 
     agent = registry.get(store, row.get("user") or "")
@@ -602,7 +603,7 @@ def _owner(store: Store, row: dict[str, Any]) -> tuple[str, int] | None:
     return pw.pw_dir, pw.pw_uid
 
 
-def _events(store: Store, row: dict[str, Any]) -> list[Record]:
+def _events(store: Store, row: StoredRun) -> list[Record]:
     if row.get("kind") == flows.KIND:  # walked by the supervisor: its journal is in the state directory
         from sentinel.engine import journal
 
@@ -611,11 +612,11 @@ def _events(store: Store, row: dict[str, Any]) -> list[Record]:
     return agentfs.read_journal(owner[0], row["id"], owner[1])[0] if owner else []
 
 
-def _state(store: Store, row: dict[str, Any]) -> RunState:
+def _state(store: Store, row: StoredRun) -> RunState:
     return agentfs.replay(_events(store, row))
 
 
-def _history(store: Store, row: dict[str, Any], state: Any) -> tuple[list[Any], list[Any]]:
+def _history(store: Store, row: StoredRun, state: Any) -> tuple[list[Any], list[Any]]:
     """The conversation before compactions, and the compactions, when there were any."""
     from sentinel.engine.state import history
 

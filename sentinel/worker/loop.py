@@ -35,14 +35,17 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable, TypedDict
 
 from sentinel.agents.selfstate import SOUL_REFUSED
+from sentinel.engine import records as rec
 from sentinel.engine.run import Run
 from sentinel.engine.runstore import RunStore
 from sentinel.engine.store import call_digest
 from sentinel.errors import SentinelError
-from sentinel.models import ModelClient, ModelError, ModelUnavailable
+from sentinel.jsontypes import JSONObject
+from sentinel.models import ModelClient, ModelError, ModelUnavailable, ToolCall
+from sentinel.models.base import tool_calls
 from sentinel.models.toolcalls import recover
 from sentinel.policy import landing
 from sentinel.policy.decide import CallContext, Layer, decide
@@ -55,7 +58,7 @@ from sentinel.worker.exits import (CodeChanged, Corrected, Failed, Finished, Pau
 from sentinel.worker.stream import CallStream
 from sentinel.worker.safeguards import contract
 from sentinel.worker.undo import Checkpoints
-from sentinel.engine.status import TERMINAL, RunStatus
+from sentinel.engine.status import TERMINAL, ApprovalStatus, RunStatus
 
 
 @dataclass
@@ -95,6 +98,13 @@ INTERRUPTED = ("Error: this call was interrupted before it finished (the process
                "not re-run, because it may have had side effects. Check its effects before trying again.")
 
 
+class Shown(TypedDict, total=False):
+    """What an approval of a pinned tool shows the operator: its files and their hash."""
+
+    code: dict[str, str]
+    code_sha256: str
+
+
 class AgentLoop:
     def __init__(self, run: Run, deps: Deps):
         self.run = run
@@ -106,7 +116,7 @@ class AgentLoop:
     # -- the loop -----------------------------------------------------------
 
     def execute(self) -> str:
-        self.run.record({"type": "session", "pid": os.getpid()})
+        self.run.record(rec.Session(pid=os.getpid()))
         self.make_contract()
         self.deps.store.set_status(self.state.id, RunStatus.RUNNING)
         try:
@@ -141,7 +151,7 @@ class AgentLoop:
             pass
 
     def _finish(self, status: str, *, output: str | None = None, error: str | None = None) -> None:
-        self.run.record({"type": "status", "status": status, "output": output, "error": error})
+        self.run.record(rec.Status(status=status, output=output, error=error))
         self.deps.store.set_status(self.state.id, status, output=output, error=error)
 
     def check_limits(self) -> None:
@@ -173,9 +183,9 @@ class AgentLoop:
         completion.tool_calls = calls
         turn = None if calls else self.turn()
         problem = None if turn is None else answer.check(completion.content, turn) or self.unmet(turn)
-        record = {"type": "assistant", "message": completion.to_message(), "model": completion.model,
-                  "latency_ms": round((time.monotonic() - began) * 1000, 1), "usage": completion.usage,
-                  "recovered": recovered, **({"rejected": problem.kind} if problem else {})}
+        record = rec.Assistant(message=completion.to_message(), model=completion.model,
+                               latency_ms=round((time.monotonic() - began) * 1000, 1), usage=dict(completion.usage),
+                               recovered=recovered, rejected=problem.kind if problem else None)
         if recovered:
             self.run.record(record, self.safeguard("recovered_tool_call", "recovered",
                                                    f"a tool call written as text became a real call to "
@@ -197,7 +207,7 @@ class AgentLoop:
         if self.state.kind != "task" or self.state.contract is not None or self.state.steps:
             return
         made = contract.derive(self.state.request, self.deps.tool_ctx.workspace)
-        self.run.record({"type": "contract", "terms": made.to_dict(), "clauses": made.clauses()})
+        self.run.record(rec.ContractMade(terms=made.to_dict(), clauses=list(made.clauses())))
 
     def terms(self) -> contract.Contract | None:
         if self.state.contract is None or self.state.kind != "task":
@@ -235,8 +245,7 @@ class AgentLoop:
             return
         clauses = terms.clauses()
         unmet = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn), self.printed())
-        self.run.record({"type": "verdict", "verified": bool(clauses) and not unmet, "checked": clauses,
-                         "unmet": unmet})
+        self.run.record(rec.Verdict(verified=bool(clauses) and not unmet, checked=list(clauses), unmet=list(unmet)))
 
     def known(self) -> set[str]:
         return self.deps.registry.names() if self.deps.granted is None else set(self.deps.granted)
@@ -247,7 +256,7 @@ class AgentLoop:
         (every message, call and result), the arguments of its calls, and whether one of them was denied."""
         request = "" if self.state.kind == "hook" else self.state.request  # a watcher's event asks for no file
         names: dict[str, str] = {}
-        last: dict[str, Any] | None = None
+        last: JSONObject | None = None
         calls = ran = 0
         evidence: list[str] = []
         call_args: list[str] = []
@@ -259,10 +268,10 @@ class AgentLoop:
             if role == "user" and not content.startswith("[sentinel]"):
                 last, calls, ran, call_args, denied = None, 0, 0, [], False
             elif role == "assistant":
-                for c in message.get("tool_calls") or []:
-                    names[c["id"]] = c["function"]["name"]
-                    evidence.append(str(c["function"].get("arguments") or ""))
-                    call_args.append(str(c["function"].get("arguments") or ""))
+                for c in tool_calls(message):
+                    names[c.id] = c.name
+                    evidence.append(c.arguments)
+                    call_args.append(c.arguments)
             elif role == "tool":
                 last, calls = message, calls + 1
                 refused = self.refused(str(message.get("tool_call_id")), content)
@@ -293,17 +302,17 @@ class AgentLoop:
             return ()
         results = {m.get("tool_call_id"): str(m.get("content") or "") for m in self.state.messages
                    if m.get("role") == "tool"}
-        calls = [c for m in self.state.messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
-        ids = [c["id"] for c in calls]
+        calls = [c for m in self.state.messages if m.get("role") == "assistant" for c in tool_calls(m)]
+        ids = [c.id for c in calls]
         after = calls[ids.index(self.state.last_change) + 1:] if self.state.last_change in ids else []
         ran = []
         for c in after:
-            command = str(_arguments(c).get("command") or "") if c["function"]["name"] == "bash" else ""
-            if command and c["id"] in results:
-                ran.append((command, results[c["id"]]))
+            command = str(_arguments(c).get("command") or "") if c.name == "bash" else ""
+            if command and c.id in results:
+                ran.append((command, results[c.id]))
         return tuple(ran)
 
-    def send_back(self, record: dict[str, Any], problem: answer.Problem) -> None:
+    def send_back(self, record: rec.Assistant, problem: answer.Problem) -> None:
         """A reply that is no answer: the model reads a correction and tries again, up to MAX_CORRECTIONS times
         a turn; then the run fails with one line saying why."""
         if problem.final:
@@ -312,19 +321,18 @@ class AgentLoop:
         if self.state.corrections >= MAX_CORRECTIONS:
             self.run.record(record, self.safeguard(problem.kind, "stopped", problem.detail))
             raise Failed(f"{problem.failure} (safeguard {problem.kind}, after {MAX_CORRECTIONS} corrections)")
-        correction = {"type": "message", "message": {"role": "user", "content": problem.correction},
-                      "note": "safeguard"}
+        correction = rec.Message(message={"role": "user", "content": problem.correction}, note="safeguard")
         self.run.record(record, self.safeguard(problem.kind, "retry", problem.detail), correction)
         raise Corrected()
 
     @staticmethod
-    def safeguard(kind: str, action: str, detail: str) -> dict[str, Any]:
-        return {"type": "safeguard", "kind": kind, "action": action, "detail": detail}
+    def safeguard(kind: str, action: str, detail: str, note: str | None = None) -> rec.Safeguard:
+        return rec.Safeguard(kind=kind, action=action, detail=detail, note=note)
 
     def break_loop(self) -> None:
         """Stop a run that repeats itself: the same tool calls LOOP_REPEATS turns in a row, or two sets of calls
         taking turns three times each. The calls just asked for get a result saying they were not run."""
-        turns = [_signature(m) for m in _last_turns(self.state.messages, 2 * LOOP_REPEATS)]
+        turns = [_signature(tool_calls(m)) for m in _last_turns(self.state.messages, 2 * LOOP_REPEATS)]
         last = turns[-LOOP_REPEATS:]
         if len(last) == LOOP_REPEATS and len(set(last)) == 1:
             why = f"the same tool call(s) {LOOP_REPEATS} turns in a row: {answer.short(last[0], 120)}"
@@ -333,8 +341,8 @@ class AgentLoop:
                    f"{answer.short(turns[-2], 120)}")
         else:
             return
-        results = [{"type": "finished", "call_id": c["id"], "result": "Not run: the run was stopped for repeating "
-                    "itself."} for c in self.state.open_calls()]
+        results = [rec.Finished(call_id=c.id, result="Not run: the run was stopped for repeating itself.")
+                   for c in self.state.open_calls()]
         self.run.record(*results, self.safeguard("loop", "stopped", why))
         raise Failed(f"stopped: the model repeated {why} (safeguard loop)")
 
@@ -348,60 +356,60 @@ class AgentLoop:
         except SentinelError:
             return  # a self-state file broken mid-run: keep the prompt the run already has
         if text != messages[0]["content"]:
-            self.run.record({"type": "system", "content": text})
+            self.run.record(rec.System(content=text))
 
     # -- one tool call ----------------------------------------------------------
 
-    def settle(self, call: dict[str, Any]) -> None:
+    def settle(self, call: ToolCall) -> None:
         """Give one open tool call its result, or pause the run at it."""
-        call_id, name = call["id"], call["function"]["name"]
+        call_id, name = call.id, call.name
         if call_id in self.state.started:
             if self.hands_to_child(name):  # its child run carries on: found again, never started twice
-                return self.hand_to_child(call_id, name, self.deps.store.decision_for_call(self.state.id, call_id))
+                return self.hand_to_child(call_id, name, self.decision_of(call_id))
             return self._after_crash(call)
-        decision = self.deps.store.decision_for_call(self.state.id, call_id)
+        decision = self.decision_of(call_id)
         if decision is None and (earlier := self.duplicate_of(call)) is not None:
             return self.run.record(self.safeguard("duplicate_call", "deduplicated", f"{name} with the same arguments "
                                                   "as the call just before it: not run again"),
-                                   {"type": "finished", "call_id": call_id, "result": earlier, "duplicate": True})
+                                   rec.Finished(call_id=call_id, result=earlier, duplicate=True))
         if decision is None and (unread := self.unread_overwrite(call)) is not None:
             return self.run.record(self.safeguard("unread_overwrite", "refused", f"{name} {unread}: it exists "
                                                   "and the run has not read it"),
-                                   {"type": "finished", "call_id": call_id, "result": UNREAD.format(path=unread)})
+                                   rec.Finished(call_id=call_id, result=UNREAD.format(path=unread)))
         if decision is None and (unasked := self.unasked_change(call)) is not None:
             return self.run.record(self.safeguard("unasked_change", "refused", f"{name} {unasked}: the request is "
                                                   "a question and asks for no change"),
-                                   {"type": "finished", "call_id": call_id, "result": UNASKED.format(path=unasked)})
+                                   rec.Finished(call_id=call_id, result=UNASKED.format(path=unasked)))
         if decision is None and (wide := self.wide_delete(call)) is not None:
             part, allowed = wide
             return self.run.record(self.safeguard("wide_delete", "refused", f"{answer.short(part, 120)}: the "
                                                   f"request deletes only {', '.join(allowed)} and keeps the rest"),
-                                   {"type": "finished", "call_id": call_id,
-                                    "result": WIDE.format(part=part, allowed=", ".join(allowed), example=allowed[0])})
+                                   rec.Finished(call_id=call_id, result=WIDE.format(
+                                       part=part, allowed=", ".join(allowed), example=allowed[0])))
         decision = decision or self.decide(call)
-        if decision["outcome"] == "deny":
+        if decision.outcome == "deny":
             self._pins.pop(call_id, None)
-            return self.result(call_id, f"Denied by policy: {decision['reason']}")
+            return self.result(call_id, f"Denied by policy: {decision.reason}")
         try:
-            if decision["outcome"] == "needs_approval" and not self.approved(call, decision):
+            if decision.outcome == "needs_approval" and not self.approved(call, decision):
                 return
             pinned = self.pinned(call_id, name, decision)
         except CodeChanged as exc:
             return self.result(call_id, f"Error: {exc}")
         self.execute_call(call_id, name, decision, pinned)
 
-    def unasked_change(self, call: dict[str, Any]) -> str | None:
+    def unasked_change(self, call: ToolCall) -> str | None:
         """The path of a write_file or edit_file made while the request is a question: the default model, asked
         which version a file sets, changed the version and answered with the new one."""
-        if call["function"]["name"] not in FILE_TOOLS or self.state.kind == "hook" or not answer.asks_question(
+        if call.name not in FILE_TOOLS or self.state.kind == "hook" or not answer.asks_question(
                 self.state.request):
             return None
         return str(_arguments(call).get("path") or "") or "the file"
 
-    def wide_delete(self, call: dict[str, Any]) -> tuple[str, list[str]] | None:
+    def wide_delete(self, call: ToolCall) -> tuple[str, list[str]] | None:
         """(the deleting part, what the request allows) for a command that could delete files the request says to
         keep ("Delete every .tmp file. Keep all the other files." answered with `find . -type f -delete`)."""
-        if call["function"]["name"] != "bash" or self.state.kind == "hook":
+        if call.name != "bash" or self.state.kind == "hook":
             return None
         allowed = deletes.targets(self.state.request)
         if not allowed:
@@ -409,13 +417,13 @@ class AgentLoop:
         part = deletes.overreach(str(_arguments(call).get("command") or ""), allowed)
         return (part, allowed) if part is not None else None
 
-    def unread_overwrite(self, call: dict[str, Any]) -> str | None:
+    def unread_overwrite(self, call: ToolCall) -> str | None:
         """The path of a write_file (not an append), or of a command's `> FILE` redirection, that would replace a
         workspace file the run has not read whole (read_file or `cat` without truncation) nor written whole itself:
         a small model writes what it imagines a file holds (`echo "debug = false" > settings.json`), or replaces a
         three-line file with the one line it was asked to add. The run's journal says what it read, so a
         compaction that dropped the read from the conversation does not make the file unread."""
-        name = call["function"]["name"]
+        name = call.name
         if name not in ("write_file", "bash"):
             return None
         args = _arguments(call)
@@ -434,23 +442,28 @@ class AgentLoop:
                 return path
         return None
 
-    def duplicate_of(self, call: dict[str, Any]) -> str | None:
+    def duplicate_of(self, call: ToolCall) -> str | None:
         """The result the call just before this one got, with a note, when it is the same call with the same
         arguments (and that result was not an interruption, which asks to check and try again)."""
-        before = _call_before(self.state.messages, call["id"])
-        if before is None or _signature({"tool_calls": [before]}) != _signature({"tool_calls": [call]}):
+        before = _call_before(self.state.messages, call.id)
+        if before is None or _signature([before]) != _signature([call]):
             return None
         earlier = next((m.get("content") for m in reversed(self.state.messages)
-                        if m.get("role") == "tool" and m.get("tool_call_id") == before["id"]), None)
-        if earlier is None or earlier.startswith(("Error: this call was interrupted", "Cancelled:")):
+                        if m.get("role") == "tool" and m.get("tool_call_id") == before.id), None)
+        if not isinstance(earlier, str) or earlier.startswith(("Error: this call was interrupted", "Cancelled:")):
             return None
         earlier = earlier.split(f"\n\n{DUPLICATE}")[0]
         return f"{earlier}\n\n{DUPLICATE}"
 
-    def decide(self, call: dict[str, Any]) -> dict[str, Any]:
-        call_id, name, raw = call["id"], call["function"]["name"], call["function"]["arguments"]
+    def decision_of(self, call_id: str) -> rec.Decision | None:
+        """The call's decision as the store keeps it (the first one recorded stands); None before it has one."""
+        stood = self.deps.store.decision_for_call(self.state.id, call_id)
+        return None if stood is None else _decision(call_id, stood)
+
+    def decide(self, call: ToolCall) -> rec.Decision:
+        call_id, name, raw = call.id, call.name, call.arguments
         tool = self.deps.registry.get(name)
-        event: dict[str, Any] = {"type": "decision", "call_id": call_id, "tool": name}
+        event: JSONObject = {"call_id": call_id, "tool": name}
         if tool is None:
             available = ", ".join(sorted(self.deps.registry.names()))
             event |= {"arguments": raw, "outcome": "deny", "layers": [],
@@ -470,12 +483,13 @@ class AgentLoop:
                 if pinned is not None:
                     event["code_sha256"] = pinned.sha256
                 if tool.mcp:
-                    event["mcp"] = tool.mcp
-        stood = self.deps.store.record_decision(self.state.id, call_id, {k: v for k, v in event.items() if k != "type"})
-        self.run.record({"type": "decision", **stood})
+                    event["mcp"] = dict(tool.mcp)
+        stood = self.deps.store.record_decision(self.state.id, call_id, event)
+        decision = _decision(call_id, stood)
+        self.run.record(decision)
         self.deps.store.audit("decision", {"run_id": self.state.id, "agent": self.state.agent, **stood,
                                            "sandbox": self.deps.tool_ctx.sandbox})
-        return stood
+        return decision
 
     def _pin(self, call_id: str, tool: Tool) -> Pinned | None:
         """Read a pinned tool's code once, for the decision and (in this process) the call itself."""
@@ -484,9 +498,9 @@ class AgentLoop:
         self._pins[call_id] = pinned = tool.pin()
         return pinned
 
-    def pinned(self, call_id: str, name: str, decision: dict[str, Any], keep: bool = False) -> Pinned | None:
+    def pinned(self, call_id: str, name: str, decision: rec.Decision, keep: bool = False) -> Pinned | None:
         """The code the call will run: exactly what the decision hashed, or CodeChanged."""
-        sha = decision.get("code_sha256")
+        sha = decision.code_sha256
         if sha is None:
             return None
         pinned = self._pins.get(call_id) if keep else self._pins.pop(call_id, None)
@@ -503,68 +517,70 @@ class AgentLoop:
             self._pins[call_id] = pinned
         return pinned
 
-    def approved(self, call: dict[str, Any], decision: dict[str, Any]) -> bool:
+    def approved(self, call: ToolCall, decision: rec.Decision) -> bool:
         """True when an operator approved this exact call; records the denial or pauses otherwise.
         The resolution is read from the store every time: a `resolved` line in the journal is only a record."""
-        call_id, run_id = call["id"], self.state.id
+        call_id, run_id = call.id, self.state.id
         store = self.deps.store
         approval = store.approval_for_call(run_id, call_id) or store.submit_approval(
-            run_id, call_id, decision["tool"], decision["arguments"], decision["reason"], self.deps.approval_ttl_s,
-            **self._shown_code(call_id, call["function"]["name"], decision))
+            run_id, call_id, decision.tool, _args(decision), decision.reason, self.deps.approval_ttl_s,
+            **self._shown_code(call_id, call.name, decision))
         store.expire()
         approval = store.get_approval(approval.id)
-        if approval.status == "pending":
+        if approval.status == ApprovalStatus.PENDING:
             if self.state.approvals.get(call_id) != approval.id or self.state.status != RunStatus.WAITING_APPROVAL:
-                self.run.record({"type": "paused", "call_id": call_id, "approval_id": approval.id,
-                                 "tool": decision["tool"], "reason": decision["reason"]})
+                self.run.record(rec.Paused(call_id=call_id, approval_id=approval.id, tool=decision.tool,
+                                           reason=decision.reason))
             raise Paused(approval.id)
-        ok = approval.status in ("approved", "consumed")
-        reason = approval.resolution_reason or ("approval expired" if approval.status == "expired" else "")
+        ok = approval.approved
+        reason = approval.resolution_reason or ("approval expired" if approval.status == ApprovalStatus.EXPIRED else "")
         resolved = {"approval_id": approval.id, "approved": ok, "reason": reason, "by": approval.resolved_by}
         if self.state.resolved.get(call_id) != resolved:
-            self.run.record({"type": "resolved", "call_id": call_id, **resolved})
+            self.run.record(rec.Resolved(call_id=call_id, approval_id=approval.id, approved=ok, reason=reason,
+                                         by=approval.resolved_by))
         if not ok:
             why = f": {reason}" if reason else ""
             self.result(call_id, f"Denied by the operator{why}")
             return False
-        digest = call_digest(decision["tool"], decision["arguments"], decision.get("code_sha256"))
+        digest = call_digest(decision.tool, _args(decision), decision.code_sha256)
         if store.consume(approval.id, digest):
             return True
-        if approval.status == "consumed" and approval.digest == digest and call_id not in self.state.started:
+        consumed = approval.status == ApprovalStatus.CONSUMED
+        if consumed and approval.digest == digest and call_id not in self.state.started:
             return True  # consumed by this run's previous session, which stopped before starting the call
         self.result(call_id, "Denied: the approval does not match this exact call")
         return False
 
-    def _shown_code(self, call_id: str, name: str, decision: dict[str, Any]) -> dict[str, Any]:
+    def _shown_code(self, call_id: str, name: str, decision: rec.Decision) -> Shown:
         """What an approval of a pinned tool shows the operator: the files the decision hashed."""
         pinned = self.pinned(call_id, name, decision, keep=True)
         return {"code": pinned.files, "code_sha256": pinned.sha256} if pinned is not None else {}
 
-    def execute_call(self, call_id: str, name: str, decision: dict[str, Any], pinned: Pinned | None = None) -> None:
+    def execute_call(self, call_id: str, name: str, decision: rec.Decision, pinned: Pinned | None = None) -> None:
         tool = self.deps.registry.get(name)
         assert tool is not None  # decide() denies unknown tools
         if self.hands_to_child(name):
             return self.hand_to_child(call_id, name, decision)
-        self.run.record({"type": "started", "call_id": call_id, "tool": name})
+        self.run.record(rec.Started(call_id=call_id, tool=name))
         before = _fingerprint(self.deps.tool_ctx.workspace) if name == "bash" else None
-        checkpoint = not tool.read_only and self.checkpoint_before(name, decision["arguments"])
-        output = self.deps.registry.run(name, decision["arguments"], self.deps.tool_ctx, pinned)
-        notes = [layer["note"] for layer in decision.get("layers", []) if layer.get("note")]
-        notes += self.after_notes(call_id, name, decision["arguments"], output)
+        args = _args(decision)
+        checkpoint = not tool.read_only and self.checkpoint_before(name, args)
+        output = self.deps.registry.run(name, args, self.deps.tool_ctx, pinned)
+        notes = [str(layer["note"]) for layer in decision.layers if isinstance(layer, dict) and layer.get("note")]
+        notes += self.after_notes(call_id, name, args, output)
         changed = not tool.read_only and not output.startswith("Error:")
         if changed and before is not None and _fingerprint(self.deps.tool_ctx.workspace) == before:
             changed = False  # a command that left every workspace file as it was (a sed that matched nothing)
-        records = self.verify(call_id, name, decision["arguments"], output, changed)
-        notes += [r["note"] for r in records if r.get("note")]
+        records = self.verify(call_id, name, args, output, changed)
+        notes += [r.note for r in records if isinstance(r, rec.Safeguard) and r.note]
         if notes:
             output += "".join(f"\n\n[sentinel note] {n}" for n in notes)
-        known = _known_after(self.deps.tool_ctx.workspace, name, decision["arguments"], output)
+        known = _known_after(self.deps.tool_ctx.workspace, name, args, output)
         step = self.checkpoint_after(call_id, name) if checkpoint else []
-        self.run.record({"type": "finished", "call_id": call_id, "result": output,
-                         **({"changed": True} if changed else {}), **({"known": known} if known else {})}, *records,
+        self.run.record(rec.Finished(call_id=call_id, result=output, changed=changed, known=list(known)), *records,
                         *step)
 
-    def checkpoint_before(self, name: str, args: dict[str, Any]) -> bool:
+    def checkpoint_before(self, name: str, args: JSONObject) -> bool:
         """Keep what a call that may change files could overwrite (sentinel/worker/undo.py); False when the
         checkpoint store cannot be written (the call still runs: undo will say what it cannot restore)."""
         recorded = {p for s in self.state.workspace_steps for p in s["changes"]}
@@ -574,18 +590,17 @@ class AgentLoop:
             return False
         return True
 
-    def checkpoint_after(self, call_id: str, name: str) -> list[dict[str, Any]]:
+    def checkpoint_after(self, call_id: str, name: str) -> list[rec.Record]:
         try:
             changes, complete = self._points.after()
         except OSError:
             changes, complete = {}, False
         if not changes and complete:
             return []
-        return [{"type": "workspace_step", "call_id": call_id, "tool": name, "changes": changes,
-                 "complete": complete}]
+        return [rec.WorkspaceStep(call_id=call_id, tool=name, changes=dict(changes), complete=complete)]
 
-    def verify(self, call_id: str, name: str, args: dict[str, Any], output: str,
-               changed: bool) -> list[dict[str, Any]]:
+    def verify(self, call_id: str, name: str, args: JSONObject, output: str,
+               changed: bool) -> list[rec.Record]:
         """What the loop checks after a call: a written file exists; a self-state edit is recorded for the
         operator to see (with the soul version that undoes it), a refused soul edit too."""
         if name == "edit_soul" and output.startswith(f"Error: {SOUL_REFUSED}"):
@@ -596,18 +611,16 @@ class AgentLoop:
             path = str(args.get("path") or "")
             if path and not (self.deps.tool_ctx.workspace / path).exists():
                 note = f"{path} does not exist after this {name} call: check the path and write it again."
-                return [{**self.safeguard("write_unverified", "flagged", f"{name}: {path} missing after the "
-                                          "write"), "note": note}]
+                return [self.safeguard("write_unverified", "flagged", f"{name}: {path} missing after the write", note)]
         if checked := self.check_content(name, args):
             return checked
         if name in SELF_EDITS:
             content = str(args.get("content") or "")
-            return [{"type": "self_edit", "agent": self.state.agent, "call_id": call_id, "tool": name,
-                     "file": SELF_EDITS[name], "chars": len(content), "version": _version(output),
-                     "excerpt": answer.short(content, 160)}]
+            return [rec.SelfEdit(agent=self.state.agent, call_id=call_id, tool=name, file=SELF_EDITS[name],
+                                 chars=len(content), version=_version(output), excerpt=answer.short(content, 160))]
         return []
 
-    def check_content(self, name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    def check_content(self, name: str, args: JSONObject) -> list[rec.Record]:
         """After a call changed files: a JSON, YAML or TOML file it wrote (or, after a command, one the request
         names) that no longer parses, or a file asked to hold N bullet points that holds fewer, gets a note at
         once, so the model can mend it before it answers."""
@@ -617,23 +630,22 @@ class AgentLoop:
         paths = [str(args.get("path") or "")] if name in FILE_TOOLS else answer.named_files(request)
         for path in filter(None, paths):
             if why := answer.unparsable(workspace, path):
-                return [{**self.safeguard(answer.INVALID, "flagged", why),
-                         "note": f"{why}. Write it again whole and valid."}]
+                return [self.safeguard(answer.INVALID, "flagged", why, f"{why}. Write it again whole and valid.")]
             if short_of := answer.bullets_missing(request, workspace, path):
                 wanted, found = short_of
-                return [{**self.safeguard(answer.BULLETS, "flagged", f"{path} has {found} of {wanted} bullet points"),
-                         "note": f"The task asks for {wanted} bullet points and {path} now has {found} lines "
-                                 'starting with "- ". Write it again, one "- " line per point.'}]
+                return [self.safeguard(answer.BULLETS, "flagged", f"{path} has {found} of {wanted} bullet points",
+                                       f"The task asks for {wanted} bullet points and {path} now has {found} lines "
+                                       'starting with "- ". Write it again, one "- " line per point.')]
         return []
 
-    def context(self, call_id: str, name: str, args: dict[str, Any], code_sha256: str | None = None) -> CallContext:
+    def context(self, call_id: str, name: str, args: JSONObject, code_sha256: str | None = None) -> CallContext:
         tool = self.deps.registry.get(name)
         return CallContext(run_id=self.state.id, agent=self.state.agent, tool=name, arguments=args, call_id=call_id,
                            task=self.state.task, mission=self.state.mission or self.state.task,
                            workspace=self.deps.tool_ctx.workspace, read_only=bool(tool and tool.read_only),
                            granted=self.deps.granted, code_sha256=code_sha256)
 
-    def after_notes(self, call_id: str, name: str, args: dict[str, Any], output: str) -> list[str]:
+    def after_notes(self, call_id: str, name: str, args: JSONObject, output: str) -> list[str]:
         """Context that layers synthesize once the tool ran (the gate's `post: true` info rules)."""
         ctx = self.context(call_id, name, args)
         return [note for layer in self.deps.layers if hasattr(layer, "after") for note in layer.after(ctx, output)]
@@ -643,7 +655,7 @@ class AgentLoop:
     def hands_to_child(self, name: str) -> bool:
         return self.deps.children is not None and name in CHILD_TOOLS
 
-    def hand_to_child(self, call_id: str, name: str, decision: dict[str, Any] | None) -> None:
+    def hand_to_child(self, call_id: str, name: str, decision: rec.Decision | None) -> None:
         """Start the call's child run once, advance it, and give the call the child's answer when it ends;
         WaitingChild while it has not."""
         children = self.deps.children
@@ -651,8 +663,8 @@ class AgentLoop:
         if decision is None:  # started but never decided: cannot happen, as a decision precedes `started`
             return self.result(call_id, INTERRUPTED, interrupted=True)
         if call_id not in self.state.started:
-            self.run.record({"type": "started", "call_id": call_id, "tool": name})
-        plan = decision["arguments"]
+            self.run.record(rec.Started(call_id=call_id, tool=name))
+        plan = _args(decision)
         child = children.child_for_call(self.state.id, call_id)
         if child is None:
             if self.deps.keeper is not None:  # the session file holds where this run stood before it hands off
@@ -662,27 +674,27 @@ class AgentLoop:
                 child_id = children.start(self.state, call_id, name, plan, granted)
             except (ToolError, SentinelError) as exc:
                 return self.result(call_id, f"Error: {exc}")
-            self.run.record({"type": "child_started", "child_id": child_id, "call_id": call_id,
-                             "agent": str(plan.get("agent") or plan.get("workflow") or ""),
-                             "task": str(plan.get("task") or plan.get("input") or "")})
+            self.run.record(rec.ChildStarted(child_id=child_id, call_id=call_id,
+                                             agent=str(plan.get("agent") or plan.get("workflow") or ""),
+                                             task=str(plan.get("task") or plan.get("input") or "")))
         else:
-            child_id = child["id"]
+            child_id = str(child["id"])
         ended = children.advance(child_id)
         if ended["status"] not in TERMINAL:
             raise WaitingChild(child_id)
-        self.run.record({"type": "child_finished", "child_id": child_id, "call_id": call_id,
-                         "status": ended["status"], "output": ended.get("output")})
-        self.result(call_id, result_text(ended), **({"changed": True} if ended["status"] == RunStatus.DONE else {}))
+        self.run.record(rec.ChildFinished(child_id=child_id, call_id=call_id, status=ended["status"],
+                                          output=ended.get("output")))
+        self.result(call_id, result_text(ended), changed=ended["status"] == RunStatus.DONE)
 
-    def _after_crash(self, call: dict[str, Any]) -> None:
-        tool = self.deps.registry.get(call["function"]["name"])
-        decision = self.deps.store.decision_for_call(self.state.id, call["id"])
-        if tool is not None and tool.read_only and decision:
-            return self.execute_call(call["id"], tool.name, decision)
-        self.result(call["id"], INTERRUPTED, interrupted=True)
+    def _after_crash(self, call: ToolCall) -> None:
+        tool = self.deps.registry.get(call.name)
+        decision = self.decision_of(call.id)
+        if tool is not None and tool.read_only and decision is not None:
+            return self.execute_call(call.id, tool.name, decision)
+        self.result(call.id, INTERRUPTED, interrupted=True)
 
-    def result(self, call_id: str, text: str, **extra: Any) -> None:
-        self.run.record({"type": "finished", "call_id": call_id, "result": text, **extra})
+    def result(self, call_id: str, text: str, *, changed: bool = False, interrupted: bool = False) -> None:
+        self.run.record(rec.Finished(call_id=call_id, result=text, changed=changed, interrupted=interrupted))
 
 
 FINGERPRINT_MAX = 500  # workspace entries: beyond this a command counts as a change without looking
@@ -737,7 +749,7 @@ def _workspace_path(workspace: Path, path: str) -> str | None:
         return None
 
 
-def _known_after(workspace: Path, name: str, args: dict[str, Any], output: str) -> list[str]:
+def _known_after(workspace: Path, name: str, args: JSONObject, output: str) -> list[str]:
     """Workspace paths a call showed whole (read_file, `cat FILE` with nothing truncated) or wrote whole (write_file,
     a command's `> FILE`, which replaces the file whether the command then works or not): the run knows what they
     hold, so replacing them loses nothing it has not seen."""
@@ -754,7 +766,7 @@ def _known_after(workspace: Path, name: str, args: dict[str, Any], output: str) 
     return [key for p in paths if (key := _workspace_path(workspace, p)) is not None]
 
 
-def _canonical(raw: Any) -> str:
+def _canonical(raw: str) -> str:
     """A call's arguments in one spelling, so the same arguments compare equal however they were written."""
     try:
         value = decode_arguments(raw)
@@ -763,23 +775,22 @@ def _canonical(raw: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _call_before(messages: list[dict[str, Any]], call_id: str) -> dict[str, Any] | None:
+def _call_before(messages: list[JSONObject], call_id: str) -> ToolCall | None:
     """The tool call the model asked for just before call `call_id`, searched from the end (where it is)."""
     found = False
     for message in reversed(messages):
         if message.get("role") != "assistant":
             continue
-        calls: list[dict[str, Any]] = message.get("tool_calls") or []
-        for call in calls[::-1]:
+        for call in tool_calls(message)[::-1]:
             if found:
                 return call
-            found = call["id"] == call_id
+            found = call.id == call_id
     return None
 
 
-def _last_turns(messages: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+def _last_turns(messages: list[JSONObject], count: int) -> list[JSONObject]:
     """The last `count` model turns, oldest first, found from the end: a long run pays for these, not for all."""
-    found: list[dict[str, Any]] = []
+    found: list[JSONObject] = []
     for message in reversed(messages):
         if message.get("role") == "assistant":
             found.append(message)
@@ -788,9 +799,8 @@ def _last_turns(messages: list[dict[str, Any]], count: int) -> list[dict[str, An
     return found[::-1]
 
 
-def _signature(message: dict[str, Any]) -> str:
-    calls = message.get("tool_calls") or []
-    return "; ".join(f"{c['function']['name']} {_canonical(c['function']['arguments'])}" for c in calls) or "(text)"
+def _signature(calls: list[ToolCall]) -> str:
+    return "; ".join(f"{c.name} {_canonical(c.arguments)}" for c in calls) or "(text)"
 
 
 def _version(output: str) -> int | None:
@@ -799,11 +809,26 @@ def _version(output: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def _arguments(call: dict[str, Any]) -> dict[str, Any]:
+def _decision(call_id: str, stood: JSONObject) -> rec.Decision:
+    """A decision as the store keeps it, typed as its journal record (one declaration for both). The store is
+    the harness's own (the supervisor's in system mode): a decision of another shape is a bug, never run."""
+    found = rec.from_dict({**stood, "type": "decision", "call_id": call_id})
+    if not isinstance(found, rec.Decision):
+        raise Failed(f"the decision recorded for call {call_id} is not one this version reads")
+    return found
+
+
+def _args(decision: rec.Decision) -> JSONObject:
+    """The arguments a call was decided with: an object for any call that may run (a denied call's raw text
+    is no object, and is never run)."""
+    return decision.arguments if isinstance(decision.arguments, dict) else {}
+
+
+def _arguments(call: ToolCall) -> JSONObject:
     """A call's arguments as an object ({} when they are not one): what the checks before a call read, decoded
     as the tool will decode them (twice-encoded included), so no spelling runs what a check did not see."""
     try:
-        args = decode_arguments(call["function"].get("arguments") or "{}")
+        args = decode_arguments(call.arguments or "{}")
     except ValueError:
         return {}
     return args if isinstance(args, dict) else {}

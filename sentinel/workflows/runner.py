@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sentinel.engine import journal, records
+from sentinel.engine.rows import StoredRun
 from sentinel.engine.run import Run
 from sentinel.engine.state import RunState
 from sentinel.engine.store import Store
@@ -36,7 +37,7 @@ def keep(run_dir: Path, flow: Workflow) -> None:
 
 
 class Steps(Protocol):
-    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None: ...
+    def child_for_call(self, parent_id: str, call_id: str) -> StoredRun | None: ...
 
     def start_step(self, workflow_run: RunState, key: str, agent: str, task: str) -> str: ...
 
@@ -70,20 +71,19 @@ def advance(run: Run, workflow: Workflow, steps: Steps) -> str:
         if child is None:
             task = render(step.task, state.task, outputs, previous)
             child_id = steps.start_step(state, key, step.agent, task)
-            run.record({"type": "child_started", "child_id": child_id, "agent": step.agent, "task": task,
-                        "call_id": key})
+            run.record(records.ChildStarted(child_id=child_id, agent=step.agent, task=task, call_id=key))
         else:
             child_id = child["id"]
         ended = steps.advance(child_id)
         if ended["status"] not in TERMINAL:
             return RunStatus.WAITING_CHILD
         if key not in journaled:
-            run.record({"type": "child_finished", "child_id": child_id, "status": ended["status"],
-                        "output": ended.get("output"), "call_id": key})
+            run.record(records.ChildFinished(child_id=child_id, status=ended["status"], output=ended.get("output"),
+                                             call_id=key))
         if ended["status"] != RunStatus.DONE:
             error = f"step {step.name} ({child_id}) {ended['status']}: {ended.get('error') or 'no output'}"
-            run.record({"type": "status", "status": RunStatus.FAILED, "output": None, "error": error})
+            run.record(records.Status(status=RunStatus.FAILED, output=None, error=error))
             return RunStatus.FAILED
         outputs[step.name] = previous = ended.get("output") or ""
-    run.record({"type": "status", "status": RunStatus.DONE, "output": previous, "error": None})
+    run.record(records.Status(status=RunStatus.DONE, output=previous, error=None))
     return RunStatus.DONE
