@@ -134,4 +134,4 @@ def _store_audit(record: dict[str, object]) -> None:
     """The egress proxy's default audit sink: the state database's audit log."""
     from sentinel.engine import audit
 
-    audit.record("egress", **record)
+    audit.record("egress", None, **record)

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol, Self, Sequence
+from typing import Callable, Iterator, Protocol, Self, Sequence
 
 from sentinel.engine.events import Event, Listener
-from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow
+from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow, StoredRun
 from sentinel.engine.state import RunState
 from sentinel.jsontypes import JSON, JSONObject
 
@@ -103,7 +103,7 @@ class RunDetail:
         return asdict(self) | {"pending_approvals": [a.to_dict() for a in self.pending_approvals]}
 
     @classmethod
-    def of(cls, row: dict[str, Any], state: RunState, *, status: str, decisions: list[JSONObject],  # Any: the store's row
+    def of(cls, row: StoredRun, state: RunState, *, status: str, decisions: list[JSONObject],
            history: list[JSONObject], compactions: list[JSONObject], children: list[JSONObject],
            pending: list[ApprovalRow]) -> "RunDetail":
         """The one way both modes build `show`: the store's row first (the agent writes its journal, never
@@ -117,8 +117,8 @@ class RunDetail:
                    safeguards=state.safeguards, self_edits=state.self_edits, pending_approvals=pending,
                    checkpoints=[{"step": i, "call_id": s.get("call_id", ""), "tool": s.get("tool", ""),
                                  "undo": s.get("undo"), "complete": s.get("complete", True),
-                                 "changed": sorted(p for p, e in s["changes"].items() if e is not None),
-                                 "removed": sorted(p for p, e in s["changes"].items() if e is None)}
+                                 "changed": [p for p in sorted(p for p, e in s["changes"].items() if e is not None)],
+                                 "removed": [p for p in sorted(p for p, e in s["changes"].items() if e is None)]}
                                 for i, s in enumerate(state.workspace_steps, 1)],
                    contract=state.contract["clauses"] if state.contract else None, verified=state.verified,
                    unchecked=state.unchecked)

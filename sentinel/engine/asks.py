@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from sentinel.engine.status import RunStatus
+from sentinel.engine.rows import StoredRun
 from sentinel.engine.store import Approval, Store
 from sentinel.errors import UsageError
+from sentinel.jsontypes import JSONObject
 
 KIND = "ask"                       # runs.kind of an ask's run
 WITHDRAWN_BY = "sentinel hook"
@@ -39,7 +41,7 @@ class Ask:
     client: str
     repository: str
     tool: str
-    arguments: dict[str, Any]
+    arguments: JSONObject
     rule: str
     reason: str
     keys: list[list[str]] = field(default_factory=list)
@@ -48,7 +50,7 @@ class Ask:
     digest: str = ""
 
 
-def is_ask(row: dict[str, Any]) -> bool:
+def is_ask(row: StoredRun) -> bool:
     return row.get("kind") == KIND
 
 
@@ -110,7 +112,7 @@ def settle(store: Store, approval: Approval) -> None:
     """A person decided an ask: its run records the decision as its output (it is never executed; `done`
     either way: the ask was answered, which `sentinel approve/deny` report as the success it is)."""
     by = approval.resolved_by or "?"
-    if approval.status in ("approved", "consumed"):
+    if approval.approved:
         text = f"approved by {by}: the coding agent's hook lets the call run"
     else:
         why = f": {approval.resolution_reason}" if approval.resolution_reason else ""

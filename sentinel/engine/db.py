@@ -33,6 +33,8 @@ class Unavailable(SentinelError):
     """The shared database does not answer: nothing is decided or run until it does."""
 
 
+# Any (Cursor, Conn, Row, PgConn): a database driver's values, whatever type each column holds (sqlite3 and
+# psycopg type them so); the store reads each row by column name as the schema declares it.
 class Cursor(Protocol):
     @property
     def rowcount(self) -> int: ...

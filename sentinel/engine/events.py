@@ -15,10 +15,24 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, TypedDict
 
 from sentinel.engine import records as rec
 from sentinel.engine.status import ANSWERED, RunStatus
+from sentinel.jsontypes import JSON, JSONObject
+
+
+class Origin(TypedDict):
+    """The run and seq every event carries (a transient event: those of the last durable one)."""
+
+    run_id: str
+    seq: int
+
+
+class Stamp(Origin):
+    """An event's origin and the time of the journal record it comes from."""
+
+    t: float | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,7 +44,7 @@ class Event:
     seq: int
     t: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"type": self.type, **dataclasses.asdict(self)}
 
 
@@ -95,7 +109,7 @@ class ModelCallEnded(Event):
     model: str = ""
     latency_ms: float = 0.0
     content: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[JSON] = field(default_factory=list)
     recovered: bool = False
     rejected: str = ""
     usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens (in), completion_tokens (out)
@@ -108,10 +122,10 @@ class Decision(Event):
     type: ClassVar[str] = "decision"
     call_id: str = ""
     tool: str = ""
-    arguments: Any = None
+    arguments: JSON = None
     outcome: str = ""
     reason: str = ""
-    layers: list[dict[str, Any]] = field(default_factory=list)
+    layers: list[JSON] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,7 +133,7 @@ class ToolCallBegin(Event):
     type: ClassVar[str] = "tool_call_begin"
     call_id: str = ""
     tool: str = ""
-    arguments: Any = None
+    arguments: JSON = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,7 +154,7 @@ class Paused(Event):
     approval_id: str = ""
     tool: str = ""
     reason: str = ""
-    arguments: Any = None
+    arguments: JSON = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -284,28 +298,41 @@ KINDS: dict[str, type[Event]] = {cls.type: cls for cls in (
 Listener = Callable[[Event], None]
 
 
-def parse(data: dict[str, Any]) -> Event | None:
+def parse(data: JSONObject) -> Event | None:
     """An event from its wire form; None for a kind this version does not know (newer peer)."""
     cls = KINDS.get(str(data.get("type")))
     if cls is None:
         return None
     names = {f.name for f in dataclasses.fields(cls)}
+    # Any: a peer's JSON, handed on as it came (UIs render these fields as text, whatever their type)
+    given: dict[str, Any] = {k: v for k, v in data.items() if k in names}
     try:
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**given)
     except TypeError:
         return None
 
 
-def _usage(usage: Any) -> dict[str, int]:
+def _usage(usage: JSONObject | None) -> dict[str, int]:
     """The token counts a journal's `assistant` record claims (the agent's file: only ints are taken)."""
-    if not isinstance(usage, dict):
+    if usage is None:
         return {}
     return {k: v for k, v in usage.items() if k in ("prompt_tokens", "completion_tokens") and type(v) is int}
 
 
-def layer_warnings(layers: list[dict[str, Any]] | None) -> list[str]:
+def layer_warnings(layers: list[JSON] | None) -> list[str]:
     """The warnings a decision's layers attached (e.g. a rule skipped because its judge is unreachable)."""
-    return [str(w) for layer in layers or [] for w in layer.get("warnings") or []]
+    out: list[str] = []
+    for layer in layers or []:
+        warnings = layer.get("warnings") if isinstance(layer, dict) else None
+        out += [str(w) for w in warnings] if isinstance(warnings, list) else []
+    return out
+
+
+class Decided(TypedDict):
+    """What a run's decision said of a call, kept for the events that follow it (`tool` None: not given)."""
+
+    tool: str | None
+    arguments: JSON
 
 
 class Translator:
@@ -314,89 +341,96 @@ class Translator:
     `decisions` may be the live RunState's decisions, so a call decided before a pause still gets its
     arguments on the ToolCallBegin emitted after the resume."""
 
-    def __init__(self, run_id: str = "", decisions: dict[str, dict[str, Any]] | None = None,
+    def __init__(self, run_id: str = "", decisions: dict[str, JSONObject] | None = None,
                  sessions: int = 0, steps: int = 0):
         self.run_id = run_id
         self.steps = steps  # workspace checkpoints so far
         self.known = decisions if decisions is not None else {}   # read only
-        self.decisions: dict[str, dict[str, Any]] = {}
+        self.decisions: dict[str, Decided] = {}
         self.sessions = sessions
         self.seq = 0
 
     def feed(self, record: rec.Record) -> list[Event]:
         self.seq = record.seq if record.has("seq") else self.seq
         handler = getattr(self, f"_{record.type}", None)
-        return handler(record, {"run_id": self.run_id, "seq": self.seq, "t": record.t}) if handler else []
+        stamp: Stamp = {"run_id": self.run_id, "seq": self.seq, "t": record.t}
+        return handler(record, stamp) if handler else []
 
-    def _created(self, r: rec.Created, base: dict[str, Any]) -> list[Event]:
+    def _created(self, r: rec.Created, base: Stamp) -> list[Event]:
         self.run_id = base["run_id"] = r.id if r.has("id") else self.run_id
         return [RunStarted(**base, task=r.task, agent=r.agent, model=r.model, workspace=r.workspace,
                            parent_id=r.parent_id)]
 
-    def _session(self, r: rec.Session, base: dict[str, Any]) -> list[Event]:
+    def _session(self, r: rec.Session, base: Stamp) -> list[Event]:
         self.sessions += 1
         return [Resumed(**base, pid=r.pid)] if self.sessions > 1 else []
 
-    def _message(self, r: rec.Message, base: dict[str, Any]) -> list[Event]:
+    def _message(self, r: rec.Message, base: Stamp) -> list[Event]:
         msg = r.message
         return [MessageAdded(**base, role=str(msg.get("role", "")), content=str(msg.get("content") or ""))]
 
-    def _assistant(self, r: rec.Assistant, base: dict[str, Any]) -> list[Event]:
+    def _assistant(self, r: rec.Assistant, base: Stamp) -> list[Event]:
         msg = r.message
+        content, calls = msg.get("content"), msg.get("tool_calls")
         return [ModelCallEnded(**base, model=r.model or "", latency_ms=r.latency_ms or 0.0,
-                               content=msg.get("content") or "", tool_calls=msg.get("tool_calls") or [],
+                               content=content if isinstance(content, str) else "",
+                               tool_calls=calls if isinstance(calls, list) else [],
                                recovered=r.recovered, rejected=r.rejected or "", usage=_usage(r.usage))]
 
-    def _decision(self, r: rec.Decision, base: dict[str, Any]) -> list[Event]:
+    def _decision(self, r: rec.Decision, base: Stamp) -> list[Event]:
         self.decisions[r.call_id] = {"tool": r.tool if r.has("tool") else None, "arguments": r.arguments}
         out: list[Event] = [Decision(**base, call_id=r.call_id, tool=r.tool, arguments=r.arguments,
                                      outcome=r.outcome, reason=r.reason, layers=r.layers)]
         return out + [Warned(**base, message=f"{r.tool}: {w}") for w in layer_warnings(r.layers)]
 
-    def _decided(self, call_id: str) -> dict[str, Any]:
-        return self.decisions.get(call_id) or self.known.get(call_id) or {}
+    def _decided(self, call_id: str) -> Decided:
+        if (decided := self.decisions.get(call_id)) is not None:
+            return decided
+        known = self.known.get(call_id) or {}
+        tool = known.get("tool")
+        return {"tool": tool if isinstance(tool, str) else None, "arguments": known.get("arguments")}
 
-    def _started(self, r: rec.Started, base: dict[str, Any]) -> list[Event]:
+    def _started(self, r: rec.Started, base: Stamp) -> list[Event]:
         decided = self._decided(r.call_id)
-        return [ToolCallBegin(**base, call_id=r.call_id, tool=r.tool or decided.get("tool") or "",
-                              arguments=decided.get("arguments"))]
+        return [ToolCallBegin(**base, call_id=r.call_id, tool=r.tool or decided["tool"] or "",
+                              arguments=decided["arguments"])]
 
-    def _finished(self, r: rec.Finished, base: dict[str, Any]) -> list[Event]:
-        tool = r.tool or self._decided(r.call_id).get("tool") or ""
+    def _finished(self, r: rec.Finished, base: Stamp) -> list[Event]:
+        tool = r.tool or self._decided(r.call_id)["tool"] or ""
         return [ToolCallEnd(**base, call_id=r.call_id, tool=tool, result=r.result, interrupted=r.interrupted)]
 
-    def _paused(self, r: rec.Paused, base: dict[str, Any]) -> list[Event]:
+    def _paused(self, r: rec.Paused, base: Stamp) -> list[Event]:
         decided = self._decided(r.call_id)
         return [Paused(**base, call_id=r.call_id, approval_id=r.approval_id, tool=r.tool, reason=r.reason,
-                       arguments=decided.get("arguments"))]
+                       arguments=decided["arguments"])]
 
-    def _resolved(self, r: rec.Resolved, base: dict[str, Any]) -> list[Event]:
+    def _resolved(self, r: rec.Resolved, base: Stamp) -> list[Event]:
         return [Resolved(**base, call_id=r.call_id, approval_id=r.approval_id or "", approved=r.approved,
                          reason=r.reason or "", by=r.by)]
 
-    def _child_started(self, r: rec.ChildStarted, base: dict[str, Any]) -> list[Event]:
+    def _child_started(self, r: rec.ChildStarted, base: Stamp) -> list[Event]:
         return [ChildStarted(**base, child_id=r.child_id, agent=r.agent, task=r.task, call_id=r.call_id)]
 
-    def _child_finished(self, r: rec.ChildFinished, base: dict[str, Any]) -> list[Event]:
+    def _child_finished(self, r: rec.ChildFinished, base: Stamp) -> list[Event]:
         return [ChildFinished(**base, child_id=r.child_id, status=r.status, output=r.output, call_id=r.call_id)]
 
-    def _compaction(self, r: rec.Compaction, base: dict[str, Any]) -> list[Event]:
+    def _compaction(self, r: rec.Compaction, base: Stamp) -> list[Event]:
         return [Compaction(**base, summarized=r.summarized, chars_before=r.chars_before, chars_after=r.chars_after)]
 
-    def _warning(self, r: rec.Warned, base: dict[str, Any]) -> list[Event]:
+    def _warning(self, r: rec.Warned, base: Stamp) -> list[Event]:
         return [Warned(**base, message=r.message)]
 
-    def _safeguard(self, r: rec.Safeguard, base: dict[str, Any]) -> list[Event]:
+    def _safeguard(self, r: rec.Safeguard, base: Stamp) -> list[Event]:
         return [Safeguard(**base, kind=r.kind, action=r.action, detail=r.detail)]
 
-    def _contract(self, r: rec.ContractMade, base: dict[str, Any]) -> list[Event]:
+    def _contract(self, r: rec.ContractMade, base: Stamp) -> list[Event]:
         return [ContractMade(**base, clauses=[str(c) for c in r.clauses])]
 
-    def _verdict(self, r: rec.Verdict, base: dict[str, Any]) -> list[Event]:
+    def _verdict(self, r: rec.Verdict, base: Stamp) -> list[Event]:
         return [Verdict(**base, verified=r.verified, checked=[str(c) for c in r.checked],
                         unmet=[str(c) for c in r.unmet], unchecked=[str(c) for c in r.unchecked])]
 
-    def _workspace_step(self, r: rec.WorkspaceStep, base: dict[str, Any]) -> list[Event]:
+    def _workspace_step(self, r: rec.WorkspaceStep, base: Stamp) -> list[Event]:
         self.steps += 1
         changes = r.changes if isinstance(r.changes, dict) else {}
         return [WorkspaceChanged(**base, step=self.steps, call_id=r.call_id, tool=r.tool,
@@ -404,11 +438,11 @@ class Translator:
                                  removed=sorted(p for p, e in changes.items() if e is None),
                                  undo=r.undo if isinstance(r.undo, int) else None)]
 
-    def _self_edit(self, r: rec.SelfEdit, base: dict[str, Any]) -> list[Event]:
+    def _self_edit(self, r: rec.SelfEdit, base: Stamp) -> list[Event]:
         return [SelfEdited(**base, agent=r.agent, call_id=r.call_id, tool=r.tool, file=r.file, chars=r.chars,
                            version=r.version, excerpt=r.excerpt)]
 
-    def _status(self, r: rec.Status, base: dict[str, Any]) -> list[Event]:
+    def _status(self, r: rec.Status, base: Stamp) -> list[Event]:
         if r.status in ANSWERED:
             return [Done(**base, output=r.output, status=r.status,
                          unverified=r.error if r.status == RunStatus.DONE_UNVERIFIED else None)]

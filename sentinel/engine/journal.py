@@ -19,19 +19,20 @@ tests stop a run at every step boundary.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
 from pathlib import Path
-from typing import Any
 
-from sentinel.engine.records import Record, parse
+from sentinel.engine.records import Record, encode, parse
 
 
 # Records whose durability can wait for the next synced one (see the module's docstring).
 DEFERRED = frozenset({"model", "assistant", "system", "decision", "finished", "safeguard", "warning",
                       "checkpoint", "compaction", "workspace_step", "contract", "verdict"})
+
+
+_STAMPS = frozenset({"seq", "t"})  # what `append` gives every record, whatever it left out
 
 
 class Journal:
@@ -55,30 +56,41 @@ class Journal:
             os.fdatasync(self._fd)
             self._unsynced = False
 
-    def append(self, *events: dict[str, Any], sync: bool | None = None) -> list[dict[str, Any]]:
-        """Write `events` as one write(); `sync` None syncs when one of them is not DEFERRED."""
+    def append(self, *records: Record, sync: bool | None = None) -> list[Record]:
+        """Write `records`, stamped with their seq and time, as one write(); `sync` None syncs when one of them
+        is not DEFERRED. Returns the stamped records."""
         out, lines = [], []
         now = time.time()
-        for event in events:
+        for record in records:
             self.seq += 1
-            stamped = {"seq": self.seq, "t": now, **event}
+            stamped = _stamped(record, self.seq, now)
             out.append(stamped)
-            lines.append(json.dumps(stamped, ensure_ascii=False, separators=(",", ":")))
+            lines.append(encode(stamped))
         os.write(self._fd, ("\n".join(lines) + "\n").encode())
         self._unsynced = True
-        if sync if sync is not None else any(event.get("type") not in DEFERRED for event in events):
+        if sync if sync is not None else any(record.type not in DEFERRED for record in records):
             self.flush()
         self._maybe_fail(out)
         return out
 
-    def _maybe_fail(self, events: list[dict[str, Any]]) -> None:
+    def _maybe_fail(self, records: list[Record]) -> None:
         if not self._failpoint:
             return
         kind, nth = self._failpoint
-        for event in events:
-            self._counts[event["type"]] = self._counts.get(event["type"], 0) + 1
-            if event["type"] == kind and self._counts[kind] == nth:
+        for record in records:
+            self._counts[record.type] = self._counts.get(record.type, 0) + 1
+            if record.type == kind and self._counts[kind] == nth:
                 os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _stamped(record: Record, seq: int, t: float) -> Record:
+    """A copy of `record` with its seq and time (and no longer missing them). Copied field by field rather than
+    through `dataclasses.replace`, which runs `__init__` again: this is on every step's path."""
+    stamped = object.__new__(type(record))
+    stamped.__dict__.update(record.__dict__, seq=seq, t=t)
+    if record.absent:
+        stamped.__dict__["absent"] = record.absent - _STAMPS
+    return stamped
 
 
 def _parse_failpoint(spec: str | None) -> tuple[str, int] | None:

@@ -12,10 +12,10 @@ Only what hosts the run (a lease in this process, or the supervisor's worker) is
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from sentinel.engine.api import Outcome
 from sentinel.engine.status import TERMINAL, RunStatus
+from sentinel.engine.rows import StoredRun
 from sentinel.engine.store import Store
 from sentinel.errors import UsageError
 
@@ -36,7 +36,7 @@ def waiting_parent(store: Store, run_id: str) -> str | None:
     return None
 
 
-def check_cancellable(row: dict[str, Any]) -> None:
+def check_cancellable(row: StoredRun) -> None:
     if row["status"] in TERMINAL:
         raise UsageError(f"run {row['id']} is already {row['status']}")
 
@@ -47,7 +47,7 @@ def cancelled(store: Store, run_id: str, error: str) -> None:
     store.cancel_approvals(run_id)
 
 
-def session_row(store: Store, run_id: str) -> dict[str, Any]:
+def session_row(store: Store, run_id: str) -> StoredRun:
     """The run, which must be a chat session (`send` and `interrupt` act on sessions only)."""
     row = store.get_run(run_id)
     if row.get("kind") != "chat":
@@ -60,7 +60,7 @@ def check_message(text: str) -> None:
         raise UsageError("message: must not be empty")
 
 
-def check_stoppable(row: dict[str, Any]) -> None:
+def check_stoppable(row: StoredRun) -> None:
     if row["status"] in TERMINAL:
         raise UsageError(f"session {row['id']} is already {row['status']}")
 

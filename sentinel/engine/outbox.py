@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from sentinel.engine import db
+from sentinel.engine.status import ApprovalStatus
 from sentinel.errors import UsageError
 
 PREFIX_KEY = "web_prefix"
@@ -198,7 +199,7 @@ def link_view(store: Any, secret: str) -> dict[str, Any]:
     approval is no longer pending, or its digest is not the one the link was minted for."""
     row = link(store.conn, secret)
     approval = store.get_approval(row["approval_id"])
-    if approval.status != "pending":
+    if approval.status != ApprovalStatus.PENDING:
         raise LinkRefused(f"approval {approval.id} is {approval.status}: there is nothing left to decide")
     if approval.digest != row["digest"]:
         raise LinkRefused(f"approval {approval.id}: the call is not the one this link was sent for (digest "

@@ -1,7 +1,9 @@
 """The journal's records, typed: one frozen dataclass per kind of line `journal.jsonl` holds.
 
+    run.record(Finished(call_id=..., result=...))   # a writer builds the typed record, never a dict
+    line = encode(record)         # the one JSON line it is written as (seq and t first, then type, then keys)
     record = parse(line)          # bytes or str of one journal line -> Record | None, never raises
-    record = from_dict(obj)       # an already decoded line (what `Journal.append` stamped)
+    record = from_dict(obj)       # an already decoded line
     record.to_dict()              # the JSON object the line holds, key for key
 
 Journals are written by agents' workers and read by root (the supervisor): a line is data, never trusted.
@@ -9,17 +11,37 @@ Journals are written by agents' workers and read by root (the supervisor): a lin
 required key present, nested JSON bounded) is None, and the reader skips that line as it skips a torn one.
 Keys a kind does not know are dropped. `absent` remembers which optional keys the line left out, so
 `to_dict` gives back the line's own object and a reader can tell "no output given" from "output: null".
+
+`encode` writes every key of a kind except the ones declared `optional(...)`, which it leaves out while they
+hold their default (a `finished` line says `"changed":true` only when the call changed something), and the keys
+a record names in `absent` (a `status` that keeps the output it had): the lines are those the writers wrote as
+dicts before, so journals old and new read the same either way.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from sentinel.frames import loads
+from sentinel.jsontypes import JSON, JSONObject
+
+_OMIT = {"omit": True}
+T = typing.TypeVar("T")
+
+
+def optional(default: T) -> T:
+    """A key `encode` leaves out while it holds `default` (a flag or note most lines do not carry)."""
+    return field(default=default, metadata=_OMIT)
+
+
+def optional_list() -> list[JSON]:
+    """An optional key whose default is an empty list."""
+    return field(default_factory=list, metadata=_OMIT)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,8 +52,8 @@ class Record:
     t: float | None = None
     absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.type}
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {"type": self.type}
         for f in dataclasses.fields(self):
             if f.name != "absent" and f.name not in self.absent:
                 out[f.name] = getattr(self, f.name)
@@ -69,9 +91,9 @@ class Message(Record):
     (a resume, a safeguard's correction) rather than a new request."""
 
     type: ClassVar[str] = "message"
-    message: dict[str, Any]
-    skill: str | None = None
-    note: str | None = None
+    message: JSONObject
+    skill: str | None = optional(None)
+    note: str | None = optional(None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,12 +113,12 @@ class System(Record):
 @dataclass(frozen=True, kw_only=True)
 class Assistant(Record):
     type: ClassVar[str] = "assistant"
-    message: dict[str, Any]
+    message: JSONObject
     model: str | None = None
     latency_ms: float | None = None
-    usage: dict[str, Any] | None = None
+    usage: JSONObject | None = None
     recovered: bool = False
-    rejected: str | None = None       # the safeguard that sent the reply back
+    rejected: str | None = optional(None)       # the safeguard that sent the reply back
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,7 +127,7 @@ class Safeguard(Record):
     kind: str = ""
     action: str = ""
     detail: str = ""
-    note: str | None = None
+    note: str | None = optional(None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,12 +147,12 @@ class Decision(Record):
     type: ClassVar[str] = "decision"
     call_id: str
     tool: str = ""
-    arguments: Any = None
+    arguments: JSON = None
     outcome: str = ""
     reason: str = ""
-    layers: list[Any] = field(default_factory=list)
-    code_sha256: str | None = None
-    mcp: dict[str, Any] | None = None
+    layers: list[JSON] = field(default_factory=list)
+    code_sha256: str | None = optional(None)
+    mcp: JSONObject | None = optional(None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,11 +167,11 @@ class Finished(Record):
     type: ClassVar[str] = "finished"
     call_id: str
     result: str
-    tool: str | None = None
-    changed: bool = False
-    interrupted: bool = False
-    duplicate: bool = False
-    known: list[Any] = field(default_factory=list)  # workspace paths this call showed or wrote whole
+    tool: str | None = optional(None)
+    changed: bool = optional(False)
+    interrupted: bool = optional(False)
+    duplicate: bool = optional(False)
+    known: list[JSON] = optional_list()  # workspace paths this call showed or wrote whole
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -180,6 +202,11 @@ class Status(Record):
     output: str | None = None
     error: str | None = None
 
+    @classmethod
+    def keeping_output(cls, status: str, *, error: str | None = None) -> "Status":
+        """A status that leaves `output` out: the run keeps the answer it had (a chat turn stopped)."""
+        return cls(status=status, error=error, absent=frozenset({"output"}))
+
 
 @dataclass(frozen=True, kw_only=True)
 class ChildStarted(Record):
@@ -206,7 +233,7 @@ class Compaction(Record):
     type: ClassVar[str] = "compaction"
     start: int
     end: int
-    message: dict[str, Any]
+    message: JSONObject
     summarized: int = 0
     turns: int = 0
     chars_before: int = 0
@@ -242,9 +269,9 @@ class WorkspaceStep(Record):
     type: ClassVar[str] = "workspace_step"
     call_id: str = ""
     tool: str = ""
-    changes: dict[str, Any] = field(default_factory=dict)
+    changes: JSONObject = field(default_factory=dict)
     complete: bool = True
-    undo: int | None = None
+    undo: int | None = optional(None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -253,8 +280,8 @@ class ContractMade(Record):
     the contract's fields, `clauses` the same in words."""
 
     type: ClassVar[str] = "contract"
-    terms: dict[str, Any] = field(default_factory=dict)
-    clauses: list[Any] = field(default_factory=list)
+    terms: JSONObject = field(default_factory=dict)
+    clauses: list[JSON] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -264,15 +291,33 @@ class Verdict(Record):
 
     type: ClassVar[str] = "verdict"
     verified: bool = False
-    checked: list[Any] = field(default_factory=list)
-    unmet: list[Any] = field(default_factory=list)
-    unchecked: list[Any] = field(default_factory=list)
+    checked: list[JSON] = field(default_factory=list)
+    unmet: list[JSON] = field(default_factory=list)
+    unchecked: list[JSON] = field(default_factory=list)
 
 
 KINDS: dict[str, type[Record]] = {cls.type: cls for cls in (
     Created, Session, Message, Model, System, Assistant, Safeguard, SelfEdit, Decision, Started, Finished, Paused,
     Resolved, Status, ChildStarted, ChildFinished, Compaction, Warned, Checkpoint, Archived, WorkspaceStep, ContractMade,
     Verdict)}
+
+
+def encode(record: Record) -> str:
+    """The journal line (without its newline) `record` is written as: seq, t and type first, then its keys in
+    declaration order, an optional one only when it differs from its default, none that `absent` names."""
+    out: JSONObject = {"seq": record.seq, "t": record.t, "type": record.type}
+    absent = record.absent
+    for name, default, omit in _WRITE[type(record)]:
+        value = getattr(record, name)
+        if name not in absent and not (omit and value == default):
+            out[name] = value
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+
+
+def valid(record: Record) -> bool:
+    """Whether `parse` takes back what `encode` writes of `record`: each key's value has its declared type (a
+    writer handing on a value it did not check, such as a store row's field, could break that)."""
+    return all(_accepts(accepts, getattr(record, name)) for name, accepts, _ in _FIELDS[type(record)])
 
 
 def parse(line: bytes | str) -> Record | None:
@@ -285,7 +330,7 @@ def parse(line: bytes | str) -> Record | None:
     return from_dict(data)
 
 
-def from_dict(data: Any) -> Record | None:
+def from_dict(data: JSON) -> Record | None:
     """The record a decoded journal line holds; None when it is not one."""
     if not isinstance(data, dict):
         return None
@@ -294,6 +339,7 @@ def from_dict(data: Any) -> Record | None:
     if cls is None:
         return None
     names, fields = _NAMES[cls], _FIELDS[cls]
+    # Any: each value was checked against its field's declared type just above it is kept (`_accepts`)
     values: dict[str, Any] = {}
     for name, accepts, required in fields:
         value = data.get(name, _MISSING)
@@ -301,39 +347,37 @@ def from_dict(data: Any) -> Record | None:
             if required:
                 return None
             continue
-        if accepts is not None and not _accepts(accepts, value):
+        if not _accepts(accepts, value):
             return None
         values[name] = value
     return cls(**values, absent=names.difference(data) if len(values) < len(names) else _NONE)
 
 
-def _accepts(accepts: tuple[type, ...], value: Any) -> bool:
+def _accepts(accepts: tuple[type, ...], value: object) -> bool:
     if isinstance(value, bool) and bool not in accepts:
         return False  # True is an int to Python, not to a journal
     return isinstance(value, accepts)
 
 
-def _runtime_types(hint: Any) -> tuple[type, ...] | None:
-    """What a field's annotation lets a JSON value be; None for Any."""
-    if hint is Any:
-        return None
+def _runtime_types(hint: object) -> tuple[type, ...]:
+    """What a field's annotation lets a JSON value be (its outer type: a list's items are not checked)."""
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         out: tuple[type, ...] = ()
         for arm in typing.get_args(hint):
-            arm_types = _runtime_types(arm)
-            if arm_types is None:
-                return None
-            out += arm_types
+            out += _runtime_types(arm)
         return out
     if hint is type(None):
         return (type(None),)
     if hint is float:
         return (int, float)
     origin = typing.get_origin(hint)
-    return (origin,) if origin is not None else (hint,)
+    found = origin if origin is not None else hint
+    if not isinstance(found, type):
+        raise TypeError(f"a journal field typed {hint!r} has no check a JSON value can pass")
+    return (found,)
 
 
-def _fields(cls: type[Record]) -> dict[str, tuple[tuple[type, ...] | None, bool]]:
+def _fields(cls: type[Record]) -> dict[str, tuple[tuple[type, ...], bool]]:
     hints = typing.get_type_hints(cls)
     return {f.name: (_runtime_types(hints[f.name]),
                      f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
@@ -342,4 +386,17 @@ def _fields(cls: type[Record]) -> dict[str, tuple[tuple[type, ...] | None, bool]
 
 _FIELDS = {cls: tuple((name, *spec) for name, spec in _fields(cls).items()) for cls in KINDS.values()}
 _NAMES = {cls: frozenset(name for name, _, _ in spec) for cls, spec in _FIELDS.items()}
+
+
+def _write_spec(cls: type[Record]) -> tuple[tuple[str, object, bool], ...]:
+    out = []
+    for f in dataclasses.fields(cls):
+        if f.name in ("absent", "seq", "t"):
+            continue
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        out.append((f.name, default, bool(f.metadata.get("omit"))))
+    return tuple(out)
+
+
+_WRITE = {cls: _write_spec(cls) for cls in KINDS.values()}
 _MISSING, _NONE = object(), frozenset[str]()

@@ -3,6 +3,7 @@
     for run in engine.runs(): run.id, run.status, run.parent_id ...
     run.to_dict()                  # the JSON object `sentinel runs --json` prints and the supervisor sends
     RunRow.from_dict(obj)          # from the supervisor's answer
+    store.get_run(run_id)["run_dir"]   # StoredRun: a run's whole row, every column typed
 
 `to_dict` gives exactly the keys, key order and values these listings always had, so `--json` output and the
 operator socket's wire format are unchanged; `from_dict` drops keys this version does not know.
@@ -11,9 +12,10 @@ operator socket's wire format are unchanged; `from_dict` drops keys this version
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Self
+from typing import Self, TypedDict
 
 from sentinel.errors import SentinelError
+from sentinel.jsontypes import JSONObject
 
 
 @dataclass(frozen=True)
@@ -24,13 +26,13 @@ class Row:
 
     absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False, kw_only=True)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """Shallow: the values are the row's own (JSON values, never dataclasses), not copies; `asdict`'s deep
         copy made `runs --json` over 10,000 runs a third slower."""
         return {name: getattr(self, name) for name in _names(type(self)) if name not in self.absent}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Self:
+    def from_dict(cls, data: JSONObject) -> Self:
         """From the store's or the supervisor's object; keys this version does not know are left out, a
         missing required one is a broken peer."""
         names = {f.name for f in fields(cls)} - {"absent"}
@@ -68,6 +70,31 @@ class RunRow(Row):
     host: str | None = None
 
 
+class StoredRun(TypedDict):
+    """A run's row in the store (`runs`, a key per column), as `get_run` and `child_for_call` return it: a dict,
+    because the supervisor hands it on as JSON and `show` prints it; typed, so a misspelt column is an error.
+    `grants` is JSON text (the tools a child run was granted; None for a head run)."""
+
+    id: str
+    parent_id: str | None
+    agent: str
+    task: str
+    model: str
+    status: str
+    workspace: str
+    run_dir: str
+    output: str | None
+    error: str | None
+    created_at: float
+    updated_at: float
+    user: str | None
+    kind: str
+    call_id: str | None
+    depth: int
+    grants: str | None
+    host: str | None
+
+
 @dataclass(frozen=True)
 class SessionRow(Row):
     """A chat session (`sessions`): `title` is its first message; `user` the Linux user it runs as (None:
@@ -95,7 +122,7 @@ class ApprovalRow(Row):
     id: str
     run_id: str
     tool: str
-    arguments: dict[str, Any]
+    arguments: JSONObject
     reason: str
     status: str
     call_id: str
@@ -125,9 +152,9 @@ class FiringRow(Row):
     fired_at: float
     deadline: float
     fallback: bool
-    envelope: dict[str, Any] | None
-    escalation: dict[str, Any] | None
-    outcome: dict[str, Any] | None
+    envelope: JSONObject | None
+    escalation: JSONObject | None
+    outcome: JSONObject | None
     resolved_at: float | None
 
 

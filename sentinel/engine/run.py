@@ -1,7 +1,7 @@
 """One run's durable handle: its directory, lease, journal and state.
 
-    with Run.create(...) as run:     # or Run.open(run_dir) to resume
-        run.record({"type": "assistant", ...})
+    with Run.create(run_dir, records.Created(...)) as run:     # or Run.open(run_dir) to resume
+        run.record(records.Assistant(message=...), ...)
 
 A run is executed by at most one process at a time: opening it takes an
 exclusive flock on runs/<id>/lock, which the kernel drops if the process dies
@@ -14,11 +14,11 @@ import fcntl
 import os
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from sentinel.engine import journal as journal_mod
 from sentinel.engine import records
-from sentinel.engine.events import Event, Listener, Translator
+from sentinel.engine.events import Event, Listener, Origin, Translator
 from sentinel.engine.state import JOURNAL, RunState
 from sentinel.errors import Busy
 
@@ -89,12 +89,12 @@ class Run:
             os.close(fd)
 
     @classmethod
-    def create(cls, run_dir: Path, created: dict[str, Any], listeners: Sequence[Listener] = ()) -> "Run":
+    def create(cls, run_dir: Path, created: records.Created, listeners: Sequence[Listener] = ()) -> "Run":
         """A new run, leased; `listeners` hear its `created` as it is journaled, and every event after it."""
         run_dir.mkdir(parents=True, mode=0o700)
         run = cls(run_dir, cls.lease(run_dir), RunState())
         run.listeners.extend(listeners)
-        run.record({"type": "created", **created})
+        run.record(created)
         return run
 
     @classmethod
@@ -106,15 +106,16 @@ class Run:
             os.close(fd)
             raise
 
-    def record(self, *events: dict[str, Any], sync: bool | None = None) -> None:
-        for stamped in self.journal.append(*events, sync=sync):
-            record = records.from_dict(stamped)
-            if record is None:  # a harness bug: every record this process writes is one `records` knows
-                raise TypeError(f"journal record {stamped.get('type')!r} does not match its kind in records.py")
+    def record(self, *written: records.Record, sync: bool | None = None) -> None:
+        for record in written:
+            if not records.valid(record):  # a harness bug: a line the reader would skip on the next load
+                raise TypeError(f"journal record {type(record).__name__} ({record.type!r}) does not match its kind "
+                                "in records.py")
+        for record in self.journal.append(*written, sync=sync):
             self.state.apply(record)
             for event in self.events.feed(record):
                 self.emit(event)
-        self._since_snapshot += len(events)
+        self._since_snapshot += len(written)
         if self._since_snapshot >= max(SNAPSHOT_MIN_EVENTS, self.state.seq // SNAPSHOT_FRACTION):
             self.snapshot()
 
@@ -123,7 +124,7 @@ class Run:
         for listener in self.listeners:
             listener(event)
 
-    def base(self) -> dict[str, Any]:
+    def base(self) -> Origin:
         """run_id and seq for a transient event emitted now."""
         return {"run_id": self.state.id, "seq": self.state.seq}
 
@@ -145,5 +146,5 @@ class Run:
     def __enter__(self) -> "Run":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

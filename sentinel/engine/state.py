@@ -13,14 +13,34 @@ import json
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable, TypedDict
 
 from sentinel.engine import journal
 from sentinel.engine import records as rec
 from sentinel.frames import loads
 from sentinel.engine.status import RunStatus
+from sentinel.jsontypes import JSONObject
+from sentinel.models.base import ToolCall, tool_calls
 
 SNAPSHOT = "snapshot.json"
+
+
+class WorkspaceStep(TypedDict):
+    """What one tool call changed in the workspace (a `workspace_step` record, sentinel/worker/undo.py)."""
+
+    call_id: str
+    tool: str
+    changes: JSONObject   # path -> [sha256, mode], or None for a path the call removed
+    complete: bool
+    undo: int | None
+    t: float | None
+
+
+class Contract(TypedDict):
+    """The run's contract: its terms (sentinel/worker/safeguards/contract.py) and the same in words."""
+
+    terms: JSONObject
+    clauses: list[str]
 JOURNAL = "journal.jsonl"
 
 
@@ -37,13 +57,13 @@ class RunState:
     status: str = RunStatus.RUNNING
     output: str | None = None
     error: str | None = None
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[JSONObject] = field(default_factory=list)
     steps: int = 0
-    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    decisions: dict[str, JSONObject] = field(default_factory=dict)
     started: dict[str, int] = field(default_factory=dict)     # call_id -> times started
     finished: dict[str, bool] = field(default_factory=dict)  # call ids with a result
     approvals: dict[str, str] = field(default_factory=dict)   # call_id -> approval id
-    resolved: dict[str, dict[str, Any]] = field(default_factory=dict)
+    resolved: dict[str, JSONObject] = field(default_factory=dict)
     active_s: float = 0.0
     sessions: int = 0                                        # processes that executed the run
     session_t: float | None = None
@@ -57,12 +77,12 @@ class RunState:
     changes: int = 0                                         # tool calls that changed something since `request`
     last_change: str = ""                                    # the call id of the latest of them
     rejected: bool = False                                   # the last assistant reply was not taken as an answer
-    safeguards: list[dict[str, Any]] = field(default_factory=list)   # kind, action, detail: each time one fired
-    self_edits: list[dict[str, Any]] = field(default_factory=list)   # edit_soul / update_user calls that wrote
+    safeguards: list[JSONObject] = field(default_factory=list)   # kind, action, detail: each time one fired
+    self_edits: list[JSONObject] = field(default_factory=list)   # edit_soul / update_user calls that wrote
     known: list[str] = field(default_factory=list)           # workspace paths the run read or wrote whole
     turn_args: list[str] = field(default_factory=list)       # arguments of every tool call since `request`
-    workspace_steps: list[dict[str, Any]] = field(default_factory=list)  # what each call changed (undo)
-    contract: dict[str, Any] | None = None                   # what the task asks for (terms, clauses), once a run
+    workspace_steps: list[WorkspaceStep] = field(default_factory=list)  # what each call changed (undo)
+    contract: Contract | None = None                         # what the task asks for (terms, clauses), once a run
     verified: bool | None = None                             # the last answer's check against the contract
     unchecked: list[str] = field(default_factory=list)       # what that check could not see (`done_unverified`)
     seq: int = 0
@@ -107,7 +127,7 @@ class RunState:
 
     def _on_system(self, e: rec.System) -> None:
         """The system prompt changed (self-state edited during the run): later model calls see the new one."""
-        prompt = {"role": "system", "content": e.content}
+        prompt: JSONObject = {"role": "system", "content": e.content}
         if self.messages and self.messages[0].get("role") == "system":
             self.messages[0] = prompt
         else:
@@ -122,9 +142,10 @@ class RunState:
         self.messages.append(e.message)
         self.steps += 1
         self.rejected = bool(e.rejected)
-        for call in e.message.get("tool_calls") or []:  # compaction may drop the message: these stay
-            function = call.get("function") if isinstance(call, dict) else None
-            self.turn_args.append(str(function.get("arguments") or "") if isinstance(function, dict) else "")
+        items = e.message.get("tool_calls")
+        for item in items if isinstance(items, list) else []:  # compaction may drop the message: these stay
+            call = ToolCall.from_message(item)
+            self.turn_args.append(call.arguments if call is not None else "")
 
     def _on_safeguard(self, e: rec.Safeguard) -> None:
         self.safeguards.append({"kind": e.kind, "action": e.action, "detail": e.detail})
@@ -185,14 +206,15 @@ class RunState:
         """The final answer the conversation ends with (an assistant message without tool calls), if it does."""
         last = self.messages[-1] if self.messages else {}
         if last.get("role") == "assistant" and not last.get("tool_calls") and not self.rejected:
-            return last.get("content") or ""
+            content = last.get("content")
+            return content if isinstance(content, str) else ""
         return None
 
-    def open_calls(self) -> list[dict[str, Any]]:
+    def open_calls(self) -> list[ToolCall]:
         """Tool calls of the last assistant message that have no result yet, in order."""
         for msg in reversed(self.messages):
             if msg.get("role") == "assistant":
-                return [c for c in msg.get("tool_calls") or [] if c["id"] not in self.finished]
+                return [c for c in tool_calls(msg) if c.id not in self.finished]
             if msg.get("role") in ("user", "system"):
                 break
         return []
@@ -235,7 +257,7 @@ class RunState:
             os.close(dfd)
 
 
-def history(events: Iterable[rec.Record]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def history(events: Iterable[rec.Record]) -> tuple[list[JSONObject], list[JSONObject]]:
     """The whole conversation as it happened (compactions not applied) and the compactions, from journal records."""
     state = _History()
     for event in events:
@@ -248,7 +270,7 @@ def history(events: Iterable[rec.Record]) -> tuple[list[dict[str, Any]], list[di
 
 @dataclass
 class _History(RunState):
-    folded: list[dict[str, Any]] = field(default_factory=list)
+    folded: list[JSONObject] = field(default_factory=list)
 
     def _on_compaction(self, e: rec.Compaction) -> None:
         self.folded.append({"seq": e.seq, "t": e.t, "summarized": e.summarized, "turns": e.turns,

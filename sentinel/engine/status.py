@@ -1,7 +1,8 @@
-"""A run's status: the values the store's `runs.status` column, `status` journal records and `--json` output hold.
+"""A run's and an approval's status: the values the store's `runs.status` and `approvals.status` columns,
+`status` journal records and `--json` output hold.
 
-`RunStatus` is a `str` enum, so a status compares equal to, hashes like and serializes as its plain string:
-JSON, the database and old journals see exactly what they saw before.
+Both are `str` enums, so a status compares equal to, hashes like and serializes as its plain string: JSON, the
+database and old journals see exactly what they saw before.
 """
 
 from __future__ import annotations
@@ -20,6 +21,18 @@ class RunStatus(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"
 
+
+class ApprovalStatus(StrEnum):
+    PENDING = "pending"        # waits for a person
+    APPROVED = "approved"      # a person approved it; the call has not run yet
+    CONSUMED = "consumed"      # approved, and its call ran (an approval is consumed exactly once)
+    DENIED = "denied"
+    EXPIRED = "expired"        # nobody decided in time, or the hook that asked gave up
+    CANCELLED = "cancelled"    # its run was cancelled first
+
+
+# An approval in one of these let its call run (or will).
+APPROVED: frozenset[ApprovalStatus] = frozenset({ApprovalStatus.APPROVED, ApprovalStatus.CONSUMED})
 
 # A run in one of these never runs again.
 TERMINAL: frozenset[str] = frozenset({RunStatus.DONE, RunStatus.DONE_UNVERIFIED, RunStatus.FAILED, RunStatus.CANCELLED})

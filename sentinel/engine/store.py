@@ -23,13 +23,14 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 from sentinel import paths
 from sentinel.engine import db
-from sentinel.engine.rows import ApprovalRow, RunRow, SessionRow
-from sentinel.engine.status import TERMINAL
+from sentinel.engine.rows import ApprovalRow, RunRow, SessionRow, StoredRun
+from sentinel.engine.status import APPROVED, TERMINAL, ApprovalStatus
 from sentinel.errors import NotFound, UsageError
+from sentinel.jsontypes import JSONObject
 from sentinel.mcp.names import named, split_name
 
 MIGRATIONS: list[tuple[str, str]] = [
@@ -160,10 +161,10 @@ MIGRATIONS: list[tuple[str, str]] = [
 
 
 
-def call_digest(tool: str, arguments: dict[str, Any], code_sha256: str | None = None) -> str:
+def call_digest(tool: str, arguments: JSONObject, code_sha256: str | None = None) -> str:
     """SHA-256 over the exact tool name and canonical arguments an approval is bound to (and, for an
     agent-authored tool, the SHA-256 of its code: an approval never runs code other than what was shown)."""
-    bound: dict[str, Any] = {"tool": tool, "arguments": arguments}
+    bound: JSONObject = {"tool": tool, "arguments": arguments}
     if code_sha256 is not None:
         bound["code_sha256"] = code_sha256
     canonical = json.dumps(bound, sort_keys=True, separators=(",", ":"))
@@ -186,15 +187,23 @@ class Approval:
     run_id: str
     call_id: str
     tool: str
-    arguments: dict[str, Any]
+    arguments: JSONObject
     digest: str
     reason: str
-    status: str
+    status: ApprovalStatus
     created_at: float
     resolved_by: str | None = None
     resolution_reason: str | None = None
     code: dict[str, str] | None = None   # an authored tool's files, as shown to the operator
     code_sha256: str | None = None
+
+    def __post_init__(self) -> None:
+        self.status = ApprovalStatus(self.status)  # the column's or the channel's text; ValueError for another
+
+    @property
+    def approved(self) -> bool:
+        """A person approved the call (it may have run since)."""
+        return self.status in APPROVED
 
     def public(self) -> dict[str, Any]:
         data = {"id": self.id, "run_id": self.run_id, "tool": self.tool, "arguments": self.arguments,
@@ -237,7 +246,7 @@ class Store:
     def __enter__(self) -> "Store":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def migrate(self) -> None:
@@ -261,18 +270,18 @@ class Store:
         self.conn.execute("UPDATE runs SET status=?, output=COALESCE(?, output), error=?, updated_at=? WHERE id=?",
                           (status, output, error, time.time(), run_id))
 
-    def get_run(self, run_id: str) -> dict[str, Any]:
+    def get_run(self, run_id: str) -> StoredRun:
         row = self.conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
         if row is None:
             raise NotFound(f"no run {run_id!r} (see `sentinel runs`)")
-        return dict(row)
+        return _stored_run(row)
 
     def list_runs(self, limit: int | None = None, status: Iterable[str] | None = None,
                   all_hosts: bool = False) -> list[RunRow]:
         """Runs, the newest first; on a shared database this host's only unless `all_hosts`."""
         sql = "SELECT id, parent_id, depth, kind, agent, task, model, status, created_at, updated_at, host FROM runs"
         where: list[str] = []
-        params: list[Any] = []
+        params: list[str | int] = []
         if self.shared and not all_hosts:
             where, params = ["host=?"], [self.host]
         if status:
@@ -287,12 +296,12 @@ class Store:
             params.append(limit)
         return [RunRow(**dict(r)) for r in self.conn.execute(sql, params)]
 
-    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None:
+    def child_for_call(self, parent_id: str, call_id: str) -> StoredRun | None:
         """The child run a parent's tool call (or workflow step) made, if it made one: one per call, ever."""
         row = self.conn.execute("SELECT * FROM runs WHERE parent_id=? AND call_id=?", (parent_id, call_id)).fetchone()
-        return dict(row) if row else None
+        return _stored_run(row) if row else None
 
-    def children(self, parent_id: str) -> list[dict[str, Any]]:
+    def children(self, parent_id: str) -> list[dict[str, Any]]:  # Any: `show`'s JSON as RunDetail carries it
         sql = ("SELECT id, call_id, depth, kind, agent, task, model, status, output, error, created_at FROM runs"
                " WHERE parent_id=? ORDER BY created_at, rowid")
         return [dict(r) for r in self.conn.execute(sql, (parent_id,))]
@@ -322,7 +331,7 @@ class Store:
             if self.shared and not all_hosts and run.get("host") != self.host:
                 continue
             asker = {"client": run["agent"]} if run.get("kind") == "ask" else {}  # a coding agent's ask (asks.py)
-            out.append(ApprovalRow.from_dict({**approval.public(), "parents": self.parent_chain(approval.run_id),
+            out.append(ApprovalRow.from_dict({**approval.public(), "parents": [*self.parent_chain(approval.run_id)],
                                               "workspace": run["workspace"], "user": run.get("user") or user,
                                               "host": run.get("host"), **asker}))
         return out
@@ -348,7 +357,7 @@ class Store:
 
     # -- decisions ----------------------------------------------------------
 
-    def record_decision(self, run_id: str, call_id: str, decision: dict[str, Any]) -> dict[str, Any]:
+    def record_decision(self, run_id: str, call_id: str, decision: JSONObject) -> JSONObject:
         """Record a call's decision unless it has one; returns the one that stands (the first)."""
         self.conn.execute("INSERT INTO decisions (run_id, call_id, outcome, decision, t) VALUES (?, ?, ?, ?, ?)"
                           " ON CONFLICT (run_id, call_id) DO NOTHING",
@@ -358,7 +367,7 @@ class Store:
         assert stood is not None
         return stood
 
-    def decision_for_call(self, run_id: str, call_id: str) -> dict[str, Any] | None:
+    def decision_for_call(self, run_id: str, call_id: str) -> JSONObject | None:
         row = self.conn.execute("SELECT decision FROM decisions WHERE run_id=? AND call_id=?",
                                 (run_id, call_id)).fetchone()
         return json.loads(row[0]) if row else None
@@ -376,7 +385,7 @@ class Store:
 
     # -- approvals ----------------------------------------------------------
 
-    def submit_approval(self, run_id: str, call_id: str, tool: str, arguments: dict[str, Any], reason: str,
+    def submit_approval(self, run_id: str, call_id: str, tool: str, arguments: JSONObject, reason: str,
                         ttl_s: float | None = None, code: dict[str, str] | None = None,
                         code_sha256: str | None = None) -> Approval:
         """Enqueue (or find) the approval for one tool call: a duplicate submit returns the first."""
@@ -420,13 +429,14 @@ class Store:
         self.expire()
         sql, params = ("UPDATE approvals SET status=?, resolved_at=?, resolved_by=?, resolution_reason=?"
                        " WHERE id=? AND status='pending'",
-                       ["approved" if approved else "denied", time.time(), by, reason, approval_id])
+                       [ApprovalStatus.APPROVED if approved else ApprovalStatus.DENIED, time.time(), by, reason,
+                        approval_id])
         if digest is not None:
             sql, params = sql + " AND digest=?", params + [digest]
         cur = self.conn.execute(sql, params)
         approval = self.get_approval(approval_id)
         if cur.rowcount != 1:
-            if approval.status == "pending":
+            if approval.status == ApprovalStatus.PENDING:
                 raise UsageError(f"approval {approval_id}: the digest shown ({str(digest)[:12]}…) is not the "
                                  f"call's ({approval.digest[:12]}…); reload and decide again")
             raise UsageError(f"approval {approval_id} is {approval.status}, not pending")
@@ -490,7 +500,7 @@ class Store:
                           (server, sha256, document, by, time.time()))
         self.audit("mcp_trusted", {"server": server, "sha256": sha256, "by": by})
 
-    def mcp_trust(self, server: str) -> dict[str, Any] | None:
+    def mcp_trust(self, server: str) -> JSONObject | None:
         row = self.conn.execute("SELECT server, sha256, document, trusted_by, trusted_at FROM mcp_trust WHERE server=?",
                                 (server,)).fetchone()
         return dict(row) if row else None
@@ -546,12 +556,17 @@ class Store:
                 for r in self.conn.execute(sql + " ORDER BY id", params)]
 
 
-def _resolution(approval: Approval | None) -> dict[str, Any] | None:
+def _resolution(approval: Approval | None) -> JSONObject | None:
     """An approval as `show` reports it: None while there is none or it is pending."""
-    if approval is None or approval.status == "pending":
+    if approval is None or approval.status == ApprovalStatus.PENDING:
         return None
-    return {"approval_id": approval.id, "approved": approval.status in ("approved", "consumed"),
+    return {"approval_id": approval.id, "approved": approval.approved,
             "status": approval.status, "reason": approval.resolution_reason or "", "by": approval.resolved_by}
+
+
+def _stored_run(row: Any) -> StoredRun:  # Any: a driver's row (sqlite3.Row or db.Row), read by column name
+    """`SELECT *` of `runs`: the migrations make exactly StoredRun's columns, each of the type it declares."""
+    return cast(StoredRun, dict(row))
 
 
 def _approval(row: Any) -> Approval:

@@ -17,6 +17,7 @@ from sentinel.agents import profile as profiles
 from sentinel.engine.api import Outcome
 from sentinel.engine.events import Listener
 from sentinel.engine.run import Run
+from sentinel.engine.rows import StoredRun
 from sentinel.engine.state import RunState
 from sentinel.engine.store import Approval, Store, new_id
 from sentinel.engine.status import TERMINAL
@@ -90,9 +91,8 @@ class LocalChildren:
 
     # -- making and advancing children ----------------------------------------------------------
 
-    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None:  # Any: the store's row
-        child: dict[str, Any] | None = self.store.child_for_call(parent_id, call_id)  # Any: as above
-        return child
+    def child_for_call(self, parent_id: str, call_id: str) -> StoredRun | None:
+        return self.store.child_for_call(parent_id, call_id)
 
     # Any: the plan `plan` made, as the approval recorded it
     def start(self, parent: RunState, call_id: str, tool: str, plan: dict[str, Any], granted: frozenset[str]) -> str:
@@ -146,7 +146,7 @@ class LocalChildren:
         profiles.save(profile, self.home, soul=str(plan["soul"]))
         return name
 
-    def _end_temporary(self, row: dict[str, Any]) -> None:  # Any: the store's row
+    def _end_temporary(self, row: StoredRun) -> None:
         """Per orchestration.temporary: discard the profile, keep it, or ask (an approval to keep it)."""
         how, name = self.config.orchestration.temporary, row["agent"]
         if how == "save" or not profiles.profile_path(name, self.home).exists():

@@ -21,13 +21,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from sentinel import config_stamp, paths
-from sentinel.engine import asks, journal, lifecycle, relay
+from sentinel.engine import asks, journal, lifecycle, records, relay
 from sentinel.engine.api import Closing, Outcome, RunDetail
 from sentinel.engine.events import Event, Listener, Translator
-from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow
+from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow, StoredRun
 from sentinel.engine.run import Run
 from sentinel.engine.state import JOURNAL, RunState, history
 from sentinel.engine.store import Approval, Store, new_id
@@ -126,9 +126,9 @@ class LocalEngine(Closing):
         run_dir = paths.runs_dir(self.home) / run_id
         self.store.create_run(run_id, agent=agent, task=task, model=model, workspace=workspace, run_dir=run_dir,
                               parent_id=parent_id, kind=kind, call_id=call_id, depth=depth, grants=grants)
-        return Run.create(run_dir, {"id": run_id, "task": task, "agent": agent, "model": model,
-                                    "workspace": str(workspace), "mission": mission, "parent_id": parent_id,
-                                    "kind": kind}, listeners=[on_event] if on_event else [])
+        return Run.create(run_dir, records.Created(id=run_id, task=task, agent=agent, model=model,
+                                                   workspace=str(workspace), mission=mission, parent_id=parent_id,
+                                                   kind=kind), listeners=[on_event] if on_event else [])
 
     def create_workflow_run(self, name: str, input_text: str, *, workspace: Path | None = None,
                             parent_id: str | None = None, call_id: str | None = None, depth: int = 0,
@@ -167,7 +167,7 @@ class LocalEngine(Closing):
         with Run.open(Path(row["run_dir"])) as run:  # Busy while another process executes the turn
             self.store.cancel_approvals(run_id)
             if run.state.status != RunStatus.IDLE or row["status"] != RunStatus.IDLE:
-                run.record({"type": "status", "status": RunStatus.IDLE, "error": STOPPED})
+                run.record(records.Status.keeping_output(RunStatus.IDLE, error=STOPPED))
                 self.store.set_status(run_id, RunStatus.IDLE, error=STOPPED)
         return self._outcome_of(self.store.get_run(run_id))
 
@@ -303,9 +303,10 @@ class LocalEngine(Closing):
             except undo.UndoError as exc:
                 raise UsageError(str(exc)) from None
             if done["changes"]:
-                run.record({"type": "workspace_step", "call_id": "", "tool": "undo", "changes": done["changes"],
-                            "undo": target})
-        return {"id": run_id, "to": target, **undo.summary(done)}
+                run.record(records.WorkspaceStep(call_id="", tool="undo", changes=done["changes"], undo=target))
+        s = undo.summary(done)
+        return {"id": run_id, "to": target, "restored": [*s["restored"]], "removed": [*s["removed"]],
+                "missing": [*s["missing"]], "incomplete": [*s["incomplete"]]}
 
     # -- queries --------------------------------------------------------------
 
@@ -441,7 +442,7 @@ class LocalEngine(Closing):
             return row
         return dataclasses.replace(row, status=self._live_status(self.store.get_run(row.id)))
 
-    def _live_status(self, row: dict[str, Any]) -> str:  # Any: the store's row
+    def _live_status(self, row: StoredRun) -> str:
         """A run marked running whose process is gone is `interrupted` (resume it)."""
         if row["status"] == RunStatus.RUNNING and not Run.is_leased(Path(row["run_dir"])):
             return "interrupted"
@@ -504,7 +505,7 @@ class LocalEngine(Closing):
             except (OSError, sqlite3.Error, Damaged) as exc:  # the run stands; its notification waits for the next kick
                 print(f"warning: notify: could not queue or start the deliverer: {exc}", file=sys.stderr)
 
-    def _outcome_of(self, row: dict[str, Any]) -> Outcome:  # Any: the store's row
+    def _outcome_of(self, row: StoredRun) -> Outcome:
         return Outcome(row["id"], row["status"], row.get("output"), row.get("error"))
 
 

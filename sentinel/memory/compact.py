@@ -17,6 +17,7 @@ from __future__ import annotations
 from sentinel.jsontypes import JSONObject
 
 from sentinel.models.base import call_parts
+from sentinel.engine.records import Compaction
 from sentinel.models.script import SUMMARY_TURNS, text_of, turn_of
 
 # The summary message opens with this line. The scripted model counts the turns it names as turns
@@ -158,7 +159,7 @@ def threshold(compact_at_chars: int | None, model: str, context_tokens: int) -> 
     return 120_000
 
 
-def record(start: int, end: int, summary: JSONObject, before: int, after: int, turns: int) -> JSONObject:
+def record(start: int, end: int, summary: JSONObject, before: int, after: int, turns: int) -> Compaction:
     """The journal record of one compaction; RunState splices the conversation from it on replay."""
-    return {"type": "compaction", "start": start, "end": end, "message": summary, "summarized": end - start,
-            "turns": turns, "chars_before": before, "chars_after": after}
+    return Compaction(start=start, end=end, message=summary, summarized=end - start, turns=turns,
+                      chars_before=before, chars_after=after)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Callable, Mapping, Protocol
 
 from sentinel.errors import SentinelError
 from sentinel.jsontypes import JSONObject
@@ -33,6 +33,28 @@ class ToolCall:
 
     def to_message(self) -> JSONObject:
         return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+    @classmethod
+    def from_message(cls, item: object) -> "ToolCall | None":
+        """The call one OpenAI-format `tool_calls` item holds (what `to_message` writes); None for anything else.
+        Arguments that are not text (a journal's object) become their JSON text."""
+        function = item.get("function") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or not isinstance(function, dict):
+            return None
+        call_id, name, arguments = item.get("id"), function.get("name"), function.get("arguments")
+        if not isinstance(call_id, str) or not isinstance(name, str):
+            return None
+        if not isinstance(arguments, str):
+            arguments = "" if arguments is None else json.dumps(arguments, ensure_ascii=False)
+        return cls(call_id, name, arguments)
+
+
+def tool_calls(message: Mapping[str, object]) -> list[ToolCall]:
+    """The tool calls of a conversation message (an assistant's), in order; items that are no call are left out."""
+    items = message.get("tool_calls")
+    if not isinstance(items, list):
+        return []
+    return [call for call in map(ToolCall.from_message, items) if call is not None]
 
 
 @dataclass

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Protocol
 
 from sentinel.engine import lifecycle
+from sentinel.engine.rows import StoredRun
 from sentinel.engine.store import Store, call_digest, new_id
 from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.frames import failure, reply
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.engine.state import RunState
-from sentinel.engine.status import ANSWERED, TERMINAL, RunStatus
+from sentinel.engine.status import ANSWERED, TERMINAL, ApprovalStatus, RunStatus
 from sentinel.supervisor import agentfs, doorscope, flows, layout, registry, runmodel
 from sentinel.supervisor.hub import Hub
 from sentinel.tools import ToolError
@@ -38,8 +40,18 @@ class Refused(SentinelError):
     pass
 
 
-def handle(sup: Hub, worker: Any, msg: dict[str, Any]) -> dict[str, Any]:
-    fn = OPS[msg["op"]]
+class Asker(Protocol):
+    """The worker a child op comes from (sentinel/supervisor/workers.py's Worker): whose run, as which agent."""
+
+    run_id: str
+    agent: registry.Agent
+    uid: int
+    home: str
+    stopped: bool
+
+
+def handle(sup: Hub, worker: Asker, msg: JSONObject) -> Mapping[str, object]:
+    fn = OPS[str(msg["op"])]
     if worker.stopped:  # killed by `interrupt`: what it sent before dying starts nothing
         return failure("denied", f"an operator stopped the turn of run {worker.run_id}")
     try:
@@ -53,7 +65,7 @@ def handle(sup: Hub, worker: Any, msg: dict[str, Any]) -> dict[str, Any]:
         return failure("usage", str(exc))
 
 
-def _plan(sup: Hub, worker: Any, msg: dict[str, Any]) -> dict[str, Any]:
+def _plan(sup: Hub, worker: Asker, msg: JSONObject) -> dict[str, Any]:
     tool, args = str(msg["tool"]), msg["arguments"]
     if tool not in CHILD_TOOLS or not isinstance(args, dict):
         raise UsageError(f"{tool} makes no child run")
@@ -65,7 +77,7 @@ def _plan(sup: Hub, worker: Any, msg: dict[str, Any]) -> dict[str, Any]:
     return plan_delegation(sup, worker.run_id, own_profile(worker, str(args["agent"])), str(args["task"]), granted)
 
 
-def own_profile(worker: Any, ident: str) -> str:
+def own_profile(worker: Asker, ident: str) -> str:
     """A bare name that is a profile of the delegating agent (the roster its prompt lists) names that profile,
     never a registered agent of the same name: another Linux user, whom the approval would name ambiguously."""
     from sentinel.agents.profile import NAME
@@ -104,7 +116,7 @@ def _held(store: Store, run_id: str, claimed: list[str] | None) -> set[str] | No
     return set(claimed) & set(stored) if stored is not None else set(claimed)
 
 
-def plan_spawn(sup: Hub, worker: Any, args: dict[str, Any], granted: list[str]) -> dict[str, Any]:
+def plan_spawn(sup: Hub, worker: Asker, args: JSONObject, granted: list[str]) -> dict[str, Any]:
     """A temporary subagent: it runs as the spawning agent's own user, in its workspace, granted only tools
     the spawning run has (asking for more refuses the call), on a model the operator allows that agent."""
     from sentinel.agents import skills as skill_files
@@ -117,16 +129,18 @@ def plan_spawn(sup: Hub, worker: Any, args: dict[str, Any], granted: list[str]) 
     except UsageError as exc:
         raise ToolError(str(exc)) from None
     wanted = args.get("skills") or []
+    if not isinstance(wanted, list):
+        raise ToolError("skills: a list of skill names")
     known = {*(s.name for s in skill_files.bundled()), *agentfs.list_beneath(worker.home, ".sentinel/skills", worker.uid)}
     for name in wanted:
         if name not in known:
             raise ToolError(f"skills: no skill {name!r} (available: {', '.join(sorted(known)) or 'none'})")
     have = _held(store, worker.run_id, granted) or set()
     return {"agent": "(temporary subagent)", "task": str(args["task"]), "soul": str(args["soul"]), "model": model,
-            "skills": [str(n) for n in wanted], "grants": grants(have, args.get("tools"), strict=True)}
+            "skills": [str(n) for n in wanted], "grants": grants(have, _wanted_tools(args.get("tools")), strict=True)}
 
 
-def plan_workflow(sup: Hub, worker: Any, name: str, input_text: str, granted: list[str]) -> dict[str, Any]:
+def plan_workflow(sup: Hub, worker: Asker, name: str, input_text: str, granted: list[str]) -> dict[str, Any]:
     """A `run_workflow` call: the agent's saved workflow, read from its home without following anything it
     planted, validated against the roster; the plan carries every step, so the approval binds them all."""
     from sentinel.workflows import model as workflows
@@ -156,25 +170,26 @@ def _yaml(text: str, source: str) -> Any:
         raise ConfigError(source, f"not valid YAML ({str(exc).splitlines()[0]})") from None
 
 
-def _child_for_call(sup: Hub, worker: Any, msg: dict[str, Any]) -> dict[str, Any] | None:
+def _child_for_call(sup: Hub, worker: Asker, msg: JSONObject) -> StoredRun | None:
     return sup.store.child_for_call(worker.run_id, str(msg["call_id"]))
 
 
-def _start(sup: Hub, worker: Any, msg: dict[str, Any]) -> str:
+def _start(sup: Hub, worker: Asker, msg: JSONObject) -> str:
     store, call_id = sup.store, str(msg["call_id"])
     existing = store.child_for_call(worker.run_id, call_id)
     if existing is not None:
         return str(existing["id"])
     decided = store.decision_for_call(worker.run_id, call_id)
     tool = decided.get("tool") if decided else None
-    if decided is None or tool not in CHILD_TOOLS or decided.get("outcome") == "deny":
+    plan = decided.get("arguments") if decided else None
+    if decided is None or not isinstance(tool, str) or tool not in CHILD_TOOLS or not isinstance(plan, dict) \
+            or decided.get("outcome") == "deny":
         raise Refused(f"call {call_id[:64]} was not decided as a delegation that may run")
-    plan = decided["arguments"]
     if decided["outcome"] != "needs_approval" and _operator_outcome(sup, tool) != "auto":
         raise Refused(f"call {call_id[:64]}: {tool} needs an operator's approval by the operator's policy")
     if decided["outcome"] != "auto":
         approval = store.approval_for_call(worker.run_id, call_id)
-        if approval is None or approval.status != "consumed" or approval.digest != call_digest(tool, plan):
+        if approval is None or approval.status != ApprovalStatus.CONSUMED or approval.digest != call_digest(tool, plan):
             raise Refused(f"call {call_id[:64]}: no approval of exactly this {tool} was consumed")
     if tool == "run_workflow":
         return _start_workflow(sup, worker, call_id, plan)
@@ -186,7 +201,7 @@ def _start(sup: Hub, worker: Any, msg: dict[str, Any]) -> str:
     return create(sup, worker.run_id, call_id, {**plan, "grants": fresh["grants"]})
 
 
-def _start_workflow(sup: Hub, worker: Any, call_id: str, plan: dict[str, Any]) -> str:
+def _start_workflow(sup: Hub, worker: Asker, call_id: str, plan: dict[str, Any]) -> str:
     """The approved workflow, exactly as its plan carried it (the file may have changed since)."""
     store = sup.store
     flow = flows.parse(sup, {"steps": plan.get("steps")}, f"run_workflow {plan.get('workflow')!r}")
@@ -199,7 +214,7 @@ def _start_workflow(sup: Hub, worker: Any, call_id: str, plan: dict[str, Any]) -
     return run_id
 
 
-def _start_spawn(sup: Hub, worker: Any, call_id: str, plan: dict[str, Any]) -> str:
+def _start_spawn(sup: Hub, worker: Asker, call_id: str, plan: dict[str, Any]) -> str:
     """The subagent exactly as approved: its profile and soul stay in the store (the decision's plan) and
     reach its worker in `hello`; it is a profile `sub-<id>` of the spawning agent's user."""
     stored = sup.store.grants_of(worker.run_id)
@@ -212,16 +227,20 @@ def _start_spawn(sup: Hub, worker: Any, call_id: str, plan: dict[str, Any]) -> s
                   workspace=Path(workspace) if workspace else None)
 
 
-def subagent(store: Store, row: dict[str, Any]) -> dict[str, Any] | None:
+def subagent(store: Store, row: StoredRun) -> dict[str, Any] | None:
     """A temporary subagent's soul, skills and description, from the approved spawn that made it (the
     supervisor's store); None for any other run."""
-    if not str(row.get("agent") or "").startswith(TEMPORARY) or not row.get("parent_id") or not row.get("call_id"):
+    parent_id, call_id = row["parent_id"], row["call_id"]
+    if not row["agent"].startswith(TEMPORARY) or not parent_id or not call_id:
         return None
-    decided = store.decision_for_call(row["parent_id"], row["call_id"])
+    decided = store.decision_for_call(parent_id, call_id)
     if decided is None or decided.get("tool") != "spawn":
         return None
-    plan = decided["arguments"]
-    return {"soul": str(plan.get("soul") or ""), "skills": list(plan.get("skills") or []),
+    plan = decided.get("arguments")
+    if not isinstance(plan, dict):
+        return None
+    skills = plan.get("skills")
+    return {"soul": str(plan.get("soul") or ""), "skills": skills if isinstance(skills, list) else [],
             "description": temporary_description(str(plan.get("task") or ""))}
 
 
@@ -261,7 +280,7 @@ def create(sup: Hub, parent_id: str, call_id: str, plan: dict[str, Any], *, task
     return child_id
 
 
-def _advance(sup: Hub, worker: Any, msg: dict[str, Any]) -> dict[str, Any]:
+def _advance(sup: Hub, worker: Asker, msg: JSONObject) -> dict[str, Any]:
     row = sup.store.get_run(str(msg["child_id"]))
     if row.get("parent_id") != worker.run_id:
         raise Refused(f"run {row['id']} is no child of run {worker.run_id}")
@@ -287,7 +306,7 @@ class Steps:
     def __init__(self, sup: Hub):
         self.sup = sup
 
-    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None:
+    def child_for_call(self, parent_id: str, call_id: str) -> StoredRun | None:
         return self.sup.store.child_for_call(parent_id, call_id)
 
     def start_step(self, workflow_run: RunState, key: str, agent: str, task: str) -> str:
@@ -358,10 +377,17 @@ def _depth(store: Store, run_id: str) -> int:
     return int(store.get_run(run_id).get("depth") or 0)
 
 
-def _names(value: Any) -> list[str]:
+def _wanted_tools(value: JSON) -> list[str] | None:
+    """A spawn's `tools`: None (the spawning run's own), or tool names."""
+    if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        raise ToolError("tools: a list of tool names")
+    return None if value is None else [str(v) for v in value]
+
+
+def _names(value: JSON) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise UsageError("grants must be a list of tool names")
-    return value
+    return [str(v) for v in value]
 
 
 def _profile_tools(home: str, profile: str, uid: int) -> list[str] | None:

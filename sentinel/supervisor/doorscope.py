@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
+from sentinel.engine.rows import StoredRun
 from sentinel.engine.store import Store
 from sentinel.supervisor import registry
 from sentinel.tools import ToolError
@@ -68,7 +68,7 @@ def check_runs_as(store: Store, parent_id: str, agent: registry.Agent) -> None:
                     f"operator to run agent {agent.name} (sudo sentinel run ... --agent {agent.name})")
 
 
-def runs_as(store: Store, row: dict[str, Any], uid: int, agent: str) -> bool:
+def runs_as(store: Store, row: StoredRun, uid: int, agent: str) -> bool:
     """Whether a run executes as this door user: its worker's user is `agent` under `uid`. A workflow run has
     no worker (the supervisor walks it; each step is a run of its own, checked by itself)."""
     if row.get("kind") == WORKFLOW:

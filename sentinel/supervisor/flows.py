@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from sentinel.config import read_yaml
 from sentinel.engine.events import Listener
+from sentinel.engine.records import Created
 from sentinel.engine.run import Run
 from sentinel.supervisor import registry
 from sentinel.supervisor.hub import Hub
@@ -52,8 +53,8 @@ def start(sup: Hub, name: str, input_text: str, flow: workflows.Workflow, *, par
     if follow is not None:
         follow(run_id)
         listeners.append(lambda event: sup.relay(run_id, event.to_dict()))
-    with Run.create(run_dir, {"id": run_id, "task": input_text, "agent": agent, "model": "-", "workspace": "",
-                              "parent_id": parent_id, "kind": KIND}, listeners):
+    with Run.create(run_dir, Created(id=run_id, task=input_text, agent=agent, model="-", workspace="",
+                                     parent_id=parent_id, kind=KIND), listeners):
         runner.keep(run_dir, flow)
     sup.store.audit("run_started", {"run_id": run_id, "workflow": name, "parent_id": parent_id,
                                     "steps": [s.name for s in flow.steps]})

@@ -30,6 +30,7 @@ from sentinel.engine.status import RunStatus
 from sentinel.leash import plain
 
 if TYPE_CHECKING:
+    from sentinel.engine.store import Store
     from sentinel.supervisor.registry import Agent
 
 DEFAULT_NAME = "Naomi"
@@ -97,7 +98,7 @@ def _group_exists(name: str) -> bool:
 
 # -- setup ------------------------------------------------------------------------------------------
 
-def setup(display: str, store: Any, home_base: Path, operator_group: str) -> Identity:
+def setup(display: str, store: Store, home_base: Path, operator_group: str) -> Identity:
     """Create the agent's user (or reuse one Sentinel created), write its tree as that user, make it default."""
     from sentinel.supervisor import registry
 
@@ -131,7 +132,7 @@ def setup(display: str, store: Any, home_base: Path, operator_group: str) -> Ide
     return Identity(name, display, pw.pw_dir, pw.pw_uid, created, prepared)
 
 
-def _registered(store: Any, name: str) -> Agent:
+def _registered(store: Store, name: str) -> Agent:
     """The agent just registered, read back: one that cannot be is an error, never an agent without an account."""
     from sentinel.supervisor import registry
 
@@ -141,7 +142,7 @@ def _registered(store: Any, name: str) -> Agent:
     return agent
 
 
-def init_leash(user: str, store: Any, operator_group: str) -> Identity:
+def init_leash(user: str, store: Store, operator_group: str) -> Identity:
     """Register an existing Linux user as an agent (its name doubles as the head agent's name)."""
     from sentinel.supervisor import registry
 
@@ -164,7 +165,7 @@ def init_leash(user: str, store: Any, operator_group: str) -> Identity:
     return Identity(user, display, pw.pw_dir, pw.pw_uid, False)
 
 
-def apply_egress(store: Any) -> str:
+def apply_egress(store: Store) -> str:
     """Per-UID nftables rules for every registered agent, installed idempotently: leashed UIDs reach only
     Muzzle and the egress proxy on loopback, and no UDP (DNS included). The table is replaced whole, so a
     uid that is no longer an agent's (removed, or its user deleted and the uid free for the next user) is
@@ -183,7 +184,7 @@ def apply_egress(store: Any) -> str:
     return "nftables"
 
 
-def agent_uids(store: Any) -> list[int]:
+def agent_uids(store: Store) -> list[int]:
     """The uids of registered agents whose Linux user still exists with the uid it was registered with."""
     from sentinel.supervisor import registry
 
@@ -195,7 +196,7 @@ def agent_uids(store: Any) -> list[int]:
     return sorted(uids)
 
 
-def remove(name: str, store: Any, *, user: bool = False, by: str = "root") -> dict[str, Any]:
+def remove(name: str, store: Store, *, user: bool = False, by: str = "root") -> dict[str, Any]:
     """Unregister an agent: its runs that are not finished are cancelled (approvals with them), the egress
     table loses its uid, and with `user` its Linux user, home and Leash policy go too. Refused while one
     of its runs is executing, and `user` only for a user `sentinel setup` created."""

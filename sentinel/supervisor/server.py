@@ -26,7 +26,7 @@ import socket
 import stat
 import sys
 import time
-from typing import Any
+from typing import Any, Mapping
 
 from sentinel.engine import db
 from sentinel.engine.store import Store
@@ -225,7 +225,7 @@ class Supervisor:
             if isinstance(message, protocol.BadFrame):
                 self.store.audit("bad_frame", {"error": str(message), "run_id": worker.run_id if worker else None,
                                                "uid": conn.peer.uid if conn.peer else None})
-                answer: ops.Reply = protocol.failure("usage", str(message))
+                answer: Mapping[str, object] | None = protocol.failure("usage", str(message))
             elif worker is not None and message.get("op") in children.OPS:
                 answer = children.handle(self, worker, message)
             elif worker is not None:

@@ -19,20 +19,23 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 import re
 import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 from urllib.parse import urlparse
 
+from sentinel.engine.rows import StoredRun
 from sentinel.engine.store import Approval, Store
 from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel.leash import spawn
 from sentinel.supervisor import children, layout, registry, runmodel
 from sentinel.supervisor.hub import Client
 from sentinel.frames import failure, reply
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.mcp.names import split_name
 from sentinel.mcp.pin import reshown, shows_listing
 from sentinel.engine.status import TERMINAL, RunStatus
@@ -79,6 +82,7 @@ class Worker:
     error: str | None = None
     applied: list[str] = field(default_factory=list)
     relaunch: bool = False  # an approval of this run was resolved while this worker was still winding down
+    # Any (both): JSON for `hello`, the settings as pydantic dumps them and what `send` hands on
     greeting: dict[str, Any] | None = None  # the `hello` answer (with the run token): handed over once
     inbox: dict[str, Any] = field(default_factory=dict)  # a chat session's next message and skills, for `hello`
     stopped: bool = False   # an operator stopped this turn: the dying worker's last frames change nothing
@@ -97,7 +101,7 @@ def model_ports(config: "Config", extra: list[int]) -> list[int]:
     return sorted(set(ports + list(extra)))
 
 
-def worker_env(run_id: str, pw: Any) -> dict[str, str]:
+def worker_env(run_id: str, pw: pwd.struct_passwd) -> dict[str, str]:
     """A scrubbed environment with nothing secret in it: the token travels over the channel (`hello`)."""
     home = Path(pw.pw_dir)
     return {"HOME": str(home), "USER": pw.pw_name, "LOGNAME": pw.pw_name, "PATH": DEFAULT_PATH,
@@ -106,7 +110,7 @@ def worker_env(run_id: str, pw: Any) -> dict[str, str]:
             "SENTINEL_RUN_ID": run_id}
 
 
-def worker_launch(run_id: str, row: dict[str, Any], pw: Any, site: Site, channel_fd: int,
+def worker_launch(run_id: str, row: StoredRun, pw: pwd.struct_passwd, site: Site, channel_fd: int,
                   log_fd: int) -> spawn.Launch:
     """`python -I -B -m sentinel.worker RUN_ID` from `/`: nothing the agent planted in its home or the
     environment is imported, and the execute-only interpreter makes it non-dumpable from its first instruction."""
@@ -162,7 +166,8 @@ def start(store: Store, site: Site, run_id: str, muzzle_url: str) -> tuple[Worke
     return worker, ours
 
 
-def greeting(store: Store, row: dict[str, Any], config: "Config", pw: Any, endpoint: dict[str, str]) -> dict[str, Any]:
+def greeting(store: Store, row: StoredRun, config: "Config", pw: pwd.struct_passwd,
+             endpoint: dict[str, str]) -> dict[str, Any]:  # Any: the settings as pydantic dumps them (JSON)
     """The `hello` answer: the run as the supervisor fixed it, the settings it runs under, Muzzle's endpoint."""
     sub = children.subagent(store, row)  # a spawned one's soul and skills, as approved
     mcp = [] if sub is not None else runmodel.profile_mcp(pw.pw_dir, str(row["agent"]), pw.pw_uid)
@@ -182,7 +187,8 @@ WORKER_SETTINGS = frozenset({"limits", "tools", "policy", "sandbox", "leash", "g
                              "orchestration", "mcp_servers"})
 
 
-def worker_config(config: "Config", mcp: list[str], user: str | None = None) -> dict[str, Any]:
+def worker_config(config: "Config", mcp: list[str],
+                  user: str | None = None) -> dict[str, Any]:  # Any: what pydantic's model_dump returns
     """The operator's settings a worker runs under (an agent's own config.yaml is never read for a run):
     WORKER_SETTINGS only, and of the MCP servers only those named in `mcp` (what the run's profile grants) that
     the operator let that agent's user have (a server's `agents:`; the profile is the agent's own file)."""
@@ -235,8 +241,8 @@ def system_judge_models(config: "Config") -> list[str]:
 
 # -- the channel ------------------------------------------------------------------------------------
 
-def handle(store: Store, worker: Worker, msg: dict[str, Any],
-           relay: Callable[[str, dict[str, Any]], None]) -> dict[str, Any] | None:
+def handle(store: Store, worker: Worker, msg: JSONObject,
+           relay: Callable[[str, JSONObject], None]) -> Mapping[str, object] | None:
     """Answer one frame from a worker (None for one-way frames). Anything not listed is refused."""
     op = msg.get("op")
     if op == "event":
@@ -261,42 +267,42 @@ def handle(store: Store, worker: Worker, msg: dict[str, Any],
         return failure("usage", f"bad {op} request: {exc}")
 
 
-def _own(worker: Worker, msg: dict[str, Any]) -> str:
+def _own(worker: Worker, msg: JSONObject) -> str:
     run_id = msg.get("run_id", worker.run_id)
     if run_id != worker.run_id:
         raise Refused(f"worker of run {worker.run_id} may not touch run {run_id}")
     return worker.run_id
 
 
-def _own_approval(store: Store, worker: Worker, approval_id: str) -> Approval:
+def _own_approval(store: Store, worker: Worker, approval_id: JSON) -> Approval:
     approval = store.get_approval(str(approval_id))
     if approval.run_id != worker.run_id:
         raise NotFound(f"no approval {approval_id!r}")
     return approval
 
 
-def _hello(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
+def _hello(store: Store, worker: Worker, msg: JSONObject) -> JSONObject:
     greeting, worker.greeting = worker.greeting, None
     if greeting is None:
         raise Refused(f"the worker of run {worker.run_id} already said hello")
     return {**greeting, **worker.inbox}
 
 
-def _error(store: Store, worker: Worker, msg: dict[str, Any]) -> None:
+def _error(store: Store, worker: Worker, msg: JSONObject) -> None:
     worker.error = _text(msg.get("message"), "message")[:2000]
 
 
-def _set_status(store: Store, worker: Worker, msg: dict[str, Any]) -> None:
+def _set_status(store: Store, worker: Worker, msg: JSONObject) -> None:
     status = msg["status"]
-    if status not in WORKER_STATUSES:
+    if not isinstance(status, str) or status not in WORKER_STATUSES:
         raise Refused(f"a worker may not set status {status!r}")
     if store.get_run(worker.run_id)["status"] in TERMINAL:
         raise Refused(f"run {worker.run_id} is already finished")
-    store.set_status(_own(worker, msg), status, output=_text(msg.get("output"), "output", optional=True),
-                     error=_text(msg.get("error"), "error", optional=True))
+    store.set_status(_own(worker, msg), status, output=_optional_text(msg.get("output"), "output"),
+                     error=_optional_text(msg.get("error"), "error"))
 
 
-def _record_decision(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
+def _record_decision(store: Store, worker: Worker, msg: JSONObject) -> JSONObject:
     decision = msg["decision"]
     if not isinstance(decision, dict) or decision.get("outcome") not in OUTCOMES:
         raise UsageError(f"decision must be an object whose outcome is one of {', '.join(OUTCOMES)}")
@@ -305,18 +311,19 @@ def _record_decision(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[
     return store.record_decision(_own(worker, msg), _text(msg["call_id"], "call_id"), decision)
 
 
-def _decision_for_call(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any] | None:
+def _decision_for_call(store: Store, worker: Worker, msg: JSONObject) -> JSONObject | None:
     return store.decision_for_call(_own(worker, msg), _text(msg["call_id"], "call_id"))
 
 
-def _approval_for_call(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any] | None:
+def _approval_for_call(store: Store, worker: Worker, msg: JSONObject) -> JSONObject | None:
     approval = store.approval_for_call(_own(worker, msg), str(msg["call_id"]))
     return _dict(approval) if approval is not None else None
 
 
-def _submit(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
+def _submit(store: Store, worker: Worker, msg: JSONObject) -> JSONObject:
     """An approval only for a call decided `needs_approval`, exactly as decided."""
-    if not isinstance(msg["arguments"], dict):
+    arguments = msg["arguments"]
+    if not isinstance(arguments, dict):
         raise UsageError("arguments must be an object")
     decided = store.decision_for_call(_own(worker, msg), str(msg["call_id"]))
     if decided is None or decided.get("outcome") != "needs_approval":
@@ -324,21 +331,29 @@ def _submit(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]
     if (decided.get("tool"), decided.get("arguments")) != (msg["tool"], msg["arguments"]):
         raise Refused(f"call {msg['call_id']}: an approval is asked only for the call as it was decided")
     ttl = msg.get("ttl_s")
-    code, sha = msg.get("code"), msg.get("code_sha256")
+    if ttl is not None and not isinstance(ttl, (int, float, str)):
+        raise UsageError("ttl_s must be a number")
+    sha, code = msg.get("code_sha256"), _code(msg.get("code"))
     if sha is not None and not (isinstance(sha, str) and _SHA256.match(sha)):
         raise UsageError("code_sha256 must be 64 lowercase hex digits")
-    if code is not None and not (isinstance(code, dict) and all(isinstance(k, str) and isinstance(v, str)
-                                                                 for k, v in code.items())):
-        raise UsageError("code must map file names to text")
     if sha != decided.get("code_sha256") or (code is None) != (sha is None):
         raise Refused(f"call {msg['call_id']}: the code hash must be the one the call was decided with")
     if code is not None and (sha is None or not _shows(code, sha, str(msg["tool"]))):
         raise Refused(f"call {msg['call_id']}: the code shown is not the code whose hash was decided")
     if code is not None and (named := split_name(str(msg["tool"]))):
         code = reshown(code, store.mcp_trust(named[0]))  # the diff as the supervisor sees it
-    approval = store.submit_approval(_own(worker, msg), str(msg["call_id"]), str(msg["tool"]), msg["arguments"],
+    approval = store.submit_approval(_own(worker, msg), str(msg["call_id"]), str(msg["tool"]), arguments,
                                      str(msg["reason"]), float(ttl) if ttl else None, code=code, code_sha256=sha)
     return _dict(approval)
+
+
+def _code(value: JSON) -> dict[str, str] | None:
+    """The files an approval shows, as the worker sent them: file name -> text."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise UsageError("code must map file names to text")
+    return {k: v for k, v in value.items() if isinstance(v, str)}
 
 
 def _shows(code: dict[str, str], sha: str, tool: str) -> bool:
@@ -350,37 +365,37 @@ def _shows(code: dict[str, str], sha: str, tool: str) -> bool:
     return set(code) == set(FILES) and code_digest(code) == sha
 
 
-def _mcp_trust(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any] | None:
+def _mcp_trust(store: Store, worker: Worker, msg: JSONObject) -> JSONObject | None:
     """Read-only: the listing `sentinel mcp trust` pinned for a server (a pinned tool's approval shows its diff)."""
     return store.mcp_trust(_text(msg.get("server"), "server"))
 
 
-def _tool_trusted(store: Store, worker: Worker, msg: dict[str, Any]) -> bool:
+def _tool_trusted(store: Store, worker: Worker, msg: JSONObject) -> bool:
     """Read-only: is this code hash trusted for the agent of the worker's own run? (Nothing records trust
     here; only an operator's approval on the operator socket does.)"""
     return store.tool_trusted(_own(worker, msg), str(msg["tool"]), str(msg["code_sha256"]))
 
 
-def _get(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
+def _get(store: Store, worker: Worker, msg: JSONObject) -> JSONObject:
     return _dict(_own_approval(store, worker, msg["approval_id"]))
 
 
-def _pending(store: Store, worker: Worker, msg: dict[str, Any]) -> list[dict[str, Any]]:
+def _pending(store: Store, worker: Worker, msg: JSONObject) -> list[JSON]:
     return [_dict(a) for a in store.pending_approvals(_own(worker, msg))]
 
 
-def _expire(store: Store, worker: Worker, msg: dict[str, Any]) -> None:
+def _expire(store: Store, worker: Worker, msg: JSONObject) -> None:
     store.expire()
 
 
-def _consume(store: Store, worker: Worker, msg: dict[str, Any]) -> bool:
+def _consume(store: Store, worker: Worker, msg: JSONObject) -> bool:
     _own_approval(store, worker, msg["approval_id"])
     return store.consume(str(msg["approval_id"]), str(msg["digest"]))
 
 
-def _audit(store: Store, worker: Worker, msg: dict[str, Any]) -> None:
+def _audit(store: Store, worker: Worker, msg: JSONObject) -> None:
     kind, record = msg["kind"], msg["record"]
-    if kind not in WORKER_AUDIT_KINDS:
+    if not isinstance(kind, str) or kind not in WORKER_AUDIT_KINDS:
         raise Refused(f"a worker may not write audit records of kind {str(kind)[:40]!r}")
     if not isinstance(record, dict):
         raise UsageError("record must be an object")
@@ -389,21 +404,23 @@ def _audit(store: Store, worker: Worker, msg: dict[str, Any]) -> None:
     store.audit(kind, {**record, "run_id": worker.run_id, "agent": worker.agent.name, "source": "worker"})
 
 
-def _text(value: Any, name: str, optional: bool = False) -> Any:
-    if value is None and optional:
-        return None
+def _text(value: JSON, name: str) -> str:
     if not isinstance(value, str):
         raise UsageError(f"{name} must be a string")
     return value[:MAX_TEXT]
 
 
-def _dict(approval: Approval) -> dict[str, Any]:
+def _optional_text(value: JSON, name: str) -> str | None:
+    return None if value is None else _text(value, name)
+
+
+def _dict(approval: Approval) -> JSONObject:
     from dataclasses import asdict
 
     return asdict(approval)
 
 
-CHANNEL_OPS: dict[str, Callable[[Store, Worker, dict[str, Any]], Any]] = {
+CHANNEL_OPS: dict[str, Callable[[Store, Worker, JSONObject], JSON]] = {
     "hello": _hello, "error": _error, "set_status": _set_status,
     "record_decision": _record_decision, "decision_for_call": _decision_for_call,
     "approval_for_call": _approval_for_call, "submit_approval": _submit, "get_approval": _get,
@@ -414,16 +431,17 @@ CHANNEL_OPS: dict[str, Callable[[Store, Worker, dict[str, Any]], Any]] = {
 
 # -- a hook session's relay contract (sentinel/engine/relay.py): only its own run's ------------------
 
-def _relay_notify(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
+def _relay_notify(store: Store, worker: Worker, msg: JSONObject) -> JSONObject:
     targets = msg.get("targets") or []
     if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
         raise UsageError("targets must be a list of configured target names")
+    names = [str(t) for t in targets]
     with _settled_refused():
-        firing = store.relay_notify(_own(worker, msg), _text(msg.get("message"), "message"), targets)
+        firing = store.relay_notify(_own(worker, msg), _text(msg.get("message"), "message"), names)
     return {"id": firing["id"], "status": firing["status"]}
 
 
-def _relay_escalate(store: Store, worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
+def _relay_escalate(store: Store, worker: Worker, msg: JSONObject) -> JSONObject:
     with _settled_refused():
         firing = store.relay_escalate(_own(worker, msg), _text(msg.get("reason"), "reason"),
                                       _text(msg.get("severity"), "severity"))

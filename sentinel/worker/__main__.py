@@ -22,10 +22,17 @@ from sentinel.errors import SentinelError
 from sentinel.engine.status import ANSWERED
 
 if TYPE_CHECKING:
+    from sentinel.agents.profile import AgentProfile
+    from sentinel.config import Config
     from sentinel.engine.events import Listener
+    from sentinel.engine.run import Run
+    from sentinel.worker.remote import Channel
+
+# Any (`spec`): the `hello` answer, JSON that root's supervisor built (sentinel/supervisor/workers.py `greeting`),
+# read field by field as that function writes them
 
 
-def _channel() -> Any:
+def _channel() -> "Channel":
     from sentinel.worker.remote import Channel
 
     fd = int(os.environ.get("SENTINEL_SUPERVISOR_FD", "0"))
@@ -47,9 +54,11 @@ def _undumpable() -> None:
         raise SentinelError("the worker could not make itself non-dumpable; refusing to take the run token")
 
 
-def _open_run(spec: dict[str, Any], home: Path, config: Any, listener: "Listener") -> tuple[Any, Any, bool]:
+def _open_run(spec: dict[str, Any], home: Path, config: "Config",
+              listener: "Listener") -> tuple["Run", "AgentProfile", bool]:
     """The run the supervisor fixed, reopened or created here; `listener` hears a new run's `created` live."""
     from sentinel import paths
+    from sentinel.engine.records import Created
     from sentinel.engine.run import Run
     from sentinel.engine.state import JOURNAL
 
@@ -63,14 +72,14 @@ def _open_run(spec: dict[str, Any], home: Path, config: Any, listener: "Listener
     workspace = _workspace(spec, home)
     workspace.mkdir(parents=True, exist_ok=True)
     paths.runs_dir(home).mkdir(parents=True, exist_ok=True, mode=0o700)
-    run = Run.create(run_dir, {"id": spec["id"], "task": spec["task"], "agent": profile.name, "model": spec["model"],
-                               "workspace": str(workspace), "mission": spec.get("mission") or profile.mission or "",
-                               "parent_id": spec.get("parent_id"), "kind": spec.get("kind") or "task"},
+    run = Run.create(run_dir, Created(id=spec["id"], task=spec["task"], agent=profile.name, model=spec["model"],
+                                      workspace=str(workspace), mission=spec.get("mission") or profile.mission or "",
+                                      parent_id=spec.get("parent_id"), kind=spec.get("kind") or "task"),
                      listeners=[listener])
     return run, profile, True
 
 
-def _profile(spec: dict[str, Any], home: Path, config: Any) -> Any:
+def _profile(spec: dict[str, Any], home: Path, config: "Config") -> "AgentProfile":
     """The run's agent profile: its file, or for a temporary subagent what its approved spawn said."""
     from sentinel.agents import profile as profiles
 
@@ -82,7 +91,7 @@ def _profile(spec: dict[str, Any], home: Path, config: Any) -> Any:
                                  skills=[str(s) for s in sub.get("skills") or []])
 
 
-def _keep(spec: dict[str, Any], profile: Any, home: Path) -> None:
+def _keep(spec: dict[str, Any], profile: "AgentProfile", home: Path) -> None:
     """Save a temporary subagent into its user's roster (agents/<name>.yaml and its soul), as this user."""
     from sentinel.agents import profile as profiles
 
@@ -95,7 +104,7 @@ def _workspace(spec: dict[str, Any], home: Path) -> Path:
     return Path(spec["workspace"]) if spec.get("workspace") else paths.workspace_dir(home)
 
 
-def _settings(spec: dict[str, Any]) -> tuple[Any, tuple[str, str]]:
+def _settings(spec: dict[str, Any]) -> tuple["Config", tuple[str, str]]:
     """The operator's settings and Muzzle's endpoint, as the supervisor sent them."""
     from pydantic import ValidationError
 

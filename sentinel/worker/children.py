@@ -15,7 +15,7 @@ supervisor to start it as the child agent's user.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from sentinel.agents.naming import CHILD_TOOLS
 from sentinel.engine.state import RunState
@@ -32,7 +32,9 @@ class Children(Protocol):
         """The exact child a call would make; raises ToolError (or a SentinelError) to refuse it."""
         ...
 
-    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None: ...
+    def child_for_call(self, parent_id: str, call_id: str) -> Mapping[str, object] | None:
+        """The child run the call made, if any (the loop reads its `id`)."""
+        ...
 
     def start(self, parent: RunState, call_id: str, tool: str, plan: dict[str, Any],
               granted: frozenset[str]) -> str:

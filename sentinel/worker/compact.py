@@ -33,10 +33,12 @@ from typing import Any, Callable, Sequence
 
 from sentinel import paths
 from sentinel.engine import journal
+from sentinel.engine import records as rec
 from sentinel.engine.run import Run
 from sentinel.engine.state import RunState
 from sentinel.engine.status import SETTLED
 from sentinel.errors import SentinelError
+from sentinel.jsontypes import JSONObject
 from sentinel.memory import compact, curator
 from sentinel.memory.session import LIVE, SessionLog
 from sentinel.memory.settings import ContextSettings
@@ -97,7 +99,7 @@ class ContextKeeper:
             else:
                 self.scribe(run)
         except (OSError, SentinelError) as exc:  # the run's outcome stands; its session file is behind
-            run.record({"type": "warning", "message": f"session file not updated: {exc}"})
+            run.record(rec.Warned(message=f"session file not updated: {exc}"))
 
     # -- the scribe ---------------------------------------------------------------------------------
 
@@ -118,7 +120,7 @@ class ContextKeeper:
         self.scribe(run)
 
     def checkpoint(self, run: Run, title: str) -> None:
-        run.record({"type": "checkpoint", "title": title})
+        run.record(rec.Checkpoint(title=title))
         self._catch_up(run)
         every = self.settings.curate_every_checkpoints
         if every and len(self.log.checkpoints) % every == 0:
@@ -150,8 +152,8 @@ class ContextKeeper:
         try:
             return conventions(run.state, self.curator_model)
         except ModelError as exc:
-            run.record({"type": "warning", "message": f"curator: the model call failed ({exc}); kept the "
-                        "deterministic learnings only"})
+            run.record(rec.Warned(message=f"curator: the model call failed ({exc}); kept the "
+                                  "deterministic learnings only"))
             return []
 
     # -- the resumption protocol --------------------------------------------------------------------
@@ -165,7 +167,7 @@ class ContextKeeper:
         if total and not self.log.active():  # the plan was complete: archive the file, start fresh
             target = _free(run.dir, f"session-{time.strftime('%Y-%m-%d')}")
             os.rename(live, target)
-            run.record({"type": "archived", "path": target.name})
+            run.record(rec.Archived(path=target.name))
             self._catch_up(run)
             self._written = None
             return
@@ -173,7 +175,7 @@ class ContextKeeper:
             text = live.read_text(encoding="utf-8", errors="replace")
             note = (f"{compact.RESUMING.format(done=done, total=total)} Your session file (runs/{run.state.id}/{LIVE}) "
                     f"follows; skip to the first incomplete task and do not redo finished ones.\n\n{text}")
-            run.record({"type": "message", "message": {"role": "user", "content": note}, "note": "resume"})
+            run.record(rec.Message(message={"role": "user", "content": note}, note="resume"))
             self._catch_up(run)
 
     # -- compaction ---------------------------------------------------------------------------------
@@ -196,8 +198,8 @@ class ContextKeeper:
                 raise ModelError("the summary was empty")
         except ModelError as exc:
             self._retry_at = state.steps + self.settings.retry_after_turns
-            run.record({"type": "warning", "message": f"compaction: the summary call failed ({exc}); nothing was "
-                        f"dropped, trying again after {self.settings.retry_after_turns} more model turns"})
+            run.record(rec.Warned(message=f"compaction: the summary call failed ({exc}); nothing was dropped, "
+                                  f"trying again after {self.settings.retry_after_turns} more model turns"))
             return
         turns = compact.turns_in(middle)
         summary = compact.summary_message(text, turns, compact.latest_request(middle))
@@ -226,7 +228,7 @@ def conventions(state: RunState, model: ModelClient) -> list[str]:
     return curator.conventions(reply)
 
 
-def _turn(messages: list[dict[str, Any]], request: str) -> list[dict[str, Any]]:
+def _turn(messages: list[JSONObject], request: str) -> list[JSONObject]:
     """The messages from the last request on (the whole conversation when it is no longer there)."""
     for i in range(len(messages) - 1, -1, -1):
         if messages[i].get("role") == "user" and messages[i].get("content") == request:

@@ -34,14 +34,17 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable, TypedDict
 
 from sentinel.agents.selfstate import SOUL_REFUSED
+from sentinel.engine import records as rec
 from sentinel.engine.run import Run
 from sentinel.engine.runstore import RunStore
 from sentinel.engine.store import call_digest
 from sentinel.errors import SentinelError
-from sentinel.models import ModelClient, ModelError, ModelUnavailable
+from sentinel.jsontypes import JSONObject
+from sentinel.models import ModelClient, ModelError, ModelUnavailable, ToolCall
+from sentinel.models.base import tool_calls
 from sentinel.models.toolcalls import recover
 from sentinel.policy import landing
 from sentinel.policy.decide import CallContext, Layer, decide
@@ -55,7 +58,7 @@ from sentinel.worker.exits import (CodeChanged, Corrected, Failed, Finished, Pau
 from sentinel.worker.stream import CallStream
 from sentinel.worker.safeguards import contract, draft, guards
 from sentinel.worker.undo import Checkpoints
-from sentinel.engine.status import ANSWERED, TERMINAL, RunStatus
+from sentinel.engine.status import ANSWERED, TERMINAL, ApprovalStatus, RunStatus
 
 
 @dataclass
@@ -81,6 +84,13 @@ INTERRUPTED = ("Error: this call was interrupted before it finished (the process
                "not re-run, because it may have had side effects. Check its effects before trying again.")
 
 
+class Shown(TypedDict, total=False):
+    """What an approval of a pinned tool shows the operator: its files and their hash."""
+
+    code: dict[str, str]
+    code_sha256: str
+
+
 class AgentLoop:
     def __init__(self, run: Run, deps: Deps):
         self.run = run
@@ -92,7 +102,7 @@ class AgentLoop:
     # -- the loop -----------------------------------------------------------
 
     def execute(self) -> str:
-        self.run.record({"type": "session", "pid": os.getpid()})
+        self.run.record(rec.Session(pid=os.getpid()))
         self.deps.store.set_status(self.state.id, RunStatus.RUNNING)
         try:
             self.make_contract()
@@ -127,7 +137,7 @@ class AgentLoop:
             pass
 
     def _finish(self, status: str, *, output: str | None = None, error: str | None = None) -> None:
-        self.run.record({"type": "status", "status": status, "output": output, "error": error})
+        self.run.record(rec.Status(status=status, output=output, error=error))
         self.deps.store.set_status(self.state.id, status, output=output, error=error)
 
     def check_limits(self) -> None:
@@ -159,9 +169,9 @@ class AgentLoop:
         completion.tool_calls = calls
         turn = None if calls else self.turn()
         problem = None if turn is None else answer.check(completion.content, turn) or self.unmet(turn)
-        record = {"type": "assistant", "message": completion.to_message(), "model": completion.model,
-                  "latency_ms": round((time.monotonic() - began) * 1000, 1), "usage": completion.usage,
-                  "recovered": recovered, **({"rejected": problem.kind} if problem else {})}
+        record = rec.Assistant(message=completion.to_message(), model=completion.model,
+                               latency_ms=round((time.monotonic() - began) * 1000, 1), usage=dict(completion.usage),
+                               recovered=recovered, rejected=problem.kind if problem else None)
         if recovered:
             self.run.record(record, self.safeguard("recovered_tool_call", "recovered",
                                                    f"a tool call written as text became a real call to "
@@ -190,8 +200,8 @@ class AgentLoop:
             except ModelUnavailable as exc:
                 raise Unavailable(str(exc)) from None
             made = draft.merge(made, drafted, workspace) if drafted is not None else made
-        terms = made.to_dict() | ({"draft_error": why} if why else {})
-        self.run.record({"type": "contract", "terms": terms, "clauses": made.words()},
+        terms: JSONObject = made.to_dict() | ({"draft_error": why} if why else {})
+        self.run.record(rec.ContractMade(terms=terms, clauses=[*made.words()]),
                         *([self.safeguard("contract_draft", "flagged", why)] if why else []))
 
     def terms(self) -> contract.Contract | None:
@@ -231,8 +241,8 @@ class AgentLoop:
             return []
         unmet = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn), self.printed())
         unchecked = contract.unchecked(terms)
-        self.run.record({"type": "verdict", "verified": not unmet and not unchecked, "checked": terms.clauses(),
-                         "unmet": unmet, "unchecked": unchecked})
+        self.run.record(rec.Verdict(verified=not unmet and not unchecked, checked=[*terms.clauses()], unmet=[*unmet],
+                                    unchecked=[*unchecked]))
         return unchecked
 
     @staticmethod
@@ -251,7 +261,7 @@ class AgentLoop:
         (every message, call and result), the arguments of its calls, and whether one of them was denied."""
         request = "" if self.state.kind == "hook" else self.state.request  # a watcher's event asks for no file
         names: dict[str, str] = {}
-        last: dict[str, Any] | None = None
+        last: JSONObject | None = None
         calls = ran = 0
         evidence: list[str] = []
         call_args: list[str] = []
@@ -263,10 +273,10 @@ class AgentLoop:
             if role == "user" and not content.startswith("[sentinel]"):
                 last, calls, ran, call_args, denied = None, 0, 0, [], False
             elif role == "assistant":
-                for c in message.get("tool_calls") or []:
-                    names[c["id"]] = c["function"]["name"]
-                    evidence.append(str(c["function"].get("arguments") or ""))
-                    call_args.append(str(c["function"].get("arguments") or ""))
+                for c in tool_calls(message):
+                    names[c.id] = c.name
+                    evidence.append(c.arguments)
+                    call_args.append(c.arguments)
             elif role == "tool":
                 last, calls = message, calls + 1
                 refused = self.refused(str(message.get("tool_call_id")), content)
@@ -297,17 +307,17 @@ class AgentLoop:
             return ()
         results = {m.get("tool_call_id"): str(m.get("content") or "") for m in self.state.messages
                    if m.get("role") == "tool"}
-        calls = [c for m in self.state.messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
-        ids = [c["id"] for c in calls]
+        calls = [c for m in self.state.messages if m.get("role") == "assistant" for c in tool_calls(m)]
+        ids = [c.id for c in calls]
         after = calls[ids.index(self.state.last_change) + 1:] if self.state.last_change in ids else []
         ran = []
         for c in after:
-            command = str(guards.arguments(c).get("command") or "") if c["function"]["name"] == "bash" else ""
-            if command and c["id"] in results:
-                ran.append((command, results[c["id"]]))
+            command = str(guards.arguments(c).get("command") or "") if c.name == "bash" else ""
+            if command and c.id in results:
+                ran.append((command, results[c.id]))
         return tuple(ran)
 
-    def send_back(self, record: dict[str, Any], problem: answer.Problem) -> None:
+    def send_back(self, record: rec.Assistant, problem: answer.Problem) -> None:
         """A reply that is no answer: the model reads a correction and tries again, up to MAX_CORRECTIONS times
         a turn; then the run fails with one line saying why."""
         if problem.final:
@@ -316,14 +326,13 @@ class AgentLoop:
         if self.state.corrections >= MAX_CORRECTIONS:
             self.run.record(record, self.safeguard(problem.kind, "stopped", problem.detail))
             raise Failed(f"{problem.failure} (safeguard {problem.kind}, after {MAX_CORRECTIONS} corrections)")
-        correction = {"type": "message", "message": {"role": "user", "content": problem.correction},
-                      "note": "safeguard"}
+        correction = rec.Message(message={"role": "user", "content": problem.correction}, note="safeguard")
         self.run.record(record, self.safeguard(problem.kind, "retry", problem.detail), correction)
         raise Corrected()
 
     @staticmethod
-    def safeguard(kind: str, action: str, detail: str) -> dict[str, Any]:
-        return {"type": "safeguard", "kind": kind, "action": action, "detail": detail}
+    def safeguard(kind: str, action: str, detail: str, note: str | None = None) -> rec.Safeguard:
+        return rec.Safeguard(kind=kind, action=action, detail=detail, note=note)
 
     def break_loop(self) -> None:
         """Stop a run that repeats itself (guards.repeating). The calls just asked for get a result saying they were
@@ -331,8 +340,8 @@ class AgentLoop:
         why = guards.repeating(self.state.messages)
         if why is None:
             return
-        results = [{"type": "finished", "call_id": c["id"], "result": "Not run: the run was stopped for repeating "
-                    "itself."} for c in self.state.open_calls()]
+        results = [rec.Finished(call_id=c.id, result="Not run: the run was stopped for repeating itself.")
+                   for c in self.state.open_calls()]
         self.run.record(*results, self.safeguard("loop", "stopped", why))
         raise Failed(f"stopped: the model repeated {why} (safeguard loop)")
 
@@ -346,27 +355,27 @@ class AgentLoop:
         except SentinelError:
             return  # a self-state file broken mid-run: keep the prompt the run already has
         if text != messages[0]["content"]:
-            self.run.record({"type": "system", "content": text})
+            self.run.record(rec.System(content=text))
 
     # -- one tool call ----------------------------------------------------------
 
-    def settle(self, call: dict[str, Any]) -> None:
+    def settle(self, call: ToolCall) -> None:
         """Give one open tool call its result, or pause the run at it."""
-        call_id, name = call["id"], call["function"]["name"]
+        call_id, name = call.id, call.name
         if call_id in self.state.started:
             if self.hands_to_child(name):  # its child run carries on: found again, never started twice
-                return self.hand_to_child(call_id, name, self.deps.store.decision_for_call(self.state.id, call_id))
+                return self.hand_to_child(call_id, name, self.decision_of(call_id))
             return self._after_crash(call)
-        decision = self.deps.store.decision_for_call(self.state.id, call_id)
+        decision = self.decision_of(call_id)
         if decision is None and (refused := guards.before(self.seen(), call)) is not None:
             return self.run.record(self.safeguard(refused.kind, refused.action, refused.detail),
-                                   {"type": "finished", "call_id": call_id, "result": refused.result, **refused.extra})
+                                   rec.Finished(call_id=call_id, result=refused.result, duplicate=refused.duplicate))
         decision = decision or self.decide(call)
-        if decision["outcome"] == "deny":
+        if decision.outcome == "deny":
             self._pins.pop(call_id, None)
-            return self.result(call_id, f"Denied by policy: {decision['reason']}")
+            return self.result(call_id, f"Denied by policy: {decision.reason}")
         try:
-            if decision["outcome"] == "needs_approval" and not self.approved(call, decision):
+            if decision.outcome == "needs_approval" and not self.approved(call, decision):
                 return
             pinned = self.pinned(call_id, name, decision)
         except CodeChanged as exc:
@@ -378,10 +387,15 @@ class AgentLoop:
         return guards.Seen(self.state.messages, self.state.known, self.state.request, self.state.kind,
                            self.deps.tool_ctx.workspace)
 
-    def decide(self, call: dict[str, Any]) -> dict[str, Any]:
-        call_id, name, raw = call["id"], call["function"]["name"], call["function"]["arguments"]
+    def decision_of(self, call_id: str) -> rec.Decision | None:
+        """The call's decision as the store keeps it (the first one recorded stands); None before it has one."""
+        stood = self.deps.store.decision_for_call(self.state.id, call_id)
+        return None if stood is None else _decision(call_id, stood)
+
+    def decide(self, call: ToolCall) -> rec.Decision:
+        call_id, name, raw = call.id, call.name, call.arguments
         tool = self.deps.registry.get(name)
-        event: dict[str, Any] = {"type": "decision", "call_id": call_id, "tool": name}
+        event: JSONObject = {"call_id": call_id, "tool": name}
         if tool is None:
             available = ", ".join(sorted(self.deps.registry.names()))
             event |= {"arguments": raw, "outcome": "deny", "layers": [],
@@ -401,12 +415,13 @@ class AgentLoop:
                 if pinned is not None:
                     event["code_sha256"] = pinned.sha256
                 if tool.mcp:
-                    event["mcp"] = tool.mcp
-        stood = self.deps.store.record_decision(self.state.id, call_id, {k: v for k, v in event.items() if k != "type"})
-        self.run.record({"type": "decision", **stood})
+                    event["mcp"] = dict(tool.mcp)
+        stood = self.deps.store.record_decision(self.state.id, call_id, event)
+        decision = _decision(call_id, stood)
+        self.run.record(decision)
         self.deps.store.audit("decision", {"run_id": self.state.id, "agent": self.state.agent, **stood,
                                            "sandbox": self.deps.tool_ctx.sandbox})
-        return stood
+        return decision
 
     def _pin(self, call_id: str, tool: Tool) -> Pinned | None:
         """Read a pinned tool's code once, for the decision and (in this process) the call itself."""
@@ -415,9 +430,9 @@ class AgentLoop:
         self._pins[call_id] = pinned = tool.pin()
         return pinned
 
-    def pinned(self, call_id: str, name: str, decision: dict[str, Any], keep: bool = False) -> Pinned | None:
+    def pinned(self, call_id: str, name: str, decision: rec.Decision, keep: bool = False) -> Pinned | None:
         """The code the call will run: exactly what the decision hashed, or CodeChanged."""
-        sha = decision.get("code_sha256")
+        sha = decision.code_sha256
         if sha is None:
             return None
         pinned = self._pins.get(call_id) if keep else self._pins.pop(call_id, None)
@@ -434,68 +449,70 @@ class AgentLoop:
             self._pins[call_id] = pinned
         return pinned
 
-    def approved(self, call: dict[str, Any], decision: dict[str, Any]) -> bool:
+    def approved(self, call: ToolCall, decision: rec.Decision) -> bool:
         """True when an operator approved this exact call; records the denial or pauses otherwise.
         The resolution is read from the store every time: a `resolved` line in the journal is only a record."""
-        call_id, run_id = call["id"], self.state.id
+        call_id, run_id = call.id, self.state.id
         store = self.deps.store
         approval = store.approval_for_call(run_id, call_id) or store.submit_approval(
-            run_id, call_id, decision["tool"], decision["arguments"], decision["reason"], self.deps.approval_ttl_s,
-            **self._shown_code(call_id, call["function"]["name"], decision))
+            run_id, call_id, decision.tool, _args(decision), decision.reason, self.deps.approval_ttl_s,
+            **self._shown_code(call_id, call.name, decision))
         store.expire()
         approval = store.get_approval(approval.id)
-        if approval.status == "pending":
+        if approval.status == ApprovalStatus.PENDING:
             if self.state.approvals.get(call_id) != approval.id or self.state.status != RunStatus.WAITING_APPROVAL:
-                self.run.record({"type": "paused", "call_id": call_id, "approval_id": approval.id,
-                                 "tool": decision["tool"], "reason": decision["reason"]})
+                self.run.record(rec.Paused(call_id=call_id, approval_id=approval.id, tool=decision.tool,
+                                           reason=decision.reason))
             raise Paused(approval.id)
-        ok = approval.status in ("approved", "consumed")
-        reason = approval.resolution_reason or ("approval expired" if approval.status == "expired" else "")
+        ok = approval.approved
+        reason = approval.resolution_reason or ("approval expired" if approval.status == ApprovalStatus.EXPIRED else "")
         resolved = {"approval_id": approval.id, "approved": ok, "reason": reason, "by": approval.resolved_by}
         if self.state.resolved.get(call_id) != resolved:
-            self.run.record({"type": "resolved", "call_id": call_id, **resolved})
+            self.run.record(rec.Resolved(call_id=call_id, approval_id=approval.id, approved=ok, reason=reason,
+                                         by=approval.resolved_by))
         if not ok:
             why = f": {reason}" if reason else ""
             self.result(call_id, f"Denied by the operator{why}")
             return False
-        digest = call_digest(decision["tool"], decision["arguments"], decision.get("code_sha256"))
+        digest = call_digest(decision.tool, _args(decision), decision.code_sha256)
         if store.consume(approval.id, digest):
             return True
-        if approval.status == "consumed" and approval.digest == digest and call_id not in self.state.started:
+        consumed = approval.status == ApprovalStatus.CONSUMED
+        if consumed and approval.digest == digest and call_id not in self.state.started:
             return True  # consumed by this run's previous session, which stopped before starting the call
         self.result(call_id, "Denied: the approval does not match this exact call")
         return False
 
-    def _shown_code(self, call_id: str, name: str, decision: dict[str, Any]) -> dict[str, Any]:
+    def _shown_code(self, call_id: str, name: str, decision: rec.Decision) -> Shown:
         """What an approval of a pinned tool shows the operator: the files the decision hashed."""
         pinned = self.pinned(call_id, name, decision, keep=True)
         return {"code": pinned.files, "code_sha256": pinned.sha256} if pinned is not None else {}
 
-    def execute_call(self, call_id: str, name: str, decision: dict[str, Any], pinned: Pinned | None = None) -> None:
+    def execute_call(self, call_id: str, name: str, decision: rec.Decision, pinned: Pinned | None = None) -> None:
         tool = self.deps.registry.get(name)
         assert tool is not None  # decide() denies unknown tools
         if self.hands_to_child(name):
             return self.hand_to_child(call_id, name, decision)
-        self.run.record({"type": "started", "call_id": call_id, "tool": name})
+        self.run.record(rec.Started(call_id=call_id, tool=name))
         before = _fingerprint(self.deps.tool_ctx.workspace) if name == "bash" else None
-        checkpoint = not tool.read_only and self.checkpoint_before(name, decision["arguments"])
-        output = self.deps.registry.run(name, decision["arguments"], self.deps.tool_ctx, pinned)
-        notes = [layer["note"] for layer in decision.get("layers", []) if layer.get("note")]
-        notes += self.after_notes(call_id, name, decision["arguments"], output)
+        args = _args(decision)
+        checkpoint = not tool.read_only and self.checkpoint_before(name, args)
+        output = self.deps.registry.run(name, args, self.deps.tool_ctx, pinned)
+        notes = [str(layer["note"]) for layer in decision.layers if isinstance(layer, dict) and layer.get("note")]
+        notes += self.after_notes(call_id, name, args, output)
         changed = not tool.read_only and not output.startswith("Error:")
         if changed and before is not None and _fingerprint(self.deps.tool_ctx.workspace) == before:
             changed = False  # a command that left every workspace file as it was (a sed that matched nothing)
-        records = self.verify(call_id, name, decision["arguments"], output, changed)
-        notes += [r["note"] for r in records if r.get("note")]
+        records = self.verify(call_id, name, args, output, changed)
+        notes += [r.note for r in records if isinstance(r, rec.Safeguard) and r.note]
         if notes:
             output += "".join(f"\n\n[sentinel note] {n}" for n in notes)
-        known = _known_after(self.deps.tool_ctx.workspace, name, decision["arguments"], output)
+        known = _known_after(self.deps.tool_ctx.workspace, name, args, output)
         step = self.checkpoint_after(call_id, name) if checkpoint else []
-        self.run.record({"type": "finished", "call_id": call_id, "result": output,
-                         **({"changed": True} if changed else {}), **({"known": known} if known else {})}, *records,
+        self.run.record(rec.Finished(call_id=call_id, result=output, changed=changed, known=list(known)), *records,
                         *step)
 
-    def checkpoint_before(self, name: str, args: dict[str, Any]) -> bool:
+    def checkpoint_before(self, name: str, args: JSONObject) -> bool:
         """Keep what a call that may change files could overwrite (sentinel/worker/undo.py); False when the
         checkpoint store cannot be written (the call still runs: undo will say what it cannot restore)."""
         recorded = {p for s in self.state.workspace_steps for p in s["changes"]}
@@ -505,18 +522,17 @@ class AgentLoop:
             return False
         return True
 
-    def checkpoint_after(self, call_id: str, name: str) -> list[dict[str, Any]]:
+    def checkpoint_after(self, call_id: str, name: str) -> list[rec.Record]:
         try:
             changes, complete = self._points.after()
         except OSError:
             changes, complete = {}, False
         if not changes and complete:
             return []
-        return [{"type": "workspace_step", "call_id": call_id, "tool": name, "changes": changes,
-                 "complete": complete}]
+        return [rec.WorkspaceStep(call_id=call_id, tool=name, changes=dict(changes), complete=complete)]
 
-    def verify(self, call_id: str, name: str, args: dict[str, Any], output: str,
-               changed: bool) -> list[dict[str, Any]]:
+    def verify(self, call_id: str, name: str, args: JSONObject, output: str,
+               changed: bool) -> list[rec.Record]:
         """What the loop checks after a call: a written file exists; a self-state edit is recorded for the
         operator to see (with the soul version that undoes it), a refused soul edit too."""
         if name == "edit_soul" and output.startswith(f"Error: {SOUL_REFUSED}"):
@@ -527,18 +543,16 @@ class AgentLoop:
             path = str(args.get("path") or "")
             if path and not (self.deps.tool_ctx.workspace / path).exists():
                 note = f"{path} does not exist after this {name} call: check the path and write it again."
-                return [{**self.safeguard("write_unverified", "flagged", f"{name}: {path} missing after the "
-                                          "write"), "note": note}]
+                return [self.safeguard("write_unverified", "flagged", f"{name}: {path} missing after the write", note)]
         if checked := self.check_content(name, args):
             return checked
         if name in SELF_EDITS:
             content = str(args.get("content") or "")
-            return [{"type": "self_edit", "agent": self.state.agent, "call_id": call_id, "tool": name,
-                     "file": SELF_EDITS[name], "chars": len(content), "version": _version(output),
-                     "excerpt": answer.short(content, 160)}]
+            return [rec.SelfEdit(agent=self.state.agent, call_id=call_id, tool=name, file=SELF_EDITS[name],
+                                 chars=len(content), version=_version(output), excerpt=answer.short(content, 160))]
         return []
 
-    def check_content(self, name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    def check_content(self, name: str, args: JSONObject) -> list[rec.Record]:
         """After a call changed files: a JSON, YAML or TOML file it wrote (or, after a command, one the request
         names) that no longer parses gets a note at
         once, so the model can mend it before it answers."""
@@ -548,18 +562,17 @@ class AgentLoop:
         paths = [str(args.get("path") or "")] if name in guards.FILE_TOOLS else answer.named_files(request)
         for path in filter(None, paths):
             if why := answer.unparsable(workspace, path):
-                return [{**self.safeguard(answer.INVALID, "flagged", why),
-                         "note": f"{why}. Write it again whole and valid."}]
+                return [self.safeguard(answer.INVALID, "flagged", why, f"{why}. Write it again whole and valid.")]
         return []
 
-    def context(self, call_id: str, name: str, args: dict[str, Any], code_sha256: str | None = None) -> CallContext:
+    def context(self, call_id: str, name: str, args: JSONObject, code_sha256: str | None = None) -> CallContext:
         tool = self.deps.registry.get(name)
         return CallContext(run_id=self.state.id, agent=self.state.agent, tool=name, arguments=args, call_id=call_id,
                            task=self.state.task, mission=self.state.mission or self.state.task,
                            workspace=self.deps.tool_ctx.workspace, read_only=bool(tool and tool.read_only),
                            granted=self.deps.granted, code_sha256=code_sha256)
 
-    def after_notes(self, call_id: str, name: str, args: dict[str, Any], output: str) -> list[str]:
+    def after_notes(self, call_id: str, name: str, args: JSONObject, output: str) -> list[str]:
         """Context that layers synthesize once the tool ran (the gate's `post: true` info rules)."""
         ctx = self.context(call_id, name, args)
         return [note for layer in self.deps.layers if hasattr(layer, "after") for note in layer.after(ctx, output)]
@@ -569,7 +582,7 @@ class AgentLoop:
     def hands_to_child(self, name: str) -> bool:
         return self.deps.children is not None and name in CHILD_TOOLS
 
-    def hand_to_child(self, call_id: str, name: str, decision: dict[str, Any] | None) -> None:
+    def hand_to_child(self, call_id: str, name: str, decision: rec.Decision | None) -> None:
         """Start the call's child run once, advance it, and give the call the child's answer when it ends;
         WaitingChild while it has not."""
         children = self.deps.children
@@ -577,8 +590,8 @@ class AgentLoop:
         if decision is None:  # started but never decided: cannot happen, as a decision precedes `started`
             return self.result(call_id, INTERRUPTED, interrupted=True)
         if call_id not in self.state.started:
-            self.run.record({"type": "started", "call_id": call_id, "tool": name})
-        plan = decision["arguments"]
+            self.run.record(rec.Started(call_id=call_id, tool=name))
+        plan = _args(decision)
         child = children.child_for_call(self.state.id, call_id)
         if child is None:
             if self.deps.keeper is not None:  # the session file holds where this run stood before it hands off
@@ -588,27 +601,27 @@ class AgentLoop:
                 child_id = children.start(self.state, call_id, name, plan, granted)
             except (ToolError, SentinelError) as exc:
                 return self.result(call_id, f"Error: {exc}")
-            self.run.record({"type": "child_started", "child_id": child_id, "call_id": call_id,
-                             "agent": str(plan.get("agent") or plan.get("workflow") or ""),
-                             "task": str(plan.get("task") or plan.get("input") or "")})
+            self.run.record(rec.ChildStarted(child_id=child_id, call_id=call_id,
+                                             agent=str(plan.get("agent") or plan.get("workflow") or ""),
+                                             task=str(plan.get("task") or plan.get("input") or "")))
         else:
-            child_id = child["id"]
+            child_id = str(child["id"])
         ended = children.advance(child_id)
         if ended["status"] not in TERMINAL:
             raise WaitingChild(child_id)
-        self.run.record({"type": "child_finished", "child_id": child_id, "call_id": call_id,
-                         "status": ended["status"], "output": ended.get("output")})
-        self.result(call_id, result_text(ended), **({"changed": True} if ended["status"] in ANSWERED else {}))
+        self.run.record(rec.ChildFinished(child_id=child_id, call_id=call_id, status=ended["status"],
+                                          output=ended.get("output")))
+        self.result(call_id, result_text(ended), changed=ended["status"] in ANSWERED)
 
-    def _after_crash(self, call: dict[str, Any]) -> None:
-        tool = self.deps.registry.get(call["function"]["name"])
-        decision = self.deps.store.decision_for_call(self.state.id, call["id"])
-        if tool is not None and tool.read_only and decision:
-            return self.execute_call(call["id"], tool.name, decision)
-        self.result(call["id"], INTERRUPTED, interrupted=True)
+    def _after_crash(self, call: ToolCall) -> None:
+        tool = self.deps.registry.get(call.name)
+        decision = self.decision_of(call.id)
+        if tool is not None and tool.read_only and decision is not None:
+            return self.execute_call(call.id, tool.name, decision)
+        self.result(call.id, INTERRUPTED, interrupted=True)
 
-    def result(self, call_id: str, text: str, **extra: Any) -> None:
-        self.run.record({"type": "finished", "call_id": call_id, "result": text, **extra})
+    def result(self, call_id: str, text: str, *, changed: bool = False, interrupted: bool = False) -> None:
+        self.run.record(rec.Finished(call_id=call_id, result=text, changed=changed, interrupted=interrupted))
 
 
 FINGERPRINT_MAX = 500  # workspace entries: beyond this a command counts as a change without looking
@@ -651,7 +664,7 @@ _EXIT_LINE = re.compile(r"\Aexit code: -?\d+\n?")
 _TRUNCATED = re.compile(r"\n\[\.\.\. \d+ characters truncated \.\.\.\]\n")
 
 
-def _known_after(workspace: Path, name: str, args: dict[str, Any], output: str) -> list[str]:
+def _known_after(workspace: Path, name: str, args: JSONObject, output: str) -> list[str]:
     """Workspace paths a call showed whole (read_file, `cat FILE` with nothing truncated) or wrote whole (write_file,
     a command's `> FILE`, which replaces the file whether the command then works or not): the run knows what they
     hold, so replacing them loses nothing it has not seen."""
@@ -672,3 +685,18 @@ def _version(output: str) -> int | None:
     """The soul version an edit_soul result names ("... the previous version is kept as version 3")."""
     found = re.search(r"\bversion (\d+)\b", output)
     return int(found.group(1)) if found else None
+
+
+def _decision(call_id: str, stood: JSONObject) -> rec.Decision:
+    """A decision as the store keeps it, typed as its journal record (one declaration for both). The store is
+    the harness's own (the supervisor's in system mode): a decision of another shape is a bug, never run."""
+    found = rec.from_dict({**stood, "type": "decision", "call_id": call_id})
+    if not isinstance(found, rec.Decision):
+        raise Failed(f"the decision recorded for call {call_id} is not one this version reads")
+    return found
+
+
+def _args(decision: rec.Decision) -> JSONObject:
+    """The arguments a call was decided with: an object for any call that may run (a denied call's raw text
+    is no object, and is never run)."""
+    return decision.arguments if isinstance(decision.arguments, dict) else {}

@@ -17,12 +17,14 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from sentinel.engine.events import Event
+from sentinel.engine.state import RunState
 from sentinel.engine.store import Approval
 from sentinel.errors import NotFound, SentinelError, UsageError
 from sentinel import frames as protocol
+from sentinel.jsontypes import JSON, JSONObject
 
 _APPROVAL_FIELDS = {f.name for f in fields(Approval)}
-_ERRORS: dict[Any, type[SentinelError]] = {"not_found": NotFound, "usage": UsageError}
+_ERRORS: dict[str, type[SentinelError]] = {"not_found": NotFound, "usage": UsageError}
 
 
 class Refused(SentinelError):
@@ -33,6 +35,7 @@ class Channel:
     def __init__(self, sock: socket.socket):
         self.sock = sock
 
+    # Any: a frame's JSON both ways; each method below reads the answer through frames.result_object & co.
     def call(self, op: str, **args: Any) -> Any:
         protocol.send(self.sock, {"op": op, **args})
         answer = protocol.recv(self.sock)
@@ -41,7 +44,7 @@ class Channel:
         if answer.get("ok"):
             return answer.get("result")
         error = answer.get("error", "refused")
-        raise _ERRORS.get(answer.get("kind"), Refused)(error)
+        raise _ERRORS.get(str(answer.get("kind")), Refused)(error)
 
     def emit(self, event: Event) -> None:
         """Relay one typed event (no reply)."""
@@ -54,11 +57,11 @@ class Channel:
         self.sock.close()
 
 
-def _approval(data: Any) -> Approval:
+def _approval(data: JSON) -> Approval:
     return Approval(**{k: v for k, v in protocol.result_object(data).items() if k in _APPROVAL_FIELDS})
 
 
-def _optional_approval(data: Any) -> Approval | None:
+def _optional_approval(data: JSON) -> Approval | None:
     return None if data is None else _approval(data)
 
 
@@ -72,17 +75,17 @@ class RemoteStore:
     def set_status(self, run_id: str, status: str, *, output: str | None = None, error: str | None = None) -> None:
         self.channel.call("set_status", run_id=run_id, status=status, output=output, error=error)
 
-    def record_decision(self, run_id: str, call_id: str, decision: dict[str, Any]) -> dict[str, Any]:
+    def record_decision(self, run_id: str, call_id: str, decision: JSONObject) -> JSONObject:
         return protocol.result_object(self.channel.call("record_decision",
                                                         run_id=run_id, call_id=call_id, decision=decision))
 
-    def decision_for_call(self, run_id: str, call_id: str) -> dict[str, Any] | None:
+    def decision_for_call(self, run_id: str, call_id: str) -> JSONObject | None:
         return protocol.result_optional(self.channel.call("decision_for_call", run_id=run_id, call_id=call_id))
 
     def approval_for_call(self, run_id: str, call_id: str) -> Approval | None:
         return _optional_approval(self.channel.call("approval_for_call", run_id=run_id, call_id=call_id))
 
-    def submit_approval(self, run_id: str, call_id: str, tool: str, arguments: dict[str, Any], reason: str,
+    def submit_approval(self, run_id: str, call_id: str, tool: str, arguments: JSONObject, reason: str,
                         ttl_s: float | None = None, code: dict[str, str] | None = None,
                         code_sha256: str | None = None) -> Approval:
         return _approval(self.channel.call("submit_approval", run_id=run_id, call_id=call_id, tool=tool,
@@ -93,7 +96,7 @@ class RemoteStore:
         """Asked, never told: the supervisor answers from its own trust table for this run's agent."""
         return bool(self.channel.call("tool_trusted", run_id=run_id, tool=tool, code_sha256=code_sha256))
 
-    def mcp_trust(self, server: str) -> dict[str, Any] | None:
+    def mcp_trust(self, server: str) -> JSONObject | None:
         return protocol.result_optional(self.channel.call("mcp_trust", run_id=self.run_id, server=server))
 
     def get_approval(self, approval_id: str) -> Approval:
@@ -112,12 +115,12 @@ class RemoteStore:
     def audit(self, kind: str, record: dict[str, Any]) -> None:
         self.channel.call("audit", kind=kind, record=record)
 
-    def relay_notify(self, run_id: str, message: str, targets: list[str] | None = None) -> dict[str, Any]:
+    def relay_notify(self, run_id: str, message: str, targets: list[str] | None = None) -> JSONObject:
         """A hook session's notify: the supervisor settles this run's relay contract (never another's)."""
         return protocol.result_object(self.channel.call("relay_notify",
                                                         run_id=run_id, message=message, targets=targets or []))
 
-    def relay_escalate(self, run_id: str, reason: str, severity: str) -> dict[str, Any]:
+    def relay_escalate(self, run_id: str, reason: str, severity: str) -> JSONObject:
         return protocol.result_object(self.channel.call("relay_escalate",
                                                         run_id=run_id, reason=reason, severity=severity))
 
@@ -132,14 +135,14 @@ class RemoteChildren:
     def __init__(self, channel: Channel):
         self.channel = channel
 
-    def plan(self, tool: str, args: dict[str, Any], parent: Any, granted: frozenset[str]) -> dict[str, Any]:
+    def plan(self, tool: str, args: dict[str, Any], parent: RunState, granted: frozenset[str]) -> dict[str, Any]:
         return protocol.result_object(self.channel.call("child_plan",
                                                         tool=tool, arguments=args, granted=sorted(granted)))
 
     def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None:
         return protocol.result_optional(self.channel.call("child_for_call", call_id=call_id))
 
-    def start(self, parent: Any, call_id: str, tool: str, plan: dict[str, Any], granted: frozenset[str]) -> str:
+    def start(self, parent: RunState, call_id: str, tool: str, plan: dict[str, Any], granted: frozenset[str]) -> str:
         return str(self.channel.call("child_start", call_id=call_id))
 
     def advance(self, child_id: str) -> dict[str, Any]:

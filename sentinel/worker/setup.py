@@ -12,7 +12,7 @@ import importlib.util
 import os
 import re
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from sentinel.agents import profile as profiles
 from sentinel.agents.authored import AuthoredTools
@@ -20,13 +20,16 @@ from sentinel.agents.selfstate import FixedSelf, SelfState
 from sentinel.agents.skills import SkillTools
 from sentinel.agents.trust import TrustLayer
 from sentinel.config import Config
+from sentinel.engine import records as rec
 from sentinel.engine.state import RunState
 from sentinel.engine.runstore import RunStore
 from sentinel.errors import SentinelError
 from sentinel.memory import compact
 from sentinel.memory.session import plan_tool
 from sentinel.memory.vault import memory_dir
+from sentinel.models import ModelClient
 from sentinel.policy import action_policy
+from sentinel.policy.decide import CallContext, Layer, LayerResult
 from sentinel.tools import Registry, ToolContext
 from sentinel.tools.builtin import default_registry
 from sentinel.worker.compact import ContextKeeper
@@ -35,12 +38,15 @@ from sentinel.worker.loop import Deps
 from sentinel.worker.prompt import system_prompt
 from sentinel.worker.turn import skill_records
 
+if TYPE_CHECKING:
+    from sentinel.policy.gate.layer import RuleGate
+
 
 CURATOR_OFF = "off"
 
 
 def layers_for(config: Config, home: Path, profile: profiles.AgentProfile, operator: bool = False,
-               mcp: dict[str, str] | None = None) -> list[Any]:
+               mcp: dict[str, str] | None = None) -> list[Layer]:
     """Grants, the action policy, the rule gate. `operator`: `config` is the operator's (system mode) and the
     profile is the agent's own file, so the operator's policy is decided on its own as well: the profile's
     `policy:` can make a call stricter, never looser (the strictest layer wins). `mcp`: the verdicts of the
@@ -48,7 +54,7 @@ def layers_for(config: Config, home: Path, profile: profiles.AgentProfile, opera
     servers = ("config.yaml mcp_servers", {"tools": mcp}) if mcp else ("", {})
     policy = action_policy.load(servers, ("config.yaml policy", config.policy),
                                 (f"agents/{profile.name}.yaml policy", profile.policy))
-    layers: list[Any] = [action_policy.GrantsLayer(), action_policy.PolicyLayer(policy)]
+    layers: list[Layer] = [action_policy.GrantsLayer(), action_policy.PolicyLayer(policy)]
     if operator and profile.policy:
         operators = action_policy.load(servers, ("the operator's config.yaml policy", config.policy))
         layers.append(action_policy.PolicyLayer(operators))
@@ -59,6 +65,16 @@ def layers_for(config: Config, home: Path, profile: profiles.AgentProfile, opera
         if gate is not None:
             layers.append(gate)
     return layers
+
+
+def _gate(layers: list[Layer]) -> "RuleGate | None":
+    """The rule gate among a run's layers, when it has one."""
+    found = next((layer for layer in layers if getattr(layer, "name", "") == "gate"), None)
+    if found is None:
+        return None
+    from sentinel.policy.gate.layer import RuleGate
+
+    return found if isinstance(found, RuleGate) else None
 
 
 def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: RunStore, *,
@@ -89,7 +105,7 @@ def build_deps(config: Config, home: Path, profile: profiles.AgentProfile, state
     layers = layers_for(config, home, profile, operator, mcp) + [TrustLayer(store.tool_trusted)]
     if grants is not None:
         layers = [Delegated(layer) if getattr(layer, "name", "") == "policy" else layer for layer in layers]
-    gate = next((layer for layer in layers if getattr(layer, "name", "") == "gate"), None)
+    gate = _gate(layers)
     judges = gate.judge_models() if gate is not None else []
     side = [m for m in (config.context.summary_model, config.context.curator_model) if m and m != CURATOR_OFF]
     model = model_for_run(state.model, config, run_id=state.id, agent=profile.name, also=judges + side,
@@ -158,12 +174,12 @@ def _muzzle_endpoint(model: object) -> tuple[str, str]:
 
 
 def _keeper(config: Config, home: Path, profile: profiles.AgentProfile, state: RunState, store: RunStore,
-            model: Any, endpoint: tuple[str, str] | None, defer_curator: bool = False) -> ContextKeeper:
+            model: ModelClient, endpoint: tuple[str, str] | None, defer_curator: bool = False) -> ContextKeeper:
     """Compaction (by the run's model unless `context.summary_model` names another), scribe and curator (its
     model call by the run's model unless `context.curator_model` names another or is "off")."""
     from sentinel.muzzle import model_for_run
 
-    def client(name: str | None) -> Any:
+    def client(name: str | None) -> ModelClient:
         return model if not name or name == state.model else model_for_run(
             name, config, run_id=state.id, agent=profile.name, endpoint=endpoint)
 
@@ -197,11 +213,11 @@ class Delegated:
     `needs_approval` becomes `auto` (the delegation's approval covered it). Argument rules (bash commands,
     paths), every `deny`, the rule gate, the trust layer and further delegation still decide as usual."""
 
-    def __init__(self, inner: Any):
+    def __init__(self, inner: Layer):
         self.inner = inner
         self.name = inner.name
 
-    def check(self, ctx: Any) -> list[Any]:
+    def check(self, ctx: CallContext) -> list[LayerResult]:
         from dataclasses import replace
 
         return [replace(r, outcome="auto", reason=f"{r.reason}; waived inside the approved delegation")
@@ -256,7 +272,7 @@ def _add_hook_tools(registry: Registry, state: RunState, store: RunStore) -> Non
 
 
 def initial_messages(home: Path, profile: profiles.AgentProfile, deps: Deps, task: str,
-                     skills: Sequence[str] = ()) -> list[dict[str, Any]]:
+                     skills: Sequence[str] = ()) -> list[rec.Record]:
     assert deps.prompt is not None
-    return [{"type": "message", "message": {"role": "system", "content": deps.prompt()}}, *skill_records(home, skills),
-            {"type": "message", "message": {"role": "user", "content": task}}]
+    return [rec.Message(message={"role": "system", "content": deps.prompt()}), *skill_records(home, skills),
+            rec.Message(message={"role": "user", "content": task})]

@@ -10,12 +10,20 @@ the journal's `assistant` record. With no listener nothing is emitted and the cl
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TypedDict
 
 from sentinel.engine import events
 from sentinel.engine.run import Run
+from sentinel.models.base import OnDelta, OnProgress
 
 PROGRESS_EVERY_S = 0.25  # a progress event at most this often: the count crosses the supervisor's socket
+
+
+class Hooks(TypedDict, total=False):
+    """The keyword arguments `ModelClient.complete` takes for a live view."""
+
+    on_delta: OnDelta
+    on_progress: OnProgress
 
 
 class CallStream:
@@ -24,7 +32,7 @@ class CallStream:
         self.sent = 0.0  # when the last progress event went out
         run.emit(events.ModelCallStarted(**run.base(), t=time.time(), model=model, step=step))
 
-    def hooks(self) -> dict[str, Any]:
+    def hooks(self) -> Hooks:
         if not self.run.listeners:
             return {}
         return {"on_delta": self.delta, "on_progress": self.progress}

@@ -10,9 +10,10 @@ it was cancelled, so every call still has exactly one result before the next mod
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from sentinel.agents import skills as skill_files
+from sentinel.engine import records as rec
 from sentinel.engine.run import Run
 
 CANCELLED = "Cancelled: the operator stopped this turn before this call ran."
@@ -20,26 +21,26 @@ CANCELLED_RUNNING = ("Cancelled: the operator stopped this turn while this call 
                      "Check its effects before trying again.")
 
 
-def skill_records(home: Path, names: Sequence[str]) -> list[dict[str, Any]]:
+def skill_records(home: Path, names: Sequence[str]) -> list[rec.Record]:
     """One user message per attached skill (a user message, since some chat templates refuse a late system
     message); a skill that does not exist becomes a warning, never a lost turn."""
-    records: list[dict[str, Any]] = []
+    records: list[rec.Record] = []
     for name in dict.fromkeys(names):
         found = skill_files.get(name, home)
         if found is None:
-            records.append({"type": "warning", "message": f"skill {name!r} not found; not attached"})
+            records.append(rec.Warned(message=f"skill {name!r} not found; not attached"))
             continue
         text = f"[Skill attached by the operator: {found.name}]\n\n{found.body}"
-        records.append({"type": "message", "message": {"role": "user", "content": text}, "skill": found.name})
+        records.append(rec.Message(message={"role": "user", "content": text}, skill=found.name))
     return records
 
 
 def begin_turn(run: Run, home: Path, text: str, *, skills: Sequence[str] = (), model: str | None = None) -> None:
     state = run.state
     for call in state.open_calls():
-        result = CANCELLED_RUNNING if call["id"] in state.started else CANCELLED
-        run.record({"type": "finished", "call_id": call["id"], "result": result, "interrupted": True})
+        result = CANCELLED_RUNNING if call.id in state.started else CANCELLED
+        run.record(rec.Finished(call_id=call.id, result=result, interrupted=True))
     if model and model != state.model:
-        run.record({"type": "model", "model": model})
+        run.record(rec.Model(model=model))
     fresh = [name for name in skills if name not in state.skills]
-    run.record(*skill_records(home, fresh), {"type": "message", "message": {"role": "user", "content": text}})
+    run.record(*skill_records(home, fresh), rec.Message(message={"role": "user", "content": text}))

@@ -27,9 +27,11 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Collection
+from typing import Collection, TypedDict
 
 from sentinel import paths
+from sentinel.engine.state import WorkspaceStep
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.tools.fs import Confined, OutsideRoot, openat2, relative
 
 UNDO = "undo"
@@ -40,6 +42,30 @@ FILE_BYTES = 32 * 1024 * 1024    # a larger file is never stored: a step that ch
 FILE_TOOLS = ("write_file", "edit_file")
 
 Stats = dict[str, tuple[int, int, int, int]]  # path -> (size, mtime_ns, inode, mode)
+
+
+class Base(TypedDict):
+    """The base manifest: each path first touched, as it was before (path -> [sha256, mode]); `complete`: the
+    whole workspace was looked at first."""
+
+    complete: bool
+    files: JSONObject
+
+
+class Restored(TypedDict):
+    """What `restore` did: the changes as a `workspace_step` holds them, the paths it could not put back, and the
+    steps after the target that were incomplete."""
+
+    changes: JSONObject
+    missing: list[str]
+    incomplete: list[int]
+
+
+class Summary(TypedDict):
+    restored: list[str]
+    removed: list[str]
+    missing: list[str]
+    incomplete: list[int]
 
 
 class UndoError(Exception):
@@ -61,17 +87,17 @@ class Checkpoints:
 
     # -- the base manifest ----------------------------------------------------------
 
-    def base(self) -> dict[str, Any]:
+    def base(self) -> Base:
         return load_base(self.dir)
 
-    def _save_base(self, base: dict[str, Any]) -> None:
+    def _save_base(self, base: Base) -> None:
         tmp = self.dir / f".{BASE}.tmp"
         tmp.write_text(json.dumps(base, separators=(",", ":")))
         os.replace(tmp, self.dir / BASE)
 
     # -- around one call ------------------------------------------------------------
 
-    def before(self, tool: str, args: dict[str, Any], known: set[str]) -> None:
+    def before(self, tool: str, args: JSONObject, known: set[str]) -> None:
         """Make sure what the call may change can be put back. `known`: paths some earlier step recorded."""
         self.dir.mkdir(mode=0o700, exist_ok=True)
         base = self.base() if (self.dir / BASE).exists() else None
@@ -89,21 +115,21 @@ class Checkpoints:
                     base["files"][path] = entry
                     self._save_base(base)
 
-    def _first_base(self) -> dict[str, Any]:
+    def _first_base(self) -> Base:
         stats = _walk(self.workspace, limit=True, skip=self._skip)
-        files: dict[str, Any] = {}
+        files: JSONObject = {}
         complete = stats is not None
         if stats is not None:
             for path in stats:
                 entry = self._store_file(path)
                 if entry is not None:
                     files[path] = entry
-        base = {"complete": complete, "files": files}
+        base: Base = {"complete": complete, "files": files}
         self._save_base(base)
         self._stats = stats
         return base
 
-    def after(self) -> tuple[dict[str, Any], bool]:
+    def after(self) -> tuple[JSONObject, bool]:
         """What the call changed: path -> [sha256, mode] or None (removed); and whether that is all of it."""
         if self._stats is None:  # a workspace too large to walk: the path a file tool named, nothing else
             if self._path is None:
@@ -112,7 +138,7 @@ class Checkpoints:
         now = _walk(self.workspace, skip=self._skip)
         if now is None:
             return {}, False
-        changes: dict[str, Any] = {}
+        changes: JSONObject = {}
         complete = True
         for path, seen in now.items():
             if self._stats.get(path) != seen:
@@ -126,7 +152,7 @@ class Checkpoints:
 
     # -- blobs ------------------------------------------------------------------------
 
-    def _store_file(self, path: str) -> list[Any] | None:
+    def _store_file(self, path: str) -> list[JSON] | None:
         """[sha256, mode] of a workspace file, its content stored as a blob; None when it is no regular file
         (or is too large to keep)."""
         try:
@@ -148,7 +174,7 @@ class Checkpoints:
         return [sha, stat.S_IMODE(st.st_mode)]
 
 
-def load_base(undo_dir: Path) -> dict[str, Any]:
+def load_base(undo_dir: Path) -> Base:
     try:
         data = json.loads((undo_dir / BASE).read_text())
     except (OSError, ValueError):
@@ -196,16 +222,16 @@ def _walk(workspace: Path, limit: bool = False, skip: Collection[str] = ()) -> S
 # -- restoring -----------------------------------------------------------------------------
 
 
-def state_at(base: dict[str, Any], steps: list[dict[str, Any]], to: int) -> dict[str, Any]:
+def state_at(base: Base, steps: list[WorkspaceStep], to: int) -> JSONObject:
     """path -> [sha256, mode] or None: the workspace as the checkpoints know it after step `to`."""
-    files: dict[str, Any] = dict(base["files"])
+    files: JSONObject = dict(base["files"])
     for step in steps[:to]:
         for path, entry in (step.get("changes") or {}).items():
             files[path] = entry
     return files
 
 
-def restore(run_dir: Path, workspace: Path, steps: list[dict[str, Any]], to: int) -> dict[str, Any]:
+def restore(run_dir: Path, workspace: Path, steps: list[WorkspaceStep], to: int) -> Restored:
     """Put every path a step after `to` changed back as it was after step `to` (a file removed when it did not
     exist then). Returns the changes made, as a `workspace_step` holds them, and what could not be restored."""
     if not 0 <= to <= len(steps):
@@ -215,7 +241,7 @@ def restore(run_dir: Path, workspace: Path, steps: list[dict[str, Any]], to: int
     wanted = state_at(base, steps, to)
     touched = list(dict.fromkeys(p for step in steps[to:] for p in (step.get("changes") or {})))
     fs = Confined(workspace)
-    changes: dict[str, Any] = {}
+    changes: JSONObject = {}
     missing: list[str] = []
     for path in touched:
         entry = wanted.get(path)
@@ -241,7 +267,7 @@ def _exists(fs: Confined, path: str) -> bool:
         return False
 
 
-def _current(fs: Confined, path: str) -> list[Any] | None:
+def _current(fs: Confined, path: str) -> list[JSON] | None:
     try:
         fd = fs.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except (OSError, OutsideRoot):
@@ -253,13 +279,14 @@ def _current(fs: Confined, path: str) -> list[Any] | None:
         return [hashlib.sha256(f.read()).hexdigest(), stat.S_IMODE(st.st_mode)]
 
 
-def _put(fs: Confined, undo_dir: Path, path: str, entry: Any) -> bool:
+def _put(fs: Confined, undo_dir: Path, path: str, entry: JSON) -> bool:
     """Write the blob `entry` names at `path`, with its mode; False when the blob is missing or does not hash to
     its name (the store is the agent's to write: a blob is checked before it is used)."""
-    if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], int)):
+    if not (isinstance(entry, list) and len(entry) == 2):
         return False
     sha, mode = entry
-    if len(sha) != 64 or not all(c in "0123456789abcdef" for c in sha):
+    if not isinstance(sha, str) or not isinstance(mode, int) or len(sha) != 64 \
+            or not all(c in "0123456789abcdef" for c in sha):
         return False
     try:
         data = (undo_dir / "blobs" / sha).read_bytes()
@@ -311,7 +338,7 @@ def _remove(fs: Confined, path: str) -> bool:
         os.close(fd)
 
 
-def point(steps: list[dict[str, Any]], n: int) -> int:
+def point(steps: list[WorkspaceStep], n: int) -> int:
     """The checkpoint the workspace matched after step `n`: an undo step stands for the checkpoint it went to."""
     while n > 0 and steps[n - 1].get("undo") is not None:
         target = steps[n - 1]["undo"]
@@ -321,7 +348,7 @@ def point(steps: list[dict[str, Any]], n: int) -> int:
     return n
 
 
-def previous_point(steps: list[dict[str, Any]]) -> int:
+def previous_point(steps: list[WorkspaceStep]) -> int:
     """What a chat's /undo goes back to: the checkpoint before the one the workspace matches now."""
     now = point(steps, len(steps))
     if now == 0:
@@ -329,7 +356,7 @@ def previous_point(steps: list[dict[str, Any]]) -> int:
     return point(steps, now - 1)
 
 
-def summary(done: dict[str, Any]) -> dict[str, Any]:
+def summary(done: Restored) -> Summary:
     changes = done["changes"]
     return {"restored": sorted(p for p, e in changes.items() if e is not None),
             "removed": sorted(p for p, e in changes.items() if e is None),

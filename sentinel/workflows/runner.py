@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sentinel.engine import journal, records
+from sentinel.engine.rows import StoredRun
 from sentinel.engine.run import Run
 from sentinel.engine.state import RunState
 from sentinel.engine.store import Store
@@ -39,8 +40,7 @@ class Steps(Protocol):
     """Where a workflow's steps run (local mode's children, the supervisor's). The rows they answer are the
     engine's run rows, as `Store.child_for_call` and the children's `advance` return them."""
 
-    # Any: the engine's run row (its columns), as the store and both children implementations type it
-    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None: ...
+    def child_for_call(self, parent_id: str, call_id: str) -> StoredRun | None: ...
 
     def start_step(self, workflow_run: RunState, key: str, agent: str, task: str) -> str: ...
 
@@ -76,26 +76,25 @@ def advance(run: Run, workflow: Workflow, steps: Steps) -> str:
         if child is None:
             task = render(step.task, state.task, outputs, previous)
             child_id = steps.start_step(state, key, step.agent, task)
-            run.record({"type": "child_started", "child_id": child_id, "agent": step.agent, "task": task,
-                        "call_id": key})
+            run.record(records.ChildStarted(child_id=child_id, agent=step.agent, task=task, call_id=key))
         else:
             child_id = child["id"]
         ended = steps.advance(child_id)
         if ended["status"] not in TERMINAL:
             return RunStatus.WAITING_CHILD
         if key not in journaled:
-            run.record({"type": "child_finished", "child_id": child_id, "status": ended["status"],
-                        "output": ended.get("output"), "call_id": key})
+            run.record(records.ChildFinished(child_id=child_id, status=ended["status"], output=ended.get("output"),
+                                             call_id=key))
         if ended["status"] not in ANSWERED:
             error = f"step {step.name} ({child_id}) {ended['status']}: {ended.get('error') or 'no output'}"
-            run.record({"type": "status", "status": RunStatus.FAILED, "output": None, "error": error})
+            run.record(records.Status(status=RunStatus.FAILED, output=None, error=error))
             return RunStatus.FAILED
         outputs[step.name] = previous = ended.get("output") or ""
         if ended["status"] == RunStatus.DONE_UNVERIFIED:
             unverified.append(f"step {step.name} ({child_id})")
     if unverified:  # the workflow is only as checked as its steps
         why = f"not verified: {', '.join(unverified)} ended done_unverified"
-        run.record({"type": "status", "status": RunStatus.DONE_UNVERIFIED, "output": previous, "error": why})
+        run.record(records.Status(status=RunStatus.DONE_UNVERIFIED, output=previous, error=why))
         return RunStatus.DONE_UNVERIFIED
-    run.record({"type": "status", "status": RunStatus.DONE, "output": previous, "error": None})
+    run.record(records.Status(status=RunStatus.DONE, output=previous, error=None))
     return RunStatus.DONE

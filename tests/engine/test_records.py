@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -122,6 +123,70 @@ def test_a_malformed_record_costs_its_line_only(tmp_path):
 def test_a_record_the_harness_writes_with_a_wrong_type_is_a_bug(tmp_path):
     from sentinel.engine.run import Run
 
-    with Run.create(tmp_path / "r-1", {"id": "r-1", "task": "t"}) as run:
-        with pytest.raises(TypeError, match="finished"):
-            run.record({"type": "finished", "call_id": "c1", "result": None})
+    with Run.create(tmp_path / "r-1", records.Created(id="r-1", task="t")) as run:
+        with pytest.raises(TypeError, match="Finished"):
+            run.record(records.Finished(call_id="c1", result=None))  # a store row's field handed on unchecked
+        run.record(records.Finished(call_id="c1", result="ok"))  # nothing of the refused one was written
+    assert [json.loads(line)["type"] for line in (tmp_path / "r-1" / "journal.jsonl").read_text().splitlines()] == [
+        "created", "finished"]
+
+
+# What the writers build, typed, next to the line the same write gave when records were written as dicts: the
+# same bytes (seq and t aside), so journals written before and after read alike, by this version and the last.
+WRITTEN = [
+    (records.Created(id="r-1", task="t", agent="default", model="openai/m", workspace="/w"), 0),
+    (records.Session(pid=42), 1),
+    (records.Message(message={"role": "system", "content": "be brief"}), 2),
+    (records.Message(message={"role": "user", "content": "go"}, skill="tdd"), 3),
+    (records.Message(message={"role": "user", "content": "resumed"}, note="resume"), 4),
+    (records.Model(model="openai/other"), 5),
+    (records.System(content="new soul"), 6),
+    (records.Assistant(message={"role": "assistant", "content": "x"}, model="m", latency_ms=1, usage={},
+                       rejected="empty_answer"), 8),
+    (records.Safeguard(kind="loop", action="stopped", detail="d"), 9),
+    (records.Safeguard(kind="write_unverified", action="flagged", detail="d", note="n"), 10),
+    (records.Started(call_id="c1", tool="write_file"), 13),
+    (records.Finished(call_id="c1", result="Wrote 1 bytes", changed=True), 14),
+    (records.Finished(call_id="c3", result="Interrupted", interrupted=True), 15),
+    (records.Finished(call_id="c4", result="same", duplicate=True), 16),
+    (records.Paused(call_id="c5", approval_id="a-1", tool="shell", reason="ask"), 17),
+    (records.Resolved(call_id="c5", approval_id="a-1", approved=True, reason="", by="op"), 18),
+    (records.SelfEdit(agent="a", call_id="c6", tool="edit_soul", file="SOUL.md", chars=5, version=3,
+                      excerpt="hello"), 19),
+    (records.ChildStarted(child_id="r-2", call_id="c7", agent="helper", task="sub"), 20),
+    (records.ChildFinished(child_id="r-2", call_id="c7", status="done", output="ok"), 21),
+    (records.Compaction(start=1, end=3, message={"role": "user", "content": "summary"}, summarized=2, turns=1,
+                        chars_before=100, chars_after=10), 22),
+    (records.Warned(message="skill 'x' not found; not attached"), 23),
+    (records.Checkpoint(title="before children"), 24),
+    (records.Archived(path="session-1.md"), 25),
+    (records.Finished(call_id="c8", result="x", known=["a.txt"]), 26),
+    (records.ContractMade(terms={"create": ["a.txt"]}, clauses=["create a.txt"]), 28),
+    (records.Verdict(verified=True, checked=["create a.txt"], unmet=[]), 29),
+    (records.Status.keeping_output("idle", error="stopped"), 30),
+    (records.Status(status="done", output="answer", error=None), 31),
+]
+
+
+@pytest.mark.parametrize(("record", "index"), WRITTEN)
+def test_a_typed_record_is_written_as_the_line_its_dict_was(record, index):
+    old = json.loads(OLD_LINES[index])
+    stamped = dataclasses.replace(record, seq=old["seq"], t=old["t"])
+    assert records.encode(stamped) == OLD_LINES[index]
+    assert parse(records.encode(stamped)) == stamped
+
+
+def test_open_calls_are_typed_and_a_planted_call_item_is_skipped():
+    """The loop reads a model's tool calls as ToolCall; an item the agent planted in its journal that is no call
+    (no id, no function, a name that is no string) is left out instead of stopping the run with a KeyError."""
+    from sentinel.models.base import ToolCall
+
+    state = RunState()
+    state.apply(parse('{"seq":1,"type":"assistant","message":{"role":"assistant","content":"","tool_calls":['
+                      '{"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\\"path\\":\\"a\\"}"}},'
+                      '{"type":"function","function":{"name":"bash","arguments":"{}"}},{"id":"c3","function":"x"},'
+                      '{"id":"c4","function":{"name":7}},"c5",'
+                      '{"id":"c6","function":{"name":"write_file","arguments":{"path":"b"}}}]}}'))
+    state.apply(parse('{"seq":2,"type":"finished","call_id":"c6","result":"ok"}'))
+    assert state.open_calls() == [ToolCall("c1", "read_file", '{"path":"a"}')]
+    assert state.turn_args == ['{"path":"a"}', "", "", "", "", '{"path": "b"}']

@@ -172,3 +172,29 @@ def test_listings_are_typed_rows_whose_dicts_are_the_json_they_always_were(store
     assert list(mcp.to_dict()) == ["id", "run_id", "tool", "arguments", "reason", "status", "call_id", "created_at",
                                    "digest", "code", "code_sha256", "mcp", "parents", "workspace", "user", "host"]
     assert mcp.mcp == {"server": "git", "tool": "push"} and mcp.code == {"tool.py": "print(1)"}
+
+
+def test_an_approval_status_is_the_enum_and_the_column_and_channel_hold_the_same_text(store):
+    """A status read back is ApprovalStatus at every step, while the database and the worker channel still hold
+    the plain text (older supervisors and workers read it as before); text that is no status is refused."""
+    import dataclasses
+    import json
+
+    from sentinel.engine.status import ApprovalStatus
+    from sentinel.engine.store import Approval
+
+    args = {"command": "make"}
+    a = store.submit_approval("r-1", "call_1", "bash", args, "x")
+    seen = [a.status]
+    seen.append(store.resolve(a.id, True, "op").status)
+    assert store.consume(a.id, call_digest("bash", args))
+    consumed = store.get_approval(a.id)
+    seen.append(consumed.status)
+    assert seen == [ApprovalStatus.PENDING, ApprovalStatus.APPROVED, ApprovalStatus.CONSUMED]
+    assert all(type(s) is ApprovalStatus for s in seen) and consumed.approved
+    column = store.conn.execute("SELECT status FROM approvals WHERE id=?", (a.id,)).fetchone()[0]
+    assert column == "consumed" and type(column) is str
+    wire = json.loads(json.dumps(dataclasses.asdict(consumed)))
+    assert wire["status"] == "consumed" and Approval(**wire).status is ApprovalStatus.CONSUMED
+    with pytest.raises(ValueError):
+        Approval(**{**wire, "status": "maybe"})

@@ -3,8 +3,8 @@ kernel, not the client), one-tap links; then what a decision resumes, here or on
 
 from __future__ import annotations
 
-from typing import Any
 
+from sentinel.engine.rows import StoredRun
 from sentinel.engine import asks, outbox
 from sentinel.engine.operations import Approve, DecideLink, Deny, Link, Pending
 from sentinel.engine.store import Approval, Store
@@ -70,7 +70,7 @@ def resume_decided(sup: Hub, conn: Client, approval: Approval, following: bool) 
     return resume_run(sup, conn, approval.run_id, following)
 
 
-def executes_here(store: Store, row: dict[str, Any]) -> bool:  # Any: the store's row
+def executes_here(store: Store, row: StoredRun) -> bool:
     """Does this host's supervisor execute the run? On a shared store, only its own host's (docs/system-mode.md)."""
     return not store.shared or row.get("host") == store.host
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypeAlias
 
+from sentinel.engine.rows import StoredRun
 from sentinel.engine import lifecycle
 from sentinel.engine.api import Outcome
 from sentinel.engine.events import KINDS
@@ -78,7 +79,7 @@ def outcome(store: Store, run_id: str) -> JSONObject:
 
 # -- a run's journal, read as the agent's user wrote it ----------------------------------------------------
 
-def _owner(store: Store, row: dict[str, Any]) -> tuple[str, int] | None:  # Any: the store's row
+def _owner(store: Store, row: StoredRun) -> tuple[str, int] | None:
     import pwd
 
     agent = registry.get(store, row.get("user") or "")
@@ -91,7 +92,7 @@ def _owner(store: Store, row: dict[str, Any]) -> tuple[str, int] | None:  # Any:
     return pw.pw_dir, pw.pw_uid
 
 
-def records(store: Store, row: dict[str, Any]) -> list[Record]:  # Any: the store's row
+def records(store: Store, row: StoredRun) -> list[Record]:
     if row.get("kind") == flows.KIND:  # walked by the supervisor: its journal is in the state directory
         from sentinel.engine import journal
 
@@ -100,7 +101,7 @@ def records(store: Store, row: dict[str, Any]) -> list[Record]:  # Any: the stor
     return agentfs.read_journal(owner[0], row["id"], owner[1])[0] if owner else []
 
 
-def state(store: Store, row: dict[str, Any]) -> RunState:  # Any: the store's row
+def state(store: Store, row: StoredRun) -> RunState:
     return agentfs.replay(records(store, row))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sentinel.engine.rows import StoredRun
 from sentinel.engine import asks, lifecycle, relay
 from sentinel.engine.api import RunDetail
 from sentinel.engine.events import Translator
@@ -43,7 +44,7 @@ def show(sup: Hub, conn: Client, req: Show) -> Reply:
     return reply(detail.to_dict() | {"messages": []})  # streamed above: an answer frame has a size limit
 
 
-def _history(store: Store, row: dict[str, object], now: RunState) -> tuple[list[JSONObject], list[JSONObject]]:
+def _history(store: Store, row: StoredRun, now: RunState) -> tuple[list[JSONObject], list[JSONObject]]:
     """The conversation before compactions, and the compactions, when there were any."""
     from sentinel.engine.state import history
 

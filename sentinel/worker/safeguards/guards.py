@@ -14,10 +14,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Collection
+from typing import Callable, Collection
 
+from sentinel.jsontypes import JSON, JSONObject
+from sentinel.models.base import ToolCall, tool_calls
 from sentinel.tools import decode_arguments
 from sentinel.worker import deletes
 from sentinel.worker.safeguards import answer
@@ -44,7 +46,7 @@ class Seen:
     """What the guards know of the run: its conversation, the workspace paths it read or wrote whole (from the
     journal), the request it works on, its kind, and its workspace."""
 
-    messages: list[dict[str, Any]]
+    messages: list[JSONObject]
     known: Collection[str]
     request: str
     kind: str
@@ -57,31 +59,30 @@ class Refusal:
     action: str                 # the safeguard's action: `refused`, or `deduplicated`
     detail: str                 # one line for the operator
     result: str                 # what the call gets instead of running
-    extra: dict[str, Any] = field(default_factory=dict)  # more fields of its `finished` record
+    duplicate: bool = False     # its `finished` record marks it a duplicate
 
 
-def duplicate(seen: Seen, call: dict[str, Any]) -> Refusal | None:
+def duplicate(seen: Seen, call: ToolCall) -> Refusal | None:
     """The same call with the same arguments as the call just before it gets that call's result, with a note (not
     when that result was an interruption, which asks to check and try again)."""
-    before = call_before(seen.messages, call["id"])
-    if before is None or signature({"tool_calls": [before]}) != signature({"tool_calls": [call]}):
+    before = call_before(seen.messages, call.id)
+    if before is None or signature([before]) != signature([call]):
         return None
     earlier = next((m.get("content") for m in reversed(seen.messages)
-                    if m.get("role") == "tool" and m.get("tool_call_id") == before["id"]), None)
-    if earlier is None or earlier.startswith(("Error: this call was interrupted", "Cancelled:")):
+                    if m.get("role") == "tool" and m.get("tool_call_id") == before.id), None)
+    if not isinstance(earlier, str) or earlier.startswith(("Error: this call was interrupted", "Cancelled:")):
         return None
     earlier = earlier.split(f"\n\n{DUPLICATE}")[0]
-    name = call["function"]["name"]
-    return Refusal("duplicate_call", "deduplicated", f"{name} with the same arguments as the call just before it: "
-                   "not run again", f"{earlier}\n\n{DUPLICATE}", {"duplicate": True})
+    return Refusal("duplicate_call", "deduplicated", f"{call.name} with the same arguments as the call just before "
+                   "it: not run again", f"{earlier}\n\n{DUPLICATE}", duplicate=True)
 
 
-def unread_overwrite(seen: Seen, call: dict[str, Any]) -> Refusal | None:
+def unread_overwrite(seen: Seen, call: ToolCall) -> Refusal | None:
     """A write_file (not an append), or a command's `> FILE`, that would replace a workspace file the run has not
     read whole nor written whole itself: a small model writes what it imagines a file holds, or replaces a
     three-line file with the one line it was asked to add. `known` comes from the journal, so a compaction that
     dropped the read from the conversation does not make the file unread."""
-    name = call["function"]["name"]
+    name = call.name
     if name not in ("write_file", "bash"):
         return None
     args = arguments(call)
@@ -101,10 +102,10 @@ def unread_overwrite(seen: Seen, call: dict[str, Any]) -> Refusal | None:
     return None
 
 
-def unasked_change(seen: Seen, call: dict[str, Any]) -> Refusal | None:
+def unasked_change(seen: Seen, call: ToolCall) -> Refusal | None:
     """A write_file or edit_file while the request is a question: the default model, asked which version a file
     sets, changed the version and answered with the new one."""
-    name = call["function"]["name"]
+    name = call.name
     if name not in FILE_TOOLS or seen.kind == "hook" or not answer.asks_question(seen.request):
         return None
     path = str(arguments(call).get("path") or "") or "the file"
@@ -112,10 +113,10 @@ def unasked_change(seen: Seen, call: dict[str, Any]) -> Refusal | None:
                    UNASKED.format(path=path))
 
 
-def wide_delete(seen: Seen, call: dict[str, Any]) -> Refusal | None:
+def wide_delete(seen: Seen, call: ToolCall) -> Refusal | None:
     """A command that could delete files the request says to keep ("Delete every .tmp file. Keep all the other
     files." answered with `find . -type f -delete`)."""
-    if call["function"]["name"] != "bash" or seen.kind == "hook":
+    if call.name != "bash" or seen.kind == "hook":
         return None
     allowed = deletes.targets(seen.request)
     if not allowed:
@@ -128,19 +129,19 @@ def wide_delete(seen: Seen, call: dict[str, Any]) -> Refusal | None:
                    WIDE.format(part=part, allowed=", ".join(allowed), example=allowed[0]))
 
 
-GUARDS: tuple[Callable[[Seen, dict[str, Any]], Refusal | None], ...] = (
+GUARDS: tuple[Callable[[Seen, ToolCall], Refusal | None], ...] = (
     duplicate, unread_overwrite, unasked_change, wide_delete)
 
 
-def before(seen: Seen, call: dict[str, Any]) -> Refusal | None:
+def before(seen: Seen, call: ToolCall) -> Refusal | None:
     """The first guard that refuses the call, in GUARDS' order; None when every one lets it through."""
     return next((refusal for guard in GUARDS if (refusal := guard(seen, call)) is not None), None)
 
 
-def repeating(messages: list[dict[str, Any]]) -> str | None:
+def repeating(messages: list[JSONObject]) -> str | None:
     """Why the run goes in circles: the same tool calls LOOP_REPEATS turns in a row, or two sets of calls taking
     turns three times each; None otherwise."""
-    turns = [signature(m) for m in last_turns(messages, 2 * LOOP_REPEATS)]
+    turns = [signature(tool_calls(m)) for m in last_turns(messages, 2 * LOOP_REPEATS)]
     last = turns[-LOOP_REPEATS:]
     if len(last) == LOOP_REPEATS and len(set(last)) == 1:
         return f"the same tool call(s) {LOOP_REPEATS} turns in a row: {answer.short(last[0], 120)}"
@@ -165,7 +166,7 @@ def workspace_path(workspace: Path, path: str) -> str | None:
         return None
 
 
-def canonical(raw: Any) -> str:
+def canonical(raw: str) -> str:
     """A call's arguments in one spelling, so the same arguments compare equal however they were written."""
     try:
         value = decode_arguments(raw)
@@ -174,23 +175,22 @@ def canonical(raw: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def call_before(messages: list[dict[str, Any]], call_id: str) -> dict[str, Any] | None:
+def call_before(messages: list[JSONObject], call_id: str) -> ToolCall | None:
     """The tool call the model asked for just before call `call_id`, searched from the end (where it is)."""
     found = False
     for message in reversed(messages):
         if message.get("role") != "assistant":
             continue
-        calls: list[dict[str, Any]] = message.get("tool_calls") or []
-        for call in calls[::-1]:
+        for call in tool_calls(message)[::-1]:
             if found:
                 return call
-            found = call["id"] == call_id
+            found = call.id == call_id
     return None
 
 
-def last_turns(messages: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+def last_turns(messages: list[JSONObject], count: int) -> list[JSONObject]:
     """The last `count` model turns, oldest first, found from the end: a long run pays for these, not for all."""
-    found: list[dict[str, Any]] = []
+    found: list[JSONObject] = []
     for message in reversed(messages):
         if message.get("role") == "assistant":
             found.append(message)
@@ -199,16 +199,15 @@ def last_turns(messages: list[dict[str, Any]], count: int) -> list[dict[str, Any
     return found[::-1]
 
 
-def signature(message: dict[str, Any]) -> str:
-    calls = message.get("tool_calls") or []
-    return "; ".join(f"{c['function']['name']} {canonical(c['function']['arguments'])}" for c in calls) or "(text)"
+def signature(calls: list[ToolCall]) -> str:
+    return "; ".join(f"{c.name} {canonical(c.arguments)}" for c in calls) or "(text)"
 
 
-def arguments(call: dict[str, Any]) -> dict[str, Any]:
+def arguments(call: ToolCall) -> JSONObject:
     """A call's arguments as an object ({} when they are not one): what the checks before a call read, decoded
     as the tool will decode them (twice-encoded included), so no spelling runs what a check did not see."""
     try:
-        args = decode_arguments(call["function"].get("arguments") or "{}")
+        args: JSON = decode_arguments(call.arguments or "{}")
     except ValueError:
         return {}
     return args if isinstance(args, dict) else {}
