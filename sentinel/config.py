@@ -72,7 +72,7 @@ class Config(_Strict):
     providers: dict[str, Provider] = Field(default_factory=dict)
     limits: Limits = Field(default_factory=Limits)
     tools: ToolSettings = Field(default_factory=ToolSettings)
-    # Any: YAML the operator wrote, read as the action policy's overrides (sentinel/policy/action_policy.py)
+    # untyped: YAML the operator wrote, read as the action policy's overrides (sentinel/policy/action_policy.py)
     policy: dict[str, Any] = Field(default_factory=dict, description="Overrides of the action policy.")
     sandbox: Literal["enforce", "best_effort"] = Field(
         "enforce", description="enforce: a sandbox layer that cannot be applied stops the launch."
@@ -128,7 +128,7 @@ class _Loader(yaml.SafeLoader):
     """YAML 1.1 reads the keys `on`, `off`, `yes`, `no` as booleans; Sentinel's config has keys named `on`
     (notify targets, Muzzle block rules): a mapping key keeps its text. Values are read as before."""
 
-    # Any: PyYAML's own signature (its nodes and values are untyped)
+    # untyped: PyYAML's own signature (its nodes and values are untyped)
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         for key, _ in node.value:
             if isinstance(key, yaml.ScalarNode) and key.tag == "tag:yaml.org,2002:bool" and not key.style \
@@ -137,7 +137,7 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-# Any: a YAML file's value, whatever its shape; each caller validates it (a pydantic model, isinstance)
+# untyped: a YAML file's value, whatever its shape; each caller validates it (a pydantic model, isinstance)
 def read_yaml(path: Path) -> Any:
     """Parse a YAML file; a syntax error becomes a one-line ConfigError with the line number."""
     try:

@@ -32,7 +32,7 @@ class BadFrame(ProtocolError):
     """A whole frame that is not an acceptable message; the stream itself is still in step."""
 
 
-# Any: the journal's readers (engine/records.py, state.py) build dataclasses from it; parse() narrows frames
+# untyped: the journal's readers (engine/records.py, state.py) build dataclasses from it; parse() narrows frames
 def loads(text: bytes | str, limit: int = MAX_DEPTH) -> Any:
     """json.loads with a nesting bound; ValueError for anything it refuses. The C decoder stops deep nesting
     by itself (RecursionError); what it builds is then walked without recursion, stopping past `limit`."""
@@ -138,7 +138,7 @@ def reply(result: object = None) -> dict[str, object]:
     return {"ok": True, "result": result}
 
 
-# Any: the worker channel's readers (worker/remote.py) build their dataclasses from these, field by field
+# untyped: the worker channel's readers (worker/remote.py) build their dataclasses from these, field by field
 def result_object(result: object) -> dict[str, Any]:
     """A reply's result that must be a JSON object: anything else is a broken peer, never a result."""
     if not isinstance(result, dict):
@@ -146,11 +146,11 @@ def result_object(result: object) -> dict[str, Any]:
     return result
 
 
-def result_optional(result: object) -> dict[str, Any] | None:  # Any: as result_object
+def result_optional(result: object) -> dict[str, Any] | None:  # untyped: as result_object
     return None if result is None else result_object(result)
 
 
-def result_objects(result: object) -> list[dict[str, Any]]:  # Any: as result_object
+def result_objects(result: object) -> list[dict[str, Any]]:  # untyped: as result_object
     if not isinstance(result, list):
         raise SentinelError(f"the other end answered {type(result).__name__} where a list was due")
     return [result_object(item) for item in result]

@@ -124,26 +124,26 @@ class _CheckedCursor(sqlite3.Cursor):
     def _fail(self, exc: sqlite3.DatabaseError) -> BaseException:
         return _damaged(getattr(self.connection, "path", "database"), exc)
 
-    # Any: sqlite3's own types for parameters and rows (typeshed types them so)
+    # untyped: sqlite3's own types for parameters and rows (typeshed types them so)
     def execute(self, sql: str, parameters: Any = (), /) -> "_CheckedCursor":
         try:
             return super().execute(sql, parameters)
         except sqlite3.DatabaseError as exc:
             raise self._fail(exc) from None
 
-    def fetchone(self) -> Any:  # Any: as above
+    def fetchone(self) -> Any:  # untyped: as above
         try:
             return super().fetchone()
         except sqlite3.DatabaseError as exc:
             raise self._fail(exc) from None
 
-    def fetchall(self) -> list[Any]:  # Any: as above
+    def fetchall(self) -> list[Any]:  # untyped: as above
         try:
             return super().fetchall()
         except sqlite3.DatabaseError as exc:
             raise self._fail(exc) from None
 
-    def __next__(self) -> Any:  # Any: as above
+    def __next__(self) -> Any:  # untyped: as above
         try:
             return super().__next__()
         except sqlite3.DatabaseError as exc:
@@ -154,12 +154,12 @@ class Checked(sqlite3.Connection):
     """A connection on which a damaged database file (header or any page, found by any query, at open or
     later) raises one `Damaged` naming the file, never a traceback of SQLite's."""
 
-    # Any: sqlite3.connect's own arguments, passed on unchanged
+    # untyped: sqlite3.connect's own arguments, passed on unchanged
     def __init__(self, database: str, *args: Any, **kwargs: Any):
         super().__init__(database, *args, **kwargs)
         self.path = database
 
-    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:  # Any: sqlite3's parameters
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:  # untyped: sqlite3's parameters
         return self.cursor(_CheckedCursor).execute(sql, parameters)
 
     def executescript(self, script: str, /) -> sqlite3.Cursor:

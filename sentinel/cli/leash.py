@@ -63,7 +63,7 @@ def check(
     _render(rep)
 
 
-# Any: sentinel/leash/check.py's report, a nested JSON document typed so there
+# untyped: sentinel/leash/check.py's report, a nested JSON document typed so there
 def _render(rep: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table

@@ -58,7 +58,7 @@ def _load() -> "Config":
     return config.load(_system_root())
 
 
-# Any: config.yaml as the operator wrote it (YAML), checked whole by _save before it is written back
+# untyped: config.yaml as the operator wrote it (YAML), checked whole by _save before it is written back
 def _raw() -> dict[str, Any]:
     from sentinel.config import read_yaml
 

@@ -119,7 +119,7 @@ def _command_runner() -> "RunCommand":
                               make_workdir(user_dir(engine.home)))
 
 
-# Any: local mode's watcher runner, which sentinel/local/engine.py returns untyped
+# untyped: local mode's watcher runner, which sentinel/local/engine.py returns untyped
 def _local_runner(watchers: "list[Watcher]") -> Any:
     if _system():
         raise UsageError("a supervisor is running: it runs the watchers (`sentinel watch history` shows firings)")

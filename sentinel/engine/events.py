@@ -304,7 +304,7 @@ def parse(data: JSONObject) -> Event | None:
     if cls is None:
         return None
     names = {f.name for f in dataclasses.fields(cls)}
-    # Any: a peer's JSON, handed on as it came (UIs render these fields as text, whatever their type)
+    # untyped: a peer's JSON, handed on as it came (UIs render these fields as text, whatever their type)
     given: dict[str, Any] = {k: v for k, v in data.items() if k in names}
     try:
         return cls(**given)

@@ -339,7 +339,7 @@ def from_dict(data: JSON) -> Record | None:
     if cls is None:
         return None
     names, fields = _NAMES[cls], _FIELDS[cls]
-    # Any: each value was checked against its field's declared type just above it is kept (`_accepts`)
+    # untyped: each value was checked against its field's declared type just above it is kept (`_accepts`)
     values: dict[str, Any] = {}
     for name, accepts, required in fields:
         value = data.get(name, _MISSING)

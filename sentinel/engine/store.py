@@ -301,7 +301,7 @@ class Store:
         row = self.conn.execute("SELECT * FROM runs WHERE parent_id=? AND call_id=?", (parent_id, call_id)).fetchone()
         return _stored_run(row) if row else None
 
-    def children(self, parent_id: str) -> list[dict[str, Any]]:  # Any: `show`'s JSON as RunDetail carries it
+    def children(self, parent_id: str) -> list[dict[str, Any]]:  # untyped: `show`'s JSON as RunDetail carries it
         sql = ("SELECT id, call_id, depth, kind, agent, task, model, status, output, error, created_at FROM runs"
                " WHERE parent_id=? ORDER BY created_at, rowid")
         return [dict(r) for r in self.conn.execute(sql, (parent_id,))]
@@ -564,7 +564,7 @@ def _resolution(approval: Approval | None) -> JSONObject | None:
             "status": approval.status, "reason": approval.resolution_reason or "", "by": approval.resolved_by}
 
 
-def _stored_run(row: Any) -> StoredRun:  # Any: a driver's row (sqlite3.Row or db.Row), read by column name
+def _stored_run(row: Any) -> StoredRun:  # untyped: a driver's row (sqlite3.Row or db.Row), read by column name
     """`SELECT *` of `runs`: the migrations make exactly StoredRun's columns, each of the type it declares."""
     return cast(StoredRun, dict(row))
 

@@ -76,7 +76,7 @@ def run(argv: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, s
         timeout: float | None = None, text: bool = False, stdin: Stream = None, stdout: Stream = subprocess.PIPE,
         stderr: Stream = subprocess.PIPE, python_path: str | None = None, new_session: bool = False,
         workspace: bool = False,
-        declared: Collection[str] = ()) -> subprocess.CompletedProcess[Any]:  # Any: bytes or str by `text`
+        declared: Collection[str] = ()) -> subprocess.CompletedProcess[Any]:  # untyped: bytes or str by `text`
     """Run to its end (stdout and stderr captured unless told otherwise; stderr=subprocess.STDOUT merges them).
     A timeout or an interrupt kills it (its whole session with `new_session`); subprocess.TimeoutExpired then
     carries what it had written, as with subprocess.run."""
@@ -102,7 +102,7 @@ def run(argv: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, s
 def popen(argv: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, str], stdin: Stream = None,
           stdout: Stream = None, stderr: Stream = None, text: bool = False, pass_fds: Sequence[int] = (),
           new_session: bool = False, python_path: str | None = None, workspace: bool = False,
-          declared: Collection[str] = ()) -> subprocess.Popen[Any]:  # Any: bytes or str streams by `text`
+          declared: Collection[str] = ()) -> subprocess.Popen[Any]:  # untyped: bytes or str streams by `text`
     """Start it; the caller keeps (waits for, kills) it."""
     where, full = _checked(cwd, env, python_path, workspace, declared)
     return subprocess.Popen(list(argv), cwd=where, env=full, stdin=subprocess.DEVNULL if stdin is None else stdin,

@@ -62,7 +62,7 @@ class LocalChildren:
 
     # -- what a call would make ---------------------------------------------------------------
 
-    # Any: the call's arguments and its plan (model JSON the tool's schema checked; worker/children.py's interface)
+    # untyped: the call's arguments and its plan (model JSON the tool's schema checked; worker/children.py's interface)
     def plan(self, tool: str, args: dict[str, Any], parent: RunState, granted: frozenset[str]) -> dict[str, Any]:
         check_depth(self._depth(parent.id) + 1, self.config.orchestration.max_depth)
         if tool == "delegate":
@@ -75,7 +75,7 @@ class LocalChildren:
         return {"workflow": args["name"], "input": args["input"],  # every step: the approval binds them all
                 "steps": [s.model_dump() for s in workflow.steps], "grants": sorted(granted)}
 
-    def _spawn_plan(self, args: dict[str, Any], granted: frozenset[str]) -> dict[str, Any]:  # Any: as plan
+    def _spawn_plan(self, args: dict[str, Any], granted: frozenset[str]) -> dict[str, Any]:  # untyped: as plan
         from sentinel.agents import skills as skill_mod
 
         model = args.get("model") or self.config.default_model
@@ -94,7 +94,7 @@ class LocalChildren:
     def child_for_call(self, parent_id: str, call_id: str) -> StoredRun | None:
         return self.store.child_for_call(parent_id, call_id)
 
-    # Any: the plan `plan` made, as the approval recorded it
+    # untyped: the plan `plan` made, as the approval recorded it
     def start(self, parent: RunState, call_id: str, tool: str, plan: dict[str, Any], granted: frozenset[str]) -> str:
         depth = self._depth(parent.id) + 1
         check_depth(depth, self.config.orchestration.max_depth)
@@ -138,7 +138,7 @@ class LocalChildren:
         chain = self.store.parent_chain(parent.id)
         return str(self.store.get_run(chain[-1])["task"]) if chain else parent.task
 
-    def _temporary(self, plan: dict[str, Any], given: list[str]) -> str:  # Any: as start
+    def _temporary(self, plan: dict[str, Any], given: list[str]) -> str:  # untyped: as start
         """Write the spawned subagent's profile and soul into the roster for its run."""
         name = new_id(TEMPORARY)
         profile = profiles.AgentProfile(name=name, description=temporary_description(str(plan["task"])),

@@ -90,7 +90,7 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # Any: http.server's own signature
+        def log_message(self, format: str, *args: Any) -> None:  # untyped: http.server's own signature
             pass
 
         def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:

@@ -173,9 +173,9 @@ class Engine:
 def _chat_stream(llama: Llama, kwargs: JSONObject) -> Iterator[JSONObject]:
     """The stream chunks of one chat completion, as the JSON objects they are."""
     # the OpenAI JSON passed here is what llama_cpp parses, and each chunk it yields is a plain dict of that JSON
-    # Any: llama_cpp types each option with its own classes (message TypedDicts, LlamaGrammar)
+    # untyped: llama_cpp types each option with its own classes (message TypedDicts, LlamaGrammar)
     options: dict[str, Any] = kwargs
-    chunks: Iterator[Any] = iter(llama.create_chat_completion(stream=True, **options))  # Any: as above
+    chunks: Iterator[Any] = iter(llama.create_chat_completion(stream=True, **options))  # untyped: as above
     return chunks
 
 
@@ -193,7 +193,7 @@ class _Parked:
     """A prompt set aside: its tokens and a copy of its KV cells (llama_state_seq_get_data)."""
 
     tokens: list[int]
-    state: Any  # Any: a ctypes c_uint8 array, handed back to llama.cpp as it is
+    state: Any  # untyped: a ctypes c_uint8 array, handed back to llama.cpp as it is
     size: int  # the bytes of `state` llama.cpp wrote
 
 
@@ -290,10 +290,10 @@ def _weights_mapped_only() -> Iterator[None]:
     patched for the duration of the load (a model host loads nothing else)."""
     import llama_cpp.llama_cpp as native  # the ctypes bindings `Llama()` reads its defaults from
 
-    # Any: ctypes bindings declared at run time, which the type checker cannot see
+    # untyped: ctypes bindings declared at run time, which the type checker cannot see
     defaults: Any = native.__dict__["llama_model_default_params"]
 
-    def mapped_only() -> Any:  # Any: a ctypes llama_model_params structure
+    def mapped_only() -> Any:  # untyped: a ctypes llama_model_params structure
         params = defaults()
         params.use_extra_bufts = False
         return params

@@ -47,7 +47,7 @@ class OpenAICompatClient:
         import openai
 
         # the openai client sends the OpenAI JSON passed here as is
-        # Any: the client types each request field with its own TypedDicts
+        # untyped: the client types each request field with its own TypedDicts
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, **options}
         if tools:
             kwargs["tools"] = tool_schemas_to_openai(tools)
@@ -75,7 +75,7 @@ class OpenAICompatClient:
         message = _error_message(exc)
         return ModelUnavailable(message if message.startswith(self.name) else f"model {self.name}: {message}")
 
-    def _whole(self, kwargs: dict[str, Any]) -> Completion:  # Any: the request fields, as in complete
+    def _whole(self, kwargs: dict[str, Any]) -> Completion:  # untyped: the request fields, as in complete
         resp = self._client.chat.completions.create(**kwargs)
         if not resp.choices:
             raise ModelError(f"model {self.name}: response has no choices")
@@ -84,7 +84,7 @@ class OpenAICompatClient:
                  for i, c in enumerate(msg.tool_calls or []) if getattr(c, "function", None)]
         return Completion(msg.content or "", calls, _usage(resp.usage), resp.model or self.model)
 
-    # Any: the request fields, as in complete
+    # untyped: the request fields, as in complete
     def _streamed(self, kwargs: dict[str, Any], on_delta: OnDelta | None, on_progress: OnProgress | None) -> Completion:
         text: list[str] = []
         calls: dict[int, _Pending] = {}

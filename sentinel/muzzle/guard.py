@@ -84,7 +84,7 @@ class ConnectionGuard:
 class GuardedProtocol(HttpToolsProtocol):
     """One connection: admitted by its client's count, its heads and bodies read against the clock."""
 
-    # Any: uvicorn's own arguments (config, server state, app state), passed on to HttpToolsProtocol unchanged
+    # untyped: uvicorn's own arguments (config, server state, app state), passed on to HttpToolsProtocol unchanged
     def __init__(self, *args: Any, guard: ConnectionGuard, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.guard = guard

@@ -236,7 +236,7 @@ class Upstreams:
         backend = self.backend(route)
         tools = [object_in(t.get("function", t)) for t in list_in(body.get("tools")) if isinstance(t, dict)]
         messages = [m for m in list_in(body.get("messages")) if isinstance(m, dict)]
-        # Any: keyword arguments of a backend's complete(), of which only some take `response_format`
+        # untyped: keyword arguments of a backend's complete(), of which only some take `response_format`
         kwargs: dict[str, Any] = {"on_delta": on_delta}
         if body.get("response_format") and "response_format" in inspect.signature(backend.complete).parameters:
             kwargs["response_format"] = body["response_format"]

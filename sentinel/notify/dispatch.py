@@ -82,14 +82,14 @@ class Dispatcher:
             else:
                 outbox.delivered(self.conn, row["id"])
 
-    # Any: an outbox row as sentinel.engine.outbox returns it (its columns; `spec` and `doc` decoded)
+    # untyped: an outbox row as sentinel.engine.outbox returns it (its columns; `spec` and `doc` decoded)
     def _failed(self, row: dict[str, Any], error: str) -> None:
         spec, attempt = row["spec"], row["attempts"] + 1
         retry_at = None if attempt >= spec["attempts"] else time.time() + spec["backoff_s"] * 2 ** (attempt - 1)
         outbox.attempt_failed(self.conn, row, error, retry_at)
         self.log(f"notify: {row['target']}: {row['event']}: {error}" + ("" if retry_at else " (given up)"))
 
-    def _with_link(self, row: dict[str, Any]) -> JSONObject:  # Any: an outbox row, as in _failed
+    def _with_link(self, row: dict[str, Any]) -> JSONObject:  # untyped: an outbox row, as in _failed
         """An approval still pending gets its one-tap link minted now (a retry mints a new one and retires the
         old): the store keeps the secret's hash, the notification carries the secret."""
         doc: JSONObject = row["doc"]

@@ -186,7 +186,7 @@ def default_policy_path() -> Path:
     return paths.data_dir("policies") / "default.yaml"
 
 
-# Any: an override is a config mapping (JSON) or a caller's literal, whose inferred dict type JSONObject would refuse
+# untyped: an override is a config mapping (JSON) or a caller's literal, whose inferred dict type JSONObject would refuse
 def load(*overrides: tuple[str, dict[str, Any]], base: Path | None = None) -> ActionPolicy:
     """The default policy file merged with each (source, mapping) override, validated and example-checked."""
     from sentinel.config import read_yaml

@@ -154,11 +154,11 @@ def _script(text: str, parsed: Parsed, depth: int) -> None:
                 _simple(node, text, parsed, depth)
 
 
-# Any: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+# untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
 def _command_nodes(node: Any) -> list[Any]:
     """Every CommandNode in the tree, including those inside substitutions, in source order (and every compound
     command with redirections)."""
-    # Any: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+    # untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
     found: list[Any] = []
     stack = [node]
     while stack:
@@ -174,7 +174,7 @@ def _command_nodes(node: Any) -> list[Any]:
     return found
 
 
-# Any: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+# untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
 def _simple(node: Any, text: str, parsed: Parsed, depth: int) -> None:
     words: list[str] = []
     dynamic: list[bool] = []
@@ -191,9 +191,9 @@ def _simple(node: Any, text: str, parsed: Parsed, depth: int) -> None:
     _add(words, dynamic, redirects, node, text, parsed, depth)
 
 
-# Any: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+# untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
 def _redirect(part: Any, text: str, parsed: Parsed) -> tuple[str, bool, tuple[str, str, bool]]:
-    out: Any = getattr(part, "output", None)  # Any: a bashlex node (or the fd number of a dup), as above
+    out: Any = getattr(part, "output", None)  # untyped: a bashlex node (or the fd number of a dup), as above
     heredoc = getattr(part, "heredoc", None)
     if heredoc is not None and getattr(out, "word", "") == text[out.pos[0]:out.pos[1]] and \
             re.search(r"\$\(|`", heredoc.value):  # an unquoted delimiter: the body's substitutions run
@@ -207,7 +207,7 @@ def _redirect(part: Any, text: str, parsed: Parsed) -> tuple[str, bool, tuple[st
 
 
 def _add(words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool, tuple[str, str, bool]]],
-         node: Any, text: str, parsed: Parsed, depth: int) -> None:  # Any: a bashlex node, as in _simple
+         node: Any, text: str, parsed: Parsed, depth: int) -> None:  # untyped: a bashlex node, as in _simple
     tokens = words + [r for r, _, _ in redirects]
     flags = dynamic + [d for _, d, _ in redirects]
     open_at = next((i for i, d in enumerate(flags) if d), None)
@@ -222,7 +222,7 @@ def _add(words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool,
 
 
 def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool, tuple[str, str, bool]]],
-           node: Any,  # Any: a bashlex node, as in _simple
+           node: Any,  # untyped: a bashlex node, as in _simple
            text: str, parsed: Parsed, depth: int) -> None:
     """The commands this one runs in turn: a wrapped command, a shell's script string, find's -exec."""
     if name in OPAQUE:
@@ -285,7 +285,7 @@ def _wrapped_start(words: list[str], spec: tuple[frozenset[str], int], env: bool
     return i + positionals
 
 
-# Any: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+# untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
 def _shell(words: list[str], dynamic: list[bool], node: Any, text: str, parsed: Parsed, depth: int) -> None:
     """`bash -c STRING`: the string is parsed again; a shell reading its script from input is unsure."""
     i, has_c = 1, False
@@ -319,7 +319,7 @@ def _su(words: list[str], dynamic: list[bool], parsed: Parsed, depth: int) -> No
     parsed.unsure("su opens a shell that reads its script from its input")
 
 
-# Any: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+# untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
 def _find_exec(words: list[str], dynamic: list[bool], node: Any, text: str, parsed: Parsed, depth: int) -> None:
     for i, word in enumerate(words):
         if word in FIND_EXEC and i + 1 < len(words):

@@ -167,7 +167,7 @@ def start(store: Store, site: Site, run_id: str, muzzle_url: str) -> tuple[Worke
 
 
 def greeting(store: Store, row: StoredRun, config: "Config", pw: pwd.struct_passwd,
-             endpoint: dict[str, str]) -> dict[str, Any]:  # Any: the settings as pydantic dumps them (JSON)
+             endpoint: dict[str, str]) -> dict[str, Any]:  # untyped: the settings as pydantic dumps them (JSON)
     """The `hello` answer: the run as the supervisor fixed it, the settings it runs under, Muzzle's endpoint."""
     sub = children.subagent(store, row)  # a spawned one's soul and skills, as approved
     mcp = [] if sub is not None else runmodel.profile_mcp(pw.pw_dir, str(row["agent"]), pw.pw_uid)
@@ -188,7 +188,7 @@ WORKER_SETTINGS = frozenset({"limits", "tools", "policy", "sandbox", "leash", "g
 
 
 def worker_config(config: "Config", mcp: list[str],
-                  user: str | None = None) -> dict[str, Any]:  # Any: what pydantic's model_dump returns
+                  user: str | None = None) -> dict[str, Any]:  # untyped: what pydantic's model_dump returns
     """The operator's settings a worker runs under (an agent's own config.yaml is never read for a run):
     WORKER_SETTINGS only, and of the MCP servers only those named in `mcp` (what the run's profile grants) that
     the operator let that agent's user have (a server's `agents:`; the profile is the agent's own file)."""

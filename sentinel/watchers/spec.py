@@ -89,7 +89,7 @@ Strategy = Annotated[Union[HttpPoll, Command, FileChanged, Schedule, Webhook], F
 class Match(_Strict):
     path: str = Field("", description="A JSON path into the data ($.a.b[0] or a.b.0); empty: the whole data.")
     op: Literal[OPERATORS] = "=="  # type: ignore[valid-type]
-    value: Any = None   # Any: whatever YAML value the operator wrote, compared with the data as it is
+    value: Any = None   # untyped: whatever YAML value the operator wrote, compared with the data as it is
 
     @model_validator(mode="after")
     def _regex(self) -> "Match":
@@ -108,7 +108,7 @@ class Fire(_Strict):
     agent: str | None = None
     autonomy: str = "notify"
     environment: Literal["test", "prod"] = "test"
-    payloadTemplate: Any = None   # Any: whatever YAML structure the operator wrote, filled as a JSON template
+    payloadTemplate: Any = None   # untyped: whatever YAML structure the operator wrote, filled as a JSON template
 
     @model_validator(mode="after")
     def _goal(self) -> "Fire":

@@ -69,11 +69,11 @@ class EngineSessions:
         self.engines = engines
         self.ttl_s = ttl_s
 
-    # Any: the engine protocol's sign-in row (sentinel/engine/api.py types it so)
+    # untyped: the engine protocol's sign-in row (sentinel/engine/api.py types it so)
     def sign_in(self, token: str) -> dict[str, Any] | None:
         return self.engines.run(lambda e: e.web_sign_in(token, self.ttl_s))
 
-    # Any: the engine protocol's session row (sentinel/engine/api.py types it so)
+    # untyped: the engine protocol's session row (sentinel/engine/api.py types it so)
     def session(self, secret: str) -> dict[str, Any] | None:
         return self.engines.run(lambda e: e.web_session(secret))
 

@@ -77,10 +77,10 @@ class Session:
 class Sessions(Protocol):
     """Where sign-in tokens and sessions live (the store, through the engine): blocking calls."""
 
-    # Any: the engine protocol's sign-in and session rows (sentinel/engine/api.py types them so)
+    # untyped: the engine protocol's sign-in and session rows (sentinel/engine/api.py types them so)
     def sign_in(self, token: str) -> dict[str, Any] | None: ...
 
-    # Any: as above
+    # untyped: as above
     def session(self, secret: str) -> dict[str, Any] | None: ...
 
 

@@ -35,7 +35,7 @@ class Channel:
     def __init__(self, sock: socket.socket):
         self.sock = sock
 
-    # Any: a frame's JSON both ways; each method below reads the answer through frames.result_object & co.
+    # untyped: a frame's JSON both ways; each method below reads the answer through frames.result_object & co.
     def call(self, op: str, **args: Any) -> Any:
         protocol.send(self.sock, {"op": op, **args})
         answer = protocol.recv(self.sock)

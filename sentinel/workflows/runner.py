@@ -44,7 +44,7 @@ class Steps(Protocol):
 
     def start_step(self, workflow_run: RunState, key: str, agent: str, task: str) -> str: ...
 
-    # Any: the engine's run row, as above
+    # untyped: the engine's run row, as above
     def advance(self, child_id: str) -> dict[str, Any]: ...
 
 

@@ -113,7 +113,7 @@ def _handler(judge: FakeJudge) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # Any: http.server's own signature
+        def log_message(self, format: str, *args: Any) -> None:  # untyped: http.server's own signature
             pass
 
         def _send(self, status: int, data: JSONObject) -> None:

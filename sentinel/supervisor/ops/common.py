@@ -23,7 +23,7 @@ from sentinel.supervisor.hub import Client, Hub
 
 # A reply frame: its result is whatever its handler built (rows' dicts, the store's objects), which the agent door
 # reads and narrows before passing on, and frames.encode writes whole.
-# Any: a handler's own result objects (typed by their declaration's `result` on the client's side)
+# untyped: a handler's own result objects (typed by their declaration's `result` on the client's side)
 Reply: TypeAlias = "dict[str, Any] | None"
 Handler: TypeAlias = Callable[[Hub, Client, JSONObject], Reply]
 

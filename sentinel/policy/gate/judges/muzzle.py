@@ -31,7 +31,7 @@ def routable(cfg: GateConfig, backend: str) -> bool:
 
 class MuzzleJudge(OpenAIJudge):
     # an instance method where the base has a static one (it needs the backend's name), hence the ignore
-    # Any: the openai client's request fields, as in OpenAIJudge.kwargs
+    # untyped: the openai client's request fields, as in OpenAIJudge.kwargs
     def kwargs(self, request: Request) -> dict[str, Any]:  # type: ignore[override]
         return {**OpenAIJudge.kwargs(request), "model": f"{self.name}/{request.model}"}
 

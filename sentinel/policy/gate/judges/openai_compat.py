@@ -34,7 +34,7 @@ class OpenAIJudge:
         import openai  # noqa: F401
 
     @staticmethod
-    def kwargs(request: Request) -> dict[str, Any]:  # Any: the openai client's request fields, as in _create
+    def kwargs(request: Request) -> dict[str, Any]:  # untyped: the openai client's request fields, as in _create
         return {"model": request.model, "messages": request.messages(), "temperature": request.temperature,
                 "max_tokens": request.max_tokens, "response_format": {"type": "json_schema",
                                     "json_schema": {**request.schema, "strict": True}}}
@@ -70,7 +70,7 @@ class OpenAIJudge:
             raise JudgeError(f"{self.name}: model {request.model} answered with non-JSON: {content[:80]!r}") from None
 
     @staticmethod
-    # Any: the openai client types each request field with its own TypedDicts; the JSON passed here is sent as is
+    # untyped: the openai client types each request field with its own TypedDicts; the JSON passed here is sent as is
     def _create(client: openai.OpenAI, kwargs: dict[str, Any], request: Request) -> ChatCompletion:
         import openai
 
