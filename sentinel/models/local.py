@@ -207,7 +207,7 @@ class _Slot:
 # Parking reads and sets llama-cpp-python's own prefix bookkeeping (`n_tokens`, `input_ids`, `_ctx`,
 # `_requires_eval`, as in its save_state/load_state, which also copy a logits array of n_batch x vocab floats
 # this needs not): the version is pinned (installer/install.sh), and tests/models/test_slots.py checks it.
-def _park(llama: Any) -> _Parked | None:
+def _park(llama: Llama) -> _Parked | None:
     import ctypes
 
     import llama_cpp
@@ -223,7 +223,7 @@ def _park(llama: Any) -> _Parked | None:
     return _Parked([int(t) for t in llama.input_ids[:n]], state, written)
 
 
-def _restore(llama: Any, parked: _Parked | None) -> None:
+def _restore(llama: Any, parked: _Parked | None) -> None:  # untyped: llama_cpp leaves its context methods untyped
     """Empty the context, then put `parked` back in it (an empty context when there is none)."""
     import llama_cpp
 

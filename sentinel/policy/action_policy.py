@@ -13,7 +13,7 @@ import re
 import shlex
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sentinel import paths
@@ -205,7 +205,7 @@ def load(*overrides: tuple[str, dict[str, Any]], base: Path | None = None) -> Ac
     return policy
 
 
-def _check_examples_once(policy: ActionPolicy, data: dict[str, Any], source: str) -> None:
+def _check_examples_once(policy: ActionPolicy, data: Mapping[str, object], source: str) -> None:
     """check_examples, skipped when this same policy passed it before under this same matching code (a stamp in
     the user's own state directory): parsing every example costs a run's start more than the rest of the policy.
     The stamp only saves a check that raises on a mistaken example; what a rule decides is never cached."""
