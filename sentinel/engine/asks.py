@@ -22,7 +22,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from sentinel.engine.status import RunStatus
 from sentinel.engine.rows import StoredRun
@@ -48,6 +48,17 @@ class Ask:
     call_id: str = "call"
     approval_id: str = ""
     digest: str = ""
+
+
+class HookAsk(TypedDict):
+    """A row of `hook_asks`, its `keys` parsed: the exact call an ask's approval allows, per repository."""
+
+    approval_id: str
+    client: str
+    repository: str
+    rule: str
+    keys: list[list[str]]
+    created_at: float
 
 
 def is_ask(row: StoredRun) -> bool:
@@ -82,7 +93,7 @@ def file(store: Store, ask: Ask, ttl_s: float, run_dir: str, user: str | None = 
     return ask
 
 
-def state(store: Store, approval_id: str) -> dict[str, Any]:
+def state(store: Store, approval_id: str) -> JSONObject:
     row = store.conn.execute("SELECT status, resolved_by, resolution_reason, digest, expires_at FROM approvals"
                              " WHERE id=?", (approval_id,)).fetchone()
     if row is None:
@@ -127,9 +138,12 @@ def _close_run(store: Store, approval_id: str, status: str, output: str | None =
         store.set_status(row["run_id"], status, output=output, error=error)
 
 
-def of_approval(store: Store, approval_id: str) -> dict[str, Any] | None:
+def of_approval(store: Store, approval_id: str) -> HookAsk | None:
     row = store.conn.execute("SELECT * FROM hook_asks WHERE approval_id=?", (approval_id,)).fetchone()
-    return {**dict(row), "keys": json.loads(row["keys"])} if row else None
+    if row is None:
+        return None
+    return HookAsk(approval_id=row["approval_id"], client=row["client"], repository=row["repository"],
+                   rule=row["rule"], keys=json.loads(row["keys"]), created_at=row["created_at"])
 
 
 # -- the allowlist ------------------------------------------------------------------------------
@@ -171,7 +185,7 @@ def allowlisted(store: Store, repository: str, keys: list[list[str]]) -> bool:
     return True
 
 
-def allowlist(store: Store, repository: str | None = None) -> list[dict[str, Any]]:
+def allowlist(store: Store, repository: str | None = None) -> list[JSONObject]:
     sql, params = "SELECT repository, kind, value, added_by, added_at, approval_id FROM hook_allowlist", []
     if repository:
         sql, params = sql + " WHERE repository=?", [repository]

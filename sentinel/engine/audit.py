@@ -7,11 +7,9 @@ supervisor's root-only database. Writers call `record(kind, **fields)`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 
-# Any (`fields`): the record's JSON values, whatever each writer's kind carries (the audit log keeps them as given)
-def record(kind: str, db_path: Path | str | None = None, **fields: Any) -> None:
+def record(kind: str, db_path: Path | str | None = None, **fields: object) -> None:
     from sentinel.engine.store import Store
 
     store = Store.open(db_path)

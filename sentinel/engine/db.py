@@ -20,10 +20,13 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
 from sentinel import paths
 from sentinel.errors import SentinelError
+
+if TYPE_CHECKING:
+    import psycopg
 
 SCHEMES = ("postgresql://", "postgres://")
 CHANNEL = "sentinel_decided"  # NOTIFY channel: an approval was decided (payload: the run id)
@@ -33,22 +36,24 @@ class Unavailable(SentinelError):
     """The shared database does not answer: nothing is decided or run until it does."""
 
 
-# Any (Cursor, Conn, Row, PgConn): a database driver's values, whatever type each column holds (sqlite3 and
-# psycopg type them so); the store reads each row by column name as the schema declares it.
+# untyped (Cursor, Conn, Row: each `Any` below says so): a database driver's rows and parameters, whatever type
+# each column holds (sqlite3 and psycopg type them so); the store reads each row by column name as the schema
+# declares it.
 class Cursor(Protocol):
     @property
     def rowcount(self) -> int: ...
 
-    def fetchone(self) -> Any: ...
+    def fetchone(self) -> Any: ...  # untyped: a driver's row
 
-    def fetchall(self) -> list[Any]: ...
+    def fetchall(self) -> list[Any]: ...  # untyped: a driver's rows
 
-    def __iter__(self) -> Iterator[Any]: ...
+    def __iter__(self) -> Iterator[Any]: ...  # untyped: a driver's rows
 
 
 class Conn(Protocol):
     """What the store needs of a connection: sqlite3.Connection as it is, or a `PgConn`."""
 
+    # untyped: the parameters sqlite3 and psycopg accept (typeshed and psycopg type them so)
     def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
 
     def close(self) -> None: ...
@@ -132,12 +137,12 @@ def _lock(conn: Conn, table: str) -> None:
 
 # -- PostgreSQL ---------------------------------------------------------------------------------------------
 
-class Row(tuple[Any, ...]):
+class Row(tuple[Any, ...]):  # untyped: a driver's column values, whatever type each column holds
     """A result row read like sqlite3.Row: row[0], row["name"], dict(row)."""
 
     _names: dict[str, int]
 
-    def __new__(cls, values: Sequence[Any], names: dict[str, int]) -> "Row":
+    def __new__(cls, values: Sequence[Any], names: dict[str, int]) -> "Row":  # untyped: psycopg's values
         row = super().__new__(cls, values)
         row._names = names
         return row
@@ -145,6 +150,7 @@ class Row(tuple[Any, ...]):
     def keys(self) -> list[str]:
         return list(self._names)
 
+    # untyped: a column's value; the key any of tuple's (an index, a slice) or a column's name, as sqlite3.Row's
     def __getitem__(self, key: Any) -> Any:
         return super().__getitem__(self._names[key] if isinstance(key, str) else key)
 
@@ -156,17 +162,17 @@ class PgConn:
 
     def __init__(self, url: str, timeout_s: float = 30.0):
         self.url, self.timeout_s = url, timeout_s
-        self._conn: Any = None
+        self._conn: psycopg.Connection[Row] | None = None
         self._connect()
 
-    def _connect(self) -> Any:
+    def _connect(self) -> psycopg.Connection[Row]:
         import psycopg
         from psycopg.adapt import Dumper
 
         class BoolAsInt(Dumper):  # SQLite stores a bool as 0/1; the schema's INTEGER columns expect the same
             oid = psycopg.postgres.types["int8"].oid
 
-            def dump(self, obj: Any) -> bytes:
+            def dump(self, obj: Any) -> bytes:  # untyped: psycopg's Dumper.dump is typed so
                 return b"1" if obj else b"0"
 
         try:
@@ -178,7 +184,7 @@ class PgConn:
         self._conn = conn
         return conn
 
-    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:  # untyped: as Conn.execute's
         import psycopg
 
         conn = self._conn if self._conn is not None and not self._conn.closed else self._connect()
@@ -227,7 +233,8 @@ class Listener:
         self.conn.close()
 
 
-def _rows(cursor: Any) -> Callable[[Sequence[Any]], Row]:
+# untyped: psycopg's RowFactory protocol types the cursor and its values so
+def _rows(cursor: psycopg.Cursor[Any]) -> Callable[[Sequence[Any]], Row]:
     names = {column.name: i for i, column in enumerate(cursor.description or [])}
     return functools.partial(Row, names=names)
 

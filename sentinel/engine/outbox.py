@@ -19,11 +19,16 @@ import hashlib
 import json
 import secrets
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from sentinel.engine import db
 from sentinel.engine.status import ApprovalStatus
 from sentinel.errors import UsageError
+from sentinel.jsontypes import JSONObject
+
+if TYPE_CHECKING:
+    from sentinel.engine.store import Approval, Store
+    from sentinel.web.settings import WebSettings
 
 PREFIX_KEY = "web_prefix"
 CONSOLE_URL_KEY = "console_url"  # the listener of the console that serves the links (`sentinel web`)
@@ -67,7 +72,7 @@ def console_url(conn: db.Conn) -> str | None:
     return str(row[0]) if row else None
 
 
-def link_base(conn: db.Conn, web: Any) -> str:
+def link_base(conn: db.Conn, web: "WebSettings") -> str:
     """Where a link to this store's console points: `web.public_url` when set (a browser elsewhere reaches the
     console there), else the console's own listener, else the configured loopback address and port."""
     origin = web.public_url.rstrip("/") if web.public_url else console_url(conn) or web.base_url()
@@ -81,7 +86,7 @@ def console_prefix(conn: db.Conn) -> str:
 
 # -- the outbox ---------------------------------------------------------------------------------
 
-def enqueue(conn: db.Conn, event: str, target: str, spec: dict[str, Any], doc: dict[str, Any],
+def enqueue(conn: db.Conn, event: str, target: str, spec: Mapping[str, object], doc: Mapping[str, object],
             now: float | None = None) -> bool:
     """Queue one notification for one target; False when this event was already queued for it."""
     now = time.time() if now is None else now
@@ -91,7 +96,7 @@ def enqueue(conn: db.Conn, event: str, target: str, spec: dict[str, Any], doc: d
     return cur.rowcount == 1
 
 
-def claim(conn: db.Conn, now: float, lease_s: float) -> list[dict[str, Any]]:
+def claim(conn: db.Conn, now: float, lease_s: float) -> list[dict[str, Any]]:  # untyped: outbox rows (_row)
     """Due rows this caller may send now; each is leased until `now + lease_s` (a deliverer that dies mid-send
     leaves it to the next one after the lease: at least once)."""
     out = []
@@ -109,7 +114,7 @@ def delivered(conn: db.Conn, row_id: int) -> None:
                  " done_at=? WHERE id=?", (time.time(), row_id))
 
 
-def attempt_failed(conn: db.Conn, row: dict[str, Any], error: str, retry_at: float | None) -> None:
+def attempt_failed(conn: db.Conn, row: Mapping[str, object], error: str, retry_at: float | None) -> None:
     """Record a failed attempt: retried at `retry_at`, or given up (`failed`) when None."""
     if retry_at is None:
         conn.execute("UPDATE notify_outbox SET status='failed', attempts=attempts+1, error=?, lease_until=NULL,"
@@ -125,6 +130,7 @@ def next_due(conn: db.Conn) -> float | None:
     return row[0] if row else None
 
 
+# untyped: sqlite row values (TEXT, INTEGER), which `status` callers read by key and pass on as JSON
 def failing(conn: db.Conn) -> list[dict[str, Any]]:
     """Each target whose newest notification is failing (retrying, or given up), with its last error."""
     sql = ("SELECT target, status, attempts, error, event FROM notify_outbox WHERE id IN"
@@ -134,16 +140,18 @@ def failing(conn: db.Conn) -> list[dict[str, Any]]:
              "attempts": r["attempts"], "event": r["event"], "error": r["error"]} for r in conn.execute(sql)]
 
 
-def target_status(conn: db.Conn, labels: list[str]) -> list[dict[str, Any]]:
+def target_status(conn: db.Conn, labels: list[str]) -> list[dict[str, Any]]:  # untyped: `failing`'s rows
     """Each configured target: ok, or failing with its last error (what `sentinel status` shows, both modes)."""
     failed = {f["target"]: f for f in failing(conn)}
     return [failed.get(label) or {"target": label, "state": "ok"} for label in labels]
 
 
-def history(conn: db.Conn, limit: int = 50) -> list[dict[str, Any]]:
+def history(conn: db.Conn, limit: int = 50) -> list[dict[str, Any]]:  # untyped: outbox rows (_row)
     return [_row(r) for r in conn.execute("SELECT * FROM notify_outbox ORDER BY id DESC LIMIT ?", (limit,))]
 
 
+# A driver's row (sqlite3.Row or db.Row) of notify_outbox, `spec` and `doc` parsed from the JSON this module wrote;
+# untyped: each column's value of the type the schema declares
 def _row(row: Any) -> dict[str, Any]:
     out = dict(row)
     out["spec"], out["doc"] = json.loads(out["spec"]), json.loads(out["doc"])
@@ -167,6 +175,7 @@ def mint_link(conn: db.Conn, approval_id: str, digest: str, ttl_s: float, target
     return secret, now + ttl_s
 
 
+# untyped: a driver's row of notify_links as a dict, each column's type as the schema declares it
 def link(conn: db.Conn, secret: str, now: float | None = None) -> dict[str, Any]:
     """The link's row if it can still be used; LinkRefused saying why not."""
     now = time.time() if now is None else now
@@ -181,7 +190,7 @@ def link(conn: db.Conn, secret: str, now: float | None = None) -> dict[str, Any]
     return dict(row)
 
 
-def redeem(conn: db.Conn, secret: str, used_as: str) -> dict[str, Any]:
+def redeem(conn: db.Conn, secret: str, used_as: str) -> dict[str, Any]:  # untyped: `link`'s row
     """Use a link, exactly once (the first of two racing uses wins, the other is refused)."""
     row = link(conn, secret)
     now = time.time()
@@ -194,9 +203,18 @@ def redeem(conn: db.Conn, secret: str, used_as: str) -> dict[str, Any]:
 
 # -- what a link shows and decides (both engines: sentinel/local/engine.py, the supervisor's ops) -------------
 
-def link_view(store: Any, secret: str) -> dict[str, Any]:
+def link_view(store: "Store", secret: str) -> JSONObject:
     """The approval a usable link decides, as it is now; LinkRefused when the link is used or expired, the
     approval is no longer pending, or its digest is not the one the link was minted for."""
+    row, approval = _pending(store, secret)
+    run = store.get_run(approval.run_id)
+    return {"approval": approval.public(), "expires_at": row["expires_at"], "target": row["target"],
+            "run": {"id": run["id"], "agent": run["agent"], "task": run["task"], "workspace": run["workspace"],
+                    "user": run["user"], "kind": run["kind"]}}
+
+
+def _pending(store: "Store", secret: str) -> tuple[dict[str, Any], "Approval"]:  # untyped: `link`'s row
+    """The usable link's row and the pending approval it decides, for the digest it was minted for."""
     row = link(store.conn, secret)
     approval = store.get_approval(row["approval_id"])
     if approval.status != ApprovalStatus.PENDING:
@@ -204,19 +222,17 @@ def link_view(store: Any, secret: str) -> dict[str, Any]:
     if approval.digest != row["digest"]:
         raise LinkRefused(f"approval {approval.id}: the call is not the one this link was sent for (digest "
                           f"{approval.digest[:12]}…, the link's {row['digest'][:12]}…); nothing was decided")
-    return {"approval": approval.public(), "expires_at": row["expires_at"], "target": row["target"],
-            "run": {k: v for k, v in store.get_run(approval.run_id).items()
-                    if k in ("id", "task", "agent", "user", "kind", "workspace")}}
+    return row, approval
 
 
-def use_link(store: Any, secret: str, approved: bool, reason: str = "", always: bool = False) -> Any:
+def use_link(store: "Store", secret: str, approved: bool, reason: str = "", always: bool = False) -> "Approval":
     """Decide with a link, once: it is spent first, then the approval is resolved bound to the link's digest.
     `always`: a coding agent's ask, whose exact call also joins its repository's allowlist (asks.py)."""
     from sentinel.engine import asks
 
-    view = link_view(store, secret)
+    _, pending = _pending(store, secret)
     if always:
-        asks.check_always(store, view["approval"]["id"])
+        asks.check_always(store, pending.id)
     row = redeem(store.conn, secret, "always" if always else "approve" if approved else "deny")
     by = f"one-tap link ({row['target']})"
     approval = store.resolve(row["approval_id"], approved, by, reason, digest=row["digest"])

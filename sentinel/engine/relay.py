@@ -19,20 +19,24 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from sentinel.engine import db
 from sentinel.engine.rows import FiringRow, InboxRow
 from sentinel.errors import NotFound, SentinelError, UsageError
 
 PENDING = "pending"
+
+# untyped (each `dict[str, Any]` below that says so): a firing or delivery row of the database as a dict, each
+# column of the type the schema declares, its JSON columns parsed from what this module wrote (`_firing`); the
+# watchers' relay and the supervisor read them by key and hand them on as JSON
 INBOX = {"type": "inbox", "name": "inbox"}
 
 
 class Settled(SentinelError):
     """The firing already has its outcome; nothing was changed."""
 
-    def __init__(self, firing: dict[str, Any]):
+    def __init__(self, firing: dict[str, Any]):  # untyped: a firing row
         self.firing = firing
         if firing["status"] == PENDING:
             super().__init__(f"firing {firing['id']}: the response time ran out; the fallback delivers it")
@@ -41,7 +45,7 @@ class Settled(SentinelError):
 
 
 def open_firing(conn: db.Conn, *, firing_id: str, watcher: str, dedupe_key: str,
-                envelope: dict[str, Any], fired_at: float, deadline: float, fallback: bool) -> str:
+                envelope: Mapping[str, object], fired_at: float, deadline: float, fallback: bool) -> str:
     conn.execute("INSERT INTO watch_firings (id, watcher, dedupe_key, status, fired_at, deadline, fallback, envelope)"
                  " VALUES (?, ?, ?, 'pending', ?, ?, ?, ?)",
                  (firing_id, watcher, dedupe_key, fired_at, deadline, int(fallback), json.dumps(envelope)))
@@ -52,14 +56,14 @@ def link(conn: db.Conn, firing_id: str, run_id: str) -> None:
     conn.execute("UPDATE watch_firings SET run_id=? WHERE id=? AND run_id IS NULL", (run_id, firing_id))
 
 
-def get(conn: db.Conn, firing_id: str) -> dict[str, Any]:
+def get(conn: db.Conn, firing_id: str) -> dict[str, Any]:  # untyped: a firing row
     row = conn.execute("SELECT * FROM watch_firings WHERE id=?", (firing_id,)).fetchone()
     if row is None:
         raise NotFound(f"no firing {firing_id!r} (see `sentinel watch history`)")
     return _firing(row)
 
 
-def for_run(conn: db.Conn, run_id: str) -> dict[str, Any] | None:
+def for_run(conn: db.Conn, run_id: str) -> dict[str, Any] | None:  # untyped: a firing row
     row = conn.execute("SELECT * FROM watch_firings WHERE run_id=?", (run_id,)).fetchone()
     return _firing(row) if row else None
 
@@ -72,7 +76,7 @@ def history(conn: db.Conn, watcher: str | None = None, limit: int | None = None)
     return [FiringRow(**_firing(r)) for r in conn.execute(sql, params + ([limit] if limit else []))]
 
 
-def due(conn: db.Conn, now: float) -> list[dict[str, Any]]:
+def due(conn: db.Conn, now: float) -> list[dict[str, Any]]:  # untyped: firing rows
     """Pending firings whose deadline has passed: the fallback timer's work (it survives restarts: it is a row)."""
     rows = conn.execute("SELECT * FROM watch_firings WHERE status='pending' AND deadline <= ? ORDER BY deadline",
                         (now,))
@@ -84,8 +88,8 @@ def next_deadline(conn: db.Conn) -> float | None:
     return row[0] if row else None
 
 
-def settle(conn: db.Conn, firing_id: str, status: str, detail: dict[str, Any],
-           deliveries: Iterable[tuple[dict[str, Any], str]], *, in_time: bool = False) -> bool:
+def settle(conn: db.Conn, firing_id: str, status: str, detail: Mapping[str, object],
+           deliveries: Iterable[tuple[Mapping[str, object], str]], *, in_time: bool = False) -> bool:
     """Claim the firing's one outcome and enqueue its deliveries, atomically; False when another won.
     `in_time`: only before the deadline (a notify: past it, the outcome is the fallback's, whoever runs it)."""
     now = time.time()
@@ -100,7 +104,8 @@ def settle(conn: db.Conn, firing_id: str, status: str, detail: dict[str, Any],
     return cur.rowcount == 1
 
 
-def _enqueue(conn: db.Conn, firing: dict[str, Any], target: dict[str, Any], message: str, kind: str,
+# untyped: a firing row
+def _enqueue(conn: db.Conn, firing: dict[str, Any], target: Mapping[str, object], message: str, kind: str,
              now: float) -> None:
     """The inbox is this database: its entry is written in the claiming transaction. Other targets are queued."""
     if target.get("type") == "inbox":
@@ -110,6 +115,7 @@ def _enqueue(conn: db.Conn, firing: dict[str, Any], target: dict[str, Any], mess
                      " VALUES (?, ?, ?, ?, 'pending', 0, ?)", (firing["id"], json.dumps(target), kind, message, now))
 
 
+# untyped: a firing row, and the delivery targets of its envelope (JSON the watcher's config wrote)
 def targets_of(firing: dict[str, Any], names: list[str] | None = None) -> list[dict[str, Any]]:
     """The firing's configured delivery targets, or those of them `names` picks (UsageError for others):
     a session names targets, it never describes one, so it cannot make the relay run or write anything new."""
@@ -123,6 +129,7 @@ def targets_of(firing: dict[str, Any], names: list[str] | None = None) -> list[d
     return [by_name[n] for n in names]
 
 
+# untyped: a firing row
 def notify(conn: db.Conn, run_id: str, message: str, names: list[str] | None = None) -> dict[str, Any]:
     """sentinel_act notify from run `run_id`: fulfil its firing's contract. Settled when it already had an
     outcome; NotFound when the run answers no firing."""
@@ -136,7 +143,7 @@ def notify(conn: db.Conn, run_id: str, message: str, names: list[str] | None = N
     return get(conn, firing["id"])
 
 
-def escalate(conn: db.Conn, run_id: str, reason: str, severity: str) -> dict[str, Any]:
+def escalate(conn: db.Conn, run_id: str, reason: str, severity: str) -> dict[str, Any]:  # untyped: a firing row
     """sentinel_escalate: recorded on the contract, which stays open for the fallback to deliver."""
     firing = for_run(conn, run_id)
     if firing is None:
@@ -161,7 +168,7 @@ def inbox(conn: db.Conn, limit: int | None = None) -> list[InboxRow]:
     return [InboxRow(**dict(r)) for r in conn.execute(sql, [limit] if limit else [])]
 
 
-def pending_deliveries(conn: db.Conn, now: float) -> list[dict[str, Any]]:
+def pending_deliveries(conn: db.Conn, now: float) -> list[dict[str, Any]]:  # untyped: delivery rows
     rows = conn.execute("SELECT * FROM watch_deliveries WHERE status='pending' AND next_at <= ? ORDER BY id", (now,))
     return [{**dict(r), "target": json.loads(r["target"])} for r in rows]
 
@@ -171,6 +178,7 @@ def delivered(conn: db.Conn, delivery_id: int) -> None:
                  " WHERE id=? AND status='pending'", (time.time(), delivery_id))
 
 
+# untyped: a delivery row
 def retry_later(conn: db.Conn, delivery: dict[str, Any], error: str, next_at: float | None) -> None:
     """A failed attempt: try again at `next_at`, or (None: out of attempts) give up into the inbox, never silently."""
     if next_at is not None:
@@ -187,12 +195,12 @@ def retry_later(conn: db.Conn, delivery: dict[str, Any], error: str, next_at: fl
                       f"[delivery to {target} failed: {error}] {delivery['message']}")
 
 
-def deliveries(conn: db.Conn, firing_id: str) -> list[dict[str, Any]]:
+def deliveries(conn: db.Conn, firing_id: str) -> list[dict[str, Any]]:  # untyped: delivery rows
     rows = conn.execute("SELECT * FROM watch_deliveries WHERE firing_id=? ORDER BY id", (firing_id,))
     return [{**dict(r), "target": json.loads(r["target"])} for r in rows]
 
 
-def _firing(row: Any) -> dict[str, Any]:
+def _firing(row: Any) -> dict[str, Any]:  # untyped: a driver's row (sqlite3.Row or db.Row), a firing row
     data = dict(row)
     for key in ("envelope", "outcome", "escalation"):
         data[key] = json.loads(data[key]) if data.get(key) else None

@@ -8,7 +8,7 @@ resolves an approval or records trust: code running as the agent can ask, never 
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Mapping, Protocol
 
 from sentinel.engine.store import Approval
 from sentinel.jsontypes import JSONObject
@@ -44,7 +44,7 @@ class RunStore(Protocol):
 
     def mcp_trust(self, server: str) -> JSONObject | None: ...
 
-    def audit(self, kind: str, record: dict[str, Any]) -> None: ...
+    def audit(self, kind: str, record: Mapping[str, object]) -> None: ...
 
     def relay_notify(self, run_id: str, message: str, targets: list[str] | None = None) -> JSONObject: ...
 

@@ -23,7 +23,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, cast
+from typing import Any, Iterable, Mapping, cast
 
 from sentinel import paths
 from sentinel.engine import db
@@ -205,12 +205,12 @@ class Approval:
         """A person approved the call (it may have run since)."""
         return self.status in APPROVED
 
-    def public(self) -> dict[str, Any]:
-        data = {"id": self.id, "run_id": self.run_id, "tool": self.tool, "arguments": self.arguments,
-                "reason": self.reason, "status": self.status, "call_id": self.call_id,
-                "created_at": self.created_at, "digest": self.digest}
+    def public(self) -> JSONObject:
+        data: JSONObject = {"id": self.id, "run_id": self.run_id, "tool": self.tool, "arguments": self.arguments,
+                            "reason": self.reason, "status": self.status, "call_id": self.call_id,
+                            "created_at": self.created_at, "digest": self.digest}
         if self.code_sha256:
-            data |= {"code": self.code, "code_sha256": self.code_sha256}
+            data |= {"code": None if self.code is None else {**self.code}, "code_sha256": self.code_sha256}
         return data | named(self.tool)
 
 
@@ -372,9 +372,9 @@ class Store:
                                 (run_id, call_id)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def verdicts(self, run_id: str) -> list[dict[str, Any]]:
+    def verdicts(self, run_id: str) -> list[JSONObject]:
         """Each decided call of a run with its operator resolution, in order (what `show` reports)."""
-        out = []
+        out: list[JSONObject] = []
         for row in self.conn.execute("SELECT decision FROM decisions WHERE run_id=? ORDER BY t, rowid", (run_id,)):
             d = json.loads(row[0])
             approval = self.approval_for_call(run_id, d["call_id"])
@@ -511,7 +511,7 @@ class Store:
             self.audit("mcp_untrusted", {"server": server, "by": by})
         return bool(count)
 
-    def trusted_tools(self, agent: str | None = None) -> list[dict[str, Any]]:
+    def trusted_tools(self, agent: str | None = None) -> list[JSONObject]:
         sql, params = "SELECT agent, tool, code_sha256, trusted_by, trusted_at FROM tool_trust", []
         if agent:
             sql, params = sql + " WHERE agent=?", [agent]
@@ -531,24 +531,24 @@ class Store:
 
     # -- relay contracts (sentinel/engine/relay.py): what a hook session's tools reach -------------------------
 
-    def relay_notify(self, run_id: str, message: str, targets: list[str] | None = None) -> dict[str, Any]:
+    def relay_notify(self, run_id: str, message: str, targets: list[str] | None = None) -> JSONObject:
         """Fulfil the relay contract of hook session `run_id`; `targets` names configured delivery targets."""
         from sentinel.engine import relay
 
         return relay.notify(self.conn, run_id, message, targets)
 
-    def relay_escalate(self, run_id: str, reason: str, severity: str) -> dict[str, Any]:
+    def relay_escalate(self, run_id: str, reason: str, severity: str) -> JSONObject:
         from sentinel.engine import relay
 
         return relay.escalate(self.conn, run_id, reason, severity)
 
     # -- audit ----------------------------------------------------------------
 
-    def audit(self, kind: str, record: dict[str, Any]) -> None:
+    def audit(self, kind: str, record: Mapping[str, object]) -> None:
         self.conn.execute("INSERT INTO audit (t, kind, run_id, record) VALUES (?, ?, ?, ?)",
                           (time.time(), kind, record.get("run_id"), json.dumps(record, sort_keys=True, default=str)))
 
-    def audit_records(self, run_id: str | None = None) -> list[dict[str, Any]]:
+    def audit_records(self, run_id: str | None = None) -> list[JSONObject]:
         sql, params = "SELECT t, kind, record FROM audit", []
         if run_id:
             sql, params = sql + " WHERE run_id=?", [run_id]
@@ -569,7 +569,7 @@ def _stored_run(row: Any) -> StoredRun:  # untyped: a driver's row (sqlite3.Row 
     return cast(StoredRun, dict(row))
 
 
-def _approval(row: Any) -> Approval:
+def _approval(row: Any) -> Approval:  # untyped: a driver's row of `approvals`, read by column name
     return Approval(row["id"], row["run_id"], row["call_id"], row["tool"], json.loads(row["arguments"]),
                     row["digest"], row["reason"], row["status"], row["created_at"], row["resolved_by"],
                     row["resolution_reason"], json.loads(row["code"]) if row["code"] else None, row["code_sha256"])

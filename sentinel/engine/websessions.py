@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any
 
 from sentinel.engine import db
 from sentinel.engine.outbox import sha256
+from sentinel.jsontypes import JSONObject
 
 SIGN_IN_TTL_S = 86400.0  # a sign-in URL works once, within a day
 
@@ -29,7 +29,7 @@ def issue_sign_in(conn: db.Conn, operator: str, ttl_s: float) -> str:
     return token
 
 
-def trade_sign_in(conn: db.Conn, token: str, session_ttl_s: float) -> dict[str, Any] | None:
+def trade_sign_in(conn: db.Conn, token: str, session_ttl_s: float) -> JSONObject | None:
     """Trade a sign-in token for a new session (its cookie secret and CSRF token); None when it cannot be."""
     now = time.time()
     digest = sha256(token)
@@ -41,14 +41,14 @@ def trade_sign_in(conn: db.Conn, token: str, session_ttl_s: float) -> dict[str, 
     return new_session(conn, operator, session_ttl_s)
 
 
-def new_session(conn: db.Conn, operator: str, ttl_s: float) -> dict[str, Any]:
+def new_session(conn: db.Conn, operator: str, ttl_s: float) -> JSONObject:
     secret, csrf, now = secrets.token_urlsafe(32), secrets.token_urlsafe(32), time.time()
     conn.execute("INSERT INTO web_sessions (secret_sha256, operator, csrf, created_at, expires_at)"
                  " VALUES (?, ?, ?, ?, ?)", (sha256(secret), operator, csrf, now, now + ttl_s))
     return {"secret": secret, "operator": operator, "csrf": csrf, "created_at": now}
 
 
-def session(conn: db.Conn, secret: str) -> dict[str, Any] | None:
+def session(conn: db.Conn, secret: str) -> JSONObject | None:
     row = conn.execute("SELECT operator, csrf, created_at FROM web_sessions WHERE secret_sha256=? AND expires_at > ?",
                        (sha256(secret), time.time())).fetchone()
     return dict(row) if row else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sentinel.jsontypes import JSONObject
+
 PREFIX, SEPARATOR = "mcp__", "__"
 
 
@@ -17,7 +19,7 @@ def split_name(name: str) -> tuple[str, str] | None:
     return (server, tool) if sep and server and tool else None
 
 
-def named(name: str) -> dict[str, dict[str, str]]:
+def named(name: str) -> JSONObject:
     """{"mcp": {"server": ..., "tool": ...}} for an MCP tool's name, {} for any other (for records and views)."""
     parts = split_name(name or "")
     return {"mcp": {"server": parts[0], "tool": parts[1]}} if parts else {}

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from sentinel.engine.run import Run
     from sentinel.worker.remote import Channel
 
-# Any (`spec`): the `hello` answer, JSON that root's supervisor built (sentinel/supervisor/workers.py `greeting`),
-# read field by field as that function writes them
+# untyped (`spec`, each function below that says so): the `hello` answer, JSON that root's supervisor built
+# (sentinel/supervisor/workers.py `greeting`), read field by field as that function writes them
 
 
 def _channel() -> "Channel":
@@ -54,6 +54,7 @@ def _undumpable() -> None:
         raise SentinelError("the worker could not make itself non-dumpable; refusing to take the run token")
 
 
+# untyped: `spec`, the supervisor's `hello` answer
 def _open_run(spec: dict[str, Any], home: Path, config: "Config",
               listener: "Listener") -> tuple["Run", "AgentProfile", bool]:
     """The run the supervisor fixed, reopened or created here; `listener` hears a new run's `created` live."""
@@ -79,6 +80,7 @@ def _open_run(spec: dict[str, Any], home: Path, config: "Config",
     return run, profile, True
 
 
+# untyped: `spec`, the supervisor's `hello` answer
 def _profile(spec: dict[str, Any], home: Path, config: "Config") -> "AgentProfile":
     """The run's agent profile: its file, or for a temporary subagent what its approved spawn said."""
     from sentinel.agents import profile as profiles
@@ -91,6 +93,7 @@ def _profile(spec: dict[str, Any], home: Path, config: "Config") -> "AgentProfil
                                  skills=[str(s) for s in sub.get("skills") or []])
 
 
+# untyped: `spec`, the supervisor's `hello` answer
 def _keep(spec: dict[str, Any], profile: "AgentProfile", home: Path) -> None:
     """Save a temporary subagent into its user's roster (agents/<name>.yaml and its soul), as this user."""
     from sentinel.agents import profile as profiles
@@ -98,12 +101,13 @@ def _keep(spec: dict[str, Any], profile: "AgentProfile", home: Path) -> None:
     profiles.save(profile, home, soul=str(spec["subagent"]["soul"]))
 
 
-def _workspace(spec: dict[str, Any], home: Path) -> Path:
+def _workspace(spec: dict[str, Any], home: Path) -> Path:  # untyped: `spec`, the supervisor's `hello` answer
     from sentinel import paths
 
     return Path(spec["workspace"]) if spec.get("workspace") else paths.workspace_dir(home)
 
 
+# untyped: `spec`, the supervisor's `hello` answer
 def _settings(spec: dict[str, Any]) -> tuple["Config", tuple[str, str]]:
     """The operator's settings and Muzzle's endpoint, as the supervisor sent them."""
     from pydantic import ValidationError

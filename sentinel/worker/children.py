@@ -15,12 +15,13 @@ supervisor to start it as the child agent's user.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from typing import Callable, Iterable, Mapping, Protocol
 
 from sentinel.agents.naming import CHILD_TOOLS
 from sentinel.engine.state import RunState
 from sentinel.tools import Tool, ToolContext, ToolError, object_schema
 from sentinel.engine.status import RunStatus
+from sentinel.jsontypes import JSON, JSONObject
 
 __all__ = ["CHILD_TOOLS", "Children", "child_tools", "grants"]
 TEMPORARY = "sub-"        # a spawned subagent's profile name: sub-<id>
@@ -28,7 +29,7 @@ SAVE_CALL = "save-agent"  # the call id of the approval that keeps one (orchestr
 
 
 class Children(Protocol):
-    def plan(self, tool: str, args: dict[str, Any], parent: RunState, granted: frozenset[str]) -> dict[str, Any]:
+    def plan(self, tool: str, args: JSONObject, parent: RunState, granted: frozenset[str]) -> JSONObject:
         """The exact child a call would make; raises ToolError (or a SentinelError) to refuse it."""
         ...
 
@@ -36,12 +37,12 @@ class Children(Protocol):
         """The child run the call made, if any (the loop reads its `id`)."""
         ...
 
-    def start(self, parent: RunState, call_id: str, tool: str, plan: dict[str, Any],
+    def start(self, parent: RunState, call_id: str, tool: str, plan: JSONObject,
               granted: frozenset[str]) -> str:
         """Create the child run of this call (checking its grants against `granted` again); its id."""
         ...
 
-    def advance(self, child_id: str) -> dict[str, Any]:
+    def advance(self, child_id: str) -> JSONObject:
         """Let the child go on until it pauses or ends: its status, output and error."""
         ...
 
@@ -78,31 +79,36 @@ def temporary_description(task: str) -> str:
     return f"temporary subagent: {task[:80]}"
 
 
-def result_text(ended: dict[str, Any]) -> str:
+def result_text(ended: JSONObject) -> str:
     """What the parent's call returns: the child's answer, or why it has none."""
     if ended["status"] == RunStatus.DONE:
-        return ended.get("output") or ""
+        return text_of(ended.get("output"))
     if ended["status"] == RunStatus.DONE_UNVERIFIED:  # the parent hears that nobody checked it, and what
-        return (f"{ended.get('output') or ''}\n\n[sentinel note] The child run {ended['id']} answered, but the "
+        return (f"{text_of(ended.get('output'))}\n\n[sentinel note] The child run {ended['id']} answered, but the "
                 f"harness did not verify its work ({ended.get('error') or 'not verified'}): check it before relying "
                 "on it.")
     return f"Error: the child run {ended['id']} {ended['status']}: {ended.get('error') or 'no answer'}"
 
 
-_STRINGS = {"type": "array", "items": {"type": "string"}}
+def text_of(value: JSON) -> str:
+    """A run's text column as the child's answer carries it: its text, "" when it has none (None)."""
+    return value if isinstance(value, str) else ""
+
+
+_STRINGS: JSONObject = {"type": "array", "items": {"type": "string"}}
 
 
 def child_tools(children: Children, state: RunState, parent_tools: Callable[[], frozenset[str]]) -> list[Tool]:
-    def tool(name: str, description: str, props: dict[str, Any], required: list[str]) -> Tool:
-        def plan(args: dict[str, Any]) -> dict[str, Any]:
+    def tool(name: str, description: str, props: Mapping[str, JSON], required: list[str]) -> Tool:
+        def plan(args: JSONObject) -> JSONObject:
             return children.plan(name, args, state, parent_tools())
 
-        def never(args: dict[str, Any], ctx: ToolContext) -> str:  # the loop starts a child run instead
+        def never(args: JSONObject, ctx: ToolContext) -> str:  # the loop starts a child run instead
             raise ToolError(f"{name} runs as a child run")
 
         return Tool(name, description, object_schema(props, required), never, plan=plan)
 
-    text = {"type": "string"}
+    text: JSONObject = {"type": "string"}
     return [
         tool("delegate", "Have one of the agents that work for you (listed in your instructions) do a task: "
                          "`agent` is its name, `task` says everything it needs; returns its final answer.",

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from sentinel import paths
 from sentinel.engine import journal
@@ -47,7 +47,7 @@ from sentinel.models import ModelClient, ModelError
 TIDY_KEEP = 2  # checkpoints the curator's tidy-up keeps
 CURATE_MIN_CALLS = 2  # tool calls in the ended turn before the curator model is asked for conventions
 
-Audit = Callable[[str, dict[str, Any]], None]
+Audit = Callable[[str, Mapping[str, object]], None]
 
 
 class ContextKeeper:

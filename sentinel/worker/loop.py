@@ -609,8 +609,9 @@ class AgentLoop:
         ended = children.advance(child_id)
         if ended["status"] not in TERMINAL:
             raise WaitingChild(child_id)
-        self.run.record(rec.ChildFinished(child_id=child_id, call_id=call_id, status=ended["status"],
-                                          output=ended.get("output")))
+        output = ended.get("output")
+        self.run.record(rec.ChildFinished(child_id=child_id, call_id=call_id, status=str(ended["status"]),
+                                          output=output if isinstance(output, str) else None))
         self.result(call_id, result_text(ended), changed=ended["status"] in ANSWERED)
 
     def _after_crash(self, call: ToolCall) -> None:

@@ -4,7 +4,9 @@ has those tools (a 1.5B model reaches for `recall` or `delegate` only when the p
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
+
+from sentinel.jsontypes import JSON, JSONObject, list_in, object_in
 
 SCAFFOLD = """\
 ## How to work
@@ -42,14 +44,15 @@ yourself; do yourself only what none of them is for. For example:
 """
 
 
-def _type(prop: dict[str, Any]) -> str:
-    kind = prop.get("type", "any")
-    return "|".join(kind) if isinstance(kind, list) else str(kind)
+def _type(prop: JSON) -> str:
+    kind = object_in(prop).get("type", "any")
+    return "|".join(str(k) for k in kind) if isinstance(kind, list) else str(kind)
 
 
-def _signature(tool: dict[str, Any]) -> str:
-    props = tool["parameters"].get("properties", {})
-    required = set(tool["parameters"].get("required", []))
+def _signature(tool: JSONObject) -> str:
+    parameters = object_in(tool["parameters"])
+    props = object_in(parameters.get("properties", {}))
+    required = {r for r in list_in(parameters.get("required", [])) if isinstance(r, str)}
     params = ", ".join(f"{k}{'' if k in required else '?'}: {_type(v)}" for k, v in props.items())
     return f"- {tool['name']}({params}): {tool['description']}"
 
@@ -63,10 +66,10 @@ def guides(names: set[str], roster: dict[str, str]) -> str:
     return text
 
 
-def system_prompt(soul: str, tools: list[dict[str, Any]], workspace: str, name: str | None = None,
+def system_prompt(soul: str, tools: list[JSONObject], workspace: str, name: str | None = None,
                   parts: Sequence[tuple[str, str]] = (), roster: dict[str, str] | None = None) -> str:
     listing = "\n".join(_signature(t) for t in tools) or "(none)"
     header = f"Your name is {name}.\n\n" if name else ""
     body = "".join(f"\n\n## {heading}\n\n{text.strip()}" for heading, text in parts)
-    extra = guides({t["name"] for t in tools}, roster or {})
+    extra = guides({str(t["name"]) for t in tools}, roster or {})
     return f"{header}{soul.strip()}{body}\n\n" + SCAFFOLD.format(workspace=workspace, tools=listing, guides=extra)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import socket
 from dataclasses import asdict, fields
-from typing import Any
+from typing import Any, Mapping
 
 from sentinel.engine.events import Event
 from sentinel.engine.state import RunState
@@ -112,7 +112,7 @@ class RemoteStore:
     def consume(self, approval_id: str, digest: str) -> bool:
         return bool(self.channel.call("consume", approval_id=approval_id, digest=digest))
 
-    def audit(self, kind: str, record: dict[str, Any]) -> None:
+    def audit(self, kind: str, record: Mapping[str, object]) -> None:
         self.channel.call("audit", kind=kind, record=record)
 
     def relay_notify(self, run_id: str, message: str, targets: list[str] | None = None) -> JSONObject:
@@ -135,19 +135,19 @@ class RemoteChildren:
     def __init__(self, channel: Channel):
         self.channel = channel
 
-    def plan(self, tool: str, args: dict[str, Any], parent: RunState, granted: frozenset[str]) -> dict[str, Any]:
+    def plan(self, tool: str, args: JSONObject, parent: RunState, granted: frozenset[str]) -> JSONObject:
         return protocol.result_object(self.channel.call("child_plan",
                                                         tool=tool, arguments=args, granted=sorted(granted)))
 
-    def child_for_call(self, parent_id: str, call_id: str) -> dict[str, Any] | None:
+    def child_for_call(self, parent_id: str, call_id: str) -> JSONObject | None:
         return protocol.result_optional(self.channel.call("child_for_call", call_id=call_id))
 
-    def start(self, parent: RunState, call_id: str, tool: str, plan: dict[str, Any], granted: frozenset[str]) -> str:
+    def start(self, parent: RunState, call_id: str, tool: str, plan: JSONObject, granted: frozenset[str]) -> str:
         return str(self.channel.call("child_start", call_id=call_id))
 
-    def advance(self, child_id: str) -> dict[str, Any]:
+    def advance(self, child_id: str) -> JSONObject:
         return protocol.result_object(self.channel.call("child_advance", child_id=child_id))
 
 
-def approval_dict(approval: Approval | None) -> dict[str, Any] | None:
+def approval_dict(approval: Approval | None) -> JSONObject | None:
     return asdict(approval) if approval is not None else None

@@ -12,7 +12,7 @@ import importlib.util
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from sentinel.agents import profile as profiles
 from sentinel.agents.authored import AuthoredTools
@@ -187,7 +187,7 @@ def _keeper(config: Config, home: Path, profile: profiles.AgentProfile, state: R
     curator = None if config.context.curator_model == CURATOR_OFF else client(config.context.curator_model)
     limit = compact.threshold(config.context.compact_at_chars, state.model, config.local.context_tokens)
 
-    def audit(kind: str, record: dict[str, Any]) -> None:
+    def audit(kind: str, record: Mapping[str, object]) -> None:
         store.audit(kind, {"run_id": state.id, "agent": profile.name, **record})
 
     return ContextKeeper(config.context, summarizer, limit, memory_dir(home) / profile.scope, audit, curator,
@@ -229,7 +229,7 @@ def _add_agent_tools(registry: Registry, config: Config, home: Path, profile: pr
                      state: RunState, store: RunStore, soul: str | None = None) -> tuple[SelfState, AuthoredTools]:
     """Self-state, skill and tool-management tools, then the agent's own tools (broken ones are audited)."""
 
-    def audit(kind: str, record: dict[str, Any]) -> None:
+    def audit(kind: str, record: Mapping[str, object]) -> None:
         store.audit(kind, {"run_id": state.id, "agent": profile.name, **record})
 
     selfstate = (SelfState(home, profile.name, config, audit) if soul is None
@@ -255,7 +255,7 @@ def _add_mcp_tools(registry: Registry, config: Config, home: Path, profile: prof
     from sentinel.mcp.client import muzzle_secrets
     from sentinel.mcp.tools import McpTools
 
-    def audit(kind: str, record: dict[str, Any]) -> None:
+    def audit(kind: str, record: Mapping[str, object]) -> None:
         store.audit(kind, {"run_id": state.id, "agent": profile.name, **record})
 
     tools = McpTools(servers, ctx, audit=audit, trusted_pin=store.mcp_trust, secret=muzzle_secrets(config, home))

@@ -30,8 +30,8 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.worker import deletes
 from sentinel.worker.safeguards import answer
 
@@ -61,12 +61,12 @@ class Contract:
         drafted = set(self.drafted)
         return [f"{c} (drafted)" if c in drafted else c for c in self.clauses()]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Contract":
-        def strings(value: Any) -> list[str]:
+    def from_dict(cls, data: JSONObject) -> "Contract":
+        def strings(value: JSON) -> list[str]:
             return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
         change = data.get("change")
