@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from sentinel import paths
 from sentinel.leash import cgroups, lsm, nft, prepared, seccomp, settings_cache
@@ -12,7 +11,7 @@ from sentinel.leash.launch import identity
 from sentinel.leash.profile import Profile, tool_profile, worker_profile
 
 
-def kernel() -> dict[str, Any]:
+def kernel() -> dict[str, object]:
     abi = lsm.abi_version()
     h = cgroups.detect()
     return {
@@ -25,7 +24,7 @@ def kernel() -> dict[str, Any]:
     }
 
 
-def _layers(prof: Profile, root: bool, uid_change: bool, tool: bool) -> dict[str, Any]:
+def _layers(prof: Profile, root: bool, uid_change: bool, tool: bool) -> dict[str, object]:
     built = lsm.build(lsm.RulesetSpec(read=prof.read, write=prof.write, tcp_connect=prof.tcp_connect)) \
         if lsm.abi_version() else None
     if built is not None:
@@ -45,13 +44,13 @@ def _layers(prof: Profile, root: bool, uid_change: bool, tool: bool) -> dict[str
     return {"enforced": [w for w in wanted if w not in missing], "missing": missing}
 
 
-def _describe(prof: Profile) -> dict[str, Any]:
+def _describe(prof: Profile) -> dict[str, object]:
     return {"read_only": prof.read, "read_write": prof.write, "tcp_connect_ports": prof.tcp_connect,
             "network": prof.network, "rlimits": prof.rlimits, "memory_bytes": prof.memory_bytes,
             "pids_max": prof.pids_max}
 
 
-def report(agent: str | None = None, workspace: Path | None = None) -> dict[str, Any]:
+def report(agent: str | None = None, workspace: Path | None = None) -> dict[str, object]:
     from sentinel import config
 
     cfg = config.load()

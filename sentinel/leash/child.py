@@ -89,6 +89,7 @@ def _rehearse(root: bool) -> None:
     json.dumps({"applied": conf.ruleset_layers, "missing": conf.missing, "trace": conf.trace})
 
 
+# untyped: the keeper's plan off the Leash wire (JSON), checked field by field into ChildPlan here
 def plan_from_wire(msg: dict[str, Any], fds: list[int], keeper_pid: int, root: bool) -> ChildPlan:
     """fds: stdin, stdout, stderr, status pipe, then the Landlock ruleset if any. The idmap fd is
     the keeper's own, inherited through fork: the plan names it."""
@@ -125,6 +126,7 @@ def _confine_and_exec(plan: ChildPlan) -> None:
     plan.resolved = _resolve(plan.argv[0], plan.env)
     confine.apply(conf)
     _hand_listener(plan)
+    # untyped: a status line for the keeper's pipe (JSON)
     status: dict[str, Any] = {"applied": conf.applied, "missing": conf.missing}
     if conf.trace is not None:
         conf.trace["child:ready"] = time.monotonic()
@@ -186,6 +188,7 @@ def _exec(plan: ChildPlan) -> None:
         os._exit(EXIT_EXEC)
 
 
+# untyped: a status line for the keeper's pipe (JSON)
 def _report(fd: int, message: dict[str, Any]) -> None:
     try:
         os.write(fd, json.dumps(message).encode() + b"\n")

@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Awaitable, Callable
 from urllib.parse import urlsplit
 
 from sentinel.leash.policy import domain_allowed
@@ -36,7 +36,7 @@ class Grant:
 
 Lookup = Callable[[int | None], "Grant | None"]
 Resolver = Callable[[str, int], Awaitable[list[str]]]
-Audit = Callable[[dict[str, Any]], None]
+Audit = Callable[[dict[str, object]], None]
 
 
 class Denied(Exception):
@@ -62,7 +62,7 @@ class EgressProxy:
         self.allow_private, self.connect_timeout_s = allow_private, connect_timeout_s
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        record: dict[str, Any] = {"peer": _peer(writer)}
+        record: dict[str, object] = {"peer": _peer(writer)}
         try:
             head = await _read_head(reader)
             method, target, headers = _parse(head)
@@ -78,7 +78,7 @@ class EgressProxy:
         except (asyncio.IncompleteReadError, ConnectionError, ValueError):
             await _close(writer)
             return
-        self._audit(record, "allow", record.pop("why"))
+        self._audit(record, "allow", str(record.pop("why")))  # _open set it
         if method == "CONNECT":
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         else:
@@ -86,7 +86,7 @@ class EgressProxy:
         await _relay(reader, writer, up_reader, up_writer)
 
     async def _open(self, host: str, port: int, uid: int | None,
-                    record: dict[str, Any]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+                    record: dict[str, object]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         grant = self.lookup(uid)
         if grant is None:
             raise Denied(403, f"no egress grant for uid {uid}")
@@ -110,7 +110,7 @@ class EgressProxy:
         record["why"] = f"allowlist entry {rule}"
         return streams
 
-    def _audit(self, record: dict[str, Any], decision: str, reason: str) -> None:
+    def _audit(self, record: dict[str, object], decision: str, reason: str) -> None:
         try:
             self.audit({**record, "decision": decision, "reason": reason})
         except Exception:  # noqa: BLE001 - a failing audit sink must not take the proxy down
@@ -272,7 +272,7 @@ def policy_lookup(system: bool, policy_dir: Path | None = None) -> Lookup:
 def jsonl_audit(path: Path) -> Audit:
     lock = threading.Lock()
 
-    def write(rec: dict[str, Any]) -> None:
+    def write(rec: dict[str, object]) -> None:
         line = json.dumps({"t": time.time(), "kind": "egress", **rec}, sort_keys=True, default=str)
         with lock, open(path, "a") as f:
             f.write(line + "\n")

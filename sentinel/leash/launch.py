@@ -37,6 +37,7 @@ _ctl: socket.socket | None = None
 _owner = 0
 _pid = 0
 CANCEL_WAIT_S = 5.0  # how long a cancelled call waits for its keeper to report the command's tree killed
+# untyped: benchmarks' per-stage timestamp records, free-form JSON-able dicts
 TRACE: list[dict[str, Any]] = []  # benchmarks append a dict here to collect per-stage timestamps of each launch
 
 
@@ -143,11 +144,13 @@ def _reset() -> None:
         _ctl = None
 
 
+# untyped: the Leash wire spec and the launcher's answer (wire.py): JSON, the answer checked by _result
 def request(spec: dict[str, Any], fds: Sequence[int] = ()) -> dict[str, Any]:
     """Send one launch request and wait for its answer (the keeper enforces the timeout)."""
     return _answer(_send(spec, fds))
 
 
+# untyped: the Leash wire spec (wire.py), JSON the launcher checks on read
 def _send(spec: dict[str, Any], fds: Sequence[int]) -> socket.socket:
     conn = _connect()
     try:
@@ -158,6 +161,7 @@ def _send(spec: dict[str, Any], fds: Sequence[int]) -> socket.socket:
     return conn
 
 
+# untyped: the launcher's answer, JSON from another process (wire.recv), checked by _result
 def _answer(conn: socket.socket) -> dict[str, Any]:
     try:
         answer, _ = wire.recv(conn)
@@ -292,6 +296,7 @@ def serve(argv: list[str], prof: Profile, *, cwd: Path, env: dict[str, str], std
 
 
 def _request(argv: list[str], prof: Profile, cwd: Path, env: dict[str, str], timeout_s: float | None, who: Identity,
+             # untyped: the Leash wire spec (wire.py), JSON the launcher checks on read
              sandbox: str, output_max_chars: int, stdio: tuple[int, int, int] | None) -> tuple[dict[str, Any], list[int]]:
     """The request for one launch and its fds (the Landlock ruleset, the caller's stdio); refuses early when
     `enforce` needs a layer this kernel lacks."""
@@ -308,6 +313,7 @@ def _request(argv: list[str], prof: Profile, cwd: Path, env: dict[str, str], tim
     if missing and sandbox == "enforce":
         raise SandboxUnavailable(prepared.refusal(missing))
     roles: list[str] = []
+    # untyped: the Leash wire spec (wire.py), mixed JSON values the launcher checks on read
     spec: dict[str, Any] = {"argv": [str(a) for a in argv], "cwd": str(cwd), "env": env, "timeout_s": timeout_s,
             "profile": prof.keeper_fields(), "uid": who.uid, "gid": who.gid, "sandbox": sandbox,
             "capture": stdio is None, "output_max_chars": output_max_chars, "missing": missing,
@@ -324,6 +330,7 @@ def _request(argv: list[str], prof: Profile, cwd: Path, env: dict[str, str], tim
     return spec, fds
 
 
+# untyped: the Leash wire spec and answer (wire.py), JSON
 def _traced(spec: dict[str, Any], send: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     if not TRACE:
         return send()
@@ -334,6 +341,7 @@ def _traced(spec: dict[str, Any], send: Callable[[], dict[str, Any]]) -> dict[st
     return answer
 
 
+# untyped: the launcher's answer, JSON from another process, read field by field here
 def _result(answer: dict[str, Any]) -> ToolResult:
     return ToolResult(answer.get("exit_code"), answer.get("output", ""), answer.get("timed_out", False),
                       answer.get("truncated", False), answer.get("applied", []), answer.get("missing", []),

@@ -216,6 +216,7 @@ def _serve(conn: socket.socket, group: cgroups.Group | None, launchee: tuple[int
 
 
 class Launch:
+    # untyped: a client's launch request off the Leash wire (wire.recv), JSON checked field by field on use
     def __init__(self, req: dict[str, Any], fds: list[int], conn: socket.socket, group: cgroups.Group | None,
                  launchee: tuple[int, socket.socket]):
         self.req, self.conn, self.group = req, conn, group
@@ -230,12 +231,14 @@ class Launch:
         self.unused = False  # a `timeout_from_stdin` command that ended before its stdin was handed over
         self.unix = unix_allow.allowlist(self.prof.get("unix_sockets") or [])
         self.listener: int | None = None  # with an allowlist: every connect() of the command comes here
+        # untyped: who the launch runs as, a part of the Leash wire answer (JSON)
         self.who: dict[str, Any] = {}
 
     def mark(self, stage: str) -> None:
         if self.timing:
             self.timing[stage] = time.monotonic()
 
+    # untyped: the Leash wire answer (JSON) sent back to the client
     def run(self) -> dict[str, Any]:
         try:
             return self._run()
@@ -243,6 +246,7 @@ class Launch:
             for fd in self.fds.values():
                 _close(fd)
 
+    # untyped: the Leash wire answer (JSON) sent back to the client
     def _run(self) -> dict[str, Any]:
         self._cgroup()
         stdio, out_r = self._stdio()
@@ -265,6 +269,7 @@ class Launch:
             os.close(stdio[1])
         return self._watch(self.pid, status_r, out_r)
 
+    # untyped: who the launch runs as, a part of the Leash wire answer (JSON)
     def _who(self) -> dict[str, Any]:
         """The plan's identity: the caller's agent user; as root without one, the tool's own uid with
         its idmapping (never uid 0); otherwise the caller's uid, whose other tasks RLIMIT_NPROC counts."""
@@ -296,6 +301,7 @@ class Launch:
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         return (self.fds["stdin"], out_w, out_w), out_r
 
+    # untyped: the Leash wire answer (JSON), merged with the child's status lines (wire.read_status)
     def _watch(self, pid: int, status_r: int, out_r: int | None) -> dict[str, Any]:
         status = wire.read_status(status_r)
         self.mark("exec")
@@ -316,6 +322,7 @@ class Launch:
         if out_r is not None:
             self._drain(out_r)
         self.mark("drained")
+        # untyped: the Leash wire answer (JSON), merged with the child's status lines (wire.read_status)
         result: dict[str, Any] = {"exit_code": code, "timed_out": timed_out, "applied": self.applied, "missing": self.missing}
         if self.unused:
             result["unused"] = True
@@ -405,6 +412,7 @@ class _Clock:
     stdin pipe first turns readable (the caller wrote to it or closed it: the hand-over), and until then
     `idle_s` bounds how long the command may wait for it."""
 
+    # untyped: a client's launch request off the Leash wire (wire.recv), JSON checked field by field on use
     def __init__(self, req: dict[str, Any], stdin: int | None):
         self.timeout = req.get("timeout_s")
         self.stdin = stdin if req.get("timeout_from_stdin") else None

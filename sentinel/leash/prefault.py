@@ -21,6 +21,7 @@ MADV_POPULATE_WRITE = 23
 
 
 @functools.lru_cache(1)
+# untyped: a ctypes foreign function (libc madvise), typeshed's private _NamedFuncPointer
 def _madvise() -> Any:
     fn = privs.libc().madvise
     fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)

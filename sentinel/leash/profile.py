@@ -33,7 +33,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from sentinel import paths
 from sentinel.errors import UsageError
@@ -72,7 +72,7 @@ class Profile:
     layers: tuple[str, ...] = confine.TOOL
     unix_sockets: list[str] = field(default_factory=list)  # the only unix sockets it may connect to
 
-    def keeper_fields(self) -> dict[str, Any]:
+    def keeper_fields(self) -> dict[str, object]:
         return {"network": self.network, "rlimits": self.rlimits, "memory_bytes": self.memory_bytes,
                 "pids_max": self.pids_max, "unix_sockets": self.unix_sockets}
 

@@ -192,6 +192,7 @@ def _remove(group: cgroups.Group) -> None:
             pass
 
 
+# untyped: a spawned child's status lines, JSON from another process (wire.read_status)
 def _read_status(fd: int) -> dict[str, Any]:
     status = wire.read_status(fd)
     if "error" in status:
@@ -284,6 +285,7 @@ def _arrange_fds(stdio: tuple[int, int, int], status_w: int, ruleset_fd: int | N
     return status_w, ruleset_fd, exe
 
 
+# untyped: a status line for the spawner's pipe (JSON)
 def _report(fd: int, message: dict[str, Any]) -> None:
     try:
         os.write(fd, json.dumps(message).encode() + b"\n")

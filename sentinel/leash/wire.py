@@ -15,6 +15,7 @@ from sentinel import frames
 MAX_MESSAGE = 64 * 1024 * 1024
 
 
+# untyped: a Leash wire message (launch spec, keeper answer): JSON whose fields each end checks on read
 def send(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
     try:
         data = frames.encode(message, MAX_MESSAGE)
@@ -40,6 +41,7 @@ def recv_fds(sock: socket.socket, bufsize: int, maxfds: int, flags: int = 0) -> 
     return msg, list(fds)
 
 
+# untyped: a Leash wire message from the peer, JSON as frames.parse returns it, checked field by field by its reader
 def recv(sock: socket.socket, maxfds: int = 0) -> tuple[dict[str, Any] | None, list[int]]:
     """One message and any fds sent with it; (None, []) on a clean EOF. ConnectionError for anything else
     that is not a whole acceptable frame."""
@@ -61,6 +63,7 @@ def recv(sock: socket.socket, maxfds: int = 0) -> tuple[dict[str, Any] | None, l
         raise ConnectionError(f"launcher message: {exc}") from None
 
 
+# untyped: a launch child's status lines, JSON from another process, read field by field by the caller
 def read_status(fd: int) -> dict[str, Any]:
     """Read a launch child's status pipe to EOF (JSON lines, merged) and close it."""
     chunks = []
@@ -69,6 +72,7 @@ def read_status(fd: int) -> dict[str, Any]:
             chunks.append(chunk)
     finally:
         os.close(fd)
+    # untyped: as read_status: JSON merged from the child's status lines
     status: dict[str, Any] = {}
     for line in b"".join(chunks).splitlines():
         try:

@@ -21,7 +21,7 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from sentinel.errors import UsageError
 from sentinel.supervisor import layout
@@ -29,7 +29,7 @@ from sentinel.supervisor.identity import DEFAULT_NAME
 
 if TYPE_CHECKING:
     from sentinel.engine.store import Store
-    from sentinel.supervisor.identity import Identity
+    from sentinel.supervisor.identity import Identity, Removed
 
 __all__ = ["DEFAULT_NAME", "setup", "init_leash", "remove_agent", "apply_egress", "remove_egress", "serve",
            "system_installed", "unreadable_files", "exposed_files", "etc_dir"]
@@ -67,7 +67,7 @@ def init_leash(user: str) -> "Identity":
         return identity.init_leash(user, store, layout.operator_group())
 
 
-def remove_agent(name: str, *, user: bool, by: str) -> dict[str, Any]:
+def remove_agent(name: str, *, user: bool, by: str) -> "Removed":
     from sentinel.supervisor import identity
 
     with _store() as store:

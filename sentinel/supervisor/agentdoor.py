@@ -23,11 +23,10 @@ under a door session may run as another user, doorscope.py). An operator's run o
 
 from __future__ import annotations
 
-from typing import Any
-
 from sentinel.engine.store import Store
 from sentinel.errors import NotFound, UsageError
 from sentinel.frames import failure, reply
+from sentinel.jsontypes import JSON, JSONObject
 from sentinel.supervisor import doorscope, layout, ops, registry
 from sentinel.supervisor.auth import Peer
 from sentinel.supervisor.hub import Client, Hub
@@ -44,7 +43,7 @@ def agent_of(store: Store, peer: Peer) -> str | None:
     return None
 
 
-def handle(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+def handle(sup: Hub, conn: Client, msg: JSONObject) -> ops.Reply:
     peer, op = conn.peer, msg.get("op")
     refusal = _refusal(peer)
     if refusal is None and op not in HANDLERS:
@@ -80,7 +79,7 @@ def mine(store: Store, peer: Peer, run_id: str) -> bool:
     return doorscope.runs_as(store, store.get_run(run_id), peer.uid, peer.agent)
 
 
-def _own_run(store: Store, peer: Peer, run_id: Any) -> None:
+def _own_run(store: Store, peer: Peer, run_id: JSON) -> None:
     if not isinstance(run_id, str) or not run_id:
         raise UsageError("run_id: must be given")
     store.get_run(run_id)  # NotFound for an id that names nothing
@@ -91,7 +90,7 @@ def _own_run(store: Store, peer: Peer, run_id: Any) -> None:
 
 # -- the operations -----------------------------------------------------------------------------------
 
-def _start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+def _start(sup: Hub, conn: Client, msg: JSONObject) -> ops.Reply:
     peer = conn.peer
     assert peer is not None
     agent = msg.get("agent") or peer.agent
@@ -105,7 +104,7 @@ def _start(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None
 
 
 def _own(handler: ops.Handler) -> ops.Handler:
-    def checked(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+    def checked(sup: Hub, conn: Client, msg: JSONObject) -> ops.Reply:
         assert conn.peer is not None
         _own_run(sup.store, conn.peer, msg.get("run_id"))
         return handler(sup, conn, msg)
@@ -115,7 +114,7 @@ def _own(handler: ops.Handler) -> ops.Handler:
 
 def _resolve(handler: ops.Handler) -> ops.Handler:
     """approve / deny: only an approval of a session this user started here."""
-    def checked(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+    def checked(sup: Hub, conn: Client, msg: JSONObject) -> ops.Reply:
         assert conn.peer is not None
         ident = msg.get("ident")
         if not isinstance(ident, str):
@@ -129,20 +128,20 @@ def _resolve(handler: ops.Handler) -> ops.Handler:
     return checked
 
 
-def _sessions(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+def _sessions(sup: Hub, conn: Client, msg: JSONObject) -> ops.Reply:
     assert conn.peer is not None
     rows = [r.to_dict() for r in sup.store.list_sessions() if mine(sup.store, conn.peer, r.id)]
     return reply(rows[:ops.MAX_ROWS])
 
 
-def _approvals(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+def _approvals(sup: Hub, conn: Client, msg: JSONObject) -> ops.Reply:
     assert conn.peer is not None
     store, peer = sup.store, conn.peer
     return reply([{**a.public(), "parents": store.parent_chain(a.run_id)}
                   for a in store.pending_approvals() if mine(store, peer, a.run_id)])
 
 
-def _catalog(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | None:
+def _catalog(sup: Hub, conn: Client, msg: JSONObject) -> ops.Reply:
     """The operators' catalog of this agent, naming no other agent: nothing here may run as another user."""
     peer = conn.peer
     assert peer is not None
@@ -153,7 +152,7 @@ def _catalog(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any] | No
     return answer
 
 
-def _status(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+def _status(sup: Hub, conn: Client, msg: JSONObject) -> ops.Reply:
     assert conn.peer is not None
     store, peer = sup.store, conn.peer
     return reply({"mode": "system", "door": DOOR, "you": peer.name, "agent": peer.agent,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Iterable, Mapping, Protocol, TypedDict
 
 from sentinel.engine import lifecycle
 from sentinel.engine.rows import StoredRun
@@ -38,6 +38,14 @@ from sentinel.worker.children import (CHILD_TOOLS, SAVE_CALL, TEMPORARY, check_d
 
 class Refused(SentinelError):
     pass
+
+
+class Subagent(TypedDict):
+    """A temporary subagent's soul, skills and description, as its approved spawn planned them."""
+
+    soul: str
+    skills: list[JSON]
+    description: str
 
 
 class Asker(Protocol):
@@ -65,7 +73,7 @@ def handle(sup: Hub, worker: Asker, msg: JSONObject) -> Mapping[str, object]:
         return failure("usage", str(exc))
 
 
-def _plan(sup: Hub, worker: Asker, msg: JSONObject) -> dict[str, Any]:
+def _plan(sup: Hub, worker: Asker, msg: JSONObject) -> JSONObject:
     tool, args = str(msg["tool"]), msg["arguments"]
     if tool not in CHILD_TOOLS or not isinstance(args, dict):
         raise UsageError(f"{tool} makes no child run")
@@ -91,7 +99,7 @@ def own_profile(worker: Asker, ident: str) -> str:
     return f"{worker.agent.name}/{ident}"
 
 
-def plan_delegation(sup: Hub, parent_id: str, ident: str, task: str, granted: list[str] | None) -> dict[str, Any]:
+def plan_delegation(sup: Hub, parent_id: str, ident: str, task: str, granted: list[str] | None) -> JSONObject:
     """What a delegation (or a workflow step) would make. `granted`: the parent's tools (None: a workflow the
     operator started, whose steps get what their profiles grant)."""
     store = sup.store
@@ -103,8 +111,9 @@ def plan_delegation(sup: Hub, parent_id: str, ident: str, task: str, granted: li
     have = _held(store, parent_id, granted)
     tools = _profile_tools(pw.pw_dir, profile, pw.pw_uid)
     if have is None:
-        return {"agent": ident, "task": task, "model": model, "grants": sorted(tools) if tools is not None else None}
-    return {"agent": ident, "task": task, "model": model, "grants": grants(have, tools)}
+        given = _array(sorted(tools)) if tools is not None else None
+        return {"agent": ident, "task": task, "model": model, "grants": given}
+    return {"agent": ident, "task": task, "model": model, "grants": _array(grants(have, tools))}
 
 
 def _held(store: Store, run_id: str, claimed: list[str] | None) -> set[str] | None:
@@ -116,7 +125,7 @@ def _held(store: Store, run_id: str, claimed: list[str] | None) -> set[str] | No
     return set(claimed) & set(stored) if stored is not None else set(claimed)
 
 
-def plan_spawn(sup: Hub, worker: Asker, args: JSONObject, granted: list[str]) -> dict[str, Any]:
+def plan_spawn(sup: Hub, worker: Asker, args: JSONObject, granted: list[str]) -> JSONObject:
     """A temporary subagent: it runs as the spawning agent's own user, in its workspace, granted only tools
     the spawning run has (asking for more refuses the call), on a model the operator allows that agent."""
     from sentinel.agents import skills as skill_files
@@ -137,10 +146,11 @@ def plan_spawn(sup: Hub, worker: Asker, args: JSONObject, granted: list[str]) ->
             raise ToolError(f"skills: no skill {name!r} (available: {', '.join(sorted(known)) or 'none'})")
     have = _held(store, worker.run_id, granted) or set()
     return {"agent": "(temporary subagent)", "task": str(args["task"]), "soul": str(args["soul"]), "model": model,
-            "skills": [str(n) for n in wanted], "grants": grants(have, _wanted_tools(args.get("tools")), strict=True)}
+            "skills": [str(n) for n in wanted],
+            "grants": _array(grants(have, _wanted_tools(args.get("tools")), strict=True))}
 
 
-def plan_workflow(sup: Hub, worker: Asker, name: str, input_text: str, granted: list[str]) -> dict[str, Any]:
+def plan_workflow(sup: Hub, worker: Asker, name: str, input_text: str, granted: list[str]) -> JSONObject:
     """A `run_workflow` call: the agent's saved workflow, read from its home without following anything it
     planted, validated against the roster; the plan carries every step, so the approval binds them all."""
     from sentinel.workflows import model as workflows
@@ -156,10 +166,10 @@ def plan_workflow(sup: Hub, worker: Asker, name: str, input_text: str, granted: 
     for step in flow.steps:  # every step, before any runs: a door session's workflow names its own agent only
         doorscope.check_runs_as(store, worker.run_id, registry.resolve(store, step.agent)[0])
     return {"workflow": name, "input": input_text, "steps": [s.model_dump() for s in flow.steps],
-            "grants": sorted(_held(store, worker.run_id, granted) or ())}
+            "grants": _array(sorted(_held(store, worker.run_id, granted) or ()))}
 
 
-def _yaml(text: str, source: str) -> Any:
+def _yaml(text: str, source: str) -> object:  # any value: flows.parse checks it whole
     import yaml
 
     from sentinel.errors import ConfigError
@@ -201,7 +211,7 @@ def _start(sup: Hub, worker: Asker, msg: JSONObject) -> str:
     return create(sup, worker.run_id, call_id, {**plan, "grants": fresh["grants"]})
 
 
-def _start_workflow(sup: Hub, worker: Asker, call_id: str, plan: dict[str, Any]) -> str:
+def _start_workflow(sup: Hub, worker: Asker, call_id: str, plan: JSONObject) -> str:
     """The approved workflow, exactly as its plan carried it (the file may have changed since)."""
     store = sup.store
     flow = flows.parse(sup, {"steps": plan.get("steps")}, f"run_workflow {plan.get('workflow')!r}")
@@ -214,7 +224,7 @@ def _start_workflow(sup: Hub, worker: Asker, call_id: str, plan: dict[str, Any])
     return run_id
 
 
-def _start_spawn(sup: Hub, worker: Asker, call_id: str, plan: dict[str, Any]) -> str:
+def _start_spawn(sup: Hub, worker: Asker, call_id: str, plan: JSONObject) -> str:
     """The subagent exactly as approved: its profile and soul stay in the store (the decision's plan) and
     reach its worker in `hello`; it is a profile `sub-<id>` of the spawning agent's user."""
     stored = sup.store.grants_of(worker.run_id)
@@ -223,11 +233,11 @@ def _start_spawn(sup: Hub, worker: Asker, call_id: str, plan: dict[str, Any]) ->
     runmodel.allowed(sup.config, worker.agent.name, str(plan["model"]), f"spawn: model {plan['model']}")
     ident = f"{worker.agent.name}/{new_id(TEMPORARY)}"
     workspace = sup.store.get_run(worker.run_id)["workspace"]
-    return create(sup, worker.run_id, call_id, {**plan, "agent": ident, "grants": given},
+    return create(sup, worker.run_id, call_id, {**plan, "agent": ident, "grants": _array(given)},
                   workspace=Path(workspace) if workspace else None)
 
 
-def subagent(store: Store, row: StoredRun) -> dict[str, Any] | None:
+def subagent(store: Store, row: StoredRun) -> Subagent | None:
     """A temporary subagent's soul, skills and description, from the approved spawn that made it (the
     supervisor's store); None for any other run."""
     parent_id, call_id = row["parent_id"], row["call_id"]
@@ -257,7 +267,7 @@ def settle_temporary(sup: Hub, run_id: str) -> None:
                           "orchestration.temporary is ask: keep this temporary subagent in the roster?")
 
 
-def create(sup: Hub, parent_id: str, call_id: str, plan: dict[str, Any], *, task: str | None = None,
+def create(sup: Hub, parent_id: str, call_id: str, plan: JSONObject, *, task: str | None = None,
            workspace: Path | None = None) -> str:
     """Make and launch the child run of a plan. `task`: a workflow step's task, as rendered (else the hand-off
     with the head run's request); `workspace`: else the agent's own."""
@@ -272,7 +282,8 @@ def create(sup: Hub, parent_id: str, call_id: str, plan: dict[str, Any], *, task
     child_id = store.new_run_id()
     store.create_run(child_id, agent=profile, task=task, model=str(plan["model"]),
                      workspace=workspace or home / "workspace", run_dir=home / "runs" / child_id, parent_id=parent_id,
-                     call_id=call_id, depth=_depth(store, parent_id) + 1, grants=plan["grants"])
+                     call_id=call_id, depth=_depth(store, parent_id) + 1,
+                     grants=None if plan["grants"] is None else _names(plan["grants"]))
     store.conn.execute("UPDATE runs SET user=? WHERE id=?", (agent.name, child_id))
     store.audit("run_started", {"run_id": child_id, "agent": agent.name, "profile": profile, "model": plan["model"],
                                 "parent_id": parent_id, "grants": plan["grants"]})
@@ -280,14 +291,14 @@ def create(sup: Hub, parent_id: str, call_id: str, plan: dict[str, Any], *, task
     return child_id
 
 
-def _advance(sup: Hub, worker: Asker, msg: JSONObject) -> dict[str, Any]:
+def _advance(sup: Hub, worker: Asker, msg: JSONObject) -> dict[str, object]:
     row = sup.store.get_run(str(msg["child_id"]))
     if row.get("parent_id") != worker.run_id:
         raise Refused(f"run {row['id']} is no child of run {worker.run_id}")
     return nudge(sup, row["id"])
 
 
-def nudge(sup: Hub, child_id: str) -> dict[str, Any]:
+def nudge(sup: Hub, child_id: str) -> dict[str, object]:
     """Where a child stands; one interrupted (a crash, a restart) or approved meanwhile is launched again."""
     store = sup.store
     row = store.get_run(child_id)
@@ -313,7 +324,7 @@ class Steps:
         plan = plan_delegation(self.sup, workflow_run.id, agent, task, self.sup.store.grants_of(workflow_run.id))
         return create(self.sup, workflow_run.id, key, plan, task=task)
 
-    def advance(self, child_id: str) -> dict[str, Any]:
+    def advance(self, child_id: str) -> dict[str, object]:
         return nudge(self.sup, child_id)
 
 
@@ -382,6 +393,11 @@ def _wanted_tools(value: JSON) -> list[str] | None:
     if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
         raise ToolError("tools: a list of tool names")
     return None if value is None else [str(v) for v in value]
+
+
+def _array(names: Iterable[str]) -> list[JSON]:
+    """Tool or skill names as a JSON array of a plan (a plan is JSON: it is what the approval binds)."""
+    return list(names)
 
 
 def _names(value: JSON) -> list[str]:

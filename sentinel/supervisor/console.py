@@ -16,7 +16,6 @@ the notifications' links then name (unless `web.public_url` is set); the audit l
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from sentinel.engine import outbox, websessions
 from sentinel.errors import UsageError
@@ -26,7 +25,7 @@ from sentinel.supervisor.hub import Client, Hub, caller
 SESSION_MAX_S = 366 * 86400.0
 
 
-def web_token(sup: Hub, conn: Client, listening: str | None) -> dict[str, Any]:
+def web_token(sup: Hub, conn: Client, listening: str | None) -> dict[str, object]:
     peer = caller(conn)
     if listening is not None:  # an operator's console starting: the links the watcher child sends name it
         outbox.set_console_url(sup.store.conn, outbox.checked_url(listening))
@@ -37,12 +36,12 @@ def web_token(sup: Hub, conn: Client, listening: str | None) -> dict[str, Any]:
                   "console_url": outbox.console_url(sup.store.conn)})
 
 
-def web_sign_in(sup: Hub, conn: Client, token: str, ttl: float) -> dict[str, Any]:
+def web_sign_in(sup: Hub, conn: Client, token: str, ttl: float) -> dict[str, object]:
     if not 0 < ttl <= SESSION_MAX_S:
         raise UsageError(f"session_ttl_s: a number of seconds up to {SESSION_MAX_S:.0f}")
     return reply(websessions.trade_sign_in(sup.store.conn, token, ttl))
 
 
-def web_session(sup: Hub, conn: Client, secret: str) -> dict[str, Any]:
+def web_session(sup: Hub, conn: Client, secret: str) -> dict[str, object]:
     return reply(websessions.session(sup.store.conn, secret))
 

@@ -15,7 +15,7 @@ for approval pauses the workflow, and approving it continues the workflow to its
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from sentinel.config import read_yaml
 from sentinel.engine.events import Listener
@@ -32,7 +32,7 @@ def roster(sup: Hub) -> list[str]:
     return [a.name for a in registry.all_agents(sup.store)]
 
 
-def parse(sup: Hub, doc: Any, source: str) -> workflows.Workflow:
+def parse(sup: Hub, doc: object, source: str) -> workflows.Workflow:
     """A workflow document checked whole against the roster: one ConfigError naming the field, or the workflow."""
     return workflows.parse(doc, source, roster=roster(sup))
 

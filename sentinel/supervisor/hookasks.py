@@ -15,35 +15,41 @@ agent door has none of them.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sentinel.engine import asks
 from sentinel.errors import UsageError
 from sentinel.frames import reply
+from sentinel.jsontypes import JSONObject
 from sentinel.supervisor.hub import Client, Hub, caller
 
 MAX_TTL_S = 3600.0
 MAX_TEXT = 4000
 
 
-def _text(msg: dict[str, Any], name: str, *, required: bool = True, limit: int = MAX_TEXT) -> Any:
+def _text(msg: JSONObject, name: str, *, limit: int = MAX_TEXT) -> str:
     value = msg.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or (required and not value):
-        raise UsageError(f"{name}: must be a non-empty string" if required else f"{name}: must be a string")
+    if not isinstance(value, str) or not value:
+        raise UsageError(f"{name}: must be a non-empty string")
     return value[:limit]
 
 
-def _keys(msg: dict[str, Any]) -> list[list[str]]:
+def _optional_text(msg: JSONObject, name: str, *, limit: int = MAX_TEXT) -> str | None:
+    value = msg.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{name}: must be a string")
+    return value[:limit]
+
+
+def _keys(msg: JSONObject) -> list[list[str]]:
     keys = msg.get("keys")
     if not isinstance(keys, list) or not all(isinstance(k, list) and len(k) == 2 and all(isinstance(p, str) for p in k)
                                              for k in keys):
         raise UsageError("keys: must be a list of [kind, value] string pairs")
-    return [list(k) for k in keys]
+    return [[str(p) for p in k] for k in keys if isinstance(k, list)]  # each one is, checked above
 
 
-def _file(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+def _file(sup: Hub, conn: Client, msg: JSONObject) -> dict[str, object]:
     arguments, ttl = msg.get("arguments"), msg.get("ttl_s")
     if not isinstance(arguments, dict):
         raise UsageError("arguments: must be an object")
@@ -59,29 +65,29 @@ def _file(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
     return reply({"approval_id": filed.approval_id, "digest": filed.digest})
 
 
-def _state(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+def _state(sup: Hub, conn: Client, msg: JSONObject) -> dict[str, object]:
     return reply(asks.state(sup.store, _text(msg, "approval_id", limit=64)))
 
 
-def _take(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+def _take(sup: Hub, conn: Client, msg: JSONObject) -> dict[str, object]:
     return reply({"taken": asks.take(sup.store, _text(msg, "approval_id", limit=64), _text(msg, "digest", limit=64))})
 
 
-def _withdraw(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+def _withdraw(sup: Hub, conn: Client, msg: JSONObject) -> dict[str, object]:
     return reply({"withdrawn": asks.withdraw(sup.store, _text(msg, "approval_id", limit=64), _text(msg, "why"))})
 
 
-def _allowlisted(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
+def _allowlisted(sup: Hub, conn: Client, msg: JSONObject) -> dict[str, object]:
     return reply({"allowlisted": asks.allowlisted(sup.store, _text(msg, "repository"), _keys(msg))})
 
 
-def _allowlist(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    return reply({"entries": asks.allowlist(sup.store, _text(msg, "repository", required=False))})
+def _allowlist(sup: Hub, conn: Client, msg: JSONObject) -> dict[str, object]:
+    return reply({"entries": asks.allowlist(sup.store, _optional_text(msg, "repository"))})
 
 
-def _revoke(sup: Hub, conn: Client, msg: dict[str, Any]) -> dict[str, Any]:
-    count = asks.revoke(sup.store, _text(msg, "repository"), _text(msg, "kind", required=False),
-                        _text(msg, "value", required=False), by=caller(conn).name)
+def _revoke(sup: Hub, conn: Client, msg: JSONObject) -> dict[str, object]:
+    count = asks.revoke(sup.store, _text(msg, "repository"), _optional_text(msg, "kind"),
+                        _optional_text(msg, "value"), by=caller(conn).name)
     return reply({"revoked": count})
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Mapping, Protocol
 
 from sentinel.errors import SentinelError
+from sentinel.jsontypes import JSONObject
 from sentinel.supervisor import layout
 
 if TYPE_CHECKING:
@@ -37,9 +38,9 @@ class Client(Protocol):
     peer: "Peer | None"
     closed: bool
 
-    def send(self, message: dict[str, Any]) -> None: ...
+    def send(self, message: Mapping[str, object]) -> None: ...
 
-    def finish(self, message: dict[str, Any]) -> None:
+    def finish(self, message: Mapping[str, object]) -> None:
         """Send a final reply and close once it is written."""
         ...
 
@@ -56,6 +57,7 @@ class Running(Protocol):
 
     relaunch: bool
     stopped: bool
+    inbox: JSONObject  # a chat session's next message and skills, for the worker's `hello`
 
 
 class Hub(Protocol):
@@ -68,7 +70,9 @@ class Hub(Protocol):
     @property
     def store(self) -> "Store": ...
 
-    def launch(self, run_id: str) -> Any: ...
+    def launch(self, run_id: str) -> Running | None:
+        """Start the run's worker (None: a workflow run, which has none)."""
+        ...
 
     def watch(self, client: Client, run_id: str, since_seq: int = 0) -> None: ...
 
@@ -78,7 +82,7 @@ class Hub(Protocol):
         """Keep a finished temporary subagent: its user's worker writes it into the roster."""
         ...
 
-    def relay(self, run_id: str, event: dict[str, Any]) -> None:
+    def relay(self, run_id: str, event: JSONObject) -> None:
         """Hand a run's event to whoever follows it."""
         ...
 

@@ -23,7 +23,7 @@ import sys
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from sentinel.errors import SentinelError, UsageError
 from sentinel.engine.status import RunStatus
@@ -46,6 +46,17 @@ RESERVED = frozenset("""
 TREE_DIRS = ("agents", "skills", "tools", "memory", "runs", "workflows", "watchers", "workspace", "state", "tmp")
 
 
+class Removed(TypedDict):
+    """What `agent remove` did (its JSON answer and its audit record)."""
+
+    agent: str
+    uid: int | None
+    runs_cancelled: list[str]
+    user_deleted: bool
+    egress: str
+    by: str
+
+
 @dataclass(frozen=True)
 class Identity:
     name: str
@@ -55,7 +66,7 @@ class Identity:
     created: bool
     system: tuple[str, ...] = ()  # what setup found or did for system mode itself (install.prepare)
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         return {"name": self.name, "display_name": self.display_name, "user": self.name, "home": self.home,
                 "uid": self.uid, "created": self.created, "system": list(self.system)}
 
@@ -196,7 +207,7 @@ def agent_uids(store: Store) -> list[int]:
     return sorted(uids)
 
 
-def remove(name: str, store: Store, *, user: bool = False, by: str = "root") -> dict[str, Any]:
+def remove(name: str, store: Store, *, user: bool = False, by: str = "root") -> Removed:
     """Unregister an agent: its runs that are not finished are cancelled (approvals with them), the egress
     table loses its uid, and with `user` its Linux user, home and Leash policy go too. Refused while one
     of its runs is executing, and `user` only for a user `sentinel setup` created."""
@@ -225,9 +236,9 @@ def remove(name: str, store: Store, *, user: bool = False, by: str = "root") -> 
         store.conn.execute("DELETE FROM meta WHERE key=?", (registry.DEFAULT_KEY,))
     egress = apply_egress(store)
     deleted = _userdel(name, layout.etc_dir() / "leash" / f"{name}.yaml") if user else False
-    record = {"agent": name, "uid": agent.uid, "runs_cancelled": [r["id"] for r in rows], "user_deleted": deleted,
-              "egress": egress, "by": by}
-    store.audit("agent_removed", record)
+    record = Removed(agent=name, uid=agent.uid, runs_cancelled=[r["id"] for r in rows], user_deleted=deleted,
+                     egress=egress, by=by)
+    store.audit("agent_removed", dict(record))
     return record
 
 
@@ -322,7 +333,7 @@ def build_tree(home: Path, name: str, display: str) -> None:
     _set_default_agent(root / "config.yaml", name)
 
 
-def _yaml(data: Any) -> str:
+def _yaml(data: object) -> str:
     import yaml
 
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
@@ -340,11 +351,12 @@ def _write_new(path: Path, text: str) -> None:
 def _set_default_agent(path: Path, name: str) -> None:
     import yaml
 
-    data: Any = {}
+    data: dict[object, object] = {}
     if path.exists():
-        data = yaml.safe_load(path.read_text()) or {}
-        if not isinstance(data, dict):
+        loaded = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(loaded, dict):
             raise UsageError(f"{path}: top level must be a mapping")
+        data = loaded
     data["default_agent"] = name
     tmp = path.with_name(f".{path.name}.tmp")
     if os.path.lexists(tmp):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import pwd
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from sentinel.agents.profile import NAME
 from sentinel.engine.store import Store
@@ -28,7 +27,7 @@ class Agent:
     origin: str
     created_at: float
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         return {"name": self.name, "display_name": self.display_name, "user": self.user, "uid": self.uid,
                 "home": self.home, "origin": self.origin}
 

@@ -12,7 +12,7 @@ flag to change. The run token then names exactly this model and the operator's j
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sentinel.errors import UsageError
 from sentinel.supervisor import agentfs, layout
@@ -72,7 +72,7 @@ def profile_mcp(home: str, profile: str, uid: int) -> list[str]:
     return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
 
-def _profile(home: str, profile: str, uid: int) -> dict[str, Any]:
+def _profile(home: str, profile: str, uid: int) -> dict[object, object]:
     import yaml
 
     fd = agentfs.open_beneath(home, f".sentinel/agents/{profile}.yaml", uid)
@@ -83,7 +83,7 @@ def _profile(home: str, profile: str, uid: int) -> dict[str, Any]:
     if len(text) > PROFILE_BYTES:
         return {}
     try:
-        data: Any = yaml.safe_load(text)
+        data = yaml.safe_load(text)  # the agent's own YAML: narrowed to a mapping below
     except Exception:  # noqa: BLE001 - the agent's own file: a broken one is no choice, never a crash
         return {}
     return data if isinstance(data, dict) else {}

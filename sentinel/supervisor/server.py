@@ -26,7 +26,7 @@ import socket
 import stat
 import sys
 import time
-from typing import Any, Mapping
+from typing import Mapping
 
 from sentinel.engine import db
 from sentinel.engine.store import Store
@@ -468,7 +468,7 @@ class Supervisor:
     def muzzle_state(self) -> str:
         return self.muzzle.describe()
 
-    def relay(self, run_id: str, event: dict[str, Any]) -> None:  # untyped: a worker's event frame (hub.Hub.relay)
+    def relay(self, run_id: str, event: JSONObject) -> None:
         """To whoever follows the run, and whoever follows a run above it (a parent shows its children live)."""
         for watch in self.watchers.get(run_id, []):
             watch.event(event)

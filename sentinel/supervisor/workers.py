@@ -82,9 +82,9 @@ class Worker:
     error: str | None = None
     applied: list[str] = field(default_factory=list)
     relaunch: bool = False  # an approval of this run was resolved while this worker was still winding down
-    # Any (both): JSON for `hello`, the settings as pydantic dumps them and what `send` hands on
-    greeting: dict[str, Any] | None = None  # the `hello` answer (with the run token): handed over once
-    inbox: dict[str, Any] = field(default_factory=dict)  # a chat session's next message and skills, for `hello`
+    # untyped: the `hello` answer (with the run token), handed over once: the settings as pydantic dumps them
+    greeting: dict[str, Any] | None = None
+    inbox: JSONObject = field(default_factory=dict)  # a chat session's next message and skills, for `hello`
     stopped: bool = False   # an operator stopped this turn: the dying worker's last frames change nothing
     settling: bool = False  # it only writes a kept subagent into its user's roster; the run stays as it is
 

@@ -103,7 +103,8 @@ def start(sup: Hub, conn: Client, req: Start, door: str = "operator") -> Reply:
     store.audit("run_started", {"run_id": run_id, "agent": agent.name, "profile": profile, "model": model,
                                 "by": caller(conn).name, "uid": caller(conn).uid, "door": door})
     launched = sup.launch(run_id)
-    launched.inbox = {"skills": skills} if skills else {}
+    assert launched is not None  # a task or chat run: only a workflow run has no worker
+    launched.inbox = {"skills": [*skills]} if skills else {}
     return follow(sup, conn, run_id, req.follow)
 
 
@@ -196,7 +197,9 @@ def send(sup: Hub, conn: Client, req: Send) -> Reply:
     if req.model:  # the operator's config decides what the session may switch to
         runmodel.allowed(sup.config, row.get("user") or "", req.model, f"--model: {req.model}")
         store.set_model(row["id"], req.model)
-    sup.launch(row["id"]).inbox = {"message": req.text, "skills": skills}
+    launched = sup.launch(row["id"])
+    assert launched is not None  # a chat session: never a workflow run
+    launched.inbox = {"message": req.text, "skills": [*skills]}
     store.audit("message_sent", {"run_id": row["id"], "by": caller(conn).name, "chars": len(req.text)})
     return follow(sup, conn, row["id"], req.follow)
 
