@@ -32,7 +32,7 @@ def test_ruff_finds_no_bugs():
 
 # -- Any: only at a boundary, and saying which ------------------------------------------------------------------------
 
-CEILING = 300  # uses of typing.Any in sentinel/ (imports left out); lower it as boundaries get types, never raise it
+CEILING = 130  # uses of typing.Any in sentinel/ (imports left out); lower it as boundaries get types, never raise it
 
 
 def _any_uses() -> list[tuple[str, bool]]:

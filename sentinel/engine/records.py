@@ -293,7 +293,7 @@ class Verdict(Record):
     verified: bool = False
     checked: list[JSON] = field(default_factory=list)
     unmet: list[JSON] = field(default_factory=list)
-    unchecked: list[JSON] = field(default_factory=list)
+    unchecked: list[JSON] = optional_list()  # a line written before it existed has none
 
 
 KINDS: dict[str, type[Record]] = {cls.type: cls for cls in (

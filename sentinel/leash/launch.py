@@ -194,7 +194,11 @@ def _cancel(conn: socket.socket) -> None:
 
 
 def base_env(workspace: Path) -> dict[str, str]:
-    return {"PATH": DEFAULT_PATH, "HOME": str(workspace), "LANG": "C.UTF-8", "TERM": "dumb", "PWD": str(workspace)}
+    """A tool's environment. PYTHONDONTWRITEBYTECODE: a test a tool runs leaves no __pycache__ in the workspace,
+    whose .pyc an edit within the same second (same size, same mtime) would not invalidate: the next run of the
+    test would run the code as it was before the edit."""
+    return {"PATH": DEFAULT_PATH, "HOME": str(workspace), "LANG": "C.UTF-8", "TERM": "dumb", "PWD": str(workspace),
+            "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def launch(argv: list[str], prof: Profile, *, cwd: Path, env: dict[str, str], timeout_s: float | None,

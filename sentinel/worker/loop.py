@@ -632,15 +632,21 @@ HASH_MAX = 256 * 1024  # files up to this size are compared by content (`sed -i`
 HASHED_MAX = 8 * 1024 * 1024  # bytes read per look: beyond this a command counts as a change without looking
 
 
+TOOL_CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+
+
 def _fingerprint(workspace: Path) -> dict[str, tuple[int, int | bytes]] | None:
-    """Each workspace entry's size and content digest (modification time for a large file);
-    None: too many entries to look at cheaply, or unreadable."""
+    """Each workspace entry's size and content digest (modification time for a large file), caches the tools keep
+    for themselves left out (running a test writes __pycache__: that is no change to the work); None: too many
+    entries to look at cheaply, or unreadable."""
     seen: dict[str, tuple[int, int | bytes]] = {}
     stack, hashed = [workspace], 0
     try:
         while stack:
             with os.scandir(stack.pop()) as entries:
                 for entry in entries:
+                    if entry.name in TOOL_CACHES:
+                        continue
                     st = entry.stat(follow_symlinks=False)
                     if entry.is_dir(follow_symlinks=False):
                         seen[entry.path] = (0, 0)  # its entries are listed; its mtime moves with any rename in it

@@ -124,7 +124,7 @@ def _paused_on_b(a: Host, b: Host) -> tuple[str, str]:
     b.start()
     from sentinel.client.system import SystemEngine
 
-    run_id = str(SystemEngine(b.socket).call("start", task="count", agent=user)["id"])
+    run_id = str(SystemEngine(b.socket).call("start", task="write ran to counter.txt", agent=user)["id"])
     b.wait(run_id, "waiting_approval")
     return user, run_id
 
@@ -198,7 +198,7 @@ def test_store_unreachable_pauses_runs_status_says_so_and_nothing_is_lost(hosts,
     a.start()
     from sentinel.client.system import SystemEngine
 
-    run_id = str(SystemEngine(a.socket).call("start", task="count", agent=user)["id"])
+    run_id = str(SystemEngine(a.socket).call("start", task="write ran to counter.txt", agent=user)["id"])
     deadline = time.monotonic() + 20
     while not model.requests and time.monotonic() < deadline:
         time.sleep(0.05)

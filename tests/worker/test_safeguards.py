@@ -578,3 +578,36 @@ def test_a_call_to_a_tool_that_does_not_exist_is_a_mistake_not_a_denial(scripted
     configure(server=scripted_server([{"tool_calls": [bogus]}, "Linux is a kernel."]))
     out = cli.json("run", "What is Linux?", "--json", check=4)
     assert out["status"] == "done_unverified"
+
+
+def test_a_test_run_that_only_writes_a_tools_cache_is_not_a_change(scripted_server, configure, cli, sentinel_home):
+    """pytest writes .pytest_cache (mypy, ruff and Python their own): the run of the test after the fix still counts
+    as the run that checks it."""
+    ws = _calc_workspace(sentinel_home)
+    fix = {"name": "edit_file", "arguments": {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}}
+    test = {"name": "bash", "arguments": {"command": "mkdir -p .pytest_cache/v && echo 1 > .pytest_cache/v/last; "
+                                                     "python3 test_calc.py"}}
+    server = scripted_server([{"tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
+                              {"tool_calls": [fix]}, {"tool_calls": [test]}, "Fixed: the test prints ok."])
+    configure({"policy": {"bash": {"default": "auto"}}}, server=server)
+    out = cli.json("run", FIX_TASK, "--json", check=0)
+    assert out["status"] == "done", out
+    assert (ws / ".pytest_cache" / "v" / "last").is_file()
+
+
+def test_a_tests_run_right_after_a_same_size_edit_runs_the_edited_code(scripted_server, configure, cli, sentinel_home,
+                                                                          monkeypatch):
+    """`a * b` -> `a + b` within one second keeps calc.py's size and mtime: a __pycache__ written by the first test
+    run would still be taken for the edited file. A tool's environment writes no bytecode, whatever the caller's."""
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    ws = _calc_workspace(sentinel_home)
+    wrong = {"name": "edit_file", "arguments": {"path": "calc.py", "old_string": "a - b", "new_string": "a * b"}}
+    right = {"name": "edit_file", "arguments": {"path": "calc.py", "old_string": "a * b", "new_string": "a + b"}}
+    test = {"name": "bash", "arguments": {"command": "python3 test_calc.py"}}
+    server = scripted_server([{"tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
+                              {"tool_calls": [wrong]}, {"tool_calls": [test]}, {"tool_calls": [right]},
+                              {"tool_calls": [test]}, "Fixed."])
+    configure({"policy": {"bash": {"default": "auto"}}}, server=server)
+    out = cli.json("run", FIX_TASK, "--json", check=0, env={"PYTHONDONTWRITEBYTECODE": ""})
+    assert out["status"] == "done", out
+    assert not (ws / "__pycache__").exists()

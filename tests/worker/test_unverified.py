@@ -69,7 +69,7 @@ def test_a_verified_run_stays_done_with_exit_0(scripted_server, configure, cli, 
 
 
 def test_the_progress_and_the_chats_child_lines_say_done_not_verified():
-    from sentinel.cli.render import describe
+    from sentinel.ui.render import describe
 
     line = describe(ev.Done(run_id="r-1", seq=3, output="x", status=RunStatus.DONE_UNVERIFIED,
                             unverified="not verified: the answer (What is Linux?)"))

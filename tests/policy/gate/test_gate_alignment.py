@@ -133,8 +133,8 @@ def test_benchmark_scores_the_table(judge):
 
     j = judge(table_judge)
     judges = Judges(GateConfig(GateSettings(backends={"ollama": {"url": j.url}}).model_dump()))
-    rows = bench.score(TABLE, judges, "ollama", "m")
+    rows = bench.score(TABLE, judges.get("ollama"), "m")
     assert all(r["ok"] for r in rows) and bench.summary(rows)["correct"] == 10
     always = Judges(GateConfig(GateSettings(backends={"ollama": {"url": judge(lambda b: {
         "decision": "approve", "reason": "x"}).url}}).model_dump()))
-    assert bench.summary(bench.score(TABLE, always, "ollama", "m"))["correct"] == 5
+    assert bench.summary(bench.score(TABLE, always.get("ollama"), "m"))["correct"] == 5
