@@ -167,6 +167,13 @@ def test_the_merge_adds_checks_and_never_removes_or_widens_the_derived_ones(tmp_
     asked = draft.merge(contract.derive("Which version is set in setup.cfg?", tmp_path), draft.Draft(), tmp_path)
     assert asked.answer == "Which version is set in setup.cfg?"  # the derived answer clause stays
     assert contract.unchecked(asked)
+    # a drafted answer beside a deliverable the harness checks is no clause: "Create hello.txt containing hi" with
+    # the default model drafting {"create": ["hello.txt"], "answer": "hi"} stays verifiable
+    made = draft.merge(contract.derive("Create a file hello.txt containing the text hi", tmp_path),
+                       draft.Draft(create=["hello.txt"], answer="hi"), tmp_path)
+    assert made.answer is None and made.create == ["hello.txt"] and not contract.unchecked(made)
+    alone = draft.merge(contract.derive("Tell me about the weather", tmp_path), draft.Draft(answer="sunny"), tmp_path)
+    assert alone.answer == "sunny" and contract.unchecked(alone)  # nothing else to check: the answer is all there is
 
 
 def test_a_draft_reply_is_parsed_whole_or_not_used():

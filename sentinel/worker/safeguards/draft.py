@@ -18,7 +18,10 @@ the workspace and the journal like the derived ones. The merge is conservative:
   pattern matching a file the task keeps is dropped; `keep` adds files that exist and no delete pattern matches;
 - `pass` is taken when the task's words named no command (the harness never runs it: it looks for the model's own
   run of it, after the last change, exiting 0);
-- `answer` adds an answer clause, which is never checked: the run then ends `done_unverified`.
+- `answer` adds an answer clause, which is never checked (the run then ends `done_unverified`), only when nothing
+  else in the contract is checkable: beside a file or command the harness checks it would mark every run of a model
+  that drafts one unverified, for nothing the harness could do; a question the task itself asks is derived from
+  its words.
 """
 
 from __future__ import annotations
@@ -146,7 +149,11 @@ def merge(derived: Contract, drafted: Draft, workspace: Path) -> Contract:
         command = said
         added.append(f"pass `{said}`")
     asked = derived.answer
-    if asked is None and (said := drafted.answer):
+    checkable = create or change or delete or command
+    if asked is None and (said := drafted.answer) and not checkable:
+        # an answer is no check: drafted beside a deliverable the harness checks, it would only make the run
+        # unverifiable (a small model adds one to "Create hello.txt containing hi"); the task's own question is
+        # derived from its text, never from the draft
         asked = said
         added.append(f"answer: {said}")
     return replace(derived, create=create, change=change, delete=delete, keep=keep, command=command, answer=asked,
