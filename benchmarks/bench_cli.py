@@ -79,7 +79,7 @@ def main() -> None:
             ("sentinel show ID", [*sentinel, "show", run_id], 0, LISTING_MS),
             ("sentinel approve ID (no such)", [*sentinel, "approve", "a-none"], 2, LISTING_MS),
             ("sentinel deny ID (no such)", [*sentinel, "deny", "a-none"], 2, LISTING_MS),
-            ("sentinel run TASK", [*sentinel, "run", "say done"], 0, None),
+            ("sentinel run TASK", [*sentinel, "run", "say done"], 4, None),  # an answer: done_unverified
             ("sentinel resume ID (still paused)", [*sentinel, "resume", run_id], 3, None),
         ]
         bare: list[float] = []

@@ -47,7 +47,7 @@ def engine_run(home: Path) -> tuple[float, str]:
     outcome = engine.start("benchmark")
     elapsed = time.perf_counter() - began
     engine.close()
-    assert outcome.status == "done", outcome
+    assert outcome.status in ("done", "done_unverified"), outcome  # an answer only: nothing to check
     return elapsed, outcome.id
 
 
