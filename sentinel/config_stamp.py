@@ -27,16 +27,18 @@ def _sources(digest: "hashlib._Hash", folder: Path) -> None:
             if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
                 _sources(digest, Path(entry.path))
             elif entry.name.endswith(".py"):
-                info = entry.stat()
-                digest.update(f"{entry.path}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+                _source(digest, entry.path, entry.stat())
+
+
+def _source(digest: "hashlib._Hash", path: str | os.PathLike[str], info: os.stat_result) -> None:
+    digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
 
 
 def sources(*files: Path) -> str:
     """The size and mtime of each of `files`: what a stamp of work done by that code depends on."""
     digest = hashlib.sha256()
     for path in files:
-        info = path.stat()
-        digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+        _source(digest, path, path.stat())
     return digest.hexdigest()
 
 
