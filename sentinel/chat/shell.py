@@ -200,6 +200,10 @@ class Shell:
         if answer == "eof":
             self.io.say(f"approval {ident} stays pending: sentinel approve {ident}  |  sentinel deny {ident}")
             return None
+        # said at once: in system mode the supervisor's first event after an answer is a second or more away,
+        # and a static line (no spinner thread) leaves Ctrl-C to the command that runs next
+        self.io.say(f"[dim]{'approved' if answer == 'yes' else 'denied'} {ident}: "
+                    f"{'the run goes on' if answer == 'yes' else 'the agent is told'} …[/]")
         try:
             if answer == "yes":
                 return self.engine.approve(ident, digest=approval.digest, on_event=view)

@@ -24,6 +24,7 @@ def test_done_when_approve_inline_quit_resume_banner_chats_and_new(model, pty_ch
     chat.expect(r"echo ran >> counter\.txt")  # the call is shown before the question
     chat.expect(APPROVE)
     chat.send("y\r")
+    chat.expect(r"approved a-\w+: the run goes on")  # said before the engine hears of it (issue 42)
     chat.expect(ANSWER)
     assert chat.quit() == 0
     counter = sentinel_home / "workspace" / "counter.txt"
@@ -40,6 +41,7 @@ def test_done_when_approve_inline_quit_resume_banner_chats_and_new(model, pty_ch
     fresh.say("count once more")
     fresh.expect(APPROVE)
     fresh.send("n\r")  # the denial goes back to the model as the call's result
+    fresh.expect(r"denied a-\w+: the agent is told")
     fresh.expect(ANSWER)
     assert fresh.quit() == 0
     assert counter.read_text() == "ran\n"
@@ -180,7 +182,7 @@ def test_ctrl_c_stops_the_turn_and_its_command_not_the_shell(tools, model, confi
     chat.say("take your time")
     chat.expect(APPROVE)
     chat.send("y\r")
-    chat.expect("approved")
+    chat.expect(r"approved a-\w+: the run goes on")  # the answer is acknowledged, and Ctrl-C still reaches the turn
     _began(chat, workspace)
     group, *others = _what_ran(workspace, sandboxed)
     assert _in_group(group) and all(map(_alive, others))
