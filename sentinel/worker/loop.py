@@ -222,6 +222,19 @@ class AgentLoop:
                               f"[sentinel] The task is not done yet: {listed}. Do it with a tool call, then answer.",
                               f"the task is not done: {listed}")
 
+    def standing(self) -> str:
+        """For a model repeating itself: where the task's contract stands now, checked on the workspace (a small
+        model that redoes finished work is told the harness's checks hold; one that is stuck, what is missing)."""
+        terms = self.terms()
+        if terms is None or not (terms.create or terms.change or terms.delete):
+            return ""
+        missing = contract.check(terms, self.deps.tool_ctx.workspace, True, self.printed())
+        if missing:
+            return f"\n[sentinel note] Still to do for this task: {'; '.join(missing)}."
+        files = [c for c in terms.clauses() if not c.startswith(("pass `", "answer: "))]
+        return (f"\n[sentinel note] The workspace now meets the task's file checks ({'; '.join(files)}). If the "
+                "work is complete, give your final answer now.")
+
     def printed(self) -> str:
         """The request and what the tools printed (a command's `exit code: N` line left out), never the model's
         own words or call arguments: what a number in a deliverable can come from."""
@@ -368,8 +381,9 @@ class AgentLoop:
             return self._after_crash(call)
         decision = self.decision_of(call_id)
         if decision is None and (refused := guards.before(self.seen(), call)) is not None:
+            result = refused.result + (self.standing() if refused.duplicate else "")
             return self.run.record(self.safeguard(refused.kind, refused.action, refused.detail),
-                                   rec.Finished(call_id=call_id, result=refused.result, duplicate=refused.duplicate))
+                                   rec.Finished(call_id=call_id, result=result, duplicate=refused.duplicate))
         decision = decision or self.decide(call)
         if decision.outcome == "deny":
             self._pins.pop(call_id, None)

@@ -94,6 +94,22 @@ def test_the_same_call_twice_in_a_row_runs_once(scripted_server, configure, cli,
     assert second.startswith(first) and "not run again" in second
 
 
+def test_a_repeated_call_is_told_where_the_tasks_checks_stand(scripted_server, configure, cli, sentinel_home):
+    """A small model that redoes finished work hears that the workspace meets the task's file checks; one that
+    repeats a call beside the point hears what is still missing (checked on the workspace, not its word)."""
+    write = {"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi"}}
+    configure(server=scripted_server([{"tool_calls": [write]}, {"tool_calls": [write]}, "Created hello.txt."]))
+    out = cli.json("run", "Create a file hello.txt containing the word hi", "--json", check=0)
+    _, second = _tool_results(cli, out["id"])
+    assert "meets the task's file checks (create hello.txt)" in second and "final answer now" in second
+
+    wrong = {"name": "write_file", "arguments": {"path": "notes.txt", "content": "hi"}}
+    configure(server=scripted_server([{"tool_calls": [wrong]}, {"tool_calls": [wrong]}, "Done."]))
+    out = cli.json("run", "Create a file greeting.txt containing the word hi", "--json", check=1)
+    _, second = _tool_results(cli, out["id"])
+    assert "Still to do for this task: greeting.txt does not exist" in second
+
+
 def test_a_run_repeating_itself_is_stopped(scripted_server, configure, cli):
     server = scripted_server([{"repeat": 20, "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}])
     configure(server=server)
