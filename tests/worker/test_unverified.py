@@ -185,3 +185,13 @@ def test_a_draft_reply_is_parsed_whole_or_not_used():
     assert draft.parse('{"create": "a.txt"}')[0] is None
     assert draft.parse('{"create": [], "run": "rm -rf /"}')[0] is None
     assert draft.MAX_TOKENS > 4 * draft.ITEMS * draft.CHARS  # the budget fits the longest reply the schema allows
+
+
+def test_a_file_the_task_names_that_is_already_there_is_no_file_to_create(tmp_path):
+    """Its existence proves nothing: a contract of `create numbers.txt` held before the run began."""
+    from sentinel.worker.safeguards import contract
+
+    (tmp_path / "numbers.txt").write_text("12\n93\n")
+    terms = contract.derive("Write the largest number of numbers.txt to max.txt.", tmp_path)
+    assert terms.create == ["max.txt"]
+    assert contract.check(terms, tmp_path, True) == ["max.txt does not exist"]

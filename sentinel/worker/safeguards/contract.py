@@ -90,7 +90,9 @@ def unchecked(contract: Contract) -> list[str]:
 
 
 def derive(request: str, workspace: Path) -> Contract:
-    create = answer.outputs(request)
+    # a file already there is never one to create: its existence proves nothing ("Write the largest number of
+    # numbers.txt to max.txt" names its input after "write"), as the draft's merge has it
+    create = [f for f in answer.outputs(request) if not (workspace / f).exists()]
     existing = answer.inputs(request, workspace)
     change: dict[str, str] = {}
     if not create and len(existing) == 1 and answer.asks_for_change(request) and not answer.asks_question(request):
