@@ -286,7 +286,7 @@ def deny(ident: str = typer.Argument(..., help="Approval id, or a run id with on
 
 
 def resume(run_id: str = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
-    """Resume an interrupted or paused run (a finished run just reports its status)."""
+    """Resume an interrupted or paused run (a finished run reports its status, with the exit code `run` gave it)."""
     with _engine() as engine, Progress(False if as_json else None) as progress:
         outcome = engine.resume(run_id, on_event=progress)
     if outcome.status in TERMINAL and not as_json:
@@ -294,10 +294,10 @@ def resume(run_id: str = typer.Argument(...), as_json: bool = typer.Option(False
               file=sys.stderr)
         if outcome.status in ANSWERED:
             print(for_stream(outcome.output or "", sys.stdout))
-        raise typer.Exit(0)
+        raise typer.Exit(STATUS_EXIT.get(outcome.status, 1))  # as `run` ended: a script reads the same code
     if outcome.status in TERMINAL:
         print_json(outcome.to_dict())
-        raise typer.Exit(0)
+        raise typer.Exit(STATUS_EXIT.get(outcome.status, 1))
     _finish(outcome, as_json, progress)
 
 
