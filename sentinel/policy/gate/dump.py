@@ -31,6 +31,8 @@ class RuleDump(TypedDict, total=False):
     post: bool
     scope: list[str]
     exclude: list[str]
+    when: list[str]         # regular expressions over the action's text: judged only when one is found
+    unless: list[str]       # ... and none of these
     backend: str | None
     model: str | None
     prompt: str

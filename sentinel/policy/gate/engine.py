@@ -214,6 +214,16 @@ class Gate:
     def deadline_ms(self) -> float:
         return float(self.cfg.data.get("deadline_ms") or 20000)
 
+    def shown(self, rule: Rule, action: Action) -> dict[str, str]:
+        """The template values the judge reads: a write's content from where the rule's `when` found something,
+        when that lies past the first `content_max_chars` (the judge is shown what made the rule apply)."""
+        most = self.cfg.content_max_chars
+        values = template_vars(action, most)
+        if action.trigger == "file_write" and rule.when and (at := rule.found(action)) is not None and at >= most:
+            start = max(0, at - most // 4)
+            values["content_snippet"] = f"…{action.content[start:start + most]}"
+        return values
+
     def _judge_one(self, rule: Rule, action: Action, intent: alignment.Intent | None,
                    end: float | None = None) -> Judged:
         backend = self.backend_of(rule)
@@ -226,7 +236,7 @@ class Gate:
                                     timeout_s=self.cfg.timeout_ms / 1000,
                                     content_max_chars=self.cfg.content_max_chars)
         else:
-            user = render(rule.prompt, template_vars(action, self.cfg.content_max_chars))
+            user = render(rule.prompt, self.shown(rule, action))
             req = Request(JUDGE_SYSTEM, user, VERDICT, model, timeout_s=self.cfg.timeout_ms / 1000,
                           temperature=0.0, max_tokens=200, think=bool(self.cfg.think))
         if req.start(end).remaining() <= 0:

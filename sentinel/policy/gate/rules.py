@@ -6,9 +6,18 @@ lands and as written) while no exclude pattern does; for bash, some command of t
 parse (sentinel.policy.shell). A `file_write` rule also applies to a bash command that may write a
 path in its scope, or whose writes are unknown (sentinel.policy.writes); an `any` rule with a scope
 also applies to a bash command writing a path in it. A rule out of scope costs no model call.
+
+`when` and `unless` (regular expressions) then look at the action's text: a file write's whole content, a command
+line as the shell will run it, an MCP call's or another tool's arguments as JSON.
+A rule with `when` applies only when one of its patterns is found there, and never when one of `unless` is: a
+content test as cheap and certain as the scope's, so the judge is asked only about actions that could break the
+rule. `unless` exempts on text the agent writes itself: use it only for an exemption the rule grants anyway.
 """
 
 from __future__ import annotations
+
+import json
+import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,7 +31,7 @@ GPU_BACKENDS = frozenset({"ollama", "local"})
 
 class Rule:
     __slots__ = ("id", "kind", "trigger", "severity", "post", "scope", "exclude", "backend", "model", "prompt",
-                 "skip_read_only", "source", "description", "_scope_c", "_exclude_c")
+                 "skip_read_only", "source", "description", "when", "unless", "_scope_c", "_exclude_c")
 
     def __init__(self, data: RuleDump):
         self.id: str = data["id"]
@@ -38,6 +47,8 @@ class Rule:
         self.skip_read_only: bool = bool(data.get("skip_read_only"))
         self.source: str = data.get("source", "")
         self.description: str = data.get("description", "")
+        self.when = [re.compile(p) for p in data.get("when") or []]
+        self.unless = [re.compile(p) for p in data.get("unless") or []]
         self._scope_c = data.get("scope_c") or []
         self._exclude_c = data.get("exclude_c") or []
 
@@ -52,6 +63,39 @@ class Rule:
         return self.severity == "info" and not self.post
 
     def applies(self, action: Action) -> bool:
+        if not self.in_scope(action):
+            return False
+        if not (self.when or self.unless):
+            return True
+        if action.trigger == "bash":
+            return self._command_fits(action.command)
+        said = text(action)
+        return (not self.when or any(p.search(said) for p in self.when)) and not any(p.search(said)
+                                                                                      for p in self.unless)
+
+    def _command_fits(self, line: str) -> bool:
+        """`when`/`unless` on a command line, read as the shell will run it (sentinel.policy.shell): each command
+        with quotes removed (`r''m` is `rm`), and the whole line. The rule applies when one of them holds a `when`
+        pattern and is not exempted: a command by an `unless` pattern in its own words (never in a comment or
+        another command of the line), the whole line only when every command is. A line the parse is not sure
+        of, or with a word only its expansion spells, is judged and never exempted."""
+        from sentinel.policy import shell
+
+        parsed = shell.parse(line.strip())
+        if not parsed.sure or any(c.open_at is not None for c in parsed.commands):
+            return True
+        exempt = [any(p.search(c.text) for p in self.unless) for c in parsed.commands]
+        candidates = [*zip((c.text for c in parsed.commands), exempt), (line, bool(exempt) and all(exempt))]
+        return any((not self.when or any(p.search(text) for p in self.when)) and not spared
+                   for text, spared in candidates)
+
+    def found(self, action: Action) -> int | None:
+        """Where the first `when` pattern is found in the action's text (the judge is shown the text there)."""
+        said = text(action)
+        starts = [m.start() for p in self.when if (m := p.search(said))]
+        return min(starts) if starts else None
+
+    def in_scope(self, action: Action) -> bool:
         if action.trigger == "bash" and self.trigger == "file_write":
             return scope.writes_match(self._scope_c, self._exclude_c, action, unknown=True)
         if self.trigger != "any" and self.trigger != action.trigger:
@@ -70,6 +114,16 @@ class Rule:
 
     def __repr__(self) -> str:
         return f"Rule({self.id!r}, {self.trigger}, {self.severity})"
+
+
+def text(action: Action) -> str:
+    """What `when` and `unless` look at: the content a file write writes (a bash command's own text when the command
+    is what writes), the command, an MCP call's or another tool's arguments as JSON."""
+    if action.trigger == "file_write":
+        return action.content
+    if action.trigger == "bash":  # a file_write rule's text of a command that writes (applies() parses it)
+        return action.command
+    return json.dumps(action.tool_input, ensure_ascii=False, default=str)
 
 
 def applicable(rules: list[Rule], action: Action, phase: str) -> list[Rule]:

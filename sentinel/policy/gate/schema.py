@@ -6,6 +6,8 @@
     severity  block | warn | info | ask   (alignment: block | warn | ask; scope: block | warn | ask)
     post      info rules only: synthesize context after the tool ran
     scope / exclude, backend, model, prompt, skip_read_only (alignment)
+    when / unless  regular expressions over the action's text (a write's content, a command, an MCP call's
+              arguments): the rule applies only when one of `when` is found in it and none of `unless`
 
 `load_rule(path)` returns a JSON-able dict ready for `rules.Rule`, or raises ConfigError
 with one line naming the file and the field. Imported only when rules are (re)loaded.
@@ -42,17 +44,31 @@ class RuleSpec(BaseModel):
     post: bool = False
     scope: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
+    when: list[str] = Field(default_factory=list)
+    unless: list[str] = Field(default_factory=list)
     backend: str | None = None
     model: str | None = None
     prompt: str = ""
     skip_read_only: bool = False
 
-    @field_validator("scope", "exclude", mode="before")
+    @field_validator("scope", "exclude", "when", "unless", mode="before")
     @classmethod
     def _listify(cls, value: JSON) -> JSON:
         if isinstance(value, str):
             return [value]
         return [] if value is None else value
+
+    @field_validator("when", "unless")
+    @classmethod
+    def _regexes(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if not pattern.strip():
+                raise ValueError("empty pattern")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+        return value
 
     @field_validator("id")
     @classmethod
@@ -92,6 +108,7 @@ def validate(data: JSON, path: Path) -> RuleDump:
     trigger = spec.trigger
     return {"id": spec.id, "kind": spec.kind, "description": spec.description, "trigger": trigger,
             "severity": spec.severity, "post": spec.post, "scope": spec.scope, "exclude": spec.exclude,
+            "when": spec.when, "unless": spec.unless,
             "backend": spec.backend, "model": spec.model, "prompt": spec.prompt,
             "skip_read_only": spec.skip_read_only, "source": str(path),
             "scope_c": scope.compile_patterns(spec.scope, trigger),

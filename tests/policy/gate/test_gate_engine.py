@@ -190,3 +190,80 @@ def test_telemetry_has_seed_fields(repo, judge):
             line["model"], line["backend"]) == ("billing", "file_write", "src/core/billing/invoice.ts", True, 0.92,
                                                 "gemma3:4b", "ollama")
     assert line["ts"].endswith("Z") and isinstance(line["elapsed_ms"], int)
+
+
+def secrets(**over):
+    return {"trigger": "file_write", "severity": "warn", "scope": ["**"], "when": [r"sk_live_[0-9A-Za-z]{10,}"],
+            "prompt": "CONTENT: {{content_snippet}}\nRULE: no secret values", **over}
+
+
+def test_a_when_pattern_sends_only_the_actions_that_hold_it_to_the_judge(repo, judge):
+    """`when` is a content test as certain as the scope: a write with no candidate costs no model call, one with a
+    candidate is judged, and the judge is shown the text where the candidate is, even past the snippet."""
+    j = judge({"": {"violation": True, "confidence": 0.9, "reason": "a live key"}})
+    root = repo({"secrets": secrets()}, cfg(j, content_max_chars=200))
+    gate, _ = gate_for(root)
+    quiet = gate.pre(write(root, "app/settings.py", "API_KEY = os.environ['API_KEY']\n"))
+    assert quiet.silent and quiet.calls == 0 and j.requests == []
+    padded = "# filler\n" * 500 + "KEY = 'sk_live_51H8eXaMpLeKeY00aBcD'\n"  # far past the 200 characters shown
+    found = gate.pre(write(root, "app/stripe.py", padded))
+    assert [f.rule_id for f in found.findings] == ["secrets"] and found.calls == 1
+    shown = j.requests[0]["messages"][-1]["content"]
+    assert "sk_live_51H8eXaMpLeKeY00aBcD" in shown and len(shown) < 600
+
+
+def test_unless_exempts_and_when_applies_to_commands_and_mcp_arguments(repo, judge):
+    j = judge({"": {"violation": True, "confidence": 0.9, "reason": "flagged"}})
+    rules = {"billing": billing(unless=[r"\bBILL-[0-9]+\b"]),
+             "rm": {"trigger": "bash", "severity": "block", "scope": ["*"], "when": [r"\brm\b"], "prompt": "x"},
+             "sql": {"trigger": "mcp", "severity": "block", "scope": ["db:*"], "when": [r"(?i)\bdrop\b"],
+                     "prompt": "x"}}
+    root = repo(rules, cfg(j))
+    gate, _ = gate_for(root)
+    assert gate.pre(write(root, "src/core/billing/tax.py", "# BILL-12\nRATE = 0.3\n")).calls == 0
+    assert gate.pre(write(root, "src/core/billing/tax.py", "RATE = 0.3\n")).calls == 1
+    command = actions.bash("Bash", {"command": "ls -la"}).locate(str(root))
+    assert gate.pre(command).calls == 0
+    assert gate.pre(actions.bash("Bash", {"command": "rm -rf build"}).locate(str(root))).calls == 1
+    select = actions.mcp("mcp__db__query", {"sql": "SELECT 1"}, "db", "query").locate(str(root))
+    drop = actions.mcp("mcp__db__query", {"sql": "drop table users"}, "db", "query").locate(str(root))
+    assert gate.pre(select).calls == 0 and gate.pre(drop).calls == 1
+
+
+def test_a_when_that_is_no_regular_expression_is_one_line_naming_file_and_field(repo):
+    root = repo({"a": {**billing(), "when": ["(unclosed"]}, "b": billing()})
+    bundle = load_repo(str(root))
+    assert [r.id for r in bundle.rules] == ["b"]
+    (error,) = bundle.errors
+    assert "a.yaml" in error and "when" in error and "\n" not in error
+
+
+@pytest.mark.parametrize(("line", "judged"), [
+    ("r''m -rf build", True),                # quotes removed, as the shell runs it
+    ("\\rm -rf build", True),
+    ("ls; rm -rf build", True),
+    ("$(printf rm) -rf build", True),        # a command only its expansion spells: judged
+    ("ls -la", False),
+    ("echo hello", False),
+    ("rm -rf build --dry-run", False),        # the rule's exemption, on the command itself
+    ("rm -rf build # --dry-run", True),       # ... never in a comment
+    ("rm -rf build; echo --dry-run", True),   # ... nor on another command of the line
+])
+def test_when_and_unless_read_a_command_as_the_shell_runs_it(repo, judge, line, judged):
+    j = judge({"": {"violation": True, "confidence": 0.9, "reason": "flagged"}})
+    rules = {"rm": {"trigger": "bash", "severity": "block", "scope": ["*"], "when": [r"\brm\b"],
+                    "unless": [r"--dry-run"], "prompt": "x"}}
+    root = repo(rules, cfg(j))
+    gate, _ = gate_for(root)
+    assert gate.pre(actions.bash("Bash", {"command": line}).locate(str(root))).calls == int(judged)
+
+
+def test_a_scope_rule_with_when_decides_on_content_with_no_judge(repo, judge):
+    j = judge({"": {"violation": False, "confidence": 0.9, "reason": "never asked"}})
+    rules = {"pem": {"kind": "scope", "trigger": "file_write", "severity": "block", "scope": ["**"],
+                     "when": ["-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----"]}}
+    root = repo(rules, cfg(j))
+    gate, _ = gate_for(root)
+    blocked = gate.pre(write(root, "deploy/key.py", "KEY = '''-----BEGIN RSA PRIVATE KEY-----\nMIIE'''\n"))
+    assert [f.rule_id for f in blocked.findings] == ["pem"] and blocked.calls == 0
+    assert gate.pre(write(root, "deploy/key.py", "KEY = load_key()\n")).silent and j.requests == []
