@@ -253,7 +253,7 @@ class AgentLoop:
         if terms is None or turn is None:
             return []
         unmet = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn), self.printed())
-        unchecked = contract.unchecked(terms)
+        unchecked = contract.unchecked(terms) + contract.copies(terms, self.deps.tool_ctx.workspace)
         self.run.record(rec.Verdict(verified=not unmet and not unchecked, checked=[*terms.clauses()], unmet=[*unmet],
                                     unchecked=[*unchecked]))
         return unchecked

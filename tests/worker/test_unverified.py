@@ -195,3 +195,19 @@ def test_a_file_the_task_names_that_is_already_there_is_no_file_to_create(tmp_pa
     terms = contract.derive("Write the largest number of numbers.txt to max.txt.", tmp_path)
     assert terms.create == ["max.txt"]
     assert contract.check(terms, tmp_path, True) == ["max.txt does not exist"]
+
+
+def test_a_deliverable_that_is_a_copy_of_an_input_is_not_verified(scripted_server, configure, cli, sentinel_home):
+    """`cp numbers.txt max.txt` for "the largest number": the file exists and is not empty, and holds only what the
+    run found. A copy shows nothing of the work, so the run ends done_unverified (exit 4), never done."""
+    (sentinel_home / "workspace" / "numbers.txt").write_text("12\n7\n93\n")
+    copy = {"name": "write_file", "arguments": {"path": "max.txt", "content": "12\n7\n93\n"}}
+    configure(server=scripted_server([{"tool_calls": [copy]}, "Wrote the largest number to max.txt."]))
+    out = cli.json("run", "Write the largest number of numbers.txt to max.txt.", "--json", check=4)
+    assert out["status"] == "done_unverified" and "a copy" in out["error"] and "numbers.txt" in out["error"]
+
+    right = {"name": "write_file", "arguments": {"path": "max2.txt", "content": "93\n"}}
+    read = {"name": "read_file", "arguments": {"path": "numbers.txt"}}
+    configure(server=scripted_server([{"tool_calls": [read]}, {"tool_calls": [right]}, "Wrote 93 to max2.txt."]))
+    out = cli.json("run", "Write the largest number of numbers.txt to max2.txt.", "--json", check=0)
+    assert out["status"] == "done"

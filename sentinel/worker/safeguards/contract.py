@@ -36,6 +36,8 @@ from sentinel.worker import deletes
 from sentinel.worker.safeguards import answer
 
 KEEP_MAX = 500  # files listed for a `keep` clause; a larger workspace leaves it unchecked
+FOUND_MAX, FOUND_BYTES, FOUND_TOTAL = 200, 1 << 20, 8 << 20  # the files found at the start (non-empty, each at
+# most FOUND_BYTES, FOUND_TOTAL in all) whose digests tell a copy
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class Contract:
     answer: str | None = None   # what the task asks to be told (never checked: an answer's truth is not seen)
     unlisted: str | None = None  # why a `keep` clause could not be made (the workspace too large to list)
     drafted: list[str] = field(default_factory=list)  # the clauses the model's draft added (safeguards/draft.py)
+    found: dict[str, str] = field(default_factory=dict)  # file -> sha256 of the files the run found (up to FOUND_MAX)
 
     def clauses(self) -> list[str]:
         """Each clause in words, as `show` and the progress print them."""
@@ -77,7 +80,31 @@ class Contract:
                    if isinstance(change, dict) else {},
                    strings(data.get("delete")), strings(data.get("keep")), command if isinstance(command, str) else None,
                    said if isinstance(said, str) else None, unlisted if isinstance(unlisted, str) else None,
-                   strings(data.get("drafted")))
+                   strings(data.get("drafted")), _hashes(data.get("found")))
+
+
+def _hashes(value: JSON) -> dict[str, str]:
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(value, dict) \
+        else {}
+
+
+def copies(contract: Contract, workspace: Path) -> list[str]:
+    """The files the task asks to produce or change whose bytes are those of a file the run found: a copy (or the
+    file left as another one was) shows nothing of the work asked for, so the harness has not checked it. "Write
+    the largest number of numbers.txt to max.txt" answered by `cp numbers.txt max.txt` held every other clause."""
+    if not contract.found:
+        return []
+    sources: dict[str, str] = {}
+    for name, digest in contract.found.items():
+        sources.setdefault(digest, name)
+    out = []
+    for name in [*contract.create, *contract.change]:
+        digest = _digest(workspace / name)
+        source = sources.get(digest) if digest is not None else None
+        if source is not None and source != name:
+            out.append(f"{name}: it holds exactly what {source} held when the run began, a copy the harness cannot "
+                       "tell from the work asked for")
+    return out
 
 
 def unchecked(contract: Contract) -> list[str]:
@@ -104,7 +131,8 @@ def derive(request: str, workspace: Path) -> Contract:
     unlisted = f"the workspace has more than {KEEP_MAX} files" if delete and not keep and _crowded(workspace) else None
     command = answer.must_pass(request)
     return Contract(create, change, delete, keep, command,
-                    answer.short(request, 80) if answer.asks_question(request) else None, unlisted)
+                    answer.short(request, 80) if answer.asks_question(request) else None, unlisted,
+                    found=_found(workspace))
 
 
 def check(contract: Contract, workspace: Path, passed: bool, printed: str | None = None) -> list[str]:
@@ -169,6 +197,26 @@ def _files(workspace: Path) -> list[str]:
         if len(found) > KEEP_MAX:
             return []
     return sorted(found)
+
+
+def _found(workspace: Path) -> dict[str, str]:
+    """sha256 of each file the run finds (at most FOUND_MAX files of at most FOUND_BYTES each: enough for the
+    inputs of a task, and a large tree costs no more than that)."""
+    found: dict[str, str] = {}
+    budget = FOUND_TOTAL
+    for name in _files(workspace)[:FOUND_MAX]:
+        path = workspace / name
+        try:
+            size = path.lstat().st_size
+            if not path.is_file() or path.is_symlink() or not 0 < size <= min(FOUND_BYTES, budget):
+                continue
+        except OSError:
+            continue
+        budget -= size
+        digest = _digest(path)
+        if digest is not None:
+            found[name] = digest
+    return found
 
 
 def _crowded(workspace: Path) -> bool:
