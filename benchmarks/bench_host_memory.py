@@ -1,6 +1,7 @@
 """Memory of model hosts on one machine: resident size of each, and the disk their weights take.
 
     sudo python benchmarks/bench_host_memory.py [--owners 3] [--no-shared]
+    sudo python benchmarks/bench_host_memory.py --supervisor
 
 Root only. Starts one default-model host (`local/qwen2.5-coder-1.5b`, the default `local:` settings) for each
 of N throwaway Linux users, as that user, through the path every run takes (`Hosts.ensure`, then two calls with
@@ -10,6 +11,11 @@ back to its state directory). Then prints, per host, RSS and PSS of the model pr
 (/proc/PID/smaps_rollup: PSS splits each shared page among the processes mapping it) and its private
 (anonymous) memory, and the disk taken by every GGUF file the users' homes, state and the machine's shared
 directory hold (each inode once). `--no-shared` measures without a machine-wide copy (as before issue 42).
+
+`--supervisor` measures the real thing instead: a throwaway system mode (only where its files go is moved, as
+tests/supervisor does), `sentinel setup` of two agents, `sentinel supervisor`, and one real task per agent at
+the same time on the default model (through Muzzle, which starts the model host); then every model host
+process that serves that system, its memory, and the model's files on disk (the machine's shared copy included).
 """
 
 from __future__ import annotations
@@ -61,13 +67,97 @@ def gguf_disk(*roots: Path) -> tuple[int, int]:
     return len(seen), sum(seen.values()) >> 20
 
 
+TASK = "Create a file hello.txt containing the word hi"
+
+
+def host_pids(marker: str) -> list[int]:
+    """The model host processes whose command line names `marker` (their socket lives under it)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"sentinel.models.host_process" in argv and any(marker.encode() in a for a in argv):
+            found.append(int(proc.name))
+    return found
+
+
+def with_supervisor() -> int:
+    import secrets
+    import socket
+
+    from sentinel.supervisor.identity import normalize
+
+    base = Path(tempfile.mkdtemp(prefix="hostmem-sx-", dir="/tmp"))
+    os.chmod(base, 0o755)
+    group, muzzle = f"memops{secrets.token_hex(3)}", f"memmz{secrets.token_hex(3)}"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "SENTINEL_SYSTEM_DIR": str(base / "state"), "SENTINEL_ETC_DIR": str(base / "etc"),
+           "SENTINEL_SOCKET": str(base / "run" / "sentinel.sock"), "SENTINEL_OPERATOR_GROUP": group,
+           "SENTINEL_MUZZLE_USER": muzzle, "SENTINEL_EGRESS": "off"}
+    env.pop("SENTINEL_HOME", None)
+    for d in ("etc", "run"):
+        (base / d).mkdir(mode=0o755)
+    (base / "etc" / "config.yaml").write_text(json.dumps({
+        "muzzle": {"port": port, "state_dir": str(base / "muzzle")}, "default_model": f"local/{MODEL}",
+        "leash": {"tools": "plain"}}))
+    os.chmod(base / "etc" / "config.yaml", 0o644)
+    sentinel = [sys.executable, "-m", "sentinel"]
+    agents = [normalize(f"Mem {secrets.token_hex(2)}") for _ in range(2)]
+    supervisor = None
+    try:
+        for name in agents:
+            subprocess.run([*sentinel, "setup", "--name", name], env=env, check=True, capture_output=True)
+        supervisor = subprocess.Popen([*sentinel, "supervisor"], env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+        sock = base / "run" / "sentinel.sock"
+        deadline = time.monotonic() + 60
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        began = time.monotonic()
+        runs = [subprocess.Popen([*sentinel, "run", TASK, "--agent", name, "--json"], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in agents]
+        for name, run in zip(agents, runs):
+            out, err = run.communicate(timeout=3600)
+            status = json.loads(out)["status"] if out.strip().startswith("{") else err.strip()[:120]
+            print(f"{name}: {status} after {time.monotonic() - began:.0f} s", flush=True)
+        pids = host_pids(str(base))
+        print(f"model hosts serving this system: {len(pids)} (two agents' runs, one supervisor)")
+        print(f"{'host (user)':<22} {'RSS MB':>7} {'PSS MB':>7} {'private MB':>11} {'file-backed MB':>15}")
+        for pid in pids:
+            r, user = rollup(pid), pwd.getpwuid(os.stat(f"/proc/{pid}").st_uid).pw_name
+            print(f"{pid} ({user})".ljust(22) + f" {r['Rss']:>7} {r['Pss']:>7} {r['Anonymous']:>11} "
+                  f"{r['Rss'] - r['Anonymous']:>15}")
+        homes = [Path(pwd.getpwnam(n).pw_dir) for n in agents]
+        files, mb = gguf_disk(Path(os.environ.get("SENTINEL_SHARED_MODELS", "/opt/sentinel/models")), base, *homes)
+        print(f"model weights on disk: {files} file(s), {mb} MB")
+    finally:
+        if supervisor is not None:
+            supervisor.terminate()
+            supervisor.wait(60)
+        for pid in host_pids(str(base)):
+            os.kill(pid, 15)
+        for name in [*agents, muzzle]:
+            subprocess.run(["userdel", "-r", name], capture_output=True)
+        subprocess.run(["groupdel", group], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--owners", type=int, default=3)
     parser.add_argument("--no-shared", action="store_true", help="no machine-wide copy of the weights")
+    parser.add_argument("--supervisor", action="store_true",
+                        help="a real supervisor and two agents' runs (system mode, throwaway)")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("bench_host_memory: run as root (it creates throwaway users)")
+    if args.supervisor:
+        return with_supervisor()
     from sentinel.models import hosts, weights
 
     base = Path(tempfile.mkdtemp(prefix="hostmem-", dir="/tmp"))

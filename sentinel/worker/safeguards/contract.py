@@ -99,8 +99,8 @@ def copies(contract: Contract, workspace: Path) -> list[str]:
         sources.setdefault(digest, name)
     out = []
     for name in [*contract.create, *contract.change]:
-        digest = _digest(workspace / name)
-        source = sources.get(digest) if digest is not None else None
+        now = _digest(workspace / name)
+        source = sources.get(now) if now is not None else None
         if source is not None and source != name:
             out.append(f"{name}: it holds exactly what {source} held when the run began, a copy the harness cannot "
                        "tell from the work asked for")
