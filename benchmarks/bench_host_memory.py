@@ -125,11 +125,14 @@ def with_supervisor() -> int:
             status = json.loads(out)["status"] if out.strip().startswith("{") else err.strip()[:120]
             print(f"{name}: {status} after {time.monotonic() - began:.0f} s", flush=True)
         pids = host_pids(str(base))
-        print(f"model hosts serving this system: {len(pids)} (two agents' runs, one supervisor)")
-        print(f"{'host (user)':<22} {'RSS MB':>7} {'PSS MB':>7} {'private MB':>11} {'file-backed MB':>15}")
+        serving = [p for p in pids if b"--serve" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        print(f"model hosts serving this system: {len(serving)} (two agents' runs, one supervisor), each with "
+              "its keeper process")
+        print(f"{'process (user)':<30} {'RSS MB':>7} {'PSS MB':>7} {'private MB':>11} {'file-backed MB':>15}")
         for pid in pids:
             r, user = rollup(pid), pwd.getpwuid(os.stat(f"/proc/{pid}").st_uid).pw_name
-            print(f"{pid} ({user})".ljust(22) + f" {r['Rss']:>7} {r['Pss']:>7} {r['Anonymous']:>11} "
+            role = "host" if pid in serving else "keeper"
+            print(f"{role} {pid} ({user})".ljust(30) + f" {r['Rss']:>7} {r['Pss']:>7} {r['Anonymous']:>11} "
                   f"{r['Rss'] - r['Anonymous']:>15}")
         homes = [Path(pwd.getpwnam(n).pw_dir) for n in agents]
         files, mb = gguf_disk(Path(os.environ.get("SENTINEL_SHARED_MODELS", "/opt/sentinel/models")), base, *homes)
