@@ -214,7 +214,9 @@ class AgentLoop:
         terms = self.terms()
         if terms is None or turn.denied:
             return None
-        missing = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn), self.printed())
+        terms = terms.part(drafted=False)  # the model is never sent back to satisfy its own draft
+        missing = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn), self.printed(),
+                                 self.typed())
         if not missing:
             return None
         listed = "; ".join(missing)
@@ -226,14 +228,24 @@ class AgentLoop:
         """For a model repeating itself: where the task's contract stands now, checked on the workspace (a small
         model that redoes finished work is told the harness's checks hold; one that is stuck, what is missing)."""
         terms = self.terms()
+        terms = None if terms is None else terms.part(drafted=False)
         if terms is None or not (terms.create or terms.change or terms.delete):
             return ""
-        missing = contract.check(terms, self.deps.tool_ctx.workspace, True, self.printed())
+        missing = contract.check(terms, self.deps.tool_ctx.workspace, True, self.printed(), self.typed())
         if missing:
             return f"\n[sentinel note] Still to do for this task: {'; '.join(missing)}."
         files = [c for c in terms.clauses() if not c.startswith(("pass `", "answer: "))]
         return (f"\n[sentinel note] The workspace now meets the task's file checks ({'; '.join(files)}). If the "
                 "work is complete, give your final answer now.")
+
+    def typed(self) -> set[str]:
+        """The workspace files whose last change in this run was a file tool's content (the model's own words),
+        not a command's output."""
+        last: dict[str, str] = {}
+        for step in self.state.workspace_steps:
+            for path in step["changes"]:
+                last[path] = str(step.get("tool") or "")
+        return {path for path, tool in last.items() if tool in guards.FILE_TOOLS}
 
     def printed(self) -> str:
         """The request and what the tools printed (a command's `exit code: N` line left out), never the model's
@@ -252,8 +264,14 @@ class AgentLoop:
         terms = self.terms()
         if terms is None or turn is None:
             return []
-        unmet = contract.check(terms, self.deps.tool_ctx.workspace, self._passed(terms, turn), self.printed())
-        unchecked = contract.unchecked(terms) + contract.copies(terms, self.deps.tool_ctx.workspace)
+        workspace, passed, printed, typed = self.deps.tool_ctx.workspace, self._passed(terms, turn), self.printed(), \
+            self.typed()
+        unmet = contract.check(terms.part(drafted=False), workspace, passed, printed, typed)
+        # a drafted clause that does not hold fails nothing (it is the model's reading of the task), but the run
+        # is not called verified while it does not hold
+        unchecked = [f"{line} (a clause of the model's draft)"
+                     for line in contract.check(terms.part(drafted=True), workspace, passed, printed, typed)]
+        unchecked += contract.unchecked(terms) + contract.copies(terms, workspace)
         self.run.record(rec.Verdict(verified=not unmet and not unchecked, checked=[*terms.clauses()], unmet=[*unmet],
                                     unchecked=[*unchecked]))
         return unchecked

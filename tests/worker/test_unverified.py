@@ -113,17 +113,51 @@ def test_the_web_console_labels_the_status_and_the_event():
 def test_a_clause_the_model_drafted_and_the_workspace_fails_is_not_done(scripted_server, configure, cli,
                                                                         sentinel_home):
     """The task's words name no file ("Put a greeting in a new file"); the model's draft says greeting.txt. The run
-    writes another file and says it is done: the harness checks the drafted clause and the run fails."""
+    writes another file and says it is done: the harness checks the drafted clause, which does not hold, so the run
+    is not verified (exit 4). It is not sent back to satisfy its own draft, and not failed on the draft alone."""
     server = scripted_server([_draft(create=["greeting.txt"]), _call("write_file", path="hello.txt", content="Hi\n"),
-                              "I put a greeting in greeting.txt.", "It is done.", "Done."])
+                              "I put a greeting in greeting.txt."])
     configure(DRAFT_ALWAYS, server=server)
-    out = cli.json("run", "Put a friendly greeting in a new file", "--json", check=1)
-    assert out["status"] == "failed" and "greeting.txt does not exist" in out["error"]
+    out = cli.json("run", "Put a friendly greeting in a new file", "--json", check=4)
+    assert out["status"] == "done_unverified"
+    assert "greeting.txt does not exist (a clause of the model's draft)" in out["error"]
     first = server.requests[0]
     assert first["response_format"]["type"] == "json_schema" and "tools" not in first
     assert first["max_tokens"] >= 4 * 6 * 120  # the budget fits the schema's longest reply
+    assert len(server.requests) == 3  # the draft, the call, the answer: no correction
     shown = cli.json("show", out["id"], "--json")
     assert shown["contract"] == ["create greeting.txt (drafted)"]
+
+
+def test_a_wrong_drafted_clause_never_sends_the_model_to_change_an_input(scripted_server, configure, cli,
+                                                                          sentinel_home):
+    """The default model drafted `change stats.py` for "Run python3 stats.py and put its output into stats.txt":
+    the run was sent back three times to change the script it was to run, and failed. The task's own clause holds:
+    the run is not failed, and not verified either."""
+    (sentinel_home / "workspace" / "stats.py").write_text("print('n 3')\n")
+    server = scripted_server([_draft(change=["stats.py"]), _call("bash", command="python3 stats.py > stats.txt"),
+                              "The output is in stats.txt."])
+    configure({**DRAFT_ALWAYS, "policy": {"tools": {"bash": "auto"}}}, server=server)
+    out = cli.json("run", "Run python3 stats.py and put its output into stats.txt.", "--json", check=4)
+    assert "stats.py is unchanged (a clause of the model's draft)" in out["error"]
+    assert all("stats.py is unchanged" not in str(m.get("content")) for m in server.requests[-1]["messages"])
+    assert (sentinel_home / "workspace" / "stats.txt").read_text() == "n 3\n"
+
+
+def test_a_directory_to_create_and_a_count_a_command_wrote(tmp_path):
+    """`create archive` holds for a directory that holds something; a number a command wrote into a file (`ls |
+    wc -l > count.txt`) is what the command computed, not a number the model made up."""
+    from sentinel.worker.safeguards import contract
+
+    terms = contract.Contract(create=["archive", "backup/count.txt"])
+    (tmp_path / "archive").mkdir()
+    (tmp_path / "backup").mkdir()
+    (tmp_path / "backup" / "count.txt").write_text("2\n")
+    assert contract.check(terms, tmp_path, True, "", typed=set()) == ["archive is an empty directory"]
+    (tmp_path / "archive" / "old1.log").write_text("x")
+    assert contract.check(terms, tmp_path, True, "", typed=set()) == []
+    typed = contract.check(terms, tmp_path, True, "", typed={"backup/count.txt"})
+    assert typed and "a number no tool printed" in typed[0]
 
 
 def test_the_same_drafted_clause_met_by_the_workspace_is_done(scripted_server, configure, cli, sentinel_home):

@@ -28,8 +28,9 @@ import fnmatch
 import hashlib
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Collection
 
 from sentinel.jsontypes import JSON, JSONObject
 from sentinel.worker import deletes
@@ -63,6 +64,22 @@ class Contract:
         """The clauses in words, those the model's draft added marked so."""
         drafted = set(self.drafted)
         return [f"{c} (drafted)" if c in drafted else c for c in self.clauses()]
+
+    def part(self, drafted: bool) -> "Contract":
+        """The clauses the model's draft added (`drafted`), or those the task's words made: the harness fails a run
+        only on the second kind, and never sends the model back to satisfy its own reading of the task."""
+        words = set(self.drafted)
+
+        def pick(word: str) -> bool:
+            return (word in words) == drafted
+
+        return replace(self, create=[f for f in self.create if pick(f"create {f}")],
+                       change={f: d for f, d in self.change.items() if pick(f"change {f}")},
+                       delete=[p for p in self.delete if pick(f"delete {p}")],
+                       keep=[f for f in self.keep if pick(f"keep {f}")],
+                       command=self.command if self.command and pick(f"pass `{self.command}`") else None,
+                       answer=self.answer if self.answer and pick(f"answer: {self.answer}") else None,
+                       unlisted=None if drafted else self.unlisted)
 
     def to_dict(self) -> JSONObject:
         return asdict(self)
@@ -135,18 +152,25 @@ def derive(request: str, workspace: Path) -> Contract:
                     found=_found(workspace))
 
 
-def check(contract: Contract, workspace: Path, passed: bool, printed: str | None = None) -> list[str]:
+def check(contract: Contract, workspace: Path, passed: bool, printed: str | None = None,
+          typed: Collection[str] | None = None) -> list[str]:
     """The clauses the workspace (and, for `pass`, the journal: `passed`) does not meet, each as one line.
-    `printed`: the request and what the run's tools printed; a file to produce that holds just a number must hold
-    one of theirs (None: not checked)."""
+    `printed`: the request and what the run's tools printed; a file to produce that holds just a number the model
+    typed itself (`typed`: the files whose last change was a file tool's content; None: any) must hold one of theirs
+    (None: not checked). A file a command wrote holds what the command computed (`… | wc -l > count.txt`).
+    A directory to create must exist and hold something."""
     unmet = []
     for name in contract.create:
         path = workspace / name
-        if not path.is_file():
+        if path.is_dir():
+            if not any(path.iterdir()):
+                unmet.append(f"{name} is an empty directory")
+        elif not path.is_file():
             unmet.append(f"{name} does not exist")
         elif path.stat().st_size == 0:
             unmet.append(f"{name} is empty")
-        elif printed is not None and (number := _made_up(path, printed)) is not None:
+        elif printed is not None and (typed is None or name in typed) and \
+                (number := _made_up(path, printed)) is not None:
             unmet.append(f"{name} says {number}, a number no tool printed: compute it with a tool and write what "
                          "it prints")
     for name, found in contract.change.items():
@@ -156,6 +180,7 @@ def check(contract: Contract, workspace: Path, passed: bool, printed: str | None
         left = [p for p in _files(workspace) if _matches(p, contract.delete)]
         if left:
             unmet.append(f"{', '.join(left[:5])} still exist{'s' if len(left) == 1 else ''}")
+    if contract.keep:
         gone = [p for p in contract.keep if not (workspace / p).exists()]
         if gone:
             unmet.append(f"{', '.join(gone[:5])} {'was' if len(gone) == 1 else 'were'} to be kept and "
