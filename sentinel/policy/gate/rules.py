@@ -8,7 +8,8 @@ path in its scope, or whose writes are unknown (sentinel.policy.writes); an `any
 also applies to a bash command writing a path in it. A rule out of scope costs no model call.
 
 `when` and `unless` (regular expressions) then look at the action's text: a file write's whole content, a command
-line as the shell will run it, an MCP call's or another tool's arguments as JSON.
+line as the shell will run it, an MCP call's arguments as JSON and each SQL statement in them as the database
+will run it, another tool's arguments as JSON.
 A rule with `when` applies only when one of its patterns is found there, and never when one of `unless` is: a
 content test as cheap and certain as the scope's, so the judge is asked only about actions that could break the
 rule. `unless` exempts on text the agent writes itself: use it only for an exemption the rule grants anyway.
@@ -69,6 +70,8 @@ class Rule:
             return True
         if action.trigger == "bash":
             return self._command_fits(action.command)
+        if action.trigger == "mcp":
+            return self._call_fits(action)
         said = text(action)
         return (not self.when or any(p.search(said) for p in self.when)) and not any(p.search(said)
                                                                                       for p in self.unless)
@@ -88,6 +91,26 @@ class Rule:
         candidates = [*zip((c.text for c in parsed.commands), exempt), (line, bool(exempt) and all(exempt))]
         return any((not self.when or any(p.search(text) for p in self.when)) and not spared
                    for text, spared in candidates)
+
+    def _call_fits(self, action: Action) -> bool:
+        """`when`/`unless` on an MCP call: its arguments as JSON, and each SQL statement a string argument holds,
+        read as the database will run it (sentinel.policy.sql: comments dropped, literals emptied, subqueries
+        apart). A statement is exempted by an `unless` pattern in its own text; the arguments as a whole only when
+        every statement is (or, with no SQL in them, by a pattern found in them). An argument too long to read
+        makes the rule apply, never exempt."""
+        from sentinel.policy import sql
+
+        said = text(action)
+        found: list[str] = []
+        for value in _strings(action.tool_input):
+            statements = sql.statements(value)
+            if statements is None:
+                return True
+            found += statements
+        exempt = [any(p.search(t) for p in self.unless) for t in found]
+        whole = all(exempt) if found else any(p.search(said) for p in self.unless)
+        return any((not self.when or any(p.search(t) for p in self.when)) and not spared
+                   for t, spared in [*zip(found, exempt), (said, whole)])
 
     def found(self, action: Action) -> int | None:
         """Where the first `when` pattern is found in the action's text (the judge is shown the text there)."""
@@ -124,6 +147,16 @@ def text(action: Action) -> str:
     if action.trigger == "bash":  # a file_write rule's text of a command that writes (applies() parses it)
         return action.command
     return json.dumps(action.tool_input, ensure_ascii=False, default=str)
+
+
+def _strings(value: object, depth: int = 0) -> list[str]:
+    """Every string in an MCP call's arguments (nested objects and lists, a few levels deep)."""
+    if isinstance(value, str):
+        return [value]
+    if depth > 4:
+        return []
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [s for item in items for s in _strings(item, depth + 1)]
 
 
 def applicable(rules: list[Rule], action: Action, phase: str) -> list[Rule]:

@@ -43,13 +43,23 @@ def _first_line(tool_input: dict) -> str:
 
 
 def test_every_shipped_judged_rule_has_cases_and_each_reaches_the_judge(tmp_path, capsys):
+    """A judged rule's must-block case reaches the judge (in scope, its `when` holds); a `kind: scope` rule decides
+    every case with no judge at all."""
+    import yaml
+
     respond, seen = _oracle()
     with FakeJudge(respond) as judge:
         assert bench_rules.main(["--judge-url", judge.url]) == 0
     out = capsys.readouterr().out
-    for _, flags in bench_rules.CASES.values():  # each case that must be blocked reaches the judge (in scope)
-        for _, tool_input in flags:
+    shipped = Path(bench_rules.REPO) / "policies" / "rules"
+    kind = {rule: yaml.safe_load((shipped / f"{rule}.yaml").read_text()).get("kind", "judge")
+            for rule in bench_rules.CASES}
+    assert kind["destructive-sql"] == kind["billing-protection"] == "scope"
+    for rule, (passes, flags) in bench_rules.CASES.items():
+        for _, tool_input in flags if kind[rule] == "judge" else []:
             assert any(_first_line(tool_input) in text for text in seen), tool_input
+        for _, tool_input in passes + flags if kind[rule] == "scope" else []:
+            assert not any(_first_line(tool_input) in text for text in seen), tool_input
     for rule, (passes, flags) in bench_rules.CASES.items():
         assert f"{rule} " in out and f"{len(passes)}/{len(passes)}" in out and f"{len(flags)}/{len(flags)}" in out
     assert "p95 verdict" in out and "wrong" not in out

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from sentinel.policy.gate import action as actions
 from sentinel.policy.gate.engine import Gate
@@ -267,3 +268,50 @@ def test_a_scope_rule_with_when_decides_on_content_with_no_judge(repo, judge):
     blocked = gate.pre(write(root, "deploy/key.py", "KEY = '''-----BEGIN RSA PRIVATE KEY-----\nMIIE'''\n"))
     assert [f.rule_id for f in blocked.findings] == ["pem"] and blocked.calls == 0
     assert gate.pre(write(root, "deploy/key.py", "KEY = load_key()\n")).silent and j.requests == []
+
+
+SHIPPED_SQL = Path(__file__).resolve().parents[3] / "policies" / "rules" / "destructive-sql.yaml"
+
+
+@pytest.mark.parametrize(("sql", "blocked"), [
+    ("SELECT * FROM users WHERE id = 7", False),
+    ("INSERT INTO audit(event) VALUES ('login')", False),
+    ("DELETE FROM sessions WHERE expires_at < now()", False),
+    ("update orders set status = 'x' where id = 4", False),
+    ("DELETE FROM t WHERE id IN (SELECT id FROM u)", False),
+    ("DELETE FROM payments", True),
+    ("DELETE FROM payments -- where id = 1", True),                       # a comment is no WHERE
+    ("DELETE /* where */ FROM payments", True),
+    ("UPDATE accounts SET note = 'where' ", True),                        # nor a literal
+    ("UPDATE accounts SET balance = (SELECT 0 FROM x WHERE y)", True),    # nor a subquery's
+    ("SELECT 1 WHERE true; DROP TABLE users", True),                      # every statement counts
+    ("WITH d AS (DELETE FROM payments RETURNING *) SELECT * FROM d", True),
+    ("DO $$ BEGIN DELETE FROM payments; END $$", True),                   # what is not read is not exempted
+    ("TRUNCATE orders", True),
+    ("ALTER TABLE users DROP COLUMN email", True),
+    ("  -- tidy\n  drop table logs", True),
+])
+def test_the_shipped_sql_rule_reads_each_statement_as_the_database_runs_it(repo, judge, sql, blocked):
+    j = judge({"": {"violation": False, "confidence": 0.9, "reason": "never asked"}})
+    rule = yaml.safe_load(SHIPPED_SQL.read_text())
+    root = repo({"destructive-sql": rule}, cfg(j))
+    gate, _ = gate_for(root)
+    call = actions.mcp("mcp__postgres-prod__query", {"sql": sql}, "postgres-prod", "query").locate(str(root))
+    verdict = gate.pre(call)
+    assert bool(verdict.findings) == blocked and verdict.calls == 0 and j.requests == []
+
+
+def test_sql_too_long_to_read_applies_the_rule_and_other_arguments_are_no_statements(repo, judge):
+    from sentinel.policy import sql
+
+    assert sql.statements("SELECT 1" + " " * sql.MAX_CHARS) is None
+    assert sql.statements("prod") == [] and sql.statements("-- c\nDROP TABLE x") == ["DROP TABLE x"]
+    j = judge({"": {"violation": False, "confidence": 0.9, "reason": "never asked"}})
+    root = repo({"destructive-sql": yaml.safe_load(SHIPPED_SQL.read_text())}, cfg(j))
+    gate, _ = gate_for(root)
+    long = actions.mcp("mcp__postgres-prod__query", {"sql": "SELECT 1" + " " * sql.MAX_CHARS}, "postgres-prod",
+                       "query").locate(str(root))
+    assert gate.pre(long).findings  # not read, so not exempted
+    named = actions.mcp("mcp__postgres-prod__query", {"sql": "SELECT 1", "database": "prod"}, "postgres-prod",
+                        "query").locate(str(root))
+    assert not gate.pre(named).findings
