@@ -2,8 +2,8 @@
 
     python benchmarks/bench_rules.py [--rule ID] [--half tuning|held-out|both] [--cases N] [--judge-url URL]
 
-Each rule the gate judges per call (block and warn rules; info and alignment rules ask no verdict of a
-call) is run on cases that must pass and cases that must be flagged, through the path a hook takes: a
+Each rule that decides a call before it runs (block and warn rules, judged or `kind: scope`; info and alignment
+rules ask no verdict of a call) is run on cases that must pass and cases that must be flagged, through the path a hook takes: a
 repository set up as `sentinel hook install` leaves it (its starter config: the embedded model
 `local/qwen2.5-coder-1.5b`), the shipped rules copied in, each case a Claude Code payload turned into an
 action by the client's adapter and decided by `Gate.pre`. Prints per rule the cases passed and flagged
@@ -158,7 +158,7 @@ def repo(root: Path, judge_url: str | None, rules: Path = REPO / "policies" / "r
 
 
 def judged(rules: list[Any]) -> list[Any]:
-    """The rules that ask the judge for a verdict on a call before it runs."""
+    """The rules that decide a call before it runs: judged ones, and `kind: scope` ones (no judge: 0 s verdicts)."""
     return [r for r in rules if r.severity in ("block", "warn") and r.kind != "alignment" and not r.post]
 
 
