@@ -64,7 +64,8 @@ def _print_json(data: object) -> None:
 
 def _rule_row(rule: "Rule") -> dict[str, object]:
     return {"id": rule.id, "kind": rule.kind, "trigger": rule.trigger, "severity": rule.severity, "post": rule.post,
-            "scope": rule.scope, "exclude": rule.exclude, "backend": rule.backend, "model": rule.model,
+            "scope": rule.scope, "exclude": rule.exclude, "when": [p.pattern for p in rule.when],
+            "unless": [p.pattern for p in rule.unless], "backend": rule.backend, "model": rule.model,
             "source": rule.source}
 
 

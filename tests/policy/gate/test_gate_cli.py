@@ -32,10 +32,12 @@ def run(monkeypatch):
 
 
 def test_list_lint_and_errors(repo, run):
-    root = repo({"billing": BILLING, "bad": {"trigger": "file_write", "severity": "nope", "prompt": "x"}})
+    root = repo({"billing": {**BILLING, "unless": [r"\bBILL-[0-9]+\b"]},
+                 "bad": {"trigger": "file_write", "severity": "nope", "prompt": "x"}})
     out = run(root / ".claude", "rules", "list", "--json")
     data = json.loads(out.stdout)
     assert [r["id"] for r in data["rules"]] == ["billing"] and "bad.yaml" in data["errors"][0]
+    assert data["rules"][0]["unless"] == [r"\bBILL-[0-9]+\b"] and data["rules"][0]["when"] == []
     lint = run(root, "rules", "lint")
     assert lint.exit_code == 1 and "severity" in lint.stdout and "1 rule(s) valid, 1 invalid" in lint.stdout
     (root / ".claude/sentinel/rules/bad.yaml").unlink()
