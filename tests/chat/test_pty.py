@@ -243,8 +243,12 @@ def test_an_approval_resolved_elsewhere_closes_the_question(model, pty_chat, cli
     chat.expect("resolved elsewhere")
     chat.expect(ANSWER)
     chat.send("y\r")  # too late: the question is gone, so "y" is the next message to the model
+    # waited for at the model, not on the screen: the answer before is on it twice (streamed, then printed)
+    deadline = time.monotonic() + 60
+    while not any(r["messages"][-1] == {"role": "user", "content": "y"} for r in server.requests):
+        assert time.monotonic() < deadline and chat.child.isalive(), "the y never reached the model as a message"
+        time.sleep(0.05)
     chat.expect(ANSWER)  # its reply: the turn is over before Ctrl-D
-    assert server.requests[-1]["messages"][-1] == {"role": "user", "content": "y"}
     assert chat.quit() == 0
     assert (sentinel_home / "workspace" / "counter.txt").read_text() == "ran\n"
 
