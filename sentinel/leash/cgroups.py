@@ -167,12 +167,16 @@ class Group:
         return {pid for d in self.dirs for pid in _pids(d)}
 
     def kill_others(self, rounds: int = 200) -> None:
-        """SIGKILL every member but this process until none is left (bounded by pids.max)."""
+        """SIGKILL every member but this process until none is left (bounded by pids.max). Each round stops every
+        member before it kills any: killed one by one, a shell whose child died first ran its next command
+        (`cat >/dev/null; echo ran` printed `ran` after its idle bound) before its own SIGKILL came."""
         me = os.getpid()
         for _ in range(rounds):
             others = self.members() - {me}
             if not others:
                 return
+            for pid in others:
+                _kill(pid, signal.SIGSTOP)
             for pid in others:
                 _kill(pid)
             time.sleep(0.0005)
@@ -235,8 +239,8 @@ def _pids(d: Path) -> list[int]:
         return []
 
 
-def _kill(pid: int) -> None:
+def _kill(pid: int, sig: signal.Signals = signal.SIGKILL) -> None:
     try:
-        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, sig)
     except ProcessLookupError:
         pass

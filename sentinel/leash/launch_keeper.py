@@ -442,15 +442,16 @@ def _close(fd: int) -> None:
 
 
 def _wait_all(pid: int | None, group: cgroups.Group | None, pgid: int | None = None) -> None:
-    """Kill and reap every descendant: the cgroup at once, then the process group, then stragglers."""
-    if group is not None:
-        group.kill_others()
+    """Kill and reap every descendant: the process group at once (one signal to every member, so no shell runs its
+    next command after its child died), then the rest of the cgroup (stopped before killed), then stragglers."""
     for target in (pid, pgid):
         if target:
             try:
                 os.killpg(target, signal.SIGKILL)
             except OSError:
                 pass
+    if group is not None:
+        group.kill_others()
     while True:
         try:
             reaped, _ = os.waitpid(-1, os.WNOHANG)
