@@ -20,6 +20,7 @@ None when the text is too long to read here (MAX_CHARS): the caller is then not 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 MAX_CHARS = 100_000
 _SPACE = re.compile(r"\s+")
@@ -28,6 +29,12 @@ from sqlparse.sql import Token, TokenList  # imported with this module: only a r
 
 
 def statements(text: str) -> list[str] | None:
+    read = _read(text)
+    return None if read is None else list(read)
+
+
+@lru_cache(maxsize=32)  # each rule that reads the same call asks again (as shell.parse is cached for commands)
+def _read(text: str) -> tuple[str, ...] | None:
     if len(text) > MAX_CHARS:
         return None
     import sqlparse
@@ -36,7 +43,7 @@ def statements(text: str) -> list[str] | None:
     for statement in sqlparse.parse(text):
         if _opens(list(statement.tokens), "Keyword"):
             _statement(list(statement.tokens), found)
-    return found
+    return tuple(found)
 
 
 def _opens(tokens: list[Token], kind: str) -> bool:
