@@ -60,8 +60,26 @@ class EgressProxy:
                  allow_private: bool = False, connect_timeout_s: float = 15.0):
         self.lookup, self.audit, self.resolve = lookup, audit, resolve
         self.allow_private, self.connect_timeout_s = allow_private, connect_timeout_s
+        # The event loop holds tasks weakly, and a stream from open_connection holds its reader weakly: a
+        # tunnel whose client has half-closed, waiting on the upstream's reply, is reachable from nothing
+        # else, and the garbage collector closed it mid-relay (the reply was lost). Each connection's task is
+        # held here until it ends.
+        self.connections: set[asyncio.Task[None]] = set()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self.connections.add(task)
+            task.add_done_callback(self.connections.discard)
+        await self._handle(reader, writer)
+
+    async def close(self) -> None:
+        """End every open connection (the server itself is closed by its owner)."""
+        for task in list(self.connections):
+            task.cancel()
+        await asyncio.gather(*self.connections, return_exceptions=True)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         record: dict[str, object] = {"peer": _peer(writer)}
         try:
             head = await _read_head(reader)
@@ -302,6 +320,8 @@ class Background:
         async def shutdown() -> None:
             if server is not None:
                 server.close()
+            await self.proxy.close()
+            if server is not None:
                 await server.wait_closed()
 
         asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(10)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import socket
+import threading
 from http.server import BaseHTTPRequestHandler
 
 import pytest
@@ -89,6 +92,59 @@ def test_connect_tunnel_and_wildcard(proxy, upstream):
             data += chunk
     assert data.endswith(b"hello /t")
     assert records[-1]["decision"] == "allow" and records[-1]["reason"] == "allowlist entry *.wild.test"
+
+
+def test_a_tunnel_waiting_on_a_slow_upstream_survives_garbage_collection(upstream):
+    """The client has sent its request and half-closed; the upstream answers only after a collection.
+
+    Nothing but the proxy's own bookkeeping holds such a tunnel (the loop holds tasks weakly, a stream its
+    reader weakly): a collection used to close it mid-relay and the reply was lost (seen in CI under load)."""
+    records = []
+
+    async def resolve(host, port):
+        return ["127.0.0.1"]
+
+    bg = egress.Background(egress.EgressProxy(lambda uid: egress.Grant("agent-a", ["slow.test"]), records.append,
+                                              resolve=resolve, allow_private=True)).start()
+    listener = socket.create_server(("127.0.0.1", 0))
+    got_eof, reply = threading.Event(), threading.Event()
+
+    def serve():
+        conn, _ = listener.accept()
+        with conn:
+            request = b""
+            while chunk := conn.recv(4096):  # until the client's half-close has come through the tunnel
+                request += chunk
+            got_eof.set()
+            reply.wait(10)
+            conn.sendall(b"late reply to " + request)
+
+    async def collect_when_idle():  # the proxy's loop has nothing left to do but wait for the upstream
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return gc.collect()
+
+    slow = threading.Thread(target=serve)
+    slow.start()
+    try:
+        with socket.create_connection(("127.0.0.1", bg.port), 10) as s:
+            s.sendall(f"CONNECT slow.test:{listener.getsockname()[1]} HTTP/1.1\r\n\r\n".encode())
+            assert s.recv(4096).startswith(b"HTTP/1.1 200")
+            s.sendall(b"ping")
+            s.shutdown(socket.SHUT_WR)
+            assert got_eof.wait(10)
+            asyncio.run_coroutine_threadsafe(collect_when_idle(), bg.loop).result(10)
+            reply.set()
+            data = b""
+            while chunk := s.recv(4096):
+                data += chunk
+        assert data == b"late reply to ping"
+    finally:
+        reply.set()
+        slow.join(10)
+        listener.close()
+        bg.stop()
+    assert not bg.proxy.connections  # stop() ended every connection it still had
 
 
 def test_private_addresses_refused_by_default(proxy, upstream):
