@@ -162,7 +162,7 @@ def merge(base: JSONObject, override: JSONObject) -> JSONObject:
     that default): an override giving it sets the default, unless the same override names `bash.default`."""
     tools, given = override.get("tools"), override.get("bash")
     short = _mapping(tools).get("bash") if isinstance(tools, dict) else None
-    if short is not None and not (isinstance(given, dict) and "default" in given):
+    if isinstance(short, str) and not (isinstance(given, dict) and "default" in given):
         override = {**override, "bash": {**_mapping(given), "default": short}}
     out = dict(base)
     for key, value in override.items():
@@ -193,14 +193,14 @@ def load(*overrides: tuple[str, dict[str, Any]], base: Path | None = None) -> Ac
 
     base = base or default_policy_path()
     data = read_yaml(base) or {}
-    source = str(base)
+    source, what = str(base), "policy: "  # an override's source already says it is a policy ("config.yaml policy")
     for src, override in overrides:
         if override:
-            data, source = merge(data, override), src
+            data, source, what = merge(data, override), src, ""
     try:
         policy = ActionPolicy.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(source, f"policy: {pydantic_detail(exc)}") from None
+        raise ConfigError(source, f"{what}{pydantic_detail(exc)}") from None
     _check_examples_once(policy, data, source)
     return policy
 

@@ -78,6 +78,16 @@ def test_rule_contradicting_its_examples_fails_to_load():
         action.load(("config.yaml policy", bad))
 
 
+def test_a_mapping_under_tools_bash_is_one_clear_error():
+    """`tools: {bash: {default: auto}}` mixes the short form with bash's own settings: one error naming the field
+    as the operator wrote it, not two (the short form is only ever a single outcome)."""
+    with pytest.raises(ConfigError) as caught:
+        action.load(("config.yaml policy", {"tools": {"bash": {"default": "auto"}}}))
+    message = str(caught.value)
+    assert message.startswith("config.yaml policy: tools.bash: Input should be 'auto'"), message
+    assert "more)" not in message and "policy: policy" not in message
+
+
 def test_invalid_policy_names_the_field(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump({"tools": {"bash": "sometimes"}}))
