@@ -4,6 +4,7 @@
     points.before("bash", args)           # before a call that may change files
     changes, complete = points.after()     # after it: path -> [sha256, mode], or None for a path it removed
     restore(run_dir, workspace, steps, to) # the workspace as it was after step `to` (0: before the run's first change)
+    undo_run(run_dir, workspace, to)       # `sentinel undo`: restore, journal the undo as a checkpoint, summarise
 
 Content-addressed: every file content the run may need again is one blob, `<run dir>/undo/blobs/<sha256>`, written
 once however many steps hold it. `<run dir>/undo/base.json` maps each workspace file to its blob as the run found
@@ -17,7 +18,9 @@ modes, and removes files the run created; directories the run made stay (empty).
 
 Every write and removal goes through openat2(RESOLVE_BENEATH) (sentinel/tools/fs.py): a path in a journal, which
 the agent can write, never leaves the workspace. In system mode the worker keeps the checkpoints as the agent's
-user, and a restore must run as that user too: never as root in the agent's tree.
+user, and a restore runs as that user too, never as root in the agent's tree: the supervisor starts
+`python -m sentinel.worker --undo RUN_ID` through Leash (sentinel/supervisor/workers.py `start_undo`), which calls
+`undo_run` as local mode does.
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Collection, TypedDict
+from typing import TYPE_CHECKING, Collection, TypedDict
 
 from sentinel import paths
 from sentinel.engine.state import WorkspaceStep
 from sentinel.jsontypes import JSON, JSONObject
 from sentinel.tools.fs import Confined, OutsideRoot, openat2, relative
+
+if TYPE_CHECKING:
+    from sentinel.engine.events import Listener
 
 UNDO = "undo"
 BASE = "base.json"
@@ -354,6 +360,27 @@ def previous_point(steps: list[WorkspaceStep]) -> int:
     if now == 0:
         raise UndoError("nothing to undo: the workspace is as it was before the run changed anything")
     return point(steps, now - 1)
+
+
+def undo_run(run_dir: Path, workspace: Path, to: int | None, listener: Listener | None = None) -> JSONObject:
+    """Put the run's workspace back as it was after checkpoint `to` (0: before its first change; None: the one before
+    the latest), holding the run's lease (Busy while another process executes it); the undo is itself a checkpoint,
+    journaled, so it can be undone too (`listener` hears its event). Returns what `sentinel undo` prints: id, to,
+    restored, removed, missing, incomplete."""
+    from sentinel.engine import records
+    from sentinel.engine.run import Run
+
+    with Run.open(run_dir) as run:
+        if listener is not None:
+            run.listeners.append(listener)
+        steps = run.state.workspace_steps
+        target = previous_point(steps) if to is None else to
+        done = restore(run.dir, workspace, steps, target)
+        if done["changes"]:
+            run.record(records.WorkspaceStep(call_id="", tool="undo", changes=done["changes"], undo=target))
+    s = summary(done)
+    return {"id": run_dir.name, "to": target, "restored": [*s["restored"]], "removed": [*s["removed"]],
+            "missing": [*s["missing"]], "incomplete": [*s["incomplete"]]}
 
 
 def summary(done: Restored) -> Summary:
