@@ -302,7 +302,7 @@ def _put(fs: Confined, undo_dir: Path, path: str, entry: JSON) -> bool:
         return False
     try:
         if _is_link(fs, path):
-            _remove(fs, path)  # a link planted where the file was: replaced by the file, never followed
+            _remove(fs, path)  # a link planted where the file was: replaced by the file, never written through
         fs.write_bytes(path, data, mode & 0o777, exact_mode=True)
     except (OSError, OutsideRoot):
         return False
@@ -310,17 +310,20 @@ def _put(fs: Confined, undo_dir: Path, path: str, entry: JSON) -> bool:
 
 
 def _is_link(fs: Confined, path: str) -> bool:
+    """A symlink at `path`, or a file with another name elsewhere (a hard link: writing it in place would write
+    that other name too, which may lie outside the workspace)."""
     parent, _, name = path.rpartition("/")
     try:
         fd = fs.open(parent or ".", os.O_PATH | os.O_DIRECTORY)
     except (OSError, OutsideRoot):
         return False
     try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
     except OSError:
         return False
     finally:
         os.close(fd)
+    return stat.S_ISLNK(st.st_mode) or (not stat.S_ISDIR(st.st_mode) and st.st_nlink > 1)
 
 
 def _remove(fs: Confined, path: str) -> bool:

@@ -97,34 +97,38 @@ def test_system_undo_restores_the_workspace_as_the_agents_user(system, make_agen
     assert "no step 9" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_a_symlink_planted_where_a_file_was_is_replaced_never_followed(system, make_agent, supervisor,
-                                                                        scripted_server, sentinel_cmd):
+def test_a_link_planted_where_a_file_was_is_replaced_never_written_through(system, make_agent, supervisor,
+                                                                           scripted_server, sentinel_cmd):
     """Symlinks where the run's files were: to a root-owned file, to a file the agent's user may write outside its
-    workspace, into another agent's workspace. None is followed; each file comes back, the agent's."""
+    workspace, into another agent's workspace; and a hard link to a file of the agent's outside its workspace.
+    None is written through; each file comes back as a file of its own, the agent's."""
     other = make_agent()
     theirs = _workspace(other) / "theirs.txt"
     write_as(other, theirs, "other agent's\n")
     root_owned = system.etc / "root.conf"
     root_owned.write_text("root's\n")
-    files = {"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n"}
+    files = {"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n", "d.txt": "d\n"}
     name, ws, run_id = _agent_run(make_agent, supervisor, scripted_server, sentinel_cmd, files,
                                   [*(_call("read_file", path=f) for f in files),
-                                   _call("bash", command="for f in a b c; do echo changed > $f.txt; done"),
-                                   "Changed them."], "Change a.txt, b.txt and c.txt.")
+                                   _call("bash", command="for f in a b c d; do echo changed > $f.txt; done"),
+                                   "Changed them."], "Change a.txt, b.txt, c.txt and d.txt.")
     pw = pwd.getpwnam(name)
     agents_own = Path(pw.pw_dir) / "outside.txt"  # the agent's user may write it: only the confinement stops it
-    write_as(name, agents_own, "agent's own, outside\n")
+    hard = Path(pw.pw_dir) / "hard.txt"
+    for path in (agents_own, hard):
+        write_as(name, path, "agent's own, outside\n")
     for link, target in (("a.txt", root_owned), ("b.txt", agents_own), ("c.txt", theirs)):
         _as_agent(name, "ln", "-sf", str(target), str(ws / link))
+    _as_agent(name, "ln", "-f", str(hard), str(ws / "d.txt"))
 
     undone = sentinel_cmd("undo", run_id, check=0)
     assert sorted(undone.stdout.splitlines()) == [f"restored {f}" for f in files]
     assert root_owned.read_text() == "root's\n" and root_owned.stat().st_uid == 0
-    assert agents_own.read_text() == "agent's own, outside\n"
+    assert agents_own.read_text() == hard.read_text() == "agent's own, outside\n"
     assert theirs.read_text() == "other agent's\n"
     for rel, text in files.items():
         assert not (ws / rel).is_symlink() and (ws / rel).read_text() == text
-        assert (ws / rel).stat().st_uid == pw.pw_uid
+        assert (ws / rel).stat().st_uid == pw.pw_uid and (ws / rel).stat().st_nlink == 1
 
 
 def test_a_journal_base_or_blob_the_agent_rewrote_never_writes_outside_and_the_undo_says_it_failed(

@@ -123,6 +123,35 @@ def test_undo_writes_only_beneath_the_workspace_whatever_the_journal_says(script
     assert not (ws / "a.txt").is_symlink() and (ws / "a.txt").read_text() == "original\n"
 
 
+def test_undo_never_writes_through_a_hard_link_to_a_file_outside_the_workspace(scripted_server, configure, cli,
+                                                                              sentinel_home, tmp_path):
+    """A hard link where a file was names the same file as a path outside the workspace: written in place, the
+    restore would change that file too. It is replaced by a file of its own."""
+    ws = _workspace(sentinel_home)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("operator's\n")
+    (ws / "a.txt").write_text("original\n")
+    configure(server=scripted_server([_call("read_file", path="a.txt"),
+                                      _call("write_file", path="a.txt", content="changed\n"), "Changed a.txt."]))
+    out = cli.json("run", "Change a.txt.", "--json", check=0)
+    (ws / "a.txt").unlink()
+    os.link(outside, ws / "a.txt")
+    assert "restored a.txt" in cli("undo", out["id"], check=0).stdout
+    assert outside.read_text() == "operator's\n"
+    assert (ws / "a.txt").read_text() == "original\n" and os.stat(ws / "a.txt").st_nlink == 1
+
+
+def test_undo_shows_a_file_name_that_holds_terminal_controls_escaped(scripted_server, configure, cli, sentinel_home):
+    """The paths undo prints are the journal's (a file the agent named): a name holding an escape sequence is
+    printed with the sequence shown, never sent to the operator's terminal."""
+    _workspace(sentinel_home)
+    configure(BASH_AUTO, server=scripted_server([_call("bash", command="printf x > \"$(printf 'e\\033[2Jx.txt')\""),
+                                                 "Wrote it."]))
+    out = cli.json("run", "Write the file.", "--json", check=4)  # done_unverified: how it ends is not the point
+    undone = cli("undo", out["id"], check=0)
+    assert "\x1b" not in undone.stdout and "removed e\\x1b[2Jx.txt" in undone.stdout
+
+
 def test_what_a_chat_undo_goes_back_to():
     from sentinel.worker.undo import UndoError, point, previous_point
 
