@@ -16,8 +16,9 @@ here nor answer an approval; what is left is a person who became the agent's use
 
 What they may do: their own chat sessions only, the ones started through this door by the same user:
 start (chat only, as their own agent, in its own workspace), send, interrupt, resume, show, events, undo
-(the chat's /undo: the restore runs as their own uid, as an operator's undo does), and the approvals of those sessions (and of the runs under them that execute as their own uid: nothing
-under a door session may run as another user, doorscope.py). An operator's run of the agent
+(the chat's /undo: the restore runs as their own uid, as an operator's undo does), and the approvals of those
+sessions (and of the runs under them that execute as their own uid: nothing under a door session may run as
+another user, doorscope.py). An operator's run of the agent
 (`sudo sentinel run ... --agent AGENT`) and its approvals stay the operator's.
 """
 

@@ -47,6 +47,7 @@ MUZZLE_START_S = 30.0       # how long start-up waits for Muzzle to answer
 MUZZLE_LAUNCH_S = 10.0      # how long a launch waits for a Muzzle that is (re)starting
 LISTEN_RETRY_S = 2.0        # how soon a lost LISTEN session on a shared store is tried again
 REMOTE_POLL_S = 0.25        # how often a followed run of another host is looked at
+UNDO_S = 600.0              # an undo's longest run (SENTINEL_UNDO_TIMEOUT_S: tests shorten it)
 
 
 class Stop(BaseException):
@@ -163,7 +164,8 @@ class Supervisor:
             while True:
                 try:
                     self.tick(_soonest(self.muzzle.due(), self.watch_keeper.due(), self._listen_due(),
-                                       REMOTE_POLL_S if self._remote_followed() else None))
+                                       REMOTE_POLL_S if self._remote_followed() else None, self._undo_due()))
+                    self.expire_undos()
                     self.listen_decisions()
                     self.release_remote()
                     self.muzzle.tick()
@@ -289,14 +291,30 @@ class Supervisor:
         """The run's workspace put back by a process as its agent's user (workers.start_undo); while it runs, the
         run is busy (kept in `workers`), and `client` is answered when it exits (`exited`)."""
         if run_id in self.workers:
-            what = "being undone" if self.workers[run_id].undo else "being executed by its worker"
+            what = "being undone" if self.workers[run_id].undo is not None else "being executed by its worker"
             raise Busy(f"run {run_id} is {what}; undo it once that has ended (or cancel the run first)")
         who = caller(client)
-        worker, channel = workers.start_undo(self.store, self.site, run_id, workers.Undoing(client, who.name, to))
+        undoing = workers.Undoing(client, who.name, to, time.monotonic() + _undo_s())
+        worker, channel = workers.start_undo(self.store, self.site, run_id, undoing)
         self._keep(worker, channel)
         self.store.audit("undo_started", {"run_id": run_id, "to": to, "by": who.name, "uid": worker.uid,
                                           "pid": worker.spawned.pid, "applied": worker.spawned.applied,
                                           "missing": worker.spawned.missing})
+
+    def _undo_due(self) -> float | None:
+        """Seconds until the first undo in progress is past its time."""
+        deadlines = [w.undo.deadline for w in self.workers.values() if w.undo is not None]
+        return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+
+    def expire_undos(self) -> None:
+        """An undo that outlives its time (UNDO_S) is killed, and its exit answers whoever asked: whatever it waits on
+        (a FIFO the agent put where the run's journal was), the run is never busy for good."""
+        now = time.monotonic()
+        for worker in self.workers.values():
+            if worker.undo is not None and worker.undo.deadline <= now and worker.error is None:
+                worker.error = (f"the undo of run {worker.run_id} did not finish within {_undo_s():g}s and was "
+                                "stopped; what it put back before stays put back")
+                worker.spawned.kill()
 
     def _undone(self, worker: workers.Worker, code: int) -> None:
         """Answer whoever asked for the undo with what its process said, or why it said nothing."""
@@ -563,6 +581,13 @@ class Supervisor:
             self.decisions.close()
         if self._db is not None:
             self._db.close()
+
+
+def _undo_s() -> float:
+    try:
+        return max(0.1, float(os.environ.get("SENTINEL_UNDO_TIMEOUT_S", UNDO_S)))
+    except ValueError:
+        return UNDO_S
 
 
 def _soonest(*delays: float | None) -> float | None:

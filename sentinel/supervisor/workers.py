@@ -82,6 +82,7 @@ class Undoing:
     client: Client
     by: str
     to: int | None
+    deadline: float  # time.monotonic() past which the supervisor stops it
     answer: Mapping[str, object] | None = None  # the reply frame for `client`, once the process said `undone`
 
 

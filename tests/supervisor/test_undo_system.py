@@ -264,3 +264,20 @@ def test_a_chats_undo_goes_through_the_supervisor_for_the_operator_and_at_the_ag
                    env={"SENTINEL_AGENT_SOCKET": str(_door(system))})
     assert door.returncode == 0 and "Traceback" not in door.stderr, door.stderr
     assert "removed when.txt" in door.stdout + door.stderr and not (ws / "when.txt").exists()
+
+
+def test_an_undo_that_hangs_on_what_the_agent_planted_is_stopped_and_the_run_is_not_busy_for_good(
+        system, make_agent, supervisor, scripted_server, sentinel_cmd, monkeypatch):
+    """A FIFO where the run's journal was makes the restore wait for a writer: the supervisor stops it at its time
+    and says so; the run is not left busy, and once the journal is back the undo works."""
+    monkeypatch.setenv("SENTINEL_UNDO_TIMEOUT_S", "10")
+    name, ws, run_id = _agent_run(make_agent, supervisor, scripted_server, sentinel_cmd, {"a.txt": "a\n"},
+                                  [_call("read_file", path="a.txt"), _call("bash", command="echo changed > a.txt"),
+                                   "Changed a.txt."], "Change a.txt.")
+    journal = Path(pwd.getpwnam(name).pw_dir) / ".sentinel" / "runs" / run_id / "journal.jsonl"
+    _as_agent(name, "sh", "-c", f"mv '{journal}' '{journal}.kept' && mkfifo '{journal}'")
+    stopped = sentinel_cmd("undo", run_id, timeout=120)
+    assert stopped.returncode == 1 and "did not finish within 10s and was stopped" in stopped.stderr, stopped.stderr
+    assert (ws / "a.txt").read_text() == "changed\n"
+    _as_agent(name, "sh", "-c", f"rm '{journal}' && mv '{journal}.kept' '{journal}'")
+    assert sentinel_cmd("undo", run_id, check=0).stdout == "restored a.txt\n"

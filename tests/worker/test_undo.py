@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 BASH_AUTO = {"policy": {"bash": {"default": "auto"}}}
 LINES = "alpha\nbeta\ngamma\n"
 APPEND_TASK = "Add the line 'delta' at the end of notes.txt."
@@ -139,6 +141,43 @@ def test_undo_never_writes_through_a_hard_link_to_a_file_outside_the_workspace(s
     assert "restored a.txt" in cli("undo", out["id"], check=0).stdout
     assert outside.read_text() == "operator's\n"
     assert (ws / "a.txt").read_text() == "original\n" and os.stat(ws / "a.txt").st_nlink == 1
+
+
+def _plant_fifo_in_the_workspace(ws, run_dir):
+    (ws / "a.txt").unlink()
+    os.mkfifo(ws / "a.txt")
+
+
+def _plant_fifo_as_the_blob(ws, run_dir):
+    sha = json.loads((run_dir / "undo" / "base.json").read_text())["files"]["a.txt"][0]
+    (run_dir / "undo" / "blobs" / sha).unlink()
+    os.mkfifo(run_dir / "undo" / "blobs" / sha)
+
+
+def _plant_fifo_as_the_base(ws, run_dir):
+    (run_dir / "undo" / "base.json").unlink()
+    os.mkfifo(run_dir / "undo" / "base.json")
+
+
+@pytest.mark.parametrize("plant, restored, b_kept", [(_plant_fifo_in_the_workspace, True, False),
+                                                     (_plant_fifo_as_the_blob, False, False),
+                                                     (_plant_fifo_as_the_base, False, True)],
+                         ids=["workspace", "blob", "base"])
+def test_a_fifo_planted_where_undo_reads_is_never_waited_on(scripted_server, configure, cli, sentinel_home,
+                                                            plant, restored, b_kept):
+    """Opening a FIFO waits for a writer: one planted where a recorded file was is replaced by the file; one planted
+    as a blob or as the base manifest makes the restore say what it could not put back (exit 1), never hang. Without
+    its base manifest, a file the run created is not removed either: whether it was there before is unknown."""
+    ws = _workspace(sentinel_home)
+    (ws / "a.txt").write_text("original\n")
+    configure(server=scripted_server([_call("read_file", path="a.txt"),
+                                      _call("write_file", path="a.txt", content="changed\n"),
+                                      _call("write_file", path="b.txt", content="new\n"), "Changed a.txt."]))
+    out = cli.json("run", "Change a.txt and write b.txt.", "--json", check=0)
+    plant(ws, sentinel_home / "runs" / out["id"])
+    undone = cli("undo", out["id"], check=0 if restored else 1, timeout=30)
+    assert ((ws / "a.txt").read_text() == "original\n") == restored
+    assert ("could not restore a.txt" in undone.stderr) != restored and (ws / "b.txt").exists() == b_kept
 
 
 def test_undo_shows_a_file_name_that_holds_terminal_controls_escaped(scripted_server, configure, cli, sentinel_home):
