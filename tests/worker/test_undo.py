@@ -143,6 +143,30 @@ def test_undo_never_writes_through_a_hard_link_to_a_file_outside_the_workspace(s
     assert (ws / "a.txt").read_text() == "original\n" and os.stat(ws / "a.txt").st_nlink == 1
 
 
+def test_undo_never_writes_or_removes_through_a_directory_symlinked_out_of_the_workspace(
+        scripted_server, configure, cli, sentinel_home, tmp_path):
+    """The directory of recorded files replaced by a link to a directory outside: neither the file to put back nor
+    the file to remove is reached through it; what could not be restored is said (exit 1)."""
+    ws = _workspace(sentinel_home)
+    (ws / "sub").mkdir()
+    (ws / "sub" / "a.txt").write_text("original\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "a.txt").write_text("operator's\n")
+    (outside / "new.txt").write_text("operator's new\n")
+    configure(server=scripted_server([_call("read_file", path="sub/a.txt"),
+                                      _call("write_file", path="sub/a.txt", content="changed\n"),
+                                      _call("write_file", path="sub/new.txt", content="made up\n"), "Done."]))
+    out = cli.json("run", "Change sub/a.txt and write sub/new.txt.", "--json", check=0)
+    (ws / "sub" / "a.txt").unlink()
+    (ws / "sub" / "new.txt").unlink()
+    (ws / "sub").rmdir()
+    (ws / "sub").symlink_to(outside)
+    undone = cli("undo", out["id"], check=1)
+    assert "could not restore sub/a.txt" in undone.stderr
+    assert (outside / "a.txt").read_text() == "operator's\n" and (outside / "new.txt").read_text() == "operator's new\n"
+
+
 def _plant_fifo_in_the_workspace(ws, run_dir):
     (ws / "a.txt").unlink()
     os.mkfifo(ws / "a.txt")
