@@ -81,6 +81,8 @@ def test_system_undo_restores_the_workspace_as_the_agents_user(system, make_agen
     assert (ws / "old.log").read_text() == "old log\n" and (ws / "keep.txt").read_text() == "untouched\n"
     assert (ws / "data.csv").read_text() == "a,b\n1,2\n" and not (ws / "sub" / "new.txt").exists()
     assert (ws / "run.sh").stat().st_mode & 0o777 == 0o755
+    assert {str(p.relative_to(ws)): p.read_text() for p in ws.rglob("*") if p.is_file()} == {
+        "keep.txt": "untouched\n", "old.log": "old log\n", "data.csv": "a,b\n1,2\n", "run.sh": "echo hi\n"}
     for restored in ("old.log", "data.csv"):  # new inodes, made by the restore: the agent's, never root's
         assert (ws / restored).stat().st_uid == uid
     run_dir = Path(pwd.getpwnam(name).pw_dir) / ".sentinel" / "runs" / run_id
