@@ -284,8 +284,8 @@ class Shell:
         if arg and not arg.isdigit():
             raise UsageError("usage: /undo [STEP] (a checkpoint number: `sentinel show` lists them)")
         done = self.engine.undo(self.session.id, int(arg) if arg else None)
-        changed = ([f"restored {p}" for p in list_in(done.get("restored"))]
-                   + [f"removed {p}" for p in list_in(done.get("removed"))])
+        changed = ([f"restored {visible(p)}" for p in list_in(done.get("restored"))]
+                   + [f"removed {visible(p)}" for p in list_in(done.get("removed"))])
         self.io.say(escape("; ".join(changed) or "nothing to put back") + f" [dim](checkpoint {done.get('to')})[/]")
         for path in list_in(done.get("missing")):
             self.io.error(f"could not restore {path}: its stored copy is missing")

@@ -455,12 +455,12 @@ def undo(run_id: str = typer.Argument(..., help="Run id."),
         done = engine.undo(run_id, to)
     if as_json:
         return print_json(done)
-    for path in list_in(done.get("restored")):
-        print(f"restored {path}")
+    for path in list_in(done.get("restored")):  # paths as the run's journal has them: shown escaped
+        print(f"restored {visible(path)}")
     for path in list_in(done.get("removed")):
-        print(f"removed {path}")
+        print(f"removed {visible(path)}")
     for path in list_in(done.get("missing")):
-        print(f"could not restore {path} (its stored copy is missing)", file=sys.stderr)
+        print(f"could not restore {visible(path)} (its stored copy is missing)", file=sys.stderr)
     if incomplete := list_in(done.get("incomplete")):
         steps = ", ".join(str(n) for n in incomplete)
         print(f"steps {steps} were not recorded whole (a workspace too large to copy): files they changed "

@@ -96,8 +96,8 @@ class SystemEngine(Closing):
         return self.ask(ops.Cancel(run_id=run_id))
 
     def undo(self, run_id: str, to: int | None = None) -> JSONObject:
-        """Refused by the supervisor for now (the restore must run as the agent's user); `show` lists the
-        checkpoints."""
+        """The supervisor restores as the agent's user (sentinel/supervisor/workers.py `start_undo`) and answers when
+        that is done."""
         return self.ask(ops.Undo(run_id=run_id, to=to))
 
     def runs(self, *, status: str | None = None, limit: int | None = None,

@@ -5,6 +5,8 @@
             and only when the policy grants network; no UDP at all.
     worker  read-write the agent's ~/.sentinel and workspace; read-only system paths and the
             Sentinel package; TCP connect only to Muzzle's port and the egress proxy port.
+    undo    a system-mode `sentinel undo` (as the agent's user): read-write the run's directory and its workspace
+            only; read-only system paths and the Sentinel package; no network at all; the agent's rlimits.
     service the supervisor's Muzzle, as its own user: no Landlock or seccomp (it must reach any upstream).
     root service  the supervisor's watcher runner: stays root, no layer (it starts tools through Leash).
 
@@ -13,6 +15,7 @@ Layers, in the order sentinel/leash/confine.py applies them (root-only ones mark
               cgroup keyring caps* ipc-ns* mount-ro* rlimits uid no_new_privs seccomp landlock
     tool        x      x      x      x       x        x      x*1      x        x       x
     worker      x             x                       x      x        x        x-net   x
+    undo        x             x                       x      x        x        x-net   x
     service     x             x                       x      x        x
     root svc    (none)
 
@@ -144,6 +147,17 @@ def worker_profile(sentinel_home: Path, workspace: Path, policy: LeashPolicy, *,
                    unix_sockets=list(policy.unix_sockets))  # its tools' filter stacks on its own
     _limits(prof, policy)
     prof.rlimits.pop("RLIMIT_CPU", None)  # a worker lives for the whole run
+    return prof
+
+
+def undo_profile(run_dir: Path, workspace: Path, policy: LeashPolicy) -> Profile:
+    """The supervisor launches a system-mode undo under this (as the agent's user): it writes the run's checkpoints'
+    journal and the workspace, nothing else of the agent's tree, and connects nowhere (no TCP port, no unix
+    socket); the agent's rlimits and cgroup limits, CPU time included."""
+    read = system_read() + [str(paths.REPO_DIR), str(paths.PACKAGE_DIR)]
+    prof = Profile("undo", read, [_real(run_dir), _real(workspace)] + DEV_WRITE, rlimits=rlimits(policy),
+                   private_tmp=False, layers=confine.WORKER)
+    _limits(prof, policy)
     return prof
 
 

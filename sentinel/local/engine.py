@@ -295,18 +295,10 @@ class LocalEngine(Closing):
         from sentinel.worker import undo
 
         row = self.store.get_run(run_id)
-        with Run.open(Path(row["run_dir"])) as run:  # Busy while another process executes it
-            steps = run.state.workspace_steps
-            try:
-                target = undo.previous_point(steps) if to is None else to
-                done = undo.restore(run.dir, Path(row["workspace"]), steps, target)
-            except undo.UndoError as exc:
-                raise UsageError(str(exc)) from None
-            if done["changes"]:
-                run.record(records.WorkspaceStep(call_id="", tool="undo", changes=done["changes"], undo=target))
-        s = undo.summary(done)
-        return {"id": run_id, "to": target, "restored": [*s["restored"]], "removed": [*s["removed"]],
-                "missing": [*s["missing"]], "incomplete": [*s["incomplete"]]}
+        try:
+            return undo.undo_run(Path(row["run_dir"]), Path(row["workspace"]), to)
+        except undo.UndoError as exc:
+            raise UsageError(str(exc)) from None
 
     # -- queries --------------------------------------------------------------
 

@@ -15,9 +15,10 @@ here nor answer an approval; what is left is a person who became the agent's use
 (`sudo -u AGENT`, `runuser -u AGENT`), answering y/N in the chat.
 
 What they may do: their own chat sessions only, the ones started through this door by the same user:
-start (chat only, as their own agent, in its own workspace), send, interrupt, resume, show, events,
-and the approvals of those sessions (and of the runs under them that execute as their own uid: nothing
-under a door session may run as another user, doorscope.py). An operator's run of the agent
+start (chat only, as their own agent, in its own workspace), send, interrupt, resume, show, events, undo
+(the chat's /undo: the restore runs as their own uid, as an operator's undo does), and the approvals of those
+sessions (and of the runs under them that execute as their own uid: nothing under a door session may run as
+another user, doorscope.py). An operator's run of the agent
 (`sudo sentinel run ... --agent AGENT`) and its approvals stay the operator's.
 """
 
@@ -32,7 +33,7 @@ from sentinel.supervisor.auth import Peer
 from sentinel.supervisor.hub import Client, Hub
 
 DOOR = doorscope.DOOR
-OWN_RUN = ("send", "interrupt", "resume", "show", "events")
+OWN_RUN = ("send", "interrupt", "resume", "show", "events", "undo")
 
 
 def agent_of(store: Store, peer: Peer) -> str | None:

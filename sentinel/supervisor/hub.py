@@ -78,6 +78,11 @@ class Hub(Protocol):
 
     def cancel(self, run_id: str) -> bool: ...
 
+    def undo(self, run_id: str, to: int | None, client: Client) -> None:
+        """Start the undo of a run that no worker executes, as its agent's user; `client` gets the answer when it
+        ends (Busy while the run's worker or another undo runs)."""
+        ...
+
     def settle(self, run_id: str) -> None:
         """Keep a finished temporary subagent: its user's worker writes it into the roster."""
         ...

@@ -37,7 +37,7 @@ from sentinel.supervisor.conn import Conn
 from sentinel.supervisor.startup import listen, listen_door, system_config
 from sentinel.supervisor.startup import open_store as open_store  # where admin.py and tests open it
 from sentinel.supervisor.install import ensure_group
-from sentinel.supervisor.hub import Client, Settings
+from sentinel.supervisor.hub import Client, Settings, caller
 from sentinel.supervisor.muzzled import MuzzleKeeper
 from sentinel.supervisor.watchkeep import WatchKeeper
 from sentinel.engine.status import RunStatus
@@ -47,6 +47,7 @@ MUZZLE_START_S = 30.0       # how long start-up waits for Muzzle to answer
 MUZZLE_LAUNCH_S = 10.0      # how long a launch waits for a Muzzle that is (re)starting
 LISTEN_RETRY_S = 2.0        # how soon a lost LISTEN session on a shared store is tried again
 REMOTE_POLL_S = 0.25        # how often a followed run of another host is looked at
+UNDO_S = 600.0              # an undo's longest run (SENTINEL_UNDO_TIMEOUT_S: tests shorten it)
 
 
 class Stop(BaseException):
@@ -163,7 +164,8 @@ class Supervisor:
             while True:
                 try:
                     self.tick(_soonest(self.muzzle.due(), self.watch_keeper.due(), self._listen_due(),
-                                       REMOTE_POLL_S if self._remote_followed() else None))
+                                       REMOTE_POLL_S if self._remote_followed() else None, self._undo_due()))
+                    self.expire_undos()
                     self.listen_decisions()
                     self.release_remote()
                     self.muzzle.tick()
@@ -226,7 +228,7 @@ class Supervisor:
                 self.store.audit("bad_frame", {"error": str(message), "run_id": worker.run_id if worker else None,
                                                "uid": conn.peer.uid if conn.peer else None})
                 answer: Mapping[str, object] | None = protocol.failure("usage", str(message))
-            elif worker is not None and message.get("op") in children.OPS:
+            elif worker is not None and worker.undo is None and message.get("op") in children.OPS:
                 answer = children.handle(self, worker, message)
             elif worker is not None:
                 answer = workers.handle(self.store, worker, message, self.relay)
@@ -285,19 +287,68 @@ class Supervisor:
         assert worker.greeting is not None
         worker.greeting["settle"] = True
 
+    def undo(self, run_id: str, to: int | None, client: Client) -> None:
+        """The run's workspace put back by a process as its agent's user (workers.start_undo); while it runs, the
+        run is busy (kept in `workers`), and `client` is answered when it exits (`exited`)."""
+        if run_id in self.workers:
+            what = "being undone" if self.workers[run_id].undo is not None else "being executed by its worker"
+            raise Busy(f"run {run_id} is {what}; undo it once that has ended (or cancel the run first)")
+        who = caller(client)
+        undoing = workers.Undoing(client, who.name, to, time.monotonic() + _undo_s())
+        worker, channel = workers.start_undo(self.store, self.site, run_id, undoing)
+        self._keep(worker, channel)
+        self.store.audit("undo_started", {"run_id": run_id, "to": to, "by": who.name, "uid": worker.uid,
+                                          "pid": worker.spawned.pid, "applied": worker.spawned.applied,
+                                          "missing": worker.spawned.missing})
+
+    def _undo_due(self) -> float | None:
+        """Seconds until the first undo in progress is past its time."""
+        deadlines = [w.undo.deadline for w in self.workers.values() if w.undo is not None]
+        return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+
+    def expire_undos(self) -> None:
+        """An undo that outlives its time (UNDO_S) is killed, and its exit answers whoever asked: whatever it waits on
+        (a FIFO the agent put where the run's journal was), the run is never busy for good."""
+        now = time.monotonic()
+        for worker in self.workers.values():
+            if worker.undo is not None and worker.undo.deadline <= now and worker.error is None:
+                worker.error = (f"the undo of run {worker.run_id} did not finish within {_undo_s():g}s and was "
+                                "stopped; what it put back before stays put back")
+                worker.spawned.kill()
+
+    def _undone(self, worker: workers.Worker, code: int) -> None:
+        """Answer whoever asked for the undo with what its process said, or why it said nothing."""
+        undoing = worker.undo
+        assert undoing is not None
+        answer = undoing.answer or protocol.failure(
+            "error", worker.error or f"the undo of run {worker.run_id} (as {worker.agent.user}) exited with code "
+                                     f"{code} before it said what it restored; see "
+                                     f"{self.settings.state_dir / 'logs' / (worker.run_id + '.log')}")
+        result = answer.get("result")
+        done = result if isinstance(result, dict) else {}
+        self.store.audit("run_undone", {"run_id": worker.run_id, "by": undoing.by, "to": done.get("to", undoing.to),
+                                        "code": code, "error": None if done else answer.get("error"),
+                                        **{k: done.get(k) for k in ("restored", "removed", "missing") if done}})
+        undoing.client.finish(answer)
+
     def _spawn(self, run_id: str) -> workers.Worker:
         url = self.muzzle_url(MUZZLE_LAUNCH_S)
         if url is None:
             raise SentinelError(self.muzzle.why_down())
         worker, channel = workers.start(self.store, self.site, run_id, url)
-        worker.conn = Conn(self, channel, worker=worker)
-        self.workers[run_id] = worker
-        self.sel.register(channel, selectors.EVENT_READ, ("conn", worker.conn))
-        self.sel.register(worker.spawned.pidfd, selectors.EVENT_READ, ("pidfd", run_id))
+        self._keep(worker, channel)
         self.store.audit("worker_started", {"run_id": run_id, "agent": worker.agent.name, "uid": worker.uid,
                                              "pid": worker.spawned.pid, "applied": worker.spawned.applied,
                                              "missing": worker.spawned.missing})
         return worker
+
+    def _keep(self, worker: workers.Worker, channel: socket.socket) -> None:
+        """Watch a spawned worker's channel and exit."""
+        run_id = worker.run_id
+        worker.conn = Conn(self, channel, worker=worker)
+        self.workers[run_id] = worker
+        self.sel.register(channel, selectors.EVENT_READ, ("conn", worker.conn))
+        self.sel.register(worker.spawned.pidfd, selectors.EVENT_READ, ("pidfd", run_id))
 
     def exited(self, run_id: str) -> None:
         worker = self.workers.pop(run_id)
@@ -309,6 +360,15 @@ class Supervisor:
             worker.conn.close()
         row = self.store.get_run(run_id)
         self.store.audit("worker_exited", {"run_id": run_id, "code": code, "pid": worker.spawned.pid})
+        if worker.undo is not None:
+            self._undone(worker, code)
+            if worker.relaunch:  # a resume or a decision came while the undo ran: the run goes on now
+                try:
+                    self.launch(run_id)
+                    return
+                except SentinelError:
+                    pass
+            return self.release(run_id)
         if worker.settling:
             return
         if row["status"] == RunStatus.RUNNING:
@@ -521,6 +581,13 @@ class Supervisor:
             self.decisions.close()
         if self._db is not None:
             self._db.close()
+
+
+def _undo_s() -> float:
+    try:
+        return max(0.1, float(os.environ.get("SENTINEL_UNDO_TIMEOUT_S", UNDO_S)))
+    except ValueError:
+        return UNDO_S
 
 
 def _soonest(*delays: float | None) -> float | None:

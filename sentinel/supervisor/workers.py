@@ -7,6 +7,10 @@ stamped as the worker's; no op changes the run's model, task, workspace or grant
 fixed them at start). There is no op that resolves an approval: only an operator on the operator
 socket can approve or deny.
 
+An undo process (`python -m sentinel.worker --undo RUN_ID`, `start_undo`) is kept here too, while it runs, so the run
+counts as busy: its channel answers `hello` (the run directory, workspace and checkpoint the supervisor fixed) and
+`undone` (what it restored, or why it could not), nothing else; the reply to the operator who asked waits for it.
+
 `hello` answers once per worker: the run, the operator's settings it runs under, and Muzzle's URL with
 the run token, so the token never sits in an environment another process could read. The settings are an
 allowlist (WORKER_SETTINGS): what the agent loop reads, never the store's DSN, notification targets, the
@@ -72,6 +76,17 @@ class Site:
 
 
 @dataclass
+class Undoing:
+    """A system-mode undo in progress: who asked (answered when the process exits) and what the process said."""
+
+    client: Client
+    by: str
+    to: int | None
+    deadline: float  # time.monotonic() past which the supervisor stops it
+    answer: Mapping[str, object] | None = None  # the reply frame for `client`, once the process said `undone`
+
+
+@dataclass
 class Worker:
     run_id: str
     agent: registry.Agent
@@ -87,6 +102,7 @@ class Worker:
     inbox: JSONObject = field(default_factory=dict)  # a chat session's next message and skills, for `hello`
     stopped: bool = False   # an operator stopped this turn: the dying worker's last frames change nothing
     settling: bool = False  # it only writes a kept subagent into its user's roster; the run stays as it is
+    undo: Undoing | None = None  # it only restores the run's workspace (start_undo); the run stays as it is
 
 
 # -- spawning ---------------------------------------------------------------------------------------
@@ -148,10 +164,7 @@ def start(store: Store, site: Site, run_id: str, muzzle_url: str) -> tuple[Worke
         raise UsageError(f"run {run_id} belongs to no registered system agent")
     pw = registry.account(agent, site.group)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    logs = site.state_dir / "logs"
-    logs.mkdir(mode=0o700, exist_ok=True)
-    log_fd = os.open(logs / f"{run_id}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
-                     0o600)
+    log_fd = _log(site, run_id)
     try:
         token = _muzzle_token(agent.name, run_id, row["model"], site.config)
         spawned = spawn.spawn(worker_launch(run_id, row, pw, site, theirs.fileno(), log_fd))
@@ -164,6 +177,54 @@ def start(store: Store, site: Site, run_id: str, muzzle_url: str) -> tuple[Worke
     worker = Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied,
                     greeting=greeting(store, row, site.config, pw, {"base_url": muzzle_url, "token": token}))
     return worker, ours
+
+
+def start_undo(store: Store, site: Site, run_id: str, undoing: Undoing) -> tuple[Worker, socket.socket]:
+    """Spawn the undo of a run, as its agent's user, under the undo profile; returns it and the channel's end."""
+    row = store.get_run(run_id)
+    agent = registry.get(store, row.get("user") or "")
+    if agent is None:
+        raise UsageError(f"run {run_id} belongs to no registered system agent")
+    pw = registry.account(agent, site.group)
+    workspace = row["workspace"] or str(layout.agent_sentinel_home(Path(pw.pw_dir)) / "workspace")
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    log_fd = _log(site, run_id)
+    try:
+        spawned = spawn.spawn(undo_launch(run_id, row, workspace, pw, site, theirs.fileno(), log_fd))
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+        os.close(log_fd)
+    spec: JSONObject = {"id": run_id, "run_dir": row["run_dir"], "workspace": workspace, "to": undoing.to}
+    return Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied, greeting=spec,
+                  undo=undoing), ours
+
+
+def undo_launch(run_id: str, row: StoredRun, workspace: str, pw: pwd.struct_passwd, site: Site, channel_fd: int,
+                log_fd: int) -> spawn.Launch:
+    """`python -I -B -m sentinel.worker --undo RUN_ID` from `/`, with the worker's scrubbed environment: Landlock
+    lets it write the run's directory and workspace only (sentinel/leash/profile.py `undo_profile`), under the
+    agent's Leash limits."""
+    from sentinel.leash import policy as leash_policy
+    from sentinel.leash.profile import undo_profile
+
+    policy_file = leash_policy.policy_path(pw.pw_name, system=True, policy_dir=layout.etc_dir() / "leash")
+    prof = undo_profile(Path(row["run_dir"]), Path(workspace), leash_policy.load(policy_file))
+    if site.interpreter is not None:
+        prof.read.append(str(site.interpreter))
+    return spawn.Launch([sys.executable, "-I", "-B", "-m", "sentinel.worker", "--undo", run_id],
+                        worker_env(run_id, pw), pw.pw_uid, pw.pw_gid, "/", prof, (channel_fd, log_fd, log_fd),
+                        sandbox=site.config.sandbox, name=f"sentinel-undo-{run_id}",
+                        executable=str(site.interpreter) if site.interpreter is not None else None)
+
+
+def _log(site: Site, run_id: str) -> int:
+    logs = site.state_dir / "logs"
+    logs.mkdir(mode=0o700, exist_ok=True)
+    return os.open(logs / f"{run_id}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                   0o600)
 
 
 def greeting(store: Store, row: StoredRun, config: "Config", pw: pwd.struct_passwd,
@@ -250,7 +311,7 @@ def handle(store: Store, worker: Worker, msg: JSONObject,
         if isinstance(event, dict):
             relay(worker.run_id, {**event, "run_id": worker.run_id})
         return None
-    fn = CHANNEL_OPS.get(op) if isinstance(op, str) else None
+    fn = (UNDO_OPS if worker.undo is not None else CHANNEL_OPS).get(op) if isinstance(op, str) else None
     if worker.stopped:  # killed by `interrupt`: what it wrote before dying must not pause or end the session
         return failure("denied", f"an operator stopped the turn of run {worker.run_id}")
     if fn is None:
@@ -427,6 +488,46 @@ CHANNEL_OPS: dict[str, Callable[[Store, Worker, JSONObject], JSON]] = {
     "pending_approvals": _pending, "expire": _expire, "consume": _consume, "audit": _audit,
     "tool_trusted": _tool_trusted, "mcp_trust": _mcp_trust,
 }
+
+
+# -- an undo process's answer ------------------------------------------------------------------------
+
+REFUSALS = ("usage", "busy", "error")  # why an undo could not start, as the operator's client reads the kind
+
+
+def _undone(store: Store, worker: Worker, msg: JSONObject) -> None:
+    """What the undo did (or why it could not), kept for the operator's reply when the process exits. The lists
+    are the process's: paths as text, checked for shape only (the CLI shows them escaped)."""
+    undoing = worker.undo
+    assert undoing is not None  # only an undo process's channel has this op
+    if undoing.answer is not None:
+        raise Refused(f"the undo of run {worker.run_id} already answered")
+    refused = msg.get("refused")
+    if refused is not None:
+        kind = refused if isinstance(refused, str) and refused in REFUSALS else "error"
+        undoing.answer = failure(kind, _text(msg.get("message"), "message")[:2000])
+        return
+    undoing.answer = reply(undo_result(worker.run_id, msg.get("result")))
+
+
+def undo_result(run_id: str, value: JSON) -> JSONObject:
+    """The `undone` result, field by field: id, to (a step number), restored/removed/missing (paths),
+    incomplete (step numbers)."""
+    if not isinstance(value, dict) or value.get("id") != run_id:
+        raise UsageError(f"result: must be the undo of run {run_id}")
+    to = value.get("to")
+    if not isinstance(to, int) or isinstance(to, bool) or to < 0:
+        raise UsageError("result.to: must be a step number")
+    out: JSONObject = {"id": run_id, "to": to}
+    for name, kind in (("restored", str), ("removed", str), ("missing", str), ("incomplete", int)):
+        items = value.get(name)
+        if not isinstance(items, list) or not all(isinstance(i, kind) and not isinstance(i, bool) for i in items):
+            raise UsageError(f"result.{name}: must be a list of {'paths' if kind is str else 'step numbers'}")
+        out[name] = items
+    return out
+
+
+UNDO_OPS: dict[str, Callable[[Store, Worker, JSONObject], JSON]] = {"hello": _hello, "undone": _undone}
 
 
 # -- a hook session's relay contract (sentinel/engine/relay.py): only its own run's ------------------

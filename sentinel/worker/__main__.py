@@ -8,6 +8,12 @@ SENTINEL_SUPERVISOR_FD (0). The worker moves it off stdin and asks the superviso
 run under (the agent's own config.yaml is not read), and Muzzle's URL with the run token. It creates
 or reopens the run under its own $SENTINEL_HOME/runs/<id>/ (every file written as this user), runs the
 loop with a RemoteStore, relays each journal event, and exits when the run pauses, finishes or fails.
+
+`python -m sentinel.worker --undo RUN_ID`: `sentinel undo` (and a chat's /undo) of a system-mode run, started by
+the supervisor through Leash as the agent's user with the undo profile (it writes the run's directory and its
+workspace, nothing else, and reaches no network). Its `hello` names the run directory, the workspace and the
+checkpoint as the supervisor fixed them; it restores with sentinel/worker/undo.py, as local mode does, and answers
+`undone` with what it put back, or with why it could not.
 """
 
 from __future__ import annotations
@@ -164,9 +170,44 @@ def execute(run_id: str) -> int:
         channel.close()
 
 
+def undo(run_id: str) -> int:
+    """Restore the run's workspace as this user and tell the supervisor what was done (or why not)."""
+    from sentinel.errors import Busy
+    from sentinel.worker.undo import UndoError, undo_run
+
+    channel = _channel()
+    try:
+        spec = channel.call("hello")
+        if not isinstance(spec, dict) or spec.get("id") != run_id:
+            raise SentinelError(f"the supervisor sent no undo of run {run_id}")
+        to = spec.get("to")
+        try:
+            done = undo_run(Path(str(spec["run_dir"])), Path(str(spec["workspace"])),
+                            to if isinstance(to, int) else None, channel.emit)
+        except UndoError as exc:
+            channel.call("undone", refused="usage", message=str(exc))
+            return 1
+        except Busy as exc:
+            channel.call("undone", refused="busy", message=str(exc))
+            return 1
+        except OSError as exc:
+            channel.call("undone", refused="error", message=f"run {run_id}: its checkpoints cannot be read "
+                                                            f"({exc.strerror or exc})")
+            return 1
+        channel.call("undone", result=done)
+        return 0
+    except (SentinelError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        channel.close()
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "--undo":
+        return undo(argv[1])
     if len(argv) != 1:
-        print("usage: python -m sentinel.worker RUN_ID", file=sys.stderr)
+        print("usage: python -m sentinel.worker RUN_ID | --undo RUN_ID", file=sys.stderr)
         return 2
     return execute(argv[0])
 

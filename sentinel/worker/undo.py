@@ -4,6 +4,7 @@
     points.before("bash", args)           # before a call that may change files
     changes, complete = points.after()     # after it: path -> [sha256, mode], or None for a path it removed
     restore(run_dir, workspace, steps, to) # the workspace as it was after step `to` (0: before the run's first change)
+    undo_run(run_dir, workspace, to)       # `sentinel undo`: restore, journal the undo as a checkpoint, summarise
 
 Content-addressed: every file content the run may need again is one blob, `<run dir>/undo/blobs/<sha256>`, written
 once however many steps hold it. `<run dir>/undo/base.json` maps each workspace file to its blob as the run found
@@ -17,7 +18,9 @@ modes, and removes files the run created; directories the run made stay (empty).
 
 Every write and removal goes through openat2(RESOLVE_BENEATH) (sentinel/tools/fs.py): a path in a journal, which
 the agent can write, never leaves the workspace. In system mode the worker keeps the checkpoints as the agent's
-user, and a restore must run as that user too: never as root in the agent's tree.
+user, and a restore runs as that user too, never as root in the agent's tree: the supervisor starts
+`python -m sentinel.worker --undo RUN_ID` through Leash (sentinel/supervisor/workers.py `start_undo`), which calls
+`undo_run` as local mode does.
 """
 
 from __future__ import annotations
@@ -27,19 +30,24 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Collection, TypedDict
+from typing import TYPE_CHECKING, Collection, TypedDict
 
 from sentinel import paths
 from sentinel.engine.state import WorkspaceStep
 from sentinel.jsontypes import JSON, JSONObject
 from sentinel.tools.fs import Confined, OutsideRoot, openat2, relative
 
+if TYPE_CHECKING:
+    from sentinel.engine.events import Listener
+
 UNDO = "undo"
 BASE = "base.json"
 BASE_FILES = 20000               # a workspace with more files is not copied whole
 BASE_BYTES = 256 * 1024 * 1024   # nor one with more bytes
 FILE_BYTES = 32 * 1024 * 1024    # a larger file is never stored: a step that changed one is incomplete
+BASE_MANIFEST_BYTES = 64 * 1024 * 1024  # base.json is read up to this (BASE_FILES entries take far less)
 FILE_TOOLS = ("write_file", "edit_file")
+READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK  # a FIFO planted where a file was is never waited on
 
 Stats = dict[str, tuple[int, int, int, int]]  # path -> (size, mtime_ns, inode, mode)
 
@@ -156,7 +164,7 @@ class Checkpoints:
         """[sha256, mode] of a workspace file, its content stored as a blob; None when it is no regular file
         (or is too large to keep)."""
         try:
-            fd = Confined(self.workspace).open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = Confined(self.workspace).open(path, READ)
         except (OSError, OutsideRoot):
             return None
         with os.fdopen(fd, "rb") as f:
@@ -175,13 +183,23 @@ class Checkpoints:
 
 
 def load_base(undo_dir: Path) -> Base:
+    return read_base(undo_dir) or {"complete": False, "files": {}}
+
+
+def read_base(undo_dir: Path) -> Base | None:
+    """The base manifest; None when it is missing or is no manifest (a regular file of JSON with a `files` map)."""
     try:
-        data = json.loads((undo_dir / BASE).read_text())
+        fd = os.open(undo_dir / BASE, READ | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            data = json.loads(f.read(BASE_MANIFEST_BYTES))
     except (OSError, ValueError):
-        return {"complete": False, "files": {}}
+        return None
     files = data.get("files") if isinstance(data, dict) else None
-    return {"complete": bool(data.get("complete")) if isinstance(data, dict) else False,
-            "files": files if isinstance(files, dict) else {}}
+    if not isinstance(files, dict):
+        return None
+    return {"complete": bool(data.get("complete")), "files": files}
 
 
 def _key(workspace: Path, path: str) -> str | None:
@@ -237,8 +255,8 @@ def restore(run_dir: Path, workspace: Path, steps: list[WorkspaceStep], to: int)
     if not 0 <= to <= len(steps):
         raise UndoError(f"no step {to}: the run has checkpoints 0 (before its first change) to {len(steps)}")
     undo_dir = run_dir / UNDO
-    base = load_base(undo_dir)
-    wanted = state_at(base, steps, to)
+    base = read_base(undo_dir)
+    wanted = state_at(base or {"complete": False, "files": {}}, steps, to)
     touched = list(dict.fromkeys(p for step in steps[to:] for p in (step.get("changes") or {})))
     fs = Confined(workspace)
     changes: JSONObject = {}
@@ -247,6 +265,8 @@ def restore(run_dir: Path, workspace: Path, steps: list[WorkspaceStep], to: int)
         entry = wanted.get(path)
         if _key(workspace, path) != path:
             missing.append(path)  # not a plain workspace path: a journal line this harness never wrote
+        elif entry is None and base is None:
+            missing.append(path)  # without the base manifest, whether it was there before the run is unknown
         elif entry is None:
             if _exists(fs, path) and _remove(fs, path):
                 changes[path] = None
@@ -269,7 +289,7 @@ def _exists(fs: Confined, path: str) -> bool:
 
 def _current(fs: Confined, path: str) -> list[JSON] | None:
     try:
-        fd = fs.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = fs.open(path, READ)
     except (OSError, OutsideRoot):
         return None
     with os.fdopen(fd, "rb") as f:
@@ -288,33 +308,48 @@ def _put(fs: Confined, undo_dir: Path, path: str, entry: JSON) -> bool:
     if not isinstance(sha, str) or not isinstance(mode, int) or len(sha) != 64 \
             or not all(c in "0123456789abcdef" for c in sha):
         return False
-    try:
-        data = (undo_dir / "blobs" / sha).read_bytes()
-    except OSError:
-        return False
-    if hashlib.sha256(data).hexdigest() != sha:
+    data = _blob(undo_dir, sha)
+    if data is None or hashlib.sha256(data).hexdigest() != sha:
         return False
     try:
-        if _is_link(fs, path):
-            _remove(fs, path)  # a link planted where the file was: replaced by the file, never followed
+        if _foreign(fs, path):
+            _remove(fs, path)  # planted where the file was: replaced by the file, never written through
         fs.write_bytes(path, data, mode & 0o777, exact_mode=True)
     except (OSError, OutsideRoot):
         return False
     return True
 
 
-def _is_link(fs: Confined, path: str) -> bool:
+def _blob(undo_dir: Path, sha: str) -> bytes | None:
+    """A stored content, if its blob is a regular file no larger than any stored one (a FIFO or device planted as a
+    blob is never waited on or read)."""
+    try:
+        fd = os.open(undo_dir / "blobs" / sha, READ | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        data = f.read(FILE_BYTES + 1)
+    return data if len(data) <= FILE_BYTES else None
+
+
+def _foreign(fs: Confined, path: str) -> bool:
+    """Something at `path` a restore must not write through: a symlink, a FIFO, socket or device (opening one
+    would follow it or wait), or a file with another name elsewhere (a hard link: writing it in place would write
+    that other name too, which may lie outside the workspace). A directory is left for the write to fail on."""
     parent, _, name = path.rpartition("/")
     try:
         fd = fs.open(parent or ".", os.O_PATH | os.O_DIRECTORY)
     except (OSError, OutsideRoot):
         return False
     try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
     except OSError:
         return False
     finally:
         os.close(fd)
+    return not stat.S_ISDIR(st.st_mode) and (not stat.S_ISREG(st.st_mode) or st.st_nlink > 1)
 
 
 def _remove(fs: Confined, path: str) -> bool:
@@ -354,6 +389,27 @@ def previous_point(steps: list[WorkspaceStep]) -> int:
     if now == 0:
         raise UndoError("nothing to undo: the workspace is as it was before the run changed anything")
     return point(steps, now - 1)
+
+
+def undo_run(run_dir: Path, workspace: Path, to: int | None, listener: Listener | None = None) -> JSONObject:
+    """Put the run's workspace back as it was after checkpoint `to` (0: before its first change; None: the one before
+    the latest), holding the run's lease (Busy while another process executes it); the undo is itself a checkpoint,
+    journaled, so it can be undone too (`listener` hears its event). Returns what `sentinel undo` prints: id, to,
+    restored, removed, missing, incomplete."""
+    from sentinel.engine import records
+    from sentinel.engine.run import Run
+
+    with Run.open(run_dir) as run:
+        if listener is not None:
+            run.listeners.append(listener)
+        steps = run.state.workspace_steps
+        target = previous_point(steps) if to is None else to
+        done = restore(run.dir, workspace, steps, target)
+        if done["changes"]:
+            run.record(records.WorkspaceStep(call_id="", tool="undo", changes=done["changes"], undo=target))
+    s = summary(done)
+    return {"id": run_dir.name, "to": target, "restored": [*s["restored"]], "removed": [*s["removed"]],
+            "missing": [*s["missing"]], "incomplete": [*s["incomplete"]]}
 
 
 def summary(done: Restored) -> Summary:

@@ -144,3 +144,27 @@ def test_a_reply_of_the_wrong_shape_is_one_clear_error(result):
     finally:
         mine.close()
         theirs.close()
+
+
+def test_an_undo_process_may_only_say_what_it_restored_and_a_worker_never_may(store, worker):
+    """An undo process's channel (sentinel/supervisor/workers.py `start_undo`) answers hello and undone only; its
+    answer is checked field by field and taken once; a run's worker cannot pass an undo's answer off."""
+    from dataclasses import replace
+
+    from sentinel.supervisor.workers import Undoing
+
+    undoing = Undoing(client=None, by="root", to=0, deadline=0.0)  # type: ignore[arg-type]
+    undo = replace(worker, undo=undoing, greeting={"id": "r-mine", "run_dir": "/x", "workspace": "/w", "to": 0})
+    for op, args in (("set_status", {"status": "done"}), ("record_decision", {"call_id": "c1", "decision": {}}),
+                     ("audit", {"kind": "decision", "record": {}}), ("child_plan", {})):
+        assert ask(store, undo, op, **args)["kind"] == "denied"
+    assert store.get_run("r-mine")["status"] != "done"
+    assert ask(store, worker, "undone", result={"id": "r-mine"})["kind"] == "denied"
+    good = {"id": "r-mine", "to": 0, "restored": ["a.txt"], "removed": [], "missing": [], "incomplete": []}
+    for bad in ({**good, "restored": "a.txt"}, {**good, "to": "0"}, {**good, "id": "r-other"},
+                {**good, "incomplete": ["1"]}):
+        assert ask(store, undo, "undone", result=bad)["kind"] == "usage" and undoing.answer is None
+    assert ask(store, undo, "hello")["result"]["workspace"] == "/w"
+    assert ask(store, undo, "undone", result={**good, "extra": "dropped"})["ok"]
+    assert undoing.answer == {"ok": True, "result": good}
+    assert ask(store, undo, "undone", refused="busy", message="x")["kind"] == "denied"  # once

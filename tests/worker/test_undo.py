@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 BASH_AUTO = {"policy": {"bash": {"default": "auto"}}}
 LINES = "alpha\nbeta\ngamma\n"
 APPEND_TASK = "Add the line 'delta' at the end of notes.txt."
@@ -121,6 +123,96 @@ def test_undo_writes_only_beneath_the_workspace_whatever_the_journal_says(script
     cli("undo", out["id"], check=1)  # the forged paths cannot be restored: said, and exit 1
     assert outside.read_text() == "operator's\n"
     assert not (ws / "a.txt").is_symlink() and (ws / "a.txt").read_text() == "original\n"
+
+
+def test_undo_never_writes_through_a_hard_link_to_a_file_outside_the_workspace(scripted_server, configure, cli,
+                                                                              sentinel_home, tmp_path):
+    """A hard link where a file was names the same file as a path outside the workspace: written in place, the
+    restore would change that file too. It is replaced by a file of its own."""
+    ws = _workspace(sentinel_home)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("operator's\n")
+    (ws / "a.txt").write_text("original\n")
+    configure(server=scripted_server([_call("read_file", path="a.txt"),
+                                      _call("write_file", path="a.txt", content="changed\n"), "Changed a.txt."]))
+    out = cli.json("run", "Change a.txt.", "--json", check=0)
+    (ws / "a.txt").unlink()
+    os.link(outside, ws / "a.txt")
+    assert "restored a.txt" in cli("undo", out["id"], check=0).stdout
+    assert outside.read_text() == "operator's\n"
+    assert (ws / "a.txt").read_text() == "original\n" and os.stat(ws / "a.txt").st_nlink == 1
+
+
+def test_undo_never_writes_or_removes_through_a_directory_symlinked_out_of_the_workspace(
+        scripted_server, configure, cli, sentinel_home, tmp_path):
+    """The directory of recorded files replaced by a link to a directory outside: neither the file to put back nor
+    the file to remove is reached through it; what could not be restored is said (exit 1)."""
+    ws = _workspace(sentinel_home)
+    (ws / "sub").mkdir()
+    (ws / "sub" / "a.txt").write_text("original\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "a.txt").write_text("operator's\n")
+    (outside / "new.txt").write_text("operator's new\n")
+    configure(server=scripted_server([_call("read_file", path="sub/a.txt"),
+                                      _call("write_file", path="sub/a.txt", content="changed\n"),
+                                      _call("write_file", path="sub/new.txt", content="made up\n"), "Done."]))
+    out = cli.json("run", "Change sub/a.txt and write sub/new.txt.", "--json", check=0)
+    (ws / "sub" / "a.txt").unlink()
+    (ws / "sub" / "new.txt").unlink()
+    (ws / "sub").rmdir()
+    (ws / "sub").symlink_to(outside)
+    undone = cli("undo", out["id"], check=1)
+    assert "could not restore sub/a.txt" in undone.stderr
+    assert (outside / "a.txt").read_text() == "operator's\n" and (outside / "new.txt").read_text() == "operator's new\n"
+
+
+def _plant_fifo_in_the_workspace(ws, run_dir):
+    (ws / "a.txt").unlink()
+    os.mkfifo(ws / "a.txt")
+
+
+def _plant_fifo_as_the_blob(ws, run_dir):
+    sha = json.loads((run_dir / "undo" / "base.json").read_text())["files"]["a.txt"][0]
+    (run_dir / "undo" / "blobs" / sha).unlink()
+    os.mkfifo(run_dir / "undo" / "blobs" / sha)
+
+
+def _plant_fifo_as_the_base(ws, run_dir):
+    (run_dir / "undo" / "base.json").unlink()
+    os.mkfifo(run_dir / "undo" / "base.json")
+
+
+@pytest.mark.parametrize("plant, restored, b_kept", [(_plant_fifo_in_the_workspace, True, False),
+                                                     (_plant_fifo_as_the_blob, False, False),
+                                                     (_plant_fifo_as_the_base, False, True)],
+                         ids=["workspace", "blob", "base"])
+def test_a_fifo_planted_where_undo_reads_is_never_waited_on(scripted_server, configure, cli, sentinel_home,
+                                                            plant, restored, b_kept):
+    """Opening a FIFO waits for a writer: one planted where a recorded file was is replaced by the file; one planted
+    as a blob or as the base manifest makes the restore say what it could not put back (exit 1), never hang. Without
+    its base manifest, a file the run created is not removed either: whether it was there before is unknown."""
+    ws = _workspace(sentinel_home)
+    (ws / "a.txt").write_text("original\n")
+    configure(server=scripted_server([_call("read_file", path="a.txt"),
+                                      _call("write_file", path="a.txt", content="changed\n"),
+                                      _call("write_file", path="b.txt", content="new\n"), "Changed a.txt."]))
+    out = cli.json("run", "Change a.txt and write b.txt.", "--json", check=0)
+    plant(ws, sentinel_home / "runs" / out["id"])
+    undone = cli("undo", out["id"], check=0 if restored else 1, timeout=30)
+    assert ((ws / "a.txt").read_text() == "original\n") == restored
+    assert ("could not restore a.txt" in undone.stderr) != restored and (ws / "b.txt").exists() == b_kept
+
+
+def test_undo_shows_a_file_name_that_holds_terminal_controls_escaped(scripted_server, configure, cli, sentinel_home):
+    """The paths undo prints are the journal's (a file the agent named): a name holding an escape sequence is
+    printed with the sequence shown, never sent to the operator's terminal."""
+    _workspace(sentinel_home)
+    configure(BASH_AUTO, server=scripted_server([_call("bash", command="printf x > \"$(printf 'e\\033[2Jx.txt')\""),
+                                                 "Wrote it."]))
+    out = cli.json("run", "Write the file.", "--json", check=4)  # done_unverified: how it ends is not the point
+    undone = cli("undo", out["id"], check=0)
+    assert "\x1b" not in undone.stdout and "removed e\\x1b[2Jx.txt" in undone.stdout
 
 
 def test_what_a_chat_undo_goes_back_to():

@@ -177,11 +177,18 @@ def cancel(sup: Hub, conn: Client, req: Cancel) -> Reply:
 
 
 def undo(sup: Hub, conn: Client, req: Undo) -> Reply:
-    """Not in system mode yet: the restore must run as the agent's user (never root in the agent's tree), in a
-    worker the supervisor starts, and that path is not built. The checkpoints are kept; `show` lists them."""
-    sup.store.get_run(req.run_id)  # NotFound first, as local mode
-    raise UsageError("undo is not available in system mode yet (it must run as the agent's user); the "
-                     f"run's checkpoints are kept: `sentinel show {req.run_id}` lists them")
+    """Put a run's workspace back (sentinel/worker/undo.py): never by root in the agent's tree, but by a process the
+    supervisor starts as the agent's user under its undo profile (workers.start_undo); the reply waits for it.
+    Refused while the run's worker executes it (Busy, as local mode's lease)."""
+    store = sup.store
+    row = store.get_run(req.run_id)  # NotFound first, as local mode
+    if row.get("kind") == flows.KIND:
+        raise UsageError(f"run {row['id']} is a workflow: it changes no workspace itself; undo the runs of its "
+                         f"steps (`sentinel show {row['id']}` lists them)")
+    if store.shared and row.get("host") != store.host:
+        raise UsageError(f"run {row['id']} executes on host {row.get('host')}: undo it there")
+    sup.undo(row["id"], req.to, conn)
+    return None
 
 
 # -- chat sessions ------------------------------------------------------------------------------------------
