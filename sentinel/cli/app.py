@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import sys
 
 import typer
 
+from sentinel.cli.fast import RUN_COMMANDS, fail
 from sentinel.errors import SentinelError
 
 # (sub-command name, module exposing a typer `app`); groups register only if present.
@@ -35,9 +35,7 @@ COMMAND_MODULES = ["sentinel.cli.runs", "sentinel.cli.system", "sentinel.cli.cha
 # Which of COMMAND_MODULES registers each top-level command (tests/cli/test_start.py keeps it true).
 # A command missing here still works: its name is unknown, so every command is built.
 COMMANDS = {
-    **dict.fromkeys(("run", "runs", "show", "approvals", "approve", "deny", "resume", "logs", "status", "cancel",
-                     "undo"),
-                    "sentinel.cli.runs"),
+    **dict.fromkeys(RUN_COMMANDS, "sentinel.cli.runs"),
     **dict.fromkeys(("setup", "init", "supervisor"), "sentinel.cli.system"),
     **dict.fromkeys(("chat", "chats", "restore"), "sentinel.cli.chat"),
     "web": "sentinel.cli.web",
@@ -84,11 +82,6 @@ def build(args: list[str] | None = None) -> typer.Typer:
     for group in GROUPS:
         _add_group(app, *group)
     return app
-
-
-def fail(exc: SentinelError) -> None:
-    print(f"error: {exc}", file=sys.stderr)
-    sys.exit(exc.exit_code)
 
 
 def run(args: list[str]) -> None:

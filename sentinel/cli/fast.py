@@ -1,16 +1,16 @@
-"""The run commands without typer's start: parse their plain arguments from the same declarations, call them.
+"""The run commands without typer: parse their plain arguments from their own declarations, call them.
 
-typer 0.29 builds a pydantic TypeAdapter for every parameter of the command it runs (typer._adapters):
-invoking any command costs typer, click and pydantic before the command does anything. The commands of
-`sentinel.cli.runs` (approvals, runs, show, status, approve, deny, run, resume, logs, cancel) are typed
-many times a day and by scripts, so `sentinel.cli.main` hands them here first:
+Importing typer and click costs a listing more than the rest of its start, and typer 0.29 builds a pydantic
+TypeAdapter for every parameter of the command it runs (typer._adapters). The commands of
+`sentinel.cli.runs` (approvals, runs, show, status, approve, deny, run, resume, logs, cancel) are typed many
+times a day and by scripts, so `sentinel.cli.main` hands them here first:
 
     parse(runs.approvals, ["--json"])   # {"as_json": True}, or None: not plain, let typer do it
 
-Only what is unambiguous is taken: each function's own `typer.Argument`/`typer.Option` declarations, of
-type str, Path or a bool flag. Anything else (`--help`, an unknown or repeated option, a missing or extra
-argument, `--`) returns None and the typer app runs the command instead, with its usage errors and help
-exactly as before. The command body is the same function either way.
+Only what is unambiguous is taken: each function's own `Argument`/`Option` declarations
+(sentinel/cli/params.py), of type str, Path or a bool flag. Anything else (`--help`, an unknown or repeated
+option, a missing or extra argument, `--`) returns None and the typer app runs the command instead, with its
+usage errors and help exactly as before. The command body is the same function either way.
 """
 
 from __future__ import annotations
@@ -21,10 +21,14 @@ import typing
 from pathlib import Path
 from typing import Callable
 
+from sentinel.cli.params import Command, Param
 from sentinel.errors import SentinelError
 
 VALUE_TYPES: dict[type, Callable[[str], str | Path]] = {str: str, Path: Path}
-Command = Callable[..., None]  # a command function of sentinel.cli.runs
+
+
+# The commands of sentinel.cli.runs (sentinel/cli/app.py COMMANDS maps them; tests/cli/test_cli_start.py checks)
+RUN_COMMANDS = ("run", "runs", "show", "approvals", "approve", "deny", "resume", "logs", "status", "cancel", "undo")
 
 
 def _plain_type(annotation: object) -> type | None:
@@ -37,8 +41,6 @@ def _plain_type(annotation: object) -> type | None:
 
 def parse(fn: Command, args: list[str]) -> dict[str, object] | None:
     """The keyword arguments typer would call `fn` with for `args`, or None when typer must decide."""
-    import typer.models
-
     hints = typing.get_type_hints(fn)
     positional: list[str] = []
     options: dict[str, tuple[str, type]] = {}  # "--json" -> (parameter name, type)
@@ -48,14 +50,14 @@ def parse(fn: Command, args: list[str]) -> dict[str, object] | None:
         return None
     for name, info in declared.items():
         kind = _plain_type(hints.get(name))
-        if kind is None or not isinstance(info, (typer.models.ArgumentInfo, typer.models.OptionInfo)):
+        if kind is None or not isinstance(info, Param):
             return None
-        if isinstance(info, typer.models.ArgumentInfo):
+        if info.kind == "argument":
             if kind is bool:
                 return None
             positional.append(name)
         else:
-            decls = info.param_decls or ()
+            decls = info.decls
             if not decls or any("/" in d or not d.startswith("-") for d in decls):
                 return None
             options.update(dict.fromkeys(decls, (name, kind)))
@@ -106,16 +108,15 @@ def _bind(args: list[str], positional: list[str], options: dict[str, tuple[str, 
     return values
 
 
+def fail(exc: SentinelError) -> None:
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(exc.exit_code)
+
+
 def call(fn: Command, kwargs: dict[str, object]) -> None:
-    """Run a command as the typer app would: its Exit code, a SentinelError's one line, 130 on Ctrl-C."""
-    import typer
-
-    from sentinel.cli.app import fail
-
+    """Run a command as the typer app would: its exit code, a SentinelError's one line, 130 on Ctrl-C."""
     try:
         fn(**kwargs)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
     except SentinelError as exc:
         fail(exc)
     except KeyboardInterrupt:
@@ -132,9 +133,7 @@ def call(fn: Command, kwargs: dict[str, object]) -> None:
 
 def run(args: list[str]) -> bool:
     """Run `args` here if they name a run command in plain form; False: the typer app must run them."""
-    from sentinel.cli import app
-
-    if not args or app.COMMANDS.get(args[0]) != "sentinel.cli.runs":
+    if not args or args[0] not in RUN_COMMANDS:
         return False
     from sentinel.cli import runs
 

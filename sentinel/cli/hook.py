@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
-
-if TYPE_CHECKING:
-    from sentinel.jsontypes import JSONObject
+from typing import Optional
 
 import typer
 
@@ -106,11 +103,3 @@ def compat(ctx: typer.Context) -> None:
     from sentinel.hooks.compat.run import main
 
     raise typer.Exit(main(list(ctx.args)))
-
-
-def gate_status() -> "JSONObject":
-    """For `sentinel status`: each configured judge probed, and the hooks installed around the cwd."""
-    from sentinel.hooks.trust import summary
-    from sentinel.policy.gate.probe import probe_configured
-
-    return {"judges": [*probe_configured()], **summary(str(Path.cwd()))}

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Mapping, Optional
 
-import typer
-
+from sentinel.cli.params import Argument, Option, typed
+from sentinel.config_stamp import Facts
 from sentinel.engine.api import Engine, Outcome
 from sentinel.engine.events import Event, SelfEdited, parse as parse_event
 from sentinel.engine.rows import ApprovalRow, RunRow
@@ -27,6 +27,7 @@ from sentinel.ui.render import (Progress, arguments_text, code_listing, listing_
                                 self_edit_line, short, task_title)
 
 if TYPE_CHECKING:
+    import typer
     from rich.text import Text
 
 # The exit code of `run`/`resume`/`approve`, by the status the run stopped in (3: waiting for approval; 4: done,
@@ -63,14 +64,14 @@ def _finish(outcome: Outcome, as_json: bool, progress: Progress | None = None) -
               f"sentinel approve {outcome.approval_id}  |  sentinel deny {outcome.approval_id}", file=sys.stderr)
     else:
         print(f"run {outcome.id} {outcome.status}: {visible(outcome.error or '')}", file=sys.stderr)
-    raise typer.Exit(STATUS_EXIT.get(outcome.status, 1))
+    raise SystemExit(STATUS_EXIT.get(outcome.status, 1))
 
 
-def run(task: str = typer.Argument(..., help="What the agent should do."),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help="provider/model, e.g. local/smollm2-135m."),
-        agent: Optional[str] = typer.Option(None, "--agent", "-a", help="Agent profile to run."),
-        workspace: Optional[Path] = typer.Option(None, "--workspace", "-w", help="Directory the agent works in."),
-        as_json: bool = typer.Option(False, "--json", help="Print one JSON document: id, status, output.")) -> None:
+def run(task: str = Argument(..., help="What the agent should do."),
+        model: Optional[str] = Option(None, "--model", "-m", help="provider/model, e.g. local/smollm2-135m."),
+        agent: Optional[str] = Option(None, "--agent", "-a", help="Agent profile to run."),
+        workspace: Optional[Path] = Option(None, "--workspace", "-w", help="Directory the agent works in."),
+        as_json: bool = Option(False, "--json", help="Print one JSON document: id, status, output.")) -> None:
     """Run an agent task until it finishes or pauses for approval.
 
     In local mode the agent works in the current directory unless --workspace names another; in system
@@ -82,9 +83,9 @@ def run(task: str = typer.Argument(..., help="What the agent should do."),
     _finish(outcome, as_json, progress)
 
 
-def runs(as_json: bool = typer.Option(False, "--json"),
-         status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status."),
-         all_hosts: bool = typer.Option(False, "--all-hosts", help=ALL_HOSTS_HELP)) -> None:
+def runs(as_json: bool = Option(False, "--json"),
+         status: Optional[str] = Option(None, "--status", help="Only runs with this status."),
+         all_hosts: bool = Option(False, "--all-hosts", help=ALL_HOSTS_HELP)) -> None:
     """List runs, newest first."""
     with _engine() as engine:
         rows = engine.runs(status=status, all_hosts=all_hosts)
@@ -129,7 +130,7 @@ def _tree(rows: list[RunRow]) -> list[tuple[RunRow, int]]:
     return out
 
 
-def show(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = typer.Option(False, "--json")) -> None:
+def show(run_id: str = Argument(..., help="Run id."), as_json: bool = Option(False, "--json")) -> None:
     """Show a run: status, messages and every decision with its reason."""
     with _engine() as engine:
         detail = engine.show(run_id)
@@ -191,8 +192,8 @@ def _resolved(decision: Mapping[str, object]) -> str:
     return escape(visible(f"; {verb}{who}{why}"))
 
 
-def approvals(as_json: bool = typer.Option(False, "--json"),
-              all_hosts: bool = typer.Option(False, "--all-hosts", help=ALL_HOSTS_HELP)) -> None:
+def approvals(as_json: bool = Option(False, "--json"),
+              all_hosts: bool = Option(False, "--all-hosts", help=ALL_HOSTS_HELP)) -> None:
     """List pending approvals."""
     with _engine() as engine:
         pending = engine.pending(all_hosts=all_hosts)
@@ -265,10 +266,10 @@ def _operator() -> Iterator[Engine]:
             raise Denied(f"{refused}: only operators answer the approvals of this machine's supervisor") from None
 
 
-def approve(ident: str = typer.Argument(..., help="Approval id, or a run id with one pending approval."),
-            always: bool = typer.Option(False, "--always", help="A coding agent's ask: also allow this exact call "
+def approve(ident: str = Argument(..., help="Approval id, or a run id with one pending approval."),
+            always: bool = Option(False, "--always", help="A coding agent's ask: also allow this exact call "
                                         "in this repository from now on (sentinel hook allowlist)."),
-            as_json: bool = typer.Option(False, "--json")) -> None:
+            as_json: bool = Option(False, "--json")) -> None:
     """Approve a pending tool call; the run resumes in the foreground (a coding agent's ask: its hook lets the
     call run)."""
     with _operator() as engine, Progress(False if as_json else None) as progress:
@@ -276,16 +277,16 @@ def approve(ident: str = typer.Argument(..., help="Approval id, or a run id with
     _finish(outcome, as_json, progress)
 
 
-def deny(ident: str = typer.Argument(..., help="Approval id, or a run id with one pending approval."),
-         reason: str = typer.Option("", "--reason", "-r", help="Told to the agent as the tool result."),
-         as_json: bool = typer.Option(False, "--json")) -> None:
+def deny(ident: str = Argument(..., help="Approval id, or a run id with one pending approval."),
+         reason: str = Option("", "--reason", "-r", help="Told to the agent as the tool result."),
+         as_json: bool = Option(False, "--json")) -> None:
     """Deny a pending tool call; the run resumes with the denial as the tool result."""
     with _operator() as engine, Progress(False if as_json else None) as progress:
         outcome = engine.deny(ident, reason=reason, on_event=progress)
     _finish(outcome, as_json, progress)
 
 
-def resume(run_id: str = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
+def resume(run_id: str = Argument(...), as_json: bool = Option(False, "--json")) -> None:
     """Resume an interrupted or paused run (a finished run reports its status, with the exit code `run` gave it)."""
     with _engine() as engine, Progress(False if as_json else None) as progress:
         outcome = engine.resume(run_id, on_event=progress)
@@ -294,16 +295,16 @@ def resume(run_id: str = typer.Argument(...), as_json: bool = typer.Option(False
               file=sys.stderr)
         if outcome.status in ANSWERED:
             print(for_stream(outcome.output or "", sys.stdout))
-        raise typer.Exit(STATUS_EXIT.get(outcome.status, 1))  # as `run` ended: a script reads the same code
+        raise SystemExit(STATUS_EXIT.get(outcome.status, 1))  # as `run` ended: a script reads the same code
     if outcome.status in TERMINAL:
         print_json(outcome.to_dict())
-        raise typer.Exit(STATUS_EXIT.get(outcome.status, 1))
+        raise SystemExit(STATUS_EXIT.get(outcome.status, 1))
     _finish(outcome, as_json, progress)
 
 
-def logs(run_id: Optional[str] = typer.Argument(None, help="Run id (default: the newest run)."),
-         follow: bool = typer.Option(False, "--follow", "-f", help="Keep streaming until the run pauses or ends."),
-         as_json: bool = typer.Option(False, "--json", help="One JSON event per line.")) -> None:
+def logs(run_id: Optional[str] = Argument(None, help="Run id (default: the newest run)."),
+         follow: bool = Option(False, "--follow", "-f", help="Keep streaming until the run pauses or ends."),
+         as_json: bool = Option(False, "--json", help="One JSON event per line.")) -> None:
     """Print a run's events (one JSON object per line with --json). --follow follows the run until it ends,
     through its pauses for approval, and says so when nothing new has come for a while."""
     with _engine() as engine:
@@ -385,15 +386,14 @@ def _stream(engine: Engine, run_id: str, after: int, as_json: bool) -> int:
             after = max(after, item.seq)
 
 
-def status(as_json: bool = typer.Option(False, "--json")) -> None:
+def status(as_json: bool = Option(False, "--json")) -> None:
     """Mode (system: the supervisor answers; local: this process runs the engine), home, defaults, runs."""
     with _engine() as engine:
         data = engine.status()
         if engine.mode == "local":
             data.update(_system_files())
-    from sentinel.cli.hook import gate_status
-
-    data.update(gate_status())  # the hooks of the repository you are in: this terminal's, not the engine's
+        facts = getattr(engine, "facts", None)
+    data.update(_gate_status(facts if isinstance(facts, Facts) else None))  # the repository you are in: yours
     if as_json:
         return print_json(data)
     for key, value in data.items():
@@ -405,6 +405,15 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
     if object_in(data.get("store")).get("reachable") is False:
         print("warning: the store does not answer: no run executes or is decided until it does (the supervisor "
               "retries)")
+
+
+def _gate_status(facts: Facts | None) -> JSONObject:
+    """Each judge of the local config's gate probed, and the hooks installed around the cwd. `facts`: the local
+    config's, as its last validation recorded them (sentinel/config_stamp.py)."""
+    from sentinel.hooks.trust import summary
+    from sentinel.policy.gate.probe import probe_configured
+
+    return {"judges": [*probe_configured(facts)], **summary(str(Path.cwd()))}
 
 
 def _system_files() -> JSONObject:
@@ -430,7 +439,7 @@ def _status_line(key: str, value: object) -> str:
     return visible(f"{key}: {flat(value) if isinstance(value, dict) else value}")
 
 
-def cancel(run_id: str = typer.Argument(..., help="Run id."), as_json: bool = typer.Option(False, "--json")) -> None:
+def cancel(run_id: str = Argument(..., help="Run id."), as_json: bool = Option(False, "--json")) -> None:
     """Cancel a run: its worker is stopped and its pending approvals can never be used."""
     with _engine() as engine:
         outcome = engine.cancel(run_id)
@@ -447,9 +456,9 @@ def checkpoint_line(c: Mapping[str, object]) -> str:
     return f"{head}: {what or 'no file recorded'}" + ("" if c.get("complete", True) else " (not all recorded)")
 
 
-def undo(run_id: str = typer.Argument(..., help="Run id."),
-         to: int = typer.Option(0, "--to", help="Keep the run's changes up to this checkpoint (0: undo them all)."),
-         as_json: bool = typer.Option(False, "--json")) -> None:
+def undo(run_id: str = Argument(..., help="Run id."),
+         to: int = Option(0, "--to", help="Keep the run's changes up to this checkpoint (0: undo them all)."),
+         as_json: bool = Option(False, "--json")) -> None:
     """Put a run's workspace back as it was before its changes (or after checkpoint --to STEP; `show` lists them)."""
     with _engine() as engine:
         done = engine.undo(run_id, to)
@@ -467,12 +476,12 @@ def undo(run_id: str = typer.Argument(..., help="Run id."),
               "through a command may differ", file=sys.stderr)
     if not (done["restored"] or done["removed"]):
         print(f"the workspace already matches checkpoint {done['to']} of run {run_id}")
-    raise typer.Exit(1 if done["missing"] else 0)
+    raise SystemExit(1 if done["missing"] else 0)
 
 
-def register(app: typer.Typer) -> None:
+def register(app: "typer.Typer") -> None:
     for fn in (run, runs, show, approvals, approve, deny, resume, logs, status, cancel, undo):
-        app.command(fn.__name__)(fn)
+        app.command(fn.__name__)(typed(fn))
 
 
 def _texts(value: object) -> list[str]:

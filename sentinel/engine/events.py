@@ -37,6 +37,7 @@ class Stamp(Origin):
 
 @dataclass(frozen=True, kw_only=True)
 class Event:
+    """What a run did, as UIs and scripts see it: its run, its place (`seq`) and time."""
     type: ClassVar[str] = "event"
     durable: ClassVar[bool] = True
 
@@ -50,6 +51,7 @@ class Event:
 
 @dataclass(frozen=True, kw_only=True)
 class RunStarted(Event):
+    """A run was made: its task, agent, model and workspace."""
     type: ClassVar[str] = "run_started"
     task: str = ""
     agent: str = ""
@@ -77,6 +79,7 @@ class MessageAdded(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class ModelCallStarted(Event):
+    """A model call went out (transient: never journaled)."""
     type: ClassVar[str] = "model_call_started"
     durable: ClassVar[bool] = False
     model: str = ""
@@ -85,6 +88,7 @@ class ModelCallStarted(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class TextDelta(Event):
+    """A piece of the model's text as it streams (transient)."""
     type: ClassVar[str] = "text_delta"
     durable: ClassVar[bool] = False
     text: str = ""
@@ -130,6 +134,7 @@ class Decision(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class ToolCallBegin(Event):
+    """A tool call began executing."""
     type: ClassVar[str] = "tool_call_begin"
     call_id: str = ""
     tool: str = ""
@@ -149,6 +154,7 @@ class ToolCallEnd(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class Paused(Event):
+    """A tool call waits for a person's approval."""
     type: ClassVar[str] = "paused"
     call_id: str = ""
     approval_id: str = ""
@@ -159,6 +165,7 @@ class Paused(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class Resolved(Event):
+    """A pending approval was answered."""
     type: ClassVar[str] = "resolved"
     call_id: str = ""
     approval_id: str = ""
@@ -169,6 +176,7 @@ class Resolved(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class ChildStarted(Event):
+    """A child run was made for a tool call."""
     type: ClassVar[str] = "child_started"
     child_id: str = ""
     agent: str = ""
@@ -178,6 +186,7 @@ class ChildStarted(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class ChildFinished(Event):
+    """A child run ended."""
     type: ClassVar[str] = "child_finished"
     child_id: str = ""
     status: str = ""
@@ -187,6 +196,7 @@ class ChildFinished(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class Compaction(Event):
+    """Older messages were folded into a summary."""
     type: ClassVar[str] = "compaction"
     summarized: int = 0           # messages folded into the summary
     chars_before: int = 0

@@ -46,6 +46,7 @@ def optional_list() -> list[JSON]:
 
 @dataclass(frozen=True, kw_only=True)
 class Record:
+    """One line of a run's journal: `seq` its place, `t` when it was written."""
     type: ClassVar[str] = ""
 
     seq: int = 0
@@ -66,6 +67,7 @@ class Record:
 
 @dataclass(frozen=True, kw_only=True)
 class Created(Record):
+    """The run was made: its task, agent, model, workspace and place among other runs."""
     type: ClassVar[str] = "created"
     id: str = ""
     task: str = ""
@@ -98,6 +100,7 @@ class Message(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Model(Record):
+    """The run's model changed for the turns from here (a chat message naming another model)."""
     type: ClassVar[str] = "model"
     model: str
 
@@ -112,6 +115,7 @@ class System(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Assistant(Record):
+    """The model's message (text and the tool calls it asked for), with its latency and usage."""
     type: ClassVar[str] = "assistant"
     message: JSONObject
     model: str | None = None
@@ -123,6 +127,7 @@ class Assistant(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Safeguard(Record):
+    """A small-model safeguard fired: what it caught and what the loop did."""
     type: ClassVar[str] = "safeguard"
     kind: str = ""
     action: str = ""
@@ -132,6 +137,7 @@ class Safeguard(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class SelfEdit(Record):
+    """The agent changed its own self-state (soul, user notes)."""
     type: ClassVar[str] = "self_edit"
     agent: str = ""
     call_id: str = ""
@@ -144,6 +150,7 @@ class SelfEdit(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Decision(Record):
+    """The verdict on one tool call, with every layer's outcome and reason."""
     type: ClassVar[str] = "decision"
     call_id: str
     tool: str = ""
@@ -157,6 +164,7 @@ class Decision(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Started(Record):
+    """A tool call began executing."""
     type: ClassVar[str] = "started"
     call_id: str
     tool: str | None = None
@@ -164,6 +172,7 @@ class Started(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Finished(Record):
+    """A tool call got its result."""
     type: ClassVar[str] = "finished"
     call_id: str
     result: str
@@ -176,6 +185,7 @@ class Finished(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Paused(Record):
+    """A tool call waits for a person's approval."""
     type: ClassVar[str] = "paused"
     call_id: str
     approval_id: str
@@ -185,6 +195,7 @@ class Paused(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Resolved(Record):
+    """A pending approval was answered: approved or not, by whom, why."""
     type: ClassVar[str] = "resolved"
     call_id: str
     approval_id: str | None = None
@@ -210,6 +221,7 @@ class Status(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class ChildStarted(Record):
+    """A child run was made for a tool call (delegate, workflow step)."""
     type: ClassVar[str] = "child_started"
     child_id: str = ""
     call_id: str = ""
@@ -219,6 +231,7 @@ class ChildStarted(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class ChildFinished(Record):
+    """A child run ended; its outcome returns to the call that made it."""
     type: ClassVar[str] = "child_finished"
     child_id: str = ""
     call_id: str = ""
@@ -242,12 +255,14 @@ class Compaction(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Warned(Record):
+    """Something the operator should see that did not stop the run."""
     type: ClassVar[str] = "warning"
     message: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Checkpoint(Record):
+    """A point of the session's work log (sentinel/worker/compact.py): what was done up to here, titled."""
     type: ClassVar[str] = "checkpoint"
     title: str = ""
 

@@ -67,11 +67,14 @@ class LocalEngine(Closing):
         self.note = note  # why local mode was chosen, when a supervisor exists but is out of reach
 
     def _check_config(self) -> None:
-        """A broken config.yaml fails every command, as one line; building its models waits for a use of them."""
+        """A broken config.yaml fails every command, as one line; building its models waits for a use of them
+        (`status` reads the facts its last validation recorded)."""
         digest = config_stamp.current(self.home)
-        if not config_stamp.valid(self.home, digest):
-            _ = self.config
-            config_stamp.record(self.home, digest)
+        facts = config_stamp.facts(self.home, digest)
+        if facts is None:
+            facts = config_facts(self.config, self.home)
+            config_stamp.record(self.home, digest, facts=facts)
+        self.facts = facts
 
     @cached_property
     def config(self) -> Config:
@@ -402,18 +405,18 @@ class LocalEngine(Closing):
         counts: dict[str, int] = {}
         for r in self.runs():
             counts[r.status] = counts.get(r.status, 0) + 1
-        cfg = self.config
+        facts = self.facts
         data: JSONObject = {
-            "mode": "local", "home": str(self.home), "default_model": cfg.default_model,
-            "default_agent": cfg.default_agent, "sandbox": cfg.sandbox, "tools": cfg.leash.tools,
+            "mode": "local", "home": str(self.home), "default_model": facts.default_model,
+            "default_agent": facts.default_agent, "sandbox": facts.sandbox, "tools": facts.tools,
             "leash": leash_summary(),
-            "muzzle": "in-process, on first run (local mode)" if cfg.muzzle.enabled else "disabled (no inspection)",
+            "muzzle": "in-process, on first run (local mode)" if facts.muzzle else "disabled (no inspection)",
             "runs": dict[str, JSON](counts), "pending_approvals": len(self.store.pending_approvals()),
-            "model_hosts": list[JSON](model_hosts(self.config))}
-        if cfg.notify:
+            "model_hosts": list[JSON](model_hosts(Path(facts.hosts_dir)))}
+        if facts.notify:
             from sentinel.engine import outbox
 
-            data["notify"] = list[JSON](outbox.target_status(self.store.conn, [t.label for t in cfg.notify]))
+            data["notify"] = list[JSON](outbox.target_status(self.store.conn, facts.notify))
         if self.note:
             data["note"] = self.note
         return data
@@ -522,12 +525,21 @@ def in_background(label: str, work: Callable[[], None]) -> None:
     threading.Thread(target=run, name=f"sentinel-{label}", daemon=True).start()
 
 
-def model_hosts(config: Config) -> list[JSONObject]:
-    """The `local/*` model hosts this user's runs use (model, pid, RSS, state)."""
+def model_hosts(state_dir: Path) -> list[JSONObject]:
+    """The `local/*` model hosts this user's runs use (model, pid, RSS, state), by Muzzle's state directory."""
     from sentinel.models.hosts import status
+
+    return status(state_dir)
+
+
+def config_facts(config: Config, home: Path) -> config_stamp.Facts:
+    """What `status` shows of a validated config, recorded beside its stamp."""
     from sentinel.muzzle.layout import local_layout
 
-    return status(local_layout(config).state_dir)
+    return config_stamp.Facts(
+        default_model=config.default_model, default_agent=config.default_agent, sandbox=config.sandbox,
+        tools=config.leash.tools, muzzle=config.muzzle.enabled, hosts_dir=str(local_layout(config, home).state_dir),
+        notify=[t.label for t in config.notify], gate=config.gate.enabled, rules_dir=config.gate.rules_dir)
 
 
 def leash_summary() -> str:

@@ -11,7 +11,9 @@ when piped, JSON for scripts. The CLI, `sentinel watch`, the chat and the web co
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -22,6 +24,8 @@ from sentinel.ui.escape import visible
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from sentinel.ui.spinner import LiveCall
 
 PIPED_WIDTH = 400
 
@@ -40,16 +44,31 @@ class Progress:
     flight a spinner shows its seconds and tokens so far, when stdout and stderr are terminals."""
 
     def __init__(self, enabled: bool | None = None):
-        from rich.console import Console
-
-        from sentinel.ui.spinner import LiveCall, allowed
-
-        self.console = Console(stderr=True, highlight=False)
-        self.enabled = self.console.is_terminal if enabled is None else enabled
+        self._enabled = enabled
         self.warnings: list[str] = []
         self.safeguards: list[str] = []  # the kinds of safeguard that fired, in order, each once (`run --json`)
         self.depths = Depths()
-        self.call = LiveCall(self.console) if self.enabled and allowed(self.console) else None
+
+    # rich is imported at the first event: a command that ends before any (`deny` of no such approval) never needs it
+    @functools.cached_property
+    def console(self) -> Console:
+        from rich.console import Console
+
+        return Console(stderr=True, highlight=False)
+
+    @functools.cached_property
+    def enabled(self) -> bool:
+        if self._enabled is not None:
+            return self._enabled
+        if not sys.stderr.isatty() and not {"FORCE_COLOR", "TTY_COMPATIBLE"} & set(os.environ):
+            return False  # as rich would say (Console.is_terminal), without importing it for a piped run
+        return bool(self.console.is_terminal)
+
+    @functools.cached_property
+    def call(self) -> LiveCall | None:
+        from sentinel.ui.spinner import LiveCall, allowed
+
+        return LiveCall(self.console) if self.enabled and allowed(self.console) else None
 
     def __call__(self, event: ev.Event) -> None:
         depth = self.depths.of(event)
@@ -79,7 +98,7 @@ class Progress:
         return False
 
     def close(self) -> None:
-        if self.call is not None:
+        if "call" in self.__dict__ and self.call is not None:  # a spinner was made: stop it
             self.call.stop()
 
     def __enter__(self) -> "Progress":

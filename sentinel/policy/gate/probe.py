@@ -17,6 +17,7 @@ answers the probe and fails every rule. `answer_judges` sends each judge one tin
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from typing import TYPE_CHECKING
@@ -25,10 +26,12 @@ from sentinel.jsontypes import JSONObject
 from sentinel.policy.gate.judges.base import JudgeSource, ProviderLookup
 
 if TYPE_CHECKING:
+    from sentinel.config_stamp import Facts
     from sentinel.policy.gate.config import GateConfig
     from sentinel.policy.gate.rules import Rule
 
 TIMEOUT_S = 2.0
+NO_RULES = "no gate rules: no judge to probe"
 
 
 def probe_judges(cfg: GateConfig, rules: list[Rule], providers: ProviderLookup | None = None,
@@ -73,12 +76,19 @@ def _get(url: str, key: str | None, timeout_s: float) -> str:
         return f"UNREACHABLE ({str(reason).splitlines()[0] if str(reason) else type(exc).__name__})"
 
 
-def probe_configured() -> list[str]:
-    """`sentinel status`: the judges of Sentinel's own gate (none when no rule is installed)."""
-    from sentinel import config as config_mod, paths
+def probe_configured(facts: Facts | None = None) -> list[str]:
+    """`sentinel status`: the judges of Sentinel's own gate (none when no rule is installed). `facts`: what the
+    config's last validation recorded (sentinel/config_stamp.py), when it is unchanged since: with the gate off
+    or no rule file at all, nothing more is loaded."""
+    from sentinel import paths
+    from sentinel.policy.gate.loader import load_home, rule_files, system_rules_dir
+
+    if facts is not None and not (facts.gate and any(
+            rule_files(d) for d in (system_rules_dir(), os.path.join(paths.home(), facts.rules_dir)) if d)):
+        return [NO_RULES]
+    from sentinel import config as config_mod
     from sentinel.errors import SentinelError
     from sentinel.policy.gate.layer import provider_lookup
-    from sentinel.policy.gate.loader import load_home, system_rules_dir
 
     try:
         cfg = config_mod.load()
@@ -86,7 +96,7 @@ def probe_configured() -> list[str]:
         return [f"judges not probed: {str(exc).splitlines()[0]}"]
     bundle = load_home(str(paths.home()), cfg.gate.dump(), system_rules_dir())
     if not cfg.gate.enabled or not bundle.rules:
-        return ["no gate rules: no judge to probe"]
+        return [NO_RULES]
     return probe_judges(bundle.config, bundle.rules, provider_lookup(cfg))
 
 
