@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Iterator, Mapping, Optional
 from sentinel.cli.params import Argument, Option, typed
 from sentinel.config_stamp import Facts
 from sentinel.engine.api import Engine, Outcome
-from sentinel.engine.events import Event, SelfEdited, parse as parse_event
 from sentinel.engine.rows import ApprovalRow, RunRow
 from sentinel.engine.status import ANSWERED, TERMINAL, RunStatus
 from sentinel.errors import NotFound
@@ -29,6 +28,8 @@ from sentinel.ui.render import (Progress, arguments_text, code_listing, listing_
 if TYPE_CHECKING:
     import typer
     from rich.text import Text
+
+    from sentinel.engine.events import Event
 
 # The exit code of `run`/`resume`/`approve`, by the status the run stopped in (3: waiting for approval; 4: done,
 # but nothing the harness could check: docs/safeguards.md)
@@ -154,6 +155,8 @@ def show(run_id: str = Argument(..., help="Run id."), as_json: bool = Option(Fal
                       f"{visible(str(c['task'])[:60])}", markup=False)
     for g in detail.safeguards:
         console.print(f"  safeguard {g['kind']} → {g['action']}: {visible(g['detail'])}", markup=False)
+    from sentinel.engine.events import SelfEdited, parse as parse_event
+
     for e in detail.self_edits:
         edit = parse_event({**e, "type": SelfEdited.type, "run_id": detail.id, "seq": 0})
         if isinstance(edit, SelfEdited):
@@ -393,7 +396,7 @@ def status(as_json: bool = Option(False, "--json")) -> None:
         if engine.mode == "local":
             data.update(_system_files())
         facts = getattr(engine, "facts", None)
-    data.update(_gate_status(facts if isinstance(facts, Facts) else None))  # the repository you are in: yours
+    data.update(_gate_status(facts if isinstance(facts, Facts) else _local_facts()))  # yours, where you are
     if as_json:
         return print_json(data)
     for key, value in data.items():
@@ -414,6 +417,19 @@ def _gate_status(facts: Facts | None) -> JSONObject:
     from sentinel.policy.gate.probe import probe_configured
 
     return {"judges": [*probe_configured(facts)], **summary(str(Path.cwd()))}
+
+
+def _local_facts() -> Facts | None:
+    """System mode: this user's own config's facts, for the judges of their hooks (None: it does not load, and the
+    probe says why)."""
+    from sentinel import paths
+    from sentinel.errors import ConfigError
+    from sentinel.local.engine import checked_facts
+
+    try:
+        return checked_facts(paths.home())
+    except ConfigError:
+        return None
 
 
 def _system_files() -> JSONObject:

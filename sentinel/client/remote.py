@@ -11,16 +11,18 @@ from __future__ import annotations
 import socket
 import time
 from pathlib import Path
-from typing import Iterator, NoReturn, Sequence, TypeVar
+from typing import TYPE_CHECKING, Iterator, NoReturn, Sequence, TypeVar
 
 from sentinel import frames as protocol
 from sentinel.client.refusals import raise_for
-from sentinel.engine import events, operations as ops
+from sentinel.engine import operations as ops
 from sentinel.engine.api import Closing, Outcome, RunDetail
-from sentinel.engine.events import Event, Listener
 from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow
 from sentinel.errors import NotFound, SentinelError
 from sentinel.jsontypes import JSON, JSONObject
+
+if TYPE_CHECKING:
+    from sentinel.engine.events import Event, Listener
 
 R = TypeVar("R")
 
@@ -217,6 +219,8 @@ class SystemEngine(Closing):
 
 def _event(message: JSONObject) -> Event | None:
     body = message["event"]
+    from sentinel.engine import events  # a command that streams none (a listing) never imports them
+
     return events.parse(body) if isinstance(body, dict) else None
 
 

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Callable, Iterator, Protocol, Self, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Self, Sequence
 
-from sentinel.engine.events import Event, Listener
 from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow, StoredRun
-from sentinel.engine.state import RunState
 from sentinel.jsontypes import JSON, JSONObject
+
+if TYPE_CHECKING:  # named in signatures only: a listing never imports the journal's records and events
+    from sentinel.engine.events import Event, Listener
+    from sentinel.engine.state import RunState
 
 
 @dataclass

@@ -322,7 +322,7 @@ def encode(record: Record) -> str:
     declaration order, an optional one only when it differs from its default, none that `absent` names."""
     out: JSONObject = {"seq": record.seq, "t": record.t, "type": record.type}
     absent = record.absent
-    for name, default, omit in _WRITE[type(record)]:
+    for name, default, omit in _write_spec(type(record)):
         value = getattr(record, name)
         if name not in absent and not (omit and value == default):
             out[name] = value
@@ -332,7 +332,7 @@ def encode(record: Record) -> str:
 def valid(record: Record) -> bool:
     """Whether `parse` takes back what `encode` writes of `record`: each key's value has its declared type (a
     writer handing on a value it did not check, such as a store row's field, could break that)."""
-    return all(_accepts(accepts, getattr(record, name)) for name, accepts, _ in _FIELDS[type(record)])
+    return all(_accepts(accepts, getattr(record, name)) for name, accepts, _ in _field_spec(type(record)))
 
 
 def parse(line: bytes | str) -> Record | None:
@@ -353,7 +353,7 @@ def from_dict(data: JSON) -> Record | None:
     cls = KINDS.get(kind) if isinstance(kind, str) else None
     if cls is None:
         return None
-    names, fields = _NAMES[cls], _FIELDS[cls]
+    names, fields = _names(cls), _field_spec(cls)
     # untyped: each value was checked against its field's declared type just above it is kept (`_accepts`)
     values: dict[str, Any] = {}
     for name, accepts, required in fields:
@@ -399,11 +399,33 @@ def _fields(cls: type[Record]) -> dict[str, tuple[tuple[type, ...], bool]]:
             for f in dataclasses.fields(cls) if f.name != "absent"}
 
 
-_FIELDS = {cls: tuple((name, *spec) for name, spec in _fields(cls).items()) for cls in KINDS.values()}
-_NAMES = {cls: frozenset(name for name, _, _ in spec) for cls, spec in _FIELDS.items()}
+# Each kind's specs are worked out at its first use, not at import: a listing never reads the journal.
+FieldSpec = tuple[tuple[str, tuple[type, ...], bool], ...]  # name, the JSON types its value may have, required
+WriteSpec = tuple[tuple[str, object, bool], ...]            # name, default, left out when it is the default
+_SPECS: dict[type[Record], tuple[FieldSpec, frozenset[str], WriteSpec]] = {}
 
 
-def _write_spec(cls: type[Record]) -> tuple[tuple[str, object, bool], ...]:
+def _specs(cls: type[Record]) -> tuple[FieldSpec, frozenset[str], WriteSpec]:
+    found = _SPECS.get(cls)
+    if found is None:
+        fields = tuple((name, *spec) for name, spec in _fields(cls).items())
+        found = _SPECS[cls] = (fields, frozenset(name for name, _, _ in fields), _writes(cls))
+    return found
+
+
+def _field_spec(cls: type[Record]) -> FieldSpec:
+    return _specs(cls)[0]
+
+
+def _names(cls: type[Record]) -> frozenset[str]:
+    return _specs(cls)[1]
+
+
+def _write_spec(cls: type[Record]) -> WriteSpec:
+    return _specs(cls)[2]
+
+
+def _writes(cls: type[Record]) -> WriteSpec:
     out = []
     for f in dataclasses.fields(cls):
         if f.name in ("absent", "seq", "t"):
@@ -413,5 +435,4 @@ def _write_spec(cls: type[Record]) -> tuple[tuple[str, object, bool], ...]:
     return tuple(out)
 
 
-_WRITE = {cls: _write_spec(cls) for cls in KINDS.values()}
 _MISSING, _NONE = object(), frozenset[str]()

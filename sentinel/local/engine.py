@@ -24,19 +24,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from sentinel import config_stamp, paths
-from sentinel.engine import asks, journal, lifecycle, records, relay
+from sentinel.engine import asks, lifecycle, relay
 from sentinel.engine.api import Closing, Outcome, RunDetail
-from sentinel.engine.events import Event, Listener, Translator
 from sentinel.engine.rows import ApprovalRow, FiringRow, InboxRow, RunRow, SessionRow, StoredRun
-from sentinel.engine.run import Run
-from sentinel.engine.state import JOURNAL, RunState, history
 from sentinel.engine.store import Approval, Store, new_id
 from sentinel.errors import Busy, Damaged, NotFound, SentinelError, UsageError
 from sentinel.engine.status import SETTLED, TERMINAL, RunStatus
 from sentinel.jsontypes import JSON, JSONObject
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the journal's records, events and runs: imported by the operations that use them, not listings
     from sentinel.agents.profile import AgentProfile
+    from sentinel.engine.events import Event, Listener
+    from sentinel.engine.run import Run
     from sentinel.config import Config
     from sentinel.watchers.runner import Runner
     from sentinel.watchers.spec import Watcher
@@ -69,12 +68,7 @@ class LocalEngine(Closing):
     def _check_config(self) -> None:
         """A broken config.yaml fails every command, as one line; building its models waits for a use of them
         (`status` reads the facts its last validation recorded)."""
-        digest = config_stamp.current(self.home)
-        facts = config_stamp.facts(self.home, digest)
-        if facts is None:
-            facts = config_facts(self.config, self.home)
-            config_stamp.record(self.home, digest, facts=facts)
-        self.facts = facts
+        self.facts = checked_facts(self.home, lambda: self.config)
 
     @cached_property
     def config(self) -> Config:
@@ -125,6 +119,9 @@ class LocalEngine(Closing):
                    grants: list[str] | None = None, on_event: Listener | None = None) -> Run:
         """A new run in the store and its journal, leased to this process (close it, or execute it); `on_event`
         hears its `created` as it is journaled, and every event after it while this handle is open."""
+        from sentinel.engine import records
+        from sentinel.engine.run import Run
+
         run_id = new_id("r-")
         run_dir = paths.runs_dir(self.home) / run_id
         self.store.create_run(run_id, agent=agent, task=task, model=model, workspace=workspace, run_dir=run_dir,
@@ -152,6 +149,8 @@ class LocalEngine(Closing):
 
     def send(self, run_id: str, text: str, *, skills: Sequence[str] = (), model: str | None = None,
              on_event: Listener | None = None) -> Outcome:
+        from sentinel.engine.run import Run
+
         lifecycle.check_message(text)
         row = lifecycle.session_row(self.store, run_id)
         status = self._live_status(row)
@@ -165,6 +164,9 @@ class LocalEngine(Closing):
                              message=text, model=model)
 
     def interrupt(self, run_id: str) -> Outcome:
+        from sentinel.engine import records
+        from sentinel.engine.run import Run
+
         row = lifecycle.session_row(self.store, run_id)
         lifecycle.check_stoppable(row)
         with Run.open(Path(row["run_dir"])) as run:  # Busy while another process executes the turn
@@ -180,6 +182,8 @@ class LocalEngine(Closing):
 
     def advance(self, run_id: str, on_event: Listener | None = None) -> Outcome:
         """Execute one run until it pauses or ends (a child run: its parent is not resumed here)."""
+        from sentinel.engine.run import Run
+
         row = self.store.get_run(run_id)
         if row["status"] in SETTLED or asks.is_ask(row):  # an ask's run is never executed
             return self._outcome_of(row)
@@ -285,6 +289,8 @@ class LocalEngine(Closing):
                        row.get("output"), row.get("error"))
 
     def cancel(self, run_id: str) -> Outcome:
+        from sentinel.engine.run import Run
+
         row = self.store.get_run(run_id)
         lifecycle.check_cancellable(row)
         if Run.is_leased(Path(row["run_dir"])):
@@ -295,6 +301,9 @@ class LocalEngine(Closing):
     def undo(self, run_id: str, to: int | None = None) -> JSONObject:
         """Put the run's workspace back as it was after checkpoint `to` (0: before its first change; None: the one
         before the latest); the undo is itself a checkpoint, so it can be undone too."""
+        from sentinel.engine import records
+        from sentinel.engine.run import Run
+
         from sentinel.worker import undo
 
         row = self.store.get_run(run_id)
@@ -306,6 +315,9 @@ class LocalEngine(Closing):
     # -- queries --------------------------------------------------------------
 
     def show(self, run_id: str) -> RunDetail:
+        from sentinel.engine import journal
+        from sentinel.engine.state import JOURNAL, RunState, history
+
         row = self.store.get_run(run_id)
         run_dir = Path(row["run_dir"])
         state = RunState.load(run_dir)
@@ -333,6 +345,11 @@ class LocalEngine(Closing):
         return catalog.catalog(self.home)
 
     def events(self, run_id: str | None = None, *, after: int = 0, follow: bool = False) -> Iterator[Event]:
+        from sentinel.engine import journal
+        from sentinel.engine.events import Translator
+        from sentinel.engine.run import Run
+        from sentinel.engine.state import JOURNAL
+
         run_dir = self._run_dir(run_id)
         translator, offset, last = Translator(run_dir.name), 0, None
         while True:
@@ -439,6 +456,8 @@ class LocalEngine(Closing):
 
     def _live_status(self, row: StoredRun) -> str:
         """A run marked running whose process is gone is `interrupted` (resume it)."""
+        from sentinel.engine.run import Run
+
         if row["status"] == RunStatus.RUNNING and not Run.is_leased(Path(row["run_dir"])):
             return "interrupted"
         return str(row["status"])
@@ -530,6 +549,22 @@ def model_hosts(state_dir: Path) -> list[JSONObject]:
     from sentinel.models.hosts import status
 
     return status(state_dir)
+
+
+def checked_facts(home: Path, load: Callable[[], Config] | None = None) -> config_stamp.Facts:
+    """What `status` shows of config.yaml: as its last validation recorded them when it is unchanged since, else
+    validated now (a ConfigError names the field) and recorded. `load`: the validation (default config.load)."""
+    digest = config_stamp.current(home)
+    facts = config_stamp.facts(home, digest)
+    if facts is None:
+        if load is None:
+            from sentinel import config as config_mod
+
+            facts = config_facts(config_mod.load(home), home)
+        else:
+            facts = config_facts(load(), home)
+        config_stamp.record(home, digest, facts=facts)
+    return facts
 
 
 def config_facts(config: Config, home: Path) -> config_stamp.Facts:

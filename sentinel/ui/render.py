@@ -17,13 +17,13 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from sentinel.ui.spinner import usage_text
-from sentinel.engine import events as ev
 from sentinel.engine.rows import ApprovalRow
 from sentinel.ui.escape import visible
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the events are imported by what renders them: a listing renders rows only
     from rich.console import Console
+
+    from sentinel.engine import events as ev
 
     from sentinel.ui.spinner import LiveCall
 
@@ -71,6 +71,8 @@ class Progress:
         return LiveCall(self.console) if self.enabled and allowed(self.console) else None
 
     def __call__(self, event: ev.Event) -> None:
+        from sentinel.engine import events as ev
+
         depth = self.depths.of(event)
         if isinstance(event, ev.Safeguard) and depth == 0 and event.kind not in self.safeguards:
             self.safeguards.append(event.kind)
@@ -86,6 +88,8 @@ class Progress:
 
     def _live(self, event: ev.Event) -> bool:
         """The spinner takes a call's transient events; any other event ends it before its line is printed."""
+        from sentinel.engine import events as ev
+
         if self.call is None:
             return False
         if isinstance(event, ev.ModelCallStarted):
@@ -115,6 +119,8 @@ class Depths:
         self.depth: dict[str, int] = {}
 
     def of(self, event: ev.Event) -> int:
+        from sentinel.engine import events as ev
+
         here = self.depth.setdefault(event.run_id, 0 if not self.depth else self.depth.get(event.run_id, 1))
         if isinstance(event, ev.ChildStarted):
             self.depth[event.child_id] = here + 1
@@ -125,6 +131,9 @@ class Depths:
 
 def describe(e: ev.Event) -> str | None:
     """One rich-markup line for an event, or None for events the progress view leaves out."""
+    from sentinel.engine import events as ev
+    from sentinel.ui.spinner import usage_text
+
     if isinstance(e, ev.RunStarted):
         return f"[bold]▶ run {_t(e.run_id)}[/] [dim]{_t(e.agent)} · {_t(e.model)} · workspace {_t(e.workspace)}[/]"
     if isinstance(e, ev.Resumed):
@@ -218,6 +227,8 @@ def plain(e: ev.Event) -> str:
 
 def _log_only(e: ev.Event) -> str:
     """The events the progress view leaves out, in words, for the log."""
+    from sentinel.engine import events as ev
+
     if isinstance(e, ev.MessageAdded):
         return f"[dim]✉ {_t(e.role)}:[/] {_esc(short(e.content, 110))}"
     if isinstance(e, ev.ToolCallBegin):

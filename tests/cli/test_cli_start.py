@@ -67,6 +67,8 @@ def test_listing_and_deciding_import_neither_typer_nor_pydantic_nor_rich(sentine
     for args in (["runs", "--json"], ["approvals"], ["show", "r-missing"], ["deny", "a-missing"], ["status"]):
         modules = imported_by(args, env)
         assert "typer" not in modules and "pydantic" not in modules and "rich" not in modules, (args, sorted(modules))
+        if args[0] != "show":  # a run's journal: its records and events are read by `show`, not by a listing
+            assert "sentinel.engine.records" not in modules and "sentinel.engine.events" not in modules, args
 
 
 def test_a_config_broken_after_its_stamp_still_fails_every_command(sentinel_home, cli, configure):
