@@ -301,9 +301,6 @@ class LocalEngine(Closing):
     def undo(self, run_id: str, to: int | None = None) -> JSONObject:
         """Put the run's workspace back as it was after checkpoint `to` (0: before its first change; None: the one
         before the latest); the undo is itself a checkpoint, so it can be undone too."""
-        from sentinel.engine import records
-        from sentinel.engine.run import Run
-
         from sentinel.worker import undo
 
         row = self.store.get_run(run_id)
