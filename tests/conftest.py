@@ -108,19 +108,35 @@ def configure(sentinel_home):
     return write
 
 
-@pytest.fixture
-def cli(sentinel_home):
-    """Run `sentinel ARGS...` in a fresh process, from $SENTINEL_HOME/workspace (local mode's `run` works in
-    the current directory); returns CompletedProcess with text output."""
-    import os
+@pytest.fixture(scope="session")
+def zygote(tmp_path_factory):
+    """One per test worker: `sentinel` calls forked from a process that has imported the CLI (tests/zygote.py);
+    None when SENTINEL_TEST_FRESH=1 asks for a fresh interpreter per call."""
+    if os.environ.get("SENTINEL_TEST_FRESH") == "1":
+        yield None
+        return
+    from zygote import Zygote
 
+    started = Zygote.start(tmp_path_factory.mktemp("zygote"))
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def cli(sentinel_home, zygote):
+    """Run `sentinel ARGS...` in a process of its own, from $SENTINEL_HOME/workspace (local mode's `run` works in
+    the current directory); returns CompletedProcess with text output. The process is forked from the zygote
+    (tests/zygote.py: the same command from its first line, without the interpreter's start and imports)."""
     workdir = sentinel_home / "workspace"
     workdir.mkdir(exist_ok=True)
 
     def run(*args, env=None, check=None, timeout=60, cwd=None):
         full_env = {**os.environ, "SENTINEL_HOME": str(sentinel_home), "FAKE_KEY": "test-key", **(env or {})}
-        proc = subprocess.run([sys.executable, "-m", "sentinel", *args], capture_output=True, text=True,
-                              env=full_env, timeout=timeout, cwd=cwd or workdir)
+        if zygote is None:
+            proc = subprocess.run([sys.executable, "-m", "sentinel", *args], capture_output=True, text=True,
+                                  env=full_env, timeout=timeout, cwd=cwd or workdir)
+        else:
+            proc = zygote.run([str(a) for a in args], full_env, cwd or workdir, timeout)
         if check is not None:
             assert proc.returncode == check, f"exit {proc.returncode}\nstdout:{proc.stdout}\nstderr:{proc.stderr}"
         return proc

@@ -1,0 +1,168 @@
+"""A `sentinel` process for the tests' `cli` fixture, forked from one that has already imported the CLI.
+
+A fresh `python -m sentinel run` spends most of its CPU importing (openai alone is ~0.4 s), and the suite
+starts such a process hundreds of times on two cores. The zygote imports the package once per test worker and
+forks a child per call; the child is a real, separate process that runs `python -m sentinel ARGS` exactly as a
+fresh one would from its first line on: its own arguments, environment (os.environ replaced, so whatever it
+starts inherits it), working directory, stdin/stdout/stderr, exit code, signals and atexit handlers. What it
+does not exercise is the interpreter's start and the imports themselves: that is what tests/cli/test_cli_start.py
+(fresh processes) and benchmarks/bench_cli.py are for.
+
+    zygote = Zygote.start(tmp_dir)        # one per test worker (session fixture in tests/conftest.py)
+    proc = zygote.run(args, env, cwd, timeout)   # a subprocess.CompletedProcess, as subprocess.run would give
+    zygote.stop()
+
+SENTINEL_TEST_FRESH=1 in the environment turns it off: every call is then a fresh `python -m sentinel`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+# The modules the commands import, loaded once in the zygote; nothing is called (no state, no cache filled).
+PRELOAD = ("sentinel.cli", "sentinel.cli.app", "sentinel.cli.runs", "sentinel.cli.fast", "sentinel.local.engine",
+           "sentinel.engine.journal", "sentinel.engine.records", "sentinel.engine.events", "sentinel.config",
+           "sentinel.models.openai_compat", "openai", "sentinel.muzzle", "sentinel.policy.action_policy",
+           "sentinel.worker.loop", "sentinel.tools.builtin", "sentinel.ui.render", "rich.console", "typer")
+
+
+def _serve(path: str) -> None:
+    """The zygote: accept a call (a JSON line and three fds), fork it, answer its pid then its exit status."""
+    import importlib
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ, None)
+    sel.register(sys.stdin, selectors.EVENT_READ, "lifeline")  # closed by the test worker: the zygote ends
+    children: dict[int, socket.socket] = {}
+    while True:
+        for key, _ in sel.select():
+            if key.data == "lifeline":
+                for pid in children:
+                    try:
+                        os.kill(pid, 9)
+                    except ProcessLookupError:
+                        pass
+                return
+            if key.data is None:
+                conn, _ = listener.accept()
+                msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+                pid = os.fork()
+                if pid == 0:
+                    sel.close()
+                    listener.close()
+                    for other in children.values():
+                        other.close()
+                    _child(json.loads(msg), fds, conn)  # never returns
+                for fd in fds:
+                    os.close(fd)
+                conn.sendall(f"{pid}\n".encode())
+                pidfd = os.pidfd_open(pid)
+                children[pid] = conn
+                sel.register(pidfd, selectors.EVENT_READ, pid)
+            else:
+                pid = key.data
+                sel.unregister(key.fileobj)
+                os.close(key.fd)
+                _, status = os.waitpid(pid, 0)
+                conn = children.pop(pid)
+                try:
+                    conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+                except OSError:
+                    pass
+                conn.close()
+
+
+def _child(call: dict[str, object], fds: list[int], conn: socket.socket) -> None:
+    """In the forked child: become `python -m sentinel ARGS` in the call's directory and environment."""
+    import runpy
+
+    conn.close()
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    env = call["env"]
+    assert isinstance(env, dict)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(str(call["cwd"]))
+    args = call["args"]
+    assert isinstance(args, list)
+    sys.argv = ["sentinel", *map(str, args)]
+    runpy.run_module("sentinel", run_name="__main__", alter_sys=True)
+    sys.exit(0)  # through the interpreter's own exit: atexit handlers, stdio flushed, as a fresh process ends
+
+
+def _text(f: "tempfile._TemporaryFileWrapper[bytes] | object") -> str:
+    """A captured stream as subprocess.run(text=True) gives it: the locale's encoding, universal newlines."""
+    import locale
+
+    f.seek(0)  # type: ignore[attr-defined]
+    data: bytes = f.read()  # type: ignore[attr-defined]
+    return data.decode(locale.getpreferredencoding(False)).replace("\r\n", "\n").replace("\r", "\n")
+
+
+class Zygote:
+    def __init__(self, proc: subprocess.Popen[bytes], path: Path):
+        self.proc, self.path = proc, path
+
+    @classmethod
+    def start(cls, directory: Path) -> "Zygote":
+        path = directory / "zygote.sock"
+        code = f"import sys; sys.path[:0] = [{str(Path(__file__).parent)!r}]; import zygote; zygote._serve({str(path)!r})"
+        with open(directory / "zygote.log", "wb") as log:
+            proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                    stderr=log, cwd="/")
+        zygote = cls(proc, path)
+        zygote._wait_listening()
+        return zygote
+
+    def _wait_listening(self) -> None:
+        import time
+
+        deadline = time.monotonic() + 120
+        while not self.path.exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the test zygote did not start")
+            time.sleep(0.02)
+
+    def run(self, args: list[str], env: dict[str, str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, open(os.devnull, "rb") as null, \
+                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(str(self.path))
+            call = json.dumps({"args": args, "env": env, "cwd": str(cwd)}).encode()
+            socket.send_fds(conn, [call], [null.fileno(), out.fileno(), err.fileno()])
+            reader = conn.makefile("r")
+            conn.settimeout(timeout)
+            pid = int(reader.readline())
+            try:
+                line = reader.readline()
+            except TimeoutError:
+                os.kill(pid, 9)
+                raise subprocess.TimeoutExpired(["sentinel", *args], timeout) from None
+            code = int(line)
+            return subprocess.CompletedProcess(["sentinel", *args], code, _text(out), _text(err))
+
+    def stop(self) -> None:
+        """End the zygote (it kills any call still running)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
