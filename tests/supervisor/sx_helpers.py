@@ -106,10 +106,14 @@ def serve_model(etc: Path, server, extra: dict | None = None) -> None:
 
 
 @pytest.fixture
-def sentinel_cmd(system):
+def sentinel_cmd(system, zygote):
+    """The operator's `sentinel ARGS` (root), forked from the test worker's zygote as the `cli` fixture's are."""
     def run(*args: str, env: dict | None = None, check: int | None = None, timeout: float = 60):
         full = {**os.environ, **system.env, **(env or {})}
-        proc = _run(PY, "-m", "sentinel", *args, env=full, timeout=timeout)
+        if zygote is None:
+            proc = _run(PY, "-m", "sentinel", *args, env=full, timeout=timeout)
+        else:
+            proc = zygote.run([str(a) for a in args], full, Path.cwd(), timeout)
         if check is not None:
             assert proc.returncode == check, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
         return proc
