@@ -39,6 +39,21 @@ def stop_local_muzzle():
         server.stop_local()
 
 
+def pytest_configure(config):
+    """Every process the tests start gets SIGINT and SIGQUIT as a terminal's shell gives them. A suite started
+    as a background job of a non-interactive shell (`pytest ... &` in a script: POSIX has such jobs ignore
+    both) passed the ignoring on to every process it started, and a Python started with SIGINT ignored never
+    raises KeyboardInterrupt: the tests that stop a chat's turn with Ctrl-C or `sentinel watch run` with SIGINT
+    then waited for nothing (seen beside two CPU burners, started by a script). Each xdist worker runs this
+    too."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def pytest_sessionstart(session):
     """The suite starts a few thousand `sentinel` processes: compile the package's bytecode once, here, so none
     of them compiles ~100 modules again (each would, under PYTHONDONTWRITEBYTECODE or as a user who cannot
