@@ -85,10 +85,12 @@ class Terminals:
         self.env, self.cwd, self.dimensions = env, cwd, dimensions
         self.screen, self.default = screen, default
         self.children: list[pexpect.spawn] = []
+        self.preexec_fn: Any = None  # run in the child before the exec (e.g. to start it with SIGINT ignored)
 
     def __call__(self, *args: str) -> Any:
         child = pexpect.spawn(sys.executable, ["-m", "sentinel", *(args or self.default)], env=self.env,
-                              cwd=str(self.cwd), encoding="utf-8", timeout=30, dimensions=self.dimensions)
+                              cwd=str(self.cwd), encoding="utf-8", timeout=30, dimensions=self.dimensions,
+                              preexec_fn=self.preexec_fn)
         self.children.append(child)
         return self.screen(child)
 

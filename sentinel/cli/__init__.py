@@ -17,6 +17,7 @@ def main(argv: list[str] | None = None) -> None:
         from sentinel.hooks.entry import main as hook_main
 
         sys.exit(hook_main(args[1:]))
+    _ctrl_c_on_a_terminal()
     from sentinel.cli import fast
 
     if fast.run(args):
@@ -24,3 +25,14 @@ def main(argv: list[str] | None = None) -> None:
     from sentinel.cli.app import run
 
     run(args)
+
+
+def _ctrl_c_on_a_terminal() -> None:
+    """On a terminal, Ctrl-C stops what a command is doing (a chat's turn, a run, a question) even when whatever
+    started the command ignored SIGINT (a script's background job, nohup): a Python started so never raises
+    KeyboardInterrupt, and the person at the terminal could not stop a running command. Off a terminal, the
+    inherited disposition stands (a detached `sentinel watch run &` keeps ignoring it, as a daemon should)."""
+    import signal
+
+    if sys.stdin.isatty() and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

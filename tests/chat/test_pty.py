@@ -174,10 +174,14 @@ def _long_command(model, configure, tools, then):
     return server, sandboxed
 
 
-@pytest.mark.parametrize("tools", ["plain", "sandboxed"])
-def test_ctrl_c_stops_the_turn_and_its_command_not_the_shell(tools, model, configure, pty_chat, sentinel_home):
+@pytest.mark.parametrize(("tools", "sigint"), [("plain", "default"), ("sandboxed", "default"), ("plain", "ignored")])
+def test_ctrl_c_stops_the_turn_and_its_command_not_the_shell(tools, sigint, model, configure, pty_chat, sentinel_home):
+    """`ignored`: the chat was started with SIGINT ignored (a background job of a script, nohup), which a Python
+    process inherits as "no KeyboardInterrupt ever": on a terminal, Ctrl-C still stops the turn."""
     server, sandboxed = _long_command(model, configure, tools, ["after the stop"])
     workspace = sentinel_home / "workspace"
+    if sigint == "ignored":
+        pty_chat.preexec_fn = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)
     chat = pty_chat()
     chat.say("take your time")
     chat.expect(APPROVE)
