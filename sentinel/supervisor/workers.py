@@ -158,22 +158,9 @@ def worker_launch(run_id: str, row: StoredRun, pw: pwd.struct_passwd, site: Site
 
 def start(store: Store, site: Site, run_id: str, muzzle_url: str) -> tuple[Worker, socket.socket]:
     """Spawn the worker of a run; returns it and the supervisor's end of its channel."""
-    row = store.get_run(run_id)
-    agent = registry.get(store, row.get("user") or "")
-    if agent is None:
-        raise UsageError(f"run {run_id} belongs to no registered system agent")
-    pw = registry.account(agent, site.group)
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    log_fd = _log(site, run_id)
-    try:
-        token = _muzzle_token(agent.name, run_id, row["model"], site.config)
-        spawned = spawn.spawn(worker_launch(run_id, row, pw, site, theirs.fileno(), log_fd))
-    except BaseException:
-        ours.close()
-        raise
-    finally:
-        theirs.close()
-        os.close(log_fd)
+    row, agent, pw = _account(store, site, run_id)
+    token = _muzzle_token(agent.name, run_id, row["model"], site.config)
+    spawned, ours = _spawn(site, run_id, lambda channel, log: worker_launch(run_id, row, pw, site, channel, log))
     worker = Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied,
                     greeting=greeting(store, row, site.config, pw, {"base_url": muzzle_url, "token": token}))
     return worker, ours
@@ -181,25 +168,37 @@ def start(store: Store, site: Site, run_id: str, muzzle_url: str) -> tuple[Worke
 
 def start_undo(store: Store, site: Site, run_id: str, undoing: Undoing) -> tuple[Worker, socket.socket]:
     """Spawn the undo of a run, as its agent's user, under the undo profile; returns it and the channel's end."""
+    row, agent, pw = _account(store, site, run_id)
+    workspace = row["workspace"] or str(layout.agent_sentinel_home(Path(pw.pw_dir)) / "workspace")
+    spawned, ours = _spawn(site, run_id, lambda channel, log: undo_launch(run_id, row, workspace, pw, site, channel,
+                                                                          log))
+    spec: JSONObject = {"id": run_id, "run_dir": row["run_dir"], "workspace": workspace, "to": undoing.to}
+    return Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied, greeting=spec,
+                  undo=undoing), ours
+
+
+def _account(store: Store, site: Site, run_id: str) -> tuple[StoredRun, registry.Agent, pwd.struct_passwd]:
+    """The run, its registered system agent and that agent's account."""
     row = store.get_run(run_id)
     agent = registry.get(store, row.get("user") or "")
     if agent is None:
         raise UsageError(f"run {run_id} belongs to no registered system agent")
-    pw = registry.account(agent, site.group)
-    workspace = row["workspace"] or str(layout.agent_sentinel_home(Path(pw.pw_dir)) / "workspace")
+    return row, agent, registry.account(agent, site.group)
+
+
+def _spawn(site: Site, run_id: str, launch: Callable[[int, int], spawn.Launch]) -> tuple[spawn.Spawned, socket.socket]:
+    """Spawn `launch(channel_fd, log_fd)` with a fresh channel and the run's log; returns it and our channel end."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     log_fd = _log(site, run_id)
     try:
-        spawned = spawn.spawn(undo_launch(run_id, row, workspace, pw, site, theirs.fileno(), log_fd))
+        spawned = spawn.spawn(launch(theirs.fileno(), log_fd))
     except BaseException:
         ours.close()
         raise
     finally:
         theirs.close()
         os.close(log_fd)
-    spec: JSONObject = {"id": run_id, "run_dir": row["run_dir"], "workspace": workspace, "to": undoing.to}
-    return Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied, greeting=spec,
-                  undo=undoing), ours
+    return spawned, ours
 
 
 def undo_launch(run_id: str, row: StoredRun, workspace: str, pw: pwd.struct_passwd, site: Site, channel_fd: int,
