@@ -71,6 +71,21 @@ class Timed(ScriptedServer):
         super().record(body, headers)
 
 
+Command = tuple[str, list[str], int, "int | None"]  # (name, argv, exit code, target ms)
+
+
+def listings(sentinel: list[str], run_id: str) -> list[Command]:
+    """The six listing and deciding commands, timed in both modes against the same target."""
+    return [
+        ("sentinel runs --json", [*sentinel, "runs", "--json"], 0, LISTING_MS),
+        ("sentinel approvals", [*sentinel, "approvals"], 0, LISTING_MS),
+        ("sentinel status", [*sentinel, "status"], 0, LISTING_MS),
+        ("sentinel show ID", [*sentinel, "show", run_id], 0, LISTING_MS),
+        ("sentinel approve ID (no such)", [*sentinel, "approve", "a-none"], 2, LISTING_MS),
+        ("sentinel deny ID (no such)", [*sentinel, "deny", "a-none"], 2, LISTING_MS),
+    ]
+
+
 def once(argv: list[str], env: dict[str, str], cwd: Path | None, code: int) -> float:
     began = time.perf_counter()
     proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
@@ -78,7 +93,7 @@ def once(argv: list[str], env: dict[str, str], cwd: Path | None, code: int) -> f
     return time.perf_counter() - began
 
 
-def measure(commands: list[tuple[str, list[str], int, int | None]], env: dict[str, str], cwd: Path | None,
+def measure(commands: list[Command], env: dict[str, str], cwd: Path | None,
             model: Timed | None = None, floor: list[str] | None = None) -> None:
     """Every command once per round, beside the bare start (and the openai floor): medians against both."""
     bare: list[float] = []
@@ -127,13 +142,7 @@ def local_mode() -> None:
         paused = subprocess.run([*sentinel, "run", "count", "--model", "pauses/m", "--json"], env=env, cwd=cwd,
                                 capture_output=True, text=True)
         run_id = json.loads(paused.stdout)["id"]
-        commands: list[tuple[str, list[str], int, int | None]] = [  # (name, argv, exit code, target ms)
-            ("sentinel runs --json", [*sentinel, "runs", "--json"], 0, LISTING_MS),
-            ("sentinel approvals", [*sentinel, "approvals"], 0, LISTING_MS),
-            ("sentinel status", [*sentinel, "status"], 0, LISTING_MS),
-            ("sentinel show ID", [*sentinel, "show", run_id], 0, LISTING_MS),
-            ("sentinel approve ID (no such)", [*sentinel, "approve", "a-none"], 2, LISTING_MS),
-            ("sentinel deny ID (no such)", [*sentinel, "deny", "a-none"], 2, LISTING_MS),
+        commands = [*listings(sentinel, run_id),
             (RUN, [*sentinel, "run", "say done"], 4, None),  # an answer: done_unverified
             ("sentinel resume ID (still paused)", [*sentinel, "resume", run_id], 3, None),
         ]
@@ -204,14 +213,7 @@ def system_mode() -> None:
                                     capture_output=True, text=True, timeout=120)
             assert paused.returncode == 3, paused.stderr
             run_id = json.loads(paused.stdout)["id"]
-            commands: list[tuple[str, list[str], int, int | None]] = [
-                ("sentinel runs --json", [*sentinel, "runs", "--json"], 0, LISTING_MS),
-                ("sentinel approvals", [*sentinel, "approvals"], 0, LISTING_MS),
-                ("sentinel status", [*sentinel, "status"], 0, LISTING_MS),
-                ("sentinel show ID", [*sentinel, "show", run_id], 0, LISTING_MS),
-                ("sentinel approve ID (no such)", [*sentinel, "approve", "a-none"], 2, LISTING_MS),
-                ("sentinel deny ID (no such)", [*sentinel, "deny", "a-none"], 2, LISTING_MS),
-            ]
+            commands = listings(sentinel, run_id)
             print("system mode (root, an operator, against a running supervisor over its socket):")
             measure(commands, env, None)
         finally:

@@ -101,10 +101,8 @@ def test_undo_restores_a_workspace_a_run_deleted_overwrote_and_created_files_in(
     assert (ws / "sub" / "new.txt").read_text() == "made up\n" and sorted(again["removed"]) == ["old.log"]
 
 
-def test_undo_writes_only_beneath_the_workspace_whatever_the_journal_says(scripted_server, configure, cli,
-                                                                            sentinel_home, tmp_path):
-    """The journal is the agent's to write: a checkpoint naming a path outside the workspace, or a symlink planted
-    where a file was, never sends a restore outside it."""
+def _a_run_that_changed_a_txt(scripted_server, configure, cli, sentinel_home, tmp_path):
+    """A run that rewrote a.txt ("original" to "changed"), and an operator's file outside the workspace."""
     ws = _workspace(sentinel_home)
     outside = tmp_path / "outside.txt"
     outside.write_text("operator's\n")
@@ -112,6 +110,14 @@ def test_undo_writes_only_beneath_the_workspace_whatever_the_journal_says(script
     configure(server=scripted_server([_call("read_file", path="a.txt"),
                                       _call("write_file", path="a.txt", content="changed\n"), "Changed a.txt."]))
     out = cli.json("run", "Change a.txt.", "--json", check=0)
+    return ws, outside, out
+
+
+def test_undo_writes_only_beneath_the_workspace_whatever_the_journal_says(scripted_server, configure, cli,
+                                                                            sentinel_home, tmp_path):
+    """The journal is the agent's to write: a checkpoint naming a path outside the workspace, or a symlink planted
+    where a file was, never sends a restore outside it."""
+    ws, outside, out = _a_run_that_changed_a_txt(scripted_server, configure, cli, sentinel_home, tmp_path)
     run_dir = sentinel_home / "runs" / out["id"]
     step = json.loads([line for line in (run_dir / "journal.jsonl").read_text().splitlines()
                        if '"workspace_step"' in line][0])
@@ -129,13 +135,7 @@ def test_undo_never_writes_through_a_hard_link_to_a_file_outside_the_workspace(s
                                                                               sentinel_home, tmp_path):
     """A hard link where a file was names the same file as a path outside the workspace: written in place, the
     restore would change that file too. It is replaced by a file of its own."""
-    ws = _workspace(sentinel_home)
-    outside = tmp_path / "outside.txt"
-    outside.write_text("operator's\n")
-    (ws / "a.txt").write_text("original\n")
-    configure(server=scripted_server([_call("read_file", path="a.txt"),
-                                      _call("write_file", path="a.txt", content="changed\n"), "Changed a.txt."]))
-    out = cli.json("run", "Change a.txt.", "--json", check=0)
+    ws, outside, out = _a_run_that_changed_a_txt(scripted_server, configure, cli, sentinel_home, tmp_path)
     (ws / "a.txt").unlink()
     os.link(outside, ws / "a.txt")
     assert "restored a.txt" in cli("undo", out["id"], check=0).stdout
