@@ -183,7 +183,12 @@ class Checkpoints:
 
 
 def load_base(undo_dir: Path) -> Base:
-    return read_base(undo_dir) or {"complete": False, "files": {}}
+    return read_base(undo_dir) or _no_base()
+
+
+def _no_base() -> Base:
+    """What is known of the workspace as the run found it without a base manifest: no file, not all recorded."""
+    return {"complete": False, "files": {}}
 
 
 def read_base(undo_dir: Path) -> Base | None:
@@ -256,7 +261,7 @@ def restore(run_dir: Path, workspace: Path, steps: list[WorkspaceStep], to: int)
         raise UndoError(f"no step {to}: the run has checkpoints 0 (before its first change) to {len(steps)}")
     undo_dir = run_dir / UNDO
     base = read_base(undo_dir)
-    wanted = state_at(base or {"complete": False, "files": {}}, steps, to)
+    wanted = state_at(base or _no_base(), steps, to)
     touched = list(dict.fromkeys(p for step in steps[to:] for p in (step.get("changes") or {})))
     fs = Confined(workspace)
     changes: JSONObject = {}
