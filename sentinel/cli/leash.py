@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import sys
 from pathlib import Path
 from typing import Any, List, Optional
@@ -23,16 +24,18 @@ def exec_(
     """Run CMD under the tool profile, on this terminal, and exit with its exit code."""
     from sentinel import config, paths
     from sentinel.leash import launch, settings_cache
-    from sentinel.leash.profile import tool_profile
+    from sentinel.leash.profile import Owner, agent_writable, resolve, tool_profile
 
     cfg = config.load()
-    ws = (workspace or paths.workspace_dir()).expanduser().resolve()
+    who = launch.identity(agent)
+    pol = settings_cache.policy_for(agent, system=who.system)
+    # resolved as a run's workspace is: no link the agent could have made (sentinel/leash/profile.py `resolve`)
+    owner = Owner.of(pwd.getpwnam(agent)) if who.system and agent else None
+    ws = Path(resolve(workspace or paths.workspace_dir(), agent_writable(pol.read_write, owner), owner))
     if not ws.is_dir():
         from sentinel.errors import UsageError
 
         raise UsageError(f"--workspace {ws}: not a directory")
-    who = launch.identity(agent)
-    pol = settings_cache.policy_for(agent, system=who.system)
     prof = tool_profile(ws, pol, proxy=settings_cache.proxy())
     env = launch.base_env(ws)
     if term := os.environ.get("TERM"):

@@ -270,6 +270,7 @@ def _listing(name: str, agent: Optional[str],
     """Start the server as a run of `agent` would (under Leash): its tools and what runs (the pin's code)."""
     from sentinel import paths
     from sentinel.mcp.client import Connection, McpFailure, muzzle_secrets
+    from sentinel.leash.profile import resolve
     from sentinel.mcp.launch import system_workdir
     from sentinel.tools import ToolContext
 
@@ -281,7 +282,7 @@ def _listing(name: str, agent: Optional[str],
     if workspace is None:
         workspace = Path(tempfile.mkdtemp(prefix="sentinel-mcp-"))
         workspace.chmod(0o755)  # its working directory, whichever user the server runs as
-    ws = workspace.expanduser().resolve()
+    ws = Path(resolve(workspace))  # the tool profile then refuses a link inside its own grants
     ctx = ToolContext(workspace=ws, agent=agent or cfg.default_agent or "sentinel", sandbox=cfg.sandbox,
                       tools_mode=cfg.leash.tools, output_max_chars=cfg.tools.output_max_chars)
     conn = Connection(name, server, ctx, secret=muzzle_secrets(cfg, _system_root() or paths.home()))

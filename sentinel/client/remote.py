@@ -8,6 +8,7 @@ local-mode command never loads the wire's declarations.
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from pathlib import Path
@@ -63,7 +64,8 @@ class SystemEngine(Closing):
               workspace: Path | None = None, on_event: Listener | None = None, chat: bool = False,
               skills: Sequence[str] = (), hook: str | None = None) -> Outcome:
         """A hook session (`hook`: its firing) is not followed: its relay contract's timer is in the database."""
-        ws = str(workspace.expanduser().resolve()) if workspace else None
+        # as typed, made absolute: the supervisor resolves it, refusing a link the agent's user could have made
+        ws = os.path.abspath(os.path.expanduser(workspace)) if workspace else None
         return self.ask(ops.Start(task=task, model=model, agent=agent, workspace=ws, chat=chat, skills=list(skills),
                                   hook=hook, follow=not hook), on_event)
 

@@ -22,6 +22,7 @@ from landlock import FSAccess  # type: ignore[import-untyped]
 
 from sentinel.leash import privs
 
+SYS_OPENAT2 = 437
 SYS_CREATE_RULESET = 444
 SYS_ADD_RULE = 445
 SYS_RESTRICT_SELF = 446
@@ -49,6 +50,14 @@ class _PathBeneath(ctypes.Structure):
 
 class _NetPort(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+AT_FDCWD = -100
+RESOLVE_NO_SYMLINKS = 0x04
 
 
 class LandlockError(OSError):
@@ -107,7 +116,8 @@ class Built:
 
 
 def build(spec: RulesetSpec, abi: int | None = None) -> Built:
-    """Create the ruleset fd (paths are opened now, by the caller's uid). Missing layers are listed."""
+    """Create the ruleset fd (paths are opened now, by the caller's uid, and must be real: `open_exact`). Missing
+    layers are listed."""
     abi = abi_version() if abi is None else abi
     if abi < 1:
         raise LandlockError(0, "Landlock is not available in this kernel")
@@ -144,12 +154,21 @@ def build(spec: RulesetSpec, abi: int | None = None) -> Built:
     return Built(fd, applied, missing)
 
 
+def open_exact(path: str) -> int:
+    """An O_PATH fd for `path` if no component of it is a link (openat2 RESOLVE_NO_SYMLINKS); OSError otherwise.
+    Profiles resolve their paths first (sentinel/leash/profile.py `resolve`), so a link found here was put in
+    after: by an agent racing the launch, for instance. It grants nothing."""
+    how = _OpenHow(os.O_PATH | os.O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS)
+    return _syscall(SYS_OPENAT2, ctypes.c_int(AT_FDCWD), os.fsencode(path), ctypes.byref(how),
+                    ctypes.c_size_t(ctypes.sizeof(how)))
+
+
 def _add_paths(ruleset_fd: int, paths: list[str], rights: int, handled: int) -> None:
     for path in paths:
         try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            fd = open_exact(path)
         except OSError:
-            continue  # a path that does not exist grants nothing
+            continue  # a path that does not exist, or is reached through a link, grants nothing
         try:
             allowed = rights & handled
             if not stat.S_ISDIR(os.fstat(fd).st_mode):

@@ -84,7 +84,7 @@ def tmpdir(uid: int | None, gid: int | None, owner_key: str) -> str:
         path = _tmpdirs.get(key)
         if path and os.path.isdir(path):
             return path
-        path = tempfile.mkdtemp(prefix="sentinel-tmp-")
+        path = os.path.realpath(tempfile.mkdtemp(prefix="sentinel-tmp-"))  # rules open paths with no link in them
         if uid is not None:
             os.chown(path, uid, gid if gid is not None else -1)
         global _tmp_owner

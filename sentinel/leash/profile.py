@@ -25,6 +25,9 @@ Unix sockets: none but connected pairs (seccomp), unless the policy lists `unix_
 connect() is decided by the keeper against that list (sentinel/leash/unix_allow.py). The worker
 gets no list: it reaches the supervisor through the socket it inherits, Muzzle and the proxy by TCP.
 
+Every path a profile grants is resolved here (`resolve`): a link the agent could have made is refused, never
+followed, and the ruleset opens the result with no link in it (docs/leash.md, Links never widen a grant).
+
 Landlock cannot carve a file out of a granted directory, so /etc is granted entry by entry
 (never shadow, gshadow, sudoers, ssh host keys, ssl/private); `/proc` is granted read-only because
 Landlock already denies ptrace-mode access (environ, mem) to processes outside the sandbox.
@@ -32,7 +35,10 @@ Landlock already denies ptrace-mode access (environ, mem) to processes outside t
 
 from __future__ import annotations
 
+import functools
 import os
+import pwd
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +80,12 @@ class Profile:
     env: dict[str, str] = field(default_factory=dict)
     layers: tuple[str, ...] = confine.TOOL
     unix_sockets: list[str] = field(default_factory=list)  # the only unix sockets it may connect to
+    untrusted: list[str] = field(default_factory=list)  # where the agent's tools write: no link there is followed
+    owner: Owner | None = None  # system mode: the agent's user, whose links are not followed either
+
+    def grant_read(self, *paths: str | Path) -> None:
+        """Grant more paths read-only, resolved as the profile's own (`resolve`)."""
+        self.read += resolve_all(paths, self.untrusted, self.owner)
 
     def keeper_fields(self) -> dict[str, object]:
         return {"network": self.network, "rlimits": self.rlimits, "memory_bytes": self.memory_bytes,
@@ -107,6 +119,121 @@ def _real(path: str | Path) -> str:
     return os.path.realpath(os.path.expanduser(str(path)))
 
 
+MAX_LINKS = 40  # as the kernel's own limit (ELOOP)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """An agent's own user (system mode): a link it could have made or replaced, by the file permissions, is not
+    followed either, wherever it lies (a workspace of an earlier run, its home)."""
+
+    uid: int
+    gids: tuple[int, ...]
+
+    @classmethod
+    def of(cls, pw: pwd.struct_passwd) -> Owner:
+        return cls(pw.pw_uid, tuple(sorted(set(os.getgrouplist(pw.pw_name, pw.pw_gid)))))
+
+    def could_change(self, link: str, link_st: os.stat_result) -> bool:
+        if link_st.st_uid == self.uid:
+            return True
+        folder = os.lstat(os.path.dirname(link))
+        if folder.st_uid == self.uid:
+            return True
+        writable = folder.st_mode & stat.S_IWOTH or (folder.st_mode & stat.S_IWGRP and folder.st_gid in self.gids)
+        return bool(writable) and not folder.st_mode & stat.S_ISVTX  # sticky: only the link's owner replaces it
+
+
+def resolve(path: str | Path, untrusted: Sequence[str] = (), owner: Owner | None = None) -> str:
+    """The real path of a path a profile grants, following a link only where the agent cannot have made it.
+    A link that lies in a directory inside `untrusted` (the real paths the agent's tools may write: its
+    workspace and the policy's `read_write`), or, in system mode, one the agent's user could have made or
+    replaced (`owner`), is refused, never followed: otherwise an agent that replaced, say, its workspace's
+    `vendor/` with a link to `/` would be granted `/` by the next launch that grants `vendor/` (rules are
+    built from paths). Links elsewhere (`/lib`, an operator's link to a project) are followed. The ruleset
+    then opens the result with no link at all (sentinel/leash/lsm.py `open_exact`), so a link put in
+    afterwards grants nothing."""
+    real, followed = _walk(path)
+    for here in followed:
+        _check(path, here, untrusted, owner)
+    return real
+
+
+def _walk(path: str | Path) -> tuple[str, list[str]]:
+    """The real path, and each link followed on the way to it, in order (each is then checked: `_check`)."""
+    text = os.path.expanduser(str(path))
+    pending = (text if text.startswith("/") else os.path.join(os.getcwd(), text)).split("/")
+    done, followed = "/", list[str]()
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            done = os.path.dirname(done)
+            continue
+        here = os.path.join(done, part)
+        try:
+            st = os.lstat(here)
+        except OSError:  # not there (yet): the rest is taken as written, and grants nothing until it exists
+            return os.path.normpath(os.path.join(here, *pending)), followed
+        if not stat.S_ISLNK(st.st_mode):
+            done = here
+            continue
+        followed.append(here)
+        if len(followed) > MAX_LINKS:
+            raise UsageError(f"leash: {path}: too many levels of links")
+        target = os.readlink(here)
+        done = "/" if target.startswith("/") else done
+        pending = target.split("/") + pending
+    return done, followed
+
+
+def _check(path: str | Path, link: str, untrusted: Sequence[str], owner: Owner | None) -> None:
+    folder = os.path.dirname(link)
+    if roots := [root for root in untrusted if _inside(folder, root)]:
+        raise LinkRefused(f"leash: {path} goes through the link {link}, inside {roots[0]}, which the agent's "
+                          "tools can write; Sentinel follows no link there (name the link's target instead)")
+    if owner is not None and owner.could_change(link, os.lstat(link)):
+        raise LinkRefused(f"leash: {path} goes through the link {link}, which the agent's user can change; "
+                          "Sentinel follows no such link (name the link's target instead)")
+
+
+@functools.lru_cache(1)
+def _system_walks() -> tuple[tuple[str, list[str]], ...]:
+    return tuple(_walk(p) for p in system_read())
+
+
+def system_real(untrusted: Sequence[str], owner: Owner | None = None) -> list[str]:
+    """`system_read()` resolved: walked once per process (a tool's profile is built for every call), each link
+    it followed checked again for this profile (the checks are all that differs between profiles)."""
+    out = []
+    for path, (real, followed) in zip(system_read(), _system_walks()):
+        for here in followed:
+            _check(path, here, untrusted, owner)
+        out.append(real)
+    return out
+
+
+def resolve_all(paths: Sequence[str | Path], untrusted: Sequence[str], owner: Owner | None = None) -> list[str]:
+    return [resolve(p, untrusted, owner) for p in paths]
+
+
+def agent_writable(write: Sequence[str | Path], owner: Owner | None = None) -> list[str]:
+    """The real paths the agent's tools may write (`write` as granted), each checked against the others: a
+    grant reached through a link inside another grant is refused."""
+    real = [resolve(p, (), owner) for p in write]
+    resolve_all(write, real, owner)
+    return real
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+class LinkRefused(UsageError):
+    """A granted path goes through a link the agent's tools could have made."""
+
+
 def _guard_home(write: list[str], home: Path) -> None:
     """Refuse a writable path that is, or contains, Sentinel's own state."""
     home_real = _real(home)
@@ -123,12 +250,11 @@ def proxy_env(host: str, port: int) -> dict[str, str]:
 
 def tool_profile(workspace: Path, policy: LeashPolicy, *, proxy: tuple[str, int], extra_read: Sequence[str] = (),
                  home: Path | None = None) -> Profile:
-    ws = _real(workspace)
-    write = [ws] + [_real(p) for p in policy.read_write]
+    write = agent_writable([workspace, *policy.read_write])
     _guard_home(write, home or paths.home())
-    read = system_read() + [_real(p) for p in (*policy.read_only, *extra_read)]
-    prof = Profile("tool", read, write + DEV_WRITE, rlimits=rlimits(policy),
-                   unix_sockets=[os.path.expanduser(p) for p in policy.unix_sockets])
+    read = system_real(write) + resolve_all([*policy.read_only, *extra_read], write)
+    prof = Profile("tool", read, write + resolve_all(DEV_WRITE, write), rlimits=rlimits(policy),
+                   unix_sockets=resolve_all(policy.unix_sockets, write), untrusted=write)
     _limits(prof, policy)
     if policy.network:
         prof.network = True
@@ -138,25 +264,30 @@ def tool_profile(workspace: Path, policy: LeashPolicy, *, proxy: tuple[str, int]
 
 
 def worker_profile(sentinel_home: Path, workspace: Path, policy: LeashPolicy, *, muzzle_port: int,
-                   proxy: tuple[str, int]) -> Profile:
-    """The supervisor launches a run's worker under this (as the agent's user)."""
-    write = [_real(sentinel_home), _real(workspace)] + [_real(p) for p in policy.read_write]
-    read = system_read() + [str(paths.REPO_DIR), str(paths.PACKAGE_DIR)] + [_real(p) for p in policy.read_only]
-    prof = Profile("worker", read, write + DEV_WRITE, tcp_connect=[muzzle_port, proxy[1]], network=True,
+                   proxy: tuple[str, int], owner: Owner | None = None) -> Profile:
+    """The supervisor launches a run's worker under this (as the agent's user, `owner`)."""
+    untrusted = agent_writable([workspace, *policy.read_write], owner)
+    write = resolve_all([sentinel_home], untrusted, owner) + untrusted + resolve_all(DEV_WRITE, untrusted, owner)
+    read = system_real(untrusted, owner) + resolve_all([paths.REPO_DIR, paths.PACKAGE_DIR, *policy.read_only],
+                                                        untrusted, owner)
+    prof = Profile("worker", read, write, tcp_connect=[muzzle_port, proxy[1]], network=True,
                    rlimits=rlimits(policy), private_tmp=True, layers=confine.WORKER,
-                   unix_sockets=list(policy.unix_sockets))  # its tools' filter stacks on its own
+                   unix_sockets=resolve_all(policy.unix_sockets, untrusted, owner),  # its tools' filter stacks on
+                   untrusted=untrusted, owner=owner)                                  # its own
     _limits(prof, policy)
     prof.rlimits.pop("RLIMIT_CPU", None)  # a worker lives for the whole run
     return prof
 
 
-def undo_profile(run_dir: Path, workspace: Path, policy: LeashPolicy) -> Profile:
+def undo_profile(run_dir: Path, workspace: Path, policy: LeashPolicy, owner: Owner | None = None) -> Profile:
     """The supervisor launches a system-mode undo under this (as the agent's user): it writes the run's checkpoints'
     journal and the workspace, nothing else of the agent's tree, and connects nowhere (no TCP port, no unix
     socket); the agent's rlimits and cgroup limits, CPU time included."""
-    read = system_read() + [str(paths.REPO_DIR), str(paths.PACKAGE_DIR)]
-    prof = Profile("undo", read, [_real(run_dir), _real(workspace)] + DEV_WRITE, rlimits=rlimits(policy),
-                   private_tmp=False, layers=confine.WORKER)
+    untrusted = agent_writable([workspace, *policy.read_write], owner)
+    read = system_real(untrusted, owner) + resolve_all([paths.REPO_DIR, paths.PACKAGE_DIR], untrusted, owner)
+    write = resolve_all([run_dir, workspace, *DEV_WRITE], untrusted, owner)
+    prof = Profile("undo", read, write, rlimits=rlimits(policy), private_tmp=False, layers=confine.WORKER,
+                   untrusted=untrusted, owner=owner)
     _limits(prof, policy)
     return prof
 

@@ -108,7 +108,16 @@ class LocalEngine(Closing):
         return self._bubble(self.advance(run.state.id, on_event), on_event)
 
     def _workspace(self, workspace: Path | None) -> Path:
-        ws = (workspace or paths.workspace_dir(self.home)).expanduser().resolve()
+        """Its real path; a link on the way inside a path the agent's tools may write (the Leash policy's
+        `read_write`) is refused, never followed (sentinel/leash/profile.py `resolve`)."""
+        from sentinel.leash import settings_cache
+        from sentinel.leash.profile import LinkRefused, agent_writable, resolve
+
+        try:
+            writable = agent_writable(settings_cache.policy_for(None, system=False).read_write)
+            ws = Path(resolve(workspace or paths.workspace_dir(self.home), writable))
+        except LinkRefused as exc:
+            raise UsageError(f"--workspace: {str(exc).removeprefix('leash: ')}") from None
         if workspace is not None and not ws.is_dir():
             raise UsageError(f"--workspace: {ws} is not a directory")
         ws.mkdir(parents=True, exist_ok=True)

@@ -298,11 +298,13 @@ def write_tree(pw: pwd.struct_passwd, name: str, display: str) -> None:
     """Run this module as the agent's user, confined to its home, to write its ~/.sentinel tree."""
     from sentinel import paths
     from sentinel.leash import confine, spawn
-    from sentinel.leash.profile import DEV_WRITE, Profile, system_read
+    from sentinel.leash.profile import DEV_WRITE, Profile, agent_writable, resolve_all, system_real
 
     spec = json.dumps({"name": name, "display_name": display})
-    prof = Profile("setup", system_read() + [str(paths.REPO_DIR), str(paths.PACKAGE_DIR)],
-                   [pw.pw_dir] + DEV_WRITE, rlimits={"RLIMIT_CORE": 0}, private_tmp=False, layers=confine.WORKER)
+    home = agent_writable([pw.pw_dir])
+    prof = Profile("setup", system_real(home) + resolve_all([paths.REPO_DIR, paths.PACKAGE_DIR], home),
+                   home + resolve_all(DEV_WRITE, home), rlimits={"RLIMIT_CORE": 0}, private_tmp=False,
+                   layers=confine.WORKER, untrusted=home)
     env = {"HOME": pw.pw_dir, "USER": pw.pw_name, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1"}
     null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)

@@ -131,7 +131,7 @@ def worker_launch(run_id: str, row: StoredRun, pw: pwd.struct_passwd, site: Site
     """`python -I -B -m sentinel.worker RUN_ID` from `/`: nothing the agent planted in its home or the
     environment is imported, and the execute-only interpreter makes it non-dumpable from its first instruction."""
     from sentinel.leash import policy as leash_policy
-    from sentinel.leash.profile import worker_profile
+    from sentinel.leash.profile import Owner, worker_profile
 
     config, ports = site.config, site.ports
     home = Path(pw.pw_dir)
@@ -141,15 +141,16 @@ def worker_launch(run_id: str, row: StoredRun, pw: pwd.struct_passwd, site: Site
     pol = leash_policy.load(policy_file)
     workspace = Path(row["workspace"]) if row.get("workspace") else sentinel_home / "workspace"
     proxy = (config.leash.proxy_host, config.leash.proxy_port)
-    prof = worker_profile(sentinel_home, workspace, pol, muzzle_port=ports[0] if ports else proxy[1], proxy=proxy)
+    prof = worker_profile(sentinel_home, workspace, pol, muzzle_port=ports[0] if ports else proxy[1], proxy=proxy,
+                          owner=Owner.of(pw))
     prof.tcp_connect = sorted(set(prof.tcp_connect) | set(ports))
     if site.interpreter is not None:
-        prof.read.append(str(site.interpreter))
-    prof.read.append(str(policy_file))  # root's policy for its tools, which the worker reads for each launch
+        prof.grant_read(site.interpreter)
+    prof.grant_read(policy_file)  # root's policy for its tools, which the worker reads for each launch
     # the code of the operator's MCP servers and their own directories: a server the worker starts stays inside
     # the worker's own Landlock
-    prof.read += sorted({os.path.realpath(p) for server in config.mcp_servers.values() for p in server.read})
-    prof.read += [str(path) for path in mcp_workdirs(config).values()]
+    prof.grant_read(*sorted({p for server in config.mcp_servers.values() for p in server.read}))
+    prof.grant_read(*mcp_workdirs(config).values())
     return spawn.Launch([sys.executable, "-I", "-B", "-m", "sentinel.worker", run_id], worker_env(run_id, pw),
                         pw.pw_uid, pw.pw_gid, "/", prof, (channel_fd, log_fd, log_fd), sandbox=config.sandbox,
                         name=f"sentinel-{run_id}",
@@ -207,12 +208,12 @@ def undo_launch(run_id: str, row: StoredRun, workspace: str, pw: pwd.struct_pass
     lets it write the run's directory and workspace only (sentinel/leash/profile.py `undo_profile`), under the
     agent's Leash limits."""
     from sentinel.leash import policy as leash_policy
-    from sentinel.leash.profile import undo_profile
+    from sentinel.leash.profile import Owner, undo_profile
 
     policy_file = leash_policy.policy_path(pw.pw_name, system=True, policy_dir=layout.etc_dir() / "leash")
-    prof = undo_profile(Path(row["run_dir"]), Path(workspace), leash_policy.load(policy_file))
+    prof = undo_profile(Path(row["run_dir"]), Path(workspace), leash_policy.load(policy_file), Owner.of(pw))
     if site.interpreter is not None:
-        prof.read.append(str(site.interpreter))
+        prof.grant_read(site.interpreter)
     return spawn.Launch([sys.executable, "-I", "-B", "-m", "sentinel.worker", "--undo", run_id],
                         worker_env(run_id, pw), pw.pw_uid, pw.pw_gid, "/", prof, (channel_fd, log_fd, log_fd),
                         sandbox=site.config.sandbox, name=f"sentinel-undo-{run_id}",

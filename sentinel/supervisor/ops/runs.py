@@ -4,6 +4,7 @@ them, show one, stream its events. Each handler takes its operation's declared r
 
 from __future__ import annotations
 
+import pwd
 from pathlib import Path
 
 from sentinel.engine.rows import StoredRun
@@ -89,7 +90,7 @@ def start(sup: Hub, conn: Client, req: Start, door: str = "operator") -> Reply:
     pw = registry.account(agent, sup.settings.group)
     model = runmodel.choose(sup.config, agent.name, profile, req.model, pw.pw_dir, pw.pw_uid)
     sentinel_home = layout.agent_sentinel_home(pw.pw_dir)
-    workspace = _workspace(req.workspace) or str(sentinel_home / "workspace")
+    workspace = _workspace(req.workspace, pw) or str(sentinel_home / "workspace")
     skills = _skill_names(req.skills)
     run_id = store.new_run_id()
     if req.hook:  # a watcher firing's id: this run is its hook session
@@ -114,14 +115,21 @@ def check_hook(store: Store, firing_id: str) -> None:
         raise UsageError(f"firing {firing_id} already has its hook session")
 
 
-def _workspace(value: str | None) -> str | None:
+def _workspace(value: str | None, pw: pwd.struct_passwd) -> str | None:
+    """The workspace as its real path, resolved here (the operator's command sends it as typed): a link on the way
+    that the agent's user could have made is refused, never followed (sentinel/leash/profile.py `resolve`)."""
+    from sentinel.leash.profile import LinkRefused, Owner, resolve
+
     if not value:
         return None
-    path = Path(value)
-    if not path.is_absolute():
+    if not value.startswith("/"):
         raise UsageError("--workspace: must be an absolute path in system mode")
+    try:
+        path = Path(resolve(value, (), Owner.of(pw)))
+    except LinkRefused as exc:
+        raise UsageError(f"--workspace: {str(exc).removeprefix('leash: ')}") from None
     if not path.is_dir():
-        raise UsageError(f"--workspace: {path} is not a directory")
+        raise UsageError(f"--workspace: {value} is not a directory")
     return str(path)
 
 
