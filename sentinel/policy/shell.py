@@ -6,15 +6,16 @@
 A Command is one simple command as the shell runs it: quotes removed, whitespace collapsed, `VAR=x`
 prefixes dropped, redirections kept after the words. Commands are found in lists, pipelines,
 background jobs, subshells, brace groups, if/while/until/for bodies, functions, `$(…)`, backticks,
-process substitutions, `bash -c`/`sh -c` strings and here-strings (parsed again), and behind the
-wrappers of WRAPPERS (`env`, `command`, `exec`, `nohup`, `sudo`, `xargs`, ...), which yield both the
-wrapper's command and the wrapped one. A word the shell expands (`$x`, `$(…)`, a glob, a brace list,
+process substitutions, `bash -c`/`sh -c`, `su -c`, `runuser -c`, `script -c` and `sg GROUP` strings and
+here-strings (parsed again), and behind the wrappers of WRAPPERS (`env`, `command`, `exec`, `nohup`, `sudo`,
+`xargs`, `taskset`, `setpriv`, `unshare`, `systemd-run`, `bwrap`, ...), which yield both the wrapper's command
+and the wrapped one. A word the shell expands (`$x`, `$(…)`, a glob, a brace list,
 `~`) makes the command `open` from that word on: only the words before it are known.
 
 The parse is not sure (`sure` False) when what runs cannot be read from the text: the line does not
 parse (bashlex has no `case`, `[[ ]]`, `$((…))`, `time`), a command name is an expansion, `eval`,
-`source`/`.`, `alias`, `trap`, a shell reading a script from its input, or a here-document whose body
-runs command substitutions.
+`source`/`.`, `alias`, `trap`, a shell (or `at`, `batch`) reading a script from its input, or a here-document
+whose body runs command substitutions.
 """
 
 from __future__ import annotations
@@ -54,15 +55,66 @@ WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "busybox": (frozenset(), 0),
     "watch": (frozenset({"-n", "--interval", "-d", "--differences"}), 0),
     "strace": (frozenset({"-e", "-o", "-p", "-s", "-u"}), 0),
+    "ltrace": (frozenset({"-o", "-e", "-p", "-s", "-u", "-n", "-a", "-A", "-D", "-F", "-l", "-L", "-x"}), 0),
+    "valgrind": (frozenset(), 0),
+    "catchsegv": (frozenset(), 0),
+    "taskset": (frozenset(), 1),  # the mask (or, with -c, the CPU list)
+    "chrt": (frozenset({"-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"}), 1),
+    "numactl": (frozenset({"-i", "--interleave", "-m", "--membind", "-N", "--cpunodebind", "-C", "--physcpubind",
+                           "-p", "--preferred", "-P", "--preferred-many"}), 0),
+    "prlimit": (frozenset({"-p", "--pid", "-o", "--output"}), 0),
+    "cpulimit": (frozenset({"-l", "--limit", "-p", "--pid", "-e", "--exe"}), 0),
+    "cgexec": (frozenset({"-g"}), 0),
+    "unbuffer": (frozenset(), 0),
+    "setpriv": (frozenset({"--ruid", "--rgid", "--reuid", "--regid", "--euid", "--egid", "--groups", "--inh-caps",
+                           "--ambient-caps", "--bounding-set", "--securebits", "--pdeathsig", "--selinux-label",
+                           "--apparmor-profile", "--landlock-access", "--landlock-rule", "--seccomp-filter"}), 0),
+    "nsenter": (frozenset({"-t", "--target", "-S", "--setuid", "-G", "--setgid"}), 0),
+    "unshare": (frozenset({"-S", "--setuid", "-G", "--setgid", "-R", "--root", "-w", "--wd", "--propagation",
+                           "--map-user", "--map-group", "--map-users", "--map-groups"}), 0),
+    "runuser": (frozenset({"-u", "--user", "-g", "--group", "-G", "--supp-group", "-s", "--shell", "-w",
+                           "--whitelist-environment"}), 0),
+    "pkexec": (frozenset({"--user"}), 0),
+    "run0": (frozenset({"-u", "--user", "-g", "--group", "--property", "--unit", "--description", "--slice", "--nice",
+                        "-D", "--chdir", "--setenv"}), 0),
+    "systemd-run": (frozenset({"-u", "--unit", "-p", "--property", "--description", "--slice", "-E", "--setenv",
+                               "--uid", "--gid", "--nice", "--working-directory", "-M", "--machine", "-H", "--host",
+                               "--on-active", "--on-boot", "--on-startup", "--on-unit-active", "--on-unit-inactive",
+                               "--on-calendar", "--timer-property", "--path-property", "--socket-property",
+                               "--service-type"}), 0),
+    "chpst": (frozenset({"-u", "-U", "-b", "-e", "-/", "-n", "-l", "-L", "-m", "-d", "-o", "-p", "-f", "-c", "-t"}), 0),
+    "fakeroot": (frozenset({"-l", "--lib", "--faked", "-s", "-i", "-b"}), 0),
+    "proot": (frozenset({"-r", "--rootfs", "-b", "--bind", "-m", "--mount", "-w", "--pwd", "--cwd", "-q", "--qemu",
+                         "-k", "--kernel-release"}), 0),
+    "firejail": (frozenset(), 0),
+    "bwrap": (frozenset({"--args", "--userns", "--userns2", "--pidns", "--uid", "--gid", "--hostname", "--chdir",
+                         "--unsetenv", "--lock-file", "--sync-fd", "--remount-ro", "--exec-label", "--file-label",
+                         "--proc", "--dev", "--tmpfs", "--mqueue", "--dir", "--seccomp", "--add-seccomp-fd",
+                         "--block-fd", "--userns-block-fd", "--info-fd", "--json-status-fd", "--cap-add", "--cap-drop",
+                         "--perms", "--size"}), 0),
+    "dbus-run-session": (frozenset(), 0),
+    "ssh-agent": (frozenset({"-a", "-E", "-t", "-P", "-O"}), 0),
+    "torsocks": (frozenset({"-u", "-p", "-a", "-P"}), 0),
+    "proxychains": (frozenset({"-f"}), 0),
+    "proxychains4": (frozenset({"-f"}), 0),
+    "parallel": (frozenset({"-j", "--jobs", "-S", "--sshlogin", "-a", "--arg-file", "--delay", "--timeout", "-N",
+                            "-n", "--colsep", "-d", "--delimiter", "-I", "--joblog", "--results", "--tmpdir",
+                            "--workdir", "--env", "--halt"}), 0),
 }
+TWO_ARGS = {"bwrap": frozenset({"--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try", "--dev-bind-try",
+                                "--symlink", "--setenv", "--file", "--bind-data", "--ro-bind-data", "--chmod"})}
 RUNS_STRING = frozenset({"watch"})  # the wrapped words are joined and run by `sh -c`
+COMMAND_OPTION = {"script": ("-c", "--command")}  # its command is one string, run by a shell: parsed again
+STRING_AFTER = frozenset({"sg"})  # `sg GROUP [-c] COMMAND…`: the words after the group are one shell string
+READS_INPUT = frozenset({"at", "batch"})  # they run the commands their input holds
 FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 # Pre-check: anything here can make the parse yield words the text does not spell out.
 _DYNAMIC_TEXT = re.compile(r"[$`*?\[{~]")
 _DEQUOTE = str.maketrans("", "", "'\"\\")
 _WORDS = re.compile(r"[^\s;&|()<>!]+")
 _BRACE = re.compile(r"\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}")
-_UNSEEN = OPAQUE | SHELLS | {"xargs", "su"}  # words after which the parse may find text the line does not spell
+# words after which the parse may find text the line does not spell (a string joined or run again)
+_UNSEEN = OPAQUE | SHELLS | RUNS_STRING | STRING_AFTER | READS_INPUT | {"xargs", "su", "runuser", *COMMAND_OPTION}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -229,14 +281,21 @@ def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tup
         return parsed.unsure(f"`{name}` runs text the parse cannot see")
     if name in SHELLS:
         return _shell(words, dynamic, node, text, parsed, depth)
-    if name == "su":
+    if name == "su" or (name == "runuser" and any(w in ("-c", "--command") or w.startswith("--command=")
+                                                  for w in words[1:])):
         return _su(words, dynamic, parsed, depth)
+    if name in COMMAND_OPTION:
+        return _command_option(words, dynamic, COMMAND_OPTION[name], parsed, depth)
+    if name in STRING_AFTER:
+        return _string_after(words, dynamic, parsed, depth)
+    if name in READS_INPUT:
+        return _input(node, text, parsed, depth, f"`{name}` runs the commands its input holds")
     if name == "find":
         _find_exec(words, dynamic, node, text, parsed, depth)
     spec = WRAPPERS.get(name)
     if spec is None or depth > MAX_DEPTH:
         return
-    start = _wrapped_start(words, spec, name == "env", parsed, dynamic, depth)
+    start = _wrapped_start(words, spec, name == "env", parsed, dynamic, depth, TWO_ARGS.get(name, frozenset()))
     if start is None:
         return
     if start >= len(words):
@@ -258,7 +317,7 @@ def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tup
 
 
 def _wrapped_start(words: list[str], spec: tuple[frozenset[str], int], env: bool, parsed: Parsed,
-                   dynamic: list[bool], depth: int) -> int | None:
+                   dynamic: list[bool], depth: int, two_args: frozenset[str] = frozenset()) -> int | None:
     takes_arg, positionals = spec
     i = 1
     while i < len(words):
@@ -277,7 +336,7 @@ def _wrapped_start(words: list[str], spec: tuple[frozenset[str], int], env: bool
                 return None
             _script(split, parsed, depth + 1)
         if word.startswith("-") and len(word) > 1:
-            i += 2 if word in takes_arg else 1
+            i += 3 if word in two_args else 2 if word in takes_arg else 1
         elif env and _NAME.match(word):
             i += 1
         else:
@@ -301,10 +360,45 @@ def _shell(words: list[str], dynamic: list[bool], node: Any, text: str, parsed: 
         if dynamic[i]:
             return parsed.unsure("a shell runs an expanded string")
         return _script(words[i], parsed, depth + 1)
+    _input(node, text, parsed, depth, "a shell reads its script from its input")
+
+
+# untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+def _input(node: Any, text: str, parsed: Parsed, depth: int, why: str) -> None:
+    """A command that runs the script its input holds: a literal here-string is parsed again; else unsure."""
     strings = [p for p in getattr(node, "parts", []) if p.kind == "redirect" and p.type == "<<<"]
     if strings and not is_dynamic(text[strings[0].output.pos[0]:strings[0].output.pos[1]]):
         return _script(strings[0].output.word, parsed, depth + 1)
-    parsed.unsure("a shell reads its script from its input")
+    parsed.unsure(why)
+
+
+def _command_option(words: list[str], dynamic: list[bool], options: tuple[str, ...], parsed: Parsed,
+                    depth: int) -> None:
+    """`script -c STRING`: the string is parsed again; without one it is a shell reading its input."""
+    short = next(o[1] for o in options if not o.startswith("--"))
+    for i, word in enumerate(words[1:], 1):
+        if word.startswith(tuple(f"{o}=" for o in options if o.startswith("--"))):
+            return _script(word.partition("=")[2], parsed, depth + 1)
+        if word in options or (word[:1] == "-" and word[1:2] != "-" and short in word[1:]):  # `-qc STRING`
+            attached = word.partition(short)[2] if word not in options else ""
+            if attached or i + 1 < len(words):
+                if dynamic[i] or (not attached and dynamic[i + 1]):
+                    return parsed.unsure(f"`{words[0]}` runs an expanded string")
+                return _script(attached or words[i + 1], parsed, depth + 1)
+    parsed.unsure(f"`{words[0]}` opens a shell that reads its script from its input")
+
+
+def _string_after(words: list[str], dynamic: list[bool], parsed: Parsed, depth: int) -> None:
+    """`sg GROUP [-c] COMMAND…`: the words after the group, joined, are run by a shell."""
+    rest = [i for i, w in enumerate(words[1:], 1) if w != "-"]
+    start = rest[1] if len(rest) > 1 else len(words)
+    if start < len(words) and words[start] == "-c":
+        start += 1
+    if start >= len(words):
+        return parsed.unsure(f"`{words[0]}` opens a shell that reads its script from its input")
+    if any(dynamic[start:]):
+        return parsed.unsure(f"`{words[0]}` runs an expanded string")
+    _script(" ".join(words[start:]), parsed, depth + 1)
 
 
 def _su(words: list[str], dynamic: list[bool], parsed: Parsed, depth: int) -> None:

@@ -174,3 +174,39 @@ def test_no_stamp_in_a_state_directory_of_another_user(monkeypatch, sentinel_hom
     action.load(("config.yaml policy", GOOD))
     action.load(("config.yaml policy", GOOD))
     assert len(seen) == 2 and not (state / "policy-examples.valid").exists()
+
+
+# -- the wrappers a deny rule sees through (issue 40's class: a command run by another command) --------------------
+
+WRAPPED = ["taskset -c 0 rm -rf x", "taskset 0x1 rm x", "chrt -f 10 rm x", "chrt -T 5 -P 9 1 rm x",
+           "numactl -N 0 rm x", "numactl --interleave=all rm x", "prlimit --nofile=64 rm x", "cpulimit -l 50 -- rm x",
+           "cgexec -g cpu:grp rm x", "unbuffer rm x", "setpriv --reuid 1000 --clear-groups rm x", "unshare -r rm x",
+           "unshare --map-user 0 -R / rm x", "nsenter -t 1 -m rm x", "runuser -u bob -- rm x",
+           "runuser -l bob -c 'rm x'", "pkexec --user bob rm x", "run0 -u bob rm x", "systemd-run --user -p A=b rm x",
+           "chpst -u bob rm x", "fakeroot -- rm x", "proot -r / -w /tmp rm x", "firejail --net=none rm x",
+           "bwrap --bind / / --dev /dev rm x", "bwrap --ro-bind /usr /usr --setenv A b rm x", "dbus-run-session -- rm x",
+           "ssh-agent -t 60 rm x", "torsocks rm x", "proxychains4 -f p.conf rm x", "parallel -j 2 rm ::: x",
+           "ltrace -o log rm x", "valgrind --tool=none rm x", "catchsegv rm x", "sg grp -c 'rm x'", "sg grp rm x",
+           "script -c 'rm x' /dev/null", "script -qc 'rm x' /dev/null", "script --command='rm x'", "at now <<< 'rm x'",
+           "nice -n 5 taskset -c 0 env A=1 rm x"]
+
+
+@pytest.mark.parametrize("command", WRAPPED)
+def test_deny_rules_see_commands_run_by_the_usual_wrappers(command):
+    assert RIDING.decide_bash(command).outcome == "deny"
+
+
+@pytest.mark.parametrize("command", ["taskset -c 0 rm -rf x", "setpriv --reuid 1000 rm x", "sg grp 'rm x'"])
+def test_a_deny_rule_holds_behind_a_wrapper_when_everything_else_is_auto(command):
+    everything = action.ActionPolicy.model_validate({"bash": {"default": "auto", "rules": [
+        {"id": "no-rm", "decision": "deny", "prefix": ["rm"]}]}})
+    assert everything.decide_bash(command).outcome == "deny"
+    assert everything.decide_bash(command.replace("rm", "ls")).outcome == "auto"
+
+
+@pytest.mark.parametrize("command", ["at now", "batch", "script", "sg grp", "runuser -l bob", "at now <<< \"$x\"",
+                                     "script -c \"$x\""])
+def test_a_wrapper_running_its_input_or_an_expansion_is_never_auto(command):
+    everything = action.ActionPolicy.model_validate({"bash": {"rules": [
+        {"id": "all", "decision": "auto", "prefix": ["at", "batch", "script", "sg", "runuser"]}]}})
+    assert everything.decide_bash(command).outcome != "auto"
