@@ -29,7 +29,7 @@ import socket
 import struct
 from collections.abc import Sequence
 
-from sentinel.leash import privs
+from sentinel.leash import lsm, privs
 
 NOTIF = struct.Struct("=QIIiIQ6Q")          # struct seccomp_notif: id, pid, flags, seccomp_data
 RESP = struct.Struct("=QqiI")               # struct seccomp_notif_resp: id, val, error, flags
@@ -147,7 +147,7 @@ def _connect(sock: socket.socket, entry: str, pid: int, uid: int | None, gid: in
     fcntl.fcntl(sock.fileno(), fcntl.F_SETFL, flags | os.O_NONBLOCK)
     try:
         if _already_the_caller(pid, uid):  # a system-mode worker's keeper: no fork needed
-            return sock.connect_ex(entry)
+            return _connect_exact(sock, entry)
         child = os.fork()
         if child == 0:
             code = errno.EACCES
@@ -178,4 +178,18 @@ def _as_caller(sock: socket.socket, entry: str, pid: int, uid: int | None, gid: 
         os.setresgid(gid if gid is not None else uid, gid if gid is not None else uid, gid if gid is not None else uid)
         os.setresuid(uid, uid, uid)
     privs.set_no_new_privs()
-    return sock.connect_ex(entry)
+    return _connect_exact(sock, entry)
+
+
+def _connect_exact(sock: socket.socket, entry: str) -> int:
+    """Connect to the socket file `entry` names with no link on the way (lsm.open_exact), through its O_PATH fd:
+    entries are real paths (sentinel/leash/profile.py `resolve`), so a link put in after the decision, say a
+    directory of the agent's replaced by a link to /run, reaches nothing."""
+    try:
+        fd = lsm.open_exact(entry)
+    except OSError as exc:
+        return exc.errno or errno.EACCES
+    try:
+        return sock.connect_ex(f"/proc/self/fd/{fd}")
+    finally:
+        os.close(fd)

@@ -206,3 +206,27 @@ def test_a_link_put_in_after_resolution_grants_nothing(shared_dir):
     out = subprocess.run([sys.executable, "-c", RACE, real, str(secret.parent)], capture_output=True, text=True,
                          timeout=60)
     assert out.stdout.strip() == "denied", out.stderr
+
+
+def test_the_keeper_connects_to_an_allowed_socket_only_through_no_link(tmp_path):
+    """The keeper decides on the path the caller asked for, then connects: to the entry's file, opened with no
+    link on the way, so a directory swapped for a link in between reaches no other socket."""
+    import errno
+    import socket
+
+    from sentinel.leash.unix_allow import _connect_exact
+
+    (tmp_path / "real").mkdir()
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "real" / "app.sock"))
+    server.listen(1)
+    (tmp_path / "swapped").symlink_to(tmp_path / "real")
+    with socket.socket(socket.AF_UNIX) as client:
+        assert _connect_exact(client, str(tmp_path / "swapped" / "app.sock")) == errno.ELOOP
+    with socket.socket(socket.AF_UNIX) as client:
+        assert _connect_exact(client, str(tmp_path / "real" / "app.sock")) == 0
+        accepted, _ = server.accept()
+        client.sendall(b"x")
+        assert accepted.recv(1) == b"x"
+        accepted.close()
+    server.close()
