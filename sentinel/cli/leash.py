@@ -24,12 +24,13 @@ def exec_(
     """Run CMD under the tool profile, on this terminal, and exit with its exit code."""
     from sentinel import config, paths
     from sentinel.leash import launch, settings_cache
-    from sentinel.leash.profile import Owner, agent_writable, resolve, tool_profile
+    from sentinel.leash.links import Owner, agent_writable, resolve
+    from sentinel.leash.profile import tool_profile
 
     cfg = config.load()
     who = launch.identity(agent)
     pol = settings_cache.policy_for(agent, system=who.system)
-    # resolved as a run's workspace is: no link the agent could have made (sentinel/leash/profile.py `resolve`)
+    # resolved as a run's workspace is: no link the agent could have made (sentinel/leash/links.py `resolve`)
     owner = Owner.of(pwd.getpwnam(agent)) if who.system and agent else None
     ws = Path(resolve(workspace or paths.workspace_dir(), agent_writable(pol.read_write, owner), owner))
     if not ws.is_dir():

@@ -270,7 +270,7 @@ def _listing(name: str, agent: Optional[str],
     """Start the server as a run of `agent` would (under Leash): its tools and what runs (the pin's code)."""
     from sentinel import paths
     from sentinel.mcp.client import Connection, McpFailure, muzzle_secrets
-    from sentinel.leash.profile import resolve
+    from sentinel.leash.links import resolve
     from sentinel.mcp.launch import system_workdir
     from sentinel.tools import ToolContext
 

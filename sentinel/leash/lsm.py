@@ -156,7 +156,7 @@ def build(spec: RulesetSpec, abi: int | None = None) -> Built:
 
 def open_exact(path: str) -> int:
     """An O_PATH fd for `path` if no component of it is a link (openat2 RESOLVE_NO_SYMLINKS); OSError otherwise.
-    Profiles resolve their paths first (sentinel/leash/profile.py `resolve`), so a link found here was put in
+    Profiles resolve their paths first (sentinel/leash/links.py `resolve`), so a link found here was put in
     after: by an agent racing the launch, for instance. It grants nothing."""
     how = _OpenHow(os.O_PATH | os.O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS)
     return _syscall(SYS_OPENAT2, ctypes.c_int(AT_FDCWD), os.fsencode(path), ctypes.byref(how),

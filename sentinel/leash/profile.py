@@ -25,7 +25,7 @@ Unix sockets: none but connected pairs (seccomp), unless the policy lists `unix_
 connect() is decided by the keeper against that list (sentinel/leash/unix_allow.py). The worker
 gets no list: it reaches the supervisor through the socket it inherits, Muzzle and the proxy by TCP.
 
-Every path a profile grants is resolved here (`resolve`): a link the agent could have made is refused, never
+Every path a profile grants is resolved (sentinel/leash/links.py `resolve`): a link the agent could have made is refused, never
 followed, and the ruleset opens the result with no link in it (docs/leash.md, Links never widen a grant).
 
 Landlock cannot carve a file out of a granted directory, so /etc is granted entry by entry
@@ -37,8 +37,6 @@ from __future__ import annotations
 
 import functools
 import os
-import pwd
-import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +45,7 @@ from typing import Sequence
 from sentinel import paths
 from sentinel.errors import UsageError
 from sentinel.leash import confine
+from sentinel.leash.links import Owner, agent_writable, check, resolve_all, walk
 from sentinel.leash.policy import LeashPolicy
 
 SYSTEM_READ = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
@@ -119,88 +118,9 @@ def _real(path: str | Path) -> str:
     return os.path.realpath(os.path.expanduser(str(path)))
 
 
-MAX_LINKS = 40  # as the kernel's own limit (ELOOP)
-
-
-@dataclass(frozen=True)
-class Owner:
-    """An agent's own user (system mode): a link it could have made or replaced, by the file permissions, is not
-    followed either, wherever it lies (a workspace of an earlier run, its home)."""
-
-    uid: int
-    gids: tuple[int, ...]
-
-    @classmethod
-    def of(cls, pw: pwd.struct_passwd) -> Owner:
-        return cls(pw.pw_uid, tuple(sorted(set(os.getgrouplist(pw.pw_name, pw.pw_gid)))))
-
-    def could_change(self, link: str, link_st: os.stat_result) -> bool:
-        if link_st.st_uid == self.uid:
-            return True
-        folder = os.lstat(os.path.dirname(link))
-        if folder.st_uid == self.uid:
-            return True
-        writable = folder.st_mode & stat.S_IWOTH or (folder.st_mode & stat.S_IWGRP and folder.st_gid in self.gids)
-        return bool(writable) and not folder.st_mode & stat.S_ISVTX  # sticky: only the link's owner replaces it
-
-
-def resolve(path: str | Path, untrusted: Sequence[str] = (), owner: Owner | None = None) -> str:
-    """The real path of a path a profile grants, following a link only where the agent cannot have made it.
-    A link that lies in a directory inside `untrusted` (the real paths the agent's tools may write: its
-    workspace and the policy's `read_write`), or, in system mode, one the agent's user could have made or
-    replaced (`owner`), is refused, never followed: otherwise an agent that replaced, say, its workspace's
-    `vendor/` with a link to `/` would be granted `/` by the next launch that grants `vendor/` (rules are
-    built from paths). Links elsewhere (`/lib`, an operator's link to a project) are followed. The ruleset
-    then opens the result with no link at all (sentinel/leash/lsm.py `open_exact`), so a link put in
-    afterwards grants nothing."""
-    real, followed = _walk(path)
-    for here in followed:
-        _check(path, here, untrusted, owner)
-    return real
-
-
-def _walk(path: str | Path) -> tuple[str, list[str]]:
-    """The real path, and each link followed on the way to it, in order (each is then checked: `_check`)."""
-    text = os.path.expanduser(str(path))
-    pending = (text if text.startswith("/") else os.path.join(os.getcwd(), text)).split("/")
-    done, followed = "/", list[str]()
-    while pending:
-        part = pending.pop(0)
-        if part in ("", "."):
-            continue
-        if part == "..":
-            done = os.path.dirname(done)
-            continue
-        here = os.path.join(done, part)
-        try:
-            st = os.lstat(here)
-        except OSError:  # not there (yet): the rest is taken as written, and grants nothing until it exists
-            return os.path.normpath(os.path.join(here, *pending)), followed
-        if not stat.S_ISLNK(st.st_mode):
-            done = here
-            continue
-        followed.append(here)
-        if len(followed) > MAX_LINKS:
-            raise UsageError(f"leash: {path}: too many levels of links")
-        target = os.readlink(here)
-        done = "/" if target.startswith("/") else done
-        pending = target.split("/") + pending
-    return done, followed
-
-
-def _check(path: str | Path, link: str, untrusted: Sequence[str], owner: Owner | None) -> None:
-    folder = os.path.dirname(link)
-    if roots := [root for root in untrusted if _inside(folder, root)]:
-        raise LinkRefused(f"leash: {path} goes through the link {link}, inside {roots[0]}, which the agent's "
-                          "tools can write; Sentinel follows no link there (name the link's target instead)")
-    if owner is not None and owner.could_change(link, os.lstat(link)):
-        raise LinkRefused(f"leash: {path} goes through the link {link}, which the agent's user can change; "
-                          "Sentinel follows no such link (name the link's target instead)")
-
-
 @functools.lru_cache(1)
 def _system_walks() -> tuple[tuple[str, list[str]], ...]:
-    return tuple(_walk(p) for p in system_read())
+    return tuple(walk(p) for p in system_read())
 
 
 def system_real(untrusted: Sequence[str], owner: Owner | None = None) -> list[str]:
@@ -209,29 +129,9 @@ def system_real(untrusted: Sequence[str], owner: Owner | None = None) -> list[st
     out = []
     for path, (real, followed) in zip(system_read(), _system_walks()):
         for here in followed:
-            _check(path, here, untrusted, owner)
+            check(path, here, untrusted, owner)
         out.append(real)
     return out
-
-
-def resolve_all(paths: Sequence[str | Path], untrusted: Sequence[str], owner: Owner | None = None) -> list[str]:
-    return [resolve(p, untrusted, owner) for p in paths]
-
-
-def agent_writable(write: Sequence[str | Path], owner: Owner | None = None) -> list[str]:
-    """The real paths the agent's tools may write (`write` as granted), each checked against the others: a
-    grant reached through a link inside another grant is refused."""
-    real = [resolve(p, (), owner) for p in write]
-    resolve_all(write, real, owner)
-    return real
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-class LinkRefused(UsageError):
-    """A granted path goes through a link the agent's tools could have made."""
 
 
 def _guard_home(write: list[str], home: Path) -> None:

@@ -183,7 +183,7 @@ def _as_caller(sock: socket.socket, entry: str, pid: int, uid: int | None, gid: 
 
 def _connect_exact(sock: socket.socket, entry: str) -> int:
     """Connect to the socket file `entry` names with no link on the way (lsm.open_exact), through its O_PATH fd:
-    entries are real paths (sentinel/leash/profile.py `resolve`), so a link put in after the decision, say a
+    entries are real paths (sentinel/leash/links.py `resolve`), so a link put in after the decision, say a
     directory of the agent's replaced by a link to /run, reaches nothing."""
     try:
         fd = lsm.open_exact(entry)

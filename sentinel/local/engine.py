@@ -109,9 +109,9 @@ class LocalEngine(Closing):
 
     def _workspace(self, workspace: Path | None) -> Path:
         """Its real path; a link on the way inside a path the agent's tools may write (the Leash policy's
-        `read_write`) is refused, never followed (sentinel/leash/profile.py `resolve`)."""
+        `read_write`) is refused, never followed (sentinel/leash/links.py `resolve`)."""
         from sentinel.leash import settings_cache
-        from sentinel.leash.profile import LinkRefused, agent_writable, resolve
+        from sentinel.leash.links import LinkRefused, agent_writable, resolve
 
         try:
             writable = agent_writable(settings_cache.policy_for(None, system=False).read_write)

@@ -298,7 +298,8 @@ def write_tree(pw: pwd.struct_passwd, name: str, display: str) -> None:
     """Run this module as the agent's user, confined to its home, to write its ~/.sentinel tree."""
     from sentinel import paths
     from sentinel.leash import confine, spawn
-    from sentinel.leash.profile import DEV_WRITE, Profile, agent_writable, resolve_all, system_real
+    from sentinel.leash.links import agent_writable, resolve_all
+    from sentinel.leash.profile import DEV_WRITE, Profile, system_real
 
     spec = json.dumps({"name": name, "display_name": display})
     home = agent_writable([pw.pw_dir])

@@ -131,7 +131,8 @@ def worker_launch(run_id: str, row: StoredRun, pw: pwd.struct_passwd, site: Site
     """`python -I -B -m sentinel.worker RUN_ID` from `/`: nothing the agent planted in its home or the
     environment is imported, and the execute-only interpreter makes it non-dumpable from its first instruction."""
     from sentinel.leash import policy as leash_policy
-    from sentinel.leash.profile import Owner, worker_profile
+    from sentinel.leash.links import Owner
+    from sentinel.leash.profile import worker_profile
 
     config, ports = site.config, site.ports
     home = Path(pw.pw_dir)
@@ -208,7 +209,8 @@ def undo_launch(run_id: str, row: StoredRun, workspace: str, pw: pwd.struct_pass
     lets it write the run's directory and workspace only (sentinel/leash/profile.py `undo_profile`), under the
     agent's Leash limits."""
     from sentinel.leash import policy as leash_policy
-    from sentinel.leash.profile import Owner, undo_profile
+    from sentinel.leash.links import Owner
+    from sentinel.leash.profile import undo_profile
 
     policy_file = leash_policy.policy_path(pw.pw_name, system=True, policy_dir=layout.etc_dir() / "leash")
     prof = undo_profile(Path(row["run_dir"]), Path(workspace), leash_policy.load(policy_file), Owner.of(pw))

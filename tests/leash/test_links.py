@@ -1,6 +1,6 @@
 """Links never widen a sandbox: a granted path is resolved by Leash, and a link on its way that the agent could
 have made (inside a path its tools may write, or, in system mode, one its user may change) is refused, never
-followed (sentinel/leash/profile.py `resolve`); the ruleset then opens each path with no link in it at all
+followed (sentinel/leash/links.py `resolve`); the ruleset then opens each path with no link in it at all
 (sentinel/leash/lsm.py `open_exact`), so a link put in after the check grants nothing.
 
 The attacks: a tool replaces a directory the policy grants (read-only, read-write, a unix socket) with a link to
@@ -20,8 +20,8 @@ import pytest
 from sentinel.errors import UsageError
 from sentinel.leash import lsm
 from sentinel.leash.policy import LeashPolicy
-from sentinel.leash.profile import (LinkRefused, Owner, resolve, system_real, tool_profile, undo_profile,
-                                    worker_profile)
+from sentinel.leash.links import LinkRefused, Owner, resolve
+from sentinel.leash.profile import system_real, tool_profile, undo_profile, worker_profile
 
 PROXY = ("127.0.0.1", 1)
 

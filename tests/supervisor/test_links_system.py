@@ -1,6 +1,6 @@
 """A link the agent made never becomes a run's workspace (system mode): the operator's `sentinel run -w` sends the
 path as typed, and the supervisor resolves it for the agent's user, refusing a link that user could have made
-(sentinel/leash/profile.py `resolve`). Before, the operator's command followed the link, and a link to `/` in the
+(sentinel/leash/links.py `resolve`). Before, the operator's command followed the link, and a link to `/` in the
 agent's workspace made `/` the next run's workspace: Landlock then granted the whole machine, as far as the
 agent's user may write it."""
 

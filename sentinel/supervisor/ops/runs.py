@@ -117,8 +117,8 @@ def check_hook(store: Store, firing_id: str) -> None:
 
 def _workspace(value: str | None, pw: pwd.struct_passwd) -> str | None:
     """The workspace as its real path, resolved here (the operator's command sends it as typed): a link on the way
-    that the agent's user could have made is refused, never followed (sentinel/leash/profile.py `resolve`)."""
-    from sentinel.leash.profile import LinkRefused, Owner, resolve
+    that the agent's user could have made is refused, never followed (sentinel/leash/links.py `resolve`)."""
+    from sentinel.leash.links import LinkRefused, Owner, resolve
 
     if not value:
         return None
