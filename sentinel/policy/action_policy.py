@@ -25,6 +25,7 @@ from sentinel.policy.landing import land
 
 # Redirection, substitution, chaining, pipes, backgrounding, newlines, heredocs.
 _SHELL_SYNTAX = re.compile(r"[;&|<>`\n\r]|\$\(|\$\{|\beval\b")
+_DEQUOTE = str.maketrans("", "", "'\"\\")
 FILE_TOOLS = {"read_file", "write_file", "edit_file", "list_dir"}
 
 
@@ -116,11 +117,35 @@ class ActionPolicy(BaseModel):
         hits = [r for r in self.bash.rules if r.matches(command)]
         if not any(r.decision == "auto" for r in hits) and (auto := self._auto_together(command)):
             hits.append(auto)
+        if not hits and self.bash.default == "auto" and (unseen := self._could_apply(command)):
+            rule, why = unseen
+            return LayerResult("policy", "needs_approval", f"the parse cannot tell what this line runs ({why}), and "
+                               f"command rule {rule.id} ({rule.decision}) could apply", rule_id=rule.id)
         if not hits:
             return LayerResult("policy", self.bash.default, f"no command rule matches; bash default is {self.bash.default}")
         outcome = strictest(*(r.decision for r in hits))
         rule = next(r for r in hits if r.decision == outcome)
         return LayerResult("policy", outcome, rule.reason or f"command rule {rule.id}", rule_id=rule.id)
+
+    def _could_apply(self, command: str) -> tuple[CommandRule, str] | None:
+        """A deny or needs_approval rule that may hold for a line the parse is not sure of (`eval 'rm -rf x'`,
+        `[[ -f x ]] && rm x`, `case`): under a bash default of auto such a line would otherwise run past the rule.
+        The rule could apply when one of its prefixes occurs as whole words in the line's text with quotes and
+        line continuations removed, or its pattern matches that text from any word on (any word may start a
+        command the parse cannot see); a line that never spells the rule's words stays auto."""
+        parsed = shell.parse(command.strip())
+        if parsed.sure:
+            return None
+        flat = " ".join(command.replace("\\\n", "").translate(_DEQUOTE).split())
+        starts = [flat[i + 1:] for i, c in enumerate(flat) if c == " "]
+        for rule in self.bash.rules:
+            if rule.decision == "auto":
+                continue
+            if (rule._regex is not None and any(rule._regex.search(t) for t in [flat, *starts])) or any(
+                    re.search(rf"(?<![\w./-]){re.escape(' '.join(p.split()))}(?![\w./-])", flat)
+                    for p in rule.prefix or []):
+                return rule, parsed.why
+        return None
 
     def _auto_together(self, command: str) -> CommandRule | None:
         """`ls && git status`: each command allowed by some auto rule (none covers both) is allowed as a whole."""

@@ -210,3 +210,23 @@ def test_a_wrapper_running_its_input_or_an_expansion_is_never_auto(command):
     everything = action.ActionPolicy.model_validate({"bash": {"rules": [
         {"id": "all", "decision": "auto", "prefix": ["at", "batch", "script", "sg", "runuser"]}]}})
     assert everything.decide_bash(command).outcome != "auto"
+
+
+# -- a line the parse cannot read never runs past a deny rule by an auto default -------------------------------------
+
+UNSURE = action.ActionPolicy.model_validate({"bash": {"default": "auto", "rules": [
+    {"id": "no-rm", "decision": "deny", "prefix": ["rm"]},
+    {"id": "no-sudo", "decision": "deny", "pattern": r"(^|[;&|(`]|\$\()\s*(sudo|su|doas|pkexec)(\s|$)"}]}})
+
+
+@pytest.mark.parametrize("command", ["eval 'rm -rf x'", "[[ -f x ]] && rm x", "case a in a) rm x;; esac",
+                                     "time rm x", "eval 'sudo id'", "x=$((1)); eval \"r\"'m' x"])
+def test_an_unsure_line_that_spells_a_deny_rule_asks_a_person_under_an_auto_default(command):
+    decided = UNSURE.decide_bash(command)
+    assert decided.outcome == "needs_approval" and "could apply" in decided.reason, decided
+
+
+@pytest.mark.parametrize("command", ["echo $((1+2))", "[[ -f x ]] && cat x", "eval 'ls'", "source ./rm-helpers.sh",
+                                     "ls && git status"])
+def test_an_unsure_line_that_never_spells_a_deny_rule_keeps_the_auto_default(command):
+    assert UNSURE.decide_bash(command).outcome == "auto"
