@@ -113,8 +113,8 @@ _DYNAMIC_TEXT = re.compile(r"[$`*?\[{~]")
 _DEQUOTE = str.maketrans("", "", "'\"\\")
 _WORDS = re.compile(r"[^\s;&|()<>!]+")
 _BRACE = re.compile(r"\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}")
-# words after which the parse may find text the line does not spell (a string joined or run again)
-_UNSEEN = OPAQUE | SHELLS | RUNS_STRING | STRING_AFTER | READS_INPUT | {"xargs", "su", "runuser", *COMMAND_OPTION}
+# words after which the parse may find text the line does not spell, or be unsure (a command reading its input)
+_UNSEEN = OPAQUE | SHELLS | STRING_AFTER | READS_INPUT | {"xargs", "su", "runuser", *COMMAND_OPTION}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
