@@ -29,8 +29,9 @@ def test_a_workspace_through_the_agents_link_is_refused_and_nothing_runs(system,
     name = make_agent()
     ws = Path(pwd.getpwnam(name).pw_dir) / ".sentinel" / "workspace"
     target = Path("/var/tmp") / f"sentinel-owned-{secrets.token_hex(4)}"  # anyone may write /var/tmp
-    server = scripted_server([_call("bash", command="ln -s / escape && mkdir real"), "Linked.",
-                              _call("bash", command=f"echo owned > {target}"), "Written."])
+    # every run of the agent gets this script (the scripted model answers by the turn, not by the run)
+    server = scripted_server([_call("bash", command=f"mkdir -p real; ln -sfn / escape; echo inside > in.txt; "
+                                                    f"echo owned > {target}"), "Done."])
     agent_config(name, server, BASH_AUTO)
     supervisor([server.port])
     first = json.loads(sentinel_cmd("run", "Make a link.", "--agent", name, "--json", check=None).stdout)
@@ -49,6 +50,7 @@ def test_a_workspace_through_the_agents_link_is_refused_and_nothing_runs(system,
         assert real["status"] not in ("running", "interrupted"), real
         shown = json.loads(sentinel_cmd("show", real["id"], "--json", check=0).stdout)
         assert shown["workspace"] == str(ws / "real")
-        assert not target.exists()  # Landlock: /var/tmp is no grant of that run
+        assert (ws / "real" / "in.txt").read_text() == "inside\n"  # the tool ran, in that workspace...
+        assert not target.exists()  # ...and Landlock kept it there: /var/tmp is no grant of that run
     finally:
         target.unlink(missing_ok=True)
