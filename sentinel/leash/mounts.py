@@ -10,7 +10,8 @@ can do this, so it applies when the launcher runs as root:
                          the host); mount_setattr(/, AT_RECURSIVE, RDONLY). Request-independent: the
                          pre-forked launch child does it while it waits.
     bind_writable(dirs)  per request: for each writable directory, a detached recursive clone of it
-                         (open_tree), made read-write (mount_setattr), attached on top of it (move_mount).
+                         (open_tree), made read-write (mount_setattr), attached on top of it (move_mount);
+                         each opened with no link on the way, as the Landlock rules are.
 
 A tool root starts without an agent user runs as an unprivileged uid of its own (privs.tool_uid),
 never as root, yet must work in root's workspace as root would. Its writable trees are then
@@ -34,14 +35,14 @@ import socket
 import stat
 from collections.abc import Sequence
 
-from sentinel.leash import privs
+from sentinel.leash import lsm, privs
 
 CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
 MS_REC, MS_PRIVATE = 0x4000, 1 << 18
 AT_FDCWD = -100
 AT_EMPTY_PATH, AT_RECURSIVE = 0x1000, 0x8000
 OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC = 1, os.O_CLOEXEC
-MOVE_MOUNT_F_EMPTY_PATH = 0x4
+MOVE_MOUNT_F_EMPTY_PATH, MOVE_MOUNT_T_EMPTY_PATH = 0x4, 0x40
 MOUNT_ATTR_RDONLY, MOUNT_ATTR_IDMAP = 0x1, 0x00100000
 _SYSCALLS = {"x86_64": (428, 429, 442), "aarch64": (428, 429, 442)}  # open_tree, move_mount, mount_setattr
 
@@ -70,15 +71,16 @@ def bind_writable(dirs: list[str], idmap_fd: int | None = None, expose: Sequence
     trees = []
     try:
         for path in dirs:
-            if os.path.isdir(path):  # a file (/dev/null) is written through its device; a missing path grants nothing
-                trees.append((path, _clone(path, _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0), idmap_fd)))
+            fd = _clone(path, _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0), idmap_fd, directory=True)
+            if fd is not None:  # a file (/dev/null) is written through its device; a missing path grants nothing
+                trees.append((path, fd))
         if idmap_fd is not None:
             for path in expose:
-                fd = _clone(path, _MountAttr(0, 0, 0, 0), idmap_fd)
-                try:
-                    _move(fd, path)
-                finally:
-                    os.close(fd)
+                if (fd := _clone(path, _MountAttr(0, 0, 0, 0), idmap_fd)) is not None:
+                    try:
+                        _move(fd, path)
+                    finally:
+                        os.close(fd)
         for path, fd in trees:
             _move(fd, path)
     finally:
@@ -86,14 +88,37 @@ def bind_writable(dirs: list[str], idmap_fd: int | None = None, expose: Sequence
             os.close(fd)
 
 
-def _clone(path: str, attr: _MountAttr, idmap_fd: int | None) -> int:
+def _exact(path: str) -> int | None:
+    """`path` opened with no link on the way (lsm.open_exact): paths here are real (sentinel/leash/links.py), so a
+    link put in since, by a process racing the launch, is neither cloned nor mounted on (None: grants nothing,
+    as its Landlock rule does)."""
+    try:
+        return lsm.open_exact(path)
+    except OSError:
+        return None
+
+
+def _clone(path: str, attr: _MountAttr, idmap_fd: int | None, directory: bool = False) -> int | None:
     """A detached copy of the mounts at and beneath `path` with `attr` applied; idmapped with `idmap_fd`,
-    and then, if a mount beneath it cannot be idmapped, of `path`'s own mount only."""
+    and then, if a mount beneath it cannot be idmapped, of `path`'s own mount only. None when `path` is
+    missing, reached through a link, or (`directory`) no directory."""
+    at = _exact(path)
+    if at is None:
+        return None
+    try:
+        if directory and not stat.S_ISDIR(os.fstat(at).st_mode):
+            return None
+        return _clone_at(at, path, attr, idmap_fd)
+    finally:
+        os.close(at)
+
+
+def _clone_at(at: int, path: str, attr: _MountAttr, idmap_fd: int | None) -> int:
     if idmap_fd is not None:
         attr.attr_set |= MOUNT_ATTR_IDMAP
         attr.userns_fd = idmap_fd
     for flags in (AT_RECURSIVE, 0) if idmap_fd is not None else (AT_RECURSIVE,):
-        fd = _open_tree(path, flags)
+        fd = _open_tree(at, path, flags)
         try:
             _setattr(fd, b"", AT_EMPTY_PATH | flags, attr, f"mount_setattr {path}")
             return fd
@@ -104,11 +129,12 @@ def _clone(path: str, attr: _MountAttr, idmap_fd: int | None) -> int:
     raise AssertionError("unreachable")
 
 
-def _open_tree(path: str, recursive: int) -> int:
+def _open_tree(at: int, path: str, recursive: int) -> int:
     nr_open_tree = _SYSCALLS[platform.machine()][0]
     ctypes.set_errno(0)
-    return privs.check(privs.libc().syscall(ctypes.c_long(nr_open_tree), ctypes.c_int(AT_FDCWD), os.fsencode(path),
-                                            ctypes.c_uint(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | recursive)),
+    return privs.check(privs.libc().syscall(ctypes.c_long(nr_open_tree), ctypes.c_int(at), b"",
+                                            ctypes.c_uint(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH
+                                                          | recursive)),
                        f"open_tree {path}")
 
 
@@ -120,10 +146,18 @@ def _setattr(dirfd: int, path: bytes, flags: int, attr: _MountAttr, what: str) -
 
 
 def _move(fd: int, path: str) -> None:
+    """Attach the tree on top of `path`, opened now (a tree moved earlier may cover part of it) with no link."""
+    to = _exact(path)
+    if to is None:
+        return
     nr_move_mount = _SYSCALLS[platform.machine()][1]
-    ctypes.set_errno(0)
-    privs.check(privs.libc().syscall(ctypes.c_long(nr_move_mount), ctypes.c_int(fd), b"", ctypes.c_int(AT_FDCWD),
-                                     os.fsencode(path), ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH)), f"move_mount {path}")
+    try:
+        ctypes.set_errno(0)
+        privs.check(privs.libc().syscall(ctypes.c_long(nr_move_mount), ctypes.c_int(fd), b"", ctypes.c_int(to), b"",
+                                         ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)),
+                    f"move_mount {path}")
+    finally:
+        os.close(to)
 
 
 def idmap_userns(uid: int, gid: int) -> int:

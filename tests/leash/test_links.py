@@ -230,3 +230,28 @@ def test_the_keeper_connects_to_an_allowed_socket_only_through_no_link(tmp_path)
         assert accepted.recv(1) == b"x"
         accepted.close()
     server.close()
+
+
+@pytest.mark.root
+def test_the_read_only_view_binds_back_no_writable_path_reached_through_a_link(tmp_path):
+    """As root a tool's writable paths are bound back read-write over a read-only view (metadata changes,
+    which Landlock does not govern): a path swapped for a link after resolution is neither cloned nor mounted."""
+    from sentinel.leash import mounts
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "swapped").symlink_to("/")
+    rw = mounts._MountAttr(0, mounts.MOUNT_ATTR_RDONLY, 0, 0)
+    assert mounts._clone(str(tmp_path / "swapped"), rw, None, directory=True) is None
+    assert mounts._clone(str(tmp_path / "missing"), rw, None, directory=True) is None
+    tree = mounts._clone(str(tmp_path / "real"), rw, None, directory=True)  # a detached copy, never attached here
+    assert tree is not None
+    os.close(tree)
+
+
+def test_a_nested_writable_path_is_bound_back_inside_its_parents_tree(leash, shared_dir):
+    (leash.workspace / "out").mkdir()
+    if leash.mode == "system":
+        os.chown(leash.workspace / "out", leash.uid, -1)
+    leash.policy(read_write=[str(leash.workspace / "out")])
+    res = leash("echo a > out/f && echo b > g && touch -d 2001-01-01 out/f g && cat out/f g")
+    assert res.exit_code == 0 and res.output.split() == ["a", "b"], res.output
