@@ -33,11 +33,12 @@ class Owner:
     def of(cls, pw: pwd.struct_passwd) -> Owner:
         return cls(pw.pw_uid, tuple(sorted(set(os.getgrouplist(pw.pw_name, pw.pw_gid)))))
 
-    def could_change(self, link: str, link_st: os.stat_result) -> bool:
-        if link_st.st_uid == self.uid:
+    def could_change(self, link: str) -> bool:
+        try:
+            link_st, folder = os.lstat(link), os.lstat(os.path.dirname(link))
+        except OSError:  # gone since the walk: changed under us, so someone could
             return True
-        folder = os.lstat(os.path.dirname(link))
-        if folder.st_uid == self.uid:
+        if link_st.st_uid == self.uid or folder.st_uid == self.uid:
             return True
         writable = folder.st_mode & stat.S_IWOTH or (folder.st_mode & stat.S_IWGRP and folder.st_gid in self.gids)
         return bool(writable) and not folder.st_mode & stat.S_ISVTX  # sticky: only the link's owner replaces it
@@ -92,7 +93,7 @@ def check(path: str | Path, link: str, untrusted: Sequence[str], owner: Owner | 
     if roots := [root for root in untrusted if _inside(folder, root)]:
         raise LinkRefused(f"leash: {path} goes through the link {link}, inside {roots[0]}, which the agent's "
                           "tools can write; Sentinel follows no link there (name the link's target instead)")
-    if owner is not None and owner.could_change(link, os.lstat(link)):
+    if owner is not None and owner.could_change(link):
         raise LinkRefused(f"leash: {path} goes through the link {link}, which the agent's user can change; "
                           "Sentinel follows no such link (name the link's target instead)")
 
