@@ -35,6 +35,22 @@ def targets(request: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+# where the words about keeping end: a sentence's or clause's end, or `and`/`then` not followed by a file name
+# ("keep a.txt and b.txt" goes on; "keep the rest and append done to notes.txt" stops before `and`)
+_KEPT_END = re.compile(r"[.!?;](?:\s|\Z)|,|\bthen\b|\band\b(?!\s+[`'\"]?[\w-]+\.[A-Za-z0-9]{1,8}\b)", re.IGNORECASE)
+
+
+def kept(request: str) -> str:
+    """The request's words about what to keep ("keep current.log", "leave the .cfg files untouched"), each to where
+    its clause ends; empty when it says nothing of keeping."""
+    out = []
+    for m in _KEEP.finditer(request):
+        rest = request[m.start():]
+        end = _KEPT_END.search(rest, m.end() - m.start())
+        out.append(rest[:end.start()] if end else rest)
+    return " ".join(out)
+
+
 def overreach(command: str, allowed: list[str]) -> str | None:
     """The first deleting part of `command` that could delete a file none of `allowed` matches, or None."""
     if not allowed:

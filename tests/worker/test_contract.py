@@ -92,3 +92,60 @@ def test_a_count_written_as_a_number_no_tool_printed_is_sent_back(scripted_serve
     correction = server.requests[3]["messages"][-1]["content"]
     assert "count.txt says 0, a number no tool printed" in correction
     assert cli.json("show", out["id"], "--json")["verified"] is True and (ws / "count.txt").read_text() == "7\n"
+
+
+# -- a kept file is kept as it was ------------------------------------------------------------------------------
+
+def _derive_then(tmp_path, request: str, files: dict, act):
+    from sentinel.worker.safeguards import contract
+
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    made = contract.Contract.from_dict(contract.derive(request, tmp_path).to_dict())  # as the journal keeps it
+    act(tmp_path)
+    return contract.check(made, tmp_path, passed=True)
+
+
+def test_a_delete_done_by_moving_over_a_kept_file_is_unmet(tmp_path):
+    """`mv old.log current.log` deletes old.log and loses what current.log held (seen on the task bench's tuning
+    half: a run reported `done`)."""
+    unmet = _derive_then(tmp_path, "Delete old.log but keep current.log.", {"old.log": "old\n", "current.log": "now\n"},
+                         lambda ws: (ws / "old.log").rename(ws / "current.log"))
+    assert unmet == ["current.log was to be kept as it was and has changed"]
+
+
+def test_kept_files_the_request_never_names_are_kept_as_they_were(tmp_path):
+    unmet = _derive_then(tmp_path, "Delete every .tmp file. Keep all the other files.",
+                         {"a.tmp": "x\n", "report.txt": "r\n", "data.csv": "d\n"},
+                         lambda ws: ((ws / "a.tmp").unlink(), (ws / "data.csv").write_text("")))
+    assert unmet == ["data.csv was to be kept as it was and has changed"]
+
+
+def test_a_file_the_request_asks_to_change_beside_the_delete_may_change(tmp_path):
+    def act(ws):
+        (ws / "a.bak").unlink()
+        (ws / "notes.txt").write_text("notes\ndone\n")
+
+    for request in ("Remove the .bak files, keep the rest, and append done to notes.txt.",
+                    "Delete the .bak files and keep the others. Then append done to notes.txt."):
+        for name in ("a.bak", "notes.txt", "keep.txt"):
+            (tmp_path / name).unlink(missing_ok=True)
+        assert _derive_then(tmp_path, request, {"a.bak": "b\n", "notes.txt": "notes\n", "keep.txt": "k\n"}, act) == []
+
+
+def test_every_file_a_keep_clause_lists_is_kept_as_it_was(tmp_path):
+    unmet = _derive_then(tmp_path, "Delete x.tmp but keep a.txt and b.txt.", {"x.tmp": "x\n", "a.txt": "a\n", "b.txt": "b\n"},
+                         lambda ws: (ws / "x.tmp").rename(ws / "b.txt"))
+    assert unmet == ["b.txt was to be kept as it was and has changed"]
+
+
+def test_a_run_that_moved_the_deleted_file_over_the_kept_one_is_not_done(scripted_server, configure, cli, sentinel_home):
+    ws = _workspace(sentinel_home)
+    (ws / "old.log").write_text("old entries\n")
+    (ws / "current.log").write_text("current entries\n")
+    configure(BASH_AUTO, server=scripted_server([_call("bash", command="mv old.log current.log"),
+                                                 "I deleted old.log and kept current.log."]))
+    out = cli.json("run", "Delete old.log but keep current.log.", "--json", check=1)
+    assert out["status"] == "failed" and "current.log was to be kept as it was and has changed" in out["error"]
+    cli("undo", out["id"], check=0)
+    assert (ws / "current.log").read_text() == "current entries\n" and (ws / "old.log").read_text() == "old entries\n"

@@ -12,14 +12,16 @@ A clause is one of
   false`, `Sort names.txt`) and no file to produce: FILE must differ from what the run found;
 - `delete PATTERN` and `keep`: the task deletes some files and keeps the rest (`Delete every .tmp file. Keep the
   others.`): no file matching PATTERN remains, and every other file the run found is still there (whatever deleted
-  them: `rm`, a script, `mv`);
+  them: `rm`, a script, `mv`) and holds what it held (`mv old.log current.log` deletes old.log and loses
+  current.log), unless the request names the file outside its delete and keep words (`... and append a line to
+  notes.txt`: `may_change`);
 - `pass COMMAND`: the task says COMMAND must pass: a command run after the last change ran it and exited 0;
 - `answer`: the task asks a question, or asks for nothing else the harness can check: its answer is the
   deliverable, and no check can say an answer is right, so this clause is never checked.
 `unchecked(contract)` lists what the harness will not check (an `answer` clause; a `keep` clause over a workspace
 too large to list; a task with no clause at all): a run whose contract has any ends `done_unverified`, never
 `done`. What the clauses cannot see: whether a file holds the right content (only that it exists, is not empty,
-or changed), and whether an answer is correct.
+changed, or, kept, did not), and whether an answer is correct.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class Contract:
     unlisted: str | None = None  # why a `keep` clause could not be made (the workspace too large to list)
     drafted: list[str] = field(default_factory=list)  # the clauses the model's draft added (safeguards/draft.py)
     found: dict[str, str] = field(default_factory=dict)  # file -> sha256 of the files the run found (up to FOUND_MAX)
+    may_change: list[str] = field(default_factory=list)  # kept files the request names outside its delete/keep words
 
     def clauses(self) -> list[str]:
         """Each clause in words, as `show` and the progress print them."""
@@ -97,7 +100,7 @@ class Contract:
                    if isinstance(change, dict) else {},
                    strings(data.get("delete")), strings(data.get("keep")), command if isinstance(command, str) else None,
                    said if isinstance(said, str) else None, unlisted if isinstance(unlisted, str) else None,
-                   strings(data.get("drafted")), _hashes(data.get("found")))
+                   strings(data.get("drafted")), _hashes(data.get("found")), strings(data.get("may_change")))
 
 
 def _hashes(value: JSON) -> dict[str, str]:
@@ -145,11 +148,13 @@ def derive(request: str, workspace: Path) -> Contract:
             change[existing[0]] = digest
     delete = deletes.targets(request)
     keep = _others(workspace, delete) if delete else []
+    held = set(answer.named_files(deletes.kept(request)))
+    may_change = [f for f in answer.named_files(request) if f in keep and f not in held]
     unlisted = f"the workspace has more than {KEEP_MAX} files" if delete and not keep and _crowded(workspace) else None
     command = answer.must_pass(request)
     return Contract(create, change, delete, keep, command,
                     answer.short(request, 80) if answer.asks_question(request) else None, unlisted,
-                    found=_found(workspace))
+                    found=_found(workspace), may_change=may_change)
 
 
 def check(contract: Contract, workspace: Path, passed: bool, printed: str | None = None,
@@ -185,6 +190,12 @@ def check(contract: Contract, workspace: Path, passed: bool, printed: str | None
         if gone:
             unmet.append(f"{', '.join(gone[:5])} {'was' if len(gone) == 1 else 'were'} to be kept and "
                          f"{'is' if len(gone) == 1 else 'are'} gone")
+        changed = [p for p in contract.keep if p in contract.found and p not in contract.may_change
+                   and p not in gone and _digest(workspace / p) != contract.found[p]]
+        if changed:
+            one = len(changed) == 1
+            unmet.append(f"{', '.join(changed[:5])} {'was' if one else 'were'} to be kept as {'it was' if one else 'they were'}"
+                         f" and {'has' if one else 'have'} changed")
     if contract.command and not passed:
         unmet.append(f"`{contract.command}` has not passed since the last change")
     return unmet
