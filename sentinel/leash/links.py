@@ -53,7 +53,12 @@ def resolve(path: str | Path, untrusted: Sequence[str] = (), owner: Owner | None
     built from paths). Links elsewhere (`/lib`, an operator's link to a project) are followed. The ruleset
     then opens the result with no link at all (sentinel/leash/lsm.py `open_exact`), so a link put in
     afterwards grants nothing."""
-    real, followed = walk(path)
+    return checked(path, walk(path), untrusted, owner)
+
+
+def checked(path: str | Path, walked: tuple[str, list[str]], untrusted: Sequence[str], owner: Owner | None) -> str:
+    """The real path of a `walk` of `path`, once each link it followed passed `check`."""
+    real, followed = walked
     for here in followed:
         check(path, here, untrusted, owner)
     return real
@@ -105,9 +110,19 @@ def resolve_all(paths: Sequence[str | Path], untrusted: Sequence[str], owner: Ow
 def agent_writable(write: Sequence[str | Path], owner: Owner | None = None) -> list[str]:
     """The real paths the agent's tools may write (`write` as granted), each checked against the others: a
     grant reached through a link inside another grant is refused."""
-    real = [resolve(p, (), owner) for p in write]
-    resolve_all(write, real, owner)
+    walks = [walk(p) for p in write]
+    real = [r for r, _ in walks]
+    for path, walked in zip(write, walks):
+        checked(path, walked, real, owner)
     return real
+
+
+def workspace(path: str | Path, untrusted: Sequence[str] = (), owner: Owner | None = None) -> str:
+    """A run's workspace, `resolve`d; a refused link is a usage error of `--workspace`."""
+    try:
+        return resolve(path, untrusted, owner)
+    except LinkRefused as exc:
+        raise UsageError(f"--workspace: {str(exc).removeprefix('leash: ')}") from None
 
 
 def _inside(path: str, root: str) -> bool:

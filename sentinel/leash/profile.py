@@ -45,7 +45,7 @@ from typing import Sequence
 from sentinel import paths
 from sentinel.errors import UsageError
 from sentinel.leash import confine
-from sentinel.leash.links import Owner, agent_writable, check, resolve_all, walk
+from sentinel.leash.links import Owner, agent_writable, checked, resolve_all, walk
 from sentinel.leash.policy import LeashPolicy
 
 SYSTEM_READ = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
@@ -126,12 +126,7 @@ def _system_walks() -> tuple[tuple[str, list[str]], ...]:
 def system_real(untrusted: Sequence[str], owner: Owner | None = None) -> list[str]:
     """`system_read()` resolved: walked once per process (a tool's profile is built for every call), each link
     it followed checked again for this profile (the checks are all that differs between profiles)."""
-    out = []
-    for path, (real, followed) in zip(system_read(), _system_walks()):
-        for here in followed:
-            check(path, here, untrusted, owner)
-        out.append(real)
-    return out
+    return [checked(path, walked, untrusted, owner) for path, walked in zip(system_read(), _system_walks())]
 
 
 def _guard_home(write: list[str], home: Path) -> None:

@@ -110,14 +110,10 @@ class LocalEngine(Closing):
     def _workspace(self, workspace: Path | None) -> Path:
         """Its real path; a link on the way inside a path the agent's tools may write (the Leash policy's
         `read_write`) is refused, never followed (sentinel/leash/links.py `resolve`)."""
-        from sentinel.leash import settings_cache
-        from sentinel.leash.links import LinkRefused, agent_writable, resolve
+        from sentinel.leash import links, settings_cache
 
-        try:
-            writable = agent_writable(settings_cache.policy_for(None, system=False).read_write)
-            ws = Path(resolve(workspace or paths.workspace_dir(self.home), writable))
-        except LinkRefused as exc:
-            raise UsageError(f"--workspace: {str(exc).removeprefix('leash: ')}") from None
+        writable = links.agent_writable(settings_cache.policy_for(None, system=False).read_write)
+        ws = Path(links.workspace(workspace or paths.workspace_dir(self.home), writable))
         if workspace is not None and not ws.is_dir():
             raise UsageError(f"--workspace: {ws} is not a directory")
         ws.mkdir(parents=True, exist_ok=True)

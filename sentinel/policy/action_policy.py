@@ -137,13 +137,13 @@ class ActionPolicy(BaseModel):
         if parsed.sure:
             return None
         flat = " ".join(command.replace("\\\n", "").translate(_DEQUOTE).split())
-        starts = [flat[i + 1:] for i, c in enumerate(flat) if c == " "]
+        starts = [0] + [i + 1 for i, c in enumerate(flat) if c == " "]  # each word's start: sliced only when tried
         for rule in self.bash.rules:
             if rule.decision == "auto":
                 continue
-            if (rule._regex is not None and any(rule._regex.search(t) for t in [flat, *starts])) or any(
-                    re.search(rf"(?<![\w./-]){re.escape(' '.join(p.split()))}(?![\w./-])", flat)
-                    for p in rule.prefix or []):
+            if any(re.search(rf"(?<![\w./-]){re.escape(' '.join(p.split()))}(?![\w./-])", flat)
+                   for p in rule.prefix or []) or \
+                    (rule._regex is not None and any(rule._regex.search(flat[i:]) for i in starts)):
                 return rule, parsed.why
         return None
 

@@ -118,16 +118,13 @@ def check_hook(store: Store, firing_id: str) -> None:
 def _workspace(value: str | None, pw: pwd.struct_passwd) -> str | None:
     """The workspace as its real path, resolved here (the operator's command sends it as typed): a link on the way
     that the agent's user could have made is refused, never followed (sentinel/leash/links.py `resolve`)."""
-    from sentinel.leash.links import LinkRefused, Owner, resolve
+    from sentinel.leash import links
 
     if not value:
         return None
     if not value.startswith("/"):
         raise UsageError("--workspace: must be an absolute path in system mode")
-    try:
-        path = Path(resolve(value, (), Owner.of(pw)))
-    except LinkRefused as exc:
-        raise UsageError(f"--workspace: {str(exc).removeprefix('leash: ')}") from None
+    path = Path(links.workspace(value, (), links.Owner.of(pw)))
     if not path.is_dir():
         raise UsageError(f"--workspace: {value} is not a directory")
     return str(path)
