@@ -14,9 +14,17 @@ from __future__ import annotations
 import fnmatch
 import re
 import shlex
+from typing import Collection
 
 _DELETE = re.compile(r"\b(?:delete|remove|erase)\b", re.IGNORECASE)
-_KEEP = re.compile(r"\bkeep\b|\bleave\b[^.]*\b(?:alone|as (?:they|it) (?:are|is)|untouched)", re.IGNORECASE)
+# Where a request starts saying which files must survive: "keep", "preserve", "except", "do not touch",
+# "without changing", "leave ... alone|untouched|as it is|in place". A file name's dots are no sentence's end
+# ("leave config.yaml untouched").
+_SPARE = (r"\b(?:keep|keeping|preserve|preserving|retain|retaining|except|excluding|other than|apart from|but not|"
+          r"(?:do not|don't|never|without) (?:touch(?:ing)?|delet(?:e|ing)|remov(?:e|ing)|eras(?:e|ing)|chang(?:e|ing)|"
+          r"modif(?:y|ying)|overwrit(?:e|ing)|edit(?:ing)?))\b")
+_KEEP = re.compile(_SPARE + r"|\bleave\b(?:[^.!?;]|\.(?=\w))*?\b(?:alone|as (?:they|it) (?:are|is)|untouched|"
+                   r"unchanged|in place)\b", re.IGNORECASE)
 _EXTENSION = re.compile(r"(?<![\w*])\.([A-Za-z0-9]{1,8})\s+files?\b", re.IGNORECASE)  # "every .tmp file"
 _GLOB = re.compile(r"(?<!\S)[`'\"]?(\*\.[A-Za-z0-9]{1,8})\b")                          # "*.tmp"
 _NAME = re.compile(r"(?<![\w.*/])[\w][\w-]*\.[A-Za-z0-9]{1,8}\b")                     # "old.log"
@@ -29,7 +37,8 @@ def targets(request: str) -> list[str]:
     deleting = _DELETE.search(request)
     if deleting is None or not _KEEP.search(request):
         return []
-    clause = re.split(r"(?<=[.!?;])\s|\bbut\b|\bkeep\b", request[deleting.start():], maxsplit=1, flags=re.I)[0]
+    clause = re.split(r"(?<=[.!?;])\s|\bbut\b|\bleave\b|" + _SPARE, request[deleting.start():], maxsplit=1,
+                      flags=re.I)[0]
     found = [f"*.{m.group(1)}" for m in _EXTENSION.finditer(clause)] + _GLOB.findall(clause)
     found += [m.group(0) for m in _NAME.finditer(clause) if f"*{m.group(0)}" not in found]
     return list(dict.fromkeys(found))
@@ -43,28 +52,40 @@ _KEPT_END = re.compile(r"[.!?;](?:\s|\Z)|,|\bthen\b|\band\b(?!\s+[`'\"]?[\w-]+\.
 def kept(request: str) -> str:
     """The request's words about what to keep ("keep current.log", "leave the .cfg files untouched"), each to where
     its clause ends; empty when it says nothing of keeping."""
+    return " ".join(_kept_phrases(request))
+
+
+def _kept_phrases(request: str) -> list[str]:
     out = []
     for m in _KEEP.finditer(request):
         rest = request[m.start():]
         end = _KEPT_END.search(rest, m.end() - m.start())
         out.append(rest[:end.start()] if end else rest)
-    return " ".join(out)
+    return out
 
 
-def overreach(command: str, allowed: list[str]) -> str | None:
-    """The first deleting part of `command` that could delete a file none of `allowed` matches, or None."""
+def outside_kept(request: str) -> str:
+    """The request without its words about keeping (`kept`)."""
+    for phrase in _kept_phrases(request):
+        request = request.replace(phrase, " ")
+    return request
+
+
+def overreach(command: str, allowed: list[str], spared: Collection[str] = ()) -> str | None:
+    """The first deleting part of `command` that could delete a file none of `allowed` matches, or one of
+    `spared` (the files the request's keep words name: "Delete the .log files except current.log"), or None."""
     if not allowed:
         return None
     for words in commands(command):
         program = words[0].rsplit("/", 1)[-1] if words else ""
         if program in ("rm", "unlink"):
             operands = _operands(words[1:])
-            if not operands or not all(_allowed(w, allowed) for w in operands):
+            if not operands or not all(_allowed(w, allowed, spared) for w in operands):
                 return " ".join(words)
         elif program == "find" and _find_deletes(words):
             names = [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-name", "-iname")]
             negated = any(w in ("!", "-not", "-o", "-or") for w in words)
-            if negated or not names or not all(_allowed(n, allowed) for n in names):
+            if negated or not names or not all(_allowed(n, allowed, spared) for n in names):
                 return " ".join(words)
     return None
 
@@ -104,7 +125,11 @@ def _find_deletes(words: list[str]) -> bool:
                                      for i, w in enumerate(words))
 
 
-def _allowed(operand: str, allowed: list[str]) -> bool:
+def _allowed(operand: str, allowed: list[str], spared: Collection[str] = ()) -> bool:
+    """Whether deleting `operand` (a name or a glob) deletes only what the request allows: it matches an allowed
+    pattern and could match no spared file."""
     name = operand.rstrip("/").rsplit("/", 1)[-1]
-    return bool(name) and name not in (".", "..", "*") and any(fnmatch.fnmatchcase(name, p) or name == p
-                                                               for p in allowed)
+    if not name or name in (".", "..", "*"):
+        return False
+    hits_spared = any(fnmatch.fnmatchcase(s.rsplit("/", 1)[-1], name) or s.rsplit("/", 1)[-1] == name for s in spared)
+    return not hits_spared and any(fnmatch.fnmatchcase(name, p) or name == p for p in allowed)

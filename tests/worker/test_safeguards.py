@@ -627,3 +627,59 @@ def test_a_tests_run_right_after_a_same_size_edit_runs_the_edited_code(scripted_
     out = cli.json("run", FIX_TASK, "--json", check=0, env={"PYTHONDONTWRITEBYTECODE": ""})
     assert out["status"] == "done", out
     assert not (ws / "__pycache__").exists()
+
+
+def test_every_way_of_saying_keep_spares_the_files_it_names():
+    """"leave config.yaml untouched" was not read as keeping (the file name's dot ended the phrase), and a file
+    named after "except" / "do not touch" / "without changing" could still be deleted by the allowed pattern."""
+    from sentinel.worker.deletes import kept, overreach, targets
+    from sentinel.worker.safeguards.answer import named_files
+    said = {
+        "Delete every .tmp file but leave config.yaml untouched.": (["*.tmp"], ["config.yaml"]),
+        "Remove old.log; leave notes.v2.md and a.txt alone.": (["old.log"], ["notes.v2.md", "a.txt"]),
+        "Delete all .log files except current.log.": (["*.log"], ["current.log"]),
+        "Remove the .tmp files. Do not touch settings.json.": (["*.tmp"], ["settings.json"]),
+        "Delete old.log without changing new.log": (["old.log"], ["new.log"]),
+        "Delete the .bak files, preserving keep.bak.": (["*.bak"], ["keep.bak"]),
+        "Delete every .log file other than app.log": (["*.log"], ["app.log"]),
+    }
+    for request, (allowed, spared) in said.items():
+        assert targets(request) == allowed, request
+        assert named_files(kept(request)) == spared, request
+    assert targets("Delete build.log.") == [] and kept("Delete build.log.") == ""
+    spared = ["current.log"]
+    for wide in ("rm *.log", "rm -f -- ./*.log", "find . -name '*.log' -delete", "rm current.log", "rm cur*.log"):
+        assert overreach(wide, ["*.log"], spared) is not None, wide
+    for narrow in ("rm old.log", "rm -- a.log b.log", "find . -name 'old*.log' -delete"):
+        assert overreach(narrow, ["*.log"], spared) is None, narrow
+
+
+def test_a_pattern_that_reaches_a_file_the_task_keeps_is_refused_and_the_run_is_not_done(
+        scripted_server, configure, cli, sentinel_home, tmp_path):
+    """"Delete all .log files except current.log" answered with `rm *.log`: refused before it runs, naming the
+    file; the narrow command runs; a run that still lost current.log (a script the guard cannot read) is no
+    `done`."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for name in ("a.log", "b.log", "current.log"):
+        (ws / name).write_text(name)
+    request = "Delete all .log files except current.log."
+    configure({"policy": {"bash": {"default": "auto"}}}, server=scripted_server([
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "rm *.log"}}]},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "rm -- a.log b.log"}}]},
+        "Deleted a.log and b.log."]))
+    out = cli.json("run", request, "-w", str(ws), "--json", check=None)
+    assert "wide_delete" in out["safeguards"]
+    results = _tool_results(cli, out["id"])
+    assert results[0].startswith("Error: not run: `rm *.log`") and "never current.log" in results[0]
+    assert sorted(p.name for p in ws.iterdir()) == ["current.log"], out
+    assert out["status"] == "done", out
+    for name in ("a.log", "b.log"):
+        (ws / name).write_text(name)
+    configure({"policy": {"bash": {"default": "auto"}}}, server=scripted_server([
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "python3 -c \"import glob, os; "
+                                                       "[os.remove(f) for f in glob.glob('*.log')]\""}}]},
+        "Deleted the .log files."]))
+    out = cli.json("run", request, "-w", str(ws), "--json", check=None)
+    assert list(ws.iterdir()) == [] and out["status"] != "done"
+    assert "current.log was to be kept and is gone" in json.dumps(out)

@@ -43,6 +43,7 @@ from typing import Callable
 import yaml
 
 from sentinel.models.toolcalls import invented
+from sentinel.worker import deletes
 
 TOOL_AS_TEXT, EMPTY, MISSING_OUTPUT, UNBACKED = "tool_call_as_text", "empty_answer", "missing_output", "unbacked_claim"
 UNRESOLVED, NO_CHANGE, UNGROUNDED, UNREAD = "unresolved_error", "no_change", "ungrounded_number", "unread_input"
@@ -369,8 +370,11 @@ def named_files(request: str) -> list[str]:
 
 
 def inputs(request: str, workspace: Path) -> list[str]:
-    """Files the request names that are in the workspace, in order."""
-    return [f for f in named_files(request) if (workspace / f).is_file()]
+    """Files the request names that are in the workspace, in order; not the ones it names only to say they are kept
+    ("Delete the .log files except current.log": current.log is no input to read or change)."""
+    spared = set(named_files(deletes.kept(request)))
+    outside = deletes.outside_kept(request)
+    return [f for f in named_files(request) if (workspace / f).is_file() and (f not in spared or f in named_files(outside))]
 
 
 def _unread(text: str, turn: Turn) -> Problem | None:

@@ -48,7 +48,7 @@ class Contract:
     create: list[str] = field(default_factory=list)
     change: dict[str, str] = field(default_factory=dict)   # file -> sha256 of what the run found
     delete: list[str] = field(default_factory=list)
-    keep: list[str] = field(default_factory=list)          # files found that no delete pattern matches
+    keep: list[str] = field(default_factory=list)          # files found that no delete pattern matches, or named kept
     command: str | None = None
     answer: str | None = None   # what the task asks to be told (never checked: an answer's truth is not seen)
     unlisted: str | None = None  # why a `keep` clause could not be made (the workspace too large to list)
@@ -147,8 +147,10 @@ def derive(request: str, workspace: Path) -> Contract:
         if digest is not None:
             change[existing[0]] = digest
     delete = deletes.targets(request)
-    keep = _others(workspace, delete) if delete else []
     held = set(answer.named_files(deletes.kept(request)))
+    # kept: every file no delete pattern matches, and the ones the keep words name although one does ("Delete the
+    # .log files except current.log")
+    keep = [p for p in _files(workspace) if not _matches(p, delete) or p in held] if delete else []
     may_change = [f for f in answer.named_files(request) if f in keep and f not in held]
     unlisted = f"the workspace has more than {KEEP_MAX} files" if delete and not keep and _crowded(workspace) else None
     command = answer.must_pass(request)
@@ -182,7 +184,7 @@ def check(contract: Contract, workspace: Path, passed: bool, printed: str | None
         if _digest(workspace / name) == found:
             unmet.append(f"{name} is unchanged")
     if contract.delete:
-        left = [p for p in _files(workspace) if _matches(p, contract.delete)]
+        left = [p for p in _files(workspace) if _matches(p, contract.delete) and p not in contract.keep]
         if left:
             unmet.append(f"{', '.join(left[:5])} still exist{'s' if len(left) == 1 else ''}")
     if contract.keep:
@@ -264,5 +266,3 @@ def _matches(path: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) or name == p for p in patterns)
 
 
-def _others(workspace: Path, patterns: list[str]) -> list[str]:
-    return [p for p in _files(workspace) if not _matches(p, patterns)]

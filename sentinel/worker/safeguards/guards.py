@@ -35,6 +35,8 @@ UNASKED = ("Error: not changed: {path} was kept, because the task is a question 
            "it from what you read.")
 WIDE = ("Error: not run: `{part}` could delete files the task says to keep; it allows deleting only {allowed}. "
         "Delete exactly those, for example `rm -- {example}` or `find . -name '{example}' -delete`.")
+WIDE_SPARED = ("Error: not run: `{part}` could delete files the task says to keep; it allows deleting only {allowed}, "
+               "and never {spared}. List the files first, then delete each by its name: `rm -- NAME1 NAME2`.")
 FILE_TOOLS = ("write_file", "edit_file")
 LOOP_REPEATS = 4  # the same tool calls this many turns in a row stop the run
 # A command's `> FILE` (not `>>`, `2>`, `&>` or `>&2`): it replaces FILE whole.
@@ -121,12 +123,18 @@ def wide_delete(seen: Seen, call: ToolCall) -> Refusal | None:
     allowed = deletes.targets(seen.request)
     if not allowed:
         return None
-    part = deletes.overreach(str(arguments(call).get("command") or ""), allowed)
+    spared = answer.named_files(deletes.kept(seen.request))
+    part = deletes.overreach(str(arguments(call).get("command") or ""), allowed, spared)
     if part is None:
         return None
+    shown = ", ".join(allowed)
+    # wide only because it reaches a file the keep words name: say which
+    hit = [f for f in spared if deletes.overreach(part, allowed, [f])] if deletes.overreach(part, allowed) is None else []
+    if hit:
+        return Refusal("wide_delete", "refused", f"{answer.short(part, 120)}: the request deletes {shown} "
+                       f"but keeps {', '.join(hit)}", WIDE_SPARED.format(part=part, allowed=shown, spared=", ".join(hit)))
     return Refusal("wide_delete", "refused", f"{answer.short(part, 120)}: the request deletes only "
-                   f"{', '.join(allowed)} and keeps the rest",
-                   WIDE.format(part=part, allowed=", ".join(allowed), example=allowed[0]))
+                   f"{shown} and keeps the rest", WIDE.format(part=part, allowed=shown, example=allowed[0]))
 
 
 GUARDS: tuple[Callable[[Seen, ToolCall], Refusal | None], ...] = (
