@@ -8,6 +8,15 @@ symlink (dangling ones too: the write creates their target), and `..` applied af
 it. Decisions scope on `Landing.path`; Sentinel's own file tools then write exactly that path with
 no symlink allowed on the way (sentinel/tools/fs.py), so a link swapped in after the decision makes
 the write fail instead of landing elsewhere.
+
+A path through /proc or /dev/fd (`/proc/self/cwd/x`, or a link to one) names what it names for the
+process that opens it, not for the one deciding: it lands anywhere (`others` is None).
+
+A file with hard links has several names and no "real" one: a write to any name writes them all.
+`Landing.others` lists the other names found under the root (a bounded walk, only for such a file),
+or is None when some could not be found (a name outside the root, or a tree too large to walk);
+decisions scope on those names too, or treat the write as landing anywhere. Sentinel's own file
+tools never write through a hard link: they replace the name they were asked to write.
 """
 
 from __future__ import annotations
@@ -19,13 +28,21 @@ if TYPE_CHECKING:  # the hook imports this module: no `typing` at run time
     from sentinel.jsontypes import JSONObject
 
 
-class Landing:
-    __slots__ = ("path", "inside", "lexical")
+# the process's own output and the null device: `> /dev/stderr` writes no file (a redirection of fd 1 or 2 to a
+# file is a write of its own, seen where it is made)
+STREAMS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2",
+                     "/proc/self/fd/1", "/proc/self/fd/2"})
+WALK_MAX = 50_000  # directory entries looked at for the other names of a hard-linked file
 
-    def __init__(self, path: str, inside: bool, lexical: str):
+
+class Landing:
+    __slots__ = ("path", "inside", "lexical", "others")
+
+    def __init__(self, path: str, inside: bool, lexical: str, others: "tuple[str, ...] | None" = ()):
         self.path = path          # where the write lands: relative to the real root, or absolute outside it
         self.inside = inside
         self.lexical = lexical    # the path as written, normalised as text (what scoping used to see)
+        self.others = others      # the file's other names (hard links) under the root; None: not all found
 
     @property
     def via_link(self) -> bool:
@@ -41,7 +58,71 @@ def land(root: str, path: str) -> Landing:
     real_root = os.path.realpath(root)
     real = os.path.realpath(full)
     rel = _relative(real, real_root)
-    return Landing(rel, not os.path.isabs(rel), lexical)
+    others = None if _through_proc(full) else _other_names(real_root, real)
+    return Landing(rel, not os.path.isabs(rel), lexical, others)
+
+
+def _through_proc(path: str) -> bool:
+    """Whether resolving `path` passes through /proc or /dev/fd: their links (`/proc/self/cwd`, `/dev/fd/3`,
+    `/proc/PID/root`) name what they name for the process that opens them, so where the write lands cannot be
+    told here. Followed as realpath follows links (`..` after the link), at most 40 links."""
+    if os.path.normpath(path) in STREAMS:
+        return False
+    rest = [p for p in path.split("/") if p]
+    done, hops = "/", 0
+    while rest:
+        part = rest.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            done = os.path.dirname(done)
+            continue
+        if (done, part) in (("/", "proc"), ("/dev", "fd")):
+            return True
+        step = os.path.join(done, part)
+        try:
+            target = os.readlink(step)
+        except OSError:  # not a link, or missing: taken as it is
+            done = step
+            continue
+        hops += 1
+        if hops > 40:
+            return True
+        done = "/" if target.startswith("/") else done
+        rest = [p for p in target.split("/") if p] + rest
+    return False
+
+
+def _other_names(real_root: str, real: str) -> "tuple[str, ...] | None":
+    """The other names of the regular file at `real` under the root, when it has hard links; None when not all
+    of them are there (or the walk stopped at WALK_MAX entries)."""
+    import stat
+
+    try:
+        st = os.stat(real)
+    except OSError:
+        return ()
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+        return ()
+    found: list[str] = []
+    seen = 0
+    for top, dirs, files in os.walk(real_root):
+        seen += len(dirs) + len(files)
+        if seen > WALK_MAX:
+            return None
+        for name in files:
+            full = os.path.join(top, name)
+            if full == real:
+                continue
+            try:
+                other = os.stat(full, follow_symlinks=False)
+            except OSError:
+                continue
+            if other.st_ino == st.st_ino and other.st_dev == st.st_dev:
+                found.append(_relative(full, real_root))
+                if len(found) == st.st_nlink - 1:
+                    return tuple(sorted(found))
+    return None
 
 
 def _relative(path: str, root: str) -> str:

@@ -163,7 +163,13 @@ def _land(path: str, bases: list[str], root: str, out: Writes) -> None:
     if not path or "\x00" in path:
         return
     for base in bases if not os.path.isabs(path) else [root]:
-        out.paths.add(land(root, os.path.join(base, path)).path)
+        landing = land(root, os.path.join(base, path))
+        out.paths.add(landing.path)
+        if landing.others is None:
+            out.unknown(f"{path}: it lands through /proc or /dev/fd, or on a file with a name (a hard link) "
+                        "Sentinel cannot find")
+        else:
+            out.paths.update(landing.others)  # a write to one name writes every name of the file
 
 
 def operands(words: list[str], dynamic: list[bool]) -> tuple[list[str], str]:
@@ -188,7 +194,16 @@ def operands(words: list[str], dynamic: list[bool]) -> tuple[list[str], str]:
     if name in READ_ONLY:
         return [], ""
     if name in ("cp", "install", "ln"):
-        return _destination(name, words, dynamic)
+        found, why = _destination(name, words, dynamic)
+        if not why and _hard_links(name, words):  # the new name writes through to the source: both are written
+            sources, dyn = _operands(name, words, dynamic)
+            if any(dyn):
+                return [], f"`{name}` hard-links a source the text does not spell"
+            found = sorted(set(found) | set(sources))  # every operand: the sources and the destination
+        return found, why
+    if name == "link":  # link FILE1 FILE2: FILE2 is a second name of FILE1
+        found, dyn = _operands(name, words, dynamic)
+        return ([], "`link` to a name the text does not spell") if any(dyn) else (found, "")
     if name in EVERY_OPERAND:
         found, dyn = _operands(name, words, dynamic)
         if name == "mv":
@@ -229,6 +244,15 @@ def _operands(name: str, words: list[str], dynamic: list[bool]) -> tuple[list[st
             flags.append(dynamic[i])
         i += 1
     return found, flags
+
+
+def _hard_links(name: str, words: list[str]) -> bool:
+    """`ln` without -s, or `cp -l`/`--link`: the command makes a second name of its source, and a write to the
+    new name writes the source."""
+    flags = [w for w in words[1:] if w.startswith("-") and not w.startswith("--") and w != "-"]
+    if name == "ln":
+        return not any(w in ("--symbolic",) for w in words) and not any("s" in f[1:] for f in flags)
+    return name == "cp" and ("--link" in words or any("l" in f[1:] for f in flags))
 
 
 def _destination(name: str, words: list[str], dynamic: list[bool]) -> tuple[list[str], str]:

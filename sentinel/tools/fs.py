@@ -7,6 +7,7 @@ never send a write elsewhere, and there is no check-then-use race.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -73,27 +74,60 @@ class Confined:
             os.close(root_fd)
 
     def read_bytes(self, path: str, limit: int | None = None) -> bytes:
-        fd = self.open(path, os.O_RDONLY)
+        """A file's bytes; a FIFO, socket or device is refused, never read (it could wait for ever)."""
+        fd = self.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        os.set_blocking(fd, True)
         with os.fdopen(fd, "rb") as f:
             return f.read() if limit is None else f.read(limit)
 
     def write_bytes(self, path: str, data: bytes, mode: int = 0o644, exact_mode: bool = False) -> None:
         """Write atomically-enough for an agent: create parents beneath root, then the file (given `mode` even
-        when it exists already, with `exact_mode`)."""
+        when it exists already, with `exact_mode`).
+
+        Only the name asked for is written. A file with other names (hard links) is replaced by a new file under
+        this name, so the others keep what they held: a write through a hard link would land on every name, and
+        decisions are made on the path. A FIFO, socket or device there is refused, never opened for writing
+        (that would wait for a reader, or write to the device)."""
         rel = relative(self.root, path)
         parent, _, name = rel.rpartition("/")
         if not name or name in (".", ".."):
             raise IsADirectoryError(errno.EISDIR, "is a directory", path)
         dir_fd = self.makedirs(parent or ".")
         try:
-            fd = openat2(dir_fd, name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode,
-                         self.resolve)
+            fd = openat2(dir_fd, name, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, mode, self.resolve)
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                os.close(fd)
+                raise OSError(errno.EINVAL, "not a regular file", path)
+            if st.st_nlink > 1:  # opened for writing proves it was ours to write; the other names are not
+                os.close(fd)
+                return self._replace(dir_fd, name, data, mode if exact_mode else stat.S_IMODE(st.st_mode))
+            os.set_blocking(fd, True)
+            os.ftruncate(fd, 0)
         finally:
             os.close(dir_fd)
         with os.fdopen(fd, "wb") as f:
             if exact_mode:
                 os.fchmod(f.fileno(), mode)
             f.write(data)
+
+    def _replace(self, dir_fd: int, name: str, data: bytes, mode: int) -> None:
+        """A new file holding `data` renamed over `name` in `dir_fd`."""
+        tmp = f".{name[:200]}.sentinel-{os.urandom(6).hex()}"
+        fd = openat2(dir_fd, tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, self.resolve)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                os.fchmod(f.fileno(), mode)
+                f.write(data)
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
 
     def makedirs(self, rel_dir: str) -> int:
         """Create each missing directory beneath root; returns an fd of the last one."""

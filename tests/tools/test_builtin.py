@@ -98,3 +98,37 @@ def test_write_file_appends_on_a_line_of_its_own(run, ws):
     run("write_file", path="new.txt", content="first\n", append=True)  # a missing file is created
     assert (ws / "new.txt").read_text() == "first\n"
     assert "append" in run("edit_file", path="notes.txt", old_string="", new_string="five")  # the error says how
+
+
+def test_a_file_tool_never_writes_through_a_hard_link(tmp_path):
+    """write_file, edit_file and append to a name with other names (hard links) write that name only: the other
+    names keep what they held (a decision on the path would otherwise not cover them)."""
+    import os
+
+    from sentinel.tools.fs import Confined
+
+    ws, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
+    ws.mkdir()
+    elsewhere.mkdir()
+    for target in (ws / "secret.pem", elsewhere / "outside.txt"):
+        target.write_text("KEEP\n")
+        os.chmod(target, 0o640)
+        link = ws / f"alias-{target.name}"
+        os.link(target, link)
+        Confined(ws).write_bytes(str(link.relative_to(ws)), b"new\n")
+        assert target.read_text() == "KEEP\n" and link.read_text() == "new\n"
+        assert os.stat(link).st_nlink == 1 and (os.stat(link).st_mode & 0o777) == 0o640
+    assert not [p.name for p in ws.iterdir() if ".sentinel-" in p.name]  # no temporary file left
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path):
+    import errno
+    import os
+
+    from sentinel.tools.fs import Confined
+
+    os.mkfifo(tmp_path / "pipe")
+    for call in (lambda fs: fs.read_bytes("pipe"), lambda fs: fs.write_bytes("pipe", b"x")):
+        with pytest.raises(OSError) as caught:
+            call(Confined(tmp_path))
+        assert caught.value.errno in (errno.EINVAL, errno.ENXIO)

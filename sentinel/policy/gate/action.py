@@ -31,7 +31,8 @@ class Action:
     """One proposed tool call, normalised. `target` is what rule scopes match."""
 
     __slots__ = ("trigger", "tool_name", "tool_input", "file_path", "content", "command", "server", "mcp_tool",
-                 "target", "aliases", "tool_output", "agent_id", "read_only", "root", "cwd", "_writes")
+                 "target", "aliases", "tool_output", "agent_id", "read_only", "root", "cwd", "_writes",
+                 "others", "unbounded")
 
     def __init__(self, trigger: str, tool_name: str, tool_input: JSONObject | None = None, *, file_path: str = "",
                  content: str = "", command: str = "", server: str = "", mcp_tool: str = "",
@@ -49,6 +50,8 @@ class Action:
         self.read_only = read_only
         self.target = ""
         self.aliases: tuple[str, ...] = ()
+        self.unbounded = False
+        self.others: tuple[str, ...] = ()  # a file write's other names of the same file (hard links)
         self.root: str | None = None
         self.cwd: str | None = None
         self._writes: Writes | None = None
@@ -58,8 +61,11 @@ class Action:
         command's writes are taken relative to `cwd` (default: the root)."""
         self.root, self.cwd = root, cwd if isinstance(cwd, str) and cwd else None
         if self.trigger == "file_write":
-            self.target, lexical = landing_path(self.file_path, root)
-            self.aliases = (lexical,) if lexical != self.target else ()
+            self.target, lexical, others = landing_path(self.file_path, root)
+            # the path as written, and the file's other names (hard links): a write to one writes them all
+            self.others = others or ()
+            self.aliases = tuple(dict.fromkeys(p for p in (lexical, *self.others) if p != self.target))
+            self.unbounded = others is None  # a name of the file could not be found: it may land anywhere
         elif self.trigger == "bash":
             self.target = self.command.strip()
         elif self.trigger == "mcp":
@@ -84,14 +90,15 @@ class Action:
         return f"Action({self.trigger!r}, {self.tool_name!r}, target={self.target!r})"
 
 
-def landing_path(path: str, root: str | None) -> tuple[str, str]:
-    """(where the write lands, the path as written) both relative to root when inside it."""
+def landing_path(path: str, root: str | None) -> tuple[str, str, tuple[str, ...] | None]:
+    """(where the write lands, the path as written, the file's other names or None when not all were found), the
+    paths relative to root when inside it."""
     if not path or not root or "\x00" in path:
-        return relative_path(path, root), relative_path(path, root)
+        return relative_path(path, root), relative_path(path, root), ()
     from sentinel.policy.landing import land
 
     landing = land(root, path)
-    return landing.path, landing.lexical
+    return landing.path, landing.lexical, landing.others
 
 
 def relative_path(path: str, root: str | None) -> str:
@@ -219,7 +226,7 @@ def template_vars(action: Action, content_max_chars: int, *, session_context: st
               "mcp_tool": "", "mcp_arguments": "", "tool_output": action.tool_output[:content_max_chars],
               "session_context": session_context, "target": action.target}
     if action.trigger == "file_write":
-        values.update(file_path=action.target or action.file_path, content_snippet=action.content[:content_max_chars],
+        values.update(file_path=_named(action), content_snippet=action.content[:content_max_chars],
                       content_length=str(len(action.content)))
     elif action.trigger == "bash":
         values.update(command=action.command, file_path=written_summary(action), content_snippet=action.command)
@@ -227,6 +234,17 @@ def template_vars(action: Action, content_max_chars: int, *, session_context: st
         values.update(server_name=action.server, mcp_tool=action.mcp_tool,
                       mcp_arguments=arguments_json(action, content_max_chars))
     return values
+
+
+def _named(action: Action) -> str:
+    """A file write's path as the judge reads it, with the file's other names: a hard link writes them too."""
+    path = action.target or action.file_path
+    if action.unbounded:
+        return f"{path} (where it lands cannot be told: a path through /proc or /dev/fd, or a hard link whose other " \
+               "names were not all found; the write may change any file)"
+    if action.others:
+        return f"{path} (a hard link: the same file as {', '.join(action.others)}; the write changes every name)"
+    return path
 
 
 TEMPLATE_VARS = frozenset({"action_summary", "tool_name", "trigger", "file_path", "content_snippet", "content_length",

@@ -2,7 +2,8 @@
 
 A rule applies to an action when its trigger fits (`any` fits every action) and its
 scope matches the action's target (or one of its aliases: a file write is matched where it
-lands and as written) while no exclude pattern does; for bash, some command of the line's
+lands, as written, and at the file's other names when it has hard links; a hard-linked file with a name
+Sentinel could not find is in every rule's scope) while no exclude pattern does; for bash, some command of the line's
 parse (sentinel.policy.shell). A `file_write` rule also applies to a bash command that may write a
 path in its scope, or whose writes are unknown (sentinel.policy.writes); an `any` rule with a scope
 also applies to a bash command writing a path in it. A rule out of scope costs no model call.
@@ -123,6 +124,8 @@ class Rule:
             return scope.writes_match(self._scope_c, self._exclude_c, action, unknown=True)
         if self.trigger != "any" and self.trigger != action.trigger:
             return False
+        if action.trigger == "file_write" and action.unbounded:
+            return True  # the file has a name Sentinel could not find: any path rule may be about it
         trigger = action.trigger if action.trigger in ("file_write", "bash", "mcp") else "other"
         if any(scope.matches(self._scope_c, self._exclude_c, trigger, target, action.server, action.mcp_tool)
                for target in (action.target, *action.aliases)):

@@ -88,16 +88,23 @@ def test_a_rule_whose_judge_is_unreachable_is_skipped_out_loud(scripted_server, 
     assert logged and "billing" in logged[0]
 
 
-def test_a_symlinked_write_in_a_run_is_decided_and_written_where_it_lands(scripted_server, configure, cli,
-                                                                         sentinel_home, judge):
-    import os
-
+def _billing_rule(judge, sentinel_home):
+    """A judge that finds every billing write a violation, the rule over src/billing/**, and the workspace with
+    src/billing in it."""
     j = judge({"billing": {"violation": True, "confidence": 0.95, "reason": "billing needs review"}})
     (sentinel_home / "rules").mkdir()
     (sentinel_home / "rules" / "billing.yaml").write_text(yaml.safe_dump(
         {"trigger": "file_write", "scope": ["src/billing/**"], "prompt": "billing FILE {{file_path}}"}))
     ws = sentinel_home / "workspace"
     (ws / "src" / "billing").mkdir(parents=True)
+    return j, ws
+
+
+def test_a_symlinked_write_in_a_run_is_decided_and_written_where_it_lands(scripted_server, configure, cli,
+                                                                         sentinel_home, judge):
+    import os
+
+    j, ws = _billing_rule(judge, sentinel_home)
     (ws / "docs").mkdir()
     os.symlink("src/billing", ws / "b")
     os.symlink("docs", ws / "d")
@@ -113,3 +120,30 @@ def test_a_symlinked_write_in_a_run_is_decided_and_written_where_it_lands(script
     assert not (ws / "src" / "billing" / "tax.py").exists()
     assert second["outcome"] == "auto" and second["arguments"]["path"] == "docs/notes.md"
     assert (ws / "docs" / "notes.md").read_text() == "ok\n" and len(j.requests) == 1
+
+
+def test_a_write_through_a_hard_link_is_decided_as_the_file_it_changes(scripted_server, configure, cli,
+                                                                      sentinel_home, judge):
+    """notes.py is a hard link of src/billing/tax.py: a write_file and a bash write to notes.py used to be auto
+    (no rule over billing saw them) and changed tax.py. Both are now in the billing rule's scope, the judge reads
+    both names, and Sentinel's own write replaces notes.py only."""
+    import os
+
+    j, ws = _billing_rule(judge, sentinel_home)
+    tax = ws / "src" / "billing" / "tax.py"
+    tax.write_text("TAX = 20\n")
+    os.link(tax, ws / "notes.py")
+    script = [{"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.py"}}]},
+              {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.py", "content": "TAX = 0\n"}}]},
+              {"tool_calls": [{"name": "bash", "arguments": {"command": "echo 'TAX = 0' > notes.py"}}]},
+              "Done."]
+    configure({"gate": {"backends": {"ollama": {"url": j.url}}}, "policy": {"bash": {"default": "auto"}}},
+              server=scripted_server(script))
+    proc = cli("run", "set the tax to zero", check=None)
+    shown = cli.json("show", cli.json("runs", "--json")[0]["id"], "--json")
+    writes = [d for d in shown["decisions"] if d["tool"] in ("write_file", "bash")]
+    assert len(writes) == 2, (proc.stdout, proc.stderr, shown["decisions"])
+    assert [d["outcome"] for d in writes] == ["deny", "deny"], writes
+    asked = j.requests[0]["messages"][-1]["content"]
+    assert "billing FILE notes.py (a hard link: the same file as src/billing/tax.py" in asked
+    assert tax.read_text() == "TAX = 20\n" and (ws / "notes.py").read_text() == "TAX = 20\n"

@@ -138,3 +138,75 @@ def test_a_bash_rules_command_patterns_are_never_read_as_paths_it_writes(root):
     assert force.applies(bash("git push --force origin release/2.1", root))
     assert force.applies(bash("git push -f origin main", root))
     assert rule("any", ["release/**"]).applies(bash("touch release/notes", root))  # `any` still sees writes
+
+
+HARD_LINKS = ["ln src/core/billing/pay.py notes.txt", "ln -f src/core/billing/pay.py docs/x",
+              "link src/core/billing/pay.py notes.txt", "cp -l src/core/billing/pay.py notes.txt",
+              "cp --link src/core/billing/pay.py notes.txt", "cp -al src/core billing-copy",
+              "ln -t docs src/core/billing/pay.py", "ln b/pay.py notes.txt", "sudo ln src/core/billing/pay.py n"]
+
+
+@pytest.mark.parametrize("command", HARD_LINKS)
+def test_making_a_hard_link_writes_its_source(root, command):
+    """A hard link is a second name that writes through: `ln billing/pay.py notes.txt`, then any write to
+    notes.txt, changed pay.py while every rule over billing saw notes.txt. Making the link is a write of the
+    source too."""
+    (root / "src/core/billing/pay.py").write_text("PAY = 1\n")
+    act = bash(command, root)
+    assert act.writes().known and rule("file_write", [BILLING]).applies(act), act.writes()
+    assert rule("any", [BILLING]).applies(act)
+
+
+def test_a_symbolic_link_does_not_write_its_target(root):
+    assert not rule("file_write", [BILLING]).applies(bash("ln -s src/core/billing/pay.py notes.txt", root))
+    assert not rule("file_write", [BILLING]).applies(bash("ln -sf src/core/billing/pay.py notes.txt", root))
+
+
+def test_a_write_through_a_hard_link_is_a_write_of_every_name(root):
+    """The link already there (the operator's tree, or an earlier command): a bash write or a file tool's write to
+    the other name is in the scope of the rules over the file, and the judge reads both names."""
+    pay = root / "src/core/billing/pay.py"
+    pay.write_text("PAY = 1\n")
+    os.link(pay, root / "notes.txt")
+    for command in ("echo x > notes.txt", "sed -i s/1/0/ notes.txt", "cd docs && echo x >> ../notes.txt"):
+        act = bash(command, root)
+        assert act.writes().known and "src/core/billing/pay.py" in act.writes().paths, command
+        assert rule("file_write", [BILLING]).applies(act), command
+    write = actions.file_write("Write", {"file_path": str(root / "notes.txt"), "content": "PAY = 0\n"})
+    write.locate(str(root))
+    assert write.target == "notes.txt" and write.aliases == ("src/core/billing/pay.py",)
+    assert rule("file_write", [BILLING]).applies(write)
+    shown = actions.template_vars(write, 100)["file_path"]
+    assert shown.startswith("notes.txt (a hard link: the same file as src/core/billing/pay.py")
+    assert not rule("file_write", [BILLING]).applies(bash("echo x > docs/other.md", root))
+
+
+def test_a_hard_link_to_a_name_outside_the_root_is_in_every_rules_scope(root, tmp_path_factory):
+    """A name Sentinel cannot find (outside the root it walks): the write may land anywhere."""
+    outside = tmp_path_factory.mktemp("elsewhere") / "secret.txt"
+    outside.write_text("s\n")
+    os.link(outside, root / "innocent.txt")
+    act = bash("echo x > innocent.txt", root)
+    assert not act.writes().known and "hard link" in act.writes().why, act.writes()
+    assert rule("file_write", ["docs/**"]).applies(act)
+    write = actions.file_write("Write", {"file_path": "innocent.txt", "content": "x"}).locate(str(root))
+    assert write.unbounded and rule("file_write", ["docs/**"]).applies(write)
+    assert "were not all found" in actions.template_vars(write, 100)["file_path"]
+
+
+def test_a_path_through_proc_or_dev_fd_lands_anywhere(root):
+    """`/proc/self/cwd/...` names the shell's directory when the shell opens it, but the decider's when it is
+    resolved here (the worker starts in `/` in system mode): a write through it, or through a link to it, was
+    taken for a write outside the root and passed every rule over the workspace's paths."""
+    os.symlink("/proc/self/cwd", root / "here")
+    os.symlink("/dev/fd", root / "fds")
+    for command in ("echo x > /proc/self/cwd/src/core/billing/pay.py", "echo x > here/src/core/billing/pay.py",
+                    "cp /tmp/x /proc/$$/cwd/src/core/billing/pay.py", "echo x > /dev/fd/3", "echo x > fds/3",
+                    "echo x > ../../../../../../proc/self/root" + str(root) + "/src/core/billing/pay.py",
+                    "sed -i s/a/b/ /proc/thread-self/cwd/x"):
+        act = bash(command, root)
+        assert rule("file_write", [BILLING]).applies(act), (command, act.writes())
+    write = actions.file_write("Write", {"file_path": "/proc/self/cwd/src/core/billing/pay.py", "content": "x"})
+    assert write.locate(str(root)).unbounded and rule("file_write", [BILLING]).applies(write)
+    for command in ("echo x > /dev/null", "echo x >&2", "echo x > /dev/stderr", "ls > /dev/stdout 2>/dev/null"):
+        assert not rule("file_write", [BILLING]).applies(bash(command, root)), command
