@@ -68,6 +68,8 @@ def _through_proc(path: str) -> bool:
     told here. Followed as realpath follows links (`..` after the link), at most 40 links."""
     if os.path.normpath(path) in STREAMS:
         return False
+    if not os.path.isabs(path):  # a relative root: from this process's directory, as realpath takes it
+        path = os.path.join(os.getcwd(), path)
     rest = [p for p in path.split("/") if p]
     done, hops = "/", 0
     while rest:

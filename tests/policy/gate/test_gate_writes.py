@@ -210,3 +210,13 @@ def test_a_path_through_proc_or_dev_fd_lands_anywhere(root):
     assert write.locate(str(root)).unbounded and rule("file_write", [BILLING]).applies(write)
     for command in ("echo x > /dev/null", "echo x >&2", "echo x > /dev/stderr", "ls > /dev/stdout 2>/dev/null"):
         assert not rule("file_write", [BILLING]).applies(bash(command, root)), command
+
+
+def test_a_directory_named_proc_in_the_repository_is_an_ordinary_path(root, monkeypatch):
+    (root / "proc").mkdir()
+    monkeypatch.chdir(root)
+    for base in (str(root), "."):
+        act = actions.bash("Bash", {"command": "echo x > proc/notes.md"}).locate(base)
+        assert act.writes().known and act.writes().paths == {"proc/notes.md"}, (base, act.writes())
+        write = actions.file_write("Write", {"file_path": "proc/notes.md", "content": "x"}).locate(base)
+        assert not write.unbounded and not rule("file_write", [BILLING]).applies(write)
