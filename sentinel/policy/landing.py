@@ -22,6 +22,7 @@ tools never write through a hard link: they replace the name they were asked to 
 from __future__ import annotations
 
 import os
+import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook imports this module: no `typing` at run time
@@ -98,8 +99,6 @@ def _through_proc(path: str) -> bool:
 def _other_names(real_root: str, real: str) -> "tuple[str, ...] | None":
     """The other names of the regular file at `real` under the root, when it has hard links; None when not all
     of them are there (or the walk stopped at WALK_MAX entries)."""
-    import stat
-
     try:
         st = os.stat(real)
     except OSError:

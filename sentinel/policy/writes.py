@@ -251,7 +251,7 @@ def _hard_links(name: str, words: list[str]) -> bool:
     new name writes the source."""
     flags = [w for w in words[1:] if w.startswith("-") and not w.startswith("--") and w != "-"]
     if name == "ln":
-        return not any(w in ("--symbolic",) for w in words) and not any("s" in f[1:] for f in flags)
+        return "--symbolic" not in words and not any("s" in f[1:] for f in flags)
     return name == "cp" and ("--link" in words or any("l" in f[1:] for f in flags))
 
 

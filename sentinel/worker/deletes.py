@@ -131,5 +131,5 @@ def _allowed(operand: str, allowed: list[str], spared: Collection[str] = ()) -> 
     name = operand.rstrip("/").rsplit("/", 1)[-1]
     if not name or name in (".", "..", "*"):
         return False
-    hits_spared = any(fnmatch.fnmatchcase(s.rsplit("/", 1)[-1], name) or s.rsplit("/", 1)[-1] == name for s in spared)
+    hits_spared = any(fnmatch.fnmatchcase(base, name) or base == name for base in (s.rsplit("/", 1)[-1] for s in spared))
     return not hits_spared and any(fnmatch.fnmatchcase(name, p) or name == p for p in allowed)

@@ -340,9 +340,10 @@ def _blob(undo_dir: Path, sha: str) -> bytes | None:
 
 
 def _foreign(fs: Confined, path: str) -> bool:
-    """Something at `path` a restore must not write through: a symlink, a FIFO, socket or device (opening one
-    would follow it or wait), or a file with another name elsewhere (a hard link: writing it in place would write
-    that other name too, which may lie outside the workspace). A directory is left for the write to fail on."""
+    """Something at `path` a restore must remove before it writes: a symlink, a FIFO, socket or device (opening one
+    would follow it or wait; `Confined.write_bytes` refuses them). A file with another name elsewhere (a hard link)
+    is no concern here: `write_bytes` replaces such a name, never writes through it. A directory is left for the
+    write to fail on."""
     parent, _, name = path.rpartition("/")
     try:
         fd = fs.open(parent or ".", os.O_PATH | os.O_DIRECTORY)
@@ -354,7 +355,7 @@ def _foreign(fs: Confined, path: str) -> bool:
         return False
     finally:
         os.close(fd)
-    return not stat.S_ISDIR(st.st_mode) and (not stat.S_ISREG(st.st_mode) or st.st_nlink > 1)
+    return not stat.S_ISDIR(st.st_mode) and not stat.S_ISREG(st.st_mode)
 
 
 def _remove(fs: Confined, path: str) -> bool:

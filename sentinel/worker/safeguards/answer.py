@@ -372,9 +372,8 @@ def named_files(request: str) -> list[str]:
 def inputs(request: str, workspace: Path) -> list[str]:
     """Files the request names that are in the workspace, in order; not the ones it names only to say they are kept
     ("Delete the .log files except current.log": current.log is no input to read or change)."""
-    spared = set(named_files(deletes.kept(request)))
-    outside = deletes.outside_kept(request)
-    return [f for f in named_files(request) if (workspace / f).is_file() and (f not in spared or f in named_files(outside))]
+    only_kept = set(named_files(deletes.kept(request))) - set(named_files(deletes.outside_kept(request)))
+    return [f for f in named_files(request) if (workspace / f).is_file() and f not in only_kept]
 
 
 def _unread(text: str, turn: Turn) -> Problem | None:
