@@ -33,10 +33,12 @@ class _Health(BaseHTTPRequestHandler):
 
 def test_a_muzzle_that_answers_is_used_and_none_is_started(tmp_path, monkeypatch):
     monkeypatch.delenv("SENTINEL_MUZZLE_URL", raising=False)
+    from freeport import free_port
+
+    port = free_port()  # not an ephemeral one: it must stay free after `health` stops, for `off` below
     health = Loopback()
-    health.listen(_Health)
+    health.listen(_Health, port=port)
     with health:
-        port = health.port
         keeper = MuzzleKeeper(Config.model_validate({"muzzle": {"port": port}}), tmp_path)
         assert keeper.url() == f"http://127.0.0.1:{port}/v1" and keeper.child is None
     off = MuzzleKeeper(Config.model_validate({"muzzle": {"port": port}, "system": {"start_muzzle": False}}), tmp_path)

@@ -71,8 +71,10 @@ def test_several_calls_in_one_turn_run_up_to_the_pause_and_the_rest_after(script
 
 def test_an_unreachable_upstream_stops_the_run_resumable(scripted_server, configure, cli, tmp_path):
     """The model going away is not the run's fault: it stops `interrupted` with one line, and resume finishes it."""
-    server = scripted_server(["finished after the outage"])
-    port = server.port
+    from freeport import free_port
+
+    port = free_port()  # not an ephemeral one: nothing else may take it while the provider is down (seen under load)
+    server = scripted_server(["finished after the outage"], port=port)
     server.stop()  # the provider is down while the run starts
     configure(server=server)
     proc = cli("run", "do it", "-w", str(tmp_path), check=1)
