@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from sentinel.errors import UsageError
-
-MAX_LINKS = 40  # as the kernel's own limit (ELOOP)
+from sentinel.pathwalk import follow
 
 
 @dataclass(frozen=True)
@@ -65,32 +64,12 @@ def checked(path: str | Path, walked: tuple[str, list[str]], untrusted: Sequence
 
 
 def walk(path: str | Path) -> tuple[str, list[str]]:
-    """The real path, and each link followed on the way to it, in order (each is then checked: `check`)."""
-    text = os.path.expanduser(str(path))
-    pending = (text if text.startswith("/") else os.path.join(os.getcwd(), text)).split("/")
-    done, followed = "/", list[str]()
-    while pending:
-        part = pending.pop(0)
-        if part in ("", "."):
-            continue
-        if part == "..":
-            done = os.path.dirname(done)
-            continue
-        here = os.path.join(done, part)
-        try:
-            st = os.lstat(here)
-        except OSError:  # not there (yet): the rest is taken as written, and grants nothing until it exists
-            return os.path.normpath(os.path.join(here, *pending)), followed
-        if not stat.S_ISLNK(st.st_mode):
-            done = here
-            continue
-        followed.append(here)
-        if len(followed) > MAX_LINKS:
-            raise UsageError(f"leash: {path}: too many levels of links")
-        target = os.readlink(here)
-        done = "/" if target.startswith("/") else done
-        pending = target.split("/") + pending
-    return done, followed
+    """The real path, and each link followed on the way to it, in order (each is then checked: `check`). A part
+    that is not there (yet) ends the walk: the rest is taken as written, and grants nothing until it exists."""
+    walked = follow(os.path.expanduser(str(path)), past_missing=False)
+    if walked.looped:
+        raise UsageError(f"leash: {path}: too many levels of links")
+    return walked.real, walked.links
 
 
 def check(path: str | Path, link: str, untrusted: Sequence[str], owner: Owner | None) -> None:

@@ -3,9 +3,9 @@
     land(root, path) -> Landing     .path: relative to the real root (absolute when outside it), .inside, .lexical
     bind(args, root) -> args        a file tool's arguments with `path` replaced by where it lands
 
-Every symlink is followed the way open(O_CREAT) follows it: a symlinked parent directory, a final
-symlink (dangling ones too: the write creates their target), and `..` applied after the link before
-it. Decisions scope on `Landing.path`; Sentinel's own file tools then write exactly that path with
+Every symlink is followed the way open(O_CREAT) follows it (sentinel/pathwalk.py, the walk Leash's grants
+use too): a symlinked parent directory, a final symlink (dangling ones too: the write creates their target),
+and `..` applied after the link before it. Decisions scope on `Landing.path`; Sentinel's own file tools then write exactly that path with
 no symlink allowed on the way (sentinel/tools/fs.py), so a link swapped in after the decision makes
 the write fail instead of landing elsewhere.
 
@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import os
 import stat
+
+from sentinel.pathwalk import follow
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook imports this module: no `typing` at run time
@@ -56,44 +58,11 @@ class Landing:
 def land(root: str, path: str) -> Landing:
     full = path if os.path.isabs(path) else os.path.join(root, path)
     lexical = _relative(os.path.normpath(full), os.path.normpath(root))
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(full)
-    rel = _relative(real, real_root)
-    others = None if _through_proc(full) else _other_names(real_root, real)
-    return Landing(rel, not os.path.isabs(rel), lexical, others)
-
-
-def _through_proc(path: str) -> bool:
-    """Whether resolving `path` passes through /proc or /dev/fd: their links (`/proc/self/cwd`, `/dev/fd/3`,
-    `/proc/PID/root`) name what they name for the process that opens them, so where the write lands cannot be
-    told here. Followed as realpath follows links (`..` after the link), at most 40 links."""
-    if os.path.normpath(path) in STREAMS:
-        return False
-    if not os.path.isabs(path):  # a relative root: from this process's directory, as realpath takes it
-        path = os.path.join(os.getcwd(), path)
-    rest = [p for p in path.split("/") if p]
-    done, hops = "/", 0
-    while rest:
-        part = rest.pop(0)
-        if part == ".":
-            continue
-        if part == "..":
-            done = os.path.dirname(done)
-            continue
-        if (done, part) in (("/", "proc"), ("/dev", "fd")):
-            return True
-        step = os.path.join(done, part)
-        try:
-            target = os.readlink(step)
-        except OSError:  # not a link, or missing: taken as it is
-            done = step
-            continue
-        hops += 1
-        if hops > 40:
-            return True
-        done = "/" if target.startswith("/") else done
-        rest = [p for p in target.split("/") if p] + rest
-    return False
+    real_root = follow(root, past_missing=True).real
+    walked = follow(full, past_missing=True)
+    rel = _relative(walked.real, real_root)
+    anywhere = (walked.proc or walked.looped) and os.path.normpath(full) not in STREAMS
+    return Landing(rel, not os.path.isabs(rel), lexical, None if anywhere else _other_names(real_root, walked.real))
 
 
 def _other_names(real_root: str, real: str) -> "tuple[str, ...] | None":
