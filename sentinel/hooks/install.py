@@ -45,7 +45,7 @@ def default_command() -> str:
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
     found = shutil.which("sentinel")
-    return found or f"{sys.executable} -m sentinel"
+    return found or f"{sys.executable} -I -m sentinel"
 
 
 def scaffold(root: Path) -> list[str]:

@@ -98,7 +98,7 @@ def _start() -> None:
     parent = os.getpid()
     os.set_inheritable(theirs.fileno(), True)
     try:  # posix_spawn is vfork+exec: safe even when the caller already runs threads
-        pid = os.posix_spawn(sys.executable, [sys.executable, "-m", "sentinel.leash.launcher", str(theirs.fileno()),
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-B", "-m", "sentinel.leash.launcher", str(theirs.fileno()),
                                               str(parent)], os.environ, setsid=True)
     finally:
         theirs.close()

@@ -201,7 +201,7 @@ class HostKeeper:
         """Run one server child to its end: (exit code, whether it had loaded the model)."""
         a = self.args
         rd, wr = os.pipe()
-        argv = [sys.executable, "-m", "sentinel.models.host_process", "--serve", str(listener.fileno()),
+        argv = [sys.executable, "-I", "-m", "sentinel.models.host_process", "--serve", str(listener.fileno()),
                 "--report", str(wr), "--model", a.model, "--socket", a.socket, "--tool-mode", a.tool_mode,
                 "--idle-s", str(a.idle_s),
                 "--memory-mb", str(self.memory_mb), "--context-tokens", str(a.context_tokens),

@@ -139,8 +139,7 @@ class Hosts:
         status_path(sock).unlink(missing_ok=True)  # a failed host's status: this is a fresh attempt
         _SPAWNED[:] = [p for p in _SPAWNED if p.poll() is None]  # reap keepers that exited
         with open(sock.with_suffix(".log"), "ab") as log:
-            # cwd "/": `-m` puts the working directory first on sys.path, and a checkout there must not win
-            keeper = plain.popen([sys.executable, "-m", "sentinel.models.host_process", *argv], cwd="/",
+            keeper = plain.popen([sys.executable, "-I", "-m", "sentinel.models.host_process", *argv], cwd="/",
                                  env=self._env(), stdout=subprocess.DEVNULL, stderr=log,
                                  new_session=True)  # outlives this process; not its signals
         _SPAWNED.append(keeper)

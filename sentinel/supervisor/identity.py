@@ -306,11 +306,10 @@ def write_tree(pw: pwd.struct_passwd, name: str, display: str) -> None:
     prof = Profile("setup", system_real(home) + resolve_all([paths.REPO_DIR, paths.PACKAGE_DIR], home),
                    home + resolve_all(DEV_WRITE, home), rlimits={"RLIMIT_CORE": 0}, private_tmp=False,
                    layers=confine.WORKER, untrusted=home)
-    env = {"HOME": pw.pw_dir, "USER": pw.pw_name, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-           "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {"HOME": pw.pw_dir, "USER": pw.pw_name, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
     null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        code, output = spawn.run(spawn.Launch([sys.executable, "-m", "sentinel.supervisor.identity", spec], env,
+        code, output = spawn.run(spawn.Launch([sys.executable, "-I", "-B", "-m", "sentinel.supervisor.identity", spec], env,
                                               pw.pw_uid, pw.pw_gid, pw.pw_dir, prof, (null, 1, 2), name="setup"))
     finally:
         os.close(null)

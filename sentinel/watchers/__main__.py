@@ -35,7 +35,8 @@ def _run_command(config: Config) -> RunCommand:
     from sentinel.watchers import spec
 
     workspace = layout.agent_sentinel_home(pwd.getpwnam(agent).pw_dir) / "workspace"
-    return command_runner(config, agent, workspace, make_workdir(spec.system_dir()))  # root's, not the agent's
+    # from root's directory, not the agent's; the workspace is the agent's to make, never root's
+    return command_runner(config, agent, workspace, make_workdir(spec.system_dir()), make_workspace=False)
 
 
 def main(argv: list[str]) -> int:

@@ -95,9 +95,13 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout_s: float = WEBH
         raise DeliveryError(f"POST {shown or url}: {getattr(exc, 'reason', None) or exc}") from None
 
 
-def command_runner(config: Config, agent: str | None, workspace: Path, home: Path | None = None) -> RunCommand:
+def command_runner(config: Config, agent: str | None, workspace: Path, home: Path | None = None, *,
+                   make_workspace: bool = True) -> RunCommand:
     """Run argv under the agent's Leash tool profile (`leash.tools: plain`: a plain subprocess, as for tools),
-    from `home` (default: the watchers' directory), never from the workspace (see the module docstring)."""
+    from `home` (default: the watchers' directory), never from the workspace (see the module docstring).
+    `make_workspace=False` (system mode): the workspace lies in the agent's home, which root never writes (a link
+    the agent put on the way would have root create a directory wherever it points); `sentinel setup` made it,
+    as the agent's user, and Leash refuses a link the agent could have changed on the way to it."""
 
     def run(argv: list[str], timeout_s: float, stdin: bytes | None) -> tuple[int | None, str]:
         from sentinel.errors import UsageError
@@ -105,7 +109,10 @@ def command_runner(config: Config, agent: str | None, workspace: Path, home: Pat
 
         own = home if home is not None else _watchers_dir()
         extra = {"SENTINEL_MESSAGE": stdin.decode(errors="replace")} if stdin is not None else {}
-        workspace.mkdir(parents=True, exist_ok=True)
+        if make_workspace:
+            workspace.mkdir(parents=True, exist_ok=True)
+        elif not os.path.isdir(workspace):
+            return None, f"{workspace}: the agent's workspace is missing (sentinel setup --name {agent} makes it)"
         try:
             argv, env = trusted(argv, own, workspace, extra)
         except UsageError as exc:

@@ -139,3 +139,41 @@ def test_planted_symlinks_never_make_root_write_or_read_elsewhere(system, make_a
     finally:
         victim.unlink()
 
+
+
+@pytest.mark.root
+def test_setup_again_never_imports_a_package_the_agent_put_in_its_home(system, make_agent, sentinel_cmd):
+    """Setup writes the tree by running Sentinel as the agent's user from its home: a `sentinel/` package the
+    agent's user left there must not be what runs (python -I: the working directory is not on sys.path)."""
+    name = make_agent("Sx Planted")
+    home = Path(pwd.getpwnam(name).pw_dir)
+    marker = home / "PLANTED-RAN"
+    assert as_user(name, "mkdir", "-p", str(home / "sentinel" / "supervisor")).returncode == 0
+    for init in (home / "sentinel" / "__init__.py", home / "sentinel" / "supervisor" / "__init__.py"):
+        write_as(name, init, "")
+    write_as(name, home / "sentinel" / "supervisor" / "identity.py", f"open({str(marker)!r}, 'w')\n")
+    proc = sentinel_cmd("setup", "--name", name, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert not marker.exists()
+    assert (home / ".sentinel" / "agents").is_dir()
+
+
+@pytest.mark.root
+def test_watcher_commands_never_have_root_make_the_agents_workspace(system, make_agent, tmp_path):
+    """The watcher child runs as root; the agent's workspace lies in the agent's home, where a link the agent put
+    (`~/.sentinel` -> a root-owned directory) would have root create `workspace` wherever it points. Root makes
+    nothing there: the command is refused with one line naming the missing workspace."""
+    from sentinel import config as config_mod
+    from sentinel.supervisor import layout
+    from sentinel.watchers.__main__ import _run_command
+
+    name = make_agent("Sx Watch Link")
+    home = Path(pwd.getpwnam(name).pw_dir)
+    target = tmp_path / "root-only"
+    target.mkdir(mode=0o755)
+    assert as_user(name, "mv", str(home / ".sentinel"), str(home / ".sentinel.real")).returncode == 0
+    assert as_user(name, "ln", "-s", str(target), str(home / ".sentinel")).returncode == 0
+    config = config_mod.load(layout.etc_dir()).model_copy(update={"default_agent": name})
+    code, output = _run_command(config)(["/bin/true"], 10, None)
+    assert code is None and "workspace is missing" in output and "\n" not in output.strip()
+    assert list(target.iterdir()) == []

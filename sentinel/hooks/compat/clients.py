@@ -37,7 +37,7 @@ class McpServer(TypedDict):
 
 
 def mcp_servers(root: Path) -> dict[str, McpServer]:
-    return {"files": {"command": sys.executable, "args": ["-m", "sentinel.hooks.compat.mcp", str(root)]}}
+    return {"files": {"command": sys.executable, "args": ["-I", "-m", "sentinel.hooks.compat.mcp", str(root)]}}
 
 
 def claude_code(bin_dir: Path, url: str, root: Path, home: Path, prompt: str) -> Setup:
