@@ -72,6 +72,7 @@ class FakeJudge(Loopback):
         self.status = status
         self.requests: list[JSONObject] = []
         self.paths: list[str] = []
+        self.authorizations: list[str] = []  # each request's Authorization header ("" when none)
         self._lock = threading.Lock()
         self.listen(_handler(self), host, port, queue=64)  # `url` is the Ollama-style root, `base_url` OpenAI's
 
@@ -129,6 +130,7 @@ def _handler(judge: FakeJudge) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            judge.authorizations.append(self.headers.get("Authorization") or "")
             path = self.path.rstrip("/")
             if not (path.endswith("/api/chat") or path.endswith("/chat/completions")):
                 return self._send(404, {"error": f"no route {self.path}"})

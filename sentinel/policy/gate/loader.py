@@ -8,6 +8,12 @@ A bad rule file is skipped with a one-line error in `Bundle.errors`; the other r
 still load. A bad config.yaml sets `Bundle.config_error` (the hook fails open on it
 unless the file says `fail_open: false`).
 
+A repository chooses its rules, judges and models, but never a program the hook runs nor a credential it sends:
+`backends.<name>.command` and `.api_key_env` in a repository's config are dropped with a warning. A backend the
+user's own `$SENTINEL_HOME/config.yaml` names under `gate.backends` is added when the repository does not name it,
+and wins whole (url, key and command; the repository may still choose the model) when it sets a key or a command. Otherwise a cloned repository would run its own executable, or send the
+user's API key to its own URL, on the first tool call a rule judges.
+
 The cache (`.sentinel/cache/gate.json`) holds the validated config dump and every rule
 with its scope already translated to regexes, keyed by the mtime and size of every
 file it came from: a hook call with a warm cache imports neither yaml, pydantic nor
@@ -29,7 +35,7 @@ if TYPE_CHECKING:
 from sentinel.policy.gate.config import GateConfig, GatePaths, home_paths, repo_paths
 from sentinel.policy.gate.rules import Rule
 
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 RULE_SUFFIXES = (".yaml", ".yml")
 
 
@@ -74,10 +80,16 @@ def rule_files(rules_dir: str) -> list[str]:
     return [os.path.join(rules_dir, n) for n in names]
 
 
+def user_config_file() -> str:
+    """The user's own config ($SENTINEL_HOME/config.yaml): where a judge's program and credential are chosen."""
+    home = os.environ.get("SENTINEL_HOME") or os.path.join(os.path.expanduser("~"), ".sentinel")
+    return os.path.join(os.path.expanduser(home), "config.yaml")
+
+
 def stamp(config_file: str, rules_dirs: list[str]) -> list[object]:
     from sentinel import __version__
 
-    out: list[object] = [CACHE_VERSION, __version__, _stat(config_file)]
+    out: list[object] = [CACHE_VERSION, __version__, _stat(config_file), _stat(user_config_file())]
     for d in rules_dirs:
         out.append(_stat(d))
         out.extend(_stat(f) for f in rule_files(d))
@@ -137,17 +149,67 @@ def compile_repo(root: str) -> CacheDump:
     config_file = os.path.join(root, ".claude", "sentinel", "config.yaml")
     raw: JSON = None
     config_error = None
+    held: list[str] = []
     try:
         raw = read_yaml(_path(config_file)) if os.path.exists(config_file) else {}
-        cfg = _settings(raw, config_file)
+        cfg = _settings(_users_backends(raw, config_file, held), config_file)
     except ConfigError as exc:
         config_error = str(exc)
         cfg = default_settings()
     paths = repo_paths(root, cfg)
     rules, errors, warnings = compile_rules(paths.rules_dirs)
+    warnings = held + warnings
     strict = isinstance(raw, dict) and raw.get("fail_open") is False
     return {"stamp": stamp(config_file, paths.rules_dirs), "config": cfg, "rules": rules, "errors": errors,
             "warnings": warnings, "paths": paths.to_dict(), "config_error": config_error, "strict": strict}
+
+
+HELD = {"command": "a program the hook runs", "api_key_env": "a credential the hook sends"}
+
+
+def _users_backends(raw: JSON, config_file: str, held: list[str]) -> JSON:
+    """A repository's config with what only the user chooses taken from the user's config (module docstring);
+    a line in `held` for each field of the repository's that was dropped."""
+    given = raw.get("backends") if isinstance(raw, dict) else None
+    backends: dict[str, JSON] = dict(given) if isinstance(given, dict) else {}
+    for name, entry in list(backends.items()):
+        if not isinstance(entry, dict):
+            continue  # validation names it
+        kept = dict(entry)
+        for field, what in HELD.items():
+            if kept.pop(field, None) is not None:
+                held.append(f"{config_file}: backends.{name}.{field}: a repository cannot choose {what}; set it in "
+                            f"{user_config_file()} under gate.backends.{name}")
+        backends[name] = kept
+    for name, mine in _user_gate_backends().items():
+        theirs = backends.get(name)
+        if not isinstance(theirs, dict):
+            backends[name] = mine
+        elif mine.get("api_key_env") or mine.get("command"):  # the user's binding of a key or program: whole
+            model = theirs.get("model")
+            backends[name] = {**mine, **({"model": model} if model and not mine.get("model") else {})}
+    if not backends:
+        return raw
+    return {**(raw if isinstance(raw, dict) else {}), "backends": backends}
+
+
+def _user_gate_backends() -> dict[str, dict[str, JSON]]:
+    """`gate.backends` of the user's own config, each entry's url, model, api_key_env and command as written
+    (validated with the repository's config); nothing when the file is missing or unreadable."""
+    from sentinel.config import read_yaml
+    from sentinel.errors import ConfigError
+
+    path = user_config_file()
+    try:
+        data = read_yaml(_path(path)) if os.path.exists(path) else None
+    except ConfigError:
+        return {}
+    gate = data.get("gate") if isinstance(data, dict) else None
+    found = gate.get("backends") if isinstance(gate, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    return {str(name): {k: v for k, v in entry.items() if k in ("url", "model", "api_key_env", "command")}
+            for name, entry in found.items() if isinstance(entry, dict)}
 
 
 def _bundle(data: CacheDump) -> Bundle:

@@ -37,7 +37,7 @@ def gate_for(root, judges=None):
     return Gate(bundle.config, bundle.rules, bundle.paths, judges or Judges(bundle.config))
 
 
-def backend_config(kind, j, tmp_path):
+def backend_config(kind, j, tmp_path, configure):
     if kind == "ollama":
         return {"backend": "ollama", "backends": {"ollama": {"url": j.url}}}
     if kind == "openai":
@@ -46,14 +46,16 @@ def backend_config(kind, j, tmp_path):
     script.write_text(f"#!{sys.executable}\nimport sys, time\nwhile True:\n    sys.stdout.write('{{')\n"
                       "    sys.stdout.flush()\n    time.sleep(0.2)\n")
     script.chmod(0o755)
-    return {"backend": "claude", "backends": {"claude": {"command": str(script)}}}
+    configure({"gate": {"backends": {"claude": {"command": str(script)}}}})  # the user's, never the repository's
+    return {"backend": "claude"}
 
 
 @pytest.mark.parametrize("kind", ["ollama", "openai", "cli"])
 @pytest.mark.parametrize("fail_open", [True, False])
-def test_trickling_judge_is_decided_at_its_deadline(repo, judge, tmp_path, kind, fail_open):
+def test_trickling_judge_is_decided_at_its_deadline(repo, judge, tmp_path, configure, kind, fail_open):
     j = judge({}, trickle_s=0.2)
-    root = repo({"r": RULE}, {**backend_config(kind, j, tmp_path), "timeout_ms": 1200, "fail_open": fail_open})
+    root = repo({"r": RULE}, {**backend_config(kind, j, tmp_path, configure), "timeout_ms": 1200,
+                              "fail_open": fail_open})
     done, out = decide_in_thread(gate_for(root), root)
     assert done.wait(GENEROUS_S), "the decision never came"
     verdict = out["verdict"]

@@ -129,10 +129,10 @@ def test_timeout_ms_bounds_each_call(repo, judge):
     assert verdict.silent and "within 0.2s" in verdict.errors[0]
 
 
-def test_per_rule_backend_and_model_openai_compatible(repo, judge):
+def test_per_rule_backend_and_model_openai_compatible(repo, judge, configure):
     j = judge({"": VIOLATION})
-    root = repo({"billing": billing(backend="vllm", model="qwen3-8b")},
-                {"backends": {"vllm": {"url": j.base_url, "api_key_env": "VLLM_KEY"}}})
+    configure({"gate": {"backends": {"vllm": {"url": j.base_url, "api_key_env": "VLLM_KEY"}}}})
+    root = repo({"billing": billing(backend="vllm", model="qwen3-8b")})
     gate, _ = gate_for(root)
     verdict = gate.pre(write(root, "src/core/billing/a.ts"))
     assert len(verdict.blocks) == 1
