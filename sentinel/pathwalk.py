@@ -2,6 +2,8 @@
 landings share this walk.
 
     follow(path, past_missing) -> Walked    .real, .links (each link followed, in order), .missing, .looped, .proc
+    open_beneath(root, path, flags) -> fd   no link followed below root (what writes where the agent writes too)
+    replace_beneath(root, path, data)       the same, a whole file renamed into place
 
 `..` after a link applies to the link's target, as in the kernel and `os.path.realpath`. A component that is not
 there (or cannot be looked at) ends the walk when `past_missing` is false: Leash grants nothing through a path
@@ -69,3 +71,75 @@ def follow(path: str, past_missing: bool) -> Walked:
         done = "/" if target.startswith("/") else done
         pending.extend(reversed(target.split("/")))
     return Walked(done, links, missing, False, proc)
+
+
+def open_beneath(root: str | None, path: str, flags: int, mode: int = 0o644) -> int:
+    """Open `path` (absolute, or relative to `root`) following no symbolic link below `root`: each directory from
+    `root` down is opened with O_NOFOLLOW (made, 0o755, when `flags` has O_CREAT) and so is the file. For what
+    writes into a directory the agent can write too (a repository's `.sentinel/`, `.claude/sentinel/`): a link
+    the agent put there makes the open fail (OSError) instead of writing where it points. A path outside `root`
+    is refused; `root` None opens `path` as it is (its directories made)."""
+    if root is None:
+        if flags & os.O_CREAT:
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        return os.open(path, flags | os.O_CLOEXEC, mode)
+    folder, name = _folder_beneath(root, path, bool(flags & os.O_CREAT))
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def replace_beneath(root: str | None, path: str, data: bytes, mode: int = 0o644) -> None:
+    """Write `path` whole (a new file renamed over it), as open_beneath opens: no link followed below `root`."""
+    if root is None:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        folder, name = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), \
+            os.path.basename(path)
+    else:
+        folder, name = _folder_beneath(root, path, True)
+    tmp = f".{name}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except OSError:
+        try:
+            os.unlink(tmp, dir_fd=folder)
+        except OSError:
+            pass
+        raise
+    finally:
+        os.close(folder)
+
+
+def _folder_beneath(root: str, path: str, make: bool) -> tuple[int, str]:
+    """A descriptor of `path`'s directory reached from `root` through no link, and the file's name."""
+    base = os.path.normpath(root)
+    full = os.path.normpath(path if path.startswith("/") else os.path.join(base, path))
+    rel = os.path.relpath(full, base)
+    if rel in (".", "..") or rel.startswith("../"):
+        raise PermissionError(errno.EACCES, "outside the directory it must stay in", path)
+    *parts, name = rel.split("/")
+    folder = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts:
+            try:
+                step = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+            except FileNotFoundError:
+                if not make:
+                    raise
+                try:
+                    os.mkdir(part, 0o755, dir_fd=folder)
+                except FileExistsError:
+                    pass
+                step = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+            os.close(folder)
+            folder = step
+    except BaseException:
+        os.close(folder)
+        raise
+    return folder, name

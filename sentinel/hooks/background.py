@@ -77,9 +77,12 @@ def announce(adapter: Adapter, bundle: Bundle) -> common.Reply:
     fresh = [str(d["id"]) for d in drafts if d["id"] not in seen]
     if not fresh:
         return common.SILENT
-    os.makedirs(os.path.dirname(marker), exist_ok=True)
-    with open(marker, "w", encoding="utf-8") as fh:
-        json.dump(sorted(seen | set(fresh)), fh)
+    from sentinel.pathwalk import replace_beneath
+
+    try:
+        replace_beneath(bundle.paths.root, marker, json.dumps(sorted(seen | set(fresh))).encode())
+    except OSError:  # a link in the repository's state directory: nothing written through it, nothing announced
+        return common.SILENT
     text = f"Sentinel: {len(fresh)} draft rule(s) to review ({', '.join(fresh)}): sentinel rules drafts"
     return common.Reply(stdout=common.as_json({"systemMessage": text}))
 

@@ -187,7 +187,7 @@ def _evaluate(adapter: Adapter, phase: str, acts: list[Action], bundle: Bundle, 
 
         for text in (common.warn_text(verdict) if verdict.warnings else "", common.unchecked_text(verdict)):
             if text:
-                pending.hold(bundle.paths.session_dir(session_id), text)
+                pending.hold(bundle.paths.session_dir(session_id), text, bundle.paths.root)
     elif deferred and phase == "post":
         return _held(adapter, phase, bundle, session_id, verdict, payload)
     return _with_errors(adapter.render(phase, verdict, payload), verdict)

@@ -10,10 +10,12 @@ import os
 FILE = "held-warnings.txt"
 
 
-def hold(session_dir: str, text: str) -> None:
+def hold(session_dir: str, text: str, beneath: str | None = None) -> None:
+    """`beneath`: the repository, where no link is followed (a link there would have the line written elsewhere)."""
+    from sentinel.pathwalk import open_beneath
+
     try:
-        os.makedirs(session_dir, exist_ok=True)
-        fd = os.open(os.path.join(session_dir, FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = open_beneath(beneath, os.path.join(session_dir, FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, (" ".join(text.split()) + "\n").encode())
         finally:

@@ -39,12 +39,10 @@ def _count(data: JSONObject, key: str) -> int:
     return int(value) if isinstance(value, (int, float)) else 0  # our own file: a count, or nothing yet
 
 
-def _save(path: str, data: JSONObject) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh)
-    os.replace(tmp, path)
+def _save(path: str, data: JSONObject, beneath: str | None) -> None:
+    from sentinel.pathwalk import replace_beneath
+
+    replace_beneath(beneath, path, json.dumps(data).encode())  # no link followed in the repository
 
 
 def prompt(previous: str, events: list[str], max_words: int) -> str:
@@ -70,14 +68,17 @@ def accumulate(cfg: GateConfig, paths: GatePaths, session_id: str, transcript_pa
     request = Request(SUMMARY_SYSTEM, prompt(read_summary(sdir), events, ctx["summary_max_words"]), SUMMARY, model,
                       timeout_s=CALL_TIMEOUT_S, temperature=0.1, max_tokens=ctx["summary_max_words"] * 3)
     try:
-        with priority_lock(lock, "accumulator", float(ctx["lock_timeout_s"])):
+        with priority_lock(lock, "accumulator", float(ctx["lock_timeout_s"]), beneath=paths.root):
             answer = check(SUMMARY, judges.get(backend).complete(request))
     except LockTimeout:
         return "skipped"
     except (JudgeError, ValueError):
         return "failed"
     total = _count(_load(os.path.join(sdir, "summary.json")), "events") + len(events)
-    _save(os.path.join(sdir, "summary.json"), {"summary": str(answer["summary"]).strip(), "events": total,
-                                               "session_id": session_id})
-    _save(os.path.join(sdir, "checkpoint.json"), {"entries": next_index})
+    try:
+        _save(os.path.join(sdir, "summary.json"), {"summary": str(answer["summary"]).strip(), "events": total,
+                                                   "session_id": session_id}, paths.root)
+        _save(os.path.join(sdir, "checkpoint.json"), {"entries": next_index}, paths.root)
+    except OSError:  # a link put in the session directory's way, a full disk: nothing written through it
+        return "failed"
     return "updated"

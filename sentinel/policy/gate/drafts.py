@@ -20,6 +20,7 @@ from typing import Mapping, TypedDict
 
 from sentinel.errors import ConfigError, NotFound, UsageError
 from sentinel.jsontypes import JSONObject
+from sentinel.pathwalk import open_beneath, replace_beneath
 from sentinel.policy.gate import telemetry
 from sentinel.policy.gate.config import GatePaths
 
@@ -49,10 +50,13 @@ def _jsonl(path: str) -> list[JSONObject]:
     return read_jsonl(path)
 
 
-def _append(path: str, item: Mapping[str, object]) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(item, ensure_ascii=False) + "\n")
+def _append(path: str, item: Mapping[str, object], beneath: str | None) -> None:
+    """One line appended, following no link in the repository (sentinel/pathwalk.py `open_beneath`)."""
+    fd = open_beneath(beneath, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (json.dumps(item, ensure_ascii=False) + "\n").encode())
+    finally:
+        os.close(fd)
 
 
 class DraftStore:
@@ -68,7 +72,7 @@ class DraftStore:
         return os.path.join(self.paths.scribe_dir, "dismissed.jsonl")
 
     def observe(self, item: Mapping[str, object]) -> None:
-        _append(self.observations_file, {"ts": telemetry.now_iso(), **item})
+        _append(self.observations_file, {"ts": telemetry.now_iso(), **item}, self.paths.root)
 
     def dismissed(self) -> builtins.list[JSONObject]:
         return _jsonl(self.dismissed_file)
@@ -115,13 +119,12 @@ class DraftStore:
     def write(self, rule: JSONObject, meta: JSONObject) -> str:
         import yaml
 
-        os.makedirs(self.paths.drafts_dir, exist_ok=True)
         path = self._path(str(rule["id"]))
         kept = ("id", "trigger", "severity", "scope", "exclude", "prompt")
         body: JSONObject = {k: rule[k] for k in kept if rule.get(k)}
         body["draft"] = {"created": telemetry.now_iso(), **meta}
-        with open(path, "w", encoding="utf-8") as fh:
-            yaml.safe_dump(body, fh, sort_keys=False, allow_unicode=True)
+        text = yaml.safe_dump(body, sort_keys=False, allow_unicode=True)
+        replace_beneath(self.paths.root, path, text.encode())  # no link followed in the repository
         return path
 
     def promote(self, draft_id: str) -> str:
@@ -151,7 +154,8 @@ class DraftStore:
         meta = self._read(path).get("draft") or {}
         os.unlink(path)
         _append(self.dismissed_file, {"ts": telemetry.now_iso(), "id": draft_id,
-                                      "statement": meta.get("statement", "") if isinstance(meta, dict) else ""})
+                                      "statement": meta.get("statement", "") if isinstance(meta, dict) else ""},
+                self.paths.root)
 
     def blocked(self, rule_id: str, statement: str, active_ids: set[str]) -> str | None:
         """Structural dedup: why this convention must not become a draft, or None."""

@@ -165,7 +165,7 @@ class Gate:
             judged = [r for r in judged if r.kind != "alignment"]
         if judged:
             lines += self._judge_all(judged, action, intent, session_id, verdict)
-        telemetry.append(self.paths.log_file, lines)
+        telemetry.append(self.paths.log_file, lines, self.paths.root)
         return verdict
 
     def _static(self, rule: Rule, action: Action, verdict: Verdict) -> JSONObject:
@@ -191,7 +191,7 @@ class Gate:
         self._prepare({self.backend_of(r) for r in rules})
         budget_s = min(waves * self.cfg.timeout_ms, self.deadline_ms) / 1000
         end = time.monotonic() + budget_s
-        with priority_lock(lock_path, "judge"):
+        with priority_lock(lock_path, "judge", beneath=self.paths.root):
             outcomes = run_parallel(lambda r: self._judge_one(r, action, intent, end), rules, self.cfg.max_parallel,
                                     budget_s + MARGIN_S, inline_one=False)
         return [self._settle(rule, out, action, verdict) for rule, out in zip(rules, outcomes, strict=True)]
@@ -295,11 +295,12 @@ class Gate:
         uses_gpu = any(self.backend_of(r) in GPU_BACKENDS for r in matching)
         lines: list[JSONObject] = []
         try:
-            with priority_lock(self.paths.lock_file(session_id) if uses_gpu else None, "synthesizer"):
+            with priority_lock(self.paths.lock_file(session_id) if uses_gpu else None, "synthesizer",
+                               beneath=self.paths.root):
                 lines = [self._synthesize(r, action, summary, verdict) for r in matching]
         except LockTimeout as exc:
             verdict.errors.append(str(exc))
-        telemetry.append(self.paths.log_file, lines)
+        telemetry.append(self.paths.log_file, lines, self.paths.root)
         return verdict
 
     def _synthesize(self, rule: Rule, action: Action, summary: str, verdict: Verdict) -> JSONObject:

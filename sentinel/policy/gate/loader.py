@@ -12,7 +12,9 @@ A repository chooses its rules, judges and models, but never a program the hook 
 `backends.<name>.command` and `.api_key_env` in a repository's config are dropped with a warning. A backend the
 user's own `$SENTINEL_HOME/config.yaml` names under `gate.backends` is added when the repository does not name it,
 and wins whole (url, key and command; the repository may still choose the model) when it sets a key or a command. Otherwise a cloned repository would run its own executable, or send the
-user's API key to its own URL, on the first tool call a rule judges.
+user's API key to its own URL, on the first tool call a rule judges. Everything the hook writes in the
+repository (log, cache, sessions, locks, drafts) follows no link there and stays inside it
+(sentinel/pathwalk.py `open_beneath`): a `log_file` outside it is not written, with a warning.
 
 The cache (`.sentinel/cache/gate.json`) holds the validated config dump and every rule
 with its scope already translated to regexes, keyed by the mtime and size of every
@@ -157,6 +159,10 @@ def compile_repo(root: str) -> CacheDump:
         config_error = str(exc)
         cfg = default_settings()
     paths = repo_paths(root, cfg)
+    log = paths.log_file
+    if log and os.path.relpath(os.path.normpath(log), os.path.normpath(root)).startswith(".."):
+        held.append(f"{config_file}: log_file: {cfg.get('log_file')} is outside the repository; a repository's "
+                    "log is written only inside it (nothing is logged)")
     rules, errors, warnings = compile_rules(paths.rules_dirs)
     warnings = held + warnings
     strict = isinstance(raw, dict) and raw.get("fail_open") is False
@@ -238,18 +244,13 @@ def _read_cache(root: str) -> CacheDump | None:
 
 
 def _write_cache(root: str, data: CacheDump) -> None:
-    path = os.path.join(root, ".sentinel", "cache", "gate.json")
-    tmp = f"{path}.{os.getpid()}.tmp"
+    """Written following no link in the repository (the agent could have put one in `.sentinel/`)."""
+    from sentinel.pathwalk import replace_beneath
+
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, path)
+        replace_beneath(root, os.path.join(root, ".sentinel", "cache", "gate.json"), json.dumps(data).encode())
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass
 
 
 def load_repo(root: str, *, use_cache: bool = True) -> Bundle:

@@ -18,6 +18,8 @@ import os
 import time
 from typing import Iterator
 
+from sentinel.pathwalk import open_beneath
+
 WAIT_S = {"judge": 0.0, "synthesizer": 5.0, "accumulator": 30.0, "scribe": 10.0}
 POLL_S = 0.05
 
@@ -35,14 +37,20 @@ def _try(fd: int) -> bool:
 
 
 @contextlib.contextmanager
-def priority_lock(path: str | None, consumer: str, wait_s: float | None = None) -> Iterator[bool]:
+def priority_lock(path: str | None, consumer: str, wait_s: float | None = None,
+                  beneath: str | None = None) -> Iterator[bool]:
     """Hold the lock for `consumer`; yields whether it is held. Raises LockTimeout for waiting consumers."""
     if path is None:
         yield False
         return
     limit = WAIT_S[consumer] if wait_s is None else wait_s
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = open_beneath(beneath, path, os.O_RDWR | os.O_CREAT, 0o644)  # no link followed in the repository
+    except OSError:  # a link put in its place, an unwritable directory: the judge goes on; the others skip
+        if consumer == "judge":
+            yield False
+            return
+        raise LockTimeout(f"{path}: cannot be opened") from None
     try:
         held = _acquire(fd, consumer, limit)
         try:

@@ -166,7 +166,7 @@ class Scribe:
 
     def _locked(self, session_id: str) -> ContextManager[bool]:
         gpu = self.cfg.backend in GPU_BACKENDS
-        return priority_lock(self.paths.lock_file(session_id) if gpu else None, "scribe")
+        return priority_lock(self.paths.lock_file(session_id) if gpu else None, "scribe", beneath=self.paths.root)
 
     def reflect(self, session_id: str, transcript_path: str | None) -> list[str]:
         """On Stop: the session's compacted transcript through extraction and validation."""

@@ -13,6 +13,7 @@ import time
 from typing import Iterable
 
 from sentinel.jsontypes import JSON, JSONObject
+from sentinel.pathwalk import open_beneath
 
 
 def now_iso() -> str:
@@ -29,16 +30,16 @@ def record(rule_id: str, trigger: str, target: str, *, violation: bool | None, c
     return line
 
 
-def append(path: str | None, lines: Iterable[JSONObject]) -> None:
-    """Append lines in one write (O_APPEND keeps concurrent hook processes from interleaving)."""
+def append(path: str | None, lines: Iterable[JSONObject], beneath: str | None = None) -> None:
+    """Append lines in one write (O_APPEND keeps concurrent hook processes from interleaving). `beneath`: the
+    repository the log lies in, where no link is followed (sentinel/pathwalk.py `open_beneath`)."""
     if not path:
         return
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     if not text:
         return
     try:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_beneath(beneath, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, text.encode())
         finally:
