@@ -200,8 +200,16 @@ class Scribe:
 
 
 def doc_files(root: str, patterns: list[str]) -> list[str]:
+    """The repository's files the patterns match, each a regular file inside it once links are followed: the
+    patterns are the repository's, and what is read goes to a judge (`../`, a link to ~/.ssh: not read)."""
     from wcmatch import glob
 
     flags = glob.GLOBSTAR | glob.BRACE | glob.NODIR
     found = glob.glob(patterns, root_dir=root, flags=flags, exclude=[".git/**", "node_modules/**", ".sentinel/**"])
-    return [os.path.join(root, p) for p in sorted(set(found))]
+    real_root = os.path.realpath(root)
+    inside = []
+    for p in sorted(set(found)):
+        real = os.path.realpath(os.path.join(root, p))
+        if real.startswith(real_root + os.sep) and os.path.isfile(real):
+            inside.append(os.path.join(root, p))
+    return inside

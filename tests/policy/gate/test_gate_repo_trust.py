@@ -78,3 +78,18 @@ def test_the_users_config_is_part_of_the_cache_stamp(repo, judge, configure, tmp
     os.utime(os.environ["SENTINEL_HOME"] + "/config.yaml", ns=(1, 1))  # another mtime even within one tick
     decide(root)
     assert len(first.requests) == 1 and len(second.requests) == 1
+
+
+def test_learning_reads_only_the_repositorys_own_files(repo, tmp_path):
+    """`sentinel rules learn` sends the documentation files the repository's globs match to a judge: a glob
+    reaching out (`../`) or a link to a file outside is not read."""
+    from sentinel.policy.gate.scribe import doc_files
+
+    secret = tmp_path / "secret.md"
+    secret.write_text("the user's own")
+    root = repo({})
+    (root / "docs").mkdir()
+    (root / "docs" / "guide.md").write_text("conventions")
+    (root / "docs" / "key.md").symlink_to(secret)
+    found = doc_files(str(root), ["docs/**/*.md", "../*.md", "README.md"])
+    assert found == [str(root / "docs" / "guide.md")]
