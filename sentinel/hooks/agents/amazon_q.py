@@ -36,7 +36,7 @@ def session(payload: JSONObject) -> tuple[str | None, str, str | None]:
     return common.text(payload, "cwd"), str(payload.get("session_id") or ""), None
 
 
-def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
+def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Action]:
     name = payload.get("tool_name")
     if not isinstance(name, str) or not name:
         raise ValueError("payload has no tool_name")
@@ -47,7 +47,7 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
     else:
         act = common.tool_action(name, args, cfg)
     act.tool_output = common.output_text(payload.get("tool_response"))
-    return act
+    return actions.files(act)  # one per file named (relative paths: from the payload's `cwd`, Q's own)
 
 
 render = common.render_exit2

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # types only: the hook's fast path imports neither typing nor
     from sentinel.policy.gate.engine import Verdict
 
 from sentinel.hooks import common
+from sentinel.policy.gate import action as actions
 from sentinel.policy.gate.action import Action
 
 NAME = "claude-code"
@@ -30,9 +31,12 @@ def session(payload: JSONObject) -> tuple[str | None, str, str | None]:
     return common.text(payload, "cwd"), str(payload.get("session_id") or ""), common.text(payload, "transcript_path")
 
 
-def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
+def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Action]:
+    """One action per file a file tool names (relative paths are taken from the payload's `cwd`, as Claude Code
+    resolves them)."""
     server = payload.get("mcp_server")
-    return tool_call(payload, cfg, MCP_NAMING, str(server.get("name") or "") if isinstance(server, dict) else "")
+    return actions.files(tool_call(payload, cfg, MCP_NAMING,
+                                   str(server.get("name") or "") if isinstance(server, dict) else ""))
 
 
 def tool_call(payload: JSONObject, cfg: GateConfig, naming: tuple[str, str], server: str = "", tool: str = "") -> Action:

@@ -88,11 +88,14 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
         args = common.loads_maybe(params.get("arguments"))
         server, tool = str(params.get("server_name") or ""), str(params.get("tool_name") or params.get("uri") or "")
         return actions.mcp(name, args if isinstance(args, dict) else {}, server, tool)
-    if name == "apply_patch":
-        return actions.patch(name, params, common.patch_text(params)) or actions.Action("other", name, params)
+    # Cline resolves a relative path from the workspace root (the payload has no `cwd`)
+    root = common.first_root(payload, "workspaceRoots", "cwd")
+    if name == "apply_patch":  # a patch whose files cannot be read may write any file
+        return actions.files(actions.patch(name, params, common.patch_text(params))
+                             or actions.file_write(name, {}), root)
     act = common.tool_action(name, params, cfg, MCP_NAMING)
     act.tool_output = common.output_text(output)
-    return act
+    return actions.files(act, root)
 
 
 def render(phase: str, verdict: Verdict, payload: JSONObject | None = None) -> common.Reply:

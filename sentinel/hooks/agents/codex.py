@@ -32,11 +32,14 @@ from sentinel.policy.gate import action as actions
 NAME = "codex"
 HOOK_TIMEOUT_S = 600   # the pre-tool hook's `timeout` Sentinel writes (Codex's default too)
 PATCH_COMMAND = re.compile(r"\s*(?:cd\s+\S+\s*&&\s*)?(?:apply_patch|applypatch)\b[^\n]*\n.*\*\*\* Begin Patch", re.S)
+CD = re.compile(r"\s*cd\s+(\S+)\s*&&")
 HOOKS_FILE = os.path.join(".codex", "hooks.json")
 session = claude_code.session
 
 
 def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Action] | None:
+    """Relative paths are taken from the payload's `cwd`, where Codex applies a patch (and from the directory of
+    a leading `cd DIR &&`, which Codex applies it in)."""
     tool_input = payload.get("tool_input")
     if payload.get("tool_name") == "apply_patch":
         files = actions.patch("apply_patch", common.obj(tool_input),
@@ -44,12 +47,28 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
         if not files:
             raise ValueError("apply_patch carries no file header (*** Add File: / *** Update File: ...)")
         return files
-    act = claude_code.action(payload, cfg, phase)
+    acts = claude_code.action(payload, cfg, phase)
+    act = acts[0] if isinstance(acts, list) and len(acts) == 1 else acts if not isinstance(acts, list) else None
     if act is not None and act.trigger == "bash" and PATCH_COMMAND.match(act.command):
         # `apply_patch <<'EOF' ...` run as a shell command: Codex intercepts it and applies the patch,
         # and its hook sees Bash. The files it writes are judged as writes, the command as a command.
-        return [act] + actions.patch("apply_patch", act.tool_input, act.command)
-    return act
+        writes = actions.files(actions.patch("apply_patch", act.tool_input, act.command), _cd(act.command))
+        return [act, *(writes if isinstance(writes, list) else [writes])]
+    return acts
+
+
+def _cd(command: str) -> str | None:
+    """The directory of a leading `cd DIR &&`, unquoted (relative: to the payload's `cwd`)."""
+    found = CD.match(command)
+    if found is None:
+        return None
+    import shlex
+
+    try:
+        words = shlex.split(found.group(1))
+    except ValueError:
+        return found.group(1)
+    return words[0] if len(words) == 1 else found.group(1)
 
 
 def render(phase: str, verdict: Verdict, payload: JSONObject | None = None) -> common.Reply:

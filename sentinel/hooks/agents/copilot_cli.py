@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # types only: the hook's fast path imports neither typing nor
     from sentinel.policy.gate.engine import Verdict
 
 from sentinel.hooks import common
+from sentinel.policy.gate import action as actions
 from sentinel.policy.gate.action import Action
 
 NAME = "copilot-cli"
@@ -33,7 +34,7 @@ def session(payload: JSONObject) -> tuple[str | None, str, str | None]:
     return common.text(payload, "cwd"), str(payload.get("sessionId") or payload.get("session_id") or ""), transcript
 
 
-def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
+def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Action]:
     name = payload.get("toolName") or payload.get("tool_name")
     if not isinstance(name, str) or not name:
         raise ValueError("payload has no toolName")
@@ -41,7 +42,7 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
     act = common.tool_action(name, args, cfg, MCP_NAMING)
     result = payload.get("toolResult", payload.get("tool_response"))
     act.tool_output = common.output_text(result.get("textResultForLlm") if isinstance(result, dict) else result)
-    return act
+    return actions.files(act)  # one per file named (relative paths: from the payload's `cwd`, as Copilot's tools)
 
 
 def render(phase: str, verdict: Verdict, payload: JSONObject | None = None) -> common.Reply:

@@ -41,7 +41,7 @@ def session(payload: JSONObject) -> tuple[str | None, str, str | None]:
     return cwd, str(payload.get("conversation_id") or ""), common.text(payload, "transcript_path")
 
 
-def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
+def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Action] | None:
     event = common.normalize(str(payload.get("hook_event_name") or ""))
     if event == "beforeshellexecution":
         return actions.bash("shell", {"command": payload.get("command")}, str(payload.get("command") or ""))
@@ -50,7 +50,8 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
         tool = str(payload.get("tool_name") or "")
         return actions.mcp(tool, args if isinstance(args, dict) else {}, mcp_server(payload), tool)
     if event == "afterfileedit":
-        return actions.file_write("edit", {"edits": payload.get("edits")}, str(payload.get("file_path") or ""))
+        return actions.files(actions.file_write("edit", {"edits": payload.get("edits")},
+                                                common.text(payload, "file_path") or ""), *_bases(payload))
     if event in ("beforereadfile",):
         return None
     name = payload.get("tool_name")
@@ -61,7 +62,13 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
     args = common.loads_maybe(payload.get("tool_input"))
     act = common.tool_action(name, args, cfg)
     act.tool_output = common.output_text(payload.get("tool_output"))
-    return act
+    return actions.files(act, *_bases(payload))
+
+
+def _bases(payload: JSONObject) -> tuple[str | None, ...]:
+    """Where a relative path may be taken from: Cursor's tools name files relative to the workspace (UNVERIFIED
+    which root, and whether `cwd` differs), so both the first workspace root and `cwd` are in scope."""
+    return common.first_root(payload, "workspace_roots"), common.text(payload, "cwd")
 
 
 def mcp_server(payload: JSONObject) -> str:

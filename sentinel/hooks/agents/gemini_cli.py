@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # types only: the hook's fast path imports neither typing nor
 
 from sentinel.hooks import common
 from sentinel.hooks.agents import claude_code
+from sentinel.policy.gate import action as actions
 from sentinel.policy.gate.action import Action
 
 NAME = "gemini-cli"
@@ -35,10 +36,11 @@ def event_of(payload: JSONObject) -> str | None:
 session = claude_code.session
 
 
-def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
+def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Action]:
+    """Relative paths are taken from the payload's `cwd` (Gemini resolves them from its target directory)."""
     ctx = common.obj(payload.get("mcp_context"))
-    return claude_code.tool_call(payload, cfg, MCP_NAMING, str(ctx.get("server_name") or ""),
-                                 str(ctx.get("tool_name") or ""))
+    return actions.files(claude_code.tool_call(payload, cfg, MCP_NAMING, str(ctx.get("server_name") or ""),
+                                               str(ctx.get("tool_name") or "")))
 
 
 def render(phase: str, verdict: Verdict, payload: JSONObject | None = None) -> common.Reply:

@@ -35,13 +35,19 @@ def session(payload: JSONObject) -> tuple[str | None, str, str | None]:
     return common.text(common.obj(payload.get("tool_info")), "cwd"), str(payload.get("trajectory_id") or ""), None
 
 
-def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | None:
+def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Action] | None:
     event = str(payload.get("agent_action_name") or "")
     info = _info(payload)
     if event.endswith("run_command"):
         return actions.bash("run_command", info, str(info.get("command_line") or ""))
     if event.endswith("write_code"):
-        return actions.file_write("write_code", info, str(info.get("file_path") or ""))
+        # every path `tool_info` names (its keys are unverified), relative ones also from its `cwd` when sent;
+        # a write with no path found may write any file, but a tool_info carrying no write at all (no path, no
+        # content, no edits) is a shape Sentinel does not know: it passes, as every unknown shape here
+        act = actions.file_write("write_code", info, common.text(info, "file_path") or "")
+        if not act.file_path and not act.content and "edits" not in info:
+            return None
+        return actions.files(act, common.text(info, "cwd"))
     if event.endswith("mcp_tool_use"):
         args = info.get("mcp_tool_arguments")
         server, tool = str(info.get("mcp_server_name") or ""), str(info.get("mcp_tool_name") or "")

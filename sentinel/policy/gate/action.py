@@ -2,12 +2,20 @@
 
     classify(tool_name, tool_input, tool_map, mcp_prefix, mcp_separator) -> Action
     patch(tool_name, tool_input, text) -> [Action]     one file_write per file of an apply_patch envelope
+    each_file(action) -> Action | [Action]             a file_write naming several paths: one action per path
+    files(found, *bases) -> Action | [Action]          each_file over a call's actions, relative paths from `bases`
 
 An Action has a trigger (file_write | bash | mcp | other) and a target (where the file
 write lands, relative to the repository with symlinks followed (sentinel.policy.landing);
 the command string; or `server:tool`), plus the fields the gate's prompt templates use
 (docs/gate.md). `aliases` are further names scopes match: the written path as text when a
-symlink sends it elsewhere.
+symlink sends it elsewhere, and every other path the same call may write.
+
+A file tool's input may name several files (a list of edits, or two path keys of which the client
+uses one): every path-like value at any depth is collected (`paths`), and the call is in scope of a
+path rule when any of them is. A file tool whose input names no path at all may write anything: it is
+`unbounded`, in scope of every path rule. Relative paths are taken from the payload's `cwd` (where
+the clients resolve them), else from the repository root.
 """
 
 from __future__ import annotations
@@ -21,8 +29,15 @@ if TYPE_CHECKING:  # the hook imports this module: no `typing` at run time
     from sentinel.policy.writes import Writes
 
 FILE_PATH_KEYS = ("file_path", "path", "filePath", "notebook_path", "target_file", "TargetFile", "absolute_path")
+# every key whose value (a string, or a list of strings) names a file a file tool may write, at any depth:
+# FILE_PATH_KEYS first (their order picks `file_path`, as before), then the spellings of renames and lists
+PATH_KEYS = FILE_PATH_KEYS + ("filename", "fileName", "file", "files", "paths", "file_paths", "filePaths",
+                              "target_path", "targetPath", "new_path", "newPath", "old_path", "oldPath",
+                              "destination", "destination_path", "move_to", "moveTo")
 CONTENT_KEYS = ("content", "file_text", "new_string", "new_str", "new_text", "new_source", "code_edit",
-                "CodeContent", "diff", "text")
+                "CodeContent", "diff", "text", "newString", "newText")
+WALK_MAX = 2000   # values looked at for paths in one tool input: past it the call may write anything
+WALK_DEPTH = 8    # nesting levels looked into, the same
 # The apply_patch envelope (Codex, Cline): "*** Begin Patch", then per file a header and its lines.
 PATCH_HEADERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
 
@@ -32,7 +47,7 @@ class Action:
 
     __slots__ = ("trigger", "tool_name", "tool_input", "file_path", "content", "command", "server", "mcp_tool",
                  "target", "aliases", "tool_output", "agent_id", "read_only", "root", "cwd", "_writes",
-                 "others", "unbounded")
+                 "others", "unbounded", "paths", "contents")
 
     def __init__(self, trigger: str, tool_name: str, tool_input: JSONObject | None = None, *, file_path: str = "",
                  content: str = "", command: str = "", server: str = "", mcp_tool: str = "",
@@ -52,20 +67,30 @@ class Action:
         self.aliases: tuple[str, ...] = ()
         self.unbounded = False
         self.others: tuple[str, ...] = ()  # a file write's other names of the same file (hard links)
+        # a file write's every path (file_path first) and what each gets; None: the paths could not all be read
+        self.paths: tuple[str, ...] | None = (file_path,) if file_path else ()
+        self.contents: tuple[str, ...] = (content,) if file_path else ()
         self.root: str | None = None
         self.cwd: str | None = None
         self._writes: Writes | None = None
 
     def locate(self, root: str | None, cwd: str | None = None) -> "Action":
-        """Set `target`: file paths become where the write lands, relative to `root` when inside it; a bash
-        command's writes are taken relative to `cwd` (default: the root)."""
+        """Set `target`: file paths become where the write lands, relative to `root` when inside it; a relative
+        file path and a bash command's writes are taken from `cwd` (default: the root)."""
         self.root, self.cwd = root, cwd if isinstance(cwd, str) and cwd else None
         if self.trigger == "file_write":
-            self.target, lexical, others = landing_path(self.file_path, root)
+            self.target, lexical, others = landing_path(self._from_cwd(self.file_path), root)
             # the path as written, and the file's other names (hard links): a write to one writes them all
             self.others = others or ()
-            self.aliases = tuple(dict.fromkeys(p for p in (lexical, *self.others) if p != self.target))
+            names = [lexical, *self.others]
             self.unbounded = others is None  # a name of the file could not be found: it may land anywhere
+            for path in (self.paths or ())[1:]:  # the other files the same call names: any may be written
+                target, lexical, others = landing_path(self._from_cwd(path), root)
+                names += [target, lexical, *(others or ())]
+                self.unbounded = self.unbounded or others is None
+            self.aliases = tuple(dict.fromkeys(p for p in names if p and p != self.target))
+            if not self.file_path or self.paths is None:
+                self.unbounded = True  # a file tool whose paths cannot be read may write anything
         elif self.trigger == "bash":
             self.target = self.command.strip()
         elif self.trigger == "mcp":
@@ -73,6 +98,13 @@ class Action:
         else:
             self.target = self.tool_name
         return self
+
+    def _from_cwd(self, path: str) -> str:
+        """A relative file path as the client resolves it: from the call's working directory."""
+        if not path or not self.cwd or os.path.isabs(path) or "\x00" in path:
+            return path
+        return os.path.join(self.cwd if os.path.isabs(self.cwd) or not self.root else os.path.join(self.root, self.cwd),
+                            path)
 
     def writes(self) -> Writes:
         """What a bash command may write (sentinel.policy.writes.Writes), computed once; unknown without a root."""
@@ -134,8 +166,97 @@ def content_of(tool_input: JSONObject) -> str:
 
 
 def file_write(tool_name: str, tool_input: JSONObject, path: str = "") -> Action:
-    return Action("file_write", tool_name, tool_input, file_path=path or first_str(tool_input, FILE_PATH_KEYS),
-                  content=content_of(tool_input))
+    """One action for the call, naming every path it may write (`paths`; `each_file` splits them)."""
+    found, complete = written_paths(tool_input)
+    if path:
+        found.insert(0, (path, content_of(tool_input)))
+    act = Action("file_write", tool_name, tool_input, file_path=path or first_str(tool_input, FILE_PATH_KEYS)
+                 or (found[0][0] if found else ""), content=content_of(tool_input))
+    byname: dict[str, list[str]] = {act.file_path: []} if act.file_path else {}
+    for name, text in found:
+        byname.setdefault(name, [])
+        if text and text not in byname[name]:
+            byname[name].append(text)
+    act.paths = tuple(byname) if complete else None
+    act.contents = tuple("\n".join(texts) for texts in byname.values())
+    if not act.content and len(byname) > 1:
+        act.content = "\n".join(t for t in act.contents if t)
+    return act
+
+
+def written_paths(tool_input: JSONObject) -> tuple[list[tuple[str, str]], bool]:
+    """(path, what the entry naming it writes) for every path-like value in a file tool's input, at any depth
+    (a list of edits names a file per entry); False when the input was too large or deep to read whole."""
+    found: list[tuple[str, str]] = []
+    budget = [WALK_MAX]
+
+    def walk(value: object, depth: int) -> bool:
+        budget[0] -= 1
+        if budget[0] < 0 or depth > WALK_DEPTH:
+            return False
+        if isinstance(value, list):
+            return all([walk(v, depth + 1) for v in value if isinstance(v, (dict, list))])
+        if not isinstance(value, dict):
+            return True
+        text = ""
+        ok = True
+        for key, item in value.items():
+            if key in PATH_KEYS:
+                names = [item] if isinstance(item, str) else [i for i in item if isinstance(i, str)] \
+                    if isinstance(item, list) else []
+                for name in names:
+                    if name.strip():
+                        text = text or content_of(value)
+                        found.append((name, text))
+            if isinstance(item, (dict, list)):
+                ok = walk(item, depth + 1) and ok
+        return ok
+
+    complete = walk(tool_input, 0)
+    order = {k: i for i, k in enumerate(PATH_KEYS)}
+    if found and isinstance(tool_input, dict):  # the top level's own keys in FILE_PATH_KEYS order, as before
+        top = [(k, v) for k, v in tool_input.items() if k in order and isinstance(v, str) and v.strip()]
+        first = [v for _, v in sorted(top, key=lambda kv: order[kv[0]])]
+        found.sort(key=lambda pc: first.index(pc[0]) if pc[0] in first else len(first))
+    return found, complete
+
+
+def each_file(act: Action) -> Action | list[Action]:
+    """A file write naming several paths as one action per path, each with what it writes there (a rule on any
+    of them sees that path, and an approval of one is no approval of another); any other action as it is."""
+    if act.trigger != "file_write" or act.paths is None or len(act.paths) < 2:
+        return act
+    return [Action("file_write", act.tool_name, act.tool_input, file_path=path, content=content or act.content,
+                   tool_output=act.tool_output, agent_id=act.agent_id, read_only=act.read_only)
+            for path, content in zip(act.paths, act.contents)]
+
+
+def files(found: "Action | list[Action] | None", *bases: str | None) -> "Action | list[Action]":
+    """The actions of one call, each file write split per path (`each_file`). With `bases`, the directories the
+    client may resolve a relative path from (its workspace root when the payload has no `cwd`), each relative path
+    is taken from every one of them: where the client's choice is not known, the write may land at any. One action
+    comes back as itself."""
+    out: list[Action] = []
+    dirs = list(dict.fromkeys(b for b in bases if b))
+    for act in found if isinstance(found, list) else [found] if found is not None else []:
+        if act.trigger == "file_write" and dirs:
+            pairs = list(zip(act.paths or (act.file_path,), act.contents or (act.content,)))
+            moved = [(_joined(d, path), text) for path, text in pairs for d in (dirs if _relative(path) else [""])]
+            act.file_path = _joined(dirs[0], act.file_path) if _relative(act.file_path) else act.file_path
+            if act.paths is not None:
+                act.paths = tuple(dict.fromkeys(p for p, _ in moved))
+                act.contents = tuple(dict(reversed(moved)).get(p, "") for p in act.paths)
+        split = each_file(act)
+        out += split if isinstance(split, list) else [split]
+    return out[0] if len(out) == 1 else out
+
+
+def _relative(path: str) -> bool:
+    return bool(path) and not os.path.isabs(path) and "\x00" not in path
+
+
+def _joined(base: str, path: str) -> str:
+    return os.path.join(base, path) if base else path
 
 
 def bash(tool_name: str, tool_input: JSONObject, command: str = "") -> Action:
@@ -154,9 +275,10 @@ def parse_patch(text: str) -> list[tuple[str, str]]:
     """(path, added text) per file an apply_patch envelope touches; a move counts for both paths."""
     files: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
-        header = next((h for h in PATCH_HEADERS if line.startswith(h)), None)
+        bare = line.lstrip()  # a header past leading blanks is read too: the safe side
+        header = next((h for h in PATCH_HEADERS if bare.startswith(h)), None)
         if header is not None:
-            files.append((line[len(header):].strip(), []))
+            files.append((bare[len(header):].strip(), []))
         elif files and line.startswith("+"):
             files[-1][1].append(line[1:])
     return [(path, "\n".join(lines)) for path, lines in files if path]
@@ -239,6 +361,12 @@ def template_vars(action: Action, content_max_chars: int, *, session_context: st
 def _named(action: Action) -> str:
     """A file write's path as the judge reads it, with the file's other names: a hard link writes them too."""
     path = action.target or action.file_path
+    if action.trigger == "file_write" and not action.file_path:
+        return "(unknown: no path found in the tool's input; the write may change any file)"
+    if action.paths is None:
+        return f"{path} (and paths in an input too large to read whole; the write may change any file)"
+    if len(action.paths) > 1:
+        path = ", ".join([path, *action.aliases])
     if action.unbounded:
         return f"{path} (where it lands cannot be told: a path through /proc or /dev/fd, or a hard link whose other " \
                "names were not all found; the write may change any file)"
