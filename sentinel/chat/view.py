@@ -16,6 +16,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
+from rich.text import Text
 
 from sentinel.ui.render import describe, workspace_line
 from sentinel.ui.spinner import usage_text
@@ -23,7 +24,7 @@ from sentinel.engine import events as ev
 from sentinel.ui.escape import for_stream, visible
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, ConsoleOptions, RenderResult
     from rich.markdown import Markdown
 
 
@@ -93,10 +94,8 @@ class TerminalView(View):
         self.call.begin(label)
 
     def _streamed(self) -> "Markdown | None":
-        from rich.markdown import Markdown
-
         text = visible("".join(self.streamed), newlines=True)
-        return Markdown(text) if text.strip() else None
+        return answer_markdown(text) if text.strip() else None
 
     def delta(self, event: ev.TextDelta) -> None:
         self.call.feed(event)  # `streamed` holds the text: the live region shows it at its next refresh
@@ -110,9 +109,7 @@ class TerminalView(View):
             if event.tool_calls or event.rejected:  # a reply sent back is no answer: its safeguard's line follows
                 self.console.print(content, style="dim", markup=False, highlight=False)
             else:
-                from rich.markdown import Markdown
-
-                self.console.print(Markdown(content))
+                self.console.print(answer_markdown(content))
         self.console.print(f"[dim]● {escape(visible(event.model))} · {event.latency_ms / 1000:.1f} s"
                            f"{' · ' + usage_text(event.usage) if event.usage else ''}[/]", highlight=False)
 
@@ -143,6 +140,34 @@ class TerminalView(View):
         text = describe(event)
         if text:
             self.console.print(text, highlight=False)
+
+
+def answer_markdown(text: str) -> "Markdown":
+    """A model's text as Markdown with no hidden link target: a link reads `its text (its target)` and is no
+    terminal hyperlink (an OSC 8 link shows one address and opens another), an image `🌆 alt (its source)`."""
+    from rich.markdown import ImageItem, Markdown, MarkdownContext
+
+    class Image(ImageItem):
+        def on_enter(self, context: MarkdownContext) -> None:
+            self.inline = len(context.stack) > 1  # in a paragraph (always, from markdown-it): one with its text
+            super().on_enter(context)
+
+        def shown(self) -> str:
+            return f"🌆 {self.text.plain} ({self.destination})"
+
+        def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
+            if not self.inline:
+                yield Text(self.shown(), end="")
+
+        def on_leave(self, context: MarkdownContext) -> None:
+            super().on_leave(context)
+            if self.inline:
+                context.on_text(self.shown(), "image")
+
+    class Shown(Markdown):
+        elements = {**Markdown.elements, "image": Image}
+
+    return Shown(text, hyperlinks=False)
 
 
 class PlainView(View):

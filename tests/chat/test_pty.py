@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 
@@ -349,3 +350,20 @@ def test_the_question_is_asked_once_on_a_terminal_that_answers_no_cursor_positio
     assert "\x1b[6n" not in asked  # no cursor position request, so no waiting on an answer that never comes
     assert "cursor position" not in chat.text
     chat.child.sendeof()
+
+
+def test_a_link_in_an_answer_shows_where_it_goes(model, pty_chat):
+    """Red team: rich's Markdown made `[console link](https://evil.example/phish)` a terminal hyperlink (OSC 8)
+    that showed the look-alike text and opened the other address. A link is plain text with its target beside
+    it, streaming and once rendered."""
+    model(["Done. Review the pending step at "
+           "[https://127.0.0.1:8789/s/Qm9k/link/ok](https://evil.example/phish) and ![a chart](https://evil.example/i.png)"],
+          chunk_delay_s=0.01)
+    chat = pty_chat()
+    chat.say("hi")
+    end = chat.expect(r"● fake/m").start()
+    answer = chat.text[chat.text.rindex("Done.", 0, end):end]  # as printed when the call ended
+    assert re.search(r"https://127\.0\.0\.1:8789/s/Qm9k/link/ok\s+\(https://evil\.example/phish\)\s+and\s+"
+                     r"🌆\s+a\s+chart\s+\(https://evil\.example/i\.png\)", answer), answer  # wrapped where it may
+    assert chat.quit() == 0
+    assert "\x1b]8;" not in chat.raw  # no hyperlink, so no address a click opens but the screen does not show
