@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable, Literal, Protocol
 from sentinel.chat.view import PlainView, TerminalView, View
 from sentinel.engine.rows import ApprovalRow
 from sentinel.ui.escape import for_stream, visible
+from sentinel.ui.render import code_listing
 
 if TYPE_CHECKING:
     from prompt_toolkit.completion import Completer
@@ -124,22 +125,51 @@ class TerminalIO:
         self.console.print(f"[red]error[/]: {escape(visible(text))}")
 
     def approval(self, approval: ApprovalRow) -> None:
+        from rich.cells import cell_len
         from rich.console import Group
         from rich.panel import Panel
-        from rich.syntax import Syntax
         from rich.text import Text
 
-        # What the agent wrote is shown with every cursor-moving or hiding character escaped: the panel shows
-        # what would run (real newlines kept: a multi-line command is seen as such).
-        args = approval.arguments
-        shown = str(args["command"]) if approval.tool == "bash" and isinstance(args, dict) and "command" in args \
-            else json.dumps(args, ensure_ascii=False, indent=2)
-        parts: list[RenderableType] = [Text(visible(shown, newlines=True)),
-                            Text(f"why: {visible(approval.reason or '', newlines=True)}", style="dim")]
-        if approval.code:  # an agent-authored tool not trusted yet: the code about to run
-            parts.append(Syntax(visible(str(approval.code), newlines=True), "python", line_numbers=True))
-        title = Text(f"approval {approval.id} · {visible(approval.tool)}")
-        self.console.print(Panel(Group(*parts), title=title, title_align="left", border_style="yellow"))
+        # What the agent wrote is shown with every cursor-moving or hiding character escaped, and in full: the
+        # panel wraps, it never crops (a line cut at the panel's edge hid `os.system(...)` from the person
+        # approving it). Real newlines are kept: a multi-line command or file is seen as such.
+        parts = approval_parts(approval)
+        title = f"approval {approval.id} · {visible(approval.tool)}"
+        if cell_len(title) + 6 > self.console.width:  # a panel's title is cut to fit: the tool's name goes in the body
+            parts.insert(0, Text(f"tool: {visible(approval.tool)}"))
+            title = f"approval {approval.id}"
+        self.console.print(Panel(Group(*parts), title=Text(title), title_align="left", border_style="yellow"))
+
+
+LEXERS = {".py": "python", ".json": "json", ".diff": "diff", ".yaml": "yaml", ".yml": "yaml"}
+
+
+def approval_parts(approval: ApprovalRow) -> "list[RenderableType]":
+    """Everything an approval would run, escaped and wrapped: the call (a bash command as it reads, any other
+    argument beside it), why it paused, and each file of an agent-authored tool's code (or of an MCP server's
+    changed pin) line by line, never cropped."""
+    from rich.syntax import Syntax
+    from rich.text import Text
+
+    args = approval.arguments
+    parts: list[RenderableType] = []
+    if approval.tool == "bash" and isinstance(args.get("command"), str):
+        parts.append(Text(visible(str(args["command"]), newlines=True)))
+        rest = {k: v for k, v in args.items() if k != "command"}
+        if rest:
+            parts.append(Text(visible(json.dumps(rest, ensure_ascii=False, indent=2), newlines=True)))
+    else:
+        parts.append(Text(visible(json.dumps(args, ensure_ascii=False, indent=2), newlines=True)))
+    parts.append(Text(f"why: {visible(approval.reason or '', newlines=True)}", style="dim"))
+    if approval.code is not None:  # an agent-authored tool not trusted yet (or a changed MCP pin): what would run
+        if approval.code_sha256:
+            parts.append(Text(f"code sha256 {approval.code_sha256}", style="dim"))
+        for name, text in approval.code.items():
+            parts.append(Text(f"── {visible(name)}", style="bold"))
+            lexer = LEXERS.get(Path(name).suffix.lower(), "text")
+            shown = visible(text.removesuffix("\n"), newlines=True)
+            parts.append(Syntax(shown, lexer, line_numbers=True, word_wrap=True))
+    return parts
 
 
 class LineIO:
@@ -177,5 +207,5 @@ class LineIO:
         args = json.dumps(approval.arguments, ensure_ascii=False)
         print(visible(f"approval {approval.id}: {approval.tool} {args} ({approval.reason})"),
               file=sys.stderr, flush=True)
-        if approval.code:
-            print(visible(str(approval.code), newlines=True), file=sys.stderr, flush=True)
+        if approval.code is not None:  # every file, line by line (sentinel approvals shows it the same way)
+            print(code_listing(approval), file=sys.stderr, flush=True)
