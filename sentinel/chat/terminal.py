@@ -12,6 +12,7 @@ elsewhere), the prompt closes by itself.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ from sentinel.ui.render import code_listing
 if TYPE_CHECKING:
     from prompt_toolkit.completion import Completer
     from rich.console import RenderableType
+    from prompt_toolkit.input import Input
     from prompt_toolkit.output import Output
 
 CLOSE_POLL_S = 0.5
@@ -56,6 +58,26 @@ def no_cpr_output() -> "Output":
     if hasattr(output, "enable_cpr"):
         output.enable_cpr = False
     return output
+
+
+def typed_ahead(terminal: "Input") -> bool:
+    """Drop every key typed before now (the approval panel is on screen): an answer counts only if typed after
+    the question was seen. A habitual `y⏎` typed while the model still streamed sat in the terminal's input
+    queue, and answered a question no one had read. Whether anything was dropped (a key pressed without Enter
+    is dropped too, unseen here: it is in no complete line yet)."""
+    import termios
+
+    from prompt_toolkit.input.typeahead import get_typeahead
+
+    dropped = bool(get_typeahead(terminal))  # what prompt_toolkit read past the last line it returned
+    sys.stdout.flush()
+    try:
+        fd = sys.stdin.fileno()
+        queued = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
+        termios.tcflush(fd, termios.TCIFLUSH)
+    except (OSError, ValueError, termios.error):  # not a terminal after all: nothing queued to drop
+        return dropped
+    return dropped or int.from_bytes(queued, sys.byteorder) > 0
 
 
 def answer(text: str) -> Answer:
@@ -107,6 +129,8 @@ class TerminalIO:
         def start_watching() -> None:
             session.app.create_background_task(watch())
 
+        if typed_ahead(session.input):
+            self.console.print("[dim]keys typed before this question were dropped: answer it now[/]")
         try:
             text = session.prompt(question, pre_run=start_watching)
         except EOFError:

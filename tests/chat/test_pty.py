@@ -107,17 +107,44 @@ def test_restore_reopens_a_session_by_id(model, pty_chat, cli):
     assert sent == ["the first session", "still there?"]
 
 
-def test_yes_typed_while_output_streams_is_honoured(model, pty_chat, sentinel_home):
-    preamble = "I will count to ten first: one two three four five six seven eight nine ten."
-    model([{**COUNT, "content": preamble}, ANSWER], chunk_delay_s=0.08)
+def test_a_yes_typed_before_the_question_is_on_screen_answers_nothing(model, pty_chat, cli, sentinel_home):
+    """Red team: `y⏎` typed while the model still streamed (a habit, or a key meant for something else) sat in the
+    terminal's input and approved the `curl … | sh` panel drawn a second later, unread. An answer counts only if
+    typed after the question is on screen."""
+    preamble = "Let me look around first: " + " ".join(f"step{i}" for i in range(30)) + " ready."
+    model([{**COUNT, "content": preamble}, ANSWER], chunk_delay_s=0.05)
     chat = pty_chat()
-    chat.say("count")
-    chat.expect("one two")
-    assert "ten." not in chat.text
-    chat.send("y\r")  # typed while the text still streams, before the question is on screen
+    chat.say("tidy up")
+    chat.expect("step0 step1")  # the model streams; its call and so its question are still to come
+    assert "ready." not in chat.text and "approval a-" not in chat.text
+    chat.send("y\r")
+    chat.expect(r"approval a-\w+ · bash")
+    chat.expect("keys typed before this question were dropped")
+    chat.expect(APPROVE)
+    (pending,) = cli.json("approvals", "--json", env={"SENTINEL_MODE": "local"})  # still asked, not answered
+    assert "approved" not in chat.unseen()
+    chat.send("y\r")  # typed with the question on screen: this one counts
+    chat.expect(f"approved {pending['id']}: the run goes on")
     chat.expect(ANSWER)
     assert chat.quit() == 0
     assert (sentinel_home / "workspace" / "counter.txt").read_text() == "ran\n"
+
+
+def test_a_yes_typed_with_the_message_answers_nothing(model, pty_chat, cli, sentinel_home):
+    """`count⏎y⏎` in one go: prompt_toolkit reads both lines and keeps the second for the next prompt (its
+    type-ahead); the question drops it as it drops what the terminal queued."""
+    model([COUNT, ANSWER])
+    chat = pty_chat()
+    chat.prompt()
+    chat.send("count the runs\ry\r")
+    chat.expect("keys typed before this question were dropped")
+    chat.expect(APPROVE)
+    assert len(cli.json("approvals", "--json", env={"SENTINEL_MODE": "local"})) == 1
+    chat.send("n\r")
+    chat.expect(r"denied a-\w+: the agent is told")
+    chat.expect(ANSWER)
+    assert chat.quit() == 0
+    assert not (sentinel_home / "workspace" / "counter.txt").exists()
 
 
 # The command records its process group and a child's pid, says it began, and would write late.txt if it
