@@ -232,3 +232,14 @@ CASES = [(c, True) for c in MULTI_IN + DECOYS + PATHLESS + RELATIVE_IN] + [(c, F
 @pytest.mark.parametrize("call,hit", CASES, ids=lambda c: c[0] if isinstance(c, tuple) else str(c))
 def test_a_file_tool_call_is_in_scope_when_any_path_it_may_write_is(root, call, hit):
     assert blocked(run(*call, root)) is hit
+
+
+def test_an_approval_names_one_file_as_the_client_resolves_it(root):
+    """An `ask` approval is kept per file (sentinel/hooks/ask.py keys_of): each path of a multi-file call is its own
+    key, and a relative path is keyed where it lands from the payload's `cwd`, not from the repository root."""
+    from sentinel.hooks.ask import keys_of
+
+    agent, _, payload = copilot("multi_replace_string_in_file", replacements("README.md", "billing/tax.py"),
+                                cwd=f"{root}/src")
+    keys = [keys_of(a, str(root)) for a in actions_of(agent, payload, root)]
+    assert keys == [["file_write", "src/README.md"], ["file_write", "src/billing/tax.py"]]

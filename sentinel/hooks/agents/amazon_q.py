@@ -47,7 +47,7 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
     else:
         act = common.tool_action(name, args, cfg)
     act.tool_output = common.output_text(payload.get("tool_response"))
-    return actions.files(act)  # one per file named (relative paths: from the payload's `cwd`, Q's own)
+    return actions.files(act, common.text(payload, "cwd"))  # one per file; relative paths from `cwd`, as Q's
 
 
 render = common.render_exit2

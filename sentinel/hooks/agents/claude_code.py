@@ -36,7 +36,8 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
     resolves them)."""
     server = payload.get("mcp_server")
     return actions.files(tool_call(payload, cfg, MCP_NAMING,
-                                   str(server.get("name") or "") if isinstance(server, dict) else ""))
+                                   str(server.get("name") or "") if isinstance(server, dict) else ""),
+                         common.text(payload, "cwd"))
 
 
 def tool_call(payload: JSONObject, cfg: GateConfig, naming: tuple[str, str], server: str = "", tool: str = "") -> Action:

@@ -46,13 +46,15 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
                               common.patch_text(tool_input))
         if not files:
             raise ValueError("apply_patch carries no file header (*** Add File: / *** Update File: ...)")
-        return files
+        return actions.files(files, common.text(payload, "cwd"))
     acts = claude_code.action(payload, cfg, phase)
     act = acts[0] if isinstance(acts, list) and len(acts) == 1 else acts if not isinstance(acts, list) else None
     if act is not None and act.trigger == "bash" and PATCH_COMMAND.match(act.command):
         # `apply_patch <<'EOF' ...` run as a shell command: Codex intercepts it and applies the patch,
         # and its hook sees Bash. The files it writes are judged as writes, the command as a command.
-        writes = actions.files(actions.patch("apply_patch", act.tool_input, act.command), _cd(act.command))
+        cd, cwd = _cd(act.command), common.text(payload, "cwd")
+        writes = actions.files(actions.patch("apply_patch", act.tool_input, act.command),
+                               os.path.join(cwd, cd) if cwd and cd else cd or cwd)
         return [act, *(writes if isinstance(writes, list) else [writes])]
     return acts
 

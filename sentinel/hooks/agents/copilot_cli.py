@@ -42,7 +42,7 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
     act = common.tool_action(name, args, cfg, MCP_NAMING)
     result = payload.get("toolResult", payload.get("tool_response"))
     act.tool_output = common.output_text(result.get("textResultForLlm") if isinstance(result, dict) else result)
-    return actions.files(act)  # one per file named (relative paths: from the payload's `cwd`, as Copilot's tools)
+    return actions.files(act, common.text(payload, "cwd"))  # one per file; relative paths from `cwd`, as Copilot's
 
 
 def render(phase: str, verdict: Verdict, payload: JSONObject | None = None) -> common.Reply:

@@ -40,7 +40,7 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
     """Relative paths are taken from the payload's `cwd` (Gemini resolves them from its target directory)."""
     ctx = common.obj(payload.get("mcp_context"))
     return actions.files(claude_code.tool_call(payload, cfg, MCP_NAMING, str(ctx.get("server_name") or ""),
-                                               str(ctx.get("tool_name") or "")))
+                                               str(ctx.get("tool_name") or "")), common.text(payload, "cwd"))
 
 
 def render(phase: str, verdict: Verdict, payload: JSONObject | None = None) -> common.Reply:
