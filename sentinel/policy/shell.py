@@ -31,104 +31,262 @@ MAX_CHARS = 16_000  # a longer line is not parsed (about 1 s of bashlex on a loa
 MAX_DEPTH = 4  # `bash -c "bash -c '…'"` nesting parsed before the line counts as unsure
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "busybox-sh"})
 OPAQUE = frozenset({"eval", "source", ".", "alias", "trap", "fc", "coproc", "enable", "let"})
-# wrapper -> (options taking an argument, positional words before the wrapped command)
-WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
-    "env": (frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}), 0),
-    "command": (frozenset(), 0),
-    "builtin": (frozenset(), 0),
-    "exec": (frozenset({"-a"}), 0),
-    "nohup": (frozenset(), 0),
-    "time": (frozenset({"-f", "--format", "-o", "--output"}), 0),
-    "nice": (frozenset({"-n", "--adjustment"}), 0),
-    "ionice": (frozenset({"-c", "--class", "-n", "--classdata", "-p", "--pid"}), 0),
-    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
-    "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), 0),
-    "setsid": (frozenset(), 0),
-    "sudo": (frozenset({"-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host",
-                        "-p", "--prompt", "-r", "--role", "-t", "--type", "-T", "--command-timeout", "-U",
-                        "--other-user", "-R", "--chroot"}), 0),
-    "doas": (frozenset({"-u", "-C"}), 0),
-    "chroot": (frozenset({"--userspec", "--groups"}), 1),
-    "xargs": (frozenset({"-I", "-i", "-n", "--max-args", "-P", "--max-procs", "-L", "--max-lines", "-s",
-                         "--max-chars", "-d", "--delimiter", "-E", "-e", "-a", "--arg-file"}), 0),
-    "flock": (frozenset({"-w", "--wait", "--timeout", "-E", "--conflict-exit-code"}), 1),
-    "busybox": (frozenset(), 0),
-    "watch": (frozenset({"-n", "--interval", "-d", "--differences"}), 0),
-    "strace": (frozenset({"-e", "-o", "-p", "-s", "-u"}), 0),
-    "ltrace": (frozenset({"-o", "-e", "-p", "-s", "-u", "-n", "-a", "-A", "-D", "-F", "-l", "-L", "-x"}), 0),
-    "valgrind": (frozenset(), 0),
-    "catchsegv": (frozenset(), 0),
-    "taskset": (frozenset(), 1),  # the mask (or, with -c, the CPU list)
-    "chrt": (frozenset({"-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"}), 1),
-    "numactl": (frozenset({"-i", "--interleave", "-m", "--membind", "-N", "--cpunodebind", "-C", "--physcpubind",
-                           "-p", "--preferred", "-P", "--preferred-many"}), 0),
-    "prlimit": (frozenset({"-p", "--pid", "-o", "--output"}), 0),
-    "cpulimit": (frozenset({"-l", "--limit", "-p", "--pid", "-e", "--exe"}), 0),
-    "cgexec": (frozenset({"-g"}), 0),
-    "unbuffer": (frozenset(), 0),
-    "setpriv": (frozenset({"--ruid", "--rgid", "--reuid", "--regid", "--euid", "--egid", "--groups", "--inh-caps",
-                           "--ambient-caps", "--bounding-set", "--securebits", "--pdeathsig", "--selinux-label",
-                           "--apparmor-profile", "--landlock-access", "--landlock-rule", "--seccomp-filter"}), 0),
-    "nsenter": (frozenset({"-t", "--target", "-S", "--setuid", "-G", "--setgid"}), 0),
-    "unshare": (frozenset({"-S", "--setuid", "-G", "--setgid", "-R", "--root", "-w", "--wd", "--propagation",
-                           "--map-user", "--map-group", "--map-users", "--map-groups"}), 0),
-    "runuser": (frozenset({"-u", "--user", "-g", "--group", "-G", "--supp-group", "-s", "--shell", "-w",
-                           "--whitelist-environment"}), 0),
-    "pkexec": (frozenset({"--user"}), 0),
-    "run0": (frozenset({"-u", "--user", "-g", "--group", "--property", "--unit", "--description", "--slice", "--nice",
-                        "-D", "--chdir", "--setenv"}), 0),
-    "systemd-run": (frozenset({"-u", "--unit", "-p", "--property", "--description", "--slice", "-E", "--setenv",
-                               "--uid", "--gid", "--nice", "--working-directory", "-M", "--machine", "-H", "--host",
-                               "--on-active", "--on-boot", "--on-startup", "--on-unit-active", "--on-unit-inactive",
-                               "--on-calendar", "--timer-property", "--path-property", "--socket-property",
-                               "--service-type"}), 0),
-    "chpst": (frozenset({"-u", "-U", "-b", "-e", "-/", "-n", "-l", "-L", "-m", "-d", "-o", "-p", "-f", "-c", "-t"}), 0),
-    "fakeroot": (frozenset({"-l", "--lib", "--faked", "-s", "-i", "-b"}), 0),
-    "proot": (frozenset({"-r", "--rootfs", "-b", "--bind", "-m", "--mount", "-w", "--pwd", "--cwd", "-q", "--qemu",
-                         "-k", "--kernel-release"}), 0),
-    "firejail": (frozenset(), 0),
-    "bwrap": (frozenset({"--args", "--userns", "--userns2", "--pidns", "--uid", "--gid", "--hostname", "--chdir",
-                         "--unsetenv", "--lock-file", "--sync-fd", "--remount-ro", "--exec-label", "--file-label",
-                         "--proc", "--dev", "--tmpfs", "--mqueue", "--dir", "--seccomp", "--add-seccomp-fd",
-                         "--block-fd", "--userns-block-fd", "--info-fd", "--json-status-fd", "--cap-add", "--cap-drop",
-                         "--perms", "--size"}), 0),
-    "dbus-run-session": (frozenset(), 0),
-    "ssh-agent": (frozenset({"-a", "-E", "-t", "-P", "-O"}), 0),
-    "torsocks": (frozenset({"-u", "-p", "-a", "-P"}), 0),
-    "proxychains": (frozenset({"-f"}), 0),
-    "proxychains4": (frozenset({"-f"}), 0),
-    "parallel": (frozenset({"-j", "--jobs", "-S", "--sshlogin", "-a", "--arg-file", "--delay", "--timeout", "-N",
-                            "-n", "--colsep", "-d", "--delimiter", "-I", "--joblog", "--results", "--tmpdir",
-                            "--workdir", "--env", "--halt"}), 0),
+# How each wrapper reads its options (see Spec), and how many positional words come before the wrapped command.
+WRAPPERS: dict[str, tuple[str, str, int]] = {
+    "env": ("+a:C:iS:u:v0", "argv0= chdir= ignore-environment null split-string= unset= debug block-signal? "
+            "default-signal? ignore-signal? list-signal-handling", 0),
+    "command": ("+pVv", "", 0),
+    "builtin": ("+", "", 0),
+    "exec": ("+cla:", "", 0),
+    "nohup": ("+", "", 0),
+    "time": ("+af:o:pqv", "append format= output= portability quiet verbose", 0),
+    "nice": ("+n:0123456789", "adjustment=", 0),
+    "ionice": ("+c:n:p:P:u:tV", "class= classdata= pid= pgid= uid= ignore", 0),
+    "timeout": ("+fk:ps:v", "foreground kill-after= preserve-status signal= verbose", 1),
+    "stdbuf": ("+i:o:e:", "input= output= error=", 0),
+    "setsid": ("+cfw", "ctty fork wait", 0),
+    "sudo": ("+Aa:BbC:c:D:Eeg:Hh::iKklnPp:R:r:SsT:t:U:u:Vv",
+             "askpass background bell close-from= chdir= preserve-env? edit group= set-home host= login "
+             "remove-timestamp reset-timestamp list non-interactive preserve-groups prompt= chroot= role= stdin shell "
+             "type= command-timeout= other-user= user= validate", 0),
+    "doas": ("+a:C:Lnsu:", "", 0),
+    "chroot": ("+", "userspec= groups= skip-chdir", 1),
+    "xargs": ("+0a:d:E:e::I:i::L:l::n:oP:prs:txX", "null arg-file= delimiter= eof? replace? max-lines? max-args= "
+              "open-tty max-procs= interactive no-run-if-empty max-chars= show-limits verbose exit "
+              "process-slot-var=", 0),
+    "flock": ("+sexnoFuw:E:V", "shared exclusive unlock nonblock nb timeout= wait= close conflict-exit-code= "
+              "no-fork verbose", 1),
+    "busybox": ("+", "", 0),
+    "watch": ("+bcCd::egn:pq:rtwx", "beep color no-color differences? errexit chgexit equexit= interval= precise "
+              "no-rerun no-title no-wrap exec", 0),
+    "strace": ("+a:AbcCdDe:E:fFhiI:kno:O:p:P:qrs:S:tTu:U:vVwxX:yYzZ", "", 0),
+    "ltrace": ("+a:A:bcCdDe:E:fF:hil:L:n:o:p:rs:Stu:Vw:x:", "", 0),
+    "valgrind": ("+qvhd", "", 0),  # its other options are `--name=value`
+    "catchsegv": ("+", "", 0),
+    "taskset": ("+acp", "all-tasks cpu-list pid", 1),  # the mask (or, with -c, the CPU list)
+    "chrt": ("+abdefiIomprRT:P:D:v", "all-tasks batch deadline fifo idle other max pid rr reset-on-fork "
+             "sched-runtime= sched-period= sched-deadline= verbose", 1),
+    "numactl": ("+ab:C:d:Hi:lm:N:p:P:sS:t:uw:", "all balancing cpunodebind= physcpubind= hardware interleave= "
+                "localalloc membind= preferred= preferred-many= show weighted-interleave= length= offset= shm= "
+                "strict touch huge", 0),
+    "prlimit": ("+c::d::e::f::i::l::m::n::q::r::s::t::u::v::x::y::p:o:", "pid= output= noheadings raw verbose "
+                "core? data? nice? fsize? sigpending? memlock? rss? nofile? msgqueue? rtprio? stack? cpu? nproc? as? "
+                "locks? rttime?", 0),
+    "cpulimit": ("+c:e:hikl:mp:qrvz", "cpu= exe= include-children kill limit= monitor-forks pid= quiet restore "
+                 "verbose lazy", 0),
+    "cgexec": ("+g:", "sticky", 0),
+    "unbuffer": ("+p", "", 0),
+    "setpriv": ("+d", "dump no-new-privs ruid= euid= reuid= rgid= egid= regid= clear-groups keep-groups init-groups "
+                "groups= inh-caps= ambient-caps= bounding-set= securebits= pdeathsig= selinux-label= "
+                "apparmor-profile= landlock-access= landlock-rule= seccomp-filter= reset-env", 0),
+    "nsenter": ("+aS:G:r::w::W:e::t:m::u::i::n::p::U::C::T::FZ", "all target= mount? uts? ipc? net? pid? user? "
+                "cgroup? time? setuid= setgid= preserve-credentials root? wd? wdns= env no-fork follow-context "
+                "user-parent keep-caps", 0),
+    "unshare": ("+fmuinpCTUl:rR:w:S:G:c", "fork kill-child? mount? uts? ipc? net? pid? user? cgroup? time? "
+                "mount-proc? map-user= map-users= map-group= map-groups= map-root-user map-current-user map-auto "
+                "propagation= setgroups= keep-caps setuid= setgid= root= wd= monotonic= boottime= load-interp=", 0),
+    "runuser": ("+c:fg:G:lmpPs:u:w:", "command= fast group= supp-group= login preserve-environment pty shell= "
+                "session-command= user= whitelist-environment=", 0),
+    "pkexec": ("+", "user= keep-cwd disable-internal-agent", 0),
+    "run0": ("+u:g:D:", "user= group= chdir= setenv= property= description= slice= slice-inherit nice= unit= "
+             "background= machine= pty pipe shell-prompt-prefix= no-ask-password via-shell empty? area= "
+             "lightweight=", 0),
+    "systemd-run": ("+u:p:E:rtPqGdSH:M:", "unit= property= description= slice= slice-inherit setenv= uid= gid= "
+                    "nice= working-directory= same-dir machine= host= on-active= on-boot= on-startup= "
+                    "on-unit-active= on-unit-inactive= on-calendar= timer-property= path-property= "
+                    "socket-property= service-type= remain-after-exit pty pipe quiet collect shell user system "
+                    "scope wait no-block no-ask-password send-sighup expand-environment=", 0),
+    "chpst": ("+u:U:b:e:/:C:n:l:L:m:d:o:p:f:c:r:t:vP012", "", 0),
+    "fakeroot": ("+l:s:i:bu", "lib= faked= unknown-is-real", 0),
+    "proot": ("+r:b:m:w:q:k:0iv:VR:S:", "rootfs= bind= mount= pwd= cwd= qemu= kernel-release= root-id "
+              "change-id= verbose= link2symlink kill-on-exit", 0),
+    "firejail": ("+", "", 0),  # its options are `--name[=value]`
+    "bwrap": ("+", "", 0),  # its own reader: see BWRAP_ARGS
+    "dbus-run-session": ("+", "config-file= dbus-daemon=", 0),
+    "ssh-agent": ("+a:cDdkE:P:st:O:", "", 0),
+    "torsocks": ("+u:p:a:P:iqd", "user= pass= address= port= isolate quiet debug", 0),
+    "proxychains": ("+qf:", "", 0),
+    "proxychains4": ("+qf:", "", 0),
+    "parallel": ("+0a:C:d:E:I:j:kL:l::mn:N:P:qrS:s:uvXx", "jobs= sshlogin= arg-file= delay= timeout= colsep= "
+                 "delimiter= joblog= results= tmpdir= workdir= env= halt= keep-order group ungroup line-buffer tag "
+                 "verbose dry-run null xargs quote no-run-if-empty bar progress eta will-cite pipe block= max-args= "
+                 "max-replace-args= max-lines= retries= nice= load= memfree= shuf trim= plus", 0),
 }
-TWO_ARGS = {"bwrap": frozenset({"--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try", "--dev-bind-try",
-                                "--symlink", "--setenv", "--file", "--bind-data", "--ro-bind-data", "--chmod"})}
+# wrappers whose long options are all `--name[=value]` with the value attached: any name is read
+ANY_LONG = frozenset({"valgrind", "firejail"})
+# bwrap's options (not getopt: no grouping, no abbreviation) and how many arguments each takes
+BWRAP_ARGS = {**dict.fromkeys((
+    "--args", "--userns", "--userns2", "--pidns", "--uid", "--gid", "--hostname", "--chdir", "--unsetenv",
+    "--lock-file", "--sync-fd", "--remount-ro", "--exec-label", "--file-label", "--proc", "--dev", "--tmpfs",
+    "--mqueue", "--dir", "--seccomp", "--add-seccomp-fd", "--block-fd", "--userns-block-fd", "--info-fd",
+    "--json-status-fd", "--cap-add", "--cap-drop", "--perms", "--size", "--argv0", "--level-prefix"), 1),
+    **dict.fromkeys(("--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try", "--dev-bind-try",
+                     "--symlink", "--setenv", "--file", "--bind-data", "--ro-bind-data", "--chmod",
+                     "--overlay-src"), 2),
+    **dict.fromkeys(("--unshare-all", "--share-net", "--unshare-user", "--unshare-user-try", "--unshare-ipc",
+                     "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup", "--unshare-cgroup-try",
+                     "--clearenv", "--new-session", "--die-with-parent", "--as-pid-1", "--disable-userns",
+                     "--assert-userns-disabled"), 0)}
 RUNS_STRING = frozenset({"watch"})  # the wrapped words are joined and run by `sh -c`
 COMMAND_OPTION = {"script": ("-c", "--command")}  # its command is one string, run by a shell: parsed again
 STRING_AFTER = frozenset({"sg"})  # `sg GROUP [-c] COMMAND…`: the words after the group are one shell string
 READS_INPUT = frozenset({"at", "batch"})  # they run the commands their input holds
 FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+# Variables that change which program a name runs, what a shell runs first, where `cd` goes or what git runs:
+# a line that sets one is unsure (in scope of every rule), whatever its commands look like.
+REBINDS = re.compile(r"(?:PATH|BASH_ENV|ENV|CDPATH|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|HOME|XDG_CONFIG_HOME|"
+                     r"EDITOR|VISUAL|PAGER|[A-Z_]*_PAGER|LD_[A-Z0-9_]*|"
+                     r"GIT_(?!(?:AUTHOR|COMMITTER)_(?:NAME|EMAIL|DATE)\b)[A-Z0-9_]*)")
+SETS_VARIABLES = frozenset({"export", "declare", "typeset", "local", "readonly", "read", "printf", "mapfile",
+                            "readarray", "getopts", "unset"})
+# bash builtins and keywords a function may not shadow without the parse losing track of what runs
+BUILTINS = frozenset({
+    "cd", "pushd", "popd", "dirs", "echo", "printf", "test", "[", "read", "exit", "return", "set", "shopt", "unset",
+    "export", "declare", "typeset", "local", "readonly", "hash", "type", "command", "builtin", "exec", "eval",
+    "source", "alias", "unalias", "trap", "true", "false", ":", "wait", "kill", "jobs", "fg", "bg", "help",
+    "history", "enable", "getopts", "mapfile", "readarray", "shift", "times", "ulimit", "umask", "let", "logout",
+    "caller", "complete", "compgen", "compopt", "disown", "suspend", "command_not_found_handle"})
+# git options whose value is a program git runs (or configuration that can name one): unsure for bash rules
+_GIT_RUNS = re.compile(r"--(?:upload-pack|receive-pack|exec|extcmd|to-cmd|cc-cmd|open-files-in-pager|"
+                       r"[a-z-]*-filter|config-env|exec-path)(?:=|$)")
+_GIT_SAFE_CONFIG = re.compile(r"(?:user|color|advice|init|i18n|column)\.[A-Za-z0-9.-]*=")
 # Pre-check: anything here can make the parse yield words the text does not spell out.
 _DYNAMIC_TEXT = re.compile(r"[$`*?\[{~]")
 _DEQUOTE = str.maketrans("", "", "'\"\\")
 _WORDS = re.compile(r"[^\s;&|()<>!]+")
 _BRACE = re.compile(r"\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}")
 # words after which the parse may find text the line does not spell, or be unsure (a command reading its input)
-_UNSEEN = OPAQUE | SHELLS | STRING_AFTER | READS_INPUT | {"xargs", "su", "runuser", *COMMAND_OPTION}
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_UNSEEN = OPAQUE | SHELLS | STRING_AFTER | READS_INPUT | {"xargs", "su", "runuser", "flock", "hash", "function",
+                                                           *COMMAND_OPTION}
+_REBINDS_TEXT = re.compile(rf"\b{REBINDS.pattern}\b|\(\s*\)")  # a rebinding variable or a function definition
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+
+
+class Spec:
+    """How a program reads its options, as getopt_long does. `short` is a getopt optstring: `b:` takes an
+    argument (attached, `-bX`, or the next word), `c::` an optional attached one, a leading `+` stops at the
+    first operand (else operands and options mix, GNU-style). `long` lists the long options: `name` a flag,
+    `name=` takes an argument (`--name=X` or `--name X`), `name?` an optional `=` one; a unique prefix of a
+    name is that option (`--targ=` is `--target-directory=`). `any_long`: every `--name[=value]` is a flag."""
+
+    __slots__ = ("short", "long", "stop", "any_long")
+
+    def __init__(self, short: str = "", long: str = "", any_long: bool = False):
+        self.stop = short.startswith("+")
+        self.short: dict[str, int] = {}
+        letters = short.lstrip("+")
+        i = 0
+        while i < len(letters):
+            colons = len(letters[i + 1:]) - len(letters[i + 1:].lstrip(":"))
+            self.short[letters[i]] = min(colons, 2)
+            i += 1 + colons
+        self.long: dict[str, int] = {"help": 0, "version": 0}
+        for item in long.split():
+            self.long[item.rstrip("=?")] = 1 if item.endswith("=") else 2 if item.endswith("?") else 0
+        self.any_long = any_long
+
+
+class Options:
+    """What an option reader found: `found` [(name, value, value is an expansion)] with names as `-t` or
+    `--target-directory`; `operands` [(word, is an expansion)]; `end` the index after the options (where a
+    wrapper's command starts); `why` non-empty when some word could not be classified."""
+
+    __slots__ = ("found", "operands", "end", "why")
+
+    def __init__(self) -> None:
+        self.found: list[tuple[str, str | None, bool]] = []
+        self.operands: list[tuple[str, bool]] = []
+        self.end = 0
+        self.why = ""
+
+    def has(self, *names: str) -> bool:
+        return any(name in names for name, _, _ in self.found)
+
+    def values(self, *names: str) -> list[tuple[str | None, bool]]:
+        return [(value, dyn) for name, value, dyn in self.found if name in names]
+
+
+def read_options(words: list[str], dynamic: list[bool], spec: Spec, start: int = 1) -> Options:
+    """Read `words[start:]` the way getopt_long reads a program's arguments (see Spec)."""
+    out = Options()
+    i = start
+    while i < len(words):
+        word, dyn = words[i], dynamic[i]
+        if word == "--" and not dyn:
+            i += 1
+            if not spec.stop:
+                out.operands.extend(zip(words[i:], dynamic[i:]))
+                i = len(words)
+            break
+        if dyn and (word.startswith("-") or not word[:1].isalnum() and word[:1] not in "./_"):
+            out.why = out.why or f"`{word}` may expand to an option"  # `$x`, `*`: an option for all we know
+        if not word.startswith("-") or word == "-":
+            if spec.stop:
+                break
+            out.operands.append((word, dyn))
+        elif word.startswith("--"):
+            name, eq, value = word[2:].partition("=")
+            full = _long_name(name, spec)
+            if full is None:
+                if not spec.any_long:
+                    out.why = out.why or f"`{word}`: an option not known here"
+                out.found.append(("--" + name, value if eq else None, dyn))
+            elif spec.long[full] == 1 and not eq:
+                if i + 1 >= len(words):
+                    out.why = out.why or f"`{word}` lacks its argument"
+                    break
+                i += 1
+                out.found.append(("--" + full, words[i], dynamic[i]))
+            else:
+                out.found.append(("--" + full, value if eq else None, dyn))
+        else:
+            j = 1
+            while j < len(word):
+                letter = word[j]
+                kind = spec.short.get(letter)
+                if kind is None:
+                    out.why = out.why or f"`-{letter}`: an option not known here"
+                    out.found.append(("-" + letter, None, dyn))
+                    j += 1
+                    continue
+                if kind == 0:
+                    out.found.append(("-" + letter, None, dyn))
+                    j += 1
+                    continue
+                if j + 1 < len(word) or kind == 2:
+                    out.found.append(("-" + letter, word[j + 1:] or None, dyn))
+                elif i + 1 < len(words):
+                    i += 1
+                    out.found.append(("-" + letter, words[i], dynamic[i]))
+                else:
+                    out.why = out.why or f"`-{letter}` lacks its argument"
+                break
+        i += 1
+    out.end = i
+    return out
+
+
+def _long_name(name: str, spec: Spec) -> str | None:
+    if name in spec.long:
+        return name
+    matches = [n for n in spec.long if n.startswith(name)] if name else []
+    return matches[0] if len(matches) == 1 else None
 
 
 class Command:
-    """One simple command: `words` (redirections last), the literal ones before `open_at` (None: all known)."""
+    """One simple command: `words` (redirections last), the literal ones before `open_at` (None: all known).
+    `elsewhere` says why the command runs in a directory the line does not name (`find -execdir`)."""
 
-    __slots__ = ("words", "open_at", "nwords", "redirects")
+    __slots__ = ("words", "open_at", "nwords", "redirects", "elsewhere", "repeats")
 
     def __init__(self, words: list[str], open_at: int | None = None, nwords: int | None = None,
-                 redirects: tuple[tuple[str, str, bool], ...] = ()):
+                 redirects: tuple[tuple[str, str, bool], ...] = (), elsewhere: str = "", repeats: bool = False):
         self.words = words
         self.open_at = open_at
         self.nwords = len(words) if nwords is None else nwords  # words[nwords:] are the redirections as text
         self.redirects = redirects  # (operator, target word, target is an expansion); `>&2` is ("dup", "2", False)
+        self.elsewhere = elsewhere
+        self.repeats = repeats  # inside a loop or a function body: it may run any number of times
 
     @property
     def text(self) -> str:
@@ -144,13 +302,16 @@ class Command:
 
 
 class Parsed:
-    __slots__ = ("commands", "sure", "why", "redirects")
+    __slots__ = ("commands", "sure", "why", "redirects", "repeating", "elsewhere")
 
     def __init__(self) -> None:
         self.commands: list[Command] = []
-        self.redirects: list[tuple[str, str, bool]] = []  # those of compound commands: `{ …; } > f`, `done > f`
+        # those of compound commands (`{ …; } > f`, `done > f`) and of commands with no word (`> f`, `x=1 > f`)
+        self.redirects: list[tuple[str, str, bool]] = []
         self.sure = True
         self.why = ""
+        self.repeating = False  # the commands being added are inside a loop or a function body
+        self.elsewhere = ""  # the commands being added run in another directory (find -execdir)
 
     def unsure(self, why: str) -> None:
         if self.sure:
@@ -159,9 +320,10 @@ class Parsed:
 
 def may_run(text: str, runs: list[str]) -> bool:
     """False only when no command the parse could find holds every literal run of `runs` (see `literal_runs`):
-    the text has no expansion, glob, opaque word, shell or xargs, and lacks some run once quotes are removed."""
+    the text has no expansion, glob, opaque word, shell, xargs, rebinding variable or function definition, and
+    lacks some run once quotes are removed."""
     flat = text.replace("\\\n", "").translate(_DEQUOTE)  # a backslash-newline joins the lines around it
-    if _DYNAMIC_TEXT.search(flat):
+    if _DYNAMIC_TEXT.search(flat) or _REBINDS_TEXT.search(flat):
         return True
     if any(w.rsplit("/", 1)[-1] in _UNSEEN for w in _WORDS.findall(flat)):
         return True
@@ -198,32 +360,90 @@ def _script(text: str, parsed: Parsed, depth: int) -> None:
         trees = bashlex.parse(text)
     except Exception as exc:  # bashlex raises parse errors, NotImplementedError and worse: all mean "not sure"
         return parsed.unsure(f"does not parse ({type(exc).__name__})")
+    outer = parsed.repeating
     for tree in trees:
-        for node in _command_nodes(tree):
-            if node.kind == "compound":
+        for node, repeats in _command_nodes(tree):
+            parsed.repeating = outer or repeats
+            if node.kind == "function":
+                _function(node, text, parsed)
+            elif node.kind == "compound":
                 parsed.redirects.extend(_redirect(r, text, parsed)[2] for r in node.redirects)
             else:
                 _simple(node, text, parsed, depth)
+    parsed.repeating = outer
 
 
 # untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
-def _command_nodes(node: Any) -> list[Any]:
+def _command_nodes(node: Any) -> list[tuple[Any, bool]]:
     """Every CommandNode in the tree, including those inside substitutions, in source order (and every compound
-    command with redirections)."""
+    command with redirections, and every function definition), each with whether it is inside a loop or a
+    function body (it may run any number of times)."""
     # untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
-    found: list[Any] = []
-    stack = [node]
+    found: list[tuple[Any, bool]] = []
+    stack: list[tuple[Any, bool]] = [(node, False)]
     while stack:
-        item = stack.pop()
+        item, repeats = stack.pop()
         if isinstance(item, list):
-            stack.extend(reversed(item))
+            stack.extend((child, repeats) for child in reversed(item))
             continue
         if not hasattr(item, "kind"):
             continue
-        if item.kind == "command" or (item.kind == "compound" and getattr(item, "redirects", None)):
-            found.append(item)
-        stack.extend(reversed([v for v in vars(item).values() if isinstance(v, list) or hasattr(v, "kind")]))
+        if item.kind == "command" or item.kind == "function" or \
+                (item.kind == "compound" and getattr(item, "redirects", None)):
+            found.append((item, repeats))
+        inner = repeats or item.kind in ("for", "while", "until", "function")
+        stack.extend((v, inner) for v in reversed([v for v in vars(item).values()
+                                                    if isinstance(v, list) or hasattr(v, "kind")]))
     return found
+
+
+# untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+def _function(node: Any, text: str, parsed: Parsed) -> None:
+    """A function named like a command the parse models (or a builtin) changes what that name runs."""
+    from sentinel.policy.writes import known_names
+
+    name = _word(node.parts[0], text)[0] if getattr(node, "parts", None) else ""
+    if name in BUILTINS or name in WRAPPERS or name in SHELLS or name in OPAQUE or name in known_names():
+        parsed.unsure(f"a function named `{name}` changes what that command runs")
+
+
+def _word(part: Any, text: str) -> tuple[str, bool]:  # untyped: a bashlex word node
+    """The word as the shell passes it (quotes removed by bash's rules), and whether the shell expands it."""
+    raw = text[part.pos[0]:part.pos[1]]
+    if is_dynamic(raw):
+        return part.word, True
+    return unquote(raw), False
+
+
+def unquote(raw: str) -> str:
+    """Quote removal as bash does it on a word with no expansion: `'a'"b"\\c` is `abc`, `"sr"'c'` is `src`."""
+    out: list[str] = []
+    quote = ""
+    i = 0
+    while i < len(raw):
+        c = raw[i]
+        if quote == "'":
+            if c == "'":
+                quote = ""
+            else:
+                out.append(c)
+        elif quote == '"':
+            if c == '"':
+                quote = ""
+            elif c == "\\" and i + 1 < len(raw) and raw[i + 1] in '$`"\\\n':
+                out.append(raw[i + 1] if raw[i + 1] != "\n" else "")
+                i += 1
+            else:
+                out.append(c)
+        elif c == "\\" and i + 1 < len(raw):
+            out.append(raw[i + 1] if raw[i + 1] != "\n" else "")
+            i += 1
+        elif c in "'\"":
+            quote = c
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
 
 
 # untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
@@ -234,13 +454,23 @@ def _simple(node: Any, text: str, parsed: Parsed, depth: int) -> None:
     for part in getattr(node, "parts", []):
         kind = part.kind
         if kind == "word":
-            words.append(part.word)
-            dynamic.append(is_dynamic(text[part.pos[0]:part.pos[1]]))
+            word, dyn = _word(part, text)
+            words.append(word)
+            dynamic.append(dyn)
         elif kind == "redirect":
             redirects.append(_redirect(part, text, parsed))
-    if not words:
+        elif kind == "assignment":
+            _assigned(text[part.pos[0]:part.pos[1]], parsed)
+    if not words:  # `> f`, `x=1 > f`: the redirections are still made
+        parsed.redirects.extend(r for _, _, r in redirects)
         return
     _add(words, dynamic, redirects, node, text, parsed, depth)
+
+
+def _assigned(word: str, parsed: Parsed) -> None:
+    name = word.split("=", 1)[0].rstrip("+").split("[", 1)[0]
+    if REBINDS.fullmatch(name):
+        parsed.unsure(f"it sets `{name}`, which changes what commands run or where")
 
 
 # untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
@@ -253,8 +483,7 @@ def _redirect(part: Any, text: str, parsed: Parsed) -> tuple[str, bool, tuple[st
     prefix = str(part.input) if isinstance(getattr(part, "input", None), int) else ""
     if isinstance(out, int):
         return f"{prefix}{part.type}{out}", False, ("dup", str(out), False)
-    target = getattr(out, "word", "")
-    dyn = is_dynamic(text[out.pos[0]:out.pos[1]]) if out is not None else False
+    target, dyn = _word(out, text) if out is not None else ("", False)
     return f"{prefix}{part.type} {target}", dyn, (part.type, target, dyn)
 
 
@@ -264,12 +493,13 @@ def _add(words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool,
     flags = dynamic + [d for _, d, _ in redirects]
     open_at = next((i for i, d in enumerate(flags) if d), None)
     redirs = tuple(r for _, _, r in redirects)
-    parsed.commands.append(Command(tokens, open_at, len(words), redirs))
+    parsed.commands.append(Command(tokens, open_at, len(words), redirs, parsed.elsewhere, parsed.repeating))
     if open_at == 0:
         return parsed.unsure("the command name is an expansion")
     name = words[0].rsplit("/", 1)[-1]
     if name != words[0]:
-        parsed.commands.append(Command([name] + tokens[1:], open_at, len(words), redirs))
+        parsed.commands.append(Command([name] + tokens[1:], open_at, len(words), redirs, parsed.elsewhere,
+                                       parsed.repeating))
     _inner(name, words, dynamic, redirects, node, text, parsed, depth)
 
 
@@ -279,6 +509,8 @@ def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tup
     """The commands this one runs in turn: a wrapped command, a shell's script string, find's -exec."""
     if name in OPAQUE:
         return parsed.unsure(f"`{name}` runs text the parse cannot see")
+    if name.startswith("-"):
+        return parsed.unsure(f"a wrapped command starts with `{name}`: an option the parse did not read")
     if name in SHELLS:
         return _shell(words, dynamic, node, text, parsed, depth)
     if name == "su" or (name == "runuser" and any(w in ("-c", "--command") or w.startswith("--command=")
@@ -290,58 +522,136 @@ def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tup
         return _string_after(words, dynamic, parsed, depth)
     if name in READS_INPUT:
         return _input(node, text, parsed, depth, f"`{name}` runs the commands its input holds")
+    if name in SETS_VARIABLES:
+        return _sets_variables(name, words, parsed)
+    if name == "hash" and any(w.startswith("-") and "p" in w for w in words[1:]):
+        return parsed.unsure("`hash -p` binds a command name to another program")
+    if name == "git":
+        return _git(words, dynamic, parsed)
     if name == "find":
-        _find_exec(words, dynamic, node, text, parsed, depth)
-    spec = WRAPPERS.get(name)
-    if spec is None or depth > MAX_DEPTH:
+        return _find_exec(words, dynamic, node, text, parsed, depth)
+    if name not in WRAPPERS or depth > MAX_DEPTH:
         return
-    start = _wrapped_start(words, spec, name == "env", parsed, dynamic, depth, TWO_ARGS.get(name, frozenset()))
+    start = _wrapped_start(name, words, dynamic, parsed, depth)
     if start is None:
         return
     if start >= len(words):
-        if name in ("sudo", "doas") and any(w in ("-s", "-i", "--shell", "--login") for w in words[1:]):
+        if name in ("sudo", "doas") and any(w in ("-s", "-i", "--shell", "--login") or
+                                            (w[:1] == "-" and w[1:2] != "-" and ("s" in w or "i" in w))
+                                            for w in words[1:]):
             parsed.unsure(f"`{name}` opens a shell that reads its script from its input")
         return
     inner_words, inner_dynamic = words[start:], dynamic[start:]
+    if name == "flock" and inner_words[0] in ("-c", "--command"):  # `flock FILE -c STRING`: run by $SHELL -c
+        if len(inner_words) < 2 or inner_dynamic[1]:
+            return parsed.unsure("flock runs an expanded string")
+        return _script(inner_words[1], parsed, depth + 1)
     if name in RUNS_STRING:
         if any(inner_dynamic):
             return parsed.unsure(f"`{name}` runs an expanded string")
         return _script(" ".join(inner_words), parsed, depth + 1)
-    if name == "xargs":  # its input becomes more arguments: everything after the given words is unknown
-        parsed.commands.append(Command(inner_words, len(inner_words), len(inner_words)))
+    if name in ("xargs", "parallel"):  # its input becomes more arguments: everything after the words is unknown
+        marker = _xargs_placeholder(name, words[1:start], dynamic[1:start])
+        if marker:  # the replace string is the input: every word holding it is an expansion
+            inner_dynamic = [d or marker in w for w, d in zip(inner_words, inner_dynamic)]
+        if name == "parallel":  # `{}`, `{.}`, `{1}`… and the arguments after `:::` are its input
+            inner_dynamic = [d or "{" in w or w.startswith(":::") for w, d in zip(inner_words, inner_dynamic)]
+            if any(re.search(r"[\s;&|<>()`$]", w) for w in inner_words):
+                return parsed.unsure("parallel runs its command through a shell")
+        open_at = next((i for i, d in enumerate(inner_dynamic) if d), len(inner_words))
+        parsed.commands.append(Command(inner_words, open_at, len(inner_words), (), parsed.elsewhere,
+                                       parsed.repeating))
         if inner_dynamic[0]:
-            parsed.unsure("xargs runs an expanded command name")
+            return parsed.unsure("xargs runs an expanded command name")
         return _inner(inner_words[0].rsplit("/", 1)[-1], inner_words, inner_dynamic, [], node, text, parsed,
                       depth + 1)
     _add(inner_words, inner_dynamic, redirects, node, text, parsed, depth + 1)
 
 
-def _wrapped_start(words: list[str], spec: tuple[frozenset[str], int], env: bool, parsed: Parsed,
-                   dynamic: list[bool], depth: int, two_args: frozenset[str] = frozenset()) -> int | None:
-    takes_arg, positionals = spec
+def _sets_variables(name: str, words: list[str], parsed: Parsed) -> None:
+    """`export PATH=…`, `read PATH`, `printf -v PATH …`, `declare -n r=PATH`: a variable that rebinds commands."""
+    for word in words[1:]:
+        if word.startswith("-") and name in ("declare", "typeset", "local") and "n" in word:
+            return parsed.unsure(f"`{name} -n` makes a name refer to another variable")
+        target = word.split("=", 1)[0].rstrip("+").split("[", 1)[0]
+        if REBINDS.fullmatch(target):
+            return parsed.unsure(f"`{name}` sets `{target}`, which changes what commands run or where")
+
+
+def _git(words: list[str], dynamic: list[bool], parsed: Parsed) -> None:
+    """git options that name a program git runs (`--upload-pack=CMD`, `grep -O CMD`, `rebase -x CMD`) or
+    configuration that can (`-c alias.x=!CMD`): unsure."""
     i = 1
-    while i < len(words):
+    while i < len(words) and words[i].startswith("-"):
         word = words[i]
-        if dynamic[i]:
-            parsed.unsure("a wrapper's option is an expansion")
-            return None
-        if word == "--":
+        if word in ("-c", "--config-env") or word.startswith("--config-env="):
+            value = words[i + 1] if word == "-c" and i + 1 < len(words) else ""
+            if not (value and not dynamic[i + 1] and _GIT_SAFE_CONFIG.match(value)):
+                return parsed.unsure("`git -c` sets configuration that can name a program git runs")
             i += 1
-            break
-        if env and word.startswith(("-S", "--split-string")):  # env -S splits its argument into a command line
-            attached = word[2:] if word.startswith("-S") else word.partition("=")[2]
-            split = attached or (words[i + 1] if i + 1 < len(words) else "")
-            if (not attached and i + 1 < len(words) and dynamic[i + 1]) or "$" in split:
+        elif word.startswith("--exec-path="):
+            return parsed.unsure("`git --exec-path` runs its commands from another directory")
+        elif word in ("-C", "--git-dir", "--work-tree", "--namespace"):
+            i += 1
+        i += 1
+    sub = words[i] if i < len(words) else ""
+    for word in words[i + 1:]:
+        if _GIT_RUNS.match(word) or (sub == "grep" and word.startswith("-O")) or \
+                (sub in ("rebase", "difftool") and word[:1] == "-" and word[1:2] != "-" and "x" in word) or \
+                (sub in ("clone", "ls-remote", "archive") and word[:1] == "-" and word[1:2] != "-" and "u" in word):
+            return parsed.unsure(f"`git {sub} {word}` runs a program named in an option")
+    if sub in ("submodule", "bisect") and any(w in ("foreach", "run") for w in words[i + 1:]):
+        return parsed.unsure(f"`git {sub}` runs a command given as arguments")
+
+
+def _xargs_placeholder(name: str, options: list[str], dynamic: list[bool]) -> str:
+    """The replace string of `xargs -I STR`/`-i[STR]`/`--replace[=STR]` (`{}` when not given), else ""."""
+    found = read_options([name, *options], [False, *dynamic], Spec(*WRAPPERS[name][:2]))
+    marker = ""
+    for name, value, _ in found.found:
+        if name in ("-I", "-i", "--replace"):
+            marker = value or "{}"
+    return marker
+
+
+def _wrapped_start(name: str, words: list[str], dynamic: list[bool], parsed: Parsed, depth: int) -> int | None:
+    """Where the wrapped command starts, read with the wrapper's own option spec; None when unsure (an option
+    not known, an expansion among the options) or when `env -S` ran its split string."""
+    if name == "bwrap":
+        return _bwrap_start(words, dynamic, parsed)
+    short, long, positionals = WRAPPERS[name]
+    found = read_options(words, dynamic, Spec(short, long, name in ANY_LONG))
+    if found.why:
+        parsed.unsure(f"`{name}`: {found.why}")
+        return None
+    start = found.end
+    if name in ("env", "sudo"):  # `env A=1 cmd`, `sudo A=1 cmd`: assignments before the command
+        while start < len(words) and _NAME.match(words[start]) and not dynamic[start]:
+            _assigned(words[start], parsed)
+            start += 1
+    if name == "env":
+        split = found.values("-S", "--split-string")
+        if split:  # env -S splits its argument into words: they and the remaining words are the command line
+            if any(dyn or value is None or "$" in value for value, dyn in split) or any(dynamic[start:]):
                 parsed.unsure("env -S splits an expanded string")
                 return None
-            _script(split, parsed, depth + 1)
-        if word.startswith("-") and len(word) > 1:
-            i += 3 if word in two_args else 2 if word in takes_arg else 1
-        elif env and _NAME.match(word):
-            i += 1
-        else:
-            break
-    return i + positionals
+            import shlex
+
+            _script(" ".join([str(split[-1][0]), *(shlex.quote(w) for w in words[start:])]), parsed, depth + 1)
+            return None
+    return start + positionals
+
+
+def _bwrap_start(words: list[str], dynamic: list[bool], parsed: Parsed) -> int | None:
+    i = 1
+    while i < len(words) and words[i].startswith("--"):
+        if dynamic[i] or words[i] not in BWRAP_ARGS and words[i] != "--":
+            parsed.unsure(f"`bwrap {words[i]}`: an option not known here")
+            return None
+        if words[i] == "--":
+            return i + 1
+        i += 1 + BWRAP_ARGS[words[i]]
+    return i
 
 
 # untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
@@ -368,7 +678,7 @@ def _input(node: Any, text: str, parsed: Parsed, depth: int, why: str) -> None:
     """A command that runs the script its input holds: a literal here-string is parsed again; else unsure."""
     strings = [p for p in getattr(node, "parts", []) if p.kind == "redirect" and p.type == "<<<"]
     if strings and not is_dynamic(text[strings[0].output.pos[0]:strings[0].output.pos[1]]):
-        return _script(strings[0].output.word, parsed, depth + 1)
+        return _script(_word(strings[0].output, text)[0], parsed, depth + 1)
     parsed.unsure(why)
 
 
@@ -415,11 +725,17 @@ def _su(words: list[str], dynamic: list[bool], parsed: Parsed, depth: int) -> No
 
 # untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
 def _find_exec(words: list[str], dynamic: list[bool], node: Any, text: str, parsed: Parsed, depth: int) -> None:
+    """find's -exec/-ok commands: `{}` is each match (an expansion); -execdir/-okdir run in its directory."""
     for i, word in enumerate(words):
         if word in FIND_EXEC and i + 1 < len(words):
             end = next((j for j in range(i + 1, len(words)) if words[j] in (";", "+")), len(words))
             if end > i + 1 and depth <= MAX_DEPTH:
-                _add(words[i + 1:end], dynamic[i + 1:end], [], node, text, parsed, depth + 1)
+                outer = parsed.elsewhere
+                if word.endswith("dir"):
+                    parsed.elsewhere = f"`find {word}` runs it in each match's directory"
+                _add(words[i + 1:end], [d or "{}" in w for w, d in zip(words[i + 1:end], dynamic[i + 1:end])],
+                     [], node, text, parsed, depth + 1)
+                parsed.elsewhere = outer
 
 
 def is_dynamic(raw: str) -> bool:
