@@ -10,7 +10,9 @@ HTTP push (the text as the body, title and links in headers), Slack- and Discord
 
 Everything of a notification but its title and Sentinel's own links is text an agent wrote or chose (the tool,
 its arguments, the reason, the task, the output): each such field is shown with its hiding characters escaped
-(sentinel/ui/escape.py), its URLs defanged (`https[:]//`, `www[.]`: a chat client links a URL by itself), and
+(sentinel/ui/escape.py), defanged (`defang`: a chat client links by itself a URL, a bare domain, an e-mail address
+and an @name, so a scheme shows as `https[:]//`, the dots of anything a host name could be as `[.]`, an `@` as
+`[@]`), and
 escaped for the target's markup: Slack mrkdwn (`&`, `<`, `>`, so `<url|Approve>` and `<!channel>` are text),
 Discord markdown (every markup character backslashed, `@` and `<` made inert, mentions off, no link embeds),
 Telegram with no parse mode, email as plain text with an HTML alternative built with `html.escape`. So the only
@@ -47,7 +49,12 @@ TITLES = {"approval": "run {run_id} waits for approval", "done": "run {run_id} f
 
 FIELDS = (("tool", "tool"), ("arguments", "arguments"), ("reason", "reason"), ("task", "task"), ("agent", "agent"),
           ("output", "output"), ("error", "error"), ("severity", "severity"))
-_URL = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*):(//)|\b(www)\.")
+_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*)://")
+# A dot a linkifier could take for a host's (`evil.example/x`, `www.x`, `ops@evil.example`, `setup.py`: `.py` is a
+# TLD): between a label and a letter (every TLD starts with one; IDN dots too), or in a dotted-quad address.
+_HOST_DOT = re.compile(r"(?<=[\w-])[.\u3002\uff0e\uff61](?=[^\W\d_])")
+_QUAD = re.compile(r"\b\d{1,3}(?:[.\u3002\uff0e\uff61]\d{1,3}){3}\b")
+_AT = re.compile(r"[@\uff20]")  # an e-mail address, an @name (Telegram, Slack), a fullwidth one
 _DISCORD = re.compile(r"([\\`*_~|>\[\]()<])")  # fields never start a line: no heading or list to escape
 # Discord: mentions parse nothing, link previews off (SUPPRESS_EMBEDS).
 DISCORD_QUIET: JSONObject = {"allowed_mentions": {"parse": []}, "flags": 4}
@@ -72,8 +79,8 @@ def message(doc: JSONObject, markup: str | None = None) -> str:
 
 
 def _field(value: JSON, markup: str | None) -> str:
-    """An agent-written field as one inert line: hiding characters shown, URLs defanged, the markup escaped."""
-    text = _URL.sub(lambda m: f"{m.group(1)}[:]//" if m.group(1) else f"{m.group(3)}[.]", visible(value))
+    """An agent-written field as one inert line: hiding characters shown, links defanged, the markup escaped."""
+    text = defang(visible(value))
     if markup == "slack":
         return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     if markup == "discord":
@@ -81,6 +88,15 @@ def _field(value: JSON, markup: str | None) -> str:
     if markup == "html":
         return html.escape(text)
     return text
+
+
+def defang(text: str) -> str:
+    """`text` with nothing a chat client's linkifier takes for a link: a scheme as `https[:]//`, each dot of what
+    could be a host name (`evil[.]example`, `1[.]2[.]3[.]4`) as `[.]`, each `@` (an e-mail address, a mention)
+    as `[@]`. Read by a person, it says the same; tapped, it opens nothing."""
+    text = _SCHEME.sub(lambda m: f"{m.group(1)}[:]//", text)
+    text = _QUAD.sub(lambda m: re.sub(r"[.\u3002\uff0e\uff61]", "[.]", m.group(0)), text)
+    return _AT.sub("[@]", _HOST_DOT.sub("[.]", text))
 
 
 def html_message(doc: JSONObject) -> str:
