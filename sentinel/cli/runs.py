@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Optional
 
 from sentinel.cli.params import Argument, Option, typed
 from sentinel.config_stamp import Facts
@@ -22,11 +22,12 @@ from sentinel.engine.status import ANSWERED, TERMINAL, RunStatus
 from sentinel.errors import NotFound
 from sentinel.jsontypes import JSONObject, list_in, object_in
 from sentinel.ui.escape import for_stream, visible
-from sentinel.ui.render import (Progress, arguments_text, code_listing, listing_console, plain, print_json,
-                                self_edit_line, short, task_title)
+from sentinel.ui.render import (Progress, arguments_text, call_in_full, code_listing, json_text, listing_console,
+                                plain, print_json, self_edit_line, short, task_title)
 
 if TYPE_CHECKING:
     import typer
+    from rich.console import Console
     from rich.text import Text
 
     from sentinel.engine.events import Event
@@ -131,68 +132,99 @@ def _tree(rows: list[RunRow]) -> list[tuple[RunRow, int]]:
     return out
 
 
-def show(run_id: str = Argument(..., help="Run id."), as_json: bool = Option(False, "--json")) -> None:
-    """Show a run: status, messages and every decision with its reason."""
+def show(run_id: str = Argument(..., help="Run id, or the id of a pending approval (a-…): that call in full."),
+         as_json: bool = Option(False, "--json")) -> None:
+    """Show a run: status, messages, every decision with its reason and its pending call in full (an approval id:
+    that pending call in full)."""
+    if run_id.startswith("a-"):
+        return _show_approval(run_id, as_json)
     with _engine() as engine:
         detail = engine.show(run_id)
         events = [e.to_dict() for e in engine.events(run_id) if e.durable] if as_json else []
     if as_json:  # the events as `logs --json` prints them, the same in both modes
         return print_json(detail.to_dict() | {"events": events})
-    from rich.markup import escape
-
-    def t(value: object) -> str:  # an agent's text in a markup line: one line, hiding characters shown, no markup
-        return escape(visible(value))
-
-    console = listing_console()  # piped: a decision stays on one line (for grep)
-    console.print(f"[bold]{t(detail.id)}[/] {t(detail.status)}  agent={t(detail.agent)} model={t(detail.model)}")
-    console.print(f"task: {visible(detail.task, newlines=True)}", markup=False)
+    say = _sayer()  # every line through `visible`: no field of the run reaches the terminal unescaped
+    say(f"{detail.id} {detail.status}  agent={detail.agent} model={detail.model}", "bold")
+    say(f"task: {detail.task}", newlines=True)
     if detail.parent_id:
-        console.print(f"parent: {t(detail.parent_id)}")
+        say(f"parent: {detail.parent_id}")
     for d in detail.decisions:
-        console.print(f"  {t(d['tool'])} {t(d['call_id'])}: [bold]{t(d['outcome'])}[/] — {t(d['reason'])}{_resolved(d)}")
+        say(f"  {d['tool']} {d['call_id']}: {d['outcome']} — {d['reason']}{_resolved(d)}")
     for c in detail.children:
-        console.print(f"  child {c['id']} {c['status']}  agent={c['agent']}  ({c['call_id']}): "
-                      f"{visible(str(c['task'])[:60])}", markup=False)
+        say(f"  child {c['id']} {c['status']}  agent={c['agent']}  ({c['call_id']}): {str(c['task'])[:60]}")
     for g in detail.safeguards:
-        console.print(f"  safeguard {g['kind']} → {g['action']}: {visible(g['detail'])}", markup=False)
+        say(f"  safeguard {g['kind']} → {g['action']}: {g['detail']}")
     from sentinel.engine.events import SelfEdited, parse as parse_event
 
     for e in detail.self_edits:
         edit = parse_event({**e, "type": SelfEdited.type, "run_id": detail.id, "seq": 0})
         if isinstance(edit, SelfEdited):
-            console.print(f"  {edit.tool}: {self_edit_line(edit)}", markup=False)
+            say(f"  {edit.tool}: {self_edit_line(edit)}")
     if detail.contract is not None:
-        console.print(f"contract: {'; '.join(detail.contract) or 'nothing the harness can check'}", markup=False)
+        say(f"contract: {'; '.join(detail.contract) or 'nothing the harness can check'}")
     if detail.verified is not None:
-        console.print("verified: " + ("yes, against the contract" if detail.verified else "no"), markup=False)
+        say("verified: " + ("yes, against the contract" if detail.verified else "no"))
     if detail.unchecked:
-        console.print(f"not checked: {visible('; '.join(detail.unchecked))}", markup=False)
+        say(f"not checked: {'; '.join(detail.unchecked)}")
     for c in detail.checkpoints:
-        console.print(f"  {checkpoint_line(c)}", markup=False)
+        say(f"  {checkpoint_line(c)}")
     if detail.checkpoints:
-        console.print(f"  (sentinel undo {detail.id} [--to STEP] puts the workspace back)", markup=False)
+        say(f"  (sentinel undo {detail.id} [--to STEP] puts the workspace back)")
     for a in detail.pending_approvals:
-        if a.code_sha256:
-            console.print(f"pending approval {a.id}{_code_label(a)}", markup=False)
-            if not _trusted_mcp(a):
-                console.print(code_listing(a), markup=False)
+        _say_pending(say, a, head="pending ")
     if detail.output:
-        console.print(f"output: {visible(detail.output, newlines=True)}", markup=False)
+        say(f"output: {detail.output}", newlines=True)
     if detail.error:
-        console.print(f"[red]error[/]: {t(detail.error)}")
+        say(f"error: {detail.error}", "red")
+
+
+def _sayer(console: "Console | None" = None) -> "Callable[..., None]":
+    """say(text, style=None, newlines=False): one line (or a block, `newlines`) on stdout, always through
+    `visible` (sentinel/ui/escape.py), never markup, never wrapped by rich (a terminal wraps it; piped, a line
+    stays one line). Escaping text already escaped changes nothing, so a line may mix both."""
+    from rich.text import Text
+
+    out = console or listing_console()
+
+    def say(text: str, style: str | None = None, *, newlines: bool = False) -> None:
+        out.print(Text(visible(text, newlines=newlines), style=style or ""), soft_wrap=True)
+
+    return say
+
+
+def _say_pending(say: "Callable[..., None]", a: ApprovalRow, head: str = "") -> None:
+    """A pending call in full (sentinel/ui/render.py call_in_full), then what it would run: an authored tool's or
+    an MCP server's code."""
+    say(f"{head}{call_in_full(a)}", newlines=True)
+    if a.mcp:
+        say(f"  MCP server {a.mcp['server']}, tool {a.mcp['tool']}")
+    if a.code_sha256:
+        say(f"  approval {a.id}{_code_label(a)}")
+        if not _trusted_mcp(a):
+            say(code_listing(a), newlines=True)
+    say(f"  decide: sentinel approve {a.id}  |  sentinel deny {a.id} --reason R")
+
+
+def _show_approval(approval_id: str, as_json: bool) -> None:
+    """`show a-…`: a pending approval, its call in full (a decided one is in `show RUN`'s decisions)."""
+    with _engine() as engine:
+        found = [a for a in engine.pending(all_hosts=True) if a.id == approval_id]
+    if not found:
+        raise NotFound(f"no pending approval {approval_id} (a decided one shows in `sentinel show RUN`)")
+    if as_json:
+        return print_json(found[0].to_dict())
+    _say_pending(_sayer(), found[0])
 
 
 def _resolved(decision: Mapping[str, object]) -> str:
     """Who answered the call's approval, and how: `; approved by alice`, `; denied by bob: not now`."""
-    from rich.markup import escape
-
     approval = decision.get("approval")
     if not approval or not isinstance(approval, dict):
         return ""
     verb = "approved" if approval.get("approved") else str(approval.get("status") or "resolved")
     who = f" by {approval['by']}" if approval.get("by") else ""
     why = f": {approval['reason']}" if approval.get("reason") and not approval.get("approved") else ""
-    return escape(visible(f"; {verb}{who}{why}"))
+    return visible(f"; {verb}{who}{why}")
 
 
 def approvals(as_json: bool = Option(False, "--json"),
@@ -203,7 +235,7 @@ def approvals(as_json: bool = Option(False, "--json"),
     if as_json:
         listed = [a.to_dict() for a in pending]
         return print_json([{k: a[k] for k in ("id", "run_id", "parents", "client", "tool", "arguments", "user",
-                                              "workspace", "host", "reason", "code", "code_sha256", "mcp") if k in a}
+                                              "workspace", "host", "reason", "digest", "code", "code_sha256", "mcp") if k in a}
                            for a in listed])
     if not pending:
         print("no pending approvals")
@@ -221,13 +253,10 @@ def approvals(as_json: bool = Option(False, "--json"),
                               *([a.host or "?"] if all_hosts else [])))
     console = listing_console()
     console.print(table)
-    for a in pending:
-        if a.mcp:
-            console.print(f"approval {a.id}: MCP server {visible(a.mcp['server'])}, tool {visible(a.mcp['tool'])}",
-                          markup=False)
-        if a.code_sha256:
-            listing = "" if _trusted_mcp(a) else f"\n{code_listing(a)}"
-            console.print(f"approval {a.id}{_code_label(a)}{listing}", markup=False)
+    say = _sayer(console)
+    for a in pending:  # then each call whole: the table's cell is cut, this is what a decision runs
+        say("")
+        _say_pending(say, a)
 
 
 def _trusted_mcp(a: ApprovalRow) -> bool:
@@ -269,24 +298,87 @@ def _operator() -> Iterator[Engine]:
             raise Denied(f"{refused}: only operators answer the approvals of this machine's supervisor") from None
 
 
-def approve(ident: str = Argument(..., help="Approval id, or a run id with one pending approval."),
+IDENT_HELP = "Approval id (it names one call), or a run id with one pending approval (see `approve --help`)."
+DIGEST_HELP = ("Decide only if the call's digest is this one (`approvals` and `show` print it as `call digest`): "
+               "a script's binding to the call it read.")
+
+
+def approve(ident: str = Argument(..., help=IDENT_HELP),
             always: bool = Option(False, "--always", help="A coding agent's ask: also allow this exact call "
                                         "in this repository from now on (sentinel hook allowlist)."),
+            digest: Optional[str] = Option(None, "--digest", help=DIGEST_HELP),
             as_json: bool = Option(False, "--json")) -> None:
     """Approve a pending tool call; the run resumes in the foreground (a coding agent's ask: its hook lets the
-    call run)."""
-    with _operator() as engine, Progress(False if as_json else None) as progress:
-        outcome = engine.approve(ident, on_event=progress, always=always)
+    call run).
+
+    The call being approved is printed in full first (stderr), and the decision is bound to it: an approval id
+    names one call that never changes; a run id names whatever its run waits for now, so on a terminal it asks
+    `approve this call? [y/N]` first, and elsewhere decides exactly the call it printed. --digest binds either form
+    to the call a script read."""
+    with _operator() as engine:
+        target, bound = _bound(engine, ident, digest, "approve")
+        with Progress(False if as_json else None) as progress:
+            outcome = engine.approve(target, digest=bound, on_event=progress, always=always)
     _finish(outcome, as_json, progress)
 
 
-def deny(ident: str = Argument(..., help="Approval id, or a run id with one pending approval."),
+def deny(ident: str = Argument(..., help=IDENT_HELP),
          reason: str = Option("", "--reason", "-r", help="Told to the agent as the tool result."),
+         digest: Optional[str] = Option(None, "--digest", help=DIGEST_HELP),
          as_json: bool = Option(False, "--json")) -> None:
-    """Deny a pending tool call; the run resumes with the denial as the tool result."""
-    with _operator() as engine, Progress(False if as_json else None) as progress:
-        outcome = engine.deny(ident, reason=reason, on_event=progress)
+    """Deny a pending tool call; the run resumes with the denial as the tool result. The call is printed and bound
+    as `approve` does it."""
+    with _operator() as engine:
+        target, bound = _bound(engine, ident, digest, "deny")
+        with Progress(False if as_json else None) as progress:
+            outcome = engine.deny(target, reason=reason, digest=bound, on_event=progress)
     _finish(outcome, as_json, progress)
+
+
+def _bound(engine: Engine, ident: str, digest: str | None, verb: str) -> tuple[str, str | None]:
+    """What `approve`/`deny IDENT` decides, printed in full on stderr, and the (approval id, digest) that binds the
+    decision to exactly that call.
+
+    An approval id names one immutable call: it is decided as named (not listed, e.g. already decided: the engine
+    says so). A run id names whatever its run waits for at this moment, which may not be the call the person
+    looked at (another decider answered that one and the agent asked again): it is resolved here, once, to one
+    approval, printed, and decided with that approval's digest, so a call filed after this point is never the
+    one decided; on a terminal, only after `y`."""
+    from sentinel.errors import UsageError
+
+    by_approval = ident.startswith("a-")
+    listed = [a for a in engine.pending(all_hosts=True) if (a.id if by_approval else a.run_id) == ident]
+    if not listed:
+        if by_approval:
+            return ident, digest
+        engine.show(ident)  # NotFound for an unknown run
+        raise UsageError(f"run {ident} has no pending approval")
+    if len(listed) > 1:
+        raise UsageError(f"run {ident} has {len(listed)} pending approvals; name one: "
+                         + ", ".join(a.id for a in listed))
+    (approval,) = listed
+    if digest is not None and digest != approval.digest:
+        raise UsageError(f"approval {approval.id}: the digest given ({visible(digest)[:12]}…) is not the call's "
+                         f"({approval.digest[:12]}…): it is not the call you read; nothing was decided")
+    said = "" if by_approval else f" (what run {ident} waits for now)"
+    print(visible(f"{verb} {approval.id}{said}:\n{call_in_full(approval)}", newlines=True), file=sys.stderr)
+    if not by_approval and digest is None and _terminal():
+        print(f"{verb} this call? [y/N] ", end="", file=sys.stderr, flush=True)
+        try:
+            answer = input()
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            raise UsageError(f"not {'approved' if verb == 'approve' else 'denied'}: nothing was decided")
+    return approval.id, approval.digest
+
+
+def _terminal() -> bool:
+    """A person at a terminal, who can be asked (stdin and stderr both are one)."""
+    try:
+        return sys.stdin.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def resume(run_id: str = Argument(...), as_json: bool = Option(False, "--json")) -> None:
@@ -323,10 +415,8 @@ PAUSE_POLL_S = 1.0     # how often a paused run is looked at for its answer
 
 
 def _print_event(event: Event, as_json: bool) -> None:
-    import json
-
-    if event.durable:
-        print(json.dumps(event.to_dict(), ensure_ascii=False) if as_json else plain(event), flush=True)
+    if event.durable:  # a line, escaped as a whole: a field a new event kind adds cannot slip through raw
+        print(json_text(event.to_dict()) if as_json else visible(plain(event)), flush=True)
 
 
 def _newest(engine: Engine) -> str:

@@ -7,6 +7,7 @@ when piped, JSON for scripts. The CLI, `sentinel watch`, the chat and the web co
     describe(event)                  # one rich-markup line per event, or None (the chat's lines too)
     plain(event)                     # one human line per event (`sentinel logs`), never JSON
     arguments_text(args), task_title(kind, task), short(value)   # one line each, agent text made visible
+    call_in_full(approval)           # a pending call whole, as it would run: what `approvals`, `show`, `approve` print
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from sentinel.engine.rows import ApprovalRow
-from sentinel.ui.escape import visible
+from sentinel.ui.escape import json_visible, visible
 
 if TYPE_CHECKING:  # the events are imported by what renders them: a listing renders rows only
     from rich.console import Console
@@ -269,7 +270,49 @@ def listing_console() -> "Console":
 
 
 def print_json(obj: object) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n")
+    sys.stdout.write(json_text(obj, indent=2) + "\n")
+
+
+def json_text(obj: object, indent: int | None = None) -> str:
+    """JSON for `--json`: the exact data, with every character that would hide, reorder or move text on a terminal
+    written as a `\\uXXXX` escape (sentinel/ui/escape.py json_visible); readable accents and symbols stay as written."""
+    return json_visible(json.dumps(obj, ensure_ascii=False, indent=indent, default=str))
+
+
+# The argument that names what a call acts on, shown first when present; every other one follows, sorted by name.
+IDENTIFYING = ("command", "path", "file_path", "url")
+
+
+def call_in_full(approval: ApprovalRow) -> str:
+    """A pending call whole, for a person deciding it: the approval, its run and tool, why it waits, the call digest
+    a decision is bound to (`sentinel approve ID --digest D`), then every argument: the identifying one first
+    (IDENTIFYING), the rest sorted by name; nothing cut, no space collapsed, hiding characters escaped, and a
+    value of many lines kept as lines, each behind `    | ` (so none can pass for a line of Sentinel's)."""
+    chain = "".join(f" ← {visible(parent)}" for parent in approval.parents)
+    lines = [f"approval {visible(approval.id)}: run {visible(approval.run_id)}{chain} asks to run "
+             f"{visible(approval.tool)}",
+             f"  why: {visible(approval.reason or '')}",
+             f"  call digest: {visible(approval.digest)}"]
+    arguments = approval.arguments
+    if not isinstance(arguments, dict):
+        return "\n".join(lines + _value_lines("arguments", arguments))
+    if not arguments:
+        lines.append("  (no arguments)")
+    first = [k for k in IDENTIFYING if k in arguments]
+    for key in first + sorted(k for k in arguments if k not in first):
+        lines += _value_lines(key, arguments[key])
+    return "\n".join(lines)
+
+
+def _value_lines(key: str, value: object) -> list[str]:
+    import re
+
+    name = key if re.fullmatch(r"[A-Za-z0-9_.-]+", key) else json.dumps(key, ensure_ascii=False)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
+    shown = visible(text, newlines=True).split("\n")
+    if len(shown) == 1:
+        return [f"  {visible(name)}: {shown[0]}"]
+    return [f"  {visible(name)}: ({len(shown)} lines)", *(f"    | {line}" for line in shown)]
 
 
 def code_listing(approval: ApprovalRow) -> str:

@@ -56,7 +56,8 @@ def test_values_flags_and_required_arguments():
     assert got == {"task": "do it", "model": "p/m", "agent": None, "workspace": Path("/tmp"), "as_json": True}
     assert fast.parse(runs.run, ["--json"]) is None  # TASK missing: typer says so
     assert fast.parse(runs.run, ["x", "--model"]) is None  # a value missing: typer says so
-    assert fast.parse(runs.deny, ["a-1", "-r", "no"]) == {"ident": "a-1", "reason": "no", "as_json": False}
+    assert fast.parse(runs.deny, ["a-1", "-r", "no"]) == {"ident": "a-1", "reason": "no", "digest": None,
+                                                          "as_json": False}
     assert fast.parse(runs.logs, []) == {"run_id": None, "follow": False, "as_json": False}
 
 

@@ -26,9 +26,12 @@ def _json_in(line: str) -> bool:
 def test_approvals_is_a_table_with_the_call_its_user_and_its_workspace(scripted_server, configure, cli, sentinel_home):
     configure(server=scripted_server(CLEAN))
     run_id = cli.json("run", "clean up", "--json", check=3)["id"]
-    header, row, *rest = cli("approvals", check=0).stdout.splitlines()
+    header, row, blank, *whole = cli("approvals", check=0).stdout.splitlines()
     assert header.split() == ["approval", "asks", "run", "tool", "call", "runs", "as", "workspace", "why"]
-    assert not rest and not _json_in(row)
+    assert not blank and not _json_in(row)
+    # under the table, each pending call in full (sentinel/ui/render.py call_in_full)
+    assert whole[0].startswith(f"approval {row.split()[0]}: run {run_id} asks to run bash")
+    assert "  command: rm -rf build/[ab]" in whole
     workspace = str(sentinel_home / "workspace")
     cells = row.split()
     # `asks`: which coding agent asks through its hook (docs/hooks.md), or `sentinel` for Sentinel's own runs

@@ -62,8 +62,8 @@ def test_run_shows_a_spinner_with_seconds_and_tokens_then_tokens_in_and_out(slow
 
 def test_approve_shows_the_spinner_of_the_resumed_run(slow_model, terminal, cli, sentinel_home):
     slow_model([ASK, SLOW])
-    run_id = cli.json("run", "mark it", "--json", check=3)["id"]
-    screen = terminal("approve", run_id)
+    approval_id = cli.json("run", "mark it", "--json", check=3)["approval_id"]
+    screen = terminal("approve", approval_id)  # names one call: decided without a question (a run id asks y/N)
     _seconds_tick(screen, step=2)
     screen.expect(r"→ final answer · 10 in / 5 out tokens")
     assert screen.wait() == 4  # "mark it" names nothing the harness can check: done_unverified
