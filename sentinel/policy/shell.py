@@ -25,7 +25,10 @@ from functools import lru_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeAlias
+
+    # untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
+    Node: TypeAlias = Any
 
 MAX_CHARS = 16_000  # a longer line is not parsed (about 1 s of bashlex on a loaded machine): unsure, so judged
 MAX_DEPTH = 4  # `bash -c "bash -c '…'"` nesting parsed before the line counts as unsure
@@ -302,7 +305,7 @@ class Command:
 
 
 class Parsed:
-    __slots__ = ("commands", "sure", "why", "redirects", "repeating", "elsewhere")
+    __slots__ = ("commands", "sure", "why", "redirects", "repeating", "elsewhere", "functions")
 
     def __init__(self) -> None:
         self.commands: list[Command] = []
@@ -312,6 +315,7 @@ class Parsed:
         self.why = ""
         self.repeating = False  # the commands being added are inside a loop or a function body
         self.elsewhere = ""  # the commands being added run in another directory (find -execdir)
+        self.functions: list[str] = []  # names the line defines as functions (writes.py: one named like a writer)
 
     def unsure(self, why: str) -> None:
         if self.sure:
@@ -353,7 +357,7 @@ def _script(text: str, parsed: Parsed, depth: int) -> None:
     if len(text) > MAX_CHARS:
         return parsed.unsure(f"longer than {MAX_CHARS} characters")
     try:
-        import bashlex  # type: ignore[import-untyped]  # bashlex ships no types: its nodes are typed Any below
+        import bashlex  # type: ignore[import-untyped]  # bashlex ships no types: its nodes are typed Node
     except ImportError:  # an install that predates the dependency: judge everything rather than guess
         return parsed.unsure("bashlex is not installed")
     try:
@@ -373,14 +377,12 @@ def _script(text: str, parsed: Parsed, depth: int) -> None:
     parsed.repeating = outer
 
 
-# untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
-def _command_nodes(node: Any) -> list[tuple[Any, bool]]:
+def _command_nodes(node: Node) -> list[tuple[Node, bool]]:
     """Every CommandNode in the tree, including those inside substitutions, in source order (and every compound
     command with redirections, and every function definition), each with whether it is inside a loop or a
     function body (it may run any number of times)."""
-    # untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
-    found: list[tuple[Any, bool]] = []
-    stack: list[tuple[Any, bool]] = [(node, False)]
+    found: list[tuple[Node, bool]] = []
+    stack: list[tuple[Node, bool]] = [(node, False)]
     while stack:
         item, repeats = stack.pop()
         if isinstance(item, list):
@@ -397,17 +399,16 @@ def _command_nodes(node: Any) -> list[tuple[Any, bool]]:
     return found
 
 
-# untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
-def _function(node: Any, text: str, parsed: Parsed) -> None:
-    """A function named like a command the parse models (or a builtin) changes what that name runs."""
-    from sentinel.policy.writes import known_names
-
+def _function(node: Node, text: str, parsed: Parsed) -> None:
+    """A function named like a builtin, wrapper or shell changes what that name runs (one named like a program
+    whose writes are modelled: sentinel/policy/writes.py, from `Parsed.functions`)."""
     name = _word(node.parts[0], text)[0] if getattr(node, "parts", None) else ""
-    if name in BUILTINS or name in WRAPPERS or name in SHELLS or name in OPAQUE or name in known_names():
+    parsed.functions.append(name)
+    if name in BUILTINS or name in WRAPPERS or name in SHELLS or name in OPAQUE:
         parsed.unsure(f"a function named `{name}` changes what that command runs")
 
 
-def _word(part: Any, text: str) -> tuple[str, bool]:  # untyped: a bashlex word node
+def _word(part: Node, text: str) -> tuple[str, bool]:  # a bashlex word node
     """The word as the shell passes it (quotes removed by bash's rules), and whether the shell expands it."""
     raw = text[part.pos[0]:part.pos[1]]
     if is_dynamic(raw):
@@ -446,8 +447,7 @@ def unquote(raw: str) -> str:
     return "".join(out)
 
 
-# untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
-def _simple(node: Any, text: str, parsed: Parsed, depth: int) -> None:
+def _simple(node: Node, text: str, parsed: Parsed, depth: int) -> None:
     words: list[str] = []
     dynamic: list[bool] = []
     redirects: list[tuple[str, bool, tuple[str, str, bool]]] = []
@@ -473,9 +473,8 @@ def _assigned(word: str, parsed: Parsed) -> None:
         parsed.unsure(f"it sets `{name}`, which changes what commands run or where")
 
 
-# untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
-def _redirect(part: Any, text: str, parsed: Parsed) -> tuple[str, bool, tuple[str, str, bool]]:
-    out: Any = getattr(part, "output", None)  # untyped: a bashlex node (or the fd number of a dup), as above
+def _redirect(part: Node, text: str, parsed: Parsed) -> tuple[str, bool, tuple[str, str, bool]]:
+    out: Node = getattr(part, "output", None)  # a bashlex node, or the fd number of a dup
     heredoc = getattr(part, "heredoc", None)
     if heredoc is not None and getattr(out, "word", "") == text[out.pos[0]:out.pos[1]] and \
             re.search(r"\$\(|`", heredoc.value):  # an unquoted delimiter: the body's substitutions run
@@ -488,7 +487,7 @@ def _redirect(part: Any, text: str, parsed: Parsed) -> tuple[str, bool, tuple[st
 
 
 def _add(words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool, tuple[str, str, bool]]],
-         node: Any, text: str, parsed: Parsed, depth: int) -> None:  # untyped: a bashlex node, as in _simple
+         node: Node, text: str, parsed: Parsed, depth: int) -> None:
     tokens = words + [r for r, _, _ in redirects]
     flags = dynamic + [d for _, d, _ in redirects]
     open_at = next((i for i, d in enumerate(flags) if d), None)
@@ -504,8 +503,7 @@ def _add(words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool,
 
 
 def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool, tuple[str, str, bool]]],
-           node: Any,  # untyped: a bashlex node, as in _simple
-           text: str, parsed: Parsed, depth: int) -> None:
+           node: Node, text: str, parsed: Parsed, depth: int) -> None:
     """The commands this one runs in turn: a wrapped command, a shell's script string, find's -exec."""
     if name in OPAQUE:
         return parsed.unsure(f"`{name}` runs text the parse cannot see")
@@ -654,8 +652,7 @@ def _bwrap_start(words: list[str], dynamic: list[bool], parsed: Parsed) -> int |
     return i
 
 
-# untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
-def _shell(words: list[str], dynamic: list[bool], node: Any, text: str, parsed: Parsed, depth: int) -> None:
+def _shell(words: list[str], dynamic: list[bool], node: Node, text: str, parsed: Parsed, depth: int) -> None:
     """`bash -c STRING`: the string is parsed again; a shell reading its script from input is unsure."""
     i, has_c = 1, False
     while i < len(words) and words[i].startswith(("-", "+")) and words[i] not in ("-", "--"):
@@ -673,8 +670,7 @@ def _shell(words: list[str], dynamic: list[bool], node: Any, text: str, parsed: 
     _input(node, text, parsed, depth, "a shell reads its script from its input")
 
 
-# untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
-def _input(node: Any, text: str, parsed: Parsed, depth: int, why: str) -> None:
+def _input(node: Node, text: str, parsed: Parsed, depth: int, why: str) -> None:
     """A command that runs the script its input holds: a literal here-string is parsed again; else unsure."""
     strings = [p for p in getattr(node, "parts", []) if p.kind == "redirect" and p.type == "<<<"]
     if strings and not is_dynamic(text[strings[0].output.pos[0]:strings[0].output.pos[1]]):
@@ -723,8 +719,7 @@ def _su(words: list[str], dynamic: list[bool], parsed: Parsed, depth: int) -> No
     parsed.unsure("su opens a shell that reads its script from its input")
 
 
-# untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
-def _find_exec(words: list[str], dynamic: list[bool], node: Any, text: str, parsed: Parsed, depth: int) -> None:
+def _find_exec(words: list[str], dynamic: list[bool], node: Node, text: str, parsed: Parsed, depth: int) -> None:
     """find's -exec/-ok commands: `{}` is each match (an expansion); -execdir/-okdir run in its directory."""
     for i, word in enumerate(words):
         if word in FIND_EXEC and i + 1 < len(words):

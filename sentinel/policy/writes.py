@@ -280,6 +280,9 @@ def written(text: str, root: str, cwd: str | None = None) -> Writes:
     if not parsed.sure:
         out.unknown(f"the parse is not sure ({parsed.why})")
         return out
+    if shadowed := [name for name in parsed.functions if name in known_names()]:
+        out.unknown(f"a function named `{shadowed[0]}` changes what that command writes")
+        return out
     start = os.path.normpath(os.path.join(root, cwd)) if cwd else os.path.normpath(root)
     bases = _bases(parsed.commands, start, root, out)
     writers = sum(_redirected(target, bases, root, out) for target in parsed.redirects)
