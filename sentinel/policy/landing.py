@@ -5,8 +5,8 @@
 
 Every symlink is followed the way open(O_CREAT) follows it (sentinel/pathwalk.py, the walk Leash's grants
 use too): a symlinked parent directory, a final symlink (dangling ones too: the write creates their target),
-and `..` applied after the link before it. Decisions scope on `Landing.path`; Sentinel's own file tools then write exactly that path with
-no symlink allowed on the way (sentinel/tools/fs.py), so a link swapped in after the decision makes
+and `..` applied after the link before it. Decisions scope on `Landing.path`; Sentinel's own file tools then
+write exactly that path with no symlink allowed on the way (sentinel/tools/fs.py), so a link swapped in after the decision makes
 the write fail instead of landing elsewhere.
 
 A path through /proc or /dev/fd (`/proc/self/cwd/x`, or a link to one) names what it names for the

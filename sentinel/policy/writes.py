@@ -246,9 +246,8 @@ class Writes:
         return f"Writes({sorted(self.paths)!r}, why={self.why!r})"
 
 
-def known_names() -> frozenset[str]:
-    """Every command name this module gives a meaning to (a function so named would change it)."""
-    return frozenset(READ_ONLY) | frozenset(OPTION_SPECS) | {"git", "find", "dd", "cd", "pushd", "popd"}
+# Every command name this module gives a meaning to (a function so named would change it)
+KNOWN_NAMES = frozenset(READ_ONLY) | frozenset(OPTION_SPECS) | {"git", "find", "dd", "cd", "pushd", "popd"}
 
 
 def writes_nothing(text: str) -> bool:
@@ -280,7 +279,7 @@ def written(text: str, root: str, cwd: str | None = None) -> Writes:
     if not parsed.sure:
         out.unknown(f"the parse is not sure ({parsed.why})")
         return out
-    if shadowed := [name for name in parsed.functions if name in known_names()]:
+    if shadowed := [name for name in parsed.functions if name in KNOWN_NAMES]:
         out.unknown(f"a function named `{shadowed[0]}` changes what that command writes")
         return out
     start = os.path.normpath(os.path.join(root, cwd)) if cwd else os.path.normpath(root)

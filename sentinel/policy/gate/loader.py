@@ -160,7 +160,8 @@ def compile_repo(root: str) -> CacheDump:
         cfg = default_settings()
     paths = repo_paths(root, cfg)
     log = paths.log_file
-    if log and os.path.relpath(os.path.normpath(log), os.path.normpath(root)).startswith(".."):
+    rel = log and os.path.relpath(os.path.normpath(log), os.path.normpath(root))
+    if rel and (rel == ".." or rel.startswith("../")):  # as pathwalk.open_beneath refuses it
         held.append(f"{config_file}: log_file: {cfg.get('log_file')} is outside the repository; a repository's "
                     "log is written only inside it (nothing is logged)")
     rules, errors, warnings = compile_rules(paths.rules_dirs)
