@@ -177,8 +177,14 @@ class Hosts:
         raise ModelUnavailable(f"local/{model}: the model host did not become ready within "
                                f"{self.load_timeout_s:g}s (see {sock.with_suffix('.log')})")
 
-    def cause(self, model: str, ready: Ready, wait_s: float = 2.0) -> str | None:
-        """Why the process that served `ready` is gone, or None when it is still there (the failure was elsewhere)."""
+    def cause(self, model: str, ready: Ready, wait_s: float = 30.0) -> str | None:
+        """Why the process that served `ready` is gone, or None when it is still there (the failure was elsewhere).
+
+        Decided on the host's own word, never on a glance at /proc: a killed process closes its sockets
+        before it turns into a zombie, so for a moment a broken stream comes from a process that still looks
+        alive. The host's /health is answered by whichever process serves the socket now: the same pid means
+        the process lives; a dying one never accepts, so the probe waits for its successor (another pid) or
+        fails when the keeper is gone too. `wait_s` only bounds a host that answers nothing at all."""
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             status = read_status(ready.socket)
@@ -189,7 +195,9 @@ class Hosts:
             if not keeper_alive(ready.socket):
                 return "the model host is gone"
             if _alive(ready.pid) and status is not None and status.get("pid") == ready.pid:
-                return None
+                if health_pid(ready, deadline - time.monotonic()) == ready.pid:
+                    return None
+                # another pid answered, or none: the status file names the successor, or the keeper is gone
             time.sleep(0.01)
         return None if _alive(ready.pid) else "the model process is gone"
 
@@ -228,6 +236,27 @@ def last_line(log: Path) -> str:
     except OSError:
         lines = []
     return f"{lines[-1]} (see {log})" if lines else f"see {log}"
+
+
+def health_pid(ready: Ready, timeout_s: float) -> int | None:
+    """The pid that answers the host's /health now, or None when nothing answers within `timeout_s`."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(max(timeout_s, 0.01))
+            conn.connect(ready.address)
+            conn.sendall(b"GET /health HTTP/1.0\r\nHost: model-host\r\n\r\n")
+            reply = b""
+            while piece := conn.recv(65536):
+                reply += piece
+    except OSError:
+        return None
+    try:
+        pid = json.loads(reply.partition(b"\r\n\r\n")[2]).get("pid")
+    except (ValueError, AttributeError):
+        return None
+    return pid if isinstance(pid, int) else None
 
 
 def _alive(pid: int) -> bool:
