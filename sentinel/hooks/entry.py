@@ -151,7 +151,8 @@ def _evaluate(adapter: Adapter, phase: str, acts: list[Action], bundle: Bundle, 
     from sentinel.policy.gate.rules import applicable
 
     deferred: bool = getattr(adapter, "DEFER_WARNINGS", False)
-    scoped = [(a, m) for a in acts for m in [applicable(bundle.rules, a, phase)] if m]
+    rules = [*bundle.rules, bundle.own] if bundle.own is not None else bundle.rules  # the gate's own files: built in
+    scoped = [(a, m) for a in acts for m in [applicable(rules, a, phase)] if m]
     asking = phase == "pre" and any(r.severity == "ask" for _, m in scoped for r in m)
     queue: LocalQueue | SupervisorQueue | None = None
     allowed: set[int] = set()
@@ -165,9 +166,9 @@ def _evaluate(adapter: Adapter, phase: str, acts: list[Action], bundle: Bundle, 
     from sentinel.policy.gate.engine import Gate, Verdict
     from sentinel.policy.gate.judges import Judges
 
-    gate = Gate(bundle.config, bundle.rules, bundle.paths, Judges(bundle.config))
+    gate = Gate(bundle.config, rules, bundle.paths, Judges(bundle.config))
     # allowlisted actions are judged by the same rules but the ask rules
-    unasked = Gate(bundle.config, [r for r in bundle.rules if r.severity != "ask"], bundle.paths, gate.judges) \
+    unasked = Gate(bundle.config, [r for r in rules if r.severity != "ask"], bundle.paths, gate.judges) \
         if allowed else gate
     verdict = Verdict()
     for act, matching in scoped:

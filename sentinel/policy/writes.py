@@ -228,11 +228,15 @@ _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
 class Writes:
-    __slots__ = ("paths", "why")
+    __slots__ = ("paths", "why", "spelled")
 
     def __init__(self) -> None:
         self.paths: set[str] = set()
         self.why = ""
+        # the parse is sure and every word and redirection target is spelled in the text (no expansion, glob or
+        # `~`): when the writes are unknown all the same, it is for what a program does, not for where a
+        # command the line names writes
+        self.spelled = True
 
     @property
     def known(self) -> bool:
@@ -276,6 +280,8 @@ def written(text: str, root: str, cwd: str | None = None) -> Writes:
     if not text:
         return out
     parsed = shell.parse(text)
+    out.spelled = parsed.sure and all(c.open_at is None and not any(d for _, _, d in c.redirects)
+                                      for c in parsed.commands) and not any(d for _, _, d in parsed.redirects)
     if not parsed.sure:
         out.unknown(f"the parse is not sure ({parsed.why})")
         return out

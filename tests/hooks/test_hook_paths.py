@@ -174,8 +174,16 @@ PATHLESS = [
 
 
 def test_a_pathless_write_meets_path_rules_only(repo):
+    """It may write anything, so every path rule (here only the built-in one for the gate's own files), no bash rule."""
+    from sentinel.policy.gate.rules import applicable
+
     made = repo({"push": PUSH})
-    assert not blocked(run(*copilot("edit", {"old_str": "a", "new_str": "b"}), made))
+    bundle = load_repo(str(made))
+    agent, _, payload = copilot("edit", {"old_str": "a", "new_str": "b"})
+    found = agents.get(agent).action(payload, bundle.config, "pre")
+    (act,) = [a.locate(str(made), str(made)) for a in (found if isinstance(found, list) else [found])]
+    assert act.unbounded
+    assert [r.id for r in applicable([*bundle.rules, bundle.own], act, "pre")] == ["sentinel-own-files"]
 
 
 def test_an_unknown_windsurf_shape_still_passes(root):

@@ -37,6 +37,8 @@ class RuleDump(TypedDict, total=False):
     model: str | None
     prompt: str
     skip_read_only: bool
+    known_only: bool        # built in (sentinel.policy.gate.own): a command whose writes are unknown only for what a
+                            # program does is not in scope (one whose line spells every word)
     source: str
     scope_c: list[PatternDump]
     exclude_c: list[PatternDump]

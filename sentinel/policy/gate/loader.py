@@ -53,6 +53,7 @@ class Bundle:
         self.warnings = warnings or []
         self.config_error = config_error
         self.strict_on_error = strict_on_error
+        self.own: Rule | None = None  # a repository's: the built-in rule the hook adds (sentinel.policy.gate.own)
 
 
 def find_repo(start: str) -> str | None:
@@ -260,7 +261,11 @@ def load_repo(root: str, *, use_cache: bool = True) -> Bundle:
         data = compile_repo(root)
         if use_cache:
             _write_cache(root, data)
-    return _bundle(data)
+    from sentinel.policy.gate.own import own_rule
+
+    bundle = _bundle(data)
+    bundle.own = Rule(own_rule())  # made here each time: never read from the cache the agent can write
+    return bundle
 
 
 def system_rules_dir(path: str = "/etc/sentinel/rules") -> str | None:

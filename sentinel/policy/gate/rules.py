@@ -33,7 +33,7 @@ GPU_BACKENDS = frozenset({"ollama", "local"})
 
 class Rule:
     __slots__ = ("id", "kind", "trigger", "severity", "post", "scope", "exclude", "backend", "model", "prompt",
-                 "skip_read_only", "source", "description", "when", "unless", "_scope_c", "_exclude_c")
+                 "skip_read_only", "known_only", "source", "description", "when", "unless", "_scope_c", "_exclude_c")
 
     def __init__(self, data: RuleDump):
         self.id: str = data["id"]
@@ -47,6 +47,7 @@ class Rule:
         self.model: str | None = data.get("model")
         self.prompt: str = data.get("prompt") or ""
         self.skip_read_only: bool = bool(data.get("skip_read_only"))
+        self.known_only: bool = bool(data.get("known_only"))
         self.source: str = data.get("source", "")
         self.description: str = data.get("description", "")
         self.when = [re.compile(p) for p in data.get("when") or []]
@@ -121,7 +122,8 @@ class Rule:
 
     def in_scope(self, action: Action) -> bool:
         if action.trigger == "bash" and self.trigger == "file_write":
-            return scope.writes_match(self._scope_c, self._exclude_c, action, unknown=True)
+            return scope.writes_match(self._scope_c, self._exclude_c, action, unknown=not self.known_only,
+                                      unspelled=self.known_only)
         if self.trigger != "any" and self.trigger != action.trigger:
             return False
         if action.trigger == "file_write" and action.unbounded:

@@ -105,8 +105,10 @@ def bash_matches(scope: list[PatternDump], exclude: list[PatternDump], command: 
                (c.open_at is not None or not any(_any(e.get("f"), c.text) for e in exclude)) for c in candidates)
 
 
-def writes_match(scope: list[PatternDump], exclude: list[PatternDump], action: Action, unknown: bool) -> bool:
-    """A bash command may write a path in scope and not excluded; `unknown` when what it writes is unknown.
+def writes_match(scope: list[PatternDump], exclude: list[PatternDump], action: Action, unknown: bool,
+                 unspelled: bool = False) -> bool:
+    """A bash command may write a path in scope and not excluded; `unknown` when what it writes is unknown, or
+    `unspelled` when it is unknown and the line does not spell every word (an expansion, a glob, `~`).
     A written path also matches when it is a directory above a match (`rm -r src/core` under `src/core/b/**`)."""
     command = action.command.strip()
     if not command:
@@ -117,7 +119,7 @@ def writes_match(scope: list[PatternDump], exclude: list[PatternDump], action: A
         return False
     writes = action.writes()
     if not writes.known:
-        return unknown
+        return unknown or (unspelled and not writes.spelled)
     return any((not scope or any(_any(e.get("g"), p) or _below(str(e.get("p") or ""), p) for e in scope)) and
                not any(_any(e.get("g"), p) for e in exclude) for p in writes.paths)
 

@@ -125,11 +125,12 @@ def test_the_cached_dump_has_every_setting_the_gate_reads(tmp_path):
         assert set(model.model_fields) == _keys(shape), model.__name__
     settings = GateSettings().dump()
     assert set(settings) == _keys(s.GateDump) and set(settings["scribe"]) == _keys(s.ScribeDump)
-    assert set(RuleSpec.model_fields) | {"source", "scope_c", "exclude_c", "warnings"} == _keys(dump.RuleDump)
+    assert set(RuleSpec.model_fields) | {"source", "scope_c", "exclude_c", "warnings", "known_only"} == _keys(dump.RuleDump)
     rules = tmp_path / ".claude" / "sentinel" / "rules"
     rules.mkdir(parents=True)
     (rules / "r.yaml").write_text("trigger: bash\nscope: [rm *]\nprompt: no deleting\n")
     cache = compile_repo(str(tmp_path))
     assert set(cache) == _keys(dump.CacheDump) and set(cache["paths"]) == _keys(dump.PathsDump)
-    assert set(cache["rules"][0]) | {"warnings"} == _keys(dump.RuleDump)  # warnings move to the bundle
+    # warnings move to the bundle; known_only is the built-in rule's (sentinel.policy.gate.own), never cached
+    assert set(cache["rules"][0]) | {"warnings", "known_only"} == _keys(dump.RuleDump)
     assert set(cache["rules"][0]["scope_c"][0]) == {"p", "c", "f", "r"} <= _keys(dump.PatternDump)

@@ -1,0 +1,64 @@
+"""The gate's own files: a coding agent's call that writes them asks a person, whatever the repository says.
+
+    own_rule() -> RuleDump     the built-in rule `sentinel-own-files` a repository's hook adds
+
+A coding agent runs as the user, so nothing in the kernel stops it from writing what gates it: the repository's
+rules and gate config (`.claude/sentinel/`), the hook settings each client reads (`.claude/settings.json`,
+`.codex/`, `.gemini/settings.json`, ...; the user-level ones in the home directory too) and the user's Sentinel
+home (its config, store and allowlist). An instruction injected into the agent's context would otherwise switch
+the gate off with one edit (`"disableAllHooks": true`, a rule file removed) before doing what the rule forbids.
+
+The rule is a scope rule (no judge): a call whose known writes land in one of these paths is held for a person,
+like any `ask` rule (the approval names the rule and the path). The hook adds it to the repository's rules on
+every call; it is made here each time (a few literal paths, no wcmatch), never read from the repository's cache,
+which the agent could rewrite (`.sentinel/` is protected too). Decided on where the write lands (symlinks
+followed, `sentinel.policy.landing`), as every path rule is. A command whose line does not spell where it writes
+(`rm -rf ~/.sentinel`, `> "$SENTINEL_HOME/config.yaml"`, a glob, a parse that is not sure) may write them: held.
+*Limit:* a command whose writes are unknown only because it runs a program (`npm test`, `python gen.py`, `git
+pull`) is not held by this rule (it would hold every build); the repository's `file_write` rules still apply to
+it. A repository whose config no longer loads turns the hook off (fail_open) before any rule; the write that
+broke it was held.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from sentinel.policy.gate.dump import PatternDump, RuleDump
+
+RULE_ID = "sentinel-own-files"
+DESCRIPTION = ("writes Sentinel's own files (the gate's rules and config, a coding agent's hook settings, Sentinel's "
+               "home): a person decides, whatever the repository's rules say")
+# In the repository: the gate's directory and every client's hook settings (sentinel/hooks/trust.py CONFIG names
+# the files `sentinel hook install` writes; a client's settings can also switch hooks off, so the whole file).
+IN_REPO = (".claude/sentinel", ".sentinel", ".claude/settings.json", ".claude/settings.local.json", ".codex", ".gemini/settings.json",
+           ".github/hooks", ".cursor/hooks.json", ".windsurf/hooks.json", ".clinerules/hooks", ".amazonq/cli-agents")
+# In the user's home: the same clients' user-level settings.
+IN_HOME = (".claude/settings.json", ".claude/settings.local.json", ".codex", ".gemini/settings.json", ".copilot",
+           ".cursor/hooks.json", ".codeium/windsurf/hooks.json", ".aws/amazonq/cli-agents")
+
+
+def sentinel_home() -> str:
+    return os.path.expanduser(os.environ.get("SENTINEL_HOME") or os.path.join("~", ".sentinel"))
+
+
+def protected() -> list[str]:
+    """Every protected path: relative to the repository, or absolute (each name and its resolved form)."""
+    home = os.path.expanduser("~")
+    places = [os.path.join(home, p) for p in IN_HOME] + [sentinel_home()]
+    absolute = [p for place in places for p in dict.fromkeys((os.path.abspath(place), os.path.realpath(place)))]
+    return [*IN_REPO, *absolute]
+
+
+def own_rule() -> RuleDump:
+    """The built-in rule. Each protected path P matches itself and everything below it; a command writing a
+    directory above it (`rm -r .claude`) meets it through the `P/**` pattern (sentinel.policy.gate.scope)."""
+    import re
+
+    scope_c: list[PatternDump] = [{"p": f"{p}/**", "c": False, "g": [rf"(?s:{re.escape(p)}(?:/.*)?)\Z"]}
+                                  for p in protected()]
+    return {"id": RULE_ID, "kind": "scope", "trigger": "file_write", "severity": "ask", "description": DESCRIPTION,
+            "scope": [e["p"] for e in scope_c], "exclude": [], "known_only": True, "source": "(built in)",
+            "scope_c": scope_c, "exclude_c": []}
