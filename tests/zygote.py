@@ -72,6 +72,8 @@ def _serve(path: str) -> None:
     while True:
         for key, _ in sel.select():
             if key.data == "lifeline":
+                if os.read(sys.stdin.fileno(), 1):  # only the test worker holds the other end, and never writes
+                    sys.stderr.write("zygote: unexpected input on its lifeline; ending\n")
                 for pid in children:
                     try:
                         os.kill(pid, 9)
@@ -163,7 +165,11 @@ class Zygote:
     def run(self, args: list[str], env: dict[str, str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, open(os.devnull, "rb") as null, \
                 socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.connect(str(self.path))
+            try:
+                conn.connect(str(self.path))
+            except OSError as exc:
+                raise RuntimeError(f"the test zygote is gone ({exc.strerror}; its exit status: {self.proc.poll()}; "
+                                   f"see {self.path.parent / 'zygote.log'})") from None
             call = json.dumps({"args": args, "env": env, "cwd": str(cwd)}).encode()
             socket.send_fds(conn, [call], [null.fileno(), out.fileno(), err.fileno()])
             reader = conn.makefile("r")

@@ -61,20 +61,28 @@ class Spawned:
     group: cgroups.Group | None
     applied: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    reaped: bool = False
 
     def signal(self, sig: int) -> None:
+        """Signal the process itself, through its pidfd: never another process that took its pid after it was
+        reaped (pids wrap; the supervisor spawns thousands)."""
+        if self.reaped:
+            return
         try:
-            os.kill(self.pid, sig)
+            signal.pidfd_send_signal(self.pidfd, sig)
         except OSError:
             pass
 
     def kill(self) -> None:
-        """SIGKILL the process, its process group and everything left in its cgroup."""
-        for fn, target in ((os.killpg, self.pid), (os.kill, self.pid)):
-            try:
-                fn(target, signal.SIGKILL)
-            except OSError:
-                pass
+        """SIGKILL the process, its process group and everything left in its cgroup. Before it is reaped only:
+        until then its pid, and so its group id, cannot belong to anyone else."""
+        if self.reaped:
+            return
+        try:
+            os.killpg(self.pid, signal.SIGKILL)  # the group first, at once: no shell in it runs its next command
+        except OSError:
+            pass
+        self.signal(signal.SIGKILL)
         if self.group is not None:
             self.group.kill_others()
 
@@ -85,6 +93,7 @@ class Spawned:
             code = os.waitstatus_to_exitcode(status)
         except ChildProcessError:
             code = -1
+        self.reaped = True
         os.close(self.pidfd)
         if self.group is not None:
             self.group.kill_others()

@@ -221,13 +221,31 @@ def stop_all_of(socks: list[Path], timeout_s: float) -> None:
     for sock in socks:
         status = read_status(sock)
         if status and status.get("keeper_pid") and keeper_alive(sock):
-            try:
-                os.kill(pid_of(status, "keeper_pid"), signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+            _signal_keeper(sock, pid_of(status, "keeper_pid"), signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
     while any(keeper_alive(s) for s in socks) and time.monotonic() < deadline:
         time.sleep(0.01)
+
+
+def _signal_keeper(sock: Path, pid: int, sig: int) -> None:
+    """Signal the keeper the status file names, only when that pid is still it: a keeper killed outright leaves
+    its status file, and its pid may since belong to any process (pids wrap). Through a pidfd opened first, so
+    the process checked is the process signalled."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+        mine = os.path.realpath(sock)
+        serving = any(a == b"--socket" and os.path.realpath(os.fsdecode(b)) == mine for a, b in zip(argv, argv[1:]))
+        if serving and b"sentinel.models.host_process" in argv:
+            signal.pidfd_send_signal(fd, sig)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def last_line(log: Path) -> str:
