@@ -380,8 +380,12 @@ class Launch:
                         else:  # every process under the filter is gone
                             poller.unregister(fd)
                     elif fd == pidfd:
+                        try:  # its group, while its zombie still holds the id (after the reap it may be anyone's)
+                            os.killpg(pid, signal.SIGKILL)
+                        except OSError:
+                            pass
                         _, st = os.waitpid(pid, 0)
-                        _wait_all(None, self.group, pgid=pid)
+                        _wait_all(None, self.group)
                         self.unused = clock.stdin is not None and not clock.arrived()
                         return os.waitstatus_to_exitcode(st), False
                     else:  # the caller hung up or sent anything: cancel
@@ -441,15 +445,15 @@ def _close(fd: int) -> None:
         pass
 
 
-def _wait_all(pid: int | None, group: cgroups.Group | None, pgid: int | None = None) -> None:
+def _wait_all(pid: int | None, group: cgroups.Group | None) -> None:
     """Kill and reap every descendant: the process group at once (one signal to every member, so no shell runs its
-    next command after its child died), then the rest of the cgroup (stopped before killed), then stragglers."""
-    for target in (pid, pgid):
-        if target:
-            try:
-                os.killpg(target, signal.SIGKILL)
-            except OSError:
-                pass
+    next command after its child died), then the rest of the cgroup (stopped before killed), then stragglers.
+    `pid` is a child not yet reaped (its group id is then still its own)."""
+    if pid:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
     if group is not None:
         group.kill_others()
     while True:
