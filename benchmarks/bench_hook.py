@@ -8,8 +8,9 @@
     (editable install's path finder, `site`) for comparison
 (e) the same with a bash rule (`git push --force*`) and `ls -la && git status`: out of scope without
     importing the shell parser: target <= 1.3x `python -I -c pass`
-(f) the same with `npm test`: what it writes is unknown, so the line is parsed (bashlex) for the built-in
-    rule on the gate's own files (sentinel/policy/gate/own.py); reported beside (e), no target
+(f) `npm test` in a repository whose only rule is that bash rule: what it writes is unknown, and the built-in
+    rule on the gate's own files (sentinel/policy/gate/own.py) meets every bash call; its pre-check lets a plain
+    line that names none of its paths through without the shell parser (~80 ms when parsed); target <= 1.3x
 (b) eight rules in scope, each judged by a scripted Ollama-native judge on loopback that
     answers in 100 ms (max_parallel 8, ollama_concurrency 8): target < 250 ms
 (c) an `ask` rule in scope (kind: scope, no judge), local mode with a one-tap webhook target on
@@ -203,12 +204,17 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(("(a') console script, no rule in scope", median_ms(script_argv(), idle, args.runs, env)[0]))
         a, proc_a = median_ms(hook_argv(), idle, args.runs, env)
         c, proc_c = median_ms(hook_argv(), bash_payload(root, "ls -la && git status"), args.runs, env)
-        f, proc_f = median_ms(hook_argv(), bash_payload(root, "npm test"), args.runs, env)
+        plain = root / "plain"  # a second repository: the bash rule alone (the billing rules would judge `npm test`)
+        (plain / ".claude" / "sentinel" / "rules").mkdir(parents=True)
+        (plain / ".claude" / "sentinel" / "rules" / "force-push.yaml").write_text(
+            (root / ".claude" / "sentinel" / "rules" / "force-push.yaml").read_text())
+        subprocess.run(hook_argv(), input=bash_payload(plain, "ls"), capture_output=True, text=True, env=env)
+        f, proc_f = median_ms(hook_argv(), bash_payload(plain, "npm test"), args.runs, env)
         calls_before = len(judge.requests)
         b, proc_b = median_ms(hook_argv(), hit, max(5, args.runs // 2), env)
         rows += [("(a) installed hook command, no rule in scope", a),
                  ("(e) hook, bash rule out of scope (`ls -la && git status`)", c),
-                 ("(f) hook, `npm test` parsed for the built-in own-files rule", f),
+                 ("(f) hook, `npm test` (only the built-in own-files rule meets it)", f),
                  ("(b) hook, 8 rules in scope, judge 100 ms", b)]
     asks = bench_ask(max(3, args.runs // 4), env) if args.asks else None
     if asks:
@@ -222,12 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     ok_b = b < 250 and "deny" in proc_b.stdout and calls_before == 0
     print(f"(a) {a / bare:.2f}x `python -I -c pass` (target <= 1.3x): {'PASS' if ok_a else 'FAIL'}")
     print(f"(e) {c / bare:.2f}x `python -I -c pass` (target <= 1.3x): {'PASS' if ok_c else 'FAIL'}")
-    print(f"(f) {f / bare:.2f}x `python -I -c pass` (reported; {'allowed' if not proc_f.stdout else 'HELD'})")
+    ok_f = f <= 1.3 * bare and proc_f.returncode == 0 and not proc_f.stdout
+    print(f"(f) {f / bare:.2f}x `python -I -c pass` (target <= 1.3x): {'PASS' if ok_f else 'FAIL'}")
     print(f"(b) {b:.0f} ms for 8 overlapping judge calls (target < 250 ms): {'PASS' if ok_b else 'FAIL'}")
     ok_d = not asks or (asks[2] < 1000 and asks[3])
     if asks:
         print(f"(d) {asks[2]:.0f} ms from a decision to the allow answer (target < 1000 ms): {'PASS' if ok_d else 'FAIL'}")
-    return 0 if ok_a and ok_b and ok_c and ok_d else 1
+    return 0 if ok_a and ok_b and ok_c and ok_d and ok_f else 1
 
 
 if __name__ == "__main__":

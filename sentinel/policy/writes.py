@@ -403,6 +403,7 @@ def _land(path: str, bases: list[str], root: str, out: Writes) -> None:
         landing = land(root, os.path.join(base, path))
         out.paths.add(landing.path)
         if landing.others is None:
+            out.spelled = False  # where it lands is not the text's to say
             out.unknown(f"{path}: it lands through /proc or /dev/fd, or on a file with a name (a hard link) "
                         "Sentinel cannot find")
         else:

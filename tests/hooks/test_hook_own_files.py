@@ -153,3 +153,37 @@ def test_the_hook_holds_the_call_for_a_person_and_names_why(root, monkeypatch):
     assert (root / ".claude" / "sentinel").is_dir()
     quiet = dict(payload, tool_input={"command": "cat .claude/sentinel/config.yaml"})
     assert entry.handle("claude-code", "pre-tool-use", json.dumps(quiet)).stdout == ""
+
+
+# -- the fast path: a plain line the rule cannot hold is let through without the shell parser -----------------
+
+PLAIN_LINES = ["npm test", "python gen.py --out build/", "git pull --rebase && make -j2", "make -C docs html",
+               "rm -rf build dist", "rm -rf .", "rm -rf ..", "rm -rf /", "rm -rf ROOT", "mv src/a.py src/b.py",
+               "git clean -fdx", "git -C .. clean -fdx", "ls src | xargs rm -rf", "find . -name x -delete",
+               "cp x notes/x.yaml", "cp x src/cfg.json", "sort -o.claude/settings.json x",
+               "install -m644 x --target-directory=.codex", "tar -C .. -xf a.tar", "touch .claude/sentinel/rules/n",
+               "cp x /proc/self/cwd/.claude/settings.json", "rsync -a --delete src/ ROOT/", "env A=1 rm -r .sentinel",
+               "cp -r src .github", "ln src/a.py src/link.py", "truncate -s0 .gemini/settings.json"]
+
+
+@pytest.mark.parametrize("cwd", ["ROOT", "ROOT/src", "ROOT/.claude"])
+def test_the_fast_path_never_lets_through_what_the_parse_would_hold(root, cwd):
+    """For every line and directory: when the pre-check says the rule cannot hold it, the full parse agrees."""
+    from sentinel.policy.gate import own
+    from sentinel.policy.gate.action import Action
+    from sentinel.policy.gate.scope import writes_match
+
+    (root / "notes").symlink_to(root / ".claude" / "sentinel" / "rules")
+    os.link(root / ".claude" / "sentinel" / "config.yaml", root / "src" / "cfg.json")
+    (root / "src" / "a.py").write_text("x")
+    rule = own.own_rule()
+    where = cwd.replace("ROOT", str(root))
+    skipped = []
+    for line in PLAIN_LINES:
+        line = line.replace("ROOT", str(root))
+        act = Action("bash", "Bash", {"command": line}, command=line).locate(str(root), where)
+        parsed = writes_match(rule["scope_c"], [], act, unknown=False, unspelled=True)
+        if not own.may_hold(line, str(root), where):
+            skipped.append(line)
+            assert not parsed, f"{line!r} from {cwd}: the pre-check let through what the parse holds"
+    assert "npm test" in skipped and "python gen.py --out build/" in skipped  # builds take the fast path

@@ -23,6 +23,7 @@ broke it was held.
 from __future__ import annotations
 
 import os
+import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,6 +51,49 @@ def protected() -> list[str]:
     places = [os.path.join(home, p) for p in IN_HOME] + [sentinel_home()]
     absolute = [p for place in places for p in dict.fromkeys((os.path.abspath(place), os.path.realpath(place)))]
     return [*IN_REPO, *absolute]
+
+
+_SEPARATORS = re.compile(r"[\s;&|]+")
+_PIECES = re.compile(r"[=:,]")
+
+
+def may_hold(text: str, root: str, cwd: str | None) -> bool:
+    """False only when no write the shell parse could find (sentinel.policy.writes) lands on, in or above a
+    protected path, and the line spells every word: the rule then cannot hold it, and the hook answers without
+    importing the parser (~80 ms). The line must be plain words (no quote, expansion, glob, redirection or
+    grouping), run no command that takes words from elsewhere or changes directory, and no word of it (nor the
+    value after `=`/`:`/`,` or a glued short option) may name, through a symlink or not, a protected path, one
+    inside it, a directory above it, a file with other names (hard links), or a path through /proc or /dev/fd."""
+    from sentinel.policy.shell import _REBINDS_TEXT, _UNSEEN
+    from sentinel.policy.writes import _PLAIN
+
+    flat = text
+    if not _PLAIN.match(flat) or _REBINDS_TEXT.search(flat):
+        return True
+    words = [w for w in _SEPARATORS.split(flat) if w]
+    if any(w.rsplit("/", 1)[-1] in _UNSEEN or w in ("cd", "pushd", "popd", "parallel") for w in words):
+        return True
+    base = os.path.normpath(os.path.join(root, cwd or "."))
+    targets = [os.path.normpath(os.path.join(root, p)) for p in protected()]
+    targets += [os.path.realpath(t) for t in targets]
+    for word in words:
+        for piece in {word, word.lstrip("-"), word[2:] if word.startswith("-") else "", *_PIECES.split(word)}:
+            if piece and _touches(os.path.normpath(os.path.join(base, piece)), targets):
+                return True
+    return False
+
+
+def _touches(path: str, targets: list[str]) -> bool:
+    if path == "/" or path.startswith(("/proc/", "/dev/fd/")) or path in ("/proc", "/dev/fd", "/dev"):
+        return True
+    try:
+        st = os.lstat(path)
+        if st.st_nlink > 1 and not os.path.isdir(path):
+            return True  # a file with other names: a write to it writes them all
+    except OSError:
+        pass
+    resolved = os.path.realpath(path)
+    return any(t == p or t.startswith(p + "/") or p.startswith(t + "/") for t in targets for p in (path, resolved))
 
 
 def own_rule() -> RuleDump:

@@ -25,7 +25,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from sentinel.policy.gate.dump import RuleDump
 
-from sentinel.policy.gate import scope
+from sentinel.policy.gate import own, scope
 from sentinel.policy.gate.action import Action
 
 GPU_BACKENDS = frozenset({"ollama", "local"})
@@ -122,6 +122,8 @@ class Rule:
 
     def in_scope(self, action: Action) -> bool:
         if action.trigger == "bash" and self.trigger == "file_write":
+            if self.known_only and action.root and not own.may_hold(action.command, action.root, action.cwd):
+                return False  # decided without the shell parser (sentinel.policy.gate.own)
             return scope.writes_match(self._scope_c, self._exclude_c, action, unknown=not self.known_only,
                                       unspelled=self.known_only)
         if self.trigger != "any" and self.trigger != action.trigger:
