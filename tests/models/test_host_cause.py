@@ -35,7 +35,7 @@ class FakeHost:
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(str(self.sock))
         self.listener.listen(8)
-        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread = threading.Thread(target=self._serve)
         self.thread.start()
 
     def write_status(self, data):
@@ -56,7 +56,10 @@ class FakeHost:
                 self.asked.set()
 
     def close(self):
+        """Stop serving and join the thread: a test worker left with a thread cannot fork (Leash refuses to)."""
+        self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept(); close() alone does not
         self.listener.close()
+        self.thread.join()
         os.close(self.lock)
 
 
@@ -106,3 +109,11 @@ def test_a_keeper_gone_while_asking_is_named(tmp_path, served):
     finally:
         host.close()
     assert cause == "the model host is gone"
+
+
+def test_the_fake_host_leaves_no_thread_behind(tmp_path, served):
+    before = threading.active_count()
+    host = FakeHost(tmp_path, served, answer_pid=served)
+    hosts(tmp_path).cause("tiny", Ready(host.sock, served), wait_s=60)
+    host.close()
+    assert threading.active_count() == before
