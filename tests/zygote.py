@@ -63,8 +63,11 @@ def _serve(path: str) -> None:
     gc.collect()
     gc.freeze()  # the children's collections never walk (so never copy) the zygote's objects: 0.3 s -> 0.05 s a call
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
+    # bound under another name and renamed once listening: the worker waits for `path` to exist, and a connect
+    # between bind() and listen() is refused (seen beside CPU burners: the first call of a worker failed)
+    listener.bind(path + ".new")
     listener.listen(64)
+    os.rename(path + ".new", path)
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, None)
     sel.register(sys.stdin, selectors.EVENT_READ, "lifeline")  # closed by the test worker: the zygote ends
