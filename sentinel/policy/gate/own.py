@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,10 +68,9 @@ def may_hold(text: str, root: str, cwd: str | None) -> bool:
     from sentinel.policy.shell import _REBINDS_TEXT, _UNSEEN
     from sentinel.policy.writes import _PLAIN
 
-    flat = text
-    if not _PLAIN.match(flat) or _REBINDS_TEXT.search(flat):
+    if not _PLAIN.match(text) or _REBINDS_TEXT.search(text):
         return True
-    words = [w for w in _SEPARATORS.split(flat) if w]
+    words = [w for w in _SEPARATORS.split(text) if w]
     if any(w.rsplit("/", 1)[-1] in _UNSEEN or w in ("cd", "pushd", "popd", "parallel") for w in words):
         return True
     base = os.path.normpath(os.path.join(root, cwd or "."))
@@ -88,7 +88,7 @@ def _touches(path: str, targets: list[str]) -> bool:
         return True
     try:
         st = os.lstat(path)
-        if st.st_nlink > 1 and not os.path.isdir(path):
+        if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
             return True  # a file with other names: a write to it writes them all
     except OSError:
         pass
@@ -99,8 +99,6 @@ def _touches(path: str, targets: list[str]) -> bool:
 def own_rule() -> RuleDump:
     """The built-in rule. Each protected path P matches itself and everything below it; a command writing a
     directory above it (`rm -r .claude`) meets it through the `P/**` pattern (sentinel.policy.gate.scope)."""
-    import re
-
     scope_c: list[PatternDump] = [{"p": f"{p}/**", "c": False, "g": [rf"(?s:{re.escape(p)}(?:/.*)?)\Z"]}
                                   for p in protected()]
     return {"id": RULE_ID, "kind": "scope", "trigger": "file_write", "severity": "ask", "description": DESCRIPTION,
