@@ -32,8 +32,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("sentinel.models", "sentinel.tools", "sentinel.mcp"),
     # sentinel.detach starts its module through Leash's plain profile
     ("sentinel.leash", "sentinel.detach"),
-    ("sentinel.config", "sentinel.config_stamp", "sentinel.paths", "sentinel.pathwalk", "sentinel.errors",
-     "sentinel.frames", "sentinel.client.paths", "sentinel.jsontypes", "sentinel"),
+    ("sentinel.config", "sentinel.config_stamp", "sentinel.paths", "sentinel.pathwalk", "sentinel.unixsock",
+     "sentinel.errors", "sentinel.frames", "sentinel.client.paths", "sentinel.jsontypes", "sentinel"),
 ]
 
 

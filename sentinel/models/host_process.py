@@ -37,9 +37,9 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, AsyncIterator
 
-from sentinel import paths
+from sentinel import paths, unixsock
 from sentinel.jsontypes import JSON, JSONObject
-from sentinel.models.hostpaths import address, status_path
+from sentinel.models.hostpaths import status_path
 
 if TYPE_CHECKING:
     import uvicorn
@@ -124,12 +124,8 @@ class HostKeeper:
         return paths.try_lock(self.sock_path.with_suffix(".lock"))
 
     def _listen(self) -> socket.socket:
-        self.sock_path.unlink(missing_ok=True)  # a dead keeper's socket: we hold the lock, so nobody serves it
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(address(self.sock_path))
-        os.chmod(self.sock_path, 0o600)  # (the directory is 0700 as well)
-        listener.listen(256)
-        return listener
+        # replaces a dead keeper's socket: we hold the lock, so nobody serves it (the directory is 0700 as well)
+        return unixsock.listen(self.sock_path, 0o600, backlog=256)
 
     def _limit_memory(self) -> str:
         """A cgroup limit for the keeper and its children where one can be made, else RLIMIT_AS (set by the child)."""

@@ -34,7 +34,7 @@ from sentinel.errors import Busy, SentinelError, UsageError
 from sentinel import frames as protocol
 from sentinel.supervisor import agentdoor, auth, children, flows, interp, layout, ops, workers
 from sentinel.supervisor.conn import Conn
-from sentinel.supervisor.startup import listen, listen_door, system_config
+from sentinel.supervisor.startup import hold, listen, listen_door, system_config
 from sentinel.supervisor.startup import open_store as open_store  # where admin.py and tests open it
 from sentinel.supervisor.install import ensure_group
 from sentinel.supervisor.hub import Client, Settings, caller
@@ -61,6 +61,7 @@ class Supervisor:
         self.settings = settings
         self.sel = selectors.DefaultSelector()
         self._db: Store | None = None
+        self._lock: int | None = None  # startup.hold: one supervisor per state directory
         self.listener: socket.socket | None = None
         self.door: socket.socket | None = None  # the agent door (agentdoor.py)
         self.workers: dict[str, workers.Worker] = {}
@@ -83,6 +84,7 @@ class Supervisor:
             raise UsageError("the supervisor runs as root (system mode); without root, use local mode")
         os.umask(0o077)
         self._db = open_store(self.settings.state_dir, self.config)
+        self._lock = hold(self.settings.state_dir)
         self.prune_egress()
         self.site.interpreter = interp.ensure(self.settings.state_dir)
         self.listener = listen(self.settings.socket_path, ensure_group(self.settings.group))
@@ -581,6 +583,9 @@ class Supervisor:
             self.decisions.close()
         if self._db is not None:
             self._db.close()
+        if self._lock is not None:  # last: its sockets are gone, so the next supervisor binds fresh ones
+            os.close(self._lock)
+            self._lock = None
 
 
 def _undo_s() -> float:

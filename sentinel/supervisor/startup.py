@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sentinel import paths, unixsock
 from sentinel.engine.store import Store
 from sentinel.errors import UsageError
 from sentinel.supervisor import layout
@@ -42,24 +43,25 @@ def open_store(state_dir: Path, config: Config | None = None) -> Store:
     return store
 
 
+def hold(state_dir: Path) -> int:
+    """The supervisor's lock on its state directory, held through the returned fd for its life: one supervisor
+    per state, so a second one started beside it (by hand, by systemd) stops here, before it touches the
+    egress table, the sockets or a run. The kernel lets go when the process ends, however it ends."""
+    path = state_dir / "supervisor.lock"
+    fd = paths.try_lock(path)
+    if fd is None:
+        raise UsageError(f"a supervisor already runs on {state_dir} (it holds {path})")
+    return fd
+
+
 def listen(path: Path, gid: int) -> socket.socket:
     """Bind the operator socket: root:<operators> 0660, in a directory other users cannot replace."""
     if not path.parent.exists():
         path.parent.mkdir(parents=True, mode=0o750)
         os.chown(path.parent, 0, gid)
         os.chmod(path.parent, 0o750)
-    _clear_stale(path)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)
-    try:
-        sock.bind(str(path))
-    finally:
-        os.umask(old)
-    os.chown(path, 0, gid)
-    os.chmod(path, 0o660)
-    sock.listen(64)
-    sock.setblocking(False)
-    return sock
+    _check_stale(path)
+    return _nonblocking(unixsock.listen(path, 0o660, gid=gid))
 
 
 def listen_door(path: Path) -> socket.socket:
@@ -69,16 +71,19 @@ def listen_door(path: Path) -> socket.socket:
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
         raise UsageError(f"{path.parent}: must be a directory owned by root")
     os.chmod(path.parent, 0o755)
-    _clear_stale(path)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.bind(str(path))
-    os.chmod(path, 0o666)
-    sock.listen(64)
+    _check_stale(path)
+    return _nonblocking(unixsock.listen(path, 0o666))
+
+
+def _nonblocking(sock: socket.socket) -> socket.socket:
     sock.setblocking(False)
     return sock
 
 
-def _clear_stale(path: Path) -> None:
+def _check_stale(path: Path) -> None:
+    """What is at `path` may be replaced: nothing, or a socket nobody listens on (a supervisor that died; the
+    rename in unixsock.listen replaces it). A socket that answers is another supervisor's, on another state
+    directory (this one's lock is held): refused rather than taken from under it."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -90,6 +95,6 @@ def _clear_stale(path: Path) -> None:
         probe.connect(str(path))
         raise UsageError(f"a supervisor is already listening on {path}")
     except (ConnectionRefusedError, FileNotFoundError):
-        os.unlink(path)
+        pass
     finally:
         probe.close()

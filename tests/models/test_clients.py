@@ -80,7 +80,7 @@ def test_the_embedded_local_model_answers_from_its_host():
 def test_a_host_socket_deeper_than_a_unix_address_allows_still_connects(tmp_path):
     import socket as socketlib
 
-    from sentinel.models.host_process import address
+    from sentinel.unixsock import address
 
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     deep.mkdir(parents=True)

@@ -36,7 +36,7 @@ def write_config(home, **extra):
 
 
 def health(sock):
-    from sentinel.models.host_process import address
+    from sentinel.unixsock import address
 
     with httpx.Client(transport=httpx.HTTPTransport(uds=address(sock)), timeout=2) as c:
         return c.get("http://host/health").json()
