@@ -131,7 +131,12 @@ def run(adapter: Adapter, phase: str, payload: JSONObject) -> common.Reply:
     if bundle.config_error:
         if bundle.strict_on_error and phase == "pre":
             return _with_notes(adapter.render(phase, _blocked("config", bundle.config_error), payload), notes)
-        return common.Reply(stderr=notes + f"sentinel: {bundle.config_error}; gate off (fail_open)\n")
+        notes += f"sentinel: {bundle.config_error}; gate off but for its own files (fail_open)\n"
+        if phase != "pre" or bundle.own is None:
+            return common.Reply(stderr=notes)
+        # fail open is the repository's rules off, not the person's hold on the gate's own files: an agent
+        # that finds the config broken must not be able to rewrite the hook settings or $SENTINEL_HOME unasked
+        bundle = bundle.without_rules()
     if phase == "stop":
         from sentinel.hooks.background import on_stop
 

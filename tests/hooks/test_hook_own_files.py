@@ -187,3 +187,19 @@ def test_the_fast_path_never_lets_through_what_the_parse_would_hold(root, cwd):
             skipped.append(line)
             assert not parsed, f"{line!r} from {cwd}: the pre-check let through what the parse holds"
     assert "npm test" in skipped and "python gen.py --out build/" in skipped  # builds take the fast path
+
+
+def test_a_broken_config_fails_open_for_the_rules_not_for_the_gates_own_files(root, monkeypatch):
+    """The repository's config.yaml unreadable: its rules are off (fail_open), the built-in rule is not, so an
+    agent that finds the gate broken cannot make that last by rewriting the hook settings unasked."""
+    (root / ".claude" / "sentinel" / "config.yaml").write_text("fail_open: [unclosed\n")
+    monkeypatch.setattr(entry, "ASK_ARGS", ["--ask-within", "1"])
+    payload = {"session_id": "s", "cwd": str(root), "hook_event_name": "PreToolUse", "tool_name": "Write",
+               "tool_input": {"file_path": str(root / ".claude" / "settings.local.json"),
+                              "content": '{"disableAllHooks": true}'}}
+    reply = entry.handle("claude-code", "pre-tool-use", json.dumps(payload))
+    assert json.loads(reply.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny", reply
+    assert "gate off but for its own files" in reply.stderr and "config.yaml" in reply.stderr
+    ordinary = dict(payload, tool_input={"file_path": str(root / "src" / "a.py"), "content": "x = 1\n"})
+    reply = entry.handle("claude-code", "pre-tool-use", json.dumps(ordinary))
+    assert reply.stdout == "" and reply.code == 0 and "gate off but for its own files" in reply.stderr

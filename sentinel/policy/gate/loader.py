@@ -5,8 +5,8 @@
     load_home(home, settings)   Bundle for Sentinel's own runs
 
 A bad rule file is skipped with a one-line error in `Bundle.errors`; the other rules
-still load. A bad config.yaml sets `Bundle.config_error` (the hook fails open on it
-unless the file says `fail_open: false`).
+still load. A bad config.yaml sets `Bundle.config_error` (the hook fails open on it,
+the repository's rules off but the built-in `own` rule on, unless the file says `fail_open: false`).
 
 A repository chooses its rules, judges and models, but never a program the hook runs nor a credential it sends:
 `backends.<name>.command` and `.api_key_env` in a repository's config are dropped with a warning. A backend the
@@ -54,6 +54,13 @@ class Bundle:
         self.config_error = config_error
         self.strict_on_error = strict_on_error
         self.own: Rule | None = None  # a repository's: the built-in rule the hook adds (sentinel.policy.gate.own)
+
+    def without_rules(self) -> Bundle:
+        """This bundle with none of the repository's rules: what a config error that fails open leaves (the
+        built-in rule `own` stays)."""
+        bare = Bundle.__new__(Bundle)
+        bare.__dict__.update(self.__dict__, rules=[])
+        return bare
 
 
 def find_repo(start: str) -> str | None:
