@@ -87,15 +87,18 @@ def _table(headers: list[str], rows: list[list[object]]) -> None:
 def list_rules(repo: Optional[Path] = RepoOpt, home: bool = HomeOpt, as_json: bool = JsonOpt) -> None:
     """List the active rules (and the files that failed to load)."""
     t = _target(repo, home)
-    rows = [_rule_row(r) for r in t.bundle.rules]
+    own = t.bundle.own  # a repository's hook also meets the built-in rule (sentinel/policy/gate/own.py)
+    rows = [_rule_row(r) for r in t.bundle.rules] + ([{**_rule_row(own), "built_in": True}] if own else [])
     if as_json:
         return _print_json({"location": t.label, "rules": rows, "errors": t.bundle.errors})
-    if not rows:
+    if not t.bundle.rules:
         print(f"no rules in {', '.join(t.bundle.paths.rules_dirs)}")
-    else:
-        _table(["id", "kind", "trigger", "severity", "scope", "backend"],
-               [[r.id, r.kind, r.trigger, r.severity + (" (post)" if r.post else ""),
-                 ", ".join(r.scope) or "*", r.backend or "-"] for r in t.bundle.rules])
+    table = [[r.id, r.kind, r.trigger, r.severity + (" (post)" if r.post else ""), ", ".join(r.scope) or "*",
+              r.backend or "-"] for r in t.bundle.rules]
+    if own is not None:
+        table.append([own.id, own.kind, own.trigger, own.severity, "the gate's own files (built in; docs/hooks.md)", "-"])
+    if table:
+        _table(["id", "kind", "trigger", "severity", "scope", "backend"], table)
     for error in t.bundle.errors:
         typer.echo(f"error: {error}", err=True)
 

@@ -36,7 +36,11 @@ def test_list_lint_and_errors(repo, run):
                  "bad": {"trigger": "file_write", "severity": "nope", "prompt": "x"}})
     out = run(root / ".claude", "rules", "list", "--json")
     data = json.loads(out.stdout)
-    assert [r["id"] for r in data["rules"]] == ["billing"] and "bad.yaml" in data["errors"][0]
+    assert [(r["id"], r.get("built_in", False)) for r in data["rules"]] == [("billing", False),
+                                                                            ("sentinel-own-files", True)]
+    assert "bad.yaml" in data["errors"][0]
+    table = run(root, "rules", "list").stdout  # the hook meets the built-in rule too: the list says so
+    assert "billing" in table and "sentinel-own-files" in table and "the gate's own files (built in" in table
     assert data["rules"][0]["unless"] == [r"\bBILL-[0-9]+\b"] and data["rules"][0]["when"] == []
     lint = run(root, "rules", "lint")
     assert lint.exit_code == 1 and "severity" in lint.stdout and "1 rule(s) valid, 1 invalid" in lint.stdout
@@ -74,7 +78,8 @@ def test_drafts_promote_dismiss(repo, run):
     listed = json.loads(run(root, "rules", "drafts", "--json").stdout)["drafts"]
     assert [(d["id"], d["source"]) for d in listed] == [("no-gen", "user_feedback"), ("other", "documentation")]
     assert run(root, "rules", "promote", "no-gen").exit_code == 0
-    assert [r["id"] for r in json.loads(run(root, "rules", "list", "--json").stdout)["rules"]] == ["no-gen"]
+    assert [r["id"] for r in json.loads(run(root, "rules", "list", "--json").stdout)["rules"]
+            if not r.get("built_in")] == ["no-gen"]
     assert run(root, "rules", "dismiss", "other").exit_code == 0
     assert json.loads(run(root, "rules", "drafts", "--json").stdout)["drafts"] == []
     gone = run(root, "rules", "promote", "other")
