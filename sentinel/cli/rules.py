@@ -93,10 +93,11 @@ def list_rules(repo: Optional[Path] = RepoOpt, home: bool = HomeOpt, as_json: bo
         return _print_json({"location": t.label, "rules": rows, "errors": t.bundle.errors})
     if not t.bundle.rules:
         print(f"no rules in {', '.join(t.bundle.paths.rules_dirs)}")
-    table: list[list[object]] = [[r.id, r.kind, r.trigger, r.severity + (" (post)" if r.post else ""), ", ".join(r.scope) or "*",
-              r.backend or "-"] for r in t.bundle.rules]
+    table: list[list[object]] = [[r.id, r.kind, r.trigger, r.severity + (" (post)" if r.post else ""),
+                                  ", ".join(r.scope) or "*", r.backend or "-"] for r in t.bundle.rules]
     if own is not None:
-        table.append([own.id, own.kind, own.trigger, own.severity, "the gate's own files (built in; docs/hooks.md)", "-"])
+        table.append([own.id, own.kind, own.trigger, own.severity, "the gate's own files (built in; docs/hooks.md)",
+                      "-"])
     if table:
         _table(["id", "kind", "trigger", "severity", "scope", "backend"], table)
     for error in t.bundle.errors:
