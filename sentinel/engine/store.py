@@ -421,11 +421,13 @@ class Store:
                           " AND expires_at IS NOT NULL AND expires_at <= ?", (time.time(), time.time()))
 
     def resolve(self, approval_id: str, approved: bool, by: str, reason: str = "",
-                digest: str | None = None) -> Approval:
+                digest: str | None = None, *, trusts: bool = True) -> Approval:
         """Approve or deny a pending approval; exactly one resolver wins, the rest get a UsageError.
 
         `digest`: the call digest the approver was shown; a different one (the call is not what they saw)
-        resolves nothing."""
+        resolves nothing. `trusts`: whether approving an agent-authored tool (or an MCP listing) also trusts
+        its code hash for the agent's later runs: only an operator's approval does (sentinel/agents/trust.py);
+        an approval from the agent door lets that one call run and trusts nothing."""
         self.expire()
         sql, params = ("UPDATE approvals SET status=?, resolved_at=?, resolved_by=?, resolution_reason=?"
                        " WHERE id=? AND status='pending'",
@@ -441,7 +443,7 @@ class Store:
                                  f"call's ({approval.digest[:12]}…); reload and decide again")
             raise UsageError(f"approval {approval_id} is {approval.status}, not pending")
         db.announce(self.conn, approval.run_id)  # on a shared store, the run's own host hears of it at once
-        if approved and approval.code_sha256:
+        if approved and approval.code_sha256 and trusts:
             self.trust_tool(self.trust_agent(approval.run_id), approval.tool, approval.code_sha256, by)
         return approval
 

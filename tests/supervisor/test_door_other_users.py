@@ -18,7 +18,7 @@ import yaml
 from sentinel.config import Config
 from sentinel.engine.store import Store
 from sentinel.errors import NotFound
-from sentinel.supervisor import agentdoor, children, doorscope, registry
+from sentinel.supervisor import agentdoor, children, doorscope, ops, registry
 from sentinel.supervisor.auth import Peer
 from sentinel.supervisor.hub import Settings
 from sentinel.supervisor.workers import Worker
@@ -120,6 +120,26 @@ def test_the_door_shows_approves_and_resumes_only_runs_as_its_own_uid(hub, tmp_p
     assert store.get_approval(approval.id).status == "pending" and hub.launched == []
     assert agentdoor.HANDLERS["pending"](hub, conn, {})["result"] == []
 
+
+CODE = "ab" * 32
+
+
+@pytest.mark.parametrize("tool", ["my_tool", "mcp__files__read"])  # an agent-authored tool; an unpinned MCP listing
+def test_a_door_approval_runs_the_call_once_and_trusts_no_code(hub, tool):
+    """Trust in code is an operator's to give (sentinel/agents/trust.py): a door user's approval of its own
+    session's call lets that call run, and neither its later sessions nor an operator's runs of the agent treat
+    the code as trusted. The operator's approval of the same call still records it."""
+    store = hub.store
+    door = type("Conn", (), {"peer": door_peer()})()
+    asked = store.submit_approval("r-door", "c1", tool, {"x": 1}, "untrusted code", code={"f": "t"},
+                                  code_sha256=CODE)
+    agentdoor.HANDLERS["approve"](hub, door, {"ident": asked.id})
+    assert store.get_approval(asked.id).status == "approved"
+    assert not store.tool_trusted("r-op", tool, CODE) and not store.tool_trusted("r-door", tool, CODE)
+    operator = type("Conn", (), {"peer": Peer(1, 0, 0, "root", operator=True)})()
+    again = store.submit_approval("r-op", "c2", tool, {"x": 1}, "untrusted code", code={"f": "t"}, code_sha256=CODE)
+    ops.OPS["approve"](hub, operator, {"ident": again.id})
+    assert store.tool_trusted("r-op", tool, CODE) and store.tool_trusted("r-door", tool, CODE)
 
 # -- the attack and its neighbours, as root against a real supervisor ----------------------------------------
 

@@ -34,7 +34,9 @@ def _resolve(sup: Hub, conn: Client, ident: str, approved: bool, reason: str, di
     approval_id = store.approval_id(ident)
     if always:
         asks.check_always(store, approval_id)
-    approval = store.resolve(approval_id, approved, caller(conn).name, reason, digest=digest)
+    # trust in code is an operator's to give: a door user's approval runs the call once (agents/trust.py)
+    approval = store.resolve(approval_id, approved, caller(conn).name, reason, digest=digest,
+                             trusts=caller(conn).door == "operator")
     if always:
         asks.allow_always(store, approval.id, caller(conn).name)
     store.audit("approval_resolved", {"run_id": approval.run_id, "approval_id": approval.id, "approved": approved,
