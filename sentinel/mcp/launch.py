@@ -219,10 +219,15 @@ def system_workdir(etc: Path, name: str) -> Path:
 
 
 def make_workdir(path: Path) -> Path:
-    """Create it (0755, parents too) when missing; it stays empty, the server's to read only."""
-    if not path.is_dir():
-        path.mkdir(mode=0o755, parents=True, exist_ok=True)
-        os.chmod(path, 0o755)
+    """Create it (0755, parents too) when missing; it stays empty, the server's to read only. As root (the
+    supervisor making a configured `workdir:`) no link another user could have made is followed on the way
+    (sentinel/tools/rootpath.py `make_dirs`). UsageError, one line, when it cannot be made."""
+    from sentinel.tools.rootpath import make_dirs
+
+    try:
+        make_dirs(str(path))
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror}") from None
     return path
 
 

@@ -12,8 +12,11 @@ relay contracts, deliveries and what each watcher remembers are rows in the supe
 child that dies (or a supervisor killed with -9, which takes the child with it through pdeathsig) loses
 nothing, and the next child's relay timer settles every firing past its deadline exactly once. It stays
 root (it starts hook sessions through the operator socket and runs watcher commands under the agent's
-Leash profile, which needs the launcher's privileges); it runs only the operator's /etc watchers. It is a
-KeptChild (sentinel/leash/kept.py) with the root service profile: a new session and pdeathsig, no layer.
+Leash profile, which needs the launcher's privileges); it runs only the operator's /etc watchers. Being root,
+it never runs a watcher command as root (whatever `leash.tools` says: sentinel/watchers/deliver.py), and opens what
+a watcher names by path (a file source, an operatorGoalFile, a file target) through no link an agent could have
+made, a regular file only, reads capped (sentinel/tools/rootpath.py). It is a KeptChild
+(sentinel/leash/kept.py) with the root service profile: a new session and pdeathsig, no layer.
 """
 
 from __future__ import annotations

@@ -266,12 +266,20 @@ def worker_config(config: "Config", mcp: list[str],
 
 
 def mcp_workdirs(config: "Config") -> dict[str, Path]:
-    """Each stdio MCP server's working directory and HOME, made here (root's, 0755) when missing: a worker
-    starts its servers there, never in the agent's workspace (sentinel/mcp/launch.py)."""
+    """Each stdio MCP server's working directory and HOME, made here (root's, 0755) when missing, through no link
+    another user could have made (make_workdir): a worker starts its servers there, never in the agent's workspace
+    (sentinel/mcp/launch.py). UsageError naming the server when one cannot be made."""
     from sentinel.mcp.launch import make_workdir, system_workdir
 
-    return {name: make_workdir(Path(server.workdir) if server.workdir else system_workdir(layout.etc_dir(), name))
-            for name, server in config.mcp_servers.items() if server.command is not None}
+    made = {}
+    for name, server in config.mcp_servers.items():
+        if server.command is not None:
+            try:
+                made[name] = make_workdir(Path(server.workdir) if server.workdir else
+                                          system_workdir(layout.etc_dir(), name))
+            except UsageError as exc:
+                raise UsageError(f"MCP server {name!r}: workdir {exc}") from None
+    return made
 
 
 def _muzzle_token(agent: str, run_id: str, model: str, config: "Config") -> str:

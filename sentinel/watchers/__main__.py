@@ -31,12 +31,18 @@ def _run_command(config: Config) -> RunCommand:
         def refuse(argv: list[str], timeout_s: float, stdin: bytes | None) -> tuple[int | None, str]:
             return None, "system mode runs watcher commands as an agent: set default_agent in the operator's config"
         return refuse
+    from sentinel.errors import UsageError
     from sentinel.mcp.launch import make_workdir
     from sentinel.watchers import spec
 
     workspace = layout.agent_sentinel_home(pwd.getpwnam(agent).pw_dir) / "workspace"
+    try:
+        own = make_workdir(spec.system_dir())
+    except UsageError as exc:
+        failed = f"the watchers' directory {exc}"
+        return lambda argv, timeout_s, stdin: (None, failed)
     # from root's directory, not the agent's; the workspace is the agent's to make, never root's
-    return command_runner(config, agent, workspace, make_workdir(spec.system_dir()), make_workspace=False)
+    return command_runner(config, agent, workspace, own, make_workspace=False)
 
 
 def main(argv: list[str]) -> int:

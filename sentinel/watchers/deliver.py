@@ -3,8 +3,9 @@ leashed command runner the command strategy and command targets share.
 
     deliver(target, message, firing, run_command)   # DeliveryError: retried with backoff, then the inbox
 
-command: argv under the agent's Leash profile, the message on stdin and in $SENTINEL_MESSAGE;
-file: one JSON line appended; webhook: POST of the same JSON document.
+command: argv under the agent's Leash profile (in system mode whatever `leash.tools` says: never as root), the
+message on stdin and in $SENTINEL_MESSAGE; file: one JSON line appended (sentinel/tools/rootpath.py: as root, through
+no link another user could have made); webhook: POST of the same JSON document.
 
 A command (a command source's or a command target's) is the operator's, so it never starts from what the
 agent can write: its working directory and HOME are the watchers' directory (where the watcher files are,
@@ -67,14 +68,13 @@ def _argv(value: JSON) -> list[str]:
 
 
 def append_jsonl(path: Path, doc: JSONObject) -> None:
+    """One JSON line at the end of `path` (a watcher's or a notification's `file` target), written as
+    sentinel/tools/rootpath.py writes: as root, no link another user could have made is followed, on the file
+    or on a directory above it, and only a regular file is appended to."""
+    from sentinel.tools import rootpath
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, (json.dumps(doc, sort_keys=True) + "\n").encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        rootpath.append(str(path), (json.dumps(doc, sort_keys=True) + "\n").encode())
     except OSError as exc:
         raise DeliveryError(f"{path}: {exc.strerror}") from None
 
@@ -97,17 +97,24 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout_s: float = WEBH
 
 def command_runner(config: Config, agent: str | None, workspace: Path, home: Path | None = None, *,
                    make_workspace: bool = True) -> RunCommand:
-    """Run argv under the agent's Leash tool profile (`leash.tools: plain`: a plain subprocess, as for tools),
-    from `home` (default: the watchers' directory), never from the workspace (see the module docstring).
-    `make_workspace=False` (system mode): the workspace lies in the agent's home, which root never writes (a link
-    the agent put on the way would have root create a directory wherever it points); `sentinel setup` made it,
-    as the agent's user, and Leash refuses a link the agent could have changed on the way to it."""
+    """Run argv under the agent's Leash tool profile, from `home` (default: the watchers' directory), never from
+    the workspace (see the module docstring). `leash.tools: plain` makes it a plain subprocess in local mode only,
+    as for the agent's own tools there.
+    `make_workspace=False` (system mode, the watcher child, root): the workspace lies in the agent's home, which
+    root never writes (a link the agent put on the way would have root create a directory wherever it points);
+    `sentinel setup` made it, as the agent's user, and Leash refuses a link the agent could have changed on the way
+    to it. And Leash launches the command whatever `leash.tools` says, so it runs as the agent's user (its groups,
+    no capabilities, no new privileges), never as root: the uid drop stays in Leash's one confinement sequence, as
+    for every non-plain watcher command, rather than in a second one beside the plain profile."""
 
     def run(argv: list[str], timeout_s: float, stdin: bytes | None) -> tuple[int | None, str]:
-        from sentinel.errors import UsageError
+        from sentinel.errors import SentinelError, UsageError
         from sentinel.mcp.launch import trusted
 
-        own = home if home is not None else _watchers_dir()
+        try:
+            own = home if home is not None else _watchers_dir()
+        except UsageError as exc:
+            return None, f"the watchers' directory {exc}"
         extra = {"SENTINEL_MESSAGE": stdin.decode(errors="replace")} if stdin is not None else {}
         if make_workspace:
             workspace.mkdir(parents=True, exist_ok=True)
@@ -117,7 +124,7 @@ def command_runner(config: Config, agent: str | None, workspace: Path, home: Pat
             argv, env = trusted(argv, own, workspace, extra)
         except UsageError as exc:
             return None, f"{argv[0] if argv else 'command'}: {exc}"
-        if config.leash.tools == "plain":
+        if config.leash.tools == "plain" and make_workspace:  # local mode only: see the docstring
             from sentinel.leash import plain
 
             try:
@@ -127,8 +134,11 @@ def command_runner(config: Config, agent: str | None, workspace: Path, home: Pat
             return proc.returncode, proc.stdout.decode(errors="replace")
         from sentinel.leash.launch import run_tool
 
-        res = run_tool(argv, cwd=own, workspace=workspace, timeout_s=timeout_s, env=env, agent=agent,
-                       sandbox=config.sandbox, stdin=stdin, extra_read=[str(own)])
+        try:
+            res = run_tool(argv, cwd=own, workspace=workspace, timeout_s=timeout_s, env=env, agent=agent,
+                           sandbox=config.sandbox, stdin=stdin, extra_read=[str(own)])
+        except SentinelError as exc:  # a layer missing under `sandbox: enforce`, a launcher down: a failed command
+            return None, f"{argv[0]}: {exc}"
         return res.exit_code, res.output
 
     return run

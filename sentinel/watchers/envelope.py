@@ -3,7 +3,8 @@
     env = envelope(watcher, data, value, dedupe_key, now)    # exactly the envelope fields of docs/watchers.md
     summary(env, why="escalated (warning): needs a person")  # what the fallback relay delivers
 
-`fire.operatorGoalFile` is read at fire time, every time, into `mode.operatorGoalRuntimeContext`.
+`fire.operatorGoalFile` is read at fire time, every time, into `mode.operatorGoalRuntimeContext` (as
+sentinel/tools/rootpath.py reads: as root, no link another user could have made is followed).
 """
 
 from __future__ import annotations
@@ -50,8 +51,12 @@ def obj(value: JSON) -> JSONObject:
 
 
 def _goal_file(path: Path) -> str:
+    """Its text goes to the hook session: read as rootpath reads (as root, through no link another user could have
+    made; a regular file only), at most GOAL_FILE_MAX characters."""
+    from sentinel.tools import rootpath
+
     try:
-        return path.read_text(errors="replace")[:GOAL_FILE_MAX]
+        return rootpath.read_head(str(path), 4 * GOAL_FILE_MAX).decode(errors="replace")[:GOAL_FILE_MAX]
     except OSError as exc:
         return f"(operatorGoalFile {path} could not be read: {exc.strerror})"
 

@@ -5,7 +5,8 @@
     items = source.poll(now) # the data observed now: [] when nothing happened; SourceError when it failed
 
 http-poll GETs JSON; command runs argv under the agent's Leash profile (`run_command` is handed in) and
-reads stdout as JSON or text; file reports a change of the file (its first look is the baseline);
+reads stdout as JSON or text; file reports a change of the file (its first look is the baseline; read as
+sentinel/tools/rootpath.py reads: as root through no link another user could have made, a regular file only);
 schedule yields one tick per due time; webhook accepts POSTs on 127.0.0.1:port/hooks/<id> carrying the
 watcher's secret and yields each JSON body (answering 202 at once, so the sender never waits on a session).
 """
@@ -29,6 +30,7 @@ from sentinel.watchers.spec import Command, FileChanged, HttpPoll, Schedule, Wat
 
 RunCommand = Callable[[list[str], float, bytes | None], tuple[int | None, str]]
 BODY_MAX = 1 << 20
+FILE_MAX = 64 << 20  # the most a file source reads of its file (docs/watchers.md, Strategies)
 WEBHOOK_QUEUE_MAX = 100
 
 
@@ -100,25 +102,42 @@ class CommandSource(Source):
 
 
 class FileSource(Source):
-    """A change of the file's content or existence; the first look only takes the baseline."""
+    """A change of the file's content or existence; the first look that succeeds only takes the baseline.
+    Read as sentinel/tools/rootpath.py reads (as root, through no link another user could have made; only a
+    regular file), at most FILE_MAX bytes."""
 
     def __init__(self, watcher: Watcher, strategy: FileChanged):
         super().__init__(watcher)
         self.path = os.path.expanduser(strategy.path)
-        self.seen: str | None = self._fingerprint()
+        self.seen: str | None = None
+        try:
+            self.seen = self._fingerprint()
+        except SourceError:
+            pass  # the first poll, due now, reports it (and every later one until it can be read)
 
     def _fingerprint(self) -> str:
+        from sentinel.tools import rootpath
+
+        digest, size = hashlib.sha256(), 0
         try:
-            with open(self.path, "rb") as f:
-                return hashlib.sha256(f.read()).hexdigest()
+            with os.fdopen(rootpath.open_read(self.path), "rb") as f:
+                while chunk := f.read(1 << 16):
+                    size += len(chunk)
+                    if size > FILE_MAX:
+                        raise SourceError(f"{self.path}: larger than {FILE_MAX} bytes, the most a file watcher reads")
+                    digest.update(chunk)
         except FileNotFoundError:
             return "absent"
         except OSError as exc:
             raise SourceError(f"{self.path}: {exc.strerror}") from None
+        return digest.hexdigest()
 
     def poll(self, now: float) -> list[JSON]:
         self.due_at = now + self.interval()
         current = self._fingerprint()
+        if self.seen is None:
+            self.seen = current
+            return []
         if current == self.seen:
             return []
         event = "deleted" if current == "absent" else "created" if self.seen == "absent" else "changed"
