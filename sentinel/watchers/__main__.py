@@ -35,7 +35,11 @@ def _run_command(config: Config) -> RunCommand:
     from sentinel.mcp.launch import make_workdir
     from sentinel.watchers import spec
 
-    workspace = layout.agent_sentinel_home(pwd.getpwnam(agent).pw_dir) / "workspace"
+    try:
+        workspace = layout.agent_sentinel_home(pwd.getpwnam(agent).pw_dir) / "workspace"
+    except KeyError:
+        missing = f"default_agent {agent!r} has no Linux user here (sentinel setup makes it): no command runs"
+        return lambda argv, timeout_s, stdin: (None, missing)
     try:
         own = make_workdir(spec.system_dir())
     except UsageError as exc:

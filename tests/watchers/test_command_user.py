@@ -76,3 +76,12 @@ def test_local_mode_plain_stays_a_plain_subprocess(dirs, monkeypatch):
     home, workspace = dirs
     code, out = command_runner(plain_config(), None, workspace, home)(["id"], 30, None)
     assert (code, out, calls) == (0, "local\n", [["/usr/bin/id"]])
+
+
+def test_a_default_agent_without_a_user_is_one_line_for_each_command_not_a_crash(monkeypatch):
+    """The watcher child, as root: the operator's default_agent names no Linux user here."""
+    from sentinel.watchers.__main__ import _run_command
+
+    config = Config.model_validate({"default_agent": "no_such_user_here_7c1"})
+    code, out = _run_command(config)(["true"], 10, None)
+    assert code is None and "'no_such_user_here_7c1' has no Linux user here" in out
