@@ -12,6 +12,8 @@ from typing import Optional
 
 import typer
 
+from sentinel.jsontypes import JSONObject
+
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
 
@@ -60,8 +62,10 @@ def status(repo: Optional[Path] = typer.Option(None, "--repo", help="Repository 
 
 
 @app.command()
-def allowlist(kind: Optional[str] = typer.Argument(None, help="With --revoke: bash, file_write or call."),
-              value: Optional[str] = typer.Argument(None, help="With --revoke: the exact command, path or call."),
+def allowlist(kind: Optional[str] = typer.Argument(None, help="With --revoke: command, write or call (or an old "
+                                                "entry's bash or file_write)."),
+              value: Optional[str] = typer.Argument(None, help="With --revoke: the entry's value, as `--json` lists "
+                                                 "it."),
               repo: Optional[Path] = typer.Option(None, "--repo", help="Only this repository's (with --revoke: "
                                                   "default the cwd's)."),
               revoke: bool = typer.Option(False, "--revoke", help="Remove the entry KIND VALUE (or, with --all, "
@@ -73,6 +77,7 @@ def allowlist(kind: Optional[str] = typer.Argument(None, help="With --revoke: ba
     never in the repository."""
     from sentinel.errors import UsageError
     from sentinel.hooks.ask import open_queue, repository
+    from sentinel.ui.escape import visible
 
     if revoke and not everything and (kind is None or value is None):
         raise UsageError("--revoke: name the entry (KIND VALUE, as `sentinel hook allowlist` lists it) or use --all")
@@ -84,7 +89,7 @@ def allowlist(kind: Optional[str] = typer.Argument(None, help="With --revoke: ba
             root = repository(str(repo or Path.cwd()))
             count = queue.revoke(root, None if everything else kind, None if everything else value)
             print(json.dumps({"revoked": count}) if as_json else f"revoked {count} entr{'y' if count == 1 else 'ies'} "
-                  f"of {root}")
+                  f"of {visible(root)}")
             return
         entries = queue.allowlist(repository(str(repo)) if repo else None)
     finally:
@@ -94,7 +99,20 @@ def allowlist(kind: Optional[str] = typer.Argument(None, help="With --revoke: ba
     elif not entries:
         print("the allowlist is empty (sentinel approve ID --always adds a coding agent's exact call)")
     for e in entries if not as_json else []:
-        print(f"{e['repository']}  {e['kind']}  {e['value']!r}  (by {e['added_by']}, approval {e['approval_id']})")
+        print(entry_line(e))
+
+
+OLD_KINDS = ("bash", "file_write")  # the first allowlist's path-only and directory-less keys: they match nothing now
+
+
+def entry_line(e: JSONObject) -> str:
+    """One allowlist entry for a terminal: every field an agent or its repository's name could shape shown through
+    `visible` (sentinel/ui/escape.py), so no escape sequence, carriage return or blank character forges a line."""
+    from sentinel.ui.escape import visible
+
+    old = "  (old entry: matches no call; revoke it)" if e.get("kind") in OLD_KINDS else ""
+    return (f"{visible(e.get('repository'))}  {visible(e.get('kind'))}  {visible(e.get('value'))}  "
+            f"(by {visible(e.get('added_by'))}, approval {visible(e.get('approval_id'))}){old}")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []})

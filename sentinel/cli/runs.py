@@ -305,7 +305,10 @@ DIGEST_HELP = ("Decide only if the call's digest is this one (`approvals` and `s
 
 def approve(ident: str = Argument(..., help=IDENT_HELP),
             always: bool = Option(False, "--always", help="A coding agent's ask: also allow this exact call "
-                                        "in this repository from now on (sentinel hook allowlist)."),
+                                        "in this repository from now on: the same command in the same directory, "
+                                        "the same write of the same content to the same file, the same tool "
+                                        "with the same arguments (sentinel hook allowlist). Refused for a write "
+                                        "to Sentinel's own files."),
             digest: Optional[str] = Option(None, "--digest", help=DIGEST_HELP),
             as_json: bool = Option(False, "--json")) -> None:
     """Approve a pending tool call; the run resumes in the foreground (a coding agent's ask: its hook lets the

@@ -6,7 +6,8 @@ allowlist of exact calls a person allowed always (docs/hooks.md, "Asking a perso
     take(store, approval_id, digest)      True once, for the approved call (its approval is consumed)
     withdraw(store, approval_id, why)     the hook gave up (deadline, signal, error): nobody can approve it any more
     settle(store, approval)               a person decided: the ask's run records the outcome (no run resumes)
-    allow_always(store, approval_id, by)  "always for this exact call here": its keys join the allowlist
+    allow_always(store, approval_id, by)  "always for this exact call here": its keys join the allowlist (never
+                                          for an ask of the gate's own files: check_always refuses it)
     allowlisted(store, repository, keys)  are all of a call's keys on the repository's allowlist?
     allowlist(store, repository) / revoke(store, repository, kind, value)
 
@@ -29,6 +30,7 @@ from sentinel.engine.rows import StoredRun
 from sentinel.engine.store import Approval, Store
 from sentinel.errors import UsageError
 from sentinel.jsontypes import JSONObject
+from sentinel.policy.gate.own import RULE_ID as OWN_FILES  # its asks are decided each time, never allowlisted
 
 KIND = "ask"                       # runs.kind of an ask's run
 WITHDRAWN_BY = "sentinel hook"
@@ -66,8 +68,21 @@ def is_ask(row: StoredRun) -> bool:
 
 
 def summary(ask: Ask) -> str:
-    target = " ".join(f"{k} {v}" for k, v in ask.keys)[:300] or ask.tool
+    target = "; ".join(describe(k, v) for k, v in ask.keys)[:300] or ask.tool
     return f"{ask.client} asks in {ask.repository}: {target}"
+
+
+def describe(kind: str, value: str) -> str:
+    """An allowlist key in words: `run CMD [in DIR]`, `write PATH`, or the kind and its value as stored."""
+    try:
+        pair = json.loads(value) if kind in ("command", "write") else None
+    except ValueError:
+        pair = None
+    if isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair):
+        if kind == "write":
+            return f"write {pair[0]}"
+        return f"run {pair[1]}" + (f" (in {pair[0]})" if pair[0] not in (".", "") else "")
+    return f"{kind} {value}"
 
 
 def file(store: Store, ask: Ask, ttl_s: float, run_dir: str, user: str | None = None) -> Ask:
@@ -149,23 +164,24 @@ def of_approval(store: Store, approval_id: str) -> HookAsk | None:
 # -- the allowlist ------------------------------------------------------------------------------
 
 def check_always(store: Store, approval_id: str) -> None:
-    """Before a decision with `always`: only an ask with an exact call can join an allowlist (a usage error
-    otherwise, with nothing decided)."""
+    """Before a decision with `always`: only an ask with an exact call can join an allowlist, and never one held by
+    the gate's own-files rule (a usage error otherwise, with nothing decided: approve it once)."""
     ask = of_approval(store, approval_id)
     if ask is None:
         store.get_approval(approval_id)  # NotFound for an unknown id
         raise UsageError(f"approval {approval_id} is no coding agent's ask: --always is for those only")
     if not ask["keys"]:
         raise UsageError(f"approval {approval_id}: this call has nothing exact to allowlist")
+    if OWN_FILES in ask["rule"].split(","):
+        raise UsageError(f"approval {approval_id} cannot be approved always: it writes Sentinel's own files (rule "
+                         f"{OWN_FILES}), which a person decides each time; approve it once")
 
 
 def allow_always(store: Store, approval_id: str, by: str) -> list[list[str]]:
     """Add the exact call of an ask to its repository's allowlist (a decision's "always here")."""
+    check_always(store, approval_id)
     ask = of_approval(store, approval_id)
-    if ask is None:
-        raise UsageError(f"approval {approval_id} is no coding agent's ask: --always is for those only")
-    if not ask["keys"]:
-        raise UsageError(f"approval {approval_id}: this call has nothing exact to allowlist")
+    assert ask is not None  # check_always refused any other
     for kind, value in ask["keys"]:
         store.conn.execute("INSERT INTO hook_allowlist (repository, kind, value, added_by, added_at, approval_id)"
                            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from sentinel.client.system import SystemEngine
     from sentinel.engine.asks import Ask
     from sentinel.hooks.adapter import Adapter, RenderAllow
-    from sentinel.jsontypes import JSONObject
+    from sentinel.jsontypes import JSON, JSONObject
     from sentinel.policy.gate.action import Action
     from sentinel.policy.gate.engine import Verdict
     from sentinel.policy.gate.rules import Rule
@@ -67,16 +67,71 @@ WITHIN_S = DEFAULT_WITHIN_S    # set by entry.main from the command line
 
 
 # -- allowlist keys ------------------------------------------------------------------------------
+# What "this exact call here" is for one action, as a [kind, value] pair of text (docs/hooks.md, "Allow once, or
+# always"). The kinds of the first allowlist (`bash`: the command alone; `file_write`: the path alone) are never
+# made any more, so an entry of theirs matches no call: it allowed more than the call a person saw.
 
 def keys_of(act: Action, root: str) -> list[str]:
-    """What "this exact call here" is for one action: the exact command, the resolved path of a write, or for
-    any other call its tool and the SHA-256 of its exact arguments."""
+    """The allowlist key of one action: a command with the directory it runs in; a write's resolved path with the
+    SHA-256 of what it writes there; for any other call its tool and the SHA-256 of its exact arguments."""
     if act.trigger == "bash":
-        return ["bash", act.command]
+        return ["command", _pair(run_in(act, root), act.command)]
     if act.trigger == "file_write" and act.file_path:
-        return ["file_write", resolved_path(act.file_path, root)]
-    canonical = json.dumps(act.tool_input, sort_keys=True, separators=(",", ":"), default=str)
-    return ["call", f"{act.tool_name} {hashlib.sha256(canonical.encode()).hexdigest()}"]
+        return ["write", _pair(resolved_path(act.file_path, root), "sha256:" + written_digest(act))]
+    return ["call", f"{act.tool_name} {_sha256(act.tool_input)}"]
+
+
+def _pair(first: str, second: str) -> str:
+    """Two texts as one unambiguous value (a JSON array): no directory or path can pass for part of a command."""
+    return json.dumps([first, second], ensure_ascii=False)
+
+
+def _sha256(value: object) -> str:
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)  # ASCII: as the first `call` keys
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def run_in(act: Action, root: str) -> str:
+    """Where a command runs, resolved like a written path (`.`: the repository's root): `./deploy.sh` or `rm -rf
+    build` mean another thing in another directory. `""` when the client sends no working directory (Cline):
+    such a command is keyed where the client runs it, which the hook cannot tell apart."""
+    cwd = act.cwd or common.text(act.tool_input, "cwd")
+    return resolved_path(cwd, root) if cwd and "\x00" not in cwd else ""
+
+
+def written_digest(act: Action) -> str:
+    """SHA-256 of what a file write writes: its tool and its exact input (content, edits, patch text, mode), with
+    the one path it names left out when it names one only (that path is the key's resolved path, so `./b.txt` and
+    `b.txt` writing the same are one entry). An input naming several paths (a multi-file edit, a rename, a patch,
+    which carries its paths in its text) is bound whole: each of its files is allowed for that exact call only."""
+    from sentinel.policy.gate.action import written_paths
+
+    found, complete = written_paths(act.tool_input)
+    names = {name for name, _ in found}
+    tool_input = _without_path(act.tool_input, names.pop()) if complete and len(names) == 1 else act.tool_input
+    return _sha256({"tool": act.tool_name, "input": tool_input})
+
+
+def _without_path(value: JSON, path: str, depth: int = 0) -> JSON:
+    """`value` with every path key naming `path` emptied (the same walk as the gate's `written_paths`)."""
+    from sentinel.policy.gate.action import PATH_KEYS, WALK_DEPTH
+
+    if depth > WALK_DEPTH:
+        return value
+    if isinstance(value, list):
+        return [_without_path(v, path, depth + 1) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: JSONObject = {}
+    for key, item in value.items():
+        if key in PATH_KEYS and item == path:
+            item = ""
+        elif key in PATH_KEYS and isinstance(item, list):
+            item = ["" if i == path else _without_path(i, path, depth + 1) for i in item]
+        else:
+            item = _without_path(item, path, depth + 1)
+        out[key] = item
+    return out
 
 
 def resolved_path(path: str, root: str) -> str:
@@ -229,11 +284,16 @@ def drop_allowlisted(queue: SupervisorQueue | LocalQueue, root: str,
                      scoped: list[tuple[Action, list[Rule]]]) -> tuple[list[tuple[Action, list[Rule]]], set[int]]:
     """An action whose exact call is on the repository's allowlist loses its `ask` rules: no judge call for
     them and nothing filed (its block and warn rules still apply). Returns what is left to judge, and the ids
-    of the actions that were allowlisted."""
+    of the actions that were allowlisted. An action the gate's own-files rule holds is never looked up: its writes
+    may land elsewhere than when it was allowed (`echo x > out.txt`, out.txt now a link to the hook settings)."""
+    from sentinel.policy.gate.own import RULE_ID as OWN_FILES
+
     out: list[tuple[Action, list[Rule]]] = []
     allowed: set[int] = set()
     for act, rules in scoped:
-        if any(r.severity == "ask" for r in rules) and queue.allowlisted(repository(root), [keys_of(act, root)]):
+        held_for_own = any(r.id == OWN_FILES for r in rules)
+        if not held_for_own and any(r.severity == "ask" for r in rules) and \
+                queue.allowlisted(repository(root), [keys_of(act, root)]):
             rules = [r for r in rules if r.severity != "ask"]
             allowed.add(id(act))
         if rules:

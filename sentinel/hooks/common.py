@@ -127,6 +127,16 @@ def obj(value: JSON) -> JSONObject:
     return value if isinstance(value, dict) else {}
 
 
+def sent(value: JSON) -> JSONObject:
+    """A call's tool input as the client sent it, as the object an Action and an approval hold: an object as it is,
+    nothing (absent, null) as `{}`, anything else (a string, a list, a number) as `{"input": value}`. So a patch
+    sent as a plain string is shown, digested and allowlisted as that string, never as an empty object that would
+    stand for every such call."""
+    if isinstance(value, dict):
+        return value
+    return {} if value is None else {"input": value}
+
+
 def first_root(payload: JSONObject, *keys: str) -> str | None:
     for key in keys:
         value = payload.get(key)

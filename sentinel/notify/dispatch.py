@@ -27,6 +27,7 @@ from sentinel.engine import db, outbox
 from sentinel.jsontypes import JSON, JSONObject
 from sentinel.engine.store import Store
 from sentinel.notify import send
+from sentinel.ui.render import one_line
 from sentinel.watchers.deliver import DeliveryError
 from sentinel.engine.status import ANSWERED
 
@@ -41,8 +42,11 @@ if TYPE_CHECKING:
 
 
 def _short(value: JSON) -> str:
+    """An agent-written field on one line: its hiding characters escaped first (`visible`: a newline, a tab, U+2028,
+    a no-break or ideographic space each shows as its escape), then only runs of plain spaces folded, so nothing
+    bash reads as part of a word is shown as a word break (`main\u2028--dry-run` is one word). Cut at SHORT."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    text = " ".join(text.split())
+    text = one_line(text)
     return text if len(text) <= SHORT else text[: SHORT - 1] + "…"
 
 

@@ -6,7 +6,7 @@ when piped, JSON for scripts. The CLI, `sentinel watch`, the chat and the web co
     progress.warnings                # every warning event seen (also shown when piped: they matter)
     describe(event)                  # one rich-markup line per event, or None (the chat's lines too)
     plain(event)                     # one human line per event (`sentinel logs`), never JSON
-    arguments_text(args), task_title(kind, task), short(value)   # one line each, agent text made visible
+    arguments_text(args), task_title(kind, task), short(value), one_line(text)   # one line each, agent text visible
     call_in_full(approval)           # a pending call whole, as it would run: what `approvals`, `show`, `approve` print
 """
 
@@ -32,11 +32,16 @@ PIPED_WIDTH = 400
 
 
 def short(value: object, limit: int = 100) -> str:
-    """One line for a person: hiding characters and newlines shown escaped (sentinel/ui/escape.py), runs of
-    spaces collapsed, cut at `limit`."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(visible(text).split())
+    """One line for a person (`one_line`), cut at `limit`."""
+    text = one_line(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(text: object) -> str:
+    """Agent text on one line: escaped first (sentinel/ui/escape.py: newlines, tabs, U+2028, no-break and other
+    Unicode spaces each show as their escape), then runs of plain spaces (U+0020, all that is left) folded to one.
+    Folding before escaping would show `main\u2028--dry-run`, one word to bash, as two."""
+    return " ".join(part for part in visible(text).split(" ") if part)
 
 
 class Progress:
@@ -285,14 +290,14 @@ IDENTIFYING = ("command", "path", "file_path", "url")
 
 def call_in_full(approval: ApprovalRow) -> str:
     """A pending call whole, for a person deciding it: the approval, its run and tool, why it waits, the call digest
-    a decision is bound to (`sentinel approve ID --digest D`), then every argument: the identifying one first
-    (IDENTIFYING), the rest sorted by name; nothing cut, no space collapsed, hiding characters escaped, and a
+    a decision is bound to (`sentinel approve ID --digest D`), where it runs (`where_in_full`), then every argument:
+    the identifying one first (IDENTIFYING), the rest sorted by name; nothing cut, no space collapsed, hiding characters escaped, and a
     value of many lines kept as lines, each behind `    | ` (so none can pass for a line of Sentinel's)."""
     chain = "".join(f" ← {visible(parent)}" for parent in approval.parents)
     lines = [f"approval {visible(approval.id)}: run {visible(approval.run_id)}{chain} asks to run "
              f"{visible(approval.tool)}",
              f"  why: {visible(approval.reason or '')}",
-             f"  call digest: {visible(approval.digest)}"]
+             f"  call digest: {visible(approval.digest)}", *where_in_full(approval)]
     arguments = approval.arguments
     if not isinstance(arguments, dict):
         return "\n".join(lines + _value_lines("arguments", arguments))
@@ -302,6 +307,20 @@ def call_in_full(approval: ApprovalRow) -> str:
     for key in first + sorted(k for k in arguments if k not in first):
         lines += _value_lines(key, arguments[key])
     return "\n".join(lines)
+
+
+def where_in_full(approval: ApprovalRow) -> list[str]:
+    """Where the call runs, whole (a table's cells cut it): the coding agent that asks and its repository, or the
+    run's workspace; the user it runs as; the host. Each escaped, on one line; each label has a space, which an
+    argument's name shown below cannot have unquoted (`_value_lines`), so no argument passes for one of these."""
+    lines = [f"  asked by: {visible(approval.client)}'s hook"] if approval.client else []
+    if approval.workspace:
+        lines.append(f"  in {'repository' if approval.client else 'workspace'}: {visible(approval.workspace)}")
+    if approval.user:
+        lines.append(f"  runs as: {visible(approval.user)}")
+    if approval.host:
+        lines.append(f"  on host: {visible(approval.host)}")
+    return lines
 
 
 def _value_lines(key: str, value: object) -> list[str]:

@@ -19,7 +19,7 @@ from typing import Mapping
 import jinja2
 import markupsafe
 
-from sentinel.ui.render import task_title
+from sentinel.ui.render import one_line, task_title
 from sentinel.engine.events import Event
 from sentinel.engine.rows import ApprovalRow, RunRow
 from sentinel.engine.status import RunStatus
@@ -47,7 +47,10 @@ def _when(ts: object) -> str:
 
 
 def _short(value: object, limit: int = 80) -> str:
-    text = " ".join(_pretty(value).split())
+    """One line of agent text for inline HTML (`one_line`: escaped first, then only plain spaces folded; a value
+    other than text as compact JSON, whose only line breaks are escapes), cut at `limit`."""
+    text = one_line(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True,
+                                                                    default=str))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -257,7 +257,7 @@ def test_always_allowlists_this_exact_call_here_only(repo, inbox, webhook, hooks
 
     still_asks(claude_payload(root, COMMAND + " --force"), 2)  # another command
     still_asks(claude_payload(other), 3)  # the same command in another repository
-    revoked = cli("hook", "allowlist", "--revoke", "--repo", str(root), "bash", COMMAND)
+    revoked = cli("hook", "allowlist", "--revoke", "--repo", str(root), "command", json.dumps([".", COMMAND]))
     assert revoked.returncode == 0 and "revoked 1" in revoked.stdout
     still_asks(claude_payload(root), 4)  # revoked: it asks again
 
@@ -301,7 +301,8 @@ def test_always_through_the_link_and_the_console_card(repo, inbox, webhook, cons
         from sentinel.engine import asks
 
         (entry,) = asks.allowlist(store)
-    assert (entry["kind"], entry["value"], entry["repository"]) == ("bash", COMMAND, str(root.resolve()))
+    assert (entry["kind"], entry["value"], entry["repository"]) == ("command", json.dumps([".", COMMAND]),
+                                                                    str(root.resolve()))
     assert entry["added_by"].startswith("one-tap link (webhook")
 
 

@@ -250,4 +250,5 @@ def test_an_approval_names_one_file_as_the_client_resolves_it(root):
     agent, _, payload = copilot("multi_replace_string_in_file", replacements("README.md", "billing/tax.py"),
                                 cwd=f"{root}/src")
     keys = [keys_of(a, str(root)) for a in actions_of(agent, payload, root)]
-    assert keys == [["file_write", "src/README.md"], ["file_write", "src/billing/tax.py"]]
+    assert [(kind, json.loads(value)[0]) for kind, value in keys] == [("write", "src/README.md"),
+                                                                      ("write", "src/billing/tax.py")]

@@ -25,3 +25,4 @@ AGENTS = {
 def get(name: str) -> Adapter | None:
     module = AGENTS.get(name)
     return importlib.import_module(f"sentinel.hooks.agents.{module}") if module else None
+

@@ -40,7 +40,7 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
     name = payload.get("tool_name")
     if not isinstance(name, str) or not name:
         raise ValueError("payload has no tool_name")
-    args = common.obj(payload.get("tool_input"))
+    args = common.sent(payload.get("tool_input"))
     if name.startswith("@") and "/" in name:
         server, _, tool = name[1:].partition("/")
         act = actions.mcp(name, args, server, tool)

@@ -45,7 +45,7 @@ def tool_call(payload: JSONObject, cfg: GateConfig, naming: tuple[str, str], ser
     name = payload.get("tool_name")
     if not isinstance(name, str) or not name:
         raise ValueError("payload has no tool_name")
-    act = common.tool_action(name, payload.get("tool_input"), cfg, naming, server, tool)
+    act = common.tool_action(name, common.sent(payload.get("tool_input")), cfg, naming, server, tool)
     act.tool_output = common.output_text(payload.get("tool_response"))
     return act
 

@@ -62,12 +62,12 @@ def _call(payload: JSONObject) -> tuple[str, JSONObject, JSON]:
         if isinstance(body, dict):
             name = body.get("name")
             if isinstance(name, str):
-                return name, common.obj(body.get("input")), body.get("output")
+                return name, common.sent(body.get("input")), body.get("output")
     body = payload.get("preToolUse") or payload.get("postToolUse")
     tool = body.get("toolName") if isinstance(body, dict) else None
     if not isinstance(body, dict) or not isinstance(tool, str):
         raise ValueError("payload has no tool_call.name or preToolUse.toolName")
-    params = common.obj(body.get("parameters"))
+    params = common.sent(body.get("parameters"))
     return tool, {k: _decoded(v) for k, v in params.items()}, body.get("result")
 
 
@@ -87,12 +87,15 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
     if name in ("use_mcp_tool", "access_mcp_resource"):
         args = common.loads_maybe(params.get("arguments"))
         server, tool = str(params.get("server_name") or ""), str(params.get("tool_name") or params.get("uri") or "")
-        return actions.mcp(name, args if isinstance(args, dict) else {}, server, tool)
+        return actions.mcp(name, common.sent(args), server, tool)
     # Cline resolves a relative path from the workspace root (the payload has no `cwd`)
     root = common.first_root(payload, "workspaceRoots", "cwd")
-    if name == "apply_patch":  # a patch whose files cannot be read may write any file
-        return actions.files(actions.patch(name, params, common.patch_text(params))
-                             or actions.file_write(name, {}), root)
+    if name == "apply_patch":
+        found = actions.patch(name, params, common.patch_text(params))
+        if not found:  # a patch whose files cannot be read may write any file; shown and bound as sent
+            found = [actions.file_write(name, {})]
+            found[0].tool_input = params
+        return actions.files(found, root)
     act = common.tool_action(name, params, cfg, MCP_NAMING)
     act.tool_output = common.output_text(output)
     return actions.files(act, root)

@@ -42,8 +42,8 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
     a leading `cd DIR &&`, which Codex applies it in)."""
     tool_input = payload.get("tool_input")
     if payload.get("tool_name") == "apply_patch":
-        files = actions.patch("apply_patch", common.obj(tool_input),
-                              common.patch_text(tool_input))
+        # a patch sent as a plain string is shown and bound as that string (`sent`), never as `{}`
+        files = actions.patch("apply_patch", common.sent(tool_input), common.patch_text(tool_input))
         if not files:
             raise ValueError("apply_patch carries no file header (*** Add File: / *** Update File: ...)")
         return actions.files(files, common.text(payload, "cwd"))

@@ -39,7 +39,7 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
     if not isinstance(name, str) or not name:
         raise ValueError("payload has no toolName")
     args = common.loads_maybe(payload.get("toolArgs", payload.get("tool_input")))
-    act = common.tool_action(name, args, cfg, MCP_NAMING)
+    act = common.tool_action(name, common.sent(args), cfg, MCP_NAMING)
     result = payload.get("toolResult", payload.get("tool_response"))
     act.tool_output = common.output_text(result.get("textResultForLlm") if isinstance(result, dict) else result)
     return actions.files(act, common.text(payload, "cwd"))  # one per file; relative paths from `cwd`, as Copilot's

@@ -48,7 +48,7 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
     if event == "beforemcpexecution":
         args = common.loads_maybe(payload.get("tool_input"))
         tool = str(payload.get("tool_name") or "")
-        return actions.mcp(tool, args if isinstance(args, dict) else {}, mcp_server(payload), tool)
+        return actions.mcp(tool, common.sent(args), mcp_server(payload), tool)
     if event == "afterfileedit":
         return actions.files(actions.file_write("edit", {"edits": payload.get("edits")},
                                                 common.text(payload, "file_path") or ""), *_bases(payload))
@@ -60,7 +60,7 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
     if phase == "pre" and (name in SEEN_ELSEWHERE or name.startswith(MCP_TOOL_PREFIX)):
         return None
     args = common.loads_maybe(payload.get("tool_input"))
-    act = common.tool_action(name, args, cfg)
+    act = common.tool_action(name, common.sent(args), cfg)
     act.tool_output = common.output_text(payload.get("tool_output"))
     return actions.files(act, *_bases(payload))
 

@@ -51,7 +51,7 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
     if event.endswith("mcp_tool_use"):
         args = info.get("mcp_tool_arguments")
         server, tool = str(info.get("mcp_server_name") or ""), str(info.get("mcp_tool_name") or "")
-        return actions.mcp(tool, args if isinstance(args, dict) else {}, server, tool)
+        return actions.mcp(tool, common.sent(args), server, tool)
     return None
 
 
