@@ -3,8 +3,11 @@
 Loaded from policies/default.yaml, then merged with config.yaml `policy:` and the
 agent profile's `policy:`. Command rules match the commands a real parse of the line finds
 (sentinel.policy.shell): an `auto` rule must cover every one of them, on a parse that is sure;
-a `deny` or `needs_approval` rule matches any one of them, or the line as written. Each command rule's `match` / `not_match` examples are
-checked at load time; a rule that contradicts its own examples is a ConfigError.
+a `deny` or `needs_approval` rule matches any one of them, or the line as written. An `auto` rule with
+`writes_nothing` covers a command only when the write model (sentinel.policy.writes, the one the rule gate
+uses) knows it writes nothing: `tree -o F`, `file -C`, `date -s` are not read-only, whatever their name.
+Each command rule's `match` / `not_match` examples are checked at load time; a rule that contradicts its own
+examples is a ConfigError.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from sentinel import paths
 from sentinel.errors import ConfigError, pydantic_detail
 from sentinel.jsontypes import JSON, JSONObject
-from sentinel.policy import shell
+from sentinel.policy import shell, writes
 from sentinel.policy.decide import CallContext, LayerResult, Outcome, strictest
 from sentinel.policy.landing import land
 
 # Redirection, substitution, chaining, pipes, backgrounding, newlines, heredocs.
 _SHELL_SYNTAX = re.compile(r"[;&|<>`\n\r]|\$\(|\$\{|\beval\b")
 _DEQUOTE = str.maketrans("", "", "'\"\\")
+_BRACE_PUNCT = re.compile(r"[{},]")  # a brace list's elements are words once expanded: `{sudo,sh}`
 FILE_TOOLS = {"read_file", "write_file", "edit_file", "list_dir"}
 
 
@@ -37,6 +41,8 @@ class CommandRule(BaseModel):
     prefix: list[str] | None = None
     pattern: str | None = None
     plain: bool = False
+    writes_nothing: bool = Field(False, description="An `auto` rule covers a command only when the write model "
+                                 "(sentinel.policy.writes) knows it writes nothing (`tree -o F` and `date -s` do).")
     reason: str = ""
     match: list[str] = Field(default_factory=list)
     not_match: list[str] = Field(default_factory=list)
@@ -45,6 +51,8 @@ class CommandRule(BaseModel):
     def _one_matcher(self) -> "CommandRule":
         if not self.prefix and not self.pattern:
             raise ValueError("needs `prefix` or `pattern`")
+        if self.writes_nothing and self.decision != "auto":
+            raise ValueError("`writes_nothing` narrows an `auto` rule only")
         if self.pattern:
             try:
                 re.compile(self.pattern)
@@ -72,6 +80,8 @@ class CommandRule(BaseModel):
         """This rule allows that one command: its prefix words are all known, or its pattern matches it all known."""
         if command.open_at is not None and self._regex is not None and not self.prefix:
             return False
+        if self.writes_nothing and not _writes_nothing(command):
+            return False
         return self._hits(command.text, command.words, command.open_at)
 
     def _hits(self, text: str, words: list[str], open_at: int | None) -> bool:
@@ -81,6 +91,15 @@ class CommandRule(BaseModel):
         prefix = self.prefix or []
         return bool(prefix) and bool(known) and any(known[: len(p.split())] == p.split() for p in prefix
                                                     if len(p.split()) <= len(known))
+
+
+def _writes_nothing(command: shell.Command) -> bool:
+    """The write model knows this command writes nothing: no write redirection, and its name and every option
+    and operand known read-only (sentinel.policy.writes.READ_ONLY)."""
+    words = command.words[:command.nwords]
+    dynamic = [command.open_at is not None and i >= command.open_at for i in range(len(words))]
+    return not any(op in writes.WRITE_REDIRECTS for op, _, _ in command.redirects) and \
+        writes.operands(words, dynamic) == ([], "")
 
 
 def _words(command: str) -> list[str]:
@@ -129,22 +148,31 @@ class ActionPolicy(BaseModel):
 
     def _could_apply(self, command: str) -> tuple[CommandRule, str] | None:
         """A deny or needs_approval rule that may hold for a line the parse is not sure of (`eval 'rm -rf x'`,
-        `[[ -f x ]] && rm x`, `case`): under a bash default of auto such a line would otherwise run past the rule.
-        The rule could apply when one of its prefixes occurs as whole words in the line's text with quotes and
-        line continuations removed, or its pattern matches that text from any word on (any word may start a
-        command the parse cannot see); a line that never spells the rule's words stays auto."""
+        `[[ -f x ]] && rm x`, `case`, `{sudo,sh}`) or for a command it knows only in part (`git $x`,
+        `git {push,pull}`): under a bash default of auto such a line would otherwise run past the rule.
+        The rule could apply when its prefix starts with a partly known command's known words, or one of its
+        prefixes occurs as whole words in the line's text with quotes and line continuations removed (and
+        again with brace-list punctuation read as spaces), or its pattern matches that text from any word on
+        (any word may start a command the parse cannot see); a line that never spells the rule's words stays
+        auto."""
         parsed = shell.parse(command.strip())
-        if parsed.sure:
+        heads = [c.words[:c.open_at] for c in parsed.commands if c.open_at is not None]
+        if parsed.sure and not heads:
             return None
+        why = parsed.why or "a command the line spells only in part"
         flat = " ".join(command.replace("\\\n", "").translate(_DEQUOTE).split())
-        starts = [0] + [i + 1 for i, c in enumerate(flat) if c == " "]  # each word's start: sliced only when tried
         for rule in self.bash.rules:
             if rule.decision == "auto":
                 continue
-            if any(re.search(rf"(?<![\w./-]){re.escape(' '.join(p.split()))}(?![\w./-])", flat)
-                   for p in rule.prefix or []) or \
-                    (rule._regex is not None and any(rule._regex.search(flat[i:]) for i in starts)):
-                return rule, parsed.why
+            if any(0 < len(head) < len(p.split()) and p.split()[:len(head)] == head
+                   for p in rule.prefix or [] for head in heads):
+                return rule, why
+            for text in dict.fromkeys((flat, " ".join(_BRACE_PUNCT.sub(" ", flat).split()))):
+                starts = [0] + [i + 1 for i, c in enumerate(text) if c == " "]  # each word's start
+                if any(re.search(rf"(?<![\w./-]){re.escape(' '.join(p.split()))}(?![\w./-])", text)
+                       for p in rule.prefix or []) or \
+                        (rule._regex is not None and any(rule._regex.search(text[i:]) for i in starts)):
+                    return rule, why
         return None
 
     def _auto_together(self, command: str) -> CommandRule | None:
@@ -240,7 +268,7 @@ def _check_examples_once(policy: ActionPolicy, data: Mapping[str, object], sourc
     from sentinel import config_stamp
 
     digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode())
-    digest.update(config_stamp.sources(Path(__file__), Path(shell.__file__)).encode())
+    digest.update(config_stamp.sources(Path(__file__), Path(shell.__file__), Path(writes.__file__)).encode())
     stamp = digest.hexdigest()
     if config_stamp.valid(paths.home(), stamp, "policy-examples"):
         return

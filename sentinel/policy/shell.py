@@ -9,13 +9,18 @@ background jobs, subshells, brace groups, if/while/until/for bodies, functions, 
 process substitutions, `bash -c`/`sh -c`, `su -c`, `runuser -c`, `script -c` and `sg GROUP` strings and
 here-strings (parsed again), and behind the wrappers of WRAPPERS (`env`, `command`, `exec`, `nohup`, `sudo`,
 `xargs`, `taskset`, `setpriv`, `unshare`, `systemd-run`, `bwrap`, ...), which yield both the wrapper's command
-and the wrapped one. A word the shell expands (`$x`, `$(…)`, a glob, a brace list,
-`~`) makes the command `open` from that word on: only the words before it are known.
+and the wrapped one. A word the shell expands (`$x`, `$(…)`, a glob, a brace list even with quoted or nested
+elements: `{a,"x y"}`, `{a,{b}}`, `~`) makes the command `open` from that word on: only the words before it are
+known. Here-documents end where bash ends them: at the line equal to the delimiter after quote removal
+(`<<'EOF'`, `<<"E"OF`, `<<\\EOF`); the text bashlex reads has each quoted delimiter unquoted, and a line
+whose here-documents bashlex would end elsewhere is unsure.
 
 The parse is not sure (`sure` False) when what runs cannot be read from the text: the line does not
 parse (bashlex has no `case`, `[[ ]]`, `$((…))`, `time`), a command name is an expansion, `eval`,
 `source`/`.`, `alias`, `trap`, a shell (or `at`, `batch`) reading a script from its input, or a here-document
-whose body runs command substitutions.
+whose body runs command substitutions or whose end this reading cannot be sure bash agrees on (a delimiter
+with `$`, a line continuation, a body line in `$(…)` that starts with the delimiter, a command after a
+here-document in `$(…)`, a here-document in backquotes or beside arithmetic).
 """
 
 from __future__ import annotations
@@ -157,7 +162,7 @@ _GIT_SAFE_CONFIG = re.compile(r"(?:user|color|advice|init|i18n|column)\.[A-Za-z0
 _DYNAMIC_TEXT = re.compile(r"[$`*?\[{~]")
 _DEQUOTE = str.maketrans("", "", "'\"\\")
 _WORDS = re.compile(r"[^\s;&|()<>!]+")
-_BRACE = re.compile(r"\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}")
+_HEREDOC_WORD = re.compile(r"[\w.,:+%@/=^-]+")  # a here-document delimiter bashlex reads alike unquoted
 # words after which the parse may find text the line does not spell, or be unsure (a command reading its input)
 _UNSEEN = OPAQUE | SHELLS | STRING_AFTER | READS_INPUT | {"xargs", "su", "runuser", "flock", "hash", "function",
                                                            *COMMAND_OPTION}
@@ -360,10 +365,18 @@ def _script(text: str, parsed: Parsed, depth: int) -> None:
         import bashlex  # type: ignore[import-untyped]  # bashlex ships no types: its nodes are typed Node
     except ImportError:  # an install that predates the dependency: judge everything rather than guess
         return parsed.unsure("bashlex is not installed")
+    spans: list[tuple[int, int]] = []
+    scanned = "<<" in text or "<\\\n" in text  # a here-document: bashlex must end each body where bash does
+    if scanned:
+        text, spans, why = _heredocs(text)
+        if why:
+            return parsed.unsure(why)
     try:
         trees = bashlex.parse(text)
     except Exception as exc:  # bashlex raises parse errors, NotImplementedError and worse: all mean "not sure"
         return parsed.unsure(f"does not parse ({type(exc).__name__})")
+    if scanned and sorted(_heredoc_nodes(trees)) != spans:
+        return parsed.unsure("bashlex ends a here-document elsewhere than bash")
     outer = parsed.repeating
     for tree in trees:
         for node, repeats in _command_nodes(tree):
@@ -397,6 +410,240 @@ def _command_nodes(node: Node) -> list[tuple[Node, bool]]:
         stack.extend((v, inner) for v in reversed([v for v in vars(item).values()
                                                     if isinstance(v, list) or hasattr(v, "kind")]))
     return found
+
+
+
+def _heredoc_nodes(node: Node) -> list[tuple[int, int]]:
+    """Where bashlex put each here-document body: (its start, the end of its delimiter line)."""
+    found: list[tuple[int, int]] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif hasattr(item, "kind"):
+            if item.kind == "heredoc":
+                found.append((item.pos[0], item.pos[1]))
+            stack.extend(v for v in vars(item).values() if isinstance(v, list) or hasattr(v, "kind"))
+    return found
+
+
+class _Doc:
+    """One here-document as bash reads it: the operator's end, its delimiter word, the body's span."""
+
+    __slots__ = ("op_end", "word_end", "delimiter", "quoted", "strip", "depth", "start", "end")
+
+    def __init__(self, op_end: int, word_end: int, delimiter: str, quoted: bool, strip: bool, depth: int):
+        self.op_end, self.word_end, self.delimiter = op_end, word_end, delimiter
+        self.quoted, self.strip, self.depth = quoted, strip, depth
+        self.start = self.end = 0
+
+
+def _heredocs(text: str) -> tuple[str, list[tuple[int, int]], str]:
+    """Where bash ends each here-document of the line, and the line as bashlex must be given it to agree.
+
+    Bash ends a body at the first line equal to the delimiter after quote removal (`<<'EOF'`, `<<"E"OF`,
+    `<<\\EOF` all end at `EOF`); bashlex (0.18, heredoc.py) at a line equal to the word as written. Each
+    quoted delimiter is rewritten to its unquoted form (bashlex then reads the body as expandable: more, never
+    fewer commands), and the caller checks bashlex put every body where this reading did. Returns (the text
+    for bashlex, each body's (start, end of its delimiter line) in it, why the line is unsure: "" when it is
+    not). Unsure: a delimiter bashlex cannot be given unquoted (`$'…'`, a blank, a `$`), a here-document in
+    backquotes or beside arithmetic, a body bash may end otherwise than at its delimiter line (see
+    `_body_end`), a command after a here-document inside `$(…)` (bashlex reads no further there), a body
+    that runs command substitutions."""
+    docs = _scan_heredocs(text)
+    if isinstance(docs, str):
+        return text, [], docs
+    for doc in docs:
+        body = text[doc.start:doc.end]
+        if not doc.quoted and ("$(" in body or "`" in body):
+            return text, [], "a here-document runs command substitutions"
+    out: list[str] = []
+    shifts: list[tuple[int, int]] = []  # (where a rewritten word ends, how much longer the text is from there)
+    at = 0
+    for doc in docs:
+        if doc.quoted:
+            out += [text[at:doc.op_end], " ", doc.delimiter]
+            at = doc.word_end
+            shifts.append((at, 1 + len(doc.delimiter) - (doc.word_end - doc.op_end)))
+
+    def moved(pos: int) -> int:
+        return pos + sum(by for end, by in shifts if end <= pos)
+
+    return "".join(out) + text[at:], sorted((moved(d.start), moved(d.end)) for d in docs), ""
+
+
+def _scan_heredocs(text: str) -> list[_Doc] | str:
+    """Every here-document operator bash sees (outside quotes and comments, in the line or a `$(…)`), each
+    with its body; a str says why the line cannot be read surely."""
+    docs: list[_Doc] = []
+    pending: list[_Doc] = []
+    stack = ["cmd"]  # "cmd" (the line, `$(`, `(`, `<(`), '"' (double quotes), "${" (a parameter)
+    i, n, word_start = 0, len(text), True
+    while i < n:
+        c, top = text[i], stack[-1]
+        if c == "\\":
+            if top == "cmd" and i and text[i - 1] == "<" and text.startswith("\n<", i + 1):
+                return "a line continuation inside a here-document operator"
+            word_start = word_start and text.startswith("\n", i + 1)
+            i += 2
+            continue
+        if top != "cmd":
+            i = _scan_quoted(text, i, stack)
+        elif c == "'":
+            i = text.find("'", i + 1) + 1 or n + 1
+        elif c == "$" and text.startswith("'", i + 1):
+            i = _ansi_end(text, i + 2)
+        elif c == "#" and word_start:
+            i = text.find("\n", i) % (n + 1)
+            continue
+        elif text.startswith("<<<", i):
+            i += 3
+        elif text.startswith("<<", i):
+            doc = _heredoc_word(text, i, len(stack))
+            if isinstance(doc, str):
+                return doc
+            pending.append(doc)
+            i = doc.word_end
+        elif c == "\n" and pending:
+            if any(d.depth != len(stack) for d in pending):
+                return "a here-document whose body starts inside another construct"
+            for doc in pending:
+                i = doc.end = _body_end(text, i + 1, doc)
+                if i < 0:
+                    return "a here-document bash may end elsewhere than at its delimiter line"
+            if len(stack) > 1 and not re.match(r"[ \t\n]*\)", text[i:]):  # bashlex reads no further in `$(…)`
+                return "a command after a here-document inside a substitution or subshell"
+            docs += pending
+            pending = []
+            i, word_start = min(i + 1, n), True
+            continue
+        else:
+            step = _scan_cmd(text, i, stack)
+            if isinstance(step, str):
+                return step
+            i = step
+        word_start = c in " \t\n;&|()<>" or text[i - 2:i] == "$("
+    if pending or len(stack) > 1 or i > n:
+        return "a here-document, quote or substitution that does not end"
+    return docs
+
+
+def _scan_cmd(text: str, i: int, stack: list[str]) -> int | str:
+    """One character of a command (the quotes and `<<` are the caller's): opens or closes a construct."""
+    c = text[i]
+    if text.startswith(("$((", "$[", "(("), i):
+        return "arithmetic beside a here-document"
+    if c == "`":
+        return _backticks(text, i)
+    if c == '"':
+        stack.append('"')
+    elif text.startswith("$(", i):
+        stack.append("cmd")
+        return i + 2
+    elif text.startswith("${", i):
+        stack.append("${")
+        return i + 2
+    elif c == "(":
+        stack.append("cmd")
+    elif c == ")" and len(stack) > 1:
+        stack.pop()
+    return i + 1
+
+
+def _scan_quoted(text: str, i: int, stack: list[str]) -> int:
+    """One character inside double quotes or `${…}`."""
+    c, top = text[i], stack[-1]
+    if c == "`":
+        end = _backticks(text, i)
+        return end if isinstance(end, int) else len(text) + 1
+    if text.startswith(("$((", "$["), i):
+        return len(text) + 1  # arithmetic: bashlex does not read it either
+    if text.startswith("$(", i):
+        stack.append("cmd")
+        return i + 2
+    if text.startswith("${", i):
+        stack.append("${")
+        return i + 2
+    if (top == '"' and c == '"') or (top == "${" and c == "}"):
+        stack.pop()
+    elif top == "${" and c == '"':
+        stack.append('"')
+    elif top == "${" and c == "'" and stack[-2] != '"':
+        return text.find("'", i + 1) + 1 or len(text) + 1
+    return i + 1
+
+
+def _backticks(text: str, i: int) -> int | str:
+    """The index after the backquoted substitution that starts at i; a here-document in it is not read here."""
+    j = i + 1
+    while j < len(text) and text[j] != "`":
+        j += 2 if text[j] == "\\" else 1
+    if j >= len(text) or "<<" in text[i:j] or "\n" in text[i:j]:
+        return "a here-document or a line break inside backquotes"
+    return j + 1
+
+
+def _ansi_end(text: str, i: int) -> int:
+    """The index after a `$'…'` string whose text starts at i."""
+    while i < len(text) and text[i] != "'":
+        i += 2 if text[i] == "\\" else 1
+    return i + 1
+
+
+def _heredoc_word(text: str, i: int, depth: int) -> _Doc | str:
+    """The `<<`/`<<-` operator at i and its delimiter word: bash's delimiter is the word after quote removal."""
+    strip = text.startswith("<<-", i)
+    op_end = i + 3 if strip else i + 2
+    k = op_end
+    while k < len(text) and text[k] in " \t":
+        k += 1
+    start, quoted, out = k, False, []
+    while k < len(text) and text[k] not in " \t\n;&|()<>":
+        c = text[k]
+        if c in "$`" or text.startswith("\\\n", k):
+            return "a here-document delimiter with an expansion or a line continuation"
+        if c == "'":
+            end = text.find("'", k + 1)
+            if end < 0:
+                return "a here-document delimiter whose quote does not end"
+            out.append(text[k + 1:end])
+            k, quoted = end + 1, True
+        elif c == '"':
+            end = text.find('"', k + 1)
+            if end < 0 or any(ch in text[k + 1:end] for ch in "\\$`\n"):
+                return "a here-document delimiter whose double quotes hold more than text"
+            out.append(text[k + 1:end])
+            k, quoted = end + 1, True
+        elif c == "\\":
+            out.append(text[k + 1:k + 2])
+            k, quoted = k + 2, True
+        else:
+            out.append(c)
+            k += 1
+    delimiter = "".join(out)
+    if k == start or (quoted and not _HEREDOC_WORD.fullmatch(delimiter)):
+        return "a here-document delimiter bashlex cannot be given as bash reads it"
+    return _Doc(op_end, k, delimiter, quoted, strip, depth)
+
+
+def _body_end(text: str, i: int, doc: _Doc) -> int:
+    """Reads the body from i as bash does; the end of its delimiter line, or -1 when bash may read it otherwise
+    than by comparing whole lines: no delimiter line, an unquoted line ending in a backslash (bash joins it to
+    the next), inside a substitution a line that starts with the delimiter."""
+    doc.start = i
+    while i <= len(text):
+        nl = text.find("\n", i)
+        end = len(text) if nl < 0 else nl
+        line = text[i:end].lstrip("\t") if doc.strip else text[i:end]
+        if line == doc.delimiter:
+            return end
+        if (not doc.quoted and line.endswith("\\")) or nl < 0:
+            return -1
+        if doc.depth > 1 and line.startswith(doc.delimiter):  # in `$(…)` bash also ends it at `EOF )`, `EOFx)`
+            return -1
+        i = nl + 1
+    return -1
 
 
 def _function(node: Node, text: str, parsed: Parsed) -> None:
@@ -475,10 +722,6 @@ def _assigned(word: str, parsed: Parsed) -> None:
 
 def _redirect(part: Node, text: str, parsed: Parsed) -> tuple[str, bool, tuple[str, str, bool]]:
     out: Node = getattr(part, "output", None)  # a bashlex node, or the fd number of a dup
-    heredoc = getattr(part, "heredoc", None)
-    if heredoc is not None and getattr(out, "word", "") == text[out.pos[0]:out.pos[1]] and \
-            re.search(r"\$\(|`", heredoc.value):  # an unquoted delimiter: the body's substitutions run
-        parsed.unsure("a here-document runs command substitutions")
     prefix = str(part.input) if isinstance(getattr(part, "input", None), int) else ""
     if isinstance(out, int):
         return f"{prefix}{part.type}{out}", False, ("dup", str(out), False)
@@ -734,8 +977,12 @@ def _find_exec(words: list[str], dynamic: list[bool], node: Node, text: str, par
 
 
 def is_dynamic(raw: str) -> bool:
-    """True when the shell expands this word (as written) into text the word does not spell out."""
+    """True when the shell expands this word (as written) into text the word does not spell out: a `$`,
+    backquote, glob or leading `~` outside single quotes, or a brace expansion (an unquoted `{` whose matching
+    unquoted `}` has an unquoted `,` or `..` at its own level: `{a,"x y"}`, `{a,{b}}`, `x{1..3}`; not `{}`,
+    `{x}`, `'{a,b}'`)."""
     quote = ""
+    braces: list[bool] = []  # each open unquoted `{`: whether a `,` or `..` stands at its level
     i = 0
     while i < len(raw):
         c = raw[i]
@@ -749,8 +996,13 @@ def is_dynamic(raw: str) -> bool:
             quote = "" if c == '"' else quote
         elif c in "'\"":
             quote = c
-        elif c in "*?" or (c == "[" and "]" in raw[i + 2:]) or (c == "~" and (i == 0 or raw[i - 1] in "=:")) \
-                or (c == "{" and _BRACE.match(raw, i)):
+        elif c in "*?" or (c == "[" and "]" in raw[i + 2:]) or (c == "~" and (i == 0 or raw[i - 1] in "=:")):
             return True
+        elif c == "{":
+            braces.append(False)
+        elif c == "}" and braces and braces.pop():
+            return True
+        elif braces and (c == "," or raw.startswith("..", i)):
+            braces[-1] = True
         i += 1
     return False

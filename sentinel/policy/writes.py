@@ -9,8 +9,10 @@ The default is "unknown". A line writes through the redirections of every simple
 word (`> f`) and of compound commands (`>`, `>>`, `>|`, `&>`, `<>`; `>&2` and the like duplicate a descriptor
 and write nothing), and through the operands of the known writers of SPECS, read as their getopt reads them
 (`cp -tDIR`, `--target=DIR`, `sort -oFILE`, grouped flags, unique prefixes of long options); an option a
-writer's spec does not know makes the set unknown. A command is read-only only when its name is in READ_ONLY and
-each of its options is one READ_ONLY lists as harmless for it (`shuf -o`, `history -w`, `tree -o` write).
+writer's spec does not know makes the set unknown. A command is read-only only when its name is in READ_ONLY,
+each of its options is one READ_ONLY lists as harmless for it (`shuf -o`, `history -w`, `tree -o` write) and
+each operand one READ_ONLY_OPERANDS allows (`date MMDDhhmm`, `hostname NAME` change the system). The action
+policy's read-only rule asks this same model (sentinel.policy.action_policy, `writes_nothing`).
 
 Directories: a relative path is taken from every directory the line can reach. The line's cwd, and each
 literal `cd DIR`/`pushd DIR` of the line (wherever it stands: a `cd` after a write in a loop, or before a
@@ -21,17 +23,22 @@ target CDPATH or `cdable_vars` may redirect), when too many directories are reac
 writes from a directory the line does not name (`find -execdir`, `env -C`, `sudo -D`, `chroot`).
 
 It is unknown too when the line's parse is not sure, a write position holds an expansion (`$f`, a glob, `~`,
-find's `{}`, xargs' input or its `-I` string), a sed script may write or run (`w`, `W`, `e`, or a script this
-reading cannot follow), or a command is neither a known writer nor known read-only: an interpreter
-(`python3 x.py`, `node`, `bash script.sh`), a build tool (`make`, `npm`), `patch`, `git apply`,
-`git checkout BRANCH`, an unknown program. Wrappers (`env`, `sudo`, `timeout`, ...) are transparent: the parse
-yields the command they run, and the wrapper's own options are checked like a read-only command's.
+a brace list, find's `{}`, xargs' input or its `-I` string), the line makes a symbolic link or puts an existing
+one at a new place (`ln -s`, `cp -s`, `mv`/`cp -P`/`cp -R`/`ln`/`git mv` of a link or of a directory holding
+one: `_places_link`) and writes anything else or changes directory, a sed script may write or run (`w`, `W`,
+`e`, or a script this reading cannot follow), or a command is neither a known writer nor known read-only: an
+interpreter (`python3 x.py`, `node`, `bash script.sh`), a build tool (`make`, `npm`), `patch`, `git apply`,
+`git checkout BRANCH`, an unknown program. `Writes.spelled` tells the last kind (what a program does) from the
+others (where the line's own commands write: `Writes.unplaced`). Wrappers (`env`, `sudo`, `timeout`, ...) are
+transparent: the parse yields the command they run, and the wrapper's own options are checked like a read-only
+command's.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook imports this module: no `typing` at run time
@@ -39,14 +46,15 @@ if TYPE_CHECKING:  # the hook imports this module: no `typing` at run time
 
 WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 MAX_BASES = 64  # directories a line's `cd`s can reach before its relative writes count as unknown
+MAX_WALK = 2000  # entries of a moved or copied directory looked at for a symlink before it counts as holding one
 ANY = None  # READ_ONLY: every option of the command is harmless (audited: none writes a file or runs a program)
 # Known read-only commands: name -> the options known harmless (short letters, long names), or ANY.
 # Each is read with the option spec of OPTION_SPECS (or of the wrapper): an option not listed makes it unknown.
 READ_ONLY: dict[str, tuple[str, frozenset[str]] | None] = {
     **dict.fromkeys((
         "ls", "cat", "grep", "egrep", "fgrep", "head", "tail", "wc", "echo", "printf", "pwd", "true", "false", ":",
-        "test", "[", "which", "type", "whoami", "id", "date", "stat", "du", "df", "cmp", "diff", "basename",
-        "dirname", "realpath", "readlink", "cut", "tr", "sleep", "exit", "return", "ps", "uname", "hostname",
+        "test", "[", "which", "type", "whoami", "id", "stat", "du", "df", "cmp", "diff", "basename",
+        "dirname", "realpath", "readlink", "cut", "tr", "sleep", "exit", "return", "ps", "uname",
         "nproc", "free", "uptime", "md5sum", "sha1sum", "sha256sum", "sha512sum", "tac", "nl", "od", "hexdump",
         "column", "paste", "join", "comm", "fold", "fmt", "expand", "unexpand", "seq", "yes", "base64", "strings",
         "jq", "wait", "export", "unset", "set", "shopt", "local", "declare", "read", "popd", "dirs", "command",
@@ -87,7 +95,13 @@ READ_ONLY: dict[str, tuple[str, frozenset[str]] | None] = {
         "print-long-lines", "silent", "skip-vcs-ignores", "smart-case", "stats", "unrestricted", "vimgrep",
         "word-regexp", "case-sensitive", "column", "all-types", "search-zip", "group", "nogroup"})),
     "nohup": ("", frozenset()),
+    "date": ("dfIrRu", frozenset({"date", "debug", "file", "iso-8601", "resolution", "rfc-email", "rfc-3339",
+                                  "reference", "utc", "universal"})),  # not -s/--set: it sets the clock
+    "hostname": ("aAdfiIsy", frozenset({"alias", "all-fqdns", "all-ip-addresses", "domain", "fqdn", "long",
+                                        "ip-address", "short", "yp", "nis"})),  # not -b/-F: they set the name
 }
+# Read-only commands whose operands can change the system: the operands a read-only use takes (a regex)
+READ_ONLY_OPERANDS = {"date": re.compile(r"\+.*", re.S), "hostname": re.compile(r"(?!)")}  # `date MMDDhhmm`
 # getopt specs of the commands above whose options are checked, and of the writers below: (optstring, longs)
 OPTION_SPECS: dict[str, tuple[str, str]] = {
     "shuf": ("ei:n:o:rz", "echo input-range= head-count= output= random-source= repeat zero-terminated"),
@@ -116,6 +130,10 @@ OPTION_SPECS: dict[str, tuple[str, str]] = {
            "silent skip-vcs-ignores smart-case stats unrestricted vimgrep word-regexp case-sensitive column "
            "all-types search-zip group nogroup pager= passthrough"),
     "nohup": ("+", ""),
+    "date": ("d:f:I::r:Rs:u", "date= debug file= iso-8601? resolution rfc-email rfc-3339= reference= set= utc "
+             "universal rfc-2822"),
+    "hostname": ("aAbdfF:iIsy", "alias all-fqdns all-ip-addresses boot domain fqdn file= long ip-address short "
+                 "yp nis"),
     # writers
     "cp": ("abdfHilLnprst:uvxPRS:TZ", "archive attributes-only backup? copy-contents debug dereference force "
            "interactive link no-clobber no-dereference no-preserve= one-file-system parents preserve? recursive "
@@ -246,6 +264,12 @@ class Writes:
         if not self.why:
             self.why = why
 
+    def unplaced(self, why: str) -> None:
+        """Unknown because the text does not say where a command it names writes (a symlink the line makes or
+        moves, a directory the line does not name): never the kind of unknown a program's own writes are."""
+        self.spelled = False
+        self.unknown(why)
+
     def __repr__(self) -> str:
         return f"Writes({sorted(self.paths)!r}, why={self.why!r})"
 
@@ -297,7 +321,7 @@ def written(text: str, root: str, cwd: str | None = None) -> Writes:
         writers += wrote
         links = links or link
     if links and (writers > 1 or len(bases) > 1):
-        out.unknown("a symbolic link the line makes can send its other writes anywhere")
+        out.unplaced("a symbolic link the line makes or moves can send its other writes anywhere")
     return out
 
 
@@ -313,7 +337,7 @@ def _bases(commands: list[Command], start: str, root: str, out: Writes) -> list[
         dynamic = [command.open_at is not None and i >= command.open_at for i in range(len(words))]
         target, why = _cd_target(words, dynamic, shopt)
         if why:
-            out.unknown(why)
+            out.unplaced(why)
             return [start]
         if target is not None:
             moves.append(([target], command.repeats))
@@ -329,13 +353,13 @@ def _bases(commands: list[Command], start: str, root: str, out: Writes) -> list[
                             bases.append(new)
                             changed = True
                 if len(bases) > MAX_BASES:
-                    out.unknown("the line's `cd`s reach too many directories")
+                    out.unplaced("the line's `cd`s reach too many directories")
                     return [start]
         return bases
     for targets, _ in moves:  # each cd once, in the order written: it may or may not have applied before a command
         bases.extend(new for base in list(bases) for new in _cd_to(base, targets[0], root) if new not in bases)
         if len(bases) > MAX_BASES:
-            out.unknown("the line's `cd`s reach too many directories")
+            out.unplaced("the line's `cd`s reach too many directories")
             return [start]
     return bases
 
@@ -373,14 +397,68 @@ def _command(command: Command, bases: list[str], root: str, out: Writes) -> tupl
         return wrote, False  # see _bases
     paths, why = operands(words, dynamic)
     if command.elsewhere and (paths or why or command.redirects):
-        out.unknown(f"{command.elsewhere}: what it writes is relative to a directory the line does not name")
+        out.unplaced(f"{command.elsewhere}: what it writes is relative to a directory the line does not name")
     elif why:
         out.unknown(why)
     for path in paths:
         _land(path, bases, root, out)
-    link = bool(paths) and name in ("ln", "cp") and _read(name, words, dynamic).has("-s", "--symbolic",
-                                                                                   "--symbolic-link")
-    return wrote or bool(paths), link
+    return wrote or bool(paths), bool(paths) and _places_link(name, words, dynamic, bases)
+
+
+def _places_link(name: str, words: list[str], dynamic: list[bool], bases: list[str]) -> bool:
+    """The command can put a symbolic link at a new place: `ln -s`/`cp -s` make one; `mv`, `git mv`, `cp` that
+    does not follow links (-P, -d, -a, -R/-r without -L), `ln`/`link` (a hard link to a symlink is a symlink)
+    carry one there when a source is a symlink or a directory holding one now, or does not exist yet (the line
+    may make it); `git checkout/restore -- PATH` restores whatever the index holds."""
+    if name == "git":
+        sub = words[1] if len(words) > 1 else ""
+        if sub != "mv":
+            return sub in ("checkout", "restore")
+        sources = [(w, d) for w, d in zip(words[2:], dynamic[2:]) if not w.startswith("-")][:-1]
+    elif name == "link":
+        sources = list(zip(words[1:2], dynamic[1:2]))
+    elif name in ("mv", "cp", "ln"):
+        found = _read(name, words, dynamic)
+        if found.has("-s", "--symbolic", "--symbolic-link"):
+            return True
+        if found.has("-L", "--dereference", "--logical") or name == "cp" and not found.has(
+                "-P", "-d", "--no-dereference", "-a", "--archive", "-R", "-r", "--recursive"):
+            return False  # it follows the links it is given: what it puts there is a file's content
+        ops = found.operands
+        sources = ops if found.has(*TARGET) or (name == "ln" and len(ops) == 1) else ops[:-1]
+    else:
+        return False
+    return any(dyn or _link_or_directory(src, bases) for src, dyn in sources)
+
+
+def _link_or_directory(path: str, bases: list[str]) -> bool:
+    """The path, from some base, is a symlink or a directory holding one (or too many entries to tell), or does
+    not exist (yet)."""
+    for base in bases:
+        try:
+            mode = os.lstat(os.path.join(base, path)).st_mode
+        except OSError:
+            return True
+        if stat.S_ISLNK(mode) or (stat.S_ISDIR(mode) and _holds_link(os.path.join(base, path))):
+            return True
+    return False
+
+
+def _holds_link(directory: str) -> bool:
+    """A symlink somewhere below the directory, or more than MAX_WALK entries (or one unreadable) to look at."""
+    todo, seen = [directory], 0
+    while todo:
+        try:
+            with os.scandir(todo.pop()) as entries:
+                for entry in entries:
+                    seen += 1
+                    if entry.is_symlink() or seen > MAX_WALK:
+                        return True
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append(entry.path)
+        except OSError:
+            return True
+    return False
 
 
 def _redirected(target: tuple[str, str, bool], bases: list[str], root: str, out: Writes) -> bool:
@@ -403,8 +481,7 @@ def _land(path: str, bases: list[str], root: str, out: Writes) -> None:
         landing = land(root, os.path.join(base, path))
         out.paths.add(landing.path)
         if landing.others is None:
-            out.spelled = False  # where it lands is not the text's to say
-            out.unknown(f"{path}: it lands through /proc or /dev/fd, or on a file with a name (a hard link) "
+            out.unplaced(f"{path}: it lands through /proc or /dev/fd, or on a file with a name (a hard link) "
                         "Sentinel cannot find")
         else:
             out.paths.update(landing.others)  # a write to one name writes every name of the file
@@ -429,6 +506,9 @@ def _read_only(name: str, words: list[str], dynamic: list[bool]) -> str:
     for option, _, _ in found.found:
         if not (option[2:] in longs if option.startswith("--") else option[1:] in letters):
             return f"`{name} {option}` is not known to write nothing"
+    takes = READ_ONLY_OPERANDS.get(name)
+    if takes and any(dyn or not takes.fullmatch(word) for word, dyn in found.operands):
+        return f"`{name}` with an operand that can change the system (`date MMDDhhmm`, `hostname NAME`)"
     return ""
 
 

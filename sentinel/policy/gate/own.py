@@ -13,11 +13,14 @@ like any `ask` rule (the approval names the rule and the path). The hook adds it
 every call; it is made here each time (a few literal paths, no wcmatch), never read from the repository's cache,
 which the agent could rewrite (`.sentinel/` is protected too). Decided on where the write lands (symlinks
 followed, `sentinel.policy.landing`), as every path rule is. A command whose line does not spell where it writes
-(`rm -rf ~/.sentinel`, `> "$SENTINEL_HOME/config.yaml"`, a glob, a parse that is not sure) may write them: held.
-*Limit:* a command whose writes are unknown only because it runs a program (`npm test`, `python gen.py`, `git
-pull`) is not held by this rule (it would hold every build); the repository's `file_write` rules still apply to
-it. A repository whose config no longer loads turns the hook off (fail_open) before any rule; the write that
-broke it was held.
+(`rm -rf ~/.sentinel`, `> "$SENTINEL_HOME/config.yaml"`, a glob, a brace list, a parse that is not sure) may
+write them: held.
+*Limit:* a line that spells every word but runs a command outside the write model (sentinel.policy.writes: a
+program, an interpreter, a build tool, a writer it does not list) is not held by this rule, even when the line
+names a protected path literally: `npm test`, `python gen.py`, `git pull`, and writers such as `uniq IN OUT`,
+`curl -o OUT`, `split IN PREFIX`, `rsync`, `tar -x` (holding them would hold every build); the repository's
+`file_write` rules still apply to it. A repository whose config no longer loads turns the hook off (fail_open)
+before any rule; the write that broke it was held.
 """
 
 from __future__ import annotations
@@ -35,11 +38,16 @@ DESCRIPTION = ("writes Sentinel's own files (the gate's rules and config, a codi
                "home): a person decides, whatever the repository's rules say")
 # In the repository: the gate's directory and every client's hook settings (sentinel/hooks/trust.py CONFIG names
 # the files `sentinel hook install` writes; a client's settings can also switch hooks off, so the whole file).
-IN_REPO = (".claude/sentinel", ".sentinel", ".claude/settings.json", ".claude/settings.local.json", ".codex", ".gemini/settings.json",
-           ".github/hooks", ".cursor/hooks.json", ".windsurf/hooks.json", ".clinerules/hooks", ".amazonq/cli-agents")
-# In the user's home: the same clients' user-level settings.
-IN_HOME = (".claude/settings.json", ".claude/settings.local.json", ".codex", ".gemini/settings.json", ".copilot",
-           ".cursor/hooks.json", ".codeium/windsurf/hooks.json", ".aws/amazonq/cli-agents")
+# Cline reads hooks from `.clinerules/hooks/` and (its CLI and SDK) `.cline/hooks/` (docs: HOOK-PROTOCOLS.md).
+IN_REPO = (".claude/sentinel", ".sentinel", ".claude/settings.json", ".claude/settings.local.json", ".codex",
+           ".gemini/settings.json", ".github/hooks", ".cursor/hooks.json", ".windsurf/hooks.json", ".clinerules/hooks",
+           ".cline/hooks", ".amazonq/cli-agents")
+# In the user's home: the same clients' user-level settings, and the trust that decides whether a client loads a
+# repository's hooks at all (Codex's in `.codex/config.toml`, Copilot's in `.copilot/config.json`, Gemini's
+# `.gemini/trustedFolders.json`). Cline's user-level hooks: `Documents/Cline/Hooks` (the extension), `.cline/hooks`.
+IN_HOME = (".claude/settings.json", ".claude/settings.local.json", ".codex", ".gemini/settings.json",
+           ".gemini/trustedFolders.json", ".copilot", ".cursor/hooks.json", ".codeium/windsurf/hooks.json",
+           ".aws/amazonq/cli-agents", ".cline/hooks", "Documents/Cline/Hooks")
 
 
 def sentinel_home() -> str:
@@ -56,15 +64,18 @@ def protected() -> list[str]:
 
 _SEPARATORS = re.compile(r"[\s;&|]+")
 _PIECES = re.compile(r"[=:,]")
+_PLACES_LINKS = frozenset({"ln", "link", "cp", "mv"})  # with `git mv|checkout|restore`: sentinel.policy.writes
 
 
 def may_hold(text: str, root: str, cwd: str | None) -> bool:
     """False only when no write the shell parse could find (sentinel.policy.writes) lands on, in or above a
     protected path, and the line spells every word: the rule then cannot hold it, and the hook answers without
     importing the parser (~80 ms). The line must be plain words (no quote, expansion, glob, redirection or
-    grouping), run no command that takes words from elsewhere or changes directory, and no word of it (nor the
-    value after `=`/`:`/`,` or a glued short option) may name, through a symlink or not, a protected path, one
-    inside it, a directory above it, a file with other names (hard links), or a path through /proc or /dev/fd."""
+    grouping), run no command that takes words from elsewhere or changes directory, nor one that may move, copy
+    or make a symlink beside another command (its link can send the other's writes anywhere), and no word of it
+    (nor the value after `=`/`:`/`,` or a glued short option) may name, through a symlink or not, a protected
+    path, one inside it, a directory above it, a file with other names (hard links), or a path through /proc or
+    /dev/fd."""
     from sentinel.policy.shell import _REBINDS_TEXT, _UNSEEN
     from sentinel.policy.writes import _PLAIN
 
@@ -72,6 +83,10 @@ def may_hold(text: str, root: str, cwd: str | None) -> bool:
         return True
     words = [w for w in _SEPARATORS.split(text) if w]
     if any(w.rsplit("/", 1)[-1] in _UNSEEN or w in ("cd", "pushd", "popd", "parallel") for w in words):
+        return True
+    if re.search(r"[;&|\n]", text) and any(w.rsplit("/", 1)[-1] in _PLACES_LINKS or
+                                            (w == "git" and after in ("mv", "checkout", "restore"))
+                                            for w, after in zip(words, [*words[1:], ""])):
         return True
     base = os.path.normpath(os.path.join(root, cwd or "."))
     targets = [os.path.normpath(os.path.join(root, p)) for p in protected()]

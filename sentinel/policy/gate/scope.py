@@ -118,8 +118,9 @@ def writes_match(scope: list[PatternDump], exclude: list[PatternDump], action: A
     if writes_nothing(command):  # `ls -la && git status`: no parse, no import of bashlex
         return False
     writes = action.writes()
-    if not writes.known:
-        return unknown or (unspelled and not writes.spelled)
+    if not writes.known and (unknown or (unspelled and not writes.spelled)):
+        return True
+    # what is known is matched even when the rest is not: `npm test; rm -rf .claude/sentinel` names its write
     return any((not scope or any(_any(e.get("g"), p) or _below(str(e.get("p") or ""), p) for e in scope)) and
                not any(_any(e.get("g"), p) for e in exclude) for p in writes.paths)
 
