@@ -26,10 +26,15 @@ here-document in `$(…)`, a here-document in backquotes or beside arithmetic).
 from __future__ import annotations
 
 import re
+import signal
+import threading
+import time
+from contextlib import contextmanager
 from functools import lru_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any, TypeAlias
 
     # untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
@@ -37,6 +42,10 @@ if TYPE_CHECKING:
 
 MAX_CHARS = 16_000  # a longer line is not parsed (about 1 s of bashlex on a loaded machine): unsure, so judged
 MAX_DEPTH = 4  # `bash -c "bash -c '…'"` nesting parsed before the line counts as unsure
+# bashlex does not end on some short lines (an unclosed `${` inside a `$'…'` word restarts its parameter
+# expansion forever, allocating as it goes): a parse still running after this long is unsure, so judged, and the
+# hook answers instead of being killed by the client's timeout (which every client takes as "allowed")
+PARSE_BUDGET_S = 2.0
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "busybox-sh"})
 OPAQUE = frozenset({"eval", "source", ".", "alias", "trap", "fc", "coproc", "enable", "let"})
 # How each wrapper reads its options (see Spec), and how many positional words come before the wrapped command.
@@ -347,6 +356,36 @@ def literal_runs(pattern: str) -> list[str] | None:
     return [r for r in re.split(r"[*?\s]+|\[[^\]]*\]", pattern) if r]
 
 
+class _OverBudget(BaseException):
+    """Raised into a parse that ran past its budget (a BaseException: no `except Exception` in bashlex keeps it)."""
+
+
+@contextmanager
+def _budget(seconds: float) -> Iterator[None]:
+    """Interrupt what runs inside after `seconds` (SIGALRM, the real-time interval timer), on the main thread,
+    where a signal handler runs (the hook and a worker decide there; a parse elsewhere runs unbounded as before).
+    A timer already set (a test's timeout) is put back afterwards with what it had left; one that ends sooner
+    is left to end first."""
+    outer = signal.getitimer(signal.ITIMER_REAL)[0]
+    if threading.current_thread() is not threading.main_thread() or 0 < outer <= seconds:
+        yield
+        return
+
+    def over(signum: int, frame: object) -> None:
+        raise _OverBudget()
+
+    previous = signal.signal(signal.SIGALRM, over)
+    began = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - began), 0.001))
+
+
 @lru_cache(maxsize=32)
 def parse(text: str) -> Parsed:
     parsed = Parsed()
@@ -372,7 +411,10 @@ def _script(text: str, parsed: Parsed, depth: int) -> None:
         if why:
             return parsed.unsure(why)
     try:
-        trees = bashlex.parse(text)
+        with _budget(PARSE_BUDGET_S):
+            trees = bashlex.parse(text)
+    except _OverBudget:
+        return parsed.unsure(f"the parser did not finish within {PARSE_BUDGET_S:g} s")
     except Exception as exc:  # bashlex raises parse errors, NotImplementedError and worse: all mean "not sure"
         return parsed.unsure(f"does not parse ({type(exc).__name__})")
     if scanned and sorted(_heredoc_nodes(trees)) != spans:
