@@ -78,7 +78,15 @@ def keys_of(act: Action, root: str) -> list[str]:
         return ["command", _pair(run_in(act, root), act.command)]
     if act.trigger == "file_write" and act.file_path:
         return ["write", _pair(resolved_path(act.file_path, root), "sha256:" + written_digest(act))]
-    return ["call", f"{act.tool_name} {_sha256(act.tool_input)}"]
+    return ["call", f"{call_name(act)} {_sha256(act.tool_input)}"]
+
+
+def call_name(act: Action) -> str:
+    """The tool a call names, with its MCP server when the client names the tool alone (Cursor's MCP calls):
+    the same tool and arguments on another server is another call, to show and to allowlist."""
+    if act.trigger == "mcp" and act.server and act.server not in act.tool_name:
+        return f"{act.server}/{act.tool_name}"
+    return act.tool_name
 
 
 def _pair(first: str, second: str) -> str:
@@ -305,7 +313,7 @@ def build(adapter: Adapter, verdict: Verdict, payload: JSONObject, acts: list[Ac
     from sentinel.engine.asks import Ask
 
     first = acts[0]
-    tool = str(payload.get("tool_name") or first.tool_name or "tool")
+    tool = call_name(first) if first.trigger == "mcp" else str(payload.get("tool_name") or first.tool_name or "tool")
     tool_input = payload.get("tool_input")
     arguments = tool_input if isinstance(tool_input, dict) else first.tool_input
     call_id = str(payload.get("tool_use_id") or "call")[:200]

@@ -362,3 +362,24 @@ def test_always_is_refused_for_the_gates_own_files_and_once_still_approves(root,
     cli("approve", approval_id, check=0)
     assert decision(answer(proc)[1]) == "allow"
     assert "the allowlist is empty" in cli("hook", "allowlist", check=0).stdout
+
+
+def test_the_same_mcp_tool_on_another_server_is_another_call(root):
+    """Cursor names an MCP tool alone: the server (found from its url in mcp.json) is part of what is shown and
+    of the allowlist key, so allowing `query` on one server allows nothing on another."""
+    from sentinel.policy.gate.engine import Finding, Verdict
+
+    (root / ".cursor").mkdir(exist_ok=True)
+    (root / ".cursor" / "mcp.json").write_text(json.dumps({"mcpServers": {"db": {"url": "http://db"},
+                                                                          "prod": {"url": "http://prod"}}}))
+    verdict = Verdict()
+    verdict.findings.append(Finding("asks", "ask", "asks", kind="scope"))
+
+    def filed(url):
+        payload = {"hook_event_name": "beforeMCPExecution", "tool_name": "query", "tool_input": '{"q": "drop"}',
+                   "url": url, "workspace_roots": [str(root)]}
+        return ask.build(agents.get("cursor"), verdict, payload, acts_of("cursor", payload, root), str(root))
+
+    on_db, on_prod = filed("http://db"), filed("http://prod")
+    assert (on_db.tool, on_prod.tool) == ("db/query", "prod/query")
+    assert on_db.keys != on_prod.keys
