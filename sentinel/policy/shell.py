@@ -26,15 +26,10 @@ here-document in `$(…)`, a here-document in backquotes or beside arithmetic).
 from __future__ import annotations
 
 import re
-import signal
-import threading
-import time
-from contextlib import contextmanager
 from functools import lru_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from typing import Any, TypeAlias
 
     # untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
@@ -360,16 +355,19 @@ class _OverBudget(BaseException):
     """Raised into a parse that ran past its budget (a BaseException: no `except Exception` in bashlex keeps it)."""
 
 
-@contextmanager
-def _budget(seconds: float) -> Iterator[None]:
-    """Interrupt what runs inside after `seconds` (SIGALRM, the real-time interval timer), on the main thread,
-    where a signal handler runs (the hook and a worker decide there; a parse elsewhere runs unbounded as before).
-    A timer already set (a test's timeout) is put back afterwards with what it had left; one that ends sooner
-    is left to end first."""
+def _parse_within(bashlex: Any, text: str, seconds: float) -> Any:  # untyped: bashlex's module and its nodes
+    """bashlex.parse(text), interrupted after `seconds` (SIGALRM, the real-time interval timer: _OverBudget), on
+    the main thread, where a signal handler runs (the hook and a worker decide there; a parse elsewhere runs
+    unbounded as before). A timer already set (a test's timeout) is put back afterwards with what it had left;
+    one that ends sooner is left to end first. Imported here, not with the module: the hook's fast path imports
+    this module for its tables and never parses."""
+    import signal
+    import threading
+    import time
+
     outer = signal.getitimer(signal.ITIMER_REAL)[0]
     if threading.current_thread() is not threading.main_thread() or 0 < outer <= seconds:
-        yield
-        return
+        return bashlex.parse(text)
 
     def over(signum: int, frame: object) -> None:
         raise _OverBudget()
@@ -378,7 +376,7 @@ def _budget(seconds: float) -> Iterator[None]:
     began = time.monotonic()
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
+        return bashlex.parse(text)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -411,8 +409,7 @@ def _script(text: str, parsed: Parsed, depth: int) -> None:
         if why:
             return parsed.unsure(why)
     try:
-        with _budget(PARSE_BUDGET_S):
-            trees = bashlex.parse(text)
+        trees = _parse_within(bashlex, text, PARSE_BUDGET_S)
     except _OverBudget:
         return parsed.unsure(f"the parser did not finish within {PARSE_BUDGET_S:g} s")
     except Exception as exc:  # bashlex raises parse errors, NotImplementedError and worse: all mean "not sure"
