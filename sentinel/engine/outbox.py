@@ -235,7 +235,8 @@ def use_link(store: "Store", secret: str, approved: bool, reason: str = "", alwa
         asks.check_always(store, pending.id)
     row = redeem(store.conn, secret, "always" if always else "approve" if approved else "deny")
     by = f"one-tap link ({row['target']})"
-    approval = store.resolve(row["approval_id"], approved, by, reason, digest=row["digest"])
+    # a link holder is whoever can read the notification, not an operator: the call runs once, no code is trusted
+    approval = store.resolve(row["approval_id"], approved, by, reason, digest=row["digest"], trusts=False)
     if always:
         asks.allow_always(store, approval.id, by)
     store.audit("approval_resolved", {"run_id": approval.run_id, "approval_id": approval.id, "approved": approved,

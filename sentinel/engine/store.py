@@ -421,13 +421,14 @@ class Store:
                           " AND expires_at IS NOT NULL AND expires_at <= ?", (time.time(), time.time()))
 
     def resolve(self, approval_id: str, approved: bool, by: str, reason: str = "",
-                digest: str | None = None, *, trusts: bool = True) -> Approval:
+                digest: str | None = None, *, trusts: bool = False) -> Approval:
         """Approve or deny a pending approval; exactly one resolver wins, the rest get a UsageError.
 
         `digest`: the call digest the approver was shown; a different one (the call is not what they saw)
         resolves nothing. `trusts`: whether approving an agent-authored tool (or an MCP listing) also trusts
-        its code hash for the agent's later runs: only an operator's approval does (sentinel/agents/trust.py);
-        an approval from the agent door lets that one call run and trusts nothing."""
+        its code hash for the agent's later runs. Only an operator's approval does (sentinel/agents/trust.py),
+        so only the callers that know the decider is one say so: the operator socket, local mode's own engine.
+        An approval from the agent door or through a one-tap link lets that one call run and trusts nothing."""
         self.expire()
         sql, params = ("UPDATE approvals SET status=?, resolved_at=?, resolved_by=?, resolution_reason=?"
                        " WHERE id=? AND status='pending'",

@@ -210,3 +210,23 @@ def _me():
     import getpass
 
     return getpass.getuser()
+
+
+def test_a_one_tap_link_runs_the_call_once_and_trusts_no_code(tmp_path):
+    """A link is usable by whoever reads the notification, not only an operator: approving an agent-authored
+    tool (or an MCP listing) through one runs that call and trusts nothing; the operator's own approve does."""
+    from sentinel.engine import outbox
+
+    code = "ab" * 32
+    with Store.open(tmp_path / "state.db") as store:
+        for run_id in ("r-1", "r-2"):
+            store.create_run(run_id, agent="builder", task="t", model="m", workspace=tmp_path,
+                             run_dir=tmp_path / run_id)
+        for tool in ("my_tool", "mcp__files__read"):
+            asked = store.submit_approval("r-1", f"c-{tool}", tool, {"x": 1}, "untrusted code", code={"f": "t"},
+                                          code_sha256=code)
+            secret, _ = outbox.mint_link(store.conn, asked.id, asked.digest, 900, "slack #ops")
+            outbox.use_link(store, secret, approved=True)
+            assert store.get_approval(asked.id).status == "approved"
+            assert not store.tool_trusted("r-2", tool, code) and not store.tool_trusted("r-1", tool, code)
+        assert store.trusted_tools("builder") == []
