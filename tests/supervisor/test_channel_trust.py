@@ -65,7 +65,7 @@ def test_an_approval_carries_the_code_binds_its_hash_and_approving_trusts_it(sto
                     code=CODE, code_sha256=SHA)["result"]
     assert submitted["code"] == CODE and submitted["code_sha256"] == SHA
     assert store.get_approval(submitted["id"]).public()["code"] == CODE
-    store.resolve(submitted["id"], True, "root")
+    store.resolve(submitted["id"], True, "root", trusts=True)  # as the operator socket resolves it
     assert ask(store, worker, "consume", approval_id=submitted["id"], digest=call_digest("t", {"x": 1}))["result"] is False
     assert ask(store, worker, "consume", approval_id=submitted["id"],
                digest=call_digest("t", {"x": 1}, "b" * 64))["result"] is False
