@@ -182,6 +182,16 @@ def judge():
 
 
 @pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A HOME of its own: the coding agents' user-level settings (which the gate's own-files rule covers) live
+    there."""
+    made = tmp_path / "home"
+    made.mkdir()
+    monkeypatch.setenv("HOME", str(made))
+    return made
+
+
+@pytest.fixture
 def repo(tmp_path):
     """make(rules, config) -> a repository root with .claude/sentinel/."""
     from sentinel.policy.gate.fakejudge import write_repo

@@ -575,19 +575,25 @@ def _scan_cmd(text: str, i: int, stack: list[str]) -> int | str:
         return "arithmetic beside a here-document"
     if c == "`":
         return _backticks(text, i)
+    opened = _substitution(text, i, stack)
+    if opened:
+        return opened
     if c == '"':
         stack.append('"')
-    elif text.startswith("$(", i):
-        stack.append("cmd")
-        return i + 2
-    elif text.startswith("${", i):
-        stack.append("${")
-        return i + 2
     elif c == "(":
         stack.append("cmd")
     elif c == ")" and len(stack) > 1:
         stack.pop()
     return i + 1
+
+
+def _substitution(text: str, i: int, stack: list[str]) -> int:
+    """A `$(` or `${` at `i`, in a command or inside quotes alike: pushed, and where to go on; 0 when none."""
+    for opener, kind in (("$(", "cmd"), ("${", "${")):
+        if text.startswith(opener, i):
+            stack.append(kind)
+            return i + 2
+    return 0
 
 
 def _scan_quoted(text: str, i: int, stack: list[str]) -> int:
@@ -598,12 +604,9 @@ def _scan_quoted(text: str, i: int, stack: list[str]) -> int:
         return end if isinstance(end, int) else len(text) + 1
     if text.startswith(("$((", "$["), i):
         return len(text) + 1  # arithmetic: bashlex does not read it either
-    if text.startswith("$(", i):
-        stack.append("cmd")
-        return i + 2
-    if text.startswith("${", i):
-        stack.append("${")
-        return i + 2
+    opened = _substitution(text, i, stack)
+    if opened:
+        return opened
     if (top == '"' and c == '"') or (top == "${" and c == "}"):
         stack.pop()
     elif top == "${" and c == '"':

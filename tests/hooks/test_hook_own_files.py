@@ -23,15 +23,6 @@ OWN = "sentinel-own-files"
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch):
-    """A home of its own: the clients' user-level settings live there."""
-    made = tmp_path / "home"
-    made.mkdir()
-    monkeypatch.setenv("HOME", str(made))
-    return made
-
-
-@pytest.fixture
 def root(repo, home):
     made = repo({})
     (made / "src").mkdir()

@@ -18,14 +18,6 @@ from sentinel.policy.gate.rules import Rule
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch):
-    made = tmp_path / "home"
-    made.mkdir()
-    monkeypatch.setenv("HOME", str(made))
-    return made
-
-
-@pytest.fixture
 def root(repo, home):
     made = repo({})
     (made / "src").mkdir()
