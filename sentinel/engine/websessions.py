@@ -48,6 +48,12 @@ def new_session(conn: db.Conn, operator: str, ttl_s: float) -> JSONObject:
     return {"secret": secret, "operator": operator, "csrf": csrf, "created_at": now}
 
 
+def end_for(conn: db.Conn, operator: str) -> int:
+    """End every session and unused sign-in token of `operator` (one who is no longer an operator); how many."""
+    ended = conn.execute("DELETE FROM web_sessions WHERE operator=?", (operator,)).rowcount
+    return ended + conn.execute("DELETE FROM web_signins WHERE operator=? AND used_at IS NULL", (operator,)).rowcount
+
+
 def session(conn: db.Conn, secret: str) -> JSONObject | None:
     row = conn.execute("SELECT operator, csrf, created_at FROM web_sessions WHERE secret_sha256=? AND expires_at > ?",
                        (sha256(secret), time.time())).fetchone()

@@ -8,7 +8,9 @@
 
 `ops.handle` lets only root and members of the operator group (by SO_PEERCRED) reach this op, so an
 agent's user can never obtain a token: `sentinel web` run as that user stops at the refusal. The console
-that asked trades the token, once, for a browser session; a console that starts names its listener, which
+that asked trades the token, once, for a browser session, and every use of a session asks here again: a
+session (or an unused token) of someone who is no longer root or in the operator group ends then, with all
+of theirs (audited as `web_sessions_ended`), so removing a person from the group signs out their browsers; a console that starts names its listener, which
 the notifications' links then name (unless `web.public_url` is set); the audit log records who opened a console
 (with a prefix of the token's hash, never the token).
 """
@@ -16,10 +18,13 @@ the notifications' links then name (unless `web.public_url` is set); the audit l
 from __future__ import annotations
 
 import hashlib
+import pwd
 
 from sentinel.engine import outbox, websessions
 from sentinel.errors import UsageError
 from sentinel.frames import reply
+from sentinel.jsontypes import JSONObject
+from sentinel.supervisor.auth import is_operator
 from sentinel.supervisor.hub import Client, Hub, caller
 
 SESSION_MAX_S = 366 * 86400.0
@@ -39,9 +44,25 @@ def web_token(sup: Hub, conn: Client, listening: str | None) -> dict[str, object
 def web_sign_in(sup: Hub, conn: Client, token: str, ttl: float) -> dict[str, object]:
     if not 0 < ttl <= SESSION_MAX_S:
         raise UsageError(f"session_ttl_s: a number of seconds up to {SESSION_MAX_S:.0f}")
-    return reply(websessions.trade_sign_in(sup.store.conn, token, ttl))
+    return reply(_still_operator(sup, websessions.trade_sign_in(sup.store.conn, token, ttl)))
 
 
 def web_session(sup: Hub, conn: Client, secret: str) -> dict[str, object]:
-    return reply(websessions.session(sup.store.conn, secret))
+    return reply(_still_operator(sup, websessions.session(sup.store.conn, secret)))
+
+
+def _still_operator(sup: Hub, found: JSONObject | None) -> JSONObject | None:
+    """`found` while its person is still an operator; otherwise none, and every session of theirs ends."""
+    if found is None:
+        return None
+    name = str(found["operator"])
+    try:
+        uid = pwd.getpwnam(name).pw_uid
+    except KeyError:
+        uid = -1
+    if uid >= 0 and is_operator(uid, name, sup.settings.group):
+        return found
+    ended = websessions.end_for(sup.store.conn, name)
+    sup.store.audit("web_sessions_ended", {"operator": name, "ended": ended, "why": "no longer an operator"})
+    return None
 

@@ -73,3 +73,31 @@ def test_an_operators_console_approves_through_the_supervisor(system, make_agent
     assert shown["decisions"][-1]["approval"]["by"] == "root"
     workspace = Path(f"~{name}").expanduser() / ".sentinel" / "workspace"
     assert (workspace / "ran.txt").read_text() == "ran\n"
+
+
+def test_a_person_taken_out_of_the_operator_group_is_signed_out_of_every_console(system, supervisor):
+    """A console session is asked about at every use: once its person is no longer an operator it ends (with
+    their unused sign-in tokens), in every console, and it does not come back when they rejoin."""
+    import subprocess
+
+    from sentinel.client.system import SystemEngine
+
+    supervisor()
+    person = f"sxop{os.urandom(3).hex()}"
+    subprocess.run(["useradd", "--no-create-home", "-G", system.group, person], check=True)
+    system.users.append(person)
+    ask = ("import json\nfrom pathlib import Path\nfrom sentinel.client.system import SystemEngine\n"
+           f"e = SystemEngine(Path({str(system.socket)!r}))\n"
+           "print(json.dumps([e.web_token()['token'], e.web_token()['token']]))")
+    tokens = json.loads(as_user(person, sys.executable, "-c", ask, env={"PYTHONPATH": REPO}).stdout)
+    root = SystemEngine(system.socket)
+    session = root.web_sign_in(tokens[0], 3600)
+    assert session["operator"] == person
+    assert root.web_session(session["secret"])["operator"] == person  # any console of the store: still works
+
+    subprocess.run(["gpasswd", "-d", person, system.group], check=True, capture_output=True)
+    assert root.web_session(session["secret"]) is None
+    assert root.web_sign_in(tokens[1], 3600) is None  # the unused token ended with the session
+    assert _audit(system, "web_sessions_ended") == [{"operator": person, "ended": 2, "why": "no longer an operator"}]
+    subprocess.run(["gpasswd", "-a", person, system.group], check=True, capture_output=True)
+    assert root.web_session(session["secret"]) is None  # rejoining needs a new sign-in
