@@ -127,9 +127,10 @@ def worker_env(run_id: str, pw: pwd.struct_passwd) -> dict[str, str]:
 
 
 def worker_launch(run_id: str, row: StoredRun, pw: pwd.struct_passwd, site: Site, channel_fd: int,
-                  log_fd: int) -> spawn.Launch:
+                  log_fd: int, servers: dict[str, Any]) -> spawn.Launch:
     """`python -I -B -m sentinel.worker RUN_ID` from `/`: nothing the agent planted in its home or the
-    environment is imported, and the execute-only interpreter makes it non-dumpable from its first instruction."""
+    environment is imported, and the execute-only interpreter makes it non-dumpable from its first instruction.
+    `servers`: the MCP servers the run is granted, as its greeting carries them (`worker_config`)."""
     from sentinel.leash import policy as leash_policy
     from sentinel.leash.links import Owner
     from sentinel.leash.profile import worker_profile
@@ -148,10 +149,10 @@ def worker_launch(run_id: str, row: StoredRun, pw: pwd.struct_passwd, site: Site
     if site.interpreter is not None:
         prof.grant_read(site.interpreter)
     prof.grant_read(policy_file)  # root's policy for its tools, which the worker reads for each launch
-    # the code of the operator's MCP servers and their own directories: a server the worker starts stays inside
-    # the worker's own Landlock
-    prof.grant_read(*sorted({p for server in config.mcp_servers.values() for p in server.read}))
-    prof.grant_read(*mcp_workdirs(config).values())
+    # the code of the MCP servers this run is granted and their own directories (a server the worker starts
+    # stays inside the worker's own Landlock); another server's files are no business of this run's
+    prof.grant_read(*sorted({str(p) for server in servers.values() for p in server.get("read") or []}))
+    prof.grant_read(*sorted({str(server["workdir"]) for server in servers.values() if server.get("workdir")}))
     return spawn.Launch([sys.executable, "-I", "-B", "-m", "sentinel.worker", run_id], worker_env(run_id, pw),
                         pw.pw_uid, pw.pw_gid, "/", prof, (channel_fd, log_fd, log_fd), sandbox=config.sandbox,
                         name=f"sentinel-{run_id}",
@@ -162,9 +163,11 @@ def start(store: Store, site: Site, run_id: str, muzzle_url: str) -> tuple[Worke
     """Spawn the worker of a run; returns it and the supervisor's end of its channel."""
     row, agent, pw = _account(store, site, run_id)
     token = _muzzle_token(agent.name, run_id, row["model"], site.config)
-    spawned, ours = _spawn(site, run_id, lambda channel, log: worker_launch(run_id, row, pw, site, channel, log))
-    worker = Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied,
-                    greeting=greeting(store, row, site.config, pw, {"base_url": muzzle_url, "token": token}))
+    hello = greeting(store, row, site.config, pw, {"base_url": muzzle_url, "token": token})
+    servers = hello["config"]["mcp_servers"]
+    spawned, ours = _spawn(site, run_id, lambda channel, log: worker_launch(run_id, row, pw, site, channel, log,
+                                                                            servers))
+    worker = Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied, greeting=hello)
     return worker, ours
 
 

@@ -157,3 +157,24 @@ def test_a_real_workers_environment_holds_no_secret_of_the_supervisors(system, m
                     "SENTINEL_RUN_ID"}, keys
     assert not any(SECRET.encode() in entry for entry in environ)
     assert result and result[0].status == "done_unverified" and result[0].output == "thinking"
+
+
+def test_a_worker_may_read_the_code_of_its_granted_servers_only(tmp_path, monkeypatch):
+    """The worker's Landlock read set names the granted servers' `read:` paths and workdirs, not another's
+    (a server kept for other agents may hold what this agent must not read)."""
+    monkeypatch.setenv("SENTINEL_ETC_DIR", str(tmp_path / "etc"))
+    code = {name: tmp_path / f"{name}-code" for name in ("files", "vault")}
+    for path in code.values():
+        path.mkdir()
+    servers = {name: {"read": [str(path)], "workdir": str(tmp_path / f"{name}-wd")} for name, path in code.items()}
+    greeting = _greeting(tmp_path, {"name": "boss", "mcp": ["files", "vault"]},
+                         {**servers, "vault": {**servers["vault"], "agents": ["accounts"]}})
+    granted = greeting["config"]["mcp_servers"]
+    assert set(granted) == {"files"}
+    pw = types.SimpleNamespace(pw_dir=str(tmp_path / "home"), pw_uid=65534, pw_gid=65534,  # not the owner
+                               pw_name="boss")
+    site = workers.Site(tmp_path / "state", Config.model_validate(every_secret()), [4000], "ops")
+    launch = workers.worker_launch("r-1", {"workspace": str(tmp_path / "ws")}, pw, site, 0, 1, granted)
+    reads = {str(p) for p in launch.profile.read}
+    assert str(code["files"]) in reads and str(tmp_path / "files-wd") in reads
+    assert not any(str(code["vault"]) in p or "vault-wd" in p for p in reads), reads
