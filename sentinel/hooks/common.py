@@ -77,7 +77,7 @@ def tool_action(name: str, args: JSON, cfg: GateConfig, naming: tuple[str, str] 
     name; then the config's `mcp_prefix` / `mcp_separator`."""
     from sentinel.policy.gate import action as actions
 
-    data = args if isinstance(args, dict) else {}
+    data = sent(args)  # a string or list where an object belongs is kept, so a shell call of it is unbounded
     if name not in cfg.tool_map:
         if server:
             return actions.mcp(name, data, server, tool or _after_server(name, naming, server))

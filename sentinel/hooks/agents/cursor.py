@@ -44,7 +44,8 @@ def session(payload: JSONObject) -> tuple[str | None, str, str | None]:
 def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Action] | None:
     event = common.normalize(str(payload.get("hook_event_name") or ""))
     if event == "beforeshellexecution":
-        return actions.bash("shell", {"command": payload.get("command")}, str(payload.get("command") or ""))
+        command = payload.get("command")  # anything but a string is unbounded (sentinel.policy.gate.action.bash)
+        return actions.bash("shell", {"command": command} if isinstance(command, str) else common.sent(command))
     if event == "beforemcpexecution":
         args = common.loads_maybe(payload.get("tool_input"))
         tool = str(payload.get("tool_name") or "")

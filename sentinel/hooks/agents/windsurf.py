@@ -39,7 +39,7 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
     event = str(payload.get("agent_action_name") or "")
     info = _info(payload)
     if event.endswith("run_command"):
-        return actions.bash("run_command", info, str(info.get("command_line") or ""))
+        return actions.bash("run_command", info, common.text(info, "command_line") or "")
     if event.endswith("write_code"):
         # every path `tool_info` names (its keys are unverified), relative ones also from its `cwd` when sent;
         # a write with no path found may write any file, but a tool_info carrying no write at all (no path, no

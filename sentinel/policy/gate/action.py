@@ -25,6 +25,8 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook imports this module: no `typing` at run time
+    from typing import TypeGuard
+
     from sentinel.jsontypes import JSONObject
     from sentinel.policy.writes import Writes
 
@@ -111,7 +113,10 @@ class Action:
         if self._writes is None:
             from sentinel.policy.writes import Writes, written
 
-            if self.root:
+            if self.unbounded:  # a shell call whose command could not be read
+                self._writes = Writes()
+                self._writes.unknown("the call's command could not be read")
+            elif self.root:
                 self._writes = written(self.command, self.root, self.cwd)
             else:
                 self._writes = Writes()
@@ -259,16 +264,32 @@ def _joined(base: str, path: str) -> str:
     return os.path.join(base, path) if base else path
 
 
+COMMAND_KEYS = ("command", "cmd", "command_line", "CommandLine")
+
+
 def bash(tool_name: str, tool_input: JSONObject, command: str = "") -> Action:
-    cmd = command or first_str(tool_input, ("command", "cmd", "command_line", "CommandLine"))
+    """A shell call. A call whose input holds no command Sentinel can read (no string under a command key, no
+    argv of strings, no list of command strings: a string, number or object sent where the client's command
+    goes) is `unbounded`: it may run anything, so every shell and path rule is in scope of it and it is shown
+    and judged as the JSON it was sent as, never as an empty command."""
+    cmd = command or first_str(tool_input, COMMAND_KEYS)
     argv, several = tool_input.get("command"), tool_input.get("commands")
-    if not cmd and isinstance(argv, list):  # an argv: quoted, so the parse sees each word
+    readable = bool(cmd) or any(isinstance(tool_input.get(k), str) for k in COMMAND_KEYS)
+    if not cmd and _strings_only(argv):  # an argv: quoted, so the parse sees each word
         import shlex
 
-        cmd = shlex.join(str(p) for p in argv)
-    if not cmd and isinstance(several, list):  # Cline's run_commands: several at once
-        cmd = "\n".join(str(p) for p in several)
-    return Action("bash", tool_name, tool_input, command=cmd)
+        cmd, readable = shlex.join(argv), True
+    if not cmd and _strings_only(several):  # Cline's run_commands: several at once
+        cmd, readable = "\n".join(several), True
+    if readable:
+        return Action("bash", tool_name, tool_input, command=cmd)
+    act = Action("bash", tool_name, tool_input, command=json.dumps(tool_input, ensure_ascii=False, default=str))
+    act.unbounded = True
+    return act
+
+
+def _strings_only(value: object) -> "TypeGuard[list[str]]":
+    return isinstance(value, list) and bool(value) and all(isinstance(p, str) for p in value)
 
 
 def parse_patch(text: str) -> list[tuple[str, str]]:
@@ -297,7 +318,7 @@ def mcp(tool_name: str, tool_input: JSONObject, server: str, tool: str) -> Actio
 def classify(tool_name: str, tool_input: JSONObject | None, tool_map: dict[str, str], mcp_prefix: str,
              mcp_separator: str) -> Action:
     """The tool name decides the trigger via tool_map, then the MCP prefix."""
-    data = tool_input if isinstance(tool_input, dict) else {}
+    data = tool_input if isinstance(tool_input, dict) else {} if tool_input is None else {"input": tool_input}
     trigger = tool_map.get(tool_name)
     if trigger == "file_write":
         return file_write(tool_name, data)

@@ -71,7 +71,7 @@ class Rule:
         if not (self.when or self.unless):
             return True
         if action.trigger == "bash":
-            return self._command_fits(action.command)
+            return action.unbounded or self._command_fits(action.command)
         if action.trigger == "mcp":
             return self._call_fits(action)
         said = text(action)
@@ -121,6 +121,8 @@ class Rule:
         return min(starts) if starts else None
 
     def in_scope(self, action: Action) -> bool:
+        if action.trigger == "bash" and action.unbounded and self.trigger in ("bash", "file_write", "any"):
+            return True  # a shell call whose command could not be read may run and write anything
         if action.trigger == "bash" and self.trigger == "file_write":
             if self.known_only and action.root and not own.may_hold(action.command, action.root, action.cwd):
                 return False  # decided without the shell parser (sentinel.policy.gate.own)
