@@ -38,6 +38,8 @@ PATH_KEYS = FILE_PATH_KEYS + ("filename", "fileName", "file", "files", "paths", 
                               "destination", "destination_path", "move_to", "moveTo")
 CONTENT_KEYS = ("content", "file_text", "new_string", "new_str", "new_text", "new_source", "code_edit",
                 "CodeContent", "diff", "text", "newString", "newText")
+SHELL_DIR_KEYS = ("dir_path", "directory", "workdir", "working_directory", "cwd")  # a shell tool's own directory
+PATH_MAX = 4096   # a string longer than this names no file
 WALK_MAX = 2000   # values looked at for paths in one tool input: past it the call may write anything
 WALK_DEPTH = 8    # nesting levels looked into, the same
 # The apply_patch envelope (Codex, Cline): "*** Begin Patch", then per file a header and its lines.
@@ -49,7 +51,7 @@ class Action:
 
     __slots__ = ("trigger", "tool_name", "tool_input", "file_path", "content", "command", "server", "mcp_tool",
                  "target", "aliases", "tool_output", "agent_id", "read_only", "root", "cwd", "_writes",
-                 "others", "unbounded", "paths", "contents")
+                 "others", "unbounded", "paths", "contents", "named")
 
     def __init__(self, trigger: str, tool_name: str, tool_input: JSONObject | None = None, *, file_path: str = "",
                  content: str = "", command: str = "", server: str = "", mcp_tool: str = "",
@@ -72,6 +74,8 @@ class Action:
         # a file write's every path (file_path first) and what each gets; None: the paths could not all be read
         self.paths: tuple[str, ...] | None = (file_path,) if file_path else ()
         self.contents: tuple[str, ...] = (content,) if file_path else ()
+        # an MCP call's or another tool's every argument that may name a file, where each lands (`locate`)
+        self.named: tuple[str, ...] = ()
         self.root: str | None = None
         self.cwd: str | None = None
         self._writes: Writes | None = None
@@ -95,11 +99,29 @@ class Action:
                 self.unbounded = True  # a file tool whose paths cannot be read may write anything
         elif self.trigger == "bash":
             self.target = self.command.strip()
-        elif self.trigger == "mcp":
-            self.target = f"{self.server}:{self.mcp_tool}" if self.server else self.mcp_tool
+            where = first_str(self.tool_input, SHELL_DIR_KEYS)  # the tool's own directory (Gemini's dir_path)
+            if where and "\x00" not in where:
+                self.cwd = os.path.join(self.cwd or root or "", where) if self.cwd or root else where
         else:
-            self.target = self.tool_name
+            self.target = (f"{self.server}:{self.mcp_tool}" if self.server else self.mcp_tool) \
+                if self.trigger == "mcp" else self.tool_name
+            if not self.read_only and (self.trigger == "mcp" or self.tool_name not in _read_only_tools()):
+                self._name_paths(root)  # a tool declared read-only (Sentinel's own, an MCP read_only) writes nothing
         return self
+
+    def _name_paths(self, root: str | None) -> None:
+        """`named`: where each argument that may name a file lands. A tool Sentinel does not know as a file tool
+        may still write, move or delete the files it names (an MCP filesystem server's write_file, a client's
+        Delete); a path rule is about the file, whatever tool reaches it. Unbounded when the arguments are too
+        large to read whole or a name goes through /proc."""
+        found, complete = path_like(self.tool_input)
+        names: list[str] = []
+        for path in found:
+            target, lexical, others = landing_path(self._from_cwd(path), root)
+            names += [target, lexical, *(others or ())]
+            self.unbounded = self.unbounded or others is None
+        self.named = tuple(dict.fromkeys(n for n in names if n))
+        self.unbounded = self.unbounded or not complete
 
     def _from_cwd(self, path: str) -> str:
         """A relative file path as the client resolves it: from the call's working directory."""
@@ -157,6 +179,34 @@ def first_str(data: JSONObject, keys: tuple[str, ...]) -> str:
         if isinstance(value, str) and value:
             return value
     return ""
+
+
+def path_like(tool_input: JSONObject) -> tuple[list[str], bool]:
+    """Every string in a call's arguments, at any depth, that could be a file's name: one line, at most PATH_MAX
+    long (a `file://` URI as its path); False when the arguments were too large or deep to read whole."""
+    found: list[str] = []
+    budget = [WALK_MAX]
+
+    def walk(value: object, depth: int) -> bool:
+        budget[0] -= 1
+        if budget[0] < 0 or depth > WALK_DEPTH:
+            return False
+        if isinstance(value, str):
+            name = value[len("file://"):] if value.startswith("file://") else value
+            if name.strip() and len(name) <= PATH_MAX and "\n" not in name:
+                found.append(name)
+            return True
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        return all([walk(v, depth + 1) for v in items])
+
+    complete = walk(tool_input, 0)
+    return list(dict.fromkeys(found)), complete
+
+
+def _read_only_tools() -> frozenset[str]:
+    from sentinel.policy.settings import READ_ONLY_TOOLS
+
+    return READ_ONLY_TOOLS
 
 
 def content_of(tool_input: JSONObject) -> str:

@@ -128,6 +128,9 @@ class Rule:
                 return False  # decided without the shell parser (sentinel.policy.gate.own)
             return scope.writes_match(self._scope_c, self._exclude_c, action, unknown=not self.known_only,
                                       unspelled=self.known_only)
+        if action.trigger in ("mcp", "other") and self.trigger in ("file_write", "any") and self._scope_c and \
+                (action.unbounded or scope.paths_match(self._scope_c, self._exclude_c, action.named)):
+            return True  # a call naming a file in a path rule's scope may write it, whatever its tool (Action.named)
         if self.trigger != "any" and self.trigger != action.trigger:
             return False
         if action.trigger == "file_write" and action.unbounded:

@@ -27,6 +27,8 @@ import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from sentinel.policy.gate.action import Action
     from sentinel.policy.gate.dump import PatternDump
     from sentinel.policy.shell import Command
@@ -121,8 +123,13 @@ def writes_match(scope: list[PatternDump], exclude: list[PatternDump], action: A
     if not writes.known and (unknown or (unspelled and not writes.spelled)):
         return True
     # what is known is matched even when the rest is not: `npm test; rm -rf .claude/sentinel` names its write
+    return paths_match(scope, exclude, writes.paths)
+
+
+def paths_match(scope: list[PatternDump], exclude: list[PatternDump], paths: Iterable[str]) -> bool:
+    """Some path is in scope (or a directory above a match) and not excluded."""
     return any((not scope or any(_any(e.get("g"), p) or _below(str(e.get("p") or ""), p) for e in scope)) and
-               not any(_any(e.get("g"), p) for e in exclude) for p in writes.paths)
+               not any(_any(e.get("g"), p) for e in exclude) for p in paths)
 
 
 def _below(pattern: str, path: str) -> bool:
