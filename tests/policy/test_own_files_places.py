@@ -47,10 +47,26 @@ def test_user_level_hooks_and_the_trust_that_loads_a_repositorys_hooks_are_held(
     assert held(root, f"echo '{{}}' > {home / place}")
 
 
+@pytest.mark.parametrize("place", [".mcp.json", ".cursor/mcp.json", ".vscode/mcp.json", ".amazonq/mcp.json"])
+def test_a_repositorys_mcp_server_definitions_are_held(root, place):
+    """A rule scoped `db:*` and an allowlisted `db/query` call mean the server named `db`: redefining it asks."""
+    assert wrote(root, str(root / place)) and wrote(root, place)
+    assert held(root, f"echo '{{}}' > {place}")
+
+
+@pytest.mark.parametrize("place", [".claude.json", ".cursor/mcp.json", ".aws/amazonq/mcp.json",
+                                   ".codeium/windsurf/mcp_config.json"])
+def test_user_level_mcp_server_definitions_are_held(root, home, place):
+    assert wrote(root, str(home / place))
+    assert held(root, f"cp /dev/null {home / place}")
+
+
 def test_ordinary_files_of_the_same_clients_stay_out(root, home):
     assert not wrote(root, str(root / ".cline" / "notes.md"))
     assert not wrote(root, str(home / ".gemini" / "GEMINI.md"))
     assert not wrote(root, str(home / "Documents" / "notes.txt"))
+    assert not wrote(root, str(root / ".vscode" / "settings.json"))
+    assert not wrote(root, str(root / "mcp.json"))
 
 
 HIDDEN = [

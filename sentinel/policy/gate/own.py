@@ -39,15 +39,20 @@ DESCRIPTION = ("writes Sentinel's own files (the gate's rules and config, a codi
 # In the repository: the gate's directory and every client's hook settings (sentinel/hooks/trust.py CONFIG names
 # the files `sentinel hook install` writes; a client's settings can also switch hooks off, so the whole file).
 # Cline reads hooks from `.clinerules/hooks/` and (its CLI and SDK) `.cline/hooks/` (docs: HOOK-PROTOCOLS.md).
+# The clients' MCP server definitions too: a rule scoped `db:*` and an allowlisted `db/query` call mean the server
+# named `db`, so redefining what that name runs is rewriting the gate (Claude Code `.mcp.json`, Cursor, VS Code's
+# Copilot, Amazon Q; Gemini's are in its settings.json, Codex's in `.codex/`).
 IN_REPO = (".claude/sentinel", ".sentinel", ".claude/settings.json", ".claude/settings.local.json", ".codex",
            ".gemini/settings.json", ".github/hooks", ".cursor/hooks.json", ".windsurf/hooks.json", ".clinerules/hooks",
-           ".cline/hooks", ".amazonq/cli-agents")
+           ".cline/hooks", ".amazonq/cli-agents", ".mcp.json", ".cursor/mcp.json", ".vscode/mcp.json",
+           ".amazonq/mcp.json")
 # In the user's home: the same clients' user-level settings, and the trust that decides whether a client loads a
 # repository's hooks at all (Codex's in `.codex/config.toml`, Copilot's in `.copilot/config.json`, Gemini's
 # `.gemini/trustedFolders.json`). Cline's user-level hooks: `Documents/Cline/Hooks` (the extension), `.cline/hooks`.
 IN_HOME = (".claude/settings.json", ".claude/settings.local.json", ".codex", ".gemini/settings.json",
            ".gemini/trustedFolders.json", ".copilot", ".cursor/hooks.json", ".codeium/windsurf/hooks.json",
-           ".aws/amazonq/cli-agents", ".cline/hooks", "Documents/Cline/Hooks")
+           ".aws/amazonq/cli-agents", ".cline/hooks", "Documents/Cline/Hooks",
+           ".claude.json", ".cursor/mcp.json", ".aws/amazonq/mcp.json", ".codeium/windsurf/mcp_config.json")
 
 
 def sentinel_home() -> str:
