@@ -1,7 +1,8 @@
 """A path followed one component at a time, each link where the kernel follows it: Leash's grants and the gate's
 landings share this walk.
 
-    follow(path, past_missing) -> Walked    .real, .links (each link followed, in order), .missing, .looped, .proc
+    follow(path, past_missing) -> Walked    .real, .links (each link followed, in order), .missing, .looped, .proc,
+                                            .unnamed
     open_beneath(root, path, flags) -> fd   no link followed below root (what writes where the agent writes too)
     replace_beneath(root, path, data)       the same, a whole file renamed into place
 
@@ -12,6 +13,11 @@ directory is a name, and `missing/../here` is `here`), which is where `mkdir -p 
 
 `.proc` tells that the walk passed through /proc or /dev/fd, whose links (`/proc/self/cwd`, `/dev/fd/3`,
 `/proc/PID/root`) name what they name for the process that opens them, not for the one walking.
+
+`.unnamed` tells that some component is a name no file system call can take (a lone surrogate, which a JSON
+payload can carry and no encoding turns into bytes; a NUL): the walk cannot look at it, goes on as past a missing
+part, and where the path leads is for the process that spells it in bytes its own way, not known here. Such a
+path never raises.
 
 Imports nothing but `os` and `errno`: the hook, which lands every file write, pays its start for each import.
 """
@@ -26,14 +32,15 @@ _PER_PROCESS = (("/", "proc"), ("/dev", "fd"))
 
 
 class Walked:
-    __slots__ = ("real", "links", "missing", "looped", "proc")
+    __slots__ = ("real", "links", "missing", "looped", "proc", "unnamed")
 
-    def __init__(self, real: str, links: list[str], missing: bool, looped: bool, proc: bool):
+    def __init__(self, real: str, links: list[str], missing: bool, looped: bool, proc: bool, unnamed: bool = False):
         self.real = real        # the path with every link followed (the rest as written after a missing part)
         self.links = links      # each link followed, in order, as the path it was found at
         self.missing = missing  # some component was not there
         self.looped = looped    # more than MAX_LINKS links: the kernel would refuse it (ELOOP)
         self.proc = proc        # the walk passed through /proc or /dev/fd
+        self.unnamed = unnamed  # some component cannot be given to the kernel: where it leads is not known
 
     def __repr__(self) -> str:
         return f"Walked({self.real!r}, links={self.links!r}, missing={self.missing}, looped={self.looped})"
@@ -43,7 +50,7 @@ def follow(path: str, past_missing: bool) -> Walked:
     """`path`, relative to this process's directory unless absolute, followed component by component."""
     pending = (path if path.startswith("/") else os.path.join(os.getcwd(), path)).split("/")
     pending.reverse()  # popped from the end: a link's target is pushed back in front of the rest
-    done, links, missing, proc = "/", list[str](), False, False
+    done, links, missing, proc, unnamed = "/", list[str](), False, False, False
     while pending:
         part = pending.pop()
         if part in ("", "."):
@@ -56,21 +63,23 @@ def follow(path: str, past_missing: bool) -> Walked:
         here = os.path.join(done, part)
         try:
             target = os.readlink(here)
-        except OSError as exc:
-            if exc.errno != errno.EINVAL:  # not there, or not to be looked at
+        except (OSError, ValueError) as exc:
+            # a ValueError is a name no system call takes: UnicodeEncodeError (a lone surrogate), or a NUL
+            unnamed = unnamed or isinstance(exc, ValueError)
+            if isinstance(exc, ValueError) or exc.errno != errno.EINVAL:  # not there, or not to be looked at
                 missing = True
                 if not past_missing:
                     pending.reverse()
-                    return Walked(os.path.normpath(os.path.join(here, *pending)), links, True, False, proc)
+                    return Walked(os.path.normpath(os.path.join(here, *pending)), links, True, False, proc, unnamed)
             done = here  # a file or directory that is not a link, or (past_missing) a name taken as it is
             continue
         links.append(here)
         if len(links) > MAX_LINKS:
             pending.reverse()
-            return Walked(os.path.normpath(os.path.join(here, *pending)), links, missing, True, proc)
+            return Walked(os.path.normpath(os.path.join(here, *pending)), links, missing, True, proc, unnamed)
         done = "/" if target.startswith("/") else done
         pending.extend(reversed(target.split("/")))
-    return Walked(done, links, missing, False, proc)
+    return Walked(done, links, missing, False, proc, unnamed)
 
 
 def open_beneath(root: str | None, path: str, flags: int, mode: int = 0o644) -> int:

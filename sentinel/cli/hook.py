@@ -71,23 +71,26 @@ def allowlist(kind: Optional[str] = typer.Argument(None, help="With --revoke: co
               revoke: bool = typer.Option(False, "--revoke", help="Remove the entry KIND VALUE (or, with --all, "
                                           "every entry of the repository): that call asks again."),
               everything: bool = typer.Option(False, "--all", help="With --revoke: every entry of the repository."),
+              client: Optional[str] = typer.Option(None, "--client", help="With --revoke: only the entries of this "
+                                                   "coding agent (claude-code, codex, ...); default every agent's "
+                                                   "and the old entries naming none."),
               as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")) -> None:
-    """The exact calls a person allowed always, per repository (`sentinel approve ID --always`): they file no
-    approval and call no judge for `ask` rules. Kept in your Sentinel store (the operator's, in system mode),
-    never in the repository."""
+    """The exact calls a person allowed always, per repository and coding agent (`sentinel approve ID --always`):
+    that agent's same call files no approval and calls no judge for `ask` rules. Kept in your Sentinel store (the
+    operator's, in system mode), never in the repository."""
     from sentinel.errors import UsageError
     from sentinel.hooks.ask import open_queue, repository
     from sentinel.ui.escape import visible
 
     if revoke and not everything and (kind is None or value is None):
         raise UsageError("--revoke: name the entry (KIND VALUE, as `sentinel hook allowlist` lists it) or use --all")
-    if not revoke and (kind is not None or everything):
-        raise UsageError("KIND VALUE and --all are for --revoke")
+    if not revoke and (kind is not None or everything or client is not None):
+        raise UsageError("KIND VALUE, --all and --client are for --revoke")
     queue = open_queue()
     try:
         if revoke:
             root = repository(str(repo or Path.cwd()))
-            count = queue.revoke(root, None if everything else kind, None if everything else value)
+            count = queue.revoke(root, None if everything else kind, None if everything else value, client)
             print(json.dumps({"revoked": count}) if as_json else f"revoked {count} entr{'y' if count == 1 else 'ies'} "
                   f"of {visible(root)}")
             return
@@ -107,12 +110,15 @@ OLD_KINDS = ("bash", "file_write")  # the first allowlist's path-only and direct
 
 def entry_line(e: JSONObject) -> str:
     """One allowlist entry for a terminal: every field an agent or its repository's name could shape shown through
-    `visible` (sentinel/ui/escape.py), so no escape sequence, carriage return or blank character forges a line."""
+    `visible` (sentinel/ui/escape.py), so no escape sequence, carriage return or blank character forges a line.
+    An entry names the coding agent it was allowed for; one that names none was made before entries did, and
+    matches no call."""
     from sentinel.ui.escape import visible
 
-    old = "  (old entry: matches no call; revoke it)" if e.get("kind") in OLD_KINDS else ""
+    who = "no client" if e.get("client") is None else f"for {visible(e.get('client'))}"
+    old = "  (old entry: matches no call; revoke it)" if e.get("kind") in OLD_KINDS or e.get("client") is None else ""
     return (f"{visible(e.get('repository'))}  {visible(e.get('kind'))}  {visible(e.get('value'))}  "
-            f"(by {visible(e.get('added_by'))}, approval {visible(e.get('approval_id'))}){old}")
+            f"({who}, by {visible(e.get('added_by'))}, approval {visible(e.get('approval_id'))}){old}")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []})

@@ -6,10 +6,12 @@ allowlist of exact calls a person allowed always (docs/hooks.md, "Asking a perso
     take(store, approval_id, digest)      True once, for the approved call (its approval is consumed)
     withdraw(store, approval_id, why)     the hook gave up (deadline, signal, error): nobody can approve it any more
     settle(store, approval)               a person decided: the ask's run records the outcome (no run resumes)
-    allow_always(store, approval_id, by)  "always for this exact call here": its keys join the allowlist (never
-                                          for an ask of the gate's own files: check_always refuses it)
-    allowlisted(store, repository, keys)  are all of a call's keys on the repository's allowlist?
-    allowlist(store, repository) / revoke(store, repository, kind, value)
+    allow_always(store, approval_id, by)  "always for this exact call here": its keys join the allowlist for the
+                                          client that asked (never for an ask of the gate's own files:
+                                          check_always refuses it)
+    allowlisted(store, repository, client, keys)  are all of a call's keys on the repository's allowlist, each
+                                          allowed for this client?
+    allowlist(store, repository) / revoke(store, repository, kind, value, client)
 
 An ask is an ordinary approval of a run of kind `ask` (agent: the client, workspace: the repository), so
 `sentinel approvals`, the web console, `sentinel approve/deny`, notifications and one-tap links serve it
@@ -177,44 +179,61 @@ def check_always(store: Store, approval_id: str) -> None:
                          f"{OWN_FILES}), which a person decides each time; approve it once")
 
 
+TABLE = "hook_client_allowlist"   # each entry names the client it was allowed for
+OLD_TABLE = "hook_allowlist"        # entries made before: no client, so they match no call (listed, revocable)
+COLUMNS = "repository, kind, value, added_by, added_at, approval_id"
+
+
 def allow_always(store: Store, approval_id: str, by: str) -> list[list[str]]:
-    """Add the exact call of an ask to its repository's allowlist (a decision's "always here")."""
+    """Add the exact call of an ask to its repository's allowlist, for the client that asked (a decision's "always
+    here"): the same call from another coding agent asks, as its card named the one that asked."""
     check_always(store, approval_id)
     ask = of_approval(store, approval_id)
     assert ask is not None  # check_always refused any other
     for kind, value in ask["keys"]:
-        store.conn.execute("INSERT INTO hook_allowlist (repository, kind, value, added_by, added_at, approval_id)"
-                           " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                           (ask["repository"], kind, value, by, time.time(), approval_id))
+        store.conn.execute(f"INSERT INTO {TABLE} (client, {COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                           " ON CONFLICT DO NOTHING",
+                           (ask["client"], ask["repository"], kind, value, by, time.time(), approval_id))
     store.audit("hook_allowlisted", {"approval_id": approval_id, "repository": ask["repository"],
-                                     "keys": ask["keys"], "by": by})
+                                     "client": ask["client"], "keys": ask["keys"], "by": by})
     return list(ask["keys"])
 
 
-def allowlisted(store: Store, repository: str, keys: list[list[str]]) -> bool:
-    if not keys:
+def allowlisted(store: Store, repository: str, client: str, keys: list[list[str]]) -> bool:
+    """Every key of the call allowed for this client in this repository (an entry of another client, or an old
+    one naming none, matches nothing)."""
+    if not keys or not client:
         return False
     for kind, value in keys:
-        if store.conn.execute("SELECT 1 FROM hook_allowlist WHERE repository=? AND kind=? AND value=?",
-                              (repository, kind, value)).fetchone() is None:
+        if store.conn.execute(f"SELECT 1 FROM {TABLE} WHERE repository=? AND client=? AND kind=? AND value=?",
+                              (repository, client, kind, value)).fetchone() is None:
             return False
     return True
 
 
 def allowlist(store: Store, repository: str | None = None) -> list[JSONObject]:
-    sql, params = "SELECT repository, kind, value, added_by, added_at, approval_id FROM hook_allowlist", []
-    if repository:
-        sql, params = sql + " WHERE repository=?", [repository]
-    return [dict(r) for r in store.conn.execute(sql + " ORDER BY repository, kind, value", params)]
+    """Every entry (of one repository), each with the client it was allowed for (None: an old entry, which
+    matches no call)."""
+    where, params = (" WHERE repository=?", [repository]) if repository else ("", [])
+    entries: list[JSONObject] = [dict(r) for r in store.conn.execute(f"SELECT client, {COLUMNS} FROM {TABLE}{where}",
+                                                                     params)]
+    entries += [{"client": None, **dict(r)} for r in store.conn.execute(f"SELECT {COLUMNS} FROM {OLD_TABLE}{where}",
+                                                                        params)]
+    return sorted(entries, key=lambda e: (str(e["repository"]), e["client"] is None, str(e["client"] or ""),
+                                          str(e["kind"]), str(e["value"])))
 
 
-def revoke(store: Store, repository: str, kind: str | None = None, value: str | None = None, by: str = "") -> int:
-    """Remove allowlist entries of a repository (one exact entry, one kind, or all); the next such call asks."""
-    sql, params = "DELETE FROM hook_allowlist WHERE repository=?", [repository]
-    for column, wanted in (("kind", kind), ("value", value)):
-        if wanted is not None:
-            sql, params = sql + f" AND {column}=?", params + [wanted]
-    count = store.conn.execute(sql, params).rowcount
-    store.audit("hook_allowlist_revoked", {"repository": repository, "kind": kind, "value": value, "by": by,
-                                           "revoked": count})
-    return int(count)
+def revoke(store: Store, repository: str, kind: str | None = None, value: str | None = None,
+           client: str | None = None, by: str = "") -> int:
+    """Remove allowlist entries of a repository (one exact entry, one kind, or all; of one client, else of every
+    client and the old entries too); the next such call asks."""
+    count = 0
+    for table in (TABLE,) if client is not None else (TABLE, OLD_TABLE):
+        sql, params = f"DELETE FROM {table} WHERE repository=?", [repository]
+        for column, wanted in (("kind", kind), ("value", value), ("client", client if table == TABLE else None)):
+            if wanted is not None:
+                sql, params = sql + f" AND {column}=?", params + [wanted]
+        count += int(store.conn.execute(sql, params).rowcount)
+    store.audit("hook_allowlist_revoked", {"repository": repository, "kind": kind, "value": value, "client": client,
+                                           "by": by, "revoked": count})
+    return count

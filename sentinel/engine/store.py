@@ -157,6 +157,14 @@ MIGRATIONS: list[tuple[str, str]] = [
             repository TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL, added_by TEXT NOT NULL,
             added_at REAL NOT NULL, approval_id TEXT, PRIMARY KEY (repository, kind, value));
     """),
+    # An allowlist entry names the coding agent (client) it was allowed for and matches that client's calls only.
+    # 013's hook_allowlist keeps the entries made before, which name none: listed as old, revocable, matching nothing.
+    ("014_hook_allowlist_client", """
+        CREATE TABLE hook_client_allowlist (
+            repository TEXT NOT NULL, client TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL,
+            added_by TEXT NOT NULL, added_at REAL NOT NULL, approval_id TEXT,
+            PRIMARY KEY (repository, client, kind, value));
+    """),
 ]
 
 

@@ -2,7 +2,8 @@
 Sentinel's queue and answers the agent only once someone decided, or denies when nobody did in time.
 
     queue = open_queue()                          # the operator's queue (supervisor) or the user's own store
-    scoped = drop_allowlisted(queue, root, scoped) # an allowlisted exact call loses its ask rules (no judge, no ask)
+    scoped = drop_allowlisted(queue, root, scoped, client)  # an exact call allowlisted for this client loses its
+                                                            # ask rules (no judge, no ask)
     reply = hold(adapter, verdict, payload, acts, root, queue)
 
 Fail closed on time: the hook waits until `--ask-within` seconds after it started (written by `sentinel hook
@@ -68,12 +69,14 @@ WITHIN_S = DEFAULT_WITHIN_S    # set by entry.main from the command line
 
 # -- allowlist keys ------------------------------------------------------------------------------
 # What "this exact call here" is for one action, as a [kind, value] pair of text (docs/hooks.md, "Allow once, or
-# always"). The kinds of the first allowlist (`bash`: the command alone; `file_write`: the path alone) are never
-# made any more, so an entry of theirs matches no call: it allowed more than the call a person saw.
+# always"); an entry holds it with the client it was allowed for, and only that client's calls look it up. The
+# kinds of the first allowlist (`bash`: the command alone; `file_write`: the path alone) are never made any more,
+# so an entry of theirs matches no call: it allowed more than the call a person saw.
 
 def keys_of(act: Action, root: str) -> list[str]:
     """The allowlist key of one action: a command with the directory it runs in; a write's resolved path with the
-    SHA-256 of what it writes there; for any other call its tool and the SHA-256 of its exact arguments."""
+    SHA-256 of what it writes there; for any other call its name (`call_name`: an MCP call's server and tool) and
+    the SHA-256 of its exact arguments."""
     if act.trigger == "bash":
         return ["command", _pair(run_in(act, root), act.command)]
     if act.trigger == "file_write" and act.file_path:
@@ -82,11 +85,28 @@ def keys_of(act: Action, root: str) -> list[str]:
 
 
 def call_name(act: Action) -> str:
-    """The tool a call names, with its MCP server when the client names the tool alone (Cursor's MCP calls):
-    the same tool and arguments on another server is another call, to show and to allowlist."""
-    if act.trigger == "mcp" and act.server and act.server not in act.tool_name:
-        return f"{act.server}/{act.tool_name}"
-    return act.tool_name
+    """The name a call is shown and allowlisted by. An MCP call: always `SERVER/TOOL`, whatever the client's own
+    spelling (`mcp__db__query`, `db-query`, Cline's `use_mcp_tool{server_name, tool_name}`, Cursor's bare `query`),
+    so the same tool and arguments on another server is another call. Any other tool: its name. A server or MCP
+    tool name that is empty or holds anything but letters, digits and `_.@:+-`, and another tool's name holding
+    `/` or starting with `"`, are written as JSON strings, so no name passes for another: server `db` tool
+    `db_drop` is `db/db_drop`, server `b` is `b/db_drop`, server `a/b` tool `c` is `"a/b"/c`, server `a` tool `b/c`
+    is `a/"b/c"`, and a tool named `db/query` that is no MCP call is `"db/query"`."""
+    if act.trigger == "mcp":
+        return f"{_part(act.server)}/{_part(act.mcp_tool)}"
+    return shown_tool(act.tool_name)
+
+
+def shown_tool(name: str) -> str:
+    """A tool's own name as shown: as a JSON string when it could read as an MCP call's `SERVER/TOOL`."""
+    return json.dumps(name, ensure_ascii=False) if "/" in name or name.startswith('"') else name
+
+
+def _part(text: str) -> str:
+    """A server's or an MCP tool's name, bare when it can only be read one way, else as a JSON string."""
+    import re
+
+    return text if re.fullmatch(r"[A-Za-z0-9_.@:+-]+", text) else json.dumps(text, ensure_ascii=False)
 
 
 def _pair(first: str, second: str) -> str:
@@ -167,10 +187,10 @@ class LocalQueue:
         self.home = paths.home()
         self.store = Store.open(paths.state_dir(self.home) / "sentinel.db")
 
-    def allowlisted(self, repo: str, keys: list[list[str]]) -> bool:
+    def allowlisted(self, repo: str, client: str, keys: list[list[str]]) -> bool:
         from sentinel.engine import asks
 
-        return asks.allowlisted(self.store, repo, keys)
+        return asks.allowlisted(self.store, repo, client, keys)
 
     def file(self, ask: Ask, ttl_s: float) -> Ask:
         from sentinel import paths
@@ -213,11 +233,11 @@ class LocalQueue:
 
         return asks.allowlist(self.store, repo)
 
-    def revoke(self, repo: str, kind: str | None, value: str | None) -> int:
+    def revoke(self, repo: str, kind: str | None, value: str | None, client: str | None = None) -> int:
         from sentinel.engine import asks
         from sentinel.local.engine import operator_name
 
-        return asks.revoke(self.store, repo, kind, value, by=operator_name())
+        return asks.revoke(self.store, repo, kind, value, client, by=operator_name())
 
     def close(self) -> None:
         self.store.close()
@@ -238,8 +258,8 @@ class SupervisorQueue:
             raise SentinelError(f"the supervisor's reply to {op} is not an object")
         return got
 
-    def allowlisted(self, repo: str, keys: list[list[str]]) -> bool:
-        return bool(self._call("hook_allowlisted", repository=repo, keys=keys).get("allowlisted"))
+    def allowlisted(self, repo: str, client: str, keys: list[list[str]]) -> bool:
+        return bool(self._call("hook_allowlisted", repository=repo, client=client, keys=keys).get("allowlisted"))
 
     def file(self, ask: Ask, ttl_s: float) -> Ask:
         got = self._call("hook_ask", client=ask.client, repository=ask.repository, tool=ask.tool,
@@ -263,8 +283,9 @@ class SupervisorQueue:
         entries = list_in(self._call("hook_allowlist", repository=repo).get("entries"))
         return [e for e in entries if isinstance(e, dict)]
 
-    def revoke(self, repo: str, kind: str | None, value: str | None) -> int:
-        revoked = self._call("hook_allowlist_revoke", repository=repo, kind=kind, value=value).get("revoked")
+    def revoke(self, repo: str, kind: str | None, value: str | None, client: str | None = None) -> int:
+        revoked = self._call("hook_allowlist_revoke", repository=repo, kind=kind, value=value,
+                             client=client).get("revoked")
         return revoked if isinstance(revoked, int) else 0
 
     def close(self) -> None:
@@ -288,12 +309,13 @@ def open_queue() -> SupervisorQueue | LocalQueue:
 
 # -- the hook's part ---------------------------------------------------------------------------------
 
-def drop_allowlisted(queue: SupervisorQueue | LocalQueue, root: str,
-                     scoped: list[tuple[Action, list[Rule]]]) -> tuple[list[tuple[Action, list[Rule]]], set[int]]:
-    """An action whose exact call is on the repository's allowlist loses its `ask` rules: no judge call for
-    them and nothing filed (its block and warn rules still apply). Returns what is left to judge, and the ids
-    of the actions that were allowlisted. An action the gate's own-files rule holds is never looked up: its writes
-    may land elsewhere than when it was allowed (`echo x > out.txt`, out.txt now a link to the hook settings)."""
+def drop_allowlisted(queue: SupervisorQueue | LocalQueue, root: str, scoped: list[tuple[Action, list[Rule]]],
+                     client: str) -> tuple[list[tuple[Action, list[Rule]]], set[int]]:
+    """An action whose exact call is on the repository's allowlist for this client (the adapter's NAME) loses its
+    `ask` rules: no judge call for them and nothing filed (its block and warn rules still apply). Returns what is
+    left to judge, and the ids of the actions that were allowlisted. An action the gate's own-files rule holds is
+    never looked up: its writes may land elsewhere than when it was allowed (`echo x > out.txt`, out.txt now a
+    link to the hook settings)."""
     from sentinel.policy.gate.own import RULE_ID as OWN_FILES
 
     out: list[tuple[Action, list[Rule]]] = []
@@ -301,7 +323,7 @@ def drop_allowlisted(queue: SupervisorQueue | LocalQueue, root: str,
     for act, rules in scoped:
         held_for_own = any(r.id == OWN_FILES for r in rules)
         if not held_for_own and any(r.severity == "ask" for r in rules) and \
-                queue.allowlisted(repository(root), [keys_of(act, root)]):
+                queue.allowlisted(repository(root), client, [keys_of(act, root)]):
             rules = [r for r in rules if r.severity != "ask"]
             allowed.add(id(act))
         if rules:
@@ -313,7 +335,9 @@ def build(adapter: Adapter, verdict: Verdict, payload: JSONObject, acts: list[Ac
     from sentinel.engine.asks import Ask
 
     first = acts[0]
-    tool = call_name(first) if first.trigger == "mcp" else str(payload.get("tool_name") or first.tool_name or "tool")
+    # what the card shows is what the key holds: an MCP call's server and tool, never the client's wrapper name
+    tool = call_name(first) if first.trigger == "mcp" else \
+        shown_tool(str(payload.get("tool_name") or first.tool_name or "tool"))
     tool_input = payload.get("tool_input")
     arguments = tool_input if isinstance(tool_input, dict) else first.tool_input
     call_id = str(payload.get("tool_use_id") or "call")[:200]

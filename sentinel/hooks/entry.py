@@ -3,14 +3,23 @@
     main(argv) -> exit status        argv = [AGENT, EVENT]
     handle(agent, event, raw) -> Reply   the same, in-process (tests, `sentinel rules test`)
 
-Silent on pass. The repository's `.claude/sentinel/` is found from the payload's cwd
-(or workspace root, or the written file's directory) upward; no such directory means
-no gate. Imports stay minimal: with a warm rules cache and no rule in scope this
-module reads JSON, stats a few files and exits; the engine (threads, HTTP) is
-imported only when some rule's scope matches. A judge subprocess (claude/copilot CLI)
+Silent on pass. The repository's `.claude/sentinel/` is found from the call's working directory
+as its adapter reads it (or the written file's directory) upward. Imports stay minimal: with a warm
+rules cache and no rule in scope this module reads JSON, stats a few files and exits; the engine
+(threads, HTTP) is imported only when some rule's scope matches. A judge subprocess (claude/copilot CLI)
 carries SENTINEL_GATE_JUDGE=1 and passes straight through here, so it never re-enters.
 Malformed payloads follow `fail_open`: a one-line note on stderr and a pass, or a
 block in strict mode. Exit status 2 is only ever used to block.
+
+A call outside any repository still meets the built-in rule on the gate's own files (a client's user-level
+hook settings, Sentinel's home), its relative paths taken from the call's working directory.
+
+The hook fails closed. Every client runs a call whose pre-tool hook exits 1 (HOOK-PROTOCOLS.md: only a deny
+or exit 2 blocks), and the payload is the agent's to shape, so an exception anywhere in a pre-tool hook
+(parsing, judging, rendering, writing the answer) is a deny in the client's own format (rule
+`sentinel-error`), or exit 2 with one line on stderr when even that cannot be written; never a traceback.
+Post-tool and Stop hooks end with one line on stderr. The answer is written as UTF-8 with unencodable
+characters (a lone surrogate from the payload) escaped, which inside a JSON string is a valid `\\udXXX`.
 """
 
 from __future__ import annotations
@@ -25,6 +34,8 @@ from sentinel.policy.gate import GUARD_ENV
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # types only: the fast path imports neither typing nor the gate's engine
+    from typing import TextIO
+
     from sentinel.hooks.adapter import Adapter, EventOf
     from sentinel.hooks.ask import LocalQueue, SupervisorQueue
     from sentinel.jsontypes import JSON, JSONObject
@@ -36,12 +47,13 @@ if TYPE_CHECKING:  # types only: the fast path imports neither typing nor the ga
 
 STARTED = time.monotonic()  # an ask's deadline counts from here (sentinel/hooks/ask.py)
 ASK_ARGS: list[str] = []    # the command's extra arguments (`--ask-within N`, written by `sentinel hook install`)
+ERROR_RULE = "sentinel-error"  # the rule id a deny names when the hook itself failed
 USAGE = "usage: sentinel hook AGENT EVENT (agents: claude-code, copilot-cli, cursor, windsurf, cline, amazon-q, " \
         "gemini-cli, codex)"
 
 
 def note(text: str) -> None:
-    sys.stderr.write(f"sentinel: {text}\n")
+    _write(sys.stderr, f"sentinel: {text}\n")
 
 
 def main(argv: list[str]) -> int:
@@ -52,18 +64,55 @@ def main(argv: list[str]) -> int:
         return 1
     ASK_ARGS[:] = argv[2:]
     try:
-        raw = sys.stdin.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raw = ""
+        reply = handle(argv[0], argv[1], _read_payload())
+        _write(sys.stdout, reply.stdout + ("" if not reply.stdout or reply.stdout.endswith("\n") else "\n"))
+        _write(sys.stderr, reply.stderr)
+        return reply.code
+    except BaseException as exc:  # the answer could not be made or written: a pre-tool call must not run on it
+        return _last_word(common.phase(argv[1]), exc)
+
+
+def _read_payload() -> str:
+    """The payload as bytes decoded with `surrogateescape`: a byte that is not UTF-8 stays in the text (as the
+    agent sent it) instead of failing the read, whatever the locale makes of stdin."""
+    try:
+        stream = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin
+        data = stream.read()
+    except (OSError, ValueError) as exc:
         note(f"cannot read the payload ({exc.__class__.__name__})")
-    reply = handle(argv[0], argv[1], raw)
-    if reply.stdout:
-        sys.stdout.write(reply.stdout + ("" if reply.stdout.endswith("\n") else "\n"))
-    if reply.stderr:
-        sys.stderr.write(reply.stderr)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    return reply.code
+        return ""
+    return data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else data
+
+
+def _write(stream: TextIO, text: str) -> None:
+    """`text` as UTF-8, with what UTF-8 cannot carry (a lone surrogate) escaped as `\\udXXX`."""
+    if not text:
+        return
+    data = text.encode("utf-8", "backslashreplace")
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
+        stream.write(data.decode("utf-8"))
+    else:
+        stream.flush()
+        buffer.write(data)
+    stream.flush()
+
+
+def _last_word(phase: str | None, exc: BaseException) -> int:
+    """When not even a reply could be written: one line on stderr; for a pre-tool call (or an event not known
+    to be another phase) exit 2, which blocks where a deny could not be written."""
+    pre = phase in (None, "pre")
+    try:
+        _write(sys.stderr, f"sentinel: {failure(exc)}; {'the call is blocked' if pre else 'nothing was checked'}\n")
+    except BaseException:
+        pass  # nothing is left to say it with; the exit status still blocks
+    return 2 if pre else 0
+
+
+def failure(exc: BaseException) -> str:
+    """One line naming what failed, its text escaped (a message may quote the payload)."""
+    said = " ".join(repr(str(exc))[1:-1].split())
+    return f"the hook failed ({type(exc).__name__}{': ' + said[:300] if said else ''})"
 
 
 def handle(agent: str, event: str, raw: str) -> common.Reply:
@@ -72,30 +121,46 @@ def handle(agent: str, event: str, raw: str) -> common.Reply:
     adapter = agents.get(agent)
     if adapter is None:
         return common.Reply(stderr=f"sentinel: unknown agent {agent!r}; {USAGE}\n", code=1)
-    try:
-        payload: JSON = json.loads(raw)
-        if not isinstance(payload, dict):
-            raise ValueError("top level is not an object")
-    except ValueError as exc:
-        return malformed(adapter, common.phase(event) or "pre", f"payload is not valid JSON ({exc})", os.getcwd())
     phase = common.phase(event)
-    event_of: EventOf | None = getattr(adapter, "event_of", None)
-    if phase is None and event_of is not None:
-        phase = common.phase(str(event_of(payload) or ""))
-    if phase is None:
-        return common.Reply(stderr=f"sentinel: unknown event {event!r} (expected pre-tool-use, post-tool-use or "
-                                   "stop, or the agent's own name for them)\n", code=1)
-    return run(adapter, phase, payload)
+    payload: JSONObject | None = None
+    try:
+        try:
+            parsed: JSON = json.loads(raw)
+            if not isinstance(parsed, dict):
+                raise ValueError("top level is not an object")
+        except ValueError as exc:
+            return malformed(adapter, phase or "pre", f"payload is not valid JSON ({exc})", os.getcwd())
+        payload = parsed
+        event_of: EventOf | None = getattr(adapter, "event_of", None)
+        if phase is None and event_of is not None:
+            phase = common.phase(str(event_of(payload) or ""))
+        if phase is None:
+            return common.Reply(stderr=f"sentinel: unknown event {event!r} (expected pre-tool-use, post-tool-use or "
+                                       "stop, or the agent's own name for them)\n", code=1)
+        return run(adapter, phase, payload)
+    except Exception as exc:  # RecursionError on a deep payload, a name no file system can hold, a bug: fail closed
+        return failed(adapter, phase, payload, exc)
 
 
-def _repo(adapter: Adapter, payload: JSONObject, fallback_path: str = "") -> tuple[str | None, str, str | None]:
+def failed(adapter: Adapter, phase: str | None, payload: JSONObject | None, exc: BaseException) -> common.Reply:
+    """The answer to a hook that failed: a pre-tool call (or one of an unknown phase) is denied in the client's
+    own format; after the tool ran, or at the session's end, one line on stderr."""
+    if phase not in (None, "pre"):
+        return common.Reply(stderr=f"sentinel: {failure(exc)}; nothing was checked\n")
+    try:
+        return adapter.render("pre", _blocked(ERROR_RULE, failure(exc)), payload)
+    except Exception:
+        return common.exit2(f"sentinel: {failure(exc)}; the call is blocked")
+
+
+def _repo(cwd: str | None, fallback_path: str = "") -> str | None:
+    """The repository the call is in: found from its working directory, else from the written file's."""
     from sentinel.policy.gate.loader import find_repo
 
-    cwd, session_id, transcript = adapter.session(payload)
-    start = cwd if isinstance(cwd, str) and cwd else None
+    start = cwd or None
     if start is None and fallback_path and os.path.isabs(fallback_path):
         start = os.path.dirname(fallback_path)
-    return find_repo(start or os.getcwd()), session_id, transcript
+    return find_repo(start or os.getcwd())
 
 
 def malformed(adapter: Adapter, phase: str, problem: str, start: str) -> common.Reply:
@@ -120,12 +185,18 @@ def _blocked(rule_id: str, reason: str) -> Verdict:
 
 
 def run(adapter: Adapter, phase: str, payload: JSONObject) -> common.Reply:
-    from sentinel.policy.gate.loader import load_repo
+    from sentinel.policy.gate.loader import load_bare, load_repo
 
-    hint = _path_hint(payload)
-    root, session_id, transcript = _repo(adapter, payload, hint)
+    # where the client runs the call, as its adapter reads it (Windsurf: `tool_info.cwd`; Cline: its workspace)
+    cwd, session_id, transcript = adapter.session(payload)
+    root = _repo(cwd, _path_hint(payload))
     if root is None:
-        return common.SILENT
+        if phase != "pre":
+            return common.SILENT
+        # no repository, no rules of its own; the gate's own files (a client's user-level hook settings,
+        # Sentinel's home) are held all the same, relative paths taken from where the call runs
+        bundle = load_bare(os.path.abspath(cwd or os.getcwd()))
+        return _judge(adapter, phase, payload, bundle, cwd, session_id, transcript)
     bundle = load_repo(root)
     notes = "".join(f"sentinel: skipped rule: {e}\n" for e in bundle.errors)
     if bundle.config_error:
@@ -141,13 +212,19 @@ def run(adapter: Adapter, phase: str, payload: JSONObject) -> common.Reply:
         from sentinel.hooks.background import on_stop
 
         return _with_notes(on_stop(adapter, root, session_id, transcript, bundle), notes)
+    return _with_notes(_judge(adapter, phase, payload, bundle, cwd, session_id, transcript), notes)
+
+
+def _judge(adapter: Adapter, phase: str, payload: JSONObject, bundle: Bundle, cwd: str | None, session_id: str,
+           transcript: str | None) -> common.Reply:
+    """The call's actions, located from where it runs, against the bundle's rules."""
+    root = bundle.paths.root or os.getcwd()
     try:
         found = adapter.action(payload, bundle.config, phase)
     except ValueError as exc:
-        return _with_notes(malformed(adapter, phase, f"malformed payload: {exc}", root), notes)
-    cwd = common.text(payload, "cwd")
+        return malformed(adapter, phase, f"malformed payload: {exc}", root)
     acts = [a.locate(root, cwd) for a in (found if isinstance(found, list) else [found] if found is not None else [])]
-    return _with_notes(_evaluate(adapter, phase, acts, bundle, payload, session_id, transcript), notes)
+    return _evaluate(adapter, phase, acts, bundle, payload, session_id, transcript)
 
 
 def _evaluate(adapter: Adapter, phase: str, acts: list[Action], bundle: Bundle, payload: JSONObject, session_id: str,
@@ -162,7 +239,7 @@ def _evaluate(adapter: Adapter, phase: str, acts: list[Action], bundle: Bundle, 
     queue: LocalQueue | SupervisorQueue | None = None
     allowed: set[int] = set()
     if asking:  # an ask rule is in scope: an allowlisted exact call loses it before any judge is called
-        queue, scoped, allowed = _allowlist(bundle, scoped)
+        queue, scoped, allowed = _allowlist(bundle, scoped, adapter.NAME)
     if not scoped:  # scope first: no rule in scope, no model call, no engine import
         if deferred and phase == "post":
             return _held(adapter, phase, bundle, session_id, None, payload)
@@ -199,16 +276,16 @@ def _evaluate(adapter: Adapter, phase: str, acts: list[Action], bundle: Bundle, 
     return _with_errors(adapter.render(phase, verdict, payload), verdict)
 
 
-def _allowlist(bundle: Bundle, scoped: list[tuple[Action, list[Rule]]]
+def _allowlist(bundle: Bundle, scoped: list[tuple[Action, list[Rule]]], client: str
                ) -> tuple[LocalQueue | SupervisorQueue | None, list[tuple[Action, list[Rule]]], set[int]]:
-    """(queue, scoped without the ask rules of allowlisted actions, ids of those actions). A store that cannot
-    be read keeps every ask rule: the ask itself then fails closed."""
+    """(queue, scoped without the ask rules of the actions allowlisted for `client`, ids of those actions). A store
+    that cannot be read keeps every ask rule: the ask itself then fails closed."""
     from sentinel.hooks import ask
 
     queue = None
     try:
         queue = ask.open_queue()
-        kept, allowed = ask.drop_allowlisted(queue, bundle.paths.root or os.getcwd(), scoped)
+        kept, allowed = ask.drop_allowlisted(queue, bundle.paths.root or os.getcwd(), scoped, client)
         return queue, kept, allowed
     except Exception as exc:
         note(f"cannot read the allowlist ({type(exc).__name__}: {exc})")

@@ -17,7 +17,7 @@ def hold(session_dir: str, text: str, beneath: str | None = None) -> None:
     try:
         fd = open_beneath(beneath, os.path.join(session_dir, FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, (" ".join(text.split()) + "\n").encode())
+            os.write(fd, (" ".join(text.split()) + "\n").encode("utf-8", "backslashreplace"))
         finally:
             os.close(fd)
     except OSError:

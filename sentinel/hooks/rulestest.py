@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from sentinel.errors import NotFound, UsageError
-from sentinel.hooks import common
 from sentinel.jsontypes import JSON, JSONObject
 from sentinel.policy.gate.action import template_vars
 from sentinel.policy.gate.engine import Gate
@@ -27,7 +26,8 @@ def run_test(bundle: Bundle, root: str | None, rule_id: str, payload: JSONObject
     except ValueError as exc:
         raise UsageError(f"payload: {exc}") from None
     acts = found if isinstance(found, list) else [found] if found is not None else []
-    located = [a.locate(root, common.text(payload, "cwd")) for a in acts]
+    cwd = adapter.session(payload)[0]  # where the client runs the call, as the hook takes it (entry.run)
+    located = [a.locate(root, cwd) for a in acts]
     # a patch is one action per file: the first the rule applies to is reported (else the first)
     action = next((a for a in located if rule.applies(a)), located[0] if located else None)
     if action is None:

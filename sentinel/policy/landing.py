@@ -10,7 +10,8 @@ write exactly that path with no symlink allowed on the way (sentinel/tools/fs.py
 the write fail instead of landing elsewhere.
 
 A path through /proc or /dev/fd (`/proc/self/cwd/x`, or a link to one) names what it names for the
-process that opens it, not for the one deciding: it lands anywhere (`others` is None).
+process that opens it, not for the one deciding: it lands anywhere (`others` is None). So does a path with a
+name no system call takes (a lone surrogate from a JSON payload): each client spells it in bytes its own way.
 
 A file with hard links has several names and no "real" one: a write to any name writes them all.
 `Landing.others` lists the other names found under the root (a bounded walk, only for such a file),
@@ -61,7 +62,7 @@ def land(root: str, path: str) -> Landing:
     real_root = follow(root, past_missing=True).real
     walked = follow(full, past_missing=True)
     rel = _relative(walked.real, real_root)
-    anywhere = (walked.proc or walked.looped) and os.path.normpath(full) not in STREAMS
+    anywhere = (walked.proc or walked.looped or walked.unnamed) and os.path.normpath(full) not in STREAMS
     return Landing(rel, not os.path.isabs(rel), lexical, None if anywhere else _other_names(real_root, walked.real))
 
 

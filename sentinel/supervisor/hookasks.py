@@ -8,9 +8,9 @@ agent door has none of them.
     {"op": "hook_ask_state", approval_id}            -> {"status", "by", "reason", "digest"}
     {"op": "hook_ask_take", approval_id, digest}     -> {"taken": bool}     the approved call runs, once
     {"op": "hook_ask_withdraw", approval_id, why}    -> {"withdrawn": bool} deadline passed: nobody can approve it now
-    {"op": "hook_allowlisted", repository, keys}     -> {"allowlisted": bool}
+    {"op": "hook_allowlisted", repository, client, keys} -> {"allowlisted": bool}
     {"op": "hook_allowlist", repository?}            -> {"entries": [...]}
-    {"op": "hook_allowlist_revoke", repository, kind?, value?} -> {"revoked": n}
+    {"op": "hook_allowlist_revoke", repository, kind?, value?, client?} -> {"revoked": n}
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def _withdraw(sup: Hub, conn: Client, msg: JSONObject) -> dict[str, object]:
 
 
 def _allowlisted(sup: Hub, conn: Client, msg: JSONObject) -> dict[str, object]:
-    return reply({"allowlisted": asks.allowlisted(sup.store, _text(msg, "repository"), _keys(msg))})
+    return reply({"allowlisted": asks.allowlisted(sup.store, _text(msg, "repository"), _text(msg, "client", limit=64),
+                                                  _keys(msg))})
 
 
 def _allowlist(sup: Hub, conn: Client, msg: JSONObject) -> dict[str, object]:
@@ -87,7 +88,7 @@ def _allowlist(sup: Hub, conn: Client, msg: JSONObject) -> dict[str, object]:
 
 def _revoke(sup: Hub, conn: Client, msg: JSONObject) -> dict[str, object]:
     count = asks.revoke(sup.store, _text(msg, "repository"), _optional_text(msg, "kind"),
-                        _optional_text(msg, "value"), by=caller(conn).name)
+                        _optional_text(msg, "value"), _optional_text(msg, "client", limit=64), by=caller(conn).name)
     return reply({"revoked": count})
 
 

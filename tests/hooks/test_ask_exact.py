@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from sentinel.hooks import agents, ask, common
+from sentinel.hooks import agents, ask
 from sentinel.policy.gate.loader import load_repo
 
 WRITES_ASK = {"kind": "scope", "trigger": "file_write", "severity": "ask", "scope": ["**"],
@@ -51,7 +51,7 @@ def acts_of(agent, payload, root):
     adapter = agents.get(agent)
     found = adapter.action(payload, load_repo(str(root)).config, "pre")
     found = found if isinstance(found, list) else [found]
-    return [a.locate(str(root), common.text(payload, "cwd")) for a in found]
+    return [a.locate(str(root), adapter.session(payload)[0]) for a in found]
 
 
 def keys(call, root):
@@ -115,7 +115,7 @@ def test_a_command_is_keyed_with_the_directory_it_runs_in(root):
     assert run("./deploy.sh --force") != here
     no_cwd = keys(("cline", {"hookName": "tool_call", "taskId": "t", "workspaceRoots": [str(root)],
                              "tool_call": {"id": "1", "name": "run_commands", "input": {"commands": ["ls"]}}}), root)
-    assert no_cwd == [["command", json.dumps(["", "ls"])]]  # Cline sends none: keyed by the command
+    assert no_cwd == [["command", json.dumps([".", "ls"])]]  # Cline sends no cwd: it runs in its workspace root
 
 
 def _filed(store, call, root, rule="writes-ask"):
@@ -136,14 +136,15 @@ def test_an_allowlisted_write_allows_that_write_only_and_old_entries_match_nothi
         filed = _filed(store, write(SETTINGS_OK), root)
         store.resolve(filed.approval_id, True, "alice")
         asks.allow_always(store, filed.approval_id, "alice")
-        assert asks.allowlisted(store, repo, keys(write(SETTINGS_OK, "./b.txt"), root))
-        assert not asks.allowlisted(store, repo, keys(write(SETTINGS_OFF), root))
-        assert not asks.allowlisted(store, repo, keys(write(SETTINGS_OK, "src/b.txt"), root))
+        assert asks.allowlisted(store, repo, "claude-code", keys(write(SETTINGS_OK, "./b.txt"), root))
+        assert not asks.allowlisted(store, repo, "claude-code", keys(write(SETTINGS_OFF), root))
+        assert not asks.allowlisted(store, repo, "claude-code", keys(write(SETTINGS_OK, "src/b.txt"), root))
         # entries of the first allowlist (a path with any content, a command in any directory) match no call now
         for kind, value in (("file_write", "src/c.txt"), ("bash", "git push")):
             store.conn.execute("INSERT INTO hook_allowlist VALUES (?, ?, ?, 'bob', 0, NULL)", (repo, kind, value))
-        assert not asks.allowlisted(store, repo, keys(write("anything", "src/c.txt"), root))
-        assert not asks.allowlisted(store, repo, keys(claude(root, "Bash", {"command": "git push"}), root))
+        assert not asks.allowlisted(store, repo, "claude-code", keys(write("anything", "src/c.txt"), root))
+        assert not asks.allowlisted(store, repo, "claude-code", keys(claude(root, "Bash", {"command": "git push"}),
+                                                                     root))
 
 
 def test_an_ask_of_the_gates_own_files_is_never_allowlisted(root, sentinel_home):
@@ -170,7 +171,7 @@ def test_an_ask_of_the_gates_own_files_is_never_allowlisted(root, sentinel_home)
 class Listed:
     """A queue whose allowlist holds every key."""
 
-    def allowlisted(self, repository, keys):
+    def allowlisted(self, repository, client, keys):
         return True
 
 
@@ -185,11 +186,11 @@ def test_an_allowlisted_command_asks_again_once_it_would_write_the_gates_own_fil
         return [(a, m) for a in acts_of(*claude(root, "Bash", {"command": "echo x > out.txt"}), root)
                 for m in [applicable(rules, a, "pre")] if m]
 
-    kept, allowed = ask.drop_allowlisted(Listed(), str(root), scoped())
+    kept, allowed = ask.drop_allowlisted(Listed(), str(root), scoped(), "claude-code")
     assert len(allowed) == 1 and kept == []  # allowlisted: its ask rule dropped, nothing left to judge
     (root / ".claude" / "settings.json").write_text("{}")
     os.symlink(".claude/settings.json", root / "out.txt")
-    kept, allowed = ask.drop_allowlisted(Listed(), str(root), scoped())
+    kept, allowed = ask.drop_allowlisted(Listed(), str(root), scoped(), "claude-code")
     assert allowed == set() and {r.id for r in kept[0][1]} >= {"runs-ask", "sentinel-own-files"}
 
 

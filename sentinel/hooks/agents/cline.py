@@ -85,9 +85,7 @@ def _decoded(value: JSON) -> JSON:
 def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Action]:
     name, params, output = _call(payload)
     if name in ("use_mcp_tool", "access_mcp_resource"):
-        args = common.loads_maybe(params.get("arguments"))
-        server, tool = str(params.get("server_name") or ""), str(params.get("tool_name") or params.get("uri") or "")
-        return actions.mcp(name, common.sent(args), server, tool)
+        return _classic_mcp(name, params)
     # Cline resolves a relative path from the workspace root (the payload has no `cwd`)
     root = common.first_root(payload, "workspaceRoots", "cwd")
     if name == "apply_patch":
@@ -99,6 +97,24 @@ def action(payload: JSONObject, cfg: GateConfig, phase: str) -> Action | list[Ac
     act = common.tool_action(name, params, cfg, MCP_NAMING)
     act.tool_output = common.output_text(output)
     return actions.files(act, root)
+
+
+def _classic_mcp(name: str, params: JSONObject) -> Action:
+    """The classic extension's MCP call as the call it makes: `use_mcp_tool` runs `tool_name` on `server_name`
+    with `arguments`; `access_mcp_resource` reads `uri` from `server_name` (its tool, for scopes, is the URI; its
+    input holds the URI too). So `db:drop_table` scopes, the approval's card and the allowlist key all name the
+    MCP tool or resource itself, never only the wrapper (`use_mcp_tool` with `drop_table` in no field shown)."""
+    server = _param(params, "server_name")
+    if name == "access_mcp_resource":
+        uri = _param(params, "uri")
+        return actions.mcp(name, {"uri": uri}, server, uri)
+    return actions.mcp(name, common.sent(common.loads_maybe(params.get("arguments"))), server,
+                       _param(params, "tool_name"))
+
+
+def _param(params: JSONObject, key: str) -> str:
+    value = params.get(key)
+    return value if isinstance(value, str) else "" if value is None else json.dumps(value)
 
 
 def render(phase: str, verdict: Verdict, payload: JSONObject | None = None) -> common.Reply:

@@ -54,7 +54,7 @@ def _append(path: str, item: Mapping[str, object], beneath: str | None) -> None:
     """One line appended, following no link in the repository (sentinel/pathwalk.py `open_beneath`)."""
     fd = open_beneath(beneath, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, (json.dumps(item, ensure_ascii=False) + "\n").encode())
+        os.write(fd, (json.dumps(item, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace"))
     finally:
         os.close(fd)
 
@@ -124,7 +124,7 @@ class DraftStore:
         body: JSONObject = {k: rule[k] for k in kept if rule.get(k)}
         body["draft"] = {"created": telemetry.now_iso(), **meta}
         text = yaml.safe_dump(body, sort_keys=False, allow_unicode=True)
-        replace_beneath(self.paths.root, path, text.encode())  # no link followed in the repository
+        replace_beneath(self.paths.root, path, text.encode("utf-8", "backslashreplace"))  # no link followed in the repository
         return path
 
     def promote(self, draft_id: str) -> str:

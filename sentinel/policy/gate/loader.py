@@ -2,6 +2,7 @@
 
     find_repo(start)            the nearest directory upward holding .claude/sentinel/
     load_repo(root)             Bundle for a repository, through a JSON cache
+    load_bare(cwd)              Bundle for a call in no repository: the built-in `own` rule alone
     load_home(home, settings)   Bundle for Sentinel's own runs
 
 A bad rule file is skipped with a one-line error in `Bundle.errors`; the other rules
@@ -29,16 +30,23 @@ import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import TypedDict
 
     from sentinel.jsontypes import JSON
     from sentinel.policy.gate.dump import CacheDump, RuleDump
     from sentinel.policy.settings import GateDump
+
+    class DefaultsDump(TypedDict):
+        """The default config's cache (`load_bare`)."""
+        stamp: list[object]
+        config: GateDump
 
 from sentinel.policy.gate.config import GateConfig, GatePaths, home_paths, repo_paths
 from sentinel.policy.gate.rules import Rule
 
 CACHE_VERSION = 4
 RULE_SUFFIXES = (".yaml", ".yml")
+SETTINGS_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "settings.py")
 
 
 class Bundle:
@@ -271,8 +279,48 @@ def load_repo(root: str, *, use_cache: bool = True) -> Bundle:
     from sentinel.policy.gate.own import own_rule
 
     bundle = _bundle(data)
-    bundle.own = Rule(own_rule())  # made here each time: never read from the cache the agent can write
+    bundle.own = Rule(own_rule(root))  # made here each time: never read from the cache the agent can write
     return bundle
+
+
+def load_bare(cwd: str) -> Bundle:
+    """A call in no repository: no rules but the built-in `own` one (a client's user-level hook settings and
+    Sentinel's home are the gate's all the same), relative paths taken from `cwd`, where the call runs. Nothing
+    is written there (no telemetry): it is no repository. The default config comes from a cache in Sentinel's
+    home, so this path, which every call of a user-level hook outside a repository takes, imports no pydantic."""
+    from sentinel.policy.gate.own import own_rule
+
+    config = _defaults()
+    paths = repo_paths(cwd, config)
+    paths.log_file = None
+    bundle = Bundle(config, [], paths, [])
+    bundle.own = Rule(own_rule(cwd))
+    return bundle
+
+
+def _defaults() -> GateDump:
+    """The default config dump, cached in `$SENTINEL_HOME/gate/cache/defaults.json` under the package's version
+    and the settings module's stamp (a checkout's edit of the defaults is seen); a home that cannot be written
+    only makes each call validate them again."""
+    from sentinel import __version__
+
+    path = os.path.join(os.path.dirname(user_config_file()), "gate", "cache", "defaults.json")
+    key: list[object] = [CACHE_VERSION, __version__, _stat(SETTINGS_FILE)]
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data: DefaultsDump = json.load(fh)  # our own file: its shape is the one written, its stamp is checked
+        if data["stamp"] == key:
+            return data["config"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    config = default_settings()
+    from sentinel.pathwalk import replace_beneath
+
+    try:
+        replace_beneath(None, path, json.dumps({"stamp": key, "config": config}).encode())
+    except OSError:
+        pass
+    return config
 
 
 def system_rules_dir(path: str = "/etc/sentinel/rules") -> str | None:

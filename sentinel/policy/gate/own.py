@@ -1,6 +1,6 @@
 """The gate's own files: a coding agent's call that writes them asks a person, whatever the repository says.
 
-    own_rule() -> RuleDump     the built-in rule `sentinel-own-files` a repository's hook adds
+    own_rule(root) -> RuleDump     the built-in rule `sentinel-own-files` the hook adds to every call's rules
 
 A coding agent runs as the user, so nothing in the kernel stops it from writing what gates it: the repository's
 rules and gate config (`.claude/sentinel/`), the hook settings each client reads (`.claude/settings.json`,
@@ -59,12 +59,22 @@ def sentinel_home() -> str:
     return os.path.expanduser(os.environ.get("SENTINEL_HOME") or os.path.join("~", ".sentinel"))
 
 
-def protected() -> list[str]:
-    """Every protected path: relative to the repository, or absolute (each name and its resolved form)."""
+def protected(root: str | None = None) -> list[str]:
+    """Every protected path: relative to the repository, or absolute (each name and its resolved form). A write
+    inside `root` is named relative to it (sentinel.policy.landing), so a place in the home that lies inside the
+    root (a session started in $HOME, which is no repository; a repository of dotfiles) is named that way too, and
+    "." when the root itself lies inside one (every path under the root is then protected)."""
     home = os.path.expanduser("~")
     places = [os.path.join(home, p) for p in IN_HOME] + [sentinel_home()]
     absolute = [p for place in places for p in dict.fromkeys((os.path.abspath(place), os.path.realpath(place)))]
-    return [*IN_REPO, *absolute]
+    inside = []
+    for base in dict.fromkeys((os.path.abspath(root), os.path.realpath(root))) if root else ():
+        for place in absolute:
+            if base == place or base.startswith(place + "/"):
+                inside.append(".")
+            elif place.startswith(base.rstrip("/") + "/"):
+                inside.append(os.path.relpath(place, base))
+    return list(dict.fromkeys([*IN_REPO, *absolute, *inside]))
 
 
 _SEPARATORS = re.compile(r"[\s;&|]+")
@@ -116,11 +126,14 @@ def _touches(path: str, targets: list[str]) -> bool:
     return any(t == p or t.startswith(p + "/") or p.startswith(t + "/") for t in targets for p in (path, resolved))
 
 
-def own_rule() -> RuleDump:
-    """The built-in rule. Each protected path P matches itself and everything below it; a command writing a
-    directory above it (`rm -r .claude`) meets it through the `P/**` pattern (sentinel.policy.gate.scope)."""
+def own_rule(root: str | None = None) -> RuleDump:
+    """The built-in rule for calls located in `root` (a repository, or the directory of a call in none). Each
+    protected path P matches itself and everything below it; a command writing a directory above it (`rm -r
+    .claude`) meets it through the `P/**` pattern (sentinel.policy.gate.scope). "." (the root lies inside a
+    protected place) matches every path relative to the root."""
     scope_c: list[PatternDump] = [{"p": f"{p}/**", "c": False, "g": [rf"(?s:{re.escape(p)}(?:/.*)?)\Z"]}
-                                  for p in protected()]
+                                  if p != "." else {"p": "**", "c": False, "g": [r"(?s:[^/].*)\Z"]}
+                                  for p in protected(root)]
     return {"id": RULE_ID, "kind": "scope", "trigger": "file_write", "severity": "ask", "description": DESCRIPTION,
             "scope": [e["p"] for e in scope_c], "exclude": [], "known_only": True, "source": "(built in)",
             "scope_c": scope_c, "exclude_c": []}

@@ -41,7 +41,8 @@ def append(path: str | None, lines: Iterable[JSONObject], beneath: str | None = 
     try:
         fd = open_beneath(beneath, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, text.encode())
+            # a target or reason quotes the payload, which may hold a lone surrogate: escaped, still valid JSON
+            os.write(fd, text.encode("utf-8", "backslashreplace"))
         finally:
             os.close(fd)
     except OSError:
