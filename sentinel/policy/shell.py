@@ -9,7 +9,8 @@ background jobs, subshells, brace groups, if/while/until/for bodies, functions, 
 process substitutions, `bash -c`/`sh -c`, `su -c`, `runuser -c`, `script -c` and `sg GROUP` strings and
 here-strings (parsed again), and behind the wrappers of WRAPPERS (`env`, `command`, `exec`, `nohup`, `sudo`,
 `xargs`, `taskset`, `setpriv`, `unshare`, `systemd-run`, `bwrap`, ...), which yield both the wrapper's command
-and the wrapped one. A word the shell expands (`$x`, `$(…)`, a glob, a brace list even with quoted or nested
+and the wrapped one, with where it runs (`Command.cwd`: `env -C DIR`, `sudo -D DIR`, `git -C DIR`; or
+`Command.elsewhere`: `chroot`, `sudo -i`, `nsenter -w`, a directory that is an expansion). A word the shell expands (`$x`, `$(…)`, a glob, a brace list even with quoted or nested
 elements: `{a,"x y"}`, `{a,{b}}`, `~`) makes the command `open` from that word on: only the words before it are
 known. Here-documents end where bash ends them: at the line equal to the delimiter after quote removal
 (`<<'EOF'`, `<<"E"OF`, `<<\\EOF`); the text bashlex reads has each quoted delimiter unquoted, and a line
@@ -17,7 +18,10 @@ whose here-documents bashlex would end elsewhere is unsure.
 
 The parse is not sure (`sure` False) when what runs cannot be read from the text: the line does not
 parse (bashlex has no `case`, `[[ ]]`, `$((…))`, `time`), a command name is an expansion, `eval`,
-`source`/`.`, `alias`, `trap`, a shell (or `at`, `batch`) reading a script from its input, or a here-document
+`source`/`.`, `alias`, `trap`, a shell (or `at`, `batch`) reading a script from its input, a descriptor or a
+process substitution, a shell whose grammar is not bash's (`fish -c`), a `${…}` holding `$(…)`, backquotes or
+`@P` (bashlex keeps it as a leaf), literal text bash may evaluate as an array subscript holding `$(…)`
+(`test -v 'a[$(…)]'`), `env -S` with env's own quotes or escapes, or a here-document
 whose body runs command substitutions or whose end this reading cannot be sure bash agrees on (a delimiter
 with `$`, a line continuation, a body line in `$(…)` that starts with the delimiter, a command after a
 here-document in `$(…)`, a here-document in backquotes or beside arithmetic).
@@ -41,7 +45,12 @@ MAX_DEPTH = 4  # `bash -c "bash -c '…'"` nesting parsed before the line counts
 # expansion forever, allocating as it goes): a parse still running after this long is unsure, so judged, and the
 # hook answers instead of being killed by the client's timeout (which every client takes as "allowed")
 PARSE_BUDGET_S = 2.0
-SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "busybox-sh"})
+# shells whose script is read here with bash's grammar (a name with a version, `bash5.2`, `zsh-5.9`, is one too)
+SHELLS = frozenset({"bash", "rbash", "sh", "dash", "zsh", "ksh", "ksh93", "mksh", "lksh", "oksh", "posh", "ash",
+                    "yash", "hush", "bosh", "osh", "busybox-sh"})
+# shells with a grammar of their own: a script they run (`fish -c …`) cannot be read here, so it is unsure
+FOREIGN_SHELLS = frozenset({"fish", "csh", "tcsh", "rc", "es", "xonsh", "elvish", "nu", "pwsh", "ion", "ysh"})
+_SHELL_NAME = re.compile(rf"(?:{'|'.join(sorted(SHELLS | FOREIGN_SHELLS, key=len, reverse=True))})[-.]?[0-9][0-9.]*")
 OPAQUE = frozenset({"eval", "source", ".", "alias", "trap", "fc", "coproc", "enable", "let"})
 # How each wrapper reads its options (see Spec), and how many positional words come before the wrapped command.
 WRAPPERS: dict[str, tuple[str, str, int]] = {
@@ -57,9 +66,9 @@ WRAPPERS: dict[str, tuple[str, str, int]] = {
     "timeout": ("+fk:ps:v", "foreground kill-after= preserve-status signal= verbose", 1),
     "stdbuf": ("+i:o:e:", "input= output= error=", 0),
     "setsid": ("+cfw", "ctty fork wait", 0),
-    "sudo": ("+Aa:BbC:c:D:Eeg:Hh::iKklnPp:R:r:SsT:t:U:u:Vv",
+    "sudo": ("+Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv",
              "askpass background bell close-from= chdir= preserve-env? edit group= set-home host= login "
-             "remove-timestamp reset-timestamp list non-interactive preserve-groups prompt= chroot= role= stdin shell "
+             "remove-timestamp reset-timestamp list no-update non-interactive preserve-groups prompt= chroot= role= stdin shell "
              "type= command-timeout= other-user= user= validate", 0),
     "doas": ("+a:C:Lnsu:", "", 0),
     "chroot": ("+", "userspec= groups= skip-chdir", 1),
@@ -71,16 +80,16 @@ WRAPPERS: dict[str, tuple[str, str, int]] = {
     "busybox": ("+", "", 0),
     "watch": ("+bcCd::egn:pq:rtwx", "beep color no-color differences? errexit chgexit equexit= interval= precise "
               "no-rerun no-title no-wrap exec", 0),
-    "strace": ("+a:AbcCdDe:E:fFhiI:kno:O:p:P:qrs:S:tTu:U:vVwxX:yYzZ", "", 0),
-    "ltrace": ("+a:A:bcCdDe:E:fF:hil:L:n:o:p:rs:Stu:Vw:x:", "", 0),
+    "strace": ("+a:Ab:cCdDe:E:fFhiI:kno:O:p:P:qrs:S:tTu:U:vVwxX:yYzZ", "", 0),  # strace -h; its long options: unsure
+    "ltrace": ("+a:A:bcCD:e:fF:hil:Ln:o:p:rs:Stu:Vw:x:", "", 0),  # ltrace(1): -D MASK
     "valgrind": ("+qvhd", "", 0),  # its other options are `--name=value`
     "catchsegv": ("+", "", 0),
     "taskset": ("+acp", "all-tasks cpu-list pid", 1),  # the mask (or, with -c, the CPU list)
     "chrt": ("+abdefiIomprRT:P:D:v", "all-tasks batch deadline fifo idle other max pid rr reset-on-fork "
              "sched-runtime= sched-period= sched-deadline= verbose", 1),
-    "numactl": ("+ab:C:d:Hi:lm:N:p:P:sS:t:uw:", "all balancing cpunodebind= physcpubind= hardware interleave= "
-                "localalloc membind= preferred= preferred-many= show weighted-interleave= length= offset= shm= "
-                "strict touch huge", 0),
+    # numactl(8), not installed here to check: only its policy options; the others (-t, -T, shm ones) unsure
+    "numactl": ("+abC:Hi:lm:N:p:P:sw:", "all balancing cpunodebind= physcpubind= hardware interleave= "
+                "localalloc membind= preferred= preferred-many= show weighted-interleave=", 0),
     "prlimit": ("+c::d::e::f::i::l::m::n::q::r::s::t::u::v::x::y::p:o:", "pid= output= noheadings raw verbose "
                 "core? data? nice? fsize? sigpending? memlock? rss? nofile? msgqueue? rtprio? stack? cpu? nproc? as? "
                 "locks? rttime?", 0),
@@ -97,8 +106,8 @@ WRAPPERS: dict[str, tuple[str, str, int]] = {
     "unshare": ("+fmuinpCTUl:rR:w:S:G:c", "fork kill-child? mount? uts? ipc? net? pid? user? cgroup? time? "
                 "mount-proc? map-user= map-users= map-group= map-groups= map-root-user map-current-user map-auto "
                 "propagation= setgroups= keep-caps setuid= setgid= root= wd= monotonic= boottime= load-interp=", 0),
-    "runuser": ("+c:fg:G:lmpPs:u:w:", "command= fast group= supp-group= login preserve-environment pty shell= "
-                "session-command= user= whitelist-environment=", 0),
+    "runuser": ("c:fg:G:lmpPs:u:hVw:", "command= fast group= supp-group= login preserve-environment pty shell= "
+                "session-command= user= whitelist-environment=", 0),  # util-linux: options and operands mix
     "pkexec": ("+", "user= keep-cwd disable-internal-agent", 0),
     "run0": ("+u:g:D:", "user= group= chdir= setenv= property= description= slice= slice-inherit nice= unit= "
              "background= machine= pty pipe shell-prompt-prefix= no-ask-password via-shell empty? area= "
@@ -109,8 +118,8 @@ WRAPPERS: dict[str, tuple[str, str, int]] = {
                     "socket-property= service-type= remain-after-exit pty pipe quiet collect shell user system "
                     "scope wait no-block no-ask-password send-sighup expand-environment=", 0),
     "chpst": ("+u:U:b:e:/:C:n:l:L:m:d:o:p:f:c:r:t:vP012", "", 0),
-    "fakeroot": ("+l:s:i:bu", "lib= faked= unknown-is-real", 0),
-    "proot": ("+r:b:m:w:q:k:0iv:VR:S:", "rootfs= bind= mount= pwd= cwd= qemu= kernel-release= root-id "
+    "fakeroot": ("+l:f:i:s:ub:vh", "lib= faked= unknown-is-real fd-base=", 0),  # its getopt line
+    "proot": ("+r:b:m:w:q:k:0i:v:VR:S:", "rootfs= bind= mount= pwd= cwd= qemu= kernel-release= root-id "
               "change-id= verbose= link2symlink kill-on-exit", 0),
     "firejail": ("+", "", 0),  # its options are `--name[=value]`
     "bwrap": ("+", "", 0),  # its own reader: see BWRAP_ARGS
@@ -168,9 +177,15 @@ _DEQUOTE = str.maketrans("", "", "'\"\\")
 _WORDS = re.compile(r"[^\s;&|()<>!]+")
 _HEREDOC_WORD = re.compile(r"[\w.,:+%@/=^-]+")  # a here-document delimiter bashlex reads alike unquoted
 # words after which the parse may find text the line does not spell, or be unsure (a command reading its input)
-_UNSEEN = OPAQUE | SHELLS | STRING_AFTER | READS_INPUT | {"xargs", "su", "runuser", "flock", "hash", "function",
+_UNSEEN = OPAQUE | SHELLS | FOREIGN_SHELLS | STRING_AFTER | READS_INPUT | {"xargs", "su", "runuser", "flock", "hash", "function",
                                                            *COMMAND_OPTION}
-_REBINDS_TEXT = re.compile(rf"\b{REBINDS.pattern}\b|\(\s*\)")  # a rebinding variable or a function definition
+# a command moved to another directory (`env -C`, `git -C`, `sudo -D`, `unshare -w`, `--chdir`, `chroot`, ...): a
+# word of the line is then not a path from the line's directory (sentinel.policy.gate.own's pre-check parses it)
+_MOVES_TEXT = (r"\b(?:env|git|sudo|unshare|nsenter)(?:\s+[^\s;&|]+)*?\s+-[A-Za-z]*[CDRrwWi]|"
+               r"--(?:chdir|wd|wdns|working-directory|git-dir|work-tree|root|rootfs|pwd|cwd|chroot|workdir|private)|"
+               r"\b(?:chroot|pkexec|bwrap|systemd-run|run0|chpst|proot|firejail)\b")
+# must parse: a rebinding variable, a function definition or a moved command
+_REBINDS_TEXT = re.compile(rf"\b{REBINDS.pattern}\b|\(\s*\)|{_MOVES_TEXT}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 
 
@@ -287,12 +302,18 @@ def _long_name(name: str, spec: Spec) -> str | None:
 
 class Command:
     """One simple command: `words` (redirections last), the literal ones before `open_at` (None: all known).
-    `elsewhere` says why the command runs in a directory the line does not name (`find -execdir`)."""
+    `elsewhere` says why the command runs in a directory the line does not name (`find -execdir`, `env -C $d`,
+    `chroot`, `sudo -i`); `cwd` the directory the line names for it, relative to where the line's commands run
+    (`env -C sub`, `git -C sub`, `sudo -D sub`), and `opened` where its redirections are opened: the same, but
+    for git's own `-C` (`git -C sub log > out` writes ./out)."""
 
-    __slots__ = ("words", "open_at", "nwords", "redirects", "elsewhere", "repeats")
+    __slots__ = ("words", "open_at", "nwords", "redirects", "elsewhere", "repeats", "cwd", "opened")
 
     def __init__(self, words: list[str], open_at: int | None = None, nwords: int | None = None,
-                 redirects: tuple[tuple[str, str, bool], ...] = (), elsewhere: str = "", repeats: bool = False):
+                 redirects: tuple[tuple[str, str, bool], ...] = (), elsewhere: str = "", repeats: bool = False,
+                 cwd: str = "", opened: str = ""):
+        self.cwd = cwd
+        self.opened = opened
         self.words = words
         self.open_at = open_at
         self.nwords = len(words) if nwords is None else nwords  # words[nwords:] are the redirections as text
@@ -314,7 +335,7 @@ class Command:
 
 
 class Parsed:
-    __slots__ = ("commands", "sure", "why", "redirects", "repeating", "elsewhere", "functions")
+    __slots__ = ("commands", "sure", "why", "redirects", "repeating", "elsewhere", "cwd", "functions")
 
     def __init__(self) -> None:
         self.commands: list[Command] = []
@@ -324,6 +345,7 @@ class Parsed:
         self.why = ""
         self.repeating = False  # the commands being added are inside a loop or a function body
         self.elsewhere = ""  # the commands being added run in another directory (find -execdir)
+        self.cwd = ""  # ... or in this one, relative to where the line's commands run (`env -C sub`)
         self.functions: list[str] = []  # names the line defines as functions (writes.py: one named like a writer)
 
     def unsure(self, why: str) -> None:
@@ -423,16 +445,19 @@ def _script(text: str, parsed: Parsed, depth: int) -> None:
             if node.kind == "function":
                 _function(node, text, parsed)
             elif node.kind == "compound":
-                parsed.redirects.extend(_redirect(r, text, parsed)[2] for r in node.redirects)
-            else:
+                _redirects(parsed, [_redirect(r, text, parsed)[2] for r in node.redirects])
+            elif node.kind == "command":
                 _simple(node, text, parsed, depth)
+            else:
+                _leaf(node, text, parsed)
     parsed.repeating = outer
 
 
 def _command_nodes(node: Node) -> list[tuple[Node, bool]]:
     """Every CommandNode in the tree, including those inside substitutions, in source order (and every compound
-    command with redirections, and every function definition), each with whether it is inside a loop or a
-    function body (it may run any number of times)."""
+    command with redirections, every function definition, and every word, parameter expansion and here-document,
+    which `_leaf` looks into), each with whether it is inside a loop or a function body (it may run any number
+    of times)."""
     found: list[tuple[Node, bool]] = []
     stack: list[tuple[Node, bool]] = [(node, False)]
     while stack:
@@ -442,14 +467,56 @@ def _command_nodes(node: Node) -> list[tuple[Node, bool]]:
             continue
         if not hasattr(item, "kind"):
             continue
-        if item.kind == "command" or item.kind == "function" or \
-                (item.kind == "compound" and getattr(item, "redirects", None)):
+        if item.kind in _VISITED or (item.kind == "compound" and getattr(item, "redirects", None)):
             found.append((item, repeats))
         inner = repeats or item.kind in ("for", "while", "until", "function")
         stack.extend((v, inner) for v in reversed([v for v in vars(item).values()
                                                     if isinstance(v, list) or hasattr(v, "kind")]))
     return found
 
+
+_VISITED = frozenset({"command", "function", "word", "assignment", "parameter", "heredoc"})
+# a command substitution, process substitution or prompt expansion inside `${…}`, or bash 5.3's `${ cmd; }`: bashlex
+# keeps a parameter expansion as one opaque leaf, so what it runs is not seen
+_PARAMETER_RUNS = re.compile(r"\$\(|`|[<>]\(|@P|^[\s|]")
+# literal text that bash evaluates as a subscript (`test -v`, `printf -v`, `read`, `declare`, `unset`, arithmetic,
+# `a[x]=`, `${a[x]}`, `${x:i}` of a variable holding it): a command substitution in a `[…]` runs there
+_SUBSCRIPT_RUNS = re.compile(r"\[[^]]*?(?:\$[({]|`)")
+_ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'", re.S)
+_ANSI_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|.)", re.S)
+
+
+def _leaf(node: Node, text: str, parsed: Parsed) -> None:
+    """What a word, a parameter expansion or a here-document may run that bashlex does not show as a command:
+    `${x:-$(cmd)}` (bashlex keeps `${…}` as a leaf), `${x@P}`, and literal text bash may evaluate as an array
+    subscript (`test -v 'a[$(cmd)]'`, `x='a[$(cmd)]'`, a here-string or here-document body read into one)."""
+    if node.kind == "parameter":
+        if _PARAMETER_RUNS.search(getattr(node, "value", None) or ""):
+            parsed.unsure("a parameter expansion `${…}` runs a command substitution or a prompt expansion")
+        return
+    raw = text[node.pos[0]:node.pos[1]]
+    if "[" not in raw:
+        return
+    # the expansions bashlex found in the word are commands (or leaves) of their own: only its literal text is read
+    for part in sorted(getattr(node, "parts", []) or [], key=lambda p: -p.pos[0]):
+        if part.kind in ("commandsubstitution", "processsubstitution", "parameter") and part.pos[1] - part.pos[0] > 1:
+            start, end = part.pos[0] - node.pos[0], part.pos[1] - node.pos[0]
+            raw = raw[:start] + raw[end:]
+    decoded = _ANSI_C.sub(lambda m: _ANSI_ESCAPE.sub(_ansi_char, m.group(1)), raw)
+    if _SUBSCRIPT_RUNS.search(decoded) or _SUBSCRIPT_RUNS.search(unquote(raw)):
+        parsed.unsure("literal text bash may evaluate as an array subscript holds a command substitution")
+
+
+def _ansi_char(match: re.Match[str]) -> str:
+    """One escape of a `$'…'` string, as bash decodes it (enough to see a `$` or a backquote it spells)."""
+    code = match.group(1)
+    base = 8 if code[0] in "01234567" else 16 if code[0] in "xuU" else 0
+    if not base:
+        return code
+    try:
+        return chr(int(code if base == 8 else code[1:], base))
+    except (ValueError, OverflowError):
+        return "$"
 
 
 def _heredoc_nodes(node: Node) -> list[tuple[int, int]]:
@@ -751,9 +818,18 @@ def _simple(node: Node, text: str, parsed: Parsed, depth: int) -> None:
         elif kind == "assignment":
             _assigned(text[part.pos[0]:part.pos[1]], parsed)
     if not words:  # `> f`, `x=1 > f`: the redirections are still made
-        parsed.redirects.extend(r for _, _, r in redirects)
-        return
+        return _redirects(parsed, [r for _, _, r in redirects])
     _add(words, dynamic, redirects, node, text, parsed, depth)
+
+
+def _redirects(parsed: Parsed, redirects: list[tuple[str, str, bool]]) -> None:
+    """Redirections of no simple command: the line's, or (in a script run in another directory) those of a
+    command `:` run there."""
+    if parsed.cwd or parsed.elsewhere:
+        parsed.commands.append(Command([":"], None, 1, tuple(redirects), parsed.elsewhere, parsed.repeating,
+                                       parsed.cwd, parsed.cwd))
+    else:
+        parsed.redirects.extend(redirects)
 
 
 def _assigned(word: str, parsed: Parsed) -> None:
@@ -777,14 +853,50 @@ def _add(words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool,
     flags = dynamic + [d for _, d, _ in redirects]
     open_at = next((i for i, d in enumerate(flags) if d), None)
     redirs = tuple(r for _, _, r in redirects)
-    parsed.commands.append(Command(tokens, open_at, len(words), redirs, parsed.elsewhere, parsed.repeating))
+    name = words[0].rsplit("/", 1)[-1]
+    _append(tokens, open_at, len(words), redirs, dynamic, parsed)
     if open_at == 0:
         return parsed.unsure("the command name is an expansion")
-    name = words[0].rsplit("/", 1)[-1]
     if name != words[0]:
-        parsed.commands.append(Command([name] + tokens[1:], open_at, len(words), redirs, parsed.elsewhere,
-                                       parsed.repeating))
+        _append([name] + tokens[1:], open_at, len(words), redirs, dynamic, parsed)
     _inner(name, words, dynamic, redirects, node, text, parsed, depth)
+
+
+def _append(tokens: list[str], open_at: int | None, nwords: int, redirects: tuple[tuple[str, str, bool], ...],
+            dynamic: list[bool], parsed: Parsed) -> None:
+    """Adds the command, with where it runs: the directory of the commands being added, and git's `-C DIR`."""
+    cwd, away = _git_moves(tokens[:nwords], dynamic) if tokens[0].rsplit("/", 1)[-1] == "git" and open_at != 0 \
+        else ("", "")
+    away = parsed.elsewhere or away
+    parsed.commands.append(Command(tokens, open_at, nwords, redirects, away, parsed.repeating,
+                                   "" if away else _joined(parsed.cwd, cwd), "" if away else parsed.cwd))
+
+
+def _joined(outer: str, inner: str) -> str:
+    """A directory `inner` taken from `outer` (both relative to where the line's commands run, or absolute)."""
+    import posixpath
+
+    return posixpath.join(outer, inner) if outer and inner else outer or inner
+
+
+def _git_moves(words: list[str], dynamic: list[bool]) -> tuple[str, str]:
+    """(the directory `git -C DIR …` works in, why it works where the line does not say: `--git-dir`,
+    `--work-tree`, `-C` of an expansion)."""
+    cwd = ""
+    i = 1
+    while i < len(words) and words[i].startswith("-"):
+        word = words[i]
+        if word.startswith(("--git-dir", "--work-tree")) or (word.startswith("-C") and word != "-C"):
+            return "", f"`git {word}` works in a directory the line does not name"
+        if word == "-C":
+            if i + 1 >= len(words) or dynamic[i + 1]:
+                return "", "`git -C` of an expansion works in a directory the line does not name"
+            cwd = _joined(cwd, words[i + 1])
+            i += 1
+        elif word in ("-c", "--namespace", "--config-env"):
+            i += 1
+        i += 1
+    return cwd, ""
 
 
 def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tuple[str, bool, tuple[str, str, bool]]],
@@ -794,11 +906,10 @@ def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tup
         return parsed.unsure(f"`{name}` runs text the parse cannot see")
     if name.startswith("-"):
         return parsed.unsure(f"a wrapped command starts with `{name}`: an option the parse did not read")
-    if name in SHELLS:
+    if name in SHELLS or name in FOREIGN_SHELLS or _SHELL_NAME.fullmatch(name):
         return _shell(words, dynamic, node, text, parsed, depth)
-    if name == "su" or (name == "runuser" and any(w in ("-c", "--command") or w.startswith("--command=")
-                                                  for w in words[1:])):
-        return _su(words, dynamic, parsed, depth)
+    if name in ("su", "runuser"):
+        return _su(name, words, dynamic, node, text, parsed, depth)
     if name in COMMAND_OPTION:
         return _command_option(words, dynamic, COMMAND_OPTION[name], parsed, depth)
     if name in STRING_AFTER:
@@ -815,9 +926,24 @@ def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tup
         return _find_exec(words, dynamic, node, text, parsed, depth)
     if name not in WRAPPERS or depth > MAX_DEPTH:
         return
-    start = _wrapped_start(name, words, dynamic, parsed, depth)
-    if start is None:
+    got = _wrapped_start(name, words, dynamic, parsed, depth)
+    if got is None:
         return
+    start, cwd, away = got
+    outer = parsed.cwd, parsed.elsewhere
+    parsed.elsewhere = parsed.elsewhere or away
+    parsed.cwd = "" if parsed.elsewhere else _joined(parsed.cwd, cwd)
+    try:
+        # the wrapper's redirections are opened where it runs (its own command has them), not where it moves
+        _wrapped(name, start, words, dynamic, redirects if not (cwd or away) else [], node, text, parsed, depth)
+    finally:
+        parsed.cwd, parsed.elsewhere = outer
+
+
+def _wrapped(name: str, start: int, words: list[str], dynamic: list[bool],
+             redirects: list[tuple[str, bool, tuple[str, str, bool]]], node: Node, text: str, parsed: Parsed,
+             depth: int) -> None:
+    """The command a wrapper runs, from `words[start]`."""
     if start >= len(words):
         if name in ("sudo", "doas") and any(w in ("-s", "-i", "--shell", "--login") or
                                             (w[:1] == "-" and w[1:2] != "-" and ("s" in w or "i" in w))
@@ -842,8 +968,7 @@ def _inner(name: str, words: list[str], dynamic: list[bool], redirects: list[tup
             if any(re.search(r"[\s;&|<>()`$]", w) for w in inner_words):
                 return parsed.unsure("parallel runs its command through a shell")
         open_at = next((i for i, d in enumerate(inner_dynamic) if d), len(inner_words))
-        parsed.commands.append(Command(inner_words, open_at, len(inner_words), (), parsed.elsewhere,
-                                       parsed.repeating))
+        _append(inner_words, open_at, len(inner_words), (), inner_dynamic, parsed)
         if inner_dynamic[0]:
             return parsed.unsure("xargs runs an expanded command name")
         return _inner(inner_words[0].rsplit("/", 1)[-1], inner_words, inner_dynamic, [], node, text, parsed,
@@ -897,11 +1022,14 @@ def _xargs_placeholder(name: str, options: list[str], dynamic: list[bool]) -> st
     return marker
 
 
-def _wrapped_start(name: str, words: list[str], dynamic: list[bool], parsed: Parsed, depth: int) -> int | None:
-    """Where the wrapped command starts, read with the wrapper's own option spec; None when unsure (an option
-    not known, an expansion among the options) or when `env -S` ran its split string."""
+def _wrapped_start(name: str, words: list[str], dynamic: list[bool], parsed: Parsed,
+                   depth: int) -> tuple[int, str, str] | None:
+    """(where the wrapped command starts, read with the wrapper's own option spec; the directory it runs in, if
+    the line names it; why it runs in one the line does not name, see `_moves`); None when unsure (an option not
+    known, an expansion among the options) or when `env -S` ran its split string."""
     if name == "bwrap":
-        return _bwrap_start(words, dynamic, parsed)
+        start = _bwrap_start(words, dynamic, parsed)
+        return None if start is None else (start, "", "`bwrap` runs it in a file system its options make")
     short, long, positionals = WRAPPERS[name]
     found = read_options(words, dynamic, Spec(short, long, name in ANY_LONG))
     if found.why:
@@ -912,17 +1040,74 @@ def _wrapped_start(name: str, words: list[str], dynamic: list[bool], parsed: Par
         while start < len(words) and _NAME.match(words[start]) and not dynamic[start]:
             _assigned(words[start], parsed)
             start += 1
-    if name == "env":
-        split = found.values("-S", "--split-string")
-        if split:  # env -S splits its argument into words: they and the remaining words are the command line
-            if any(dyn or value is None or "$" in value for value, dyn in split) or any(dynamic[start:]):
-                parsed.unsure("env -S splits an expanded string")
-                return None
-            import shlex
+    if name == "env" and found.has("-S", "--split-string"):
+        _env_split(words, dynamic, found, node=None, parsed=parsed, depth=depth)
+        return None
+    return (start + positionals, *_moves(name, found, words, dynamic))
 
-            _script(" ".join([str(split[-1][0]), *(shlex.quote(w) for w in words[start:])]), parsed, depth + 1)
-            return None
-    return start + positionals
+
+# env -S's own grammar (GNU env): words split at these; quotes, `\` escapes (`\_` is a space, `\c` ends the
+# string), `${VAR}` and `#` comments are read by rules of its own, not bash's: a string with them is unsure
+_ENV_SPLIT_PLAIN = re.compile(r"[^\\$'\"#]*")
+_ENV_SEPARATORS = re.compile(r"[ \t\n\v\f\r]+")
+
+
+def _env_split(words: list[str], dynamic: list[bool], found: Options, node: Node, parsed: Parsed,
+               depth: int) -> None:
+    """`env [OPTIONS] -S STRING [ARGS]`: env reads STRING's words as more of its own arguments, then ARGS: the
+    line env then reads (its options again, its assignments, the command) is added as a command of its own."""
+    name, value, dyn = found.found[-1]
+    if name not in ("-S", "--split-string") or sum(o in ("-S", "--split-string") for o, _, _ in found.found) > 1:
+        return parsed.unsure("env -S among other options: where its words go is not read here")
+    if dyn or value is None or any(dynamic[found.end:]) or not _ENV_SPLIT_PLAIN.fullmatch(value):
+        return parsed.unsure("env -S splits a string with quotes, escapes or variables (its own grammar, not "
+                             "bash's) or an expansion")
+    before: list[str] = []
+    for option, argument, _ in found.found[:-1]:
+        before += [option] if argument is None else [f"{option}={argument}"] if option.startswith("--") \
+            else [option, argument]
+    rest = words[found.end - 1:] if words[found.end - 1] == "--" and value != "--" else words[found.end:]
+    line = [words[0], *before, *[w for w in _ENV_SEPARATORS.split(value) if w], *rest]
+    if depth <= MAX_DEPTH:
+        _add(line, [False] * len(line), [], node, "", parsed, depth + 1)
+
+
+# Wrappers that run their command in another directory or root: (options naming a directory the line names,
+# relative to where it runs; options that move it where the line does not say). `_moves` adds those that move it
+# unless an option keeps it (`systemd-run` runs a service in `/` unless `--scope`/`--same-dir`, `pkexec` in the
+# target's home unless `--keep-cwd`, `chroot` always).
+CHDIR = {
+    "env": (("-C", "--chdir"), ()),
+    "sudo": (("-D", "--chdir"), ("-R", "--chroot", "-i", "--login")),
+    "unshare": (("-w", "--wd"), ("-R", "--root")),
+    "nsenter": ((), ("-w", "--wd", "-W", "--wdns", "-r", "--root")),
+    "proot": ((), ("-r", "--rootfs", "-R", "-S", "-b", "--bind", "-m", "--mount", "-w", "--pwd", "--cwd")),
+    "chpst": ((), ("-/", "-C")),
+    "run0": ((), ("-D", "--chdir", "-u", "--user")),
+    "systemd-run": ((), ("--working-directory",)),
+    "parallel": ((), ("--workdir",)),
+    "firejail": ((), ("--chroot", "--private", "--private-cwd", "--bind", "--overlay", "--overlay-named",
+                      "--overlay-tmpfs")),
+}
+ALWAYS_MOVES = {"chroot": (), "systemd-run": ("--scope", "-d", "--same-dir"), "pkexec": ("--keep-cwd",)}
+
+
+def _moves(name: str, found: Options, words: list[str], dynamic: list[bool]) -> tuple[str, str]:
+    """(the directory the wrapper runs its command in, when the line names it: `env -C sub`, `sudo -D sub`;
+    why it runs it where the line does not say: `chroot`, `sudo -i`, `nsenter -w`, `env -C $d`)."""
+    named, away = CHDIR.get(name, ((), ()))
+    for option, value, dyn in found.found:
+        if option in away or (name == "firejail" and option.startswith(("--private", "--overlay"))):
+            return "", f"`{name} {option}` runs it in another directory or root"
+    if name in ALWAYS_MOVES and not found.has(*ALWAYS_MOVES[name]):
+        return "", f"`{name}` runs it in another directory or root"
+    values = found.values(*named)
+    if not values:
+        return "", ""
+    value, dyn = values[-1]
+    if dyn or value is None:
+        return "", f"`{name}` runs it in a directory the text does not spell"
+    return value, ""
 
 
 def _bwrap_start(words: list[str], dynamic: list[bool], parsed: Parsed) -> int | None:
@@ -938,21 +1123,48 @@ def _bwrap_start(words: list[str], dynamic: list[bool], parsed: Parsed) -> int |
 
 
 def _shell(words: list[str], dynamic: list[bool], node: Node, text: str, parsed: Parsed, depth: int) -> None:
-    """`bash -c STRING`: the string is parsed again; a shell reading its script from input is unsure."""
-    i, has_c = 1, False
+    """`bash -c STRING`: the string is parsed again; a shell reading its script from its input (`-s`, no
+    operand, `/dev/stdin`) runs a literal here-string, parsed again, or is unsure; one reading it from a process
+    substitution or another descriptor (`bash <(…)`, `--rcfile /dev/fd/3`) is unsure. A shell whose grammar is
+    not bash's (`fish`, `csh`) running a string or its input is unsure."""
+    name = words[0].rsplit("/", 1)[-1]
+    i, has_c, has_s = 1, False, False
     while i < len(words) and words[i].startswith(("-", "+")) and words[i] not in ("-", "--"):
         word = words[i]
-        has_c = has_c or (not word.startswith("--") and "c" in word[1:])
-        i += 2 if word in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file") else 1
+        if word in ("--rcfile", "--init-file"):  # a file the shell runs first
+            if i + 1 < len(words) and (dynamic[i + 1] or _INPUT_FILE.search(words[i + 1])):
+                return parsed.unsure(f"a shell runs its `{word}` from its input or a descriptor")
+            i += 1
+        elif not word.startswith("--"):
+            has_c = has_c or "c" in word[1:]
+            has_s = has_s or "s" in word[1:]
+            i += sum(c in "oO" for c in word[1:])  # `-o pipefail`, `-eo pipefail`: each takes the next word
+        i += 1
     if i < len(words) and words[i] == "--":
         i += 1
-    if i < len(words) and words[i] != "-":
-        if not has_c:
-            return  # `bash script.sh`: a program like any other; its file is not read
+    operand = words[i] if i < len(words) and words[i] != "-" else None
+    if _foreign(name):
+        if has_c or has_s or operand is None or dynamic[i] or _INPUT_FILE.search(operand):
+            parsed.unsure(f"`{name}` runs a script in a grammar other than bash's")
+        return
+    if operand is not None and has_c:
         if dynamic[i]:
             return parsed.unsure("a shell runs an expanded string")
-        return _script(words[i], parsed, depth + 1)
+        return _script(operand, parsed, depth + 1)
+    if operand is not None and not has_s and operand not in ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"):
+        if dynamic[i] or _INPUT_FILE.search(operand):
+            return parsed.unsure("a shell runs a script from a process substitution, a descriptor or an expansion")
+        return  # `bash script.sh`: a program like any other; its file is not read
     _input(node, text, parsed, depth, "a shell reads its script from its input")
+
+
+def _foreign(shell: str) -> bool:
+    """A shell whose grammar is not bash's (a version in its name too: `fish3`)."""
+    return re.sub(r"[-.]?[0-9][0-9.]*$", "", shell.rsplit("/", 1)[-1]) in FOREIGN_SHELLS
+
+
+# a script file that is a pipe or a descriptor: a process substitution, /dev/stdin, /dev/fd/N, /proc/…/fd/N
+_INPUT_FILE = re.compile(r"^[<>]\(|(?:^|/)(?:dev|proc|fd)(?:/|$)|(?:^|/)std(?:in|out|err)$")
 
 
 def _input(node: Node, text: str, parsed: Parsed, depth: int, why: str) -> None:
@@ -992,30 +1204,70 @@ def _string_after(words: list[str], dynamic: list[bool], parsed: Parsed, depth: 
     _script(" ".join(words[start:]), parsed, depth + 1)
 
 
-def _su(words: list[str], dynamic: list[bool], parsed: Parsed, depth: int) -> None:
-    """`su [user] -c STRING`: the string is parsed again; `su` with no command is a shell reading its input."""
-    for i, word in enumerate(words[1:], 1):
-        if word.startswith("--command="):
-            return _script(word.partition("=")[2], parsed, depth + 1)
-        if word in ("-c", "--command") and i + 1 < len(words):
-            if dynamic[i + 1]:
-                return parsed.unsure("su runs an expanded string")
-            return _script(words[i + 1], parsed, depth + 1)
-    parsed.unsure("su opens a shell that reads its script from its input")
+def _su(name: str, words: list[str], dynamic: list[bool], node: Node, text: str, parsed: Parsed,
+        depth: int) -> None:
+    """`su|runuser [OPTIONS] [-] [USER [ARG…]]`, read as util-linux's getopt reads it (options and operands mix):
+    each `-c`/`--command`/`--session-command` string is parsed again (`-lc STRING`, `-cSTRING`); `runuser -u USER
+    COMMAND…` runs COMMAND; otherwise the user's shell runs with the ARGs (`su root -- -c STRING`), or reads its
+    script from its input. `-l`, `--login`, `-` run it in the user's home directory."""
+    found = read_options(words, dynamic, Spec(*WRAPPERS["runuser"][:2]))
+    if found.why:
+        return parsed.unsure(f"`{name}`: {found.why}")
+    operands = found.operands
+    login = found.has("-l", "--login") or bool(operands and operands[0][0] == "-")
+    operands = operands[1:] if operands and operands[0][0] == "-" else operands
+    if any(dyn or value is None or _foreign(value) for value, dyn in found.values("-s", "--shell")):
+        return parsed.unsure(f"`{name} -s` runs it with a shell whose grammar may not be bash's")
+    outer = parsed.elsewhere
+    if login:
+        parsed.elsewhere = parsed.elsewhere or f"`{name} -l` runs it in the user's home directory"
+    try:
+        strings = found.values("-c", "--command", "--session-command")
+        if name == "runuser" and found.has("-u", "--user") and not strings:
+            if not operands:
+                return parsed.unsure("runuser opens a shell that reads its script from its input")
+            return _add([w for w, _ in operands], [d for _, d in operands], [], node, text, parsed, depth + 1)
+        for value, dyn in strings:
+            if dyn or value is None:
+                return parsed.unsure(f"`{name}` runs an expanded string")
+            _script(value, parsed, depth + 1)
+        if strings:
+            return None
+        if len(operands) > 1:  # the words after the user are the shell's arguments
+            return _shell(["sh", *(w for w, _ in operands[1:])], [False, *(d for _, d in operands[1:])], node,
+                          text, parsed, depth + 1)
+        return _input(node, text, parsed, depth, f"`{name}` opens a shell that reads its script from its input")
+    finally:
+        parsed.elsewhere = outer
 
 
 def _find_exec(words: list[str], dynamic: list[bool], node: Node, text: str, parsed: Parsed, depth: int) -> None:
     """find's -exec/-ok commands: `{}` is each match (an expansion); -execdir/-okdir run in its directory."""
-    for i, word in enumerate(words):
-        if word in FIND_EXEC and i + 1 < len(words):
-            end = next((j for j in range(i + 1, len(words)) if words[j] in (";", "+")), len(words))
-            if end > i + 1 and depth <= MAX_DEPTH:
-                outer = parsed.elsewhere
-                if word.endswith("dir"):
-                    parsed.elsewhere = f"`find {word}` runs it in each match's directory"
-                _add(words[i + 1:end], [d or "{}" in w for w, d in zip(words[i + 1:end], dynamic[i + 1:end])],
-                     [], node, text, parsed, depth + 1)
-                parsed.elsewhere = outer
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word not in FIND_EXEC:
+            i += 1
+            continue
+        end = find_exec_end(words, i)
+        if end > i + 1 and depth <= MAX_DEPTH:
+            outer = parsed.elsewhere
+            if word.endswith("dir"):
+                parsed.elsewhere = f"`find {word}` runs it in each match's directory"
+            _add(words[i + 1:end], [d or "{}" in w for w, d in zip(words[i + 1:end], dynamic[i + 1:end])],
+                 [], node, text, parsed, depth + 1)
+            parsed.elsewhere = outer
+        i = end + 1
+
+
+def find_exec_end(words: list[str], i: int) -> int:
+    """Where the command of find's `-exec` (`-execdir`, `-ok`, `-okdir`) at `words[i]` ends, as GNU find ends it:
+    at `;`, or (-exec and -execdir only) at a `+` right after a word `{}`; len(words) when nothing ends it."""
+    plus = words[i] in ("-exec", "-execdir")
+    for j in range(i + 1, len(words)):
+        if words[j] == ";" or (plus and words[j] == "+" and j > i + 1 and words[j - 1] == "{}"):
+            return j
+    return len(words)
 
 
 def is_dynamic(raw: str) -> bool:

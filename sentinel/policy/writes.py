@@ -18,9 +18,11 @@ Directories: a relative path is taken from every directory the line can reach. T
 literal `cd DIR`/`pushd DIR` of the line (wherever it stands: a `cd` after a write in a loop, or before a
 function's call, still applies to it), followed both as text (`cd l/..` is `.`) and through its symlinks
 (`cd -P l/..`, `set -P`); a `cd` that may run more than once (in a loop or a function) is applied until no new
-directory comes. The set is unknown when a `cd` goes somewhere the text does not say (`cd $X`, `cd -`, a
-target CDPATH or `cdable_vars` may redirect), when too many directories are reachable, and when a command
-writes from a directory the line does not name (`find -execdir`, `env -C`, `sudo -D`, `chroot`).
+directory comes. A command the parse runs in a directory the line names (`env -C DIR`, `sudo -D DIR`, `git -C
+DIR`: `Command.cwd`) writes from there, its redirections from where the shell opens them. The set is unknown
+when a `cd` goes somewhere the text does not say (`cd $X`, `cd -`, a target CDPATH or `cdable_vars` may
+redirect), when too many directories are reachable, and when a command writes from a directory the line does not
+name (`find -execdir`, `env -C $d`, `chroot`, `sudo -i`: `Command.elsewhere`).
 
 It is unknown too when the line's parse is not sure, a write position holds an expansion (`$f`, a glob, `~`,
 a brace list, find's `{}`, xargs' input or its `-I` string), the line makes a symbolic link or puts an existing
@@ -73,10 +75,10 @@ READ_ONLY: dict[str, tuple[str, frozenset[str]] | None] = {
         "filesfirst", "du", "si", "inodes", "device", "timefmt", "sort", "nolinks", "metafirst"})),
     "env": ("aiuvS0", frozenset({"argv0", "ignore-environment", "null", "split-string", "unset", "debug",
                                  "block-signal", "default-signal", "ignore-signal", "list-signal-handling"})),
-    "sudo": ("AaBbCcEgHhiKklnPpSsTtUuVv", frozenset({
+    "sudo": ("AaBbCcEgHhiKklNnPpSsTtUuVv", frozenset({
         "askpass", "background", "bell", "close-from", "preserve-env", "group", "set-home", "host", "login",
-        "remove-timestamp", "reset-timestamp", "list", "non-interactive", "preserve-groups", "prompt", "role",
-        "stdin", "shell", "type", "command-timeout", "other-user", "user", "validate"})),  # not -e/-D/-R
+        "remove-timestamp", "reset-timestamp", "list", "no-update", "non-interactive", "preserve-groups", "prompt",
+        "role", "stdin", "shell", "type", "command-timeout", "other-user", "user", "validate"})),  # not -e/-D/-R
     "time": ("fpqv", frozenset({"format", "portability", "quiet", "verbose"})),  # not -o: it writes a file
     "rg": ("ABCcdEeFgHhiLlMmNnopqrSsTtUuvwxz0", frozenset({
         "after-context", "before-context", "context", "count", "count-matches", "max-depth", "encoding", "regexp",
@@ -219,6 +221,10 @@ GIT_LONG = frozenset("""
     ignore-unmatch cached expire ref mirror push-option recurse-submodules no-recurse-submodules
     porcelain thin no-thin ipv4 ipv6 set-url get-url no-deref create-reflog deref z
     """.split())
+# git's global options read here, with how many words each takes (-C, --git-dir, --work-tree: the parse says where
+# the command works, sentinel.policy.shell `Command.cwd`/`elsewhere`); any other makes what it writes unknown
+GIT_GLOBAL = {"-C": 1, "--git-dir": 1, "--work-tree": 1, "--no-pager": 0, "-P": 0, "--no-optional-locks": 0,
+              "--literal-pathspecs": 0, "--no-replace-objects": 0}
 GIT_MESSAGE = frozenset({"-m", "--message", "-F", "--file", "--author", "--date", "-am"})
 GIT_READ_CONFIG = frozenset({"--get", "--get-all", "--get-regexp", "--list", "-l", "--show-origin", "--show-scope",
                              "--name-only", "--null", "-z", "--type", "--bool", "--int", "--path", "--default",
@@ -391,7 +397,8 @@ def _command(command: Command, bases: list[str], root: str, out: Writes) -> tupl
     dynamic = [command.open_at is not None and i >= command.open_at for i in range(len(words))]
     if command.open_at == len(command.words):  # xargs: its input becomes more operands
         words, dynamic = words + ["(xargs input)"], dynamic + [True]
-    wrote = any([_redirected(target, bases, root, out) for target in command.redirects])
+    here, opened = (_moved(bases, cwd, root) for cwd in (command.cwd, command.opened))  # `env -C sub`, `git -C sub`
+    wrote = any([_redirected(target, opened, root, out) for target in command.redirects])
     name = words[0].rsplit("/", 1)[-1]
     if name in ("cd", "pushd"):
         return wrote, False  # see _bases
@@ -401,8 +408,13 @@ def _command(command: Command, bases: list[str], root: str, out: Writes) -> tupl
     elif why:
         out.unknown(why)
     for path in paths:
-        _land(path, bases, root, out)
-    return wrote or bool(paths), bool(paths) and _places_link(name, words, dynamic, bases)
+        _land(path, here, root, out)
+    return wrote or bool(paths), bool(paths) and _places_link(name, words, dynamic, here)
+
+
+def _moved(bases: list[str], cwd: str, root: str) -> list[str]:
+    """The directories a command runs in that runs in `cwd` (relative to each base, or absolute)."""
+    return list(dict.fromkeys(new for base in bases for new in _cd_to(base, cwd, root))) if cwd else bases
 
 
 def _places_link(name: str, words: list[str], dynamic: list[bool], bases: list[str]) -> bool:
@@ -523,7 +535,7 @@ def operands(words: list[str], dynamic: list[bool]) -> tuple[list[str], str]:
         return _sed(words, dynamic)
     if name == "dd":
         return _dd(words, dynamic)
-    if name in ("bash", "sh", "dash", "zsh", "ksh") and _runs_string(words):
+    if _runs_string(words) and _is_shell(name):
         return [], ""  # `bash -c STRING`: the parse yields the commands of the string
     if name in READ_ONLY:
         why = _read_only(name, words, dynamic)
@@ -567,12 +579,24 @@ def _values(found: Options, what: str, *names: str) -> tuple[list[str], str]:
     return [str(value) for value, _ in values], ""
 
 
+def _is_shell(name: str) -> bool:
+    from sentinel.policy.shell import _SHELL_NAME, SHELLS
+
+    return name in SHELLS or bool(_SHELL_NAME.fullmatch(name)) and not name.startswith(tuple(_FOREIGN))
+
+
+_FOREIGN = ("fish", "csh", "tcsh", "rc", "es", "xonsh", "elvish", "nu", "pwsh", "ion", "ysh")
+
+
 def _runs_string(words: list[str]) -> bool:
-    for word in words[1:]:
+    i = 1
+    while i < len(words):
+        word = words[i]
         if not word.startswith(("-", "+")) or word in ("-", "--"):
             return False
         if not word.startswith("--") and "c" in word[1:]:
             return True
+        i += 1 + (sum(c in "oO" for c in word[1:]) if not word.startswith("--") else word in ("--rcfile", "--init-file"))
     return False
 
 
@@ -620,9 +644,17 @@ def _git_options(words: list[str], dynamic: list[bool], sub: str) -> str:
 
 
 def _git(words: list[str], dynamic: list[bool]) -> tuple[list[str], str]:
+    """What `git [-C DIR]… SUB …` writes. A global option keeps it unknown, but what the subcommand names is still
+    written, relative to where git works (`-C DIR`, `--git-dir`, `--work-tree`: the parse says where,
+    `Command.cwd`/`elsewhere`): `git -C .claude rm settings.json` writes `.claude/settings.json`."""
     i = 1
-    if i < len(words) and words[i].startswith("-") and words[i] not in ("--version", "--help"):
-        return [], f"`git {words[i]}` (a global option) may work elsewhere"
+    while i < len(words) and words[i].startswith("-") and words[i] not in ("--version", "--help"):
+        if dynamic[i] or words[i] not in GIT_GLOBAL and not words[i].startswith(("--git-dir=", "--work-tree=")):
+            return [], f"`git {words[i]}` (a global option) may work elsewhere"
+        i += 1 + GIT_GLOBAL.get(words[i], 0)
+    if i > 1:
+        paths, why = _git(words[:1] + words[i:], dynamic[:1] + dynamic[i:])
+        return paths, why or f"`git {words[1]}` (a global option) may work elsewhere"
     if i >= len(words):
         return [], ""
     if dynamic[i]:
@@ -665,7 +697,9 @@ def _find(words: list[str], dynamic: list[bool]) -> tuple[list[str], str]:
     while i < len(words):
         word = words[i]
         if word in ("-exec", "-execdir", "-ok", "-okdir"):
-            i = next((j for j in range(i + 1, len(words)) if words[j] in (";", "+")), len(words)) + 1
+            from sentinel.policy.shell import find_exec_end
+
+            i = find_exec_end(words, i) + 1
             expression = True
             continue
         if word in ("(", ")", "!", ",") or (word.startswith("-") and len(word) > 1):
