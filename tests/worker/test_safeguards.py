@@ -504,12 +504,17 @@ def test_a_fix_that_never_passes_its_test_fails(scripted_server, configure, cli,
     assert "untested_fix" in out["error"]
 
 
-def test_what_names_a_command_that_must_pass():
+def test_what_names_a_command_that_must_pass(sentinel_home):
+    """A command is one the workspace grounds (its script, its test file, a Makefile target) or the task marks."""
     from sentinel.worker.safeguards.answer import must_pass
-    assert must_pass(FIX_TASK) == "python3 test_calc.py"
-    assert must_pass("Make pytest tests/test_x.py pass.") == "pytest tests/test_x.py"
-    assert must_pass("Run the script report.py and save its output to report.txt.") is None
-    assert must_pass("python3 hello.py should print Hello") is None
+    ws = _calc_workspace(sentinel_home)
+    (ws / "tests").mkdir()
+    (ws / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    (ws / "report.py").write_text("print(1)\n")
+    assert must_pass(FIX_TASK, ws) == "python3 test_calc.py"
+    assert must_pass("Make pytest tests/test_x.py pass.", ws) == "pytest tests/test_x.py"
+    assert must_pass("Run the script report.py and save its output to report.txt.", ws) is None
+    assert must_pass("python3 hello.py should print Hello", ws) is None
 
 
 KEEP = {"keep.txt": "keep me\n", "notes.md": "- one\n", "data.csv": "a,b\n1,2\n"}

@@ -13,7 +13,9 @@ A reply is not a final answer when it is
 - `invalid_file`: the request asks for a change and a JSON, YAML or TOML file it names no longer parses (the
   default model replaced settings.json with `debug = false`);
 - `untested_fix`: the request says a command must pass ("python3 test_calc.py fails. Fix ... so that the test
-  passes"), the turn changed files, and no command run since the last change ran it with exit code 0;
+  passes": `must_pass`, a command the request marks or the workspace grounds), the turn changed files, and no bash
+  line run since the last change ran it as a command and exited 0 with its status (`passed`: `echo test_calc.py`
+  and `python3 test_calc.py || true` do not);
 - `unbacked_claim`: it says an action was done ("I created notes.md") while no tool call of this turn changed
   anything;
 - `no_change`: the request asks for a change (it opens with an imperative like "Change", "Delete", "In
@@ -33,17 +35,23 @@ ends the run `failed` with the problem's `failure`.
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import os
 import re
+import shutil
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Collection
 
 import yaml
 
 from sentinel.models.toolcalls import invented
+from sentinel.policy import shell
 from sentinel.worker import deletes
+
+Node = Any  # a bashlex parse node (bashlex ships no types)
 
 TOOL_AS_TEXT, EMPTY, MISSING_OUTPUT, UNBACKED = "tool_call_as_text", "empty_answer", "missing_output", "unbacked_claim"
 UNRESOLVED, NO_CHANGE, UNGROUNDED, UNREAD = "unresolved_error", "no_change", "ungrounded_number", "unread_input"
@@ -298,27 +306,257 @@ def _no_change(text: str, turn: Turn) -> Problem | None:
                    "the task asks for a change and no tool call made one")
 
 
-# A command the request says must pass: `python3 test_calc.py`, `pytest tests/x.py`, `make test`.
-_CHECK = re.compile(r"\b(python3?\s+(?:-m\s+)?[\w./-]+"
-                    r"|pytest(?:\s+(?:-[\w-]+|[\w.:-]*(?:/|\.py)[\w./:-]*))*"
-                    r"|make(?:\s+[\w-]+)?|npm\s+test|go\s+test|cargo\s+test)")
-_PASS = re.compile(r"\bpass(?:es|ing)?\b|\bsucceeds?\b|\bworks?\b", re.IGNORECASE)
+# -- a command the task says must pass -------------------------------------------------------------------------
+# A command is taken from the request only when the request marks it as one (`backticks`, quotes) or its words name
+# something real: `python3 X` / `bash X` / `./X` a file in the workspace (or one the request asks to create),
+# `make T` a target of the workspace's Makefile, a test runner on PATH or whose project file is there. And only
+# when a word about passing or failing stands next to it ("python3 test_calc.py fails", "make lint should pass"):
+# "make sure everything still works" names no command, and "Set `timeout` to 30 ... so the service works" no check.
+_MARKED = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|(?<!\w)'([^'\n]+)'(?!\w)")
+_SHAPED = re.compile(r"(?<![\w./-])(?:python(?:3(?:\.\d+)?)?\s+(?:-m\s+)?[\w./-]+|(?:bash|sh)\s+[\w./-]+|\./[\w./-]+"
+                     r"|py\.?test(?:\s+(?:-[\w-]+|[\w.:-]*(?:/|\.py)[\w./:-]*))*|make(?:\s+[\w.-]+)?"
+                     r"|(?:npm|yarn|pnpm)\s+(?:run\s+)?test|go\s+test(?:\s+\./\S*)?|cargo\s+test|tox)(?![\w/-])")
+_VERDICT = re.compile(r"\b(?:pass(?:es|ed|ing)?|succeed(?:s|ed|ing)?|work(?:s|ed|ing)?|fail(?:s|ed|ing|ures?)?|"
+                      r"break(?:s|ing)?|broken|crash(?:es|ed|ing)?|errors?|green|exits?\s+(?:with\s+)?(?:code\s+|"
+                      r"status\s+)?0)\b", re.IGNORECASE)
+NEAR = 5  # words between a command and the word that says it must pass (or fails)
+# Commands whose success says nothing of the work: never a check, however the task or the draft names them.
+TRIVIAL = frozenset({"true", ":", "exit", "echo", "printf", "test", "[", "[[", "ls", "cat", "pwd", "sleep", "which",
+                     "type", "command", "yes", "env", "printenv", "whoami", "date", "head", "tail", "wc", "stat",
+                     "file", "id", "uname", "hostname"})
+# Test runners, and the files that show a workspace is theirs.
+RUNNERS: dict[str, tuple[str, ...]] = {
+    "pytest": ("test_*.py", "*_test.py", "conftest.py", "pytest.ini"), "unittest": ("test*.py",),
+    "tox": ("tox.ini",), "npm": ("package.json",), "yarn": ("package.json",), "pnpm": ("package.json",),
+    "go": ("go.mod", "*_test.go"), "cargo": ("Cargo.toml",)}
+INTERPRETERS = frozenset({"python", "bash", "sh", "zsh", "dash", "node", "ruby", "perl", "php", "Rscript", "lua"})
+_PYTHON = re.compile(r"python(?:3(?:\.\d+)?)?")
+# Options that change what a run prints, not what it runs: a run with them still runs the command.
+_QUIET: dict[str, frozenset[str]] = {
+    "pytest": frozenset({"-q", "-qq", "-v", "-vv", "-vvv", "-s", "-x", "--quiet", "--verbose", "--exitfirst",
+                         "--no-header", "-ra", "-rA", "--tb=short", "--tb=long", "--tb=line", "--tb=no",
+                         "--color=no", "--color=yes"}),
+    "python": frozenset({"-u", "-B"}), "unittest": frozenset({"-v", "-q", "-b", "-f"}),
+    "make": frozenset({"-s", "--silent", "--no-print-directory"})}
 
 
-def must_pass(request: str) -> str | None:
-    """The command the request says must pass, when it says so."""
-    found = _CHECK.search(request)
-    return found.group(1).strip() if found and _PASS.search(request) else None
+def must_pass(request: str, workspace: Path) -> str | None:
+    """The command the request says must pass: the first one it names that is grounded (above) with a word about
+    passing or failing next to it; None when it names none."""
+    marked = [(m.start(), m.end(), next(g for g in m.groups() if g is not None), True)
+              for m in _MARKED.finditer(request)]
+    shaped = [(m.start(), m.end(), m.group(0), False) for m in _SHAPED.finditer(request)
+              if not any(a <= m.start() < b for a, b, _, _ in marked)]
+    for start, end, text, is_marked in sorted(marked + shaped):
+        words = command_words(text)
+        if words and _near_verdict(request, start, end) and \
+                (grounded(words, workspace, outputs(request)) or is_marked and _on_path(words)):
+            return " ".join(text.split())
+    return None
+
+
+def _near_verdict(request: str, start: int, end: int) -> bool:
+    before = request[:start].split()[-NEAR:]
+    after = request[end:].split()[:NEAR + 1]
+    return bool(_VERDICT.search(" ".join(before + after)))
+
+
+def command_words(text: str) -> list[str]:
+    """The words of `text` when it is one simple command with nothing the shell expands; [] otherwise."""
+    parsed = shell.parse(text)
+    trees = _trees(text) if parsed.sure and parsed.commands else []
+    # the parse lists a wrapped command (`timeout 9 x`: x) and a script it reads (`./run.sh`) after the one that runs
+    if len(trees) != 1 or getattr(trees[0], "kind", "") != "command" or parsed.commands[0].open_at is not None:
+        return []
+    command = parsed.commands[0]
+    return command.words[:command.nwords]
+
+
+def _trees(text: str) -> list[Node]:
+    try:
+        import bashlex  # type: ignore[import-untyped]  # untyped, as in sentinel.policy.shell
+        return list(bashlex.parse(text))
+    except Exception:  # bashlex raises parse errors, NotImplementedError and worse: all mean "not sure"
+        return []
+
+
+def _on_path(words: list[str]) -> bool:
+    head = canon(words)[0]
+    return head not in TRIVIAL and "/" not in words[0] and shutil.which(words[0]) is not None
+
+
+def grounded(words: list[str], workspace: Path, made: Collection[str] = ()) -> bool:
+    """Whether a command names something real: a script in the workspace (or one the request asks to create:
+    `made`) that an interpreter runs, a target of its Makefile, a test runner whose project file is there (or that
+    is on PATH). Never a command whose success says nothing of the work (`true`, `echo ok`, `test -e x`)."""
+    if not words:
+        return False
+    name, base = canon(words), os.path.basename(words[0])
+    head, args = name[0], [w for w in name[1:] if not w.startswith("-")]
+    if head in TRIVIAL or base in TRIVIAL:
+        return False
+    if head == "make":
+        return not args or args[0] in make_targets(workspace)
+    if head in RUNNERS:
+        return shutil.which(head) is not None or any(
+            fnmatch.fnmatchcase(f.rsplit("/", 1)[-1], p) for f in listing(workspace) for p in RUNNERS[head])
+    if base in shell.SHELLS or "/" in words[0]:  # `bash run.sh`, `./run.sh`: canon names the script
+        return _real(workspace, head, made)
+    if head == "python" or base in INTERPRETERS:  # `python3 x.py`, `node x.js`
+        return bool(args) and _real(workspace, args[0], made)
+    module = _python_module(words)  # `python3 -m mypkg`
+    return bool(module) and (_real(workspace, f"{module}.py", made) or (workspace / module / "__main__.py").is_file())
+
+
+def _python_module(words: list[str]) -> str:
+    return words[2] if len(words) > 2 and _PYTHON.fullmatch(os.path.basename(words[0])) and words[1] == "-m" else ""
+
+
+def _real(workspace: Path, name: str, made: Collection[str]) -> bool:
+    return name in made or (workspace / name).is_file()
+
+
+VCS_STORES = frozenset({".git", ".hg", ".svn"})  # a version-control tool's own store: no file of the person's
+
+
+def listing(workspace: Path, most: int = 2000) -> list[str]:
+    """The workspace's files, dot-directories included but VCS_STORES, up to about `most` (a large tree is cut,
+    not skipped)."""
+    found: list[str] = []
+    for root, dirs, names in os.walk(workspace):
+        dirs[:] = [d for d in dirs if d not in VCS_STORES]
+        found += [os.path.relpath(os.path.join(root, n), workspace) for n in names]
+        if len(found) > most:
+            break
+    return found
+
+
+_TARGET = re.compile(r"^([^\s:#=][^:#=]*?)\s*::?(?!=)", re.MULTILINE)
+
+
+def make_targets(workspace: Path) -> set[str]:
+    """The targets the workspace's Makefile names (a rule's left side)."""
+    for name in ("GNUmakefile", "makefile", "Makefile"):
+        text = _read(workspace / name)
+        if text is not None:
+            return {t for m in _TARGET.finditer(text) for t in m.group(1).split()}
+    return set()
+
+
+def canon(words: list[str]) -> tuple[str, ...]:
+    """A command as what it runs: `python3 -m pytest` is `pytest`, `bash run.sh` and `./run.sh` are `run.sh`,
+    `python`/`python3.11` are `python`, paths normalised (`./x.py` is `x.py`); options kept in place."""
+    words = _unwrap(list(words))
+    if not words:
+        return ("",)
+    head, rest = os.path.basename(words[0]), words[1:]
+    if _PYTHON.fullmatch(head):
+        options = []
+        while rest and rest[0].startswith("-") and rest[0] != "-m":
+            options.append(rest.pop(0))
+        if rest[:1] == ["-m"] and len(rest) > 1:
+            return (rest[1], *options, *map(_norm, rest[2:]))
+        return ("python", *options, *map(_norm, rest))
+    if head in shell.SHELLS and rest and not rest[0].startswith("-"):
+        return (_norm(rest[0]), *map(_norm, rest[1:]))
+    if head in ("py.test", "pytest"):
+        return ("pytest", *map(_norm, rest))
+    return (_norm(words[0]) if "/" in words[0] else head, *map(_norm, rest))
+
+
+def _norm(word: str) -> str:
+    return word if word.startswith("-") or not word else os.path.normpath(word)
+
+
+_PASSES_THROUGH = {"timeout": 1, "nohup": 0, "command": 0, "exec": 0}  # wrappers whose exit status is the command's
+
+
+def _unwrap(words: list[str]) -> list[str]:
+    while words and words[0] in _PASSES_THROUGH:
+        rest = words[1:]
+        while rest and rest[0].startswith("-"):
+            rest = rest[1:]
+        words = rest[_PASSES_THROUGH[words[0]]:]
+    return words
+
+
+def same(run: list[str], wanted: list[str]) -> bool:
+    """Whether the command `run` runs `wanted`: the same command and arguments, read as `canon` reads them, give or
+    take options that change only what it prints."""
+    got, want = canon(run), canon(wanted)
+    quiet = _QUIET.get(want[0], frozenset())
+    return tuple(w for w in got if w not in quiet or w in want) == want
+
+
+def status_commands(line: str, depth: int = 0) -> list[list[str]]:
+    """The commands of a bash line whose success its exit status 0 proves: the last command, and those joined to it
+    by `&&` (not one before a `||`, a `;`, a `&`, nor a pipe's left side without `set -o pipefail`, nor a `!`), in
+    a subshell or brace group too, or in `bash -c` STRING. A line the parse is not sure of proves nothing, nor
+    one that changes directory (its paths are read elsewhere)."""
+    parsed = shell.parse(line)
+    if not parsed.sure or depth > shell.MAX_DEPTH:
+        return []
+    if any(c.words[:1] in (["cd"], ["pushd"]) and c.words[1:c.nwords] not in ([], ["."]) for c in parsed.commands):
+        return []
+    pipefail = any(c.words[:1] == ["set"] and "pipefail" in c.words for c in parsed.commands)
+    trees = _trees(line)
+    nodes: list[Node] = []
+    if trees:
+        _certain(trees[-1], pipefail, nodes)
+    out: list[list[str]] = []
+    for node in nodes:
+        if any(getattr(p, "kind", "") == "assignment" for p in node.parts):
+            continue  # `PATH=… pytest` may run anything
+        words = command_words(line[node.pos[0]:node.pos[1]])
+        if len(words) > 2 and words[0] in shell.SHELLS and words[1] == "-c":
+            out += status_commands(words[2], depth + 1)
+        elif words:
+            out.append(words)
+    return out
+
+
+def _certain(node: Node, pipefail: bool, out: list[Node]) -> None:
+    kind = getattr(node, "kind", "")
+    if kind == "command":
+        out.append(node)
+    elif kind == "pipeline":
+        if node.parts and getattr(node.parts[0], "kind", "") == "reservedword":  # `! cmd`
+            return
+        commands = [p for p in node.parts if getattr(p, "kind", "") != "pipe"]
+        for part in commands if pipefail else commands[-1:]:
+            _certain(part, pipefail, out)
+    elif kind == "list":
+        parts = list(node.parts)
+        if parts and getattr(parts[-1], "op", "") == ";":
+            parts.pop()  # a terminator, not a separator
+        ops = [getattr(p, "op", "") for p in parts[1::2]]
+        for i, part in enumerate(parts[::2]):
+            before = ops[i - 1] if i else ""
+            if before != "||" and all(op == "&&" for op in ops[i:]):
+                _certain(part, pipefail, out)
+    elif kind == "compound" and node.list and getattr(node.list[0], "word", "") in ("(", "{"):
+        inner = [p for p in node.list if getattr(p, "kind", "") != "reservedword"]
+        if inner:
+            _certain(inner[-1], pipefail, out)
 
 
 def passed(command: str, since_change: tuple[tuple[str, str], ...]) -> bool:
-    """Whether a command run after the last change ran `command` (its script, for `python3 X.py`) and exited 0."""
-    key = command.split()[-1] if command.startswith("python") else command  # the script, however it is run
-    return any(key in ran and result.startswith("exit code: 0") for ran, result in since_change)
+    """Whether a bash call after the last change ran `command`, as a command, and exited 0 because it did: its
+    line's exit status is that command's (see `status_commands`), and it ran the same words (see `same`). A line
+    that only mentions the command (`echo running test_calc.py`, `cat test_calc.py`), or hides its status
+    (`python3 test_calc.py || true`), does not count."""
+    wanted = command_words(command)
+    if not wanted:
+        return False
+    for ran, result in since_change:
+        code = _EXIT.match(result)
+        if code is not None and code.group(1) == "0" and any(same(w, wanted) for w in status_commands(ran)):
+            return True
+    return False
 
 
 def _untested(text: str, turn: Turn) -> Problem | None:
-    if not turn.changes or (command := must_pass(turn.request)) is None:
+    if not turn.changes or (command := must_pass(turn.request, turn.workspace)) is None:
         return None
     if passed(command, turn.since_change):
         return None

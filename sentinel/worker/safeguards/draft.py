@@ -16,8 +16,10 @@ the workspace and the journal like the derived ones. The merge is conservative:
 - `change` of a file that does not exist is dropped (there is nothing to compare with);
 - `delete` adds patterns only when the task's words made none (the derived `keep` list is never shrunk), and a
   pattern matching a file the task keeps is dropped; `keep` adds files that exist and no delete pattern matches;
-- `pass` is taken when the task's words named no command (the harness never runs it: it looks for the model's own
-  run of it, after the last change, exiting 0);
+- `pass` is taken when the task's words named no command and it is grounded in the workspace (it runs a script
+  that is there, a target its Makefile has, a test runner whose project file is there: `answer.grounded`), never a
+  command whose success says nothing of the work (`true`, `:`, `exit 0`, `echo …`, `test -e …`); the harness never
+  runs it: it looks for the model's own run of it, after the last change, exiting 0 (`answer.passed`);
 - `answer` adds an answer clause, which is never checked (the run then ends `done_unverified`), only when nothing
   else in the contract is checkable: beside a file or command the harness checks it would mark every run of a model
   that drafts one unverified, for nothing the harness could do; a question the task itself asks is derived from
@@ -35,7 +37,7 @@ from sentinel.jsontypes import JSONObject
 
 from sentinel.models import ModelClient, ModelError
 from sentinel.worker.safeguards import answer as answers
-from sentinel.worker.safeguards.contract import Contract, _digest, _files, _matches
+from sentinel.worker.safeguards.contract import Contract, _checks, _digest, _files, _matches
 
 ITEMS, CHARS = 6, 120  # at most this many paths per clause, this many characters per string
 _PATHS: JSONObject = {"type": "array", "items": {"type": "string", "maxLength": CHARS}, "maxItems": ITEMS}
@@ -126,7 +128,7 @@ def merge(derived: Contract, drafted: Draft, workspace: Path) -> Contract:
         if (found := _digest(workspace / name)) is not None:
             change[name] = found
             added.append(f"change {name}")
-        elif not (workspace / name).exists():
+        elif not os.path.lexists(workspace / name):
             create.append(name)
             added.append(f"create {name}")
     for name in filter(None, (inside(workspace, n) for n in drafted.change)):
@@ -144,9 +146,9 @@ def merge(derived: Contract, drafted: Draft, workspace: Path) -> Contract:
         if name in present and name not in keep and not _matches(name, delete):
             keep.append(name)
             added.append(f"keep {name}")
-    command = derived.command
-    if command is None and (said := drafted.command):
-        command = said
+    command, checks = derived.command, derived.checks
+    if command is None and (said := drafted.command) and answers.grounded(answers.command_words(said), workspace):
+        command, checks = said, _checks(said, workspace)
         added.append(f"pass `{said}`")
     asked = derived.answer
     checkable = create or change or delete or command
@@ -157,4 +159,4 @@ def merge(derived: Contract, drafted: Draft, workspace: Path) -> Contract:
         asked = said
         added.append(f"answer: {said}")
     return replace(derived, create=create, change=change, delete=delete, keep=keep, command=command, answer=asked,
-                   drafted=[*derived.drafted, *added])
+                   drafted=[*derived.drafted, *added], checks=checks)

@@ -1,0 +1,43 @@
+"""Task sentences: what must and must not become a `pass` clause (answer.must_pass), in the workspace WS. TUNING is
+the half the rules were written against; HELD_OUT was written with it, before the rules, and checked once after."""
+WS = {"calc.py": "def add(a, b):\n    return a - b\n",
+      "test_calc.py": "from calc import add\nassert add(2, 3) == 5\n",
+      "app.py": "print('hi')\n", "run_tests.sh": "python3 test_calc.py\n",
+      "Makefile": "test:\n\tpython3 test_calc.py\nlint build: app.py\n\ttrue\n",
+      "tests/test_api.py": "def test_a():\n    assert True\n", "config.ini": "timeout = 10\n"}
+TUNING = [
+    ("python3 test_calc.py fails. Fix the bug in calc.py so that python3 test_calc.py passes.", "python3 test_calc.py"),
+    ("Speed up the build and make sure everything still works.", None),
+    ("Rewrite the python script so that it works with python 3.11.", None),
+    ("Clean up the python code in the repo so it works on Debian.", None),
+    ("Make pytest tests/test_api.py pass.", "pytest tests/test_api.py"),
+    ("Fix the failing target so that `make test` passes.", "make test"),
+    ("Make sure the app works after you rename the config keys.", None),
+    ("Refactor calc.py; make test must still pass afterwards.", "make test"),
+    ("Fix run_tests.sh so that bash run_tests.sh succeeds.", "bash run_tests.sh"),
+    ("Run python3 app.py and save its output to out.txt.", None),
+    ("Make the python tests pass.", None),
+    ("Set `timeout` to 30 in config.ini so that the service works.", None),
+    ("Make sure make build works after updating the version.", "make build"),
+    ("The command `python3 -m pytest -q` fails; fix calc.py.", "python3 -m pytest -q"),
+    ("Update the readme and make it clear how the tool works.", None),
+    ("Fix calc.py so that python3 missing.py passes.", None),
+]
+HELD_OUT = [
+    ("calc.py has a bug: python3 test_calc.py fails with an AssertionError. Fix it.", "python3 test_calc.py"),
+    ("Make sure make deploy passes.", None),
+    ("Ensure `bash run_tests.sh` exits 0 after your change.", "bash run_tests.sh"),
+    ("Make the code work with python 3.12 and keep it simple.", None),
+    ("Please make the linter happy: make lint should pass.", "make lint"),
+    ("Fix the python tests in tests/ so they pass.", None),
+    ("Make sure the whole thing works on python3 without errors.", None),
+    ("Rename the function in calc.py and make sure pytest tests/test_api.py still passes.", "pytest tests/test_api.py"),
+    ("After your fix, ./run_tests.sh must succeed.", "./run_tests.sh"),
+    ("Write a short note to notes.md about how make works.", None),
+    ("Fix app.py so that 'python3 app.py' runs without errors.", "python3 app.py"),
+    ("Make sure python app works, then tidy up.", None),
+    ("Bump the version in config.ini; the build must still work.", None),
+    ("Get pytest passing again after the refactor of calc.py.", "pytest"),
+    ("Sort the imports in app.py so that python3 -m unittest passes.", "python3 -m unittest"),
+    ("Make sure `echo done` works.", None),
+]
