@@ -287,8 +287,12 @@ class Shell:
         changed = ([f"restored {visible(p)}" for p in list_in(done.get("restored"))]
                    + [f"removed {visible(p)}" for p in list_in(done.get("removed"))])
         self.io.say(escape("; ".join(changed) or "nothing to put back") + f" [dim](checkpoint {done.get('to')})[/]")
+        why = {**{p: "it was over 32 MiB and never stored" for p in list_in(done.get("unstored"))},
+               **{p: "restored without its owner or setuid/setgid bits" for p in list_in(done.get("attributes"))},
+               **{p: "it changed after the run's last step: kept as it is (move it aside and /undo again)"
+                  for p in list_in(done.get("kept"))}}
         for path in list_in(done.get("missing")):
-            self.io.error(f"could not restore {path}: its stored copy is missing")
+            self.io.error(f"could not restore {visible(path)}: {why.get(path, 'its stored copy is missing')}")
 
     def cmd_new(self, arg: str) -> None:
         self.session = None

@@ -305,7 +305,7 @@ DIGEST_HELP = ("Decide only if the call's digest is this one (`approvals` and `s
 
 def approve(ident: str = Argument(..., help=IDENT_HELP),
             always: bool = Option(False, "--always", help="A coding agent's ask: also allow this exact call "
-                                        "in this repository from now on: the same command in the same directory, "
+                                        "by the same coding agent in this repository from now on: the same command in the same directory, "
                                         "the same write of the same content to the same file, the same tool "
                                         "with the same arguments (sentinel hook allowlist). Refused for a write "
                                         "to Sentinel's own files."),
@@ -574,18 +574,47 @@ def undo(run_id: str = Argument(..., help="Run id."),
     if as_json:
         return print_json(done)
     for path in list_in(done.get("restored")):  # paths as the run's journal has them: shown escaped
-        print(f"restored {visible(path)}")
+        print(f"restored {_shown(path)}")
     for path in list_in(done.get("removed")):
-        print(f"removed {visible(path)}")
+        print(f"removed {_shown(path)}")
+    said = _undo_reasons(done)
+    why = ("its stored copy is missing or damaged, or its directory is out of the workspace's reach" if "kept" in done
+           else "left as it is")  # an answer without the reasons (a supervisor that relays only the paths)
     for path in list_in(done.get("missing")):
-        print(f"could not restore {visible(path)} (its stored copy is missing)", file=sys.stderr)
+        if path not in said:
+            print(f"could not restore {_shown(path)}: {why}", file=sys.stderr)
     if incomplete := list_in(done.get("incomplete")):
         steps = ", ".join(str(n) for n in incomplete)
-        print(f"steps {steps} were not recorded whole (a workspace too large to copy): files they changed "
-              "through a command may differ", file=sys.stderr)
-    if not (done["restored"] or done["removed"]):
+        print(f"steps {steps} were not recorded whole (a file over 32 MiB, a workspace too large to copy, or a "
+              "crash before the step was recorded): files they changed may differ", file=sys.stderr)
+    if not (done["restored"] or done["removed"] or done["missing"]):
         print(f"the workspace already matches checkpoint {done['to']} of run {run_id}")
+    elif done["missing"]:
+        back = len(list_in(done.get("restored"))) + len(list_in(done.get("removed")))
+        print(f"undo of run {run_id} to checkpoint {done['to']}: {back} put back, {len(list_in(done['missing']))} not "
+              "(said above)", file=sys.stderr)
     raise SystemExit(1 if done["missing"] else 0)
+
+
+def _undo_reasons(done: JSONObject) -> set[str]:
+    """Print why each path `undo` kept, could not bring back, or restored without its owner or mode; the paths."""
+    reasons = {"kept": "kept {} as it is: it changed after the run's last step, and undo would lose that (move it "
+                       "aside, then undo again to have the earlier version put back)",
+               "unstored": "could not restore {}: it was over 32 MiB, so the run never stored it (it is left as it is)",
+               "attributes": "restored {} without its owner, group or setuid/setgid bits: this user may not set "
+                             "them"}
+    said: set[str] = set()
+    for kind, line in reasons.items():
+        for path in list_in(done.get(kind)):
+            print(line.format(_shown(path)), file=sys.stderr)
+            said.add(str(path))
+    return said
+
+
+def _shown(path: object) -> str:
+    """A path `undo` names, as the journal keys it: a byte of its name that is not UTF-8 (kept as NUL and two hex
+    digits, sentinel/worker/undo.py) shown as `\\xff`, and nothing that could move the cursor."""
+    return visible(str(path).replace("\0", "\\x"))
 
 
 def register(app: "typer.Typer") -> None:

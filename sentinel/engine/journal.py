@@ -66,7 +66,7 @@ class Journal:
             stamped = _stamped(record, self.seq, now)
             out.append(stamped)
             lines.append(encode(stamped))
-        os.write(self._fd, ("\n".join(lines) + "\n").encode())
+        os.write(self._fd, _utf8("\n".join(lines) + "\n"))
         self._unsynced = True
         if sync if sync is not None else any(record.type not in DEFERRED for record in records):
             self.flush()
@@ -91,6 +91,14 @@ def _stamped(record: Record, seq: int, t: float) -> Record:
     if record.absent:
         stamped.__dict__["absent"] = record.absent - _STAMPS
     return stamped
+
+
+def _utf8(text: str) -> bytes:
+    """`text` as UTF-8, a lone surrogate (a file name that is not UTF-8, as os.fsdecode gives it) written as its
+    JSON escape (`\\udcff`): lossless, since `records.parse` reads it back as that surrogate, which os.fsencode
+    turns back into the name's byte. Outside a JSON string no such character occurs (`records.encode` writes the
+    structure in ASCII)."""
+    return text.encode("utf-8", "backslashreplace")
 
 
 def _parse_failpoint(spec: str | None) -> tuple[str, int] | None:

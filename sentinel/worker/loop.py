@@ -651,7 +651,22 @@ class AgentLoop:
         decision = self.decision_of(call.id)
         if tool is not None and tool.read_only and decision is not None:
             return self.execute_call(call.id, tool.name, decision)
-        self.result(call.id, INTERRUPTED, interrupted=True)
+        step = [] if tool is not None and tool.read_only else self._interrupted_step(call)
+        changed = [p.replace("\0", "\\x") for s in step for p in s.changes]  # a byte not UTF-8 as \xff
+        note = f" It changed {', '.join(changed[:20])}{' …' if len(changed) > 20 else ''}." if changed else ""
+        self.run.record(rec.Finished(call_id=call.id, result=INTERRUPTED + note, changed=bool(changed),
+                                     interrupted=True), *step)
+
+    def _interrupted_step(self, call: ToolCall) -> list[rec.WorkspaceStep]:
+        """The checkpoint of a call its process never finished (killed mid call): what the workspace holds now
+        against what the checkpoints last recorded (sentinel/worker/undo.py `recover`), so undo reverts it."""
+        try:
+            changes, complete = self._points.recover(self.state.workspace_steps)
+        except OSError:
+            changes, complete = {}, False
+        if not changes and complete:
+            return []
+        return [rec.WorkspaceStep(call_id=call.id, tool=call.name, changes=changes, complete=complete)]
 
     def result(self, call_id: str, text: str, *, changed: bool = False, interrupted: bool = False) -> None:
         self.run.record(rec.Finished(call_id=call_id, result=text, changed=changed, interrupted=interrupted))

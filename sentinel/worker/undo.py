@@ -1,41 +1,60 @@
 """Workspace checkpoints, one per tool call that changed files, and putting a workspace back: `sentinel undo`.
 
     points = Checkpoints(run_dir, workspace)
-    points.before("bash", args)           # before a call that may change files
-    changes, complete = points.after()     # after it: path -> [sha256, mode], or None for a path it removed
-    restore(run_dir, workspace, steps, to) # the workspace as it was after step `to` (0: before the run's first change)
-    undo_run(run_dir, workspace, to)       # `sentinel undo`: restore, journal the undo as a checkpoint, summarise
+    points.before("bash", args, known)        # before a call that may change files
+    changes, complete = points.after()        # after it: path -> entry, or None for a path it removed
+    changes, complete = points.recover(steps) # after a crash mid call: the workspace against the last record
+    restore(run_dir, workspace, steps, to)    # the workspace as it was after step `to` (0: before the first change)
+    undo_run(run_dir, workspace, to)          # `sentinel undo`: restore, journal the undo as a checkpoint, summarise
 
 Content-addressed: every file content the run may need again is one blob, `<run dir>/undo/blobs/<sha256>`, written
-once however many steps hold it. `<run dir>/undo/base.json` maps each workspace file to its blob as the run found
+once however many steps hold it. `<run dir>/undo/base.json` maps each workspace file to its entry as the run found
 it (taken at the run's first call that may change files); each `workspace_step` journal record holds only the paths
-that call changed. How a step's changes are found: before each call that may change files, the size, mtime, inode
-and mode of every workspace file are noted (a stat walk, no reading); after it, only the files whose stat moved are
-read and stored. A workspace over BASE_FILES files or BASE_BYTES bytes is not copied whole: then only the path a
-file tool names is kept (its before-image lazily, its after-image after the call) and a command's steps are
-`complete: false` (undo says so). Symlinks and directories are not recorded: undo puts back file contents and
-modes, and removes files the run created; directories the run made stay (empty).
+that call changed. An entry is [sha256, mode, uid, gid] (the mode with its setuid, setgid and sticky bits; journals
+from before owners were kept hold [sha256, mode]); a file over FILE_BYTES is never stored and its entry is
+["", mode, uid, gid, size, mtime_ns]: known to exist, its content beyond undo. A step that changed or removed such a
+file is `complete: false`, and undo says it cannot bring that file back; it never removes it.
 
-Every write and removal goes through openat2(RESOLVE_BENEATH) (sentinel/tools/fs.py): a path in a journal, which
-the agent can write, never leaves the workspace. In system mode the worker keeps the checkpoints as the agent's
-user, and a restore runs as that user too, never as root in the agent's tree: the supervisor starts
-`python -m sentinel.worker --undo RUN_ID` through Leash (sentinel/supervisor/workers.py `start_undo`), which calls
-`undo_run` as local mode does.
+How a step's changes are found: before each call that may change files, the size, mtime, ctime, inode, mode, uid
+and gid of every workspace file are noted (a stat walk, no reading; ctime because a write that puts its mtime back
+with utime still moves it); after it, only the files whose stat moved are read and stored. Those stats live in the
+process: after a crash mid call, the next process compares the workspace with the last recorded state (`recover`,
+reading every file once) and records the difference as the interrupted call's step. A workspace over BASE_FILES
+files or BASE_BYTES bytes is not copied whole: then only the path a file tool names is kept (its before-image
+lazily, its after-image after the call) and a command's steps are `complete: false` (undo says so). Symlinks and
+directories are not recorded: undo puts back file contents, modes and owners, and removes files the run created;
+directories the run made stay (empty).
+
+A path is named by its key: workspace-relative, each byte of its name that is not UTF-8 written as NUL and two hex
+digits (`x\\0ff.txt`). No file name holds a NUL, so a key names one path, and the journal holds only text.
+
+Undo never destroys what it did not record: a path whose content or mode differs from what the run's last step left
+there (the person's later work, a file made again after the run removed it) is kept as it is, named, and the rest
+is undone; moved aside, it is put back by undoing again. Replacing a file with other names (hard links) loses
+nothing, nor does replacing a symlink, FIFO or device (never recorded): those are replaced, never written through.
+
+Every write and removal is beneath the workspace (openat2(RESOLVE_BENEATH), sentinel/tools/fs.py, or one name at a
+time without following a symlink): a path in a journal, which the agent can write, never leaves the workspace. In
+system mode the worker keeps the checkpoints as the agent's user, and a restore runs as that user too, never as root
+in the agent's tree: the supervisor starts `python -m sentinel.worker --undo RUN_ID` through Leash
+(sentinel/supervisor/workers.py `start_undo`), which calls `undo_run` as local mode does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Collection, TypedDict
+from typing import TYPE_CHECKING, Collection, Literal, TypedDict
 
 from sentinel import paths
 from sentinel.engine.state import WorkspaceStep
 from sentinel.jsontypes import JSON, JSONObject
-from sentinel.tools.fs import Confined, OutsideRoot, openat2, relative
+from sentinel.tools.fs import Confined, OutsideRoot, relative
 
 if TYPE_CHECKING:
     from sentinel.engine.events import Listener
@@ -47,25 +66,36 @@ BASE_BYTES = 256 * 1024 * 1024   # nor one with more bytes
 FILE_BYTES = 32 * 1024 * 1024    # a larger file is never stored: a step that changed one is incomplete
 BASE_MANIFEST_BYTES = 64 * 1024 * 1024  # base.json is read up to this (BASE_FILES entries take far less)
 FILE_TOOLS = ("write_file", "edit_file")
-READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK  # a FIFO planted where a file was is never waited on
+READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO where a file was is never waited on
+DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+UNSTORED = ""                    # the sha256 of an entry whose content was never stored
 
-Stats = dict[str, tuple[int, int, int, int]]  # path -> (size, mtime_ns, inode, mode)
+Stat = tuple[int, int, int, int, int, int, int]  # size, mtime_ns, ctime_ns, inode, mode, uid, gid
+Stats = dict[str, Stat]
+Entry = list[JSON]
+Kind = Literal["absent", "file", "linked", "other", "dir"]  # what a restore finds at a path
+Attributes = tuple[bool, os.stat_result]  # whether a restored file's owner and mode are as recorded; its stat
 
 
 class Base(TypedDict):
-    """The base manifest: each path first touched, as it was before (path -> [sha256, mode]); `complete`: the
-    whole workspace was looked at first."""
+    """The base manifest: each path first touched, as it was before (path -> entry); `complete`: the whole
+    workspace was looked at first."""
 
     complete: bool
     files: JSONObject
 
 
 class Restored(TypedDict):
-    """What `restore` did: the changes as a `workspace_step` holds them, the paths it could not put back, and the
-    steps after the target that were incomplete."""
+    """What `restore` did: the changes as a `workspace_step` holds them; `missing`, every path it could not put
+    back, among them those `kept` (changed after the run: left as they are), `unstored` (never stored: beyond
+    undo) and `attributes` (content back, owner, group or setuid/setgid bits not); the steps after the target that
+    were incomplete."""
 
     changes: JSONObject
     missing: list[str]
+    kept: list[str]
+    unstored: list[str]
+    attributes: list[str]
     incomplete: list[int]
 
 
@@ -73,6 +103,9 @@ class Summary(TypedDict):
     restored: list[str]
     removed: list[str]
     missing: list[str]
+    kept: list[str]
+    unstored: list[str]
+    attributes: list[str]
     incomplete: list[int]
 
 
@@ -92,6 +125,7 @@ class Checkpoints:
         self._skip = {os.path.realpath(p) for p in (home, run_dir.parent, paths.state_dir(home))}
         self._stats: Stats | None = None  # the workspace as the last look saw it (this process only)
         self._path: str | None = None     # the path a file tool names, for an incomplete workspace
+        self._big = False                 # that path held a file too large to store before the call
 
     # -- the base manifest ----------------------------------------------------------
 
@@ -113,10 +147,12 @@ class Checkpoints:
             base = self._first_base()
         elif self._stats is None and base["complete"]:
             self._stats = _walk(self.workspace, skip=self._skip)
-        self._path = None
+        self._path, self._big = None, False
         if tool in FILE_TOOLS:
             path = _key(self.workspace, str(args.get("path") or ""))
             self._path = path
+            if path is not None and self._stats is None:
+                self._big = _size(self.workspace, path) > FILE_BYTES
             if path is not None and path not in base["files"] and path not in known:
                 entry = self._store_file(path)  # its before-image: a path first touched now
                 if entry is not None:
@@ -126,52 +162,88 @@ class Checkpoints:
     def _first_base(self) -> Base:
         stats = _walk(self.workspace, limit=True, skip=self._skip)
         files: JSONObject = {}
-        complete = stats is not None
         if stats is not None:
-            for path in stats:
-                entry = self._store_file(path)
-                if entry is not None:
+            for path, seen in stats.items():
+                entry = self._store_file(path, seen=seen)
+                if entry is not None:  # a file too large to store is in, as one that exists (unstored)
                     files[path] = entry
-        base: Base = {"complete": complete, "files": files}
+        base: Base = {"complete": stats is not None, "files": files}
         self._save_base(base)
         self._stats = stats
         return base
 
     def after(self) -> tuple[JSONObject, bool]:
-        """What the call changed: path -> [sha256, mode] or None (removed); and whether that is all of it."""
+        """What the call changed: path -> entry or None (removed); and whether that is all of it (false too when
+        it changed or removed a file too large to store: what it held before is beyond undo)."""
         if self._stats is None:  # a workspace too large to walk: the path a file tool named, nothing else
             if self._path is None:
                 return {}, False
-            return {self._path: self._store_file(self._path)}, True
+            entry = self._store_file(self._path)
+            return {self._path: entry}, not (self._big or _unstored(entry))
         now = _walk(self.workspace, skip=self._skip)
         if now is None:
             return {}, False
         changes: JSONObject = {}
         complete = True
         for path, seen in now.items():
-            if self._stats.get(path) != seen:
-                entry = self._store_file(path)
-                complete = complete and entry is not None
-                if entry is not None:
-                    changes[path] = entry
-        changes.update({path: None for path in self._stats if path not in now})
+            old = self._stats.get(path)
+            if old == seen:
+                continue
+            entry = self._store_file(path, seen=seen)
+            if entry is None and old is None:
+                continue  # gone again since the walk
+            changes[path] = entry
+            complete = complete and not _unstored(entry) and (old is None or old[0] <= FILE_BYTES)
+        for path, old in self._stats.items():
+            if path not in now:
+                changes[path] = None
+                complete = complete and old[0] <= FILE_BYTES
+        self._stats = now
+        return changes, complete
+
+    def recover(self, steps: list[WorkspaceStep]) -> tuple[JSONObject, bool]:
+        """What a call interrupted mid way (its process killed) changed, as `after` says it: the workspace against
+        the state the checkpoints last recorded. The stats its `before` took died with its process, so each file
+        is read and compared by content (once, at the resume). Without a whole base only the recorded paths are
+        compared, and the answer is incomplete."""
+        base = read_base(self.dir)
+        if base is None:
+            return {}, False  # the call's `before` never finished: nothing to compare with
+        last = state_at(base, steps, len(steps))
+        now = _walk(self.workspace, skip=self._skip) if base["complete"] else None
+        changes: JSONObject = {}
+        complete = now is not None
+        for path in dict.fromkeys([*last, *(now or ())]):
+            old = last.get(path)
+            if _path(self.workspace, path) is None:
+                continue  # no workspace path: a journal line this harness never wrote
+            gone = now is not None and path not in now
+            entry = None if gone else self._store_file(path, seen=now.get(path) if now is not None else None)
+            if not _differs(entry, old):
+                continue
+            changes[path] = entry
+            complete = complete and not _unstored(entry) and not _unstored(old)
         self._stats = now
         return changes, complete
 
     # -- blobs ------------------------------------------------------------------------
 
-    def _store_file(self, path: str) -> list[JSON] | None:
-        """[sha256, mode] of a workspace file, its content stored as a blob; None when it is no regular file
-        (or is too large to keep)."""
+    def _store_file(self, path: str, seen: Stat | None = None) -> Entry | None:
+        """The entry of a workspace file, its content stored as a blob (not when over FILE_BYTES); None when there
+        is no regular file at `path`. One `seen` by the walk that cannot be read is known to exist: unstored."""
         try:
-            fd = Confined(self.workspace).open(path, READ)
-        except (OSError, OutsideRoot):
-            return None
+            fd = _open(self.workspace, path, READ)
+        except (OSError, OutsideRoot) as exc:
+            if seen is None or not isinstance(exc, PermissionError):
+                return None
+            return _entry(UNSTORED, seen[4], seen[5], seen[6], seen[0], seen[1])
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_size > FILE_BYTES:
+            if not stat.S_ISREG(st.st_mode):
                 return None
-            data = f.read(FILE_BYTES + 1)
+            data = f.read(FILE_BYTES + 1) if st.st_size <= FILE_BYTES else None
+        if data is None or len(data) > FILE_BYTES:
+            return _stat_entry(UNSTORED, st)
         sha = hashlib.sha256(data).hexdigest()
         blob = self.dir / "blobs" / sha
         if not blob.exists():
@@ -179,7 +251,7 @@ class Checkpoints:
             tmp = blob.with_name(f".{sha}.tmp")
             tmp.write_bytes(data)
             os.replace(tmp, blob)
-        return [sha, stat.S_IMODE(st.st_mode)]
+        return _stat_entry(sha, st)
 
 
 def load_base(undo_dir: Path) -> Base:
@@ -194,7 +266,7 @@ def _no_base() -> Base:
 def read_base(undo_dir: Path) -> Base | None:
     """The base manifest; None when it is missing or is no manifest (a regular file of JSON with a `files` map)."""
     try:
-        fd = os.open(undo_dir / BASE, READ | os.O_CLOEXEC)
+        fd = os.open(undo_dir / BASE, READ)
         with os.fdopen(fd, "rb") as f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                 return None
@@ -207,14 +279,154 @@ def read_base(undo_dir: Path) -> Base | None:
     return {"complete": bool(data.get("complete")), "files": files}
 
 
+# -- entries --------------------------------------------------------------------------------
+
+
+def _entry(sha: str, mode: int, uid: int, gid: int, size: int, mtime_ns: int) -> Entry:
+    """[sha256, mode, uid, gid]; an unstored one adds [size, mtime_ns], what tells a change of it."""
+    head: Entry = [sha, stat.S_IMODE(mode), uid, gid]
+    return head if sha != UNSTORED else [*head, size, mtime_ns]
+
+
+def _stat_entry(sha: str, st: os.stat_result) -> Entry:
+    return _entry(sha, st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns)
+
+
+def _valid(entry: JSON) -> bool:
+    """An entry as this module writes it (the journal and base manifest are the agent's to write)."""
+    if not isinstance(entry, list) or len(entry) not in (2, 4, 6) or not isinstance(entry[0], str):
+        return False
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in entry[1:]):
+        return False
+    if entry[0] == UNSTORED:
+        return len(entry) == 6
+    return len(entry) != 6 and _SHA.fullmatch(entry[0]) is not None
+
+
+_SHA = re.compile("[0-9a-f]{64}")
+
+
+def _unstored(entry: JSON) -> bool:
+    return isinstance(entry, list) and bool(entry) and entry[0] == UNSTORED
+
+
+def _same(a: JSON, b: JSON) -> bool:
+    """Whether two entries hold the same content and mode (an unstored one: the same size and mtime); an entry
+    without owners (an older journal's) has only the permission bits."""
+    if a is None or b is None:
+        return a is b
+    if not (_valid(a) and _valid(b)) or not isinstance(a, list) or not isinstance(b, list) or a[0] != b[0]:
+        return False
+    mask = 0o7777 if len(a) > 2 and len(b) > 2 else 0o777
+    return (_int(a[1]) & mask) == (_int(b[1]) & mask) and a[4:] == b[4:]
+
+
+def _int(value: JSON) -> int:
+    return value if isinstance(value, int) else -1
+
+
+def _owner(entry: JSON) -> tuple[int, int] | None:
+    if isinstance(entry, list) and len(entry) >= 4 and isinstance(entry[2], int) and isinstance(entry[3], int):
+        return entry[2], entry[3]
+    return None
+
+
+def _differs(a: JSON, b: JSON) -> bool:
+    """Content, mode or owner (when both entries have one)."""
+    return not _same(a, b) or (_owner(a) is not None and _owner(b) is not None and _owner(a) != _owner(b))
+
+
+# -- keys and paths -------------------------------------------------------------------------
+
+
+def _key_of(rel: str) -> str:
+    """The key of a workspace-relative path as os.fsdecode gives it: a byte that is not UTF-8 (a lone surrogate
+    U+DC80-DCFF) written as NUL and two hex digits."""
+    if rel.isascii():
+        return rel
+    return "".join(f"\0{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else c for c in rel)
+
+
+def _path(workspace: Path, key: str) -> str | None:
+    """The path (os.fsdecode's form) a key names; None when it is no key this module writes: not one workspace
+    path beneath `workspace`, or not in the one form `_key_of` gives."""
+    if "\0" not in key:
+        path = key
+    else:
+        head, *rest = key.split("\0")
+        if not all(len(p) >= 2 and re.fullmatch("[89a-f][0-9a-f]", p[:2]) for p in rest):
+            return None
+        path = head + "".join(chr(0xDC00 + int(p[:2], 16)) + p[2:] for p in rest)
+    return path if _key(workspace, path) == key else None
+
+
 def _key(workspace: Path, path: str) -> str | None:
-    """`path` as the workspace-relative key the manifests use; None when it leaves the workspace."""
+    """`path` as the workspace-relative key the manifests use; None when it leaves the workspace (or is no name a
+    file system can hold)."""
     try:
         rel = relative(workspace, path)
-    except OutsideRoot:
+        os.fsencode(rel)
+    except (OutsideRoot, UnicodeError):
         return None
     key = os.path.normpath(rel)
-    return None if key == "." or key.startswith("../") or key == ".." else key
+    return None if key == "." or key.startswith("../") or key == ".." else _key_of(key)
+
+
+def _parent(workspace: Path, key: str, create: bool = False) -> tuple[int, str]:
+    """An O_PATH fd of the directory holding the file `key` names (made, with `create`), beneath the workspace,
+    and the file's name in it. A directory whose name is not UTF-8 is entered one name at a time, never through
+    a symlink (openat2 takes text). Raises OSError or OutsideRoot."""
+    path = _path(workspace, key)
+    if path is None:
+        raise OutsideRoot(key)
+    parent, _, name = path.rpartition("/")
+    fs = Confined(workspace)
+    if _key_of(parent) == parent:
+        return (fs.makedirs(parent) if create and parent else fs.open(parent or ".", os.O_PATH | os.O_DIRECTORY)), name
+    fd = os.open(workspace, DIR)
+    for part in parent.split("/"):
+        try:
+            nxt = _subdir(fd, part, create)
+        finally:
+            os.close(fd)
+        fd = nxt
+    return fd, name
+
+
+def _subdir(fd: int, name: str, create: bool) -> int:
+    try:
+        sub = os.open(name, DIR, dir_fd=fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+        os.mkdir(name, 0o755, dir_fd=fd)
+        sub = os.open(name, DIR, dir_fd=fd)
+    if not stat.S_ISDIR(os.fstat(sub).st_mode):  # O_PATH with O_NOFOLLOW opens a symlink itself
+        os.close(sub)
+        raise OutsideRoot(name)
+    return sub
+
+
+def _size(workspace: Path, key: str) -> int:
+    """The size of the regular file `key` names; 0 for anything else."""
+    try:
+        fd = _open(workspace, key, os.O_PATH)
+    except (OSError, OutsideRoot):
+        return 0
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
+def _open(workspace: Path, key: str, flags: int) -> int:
+    """The file `key` names, opened beneath the workspace with `flags` (never following a symlink at its name)."""
+    fd, name = _parent(workspace, key)
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def _walk(workspace: Path, limit: bool = False, skip: Collection[str] = ()) -> Stats | None:
@@ -232,8 +444,8 @@ def _walk(workspace: Path, limit: bool = False, skip: Collection[str] = ()) -> S
                         if not skip or os.path.realpath(entry.path) not in skip:
                             stack.append(Path(entry.path))
                     elif stat.S_ISREG(st.st_mode):
-                        seen[os.path.relpath(entry.path, workspace)] = (st.st_size, st.st_mtime_ns, st.st_ino,
-                                                                        st.st_mode)
+                        seen[_key_of(os.path.relpath(entry.path, workspace))] = (
+                            st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode, st.st_uid, st.st_gid)
                         total += st.st_size
                         if limit and (len(seen) > BASE_FILES or total > BASE_BYTES):
                             return None
@@ -246,7 +458,7 @@ def _walk(workspace: Path, limit: bool = False, skip: Collection[str] = ()) -> S
 
 
 def state_at(base: Base, steps: list[WorkspaceStep], to: int) -> JSONObject:
-    """path -> [sha256, mode] or None: the workspace as the checkpoints know it after step `to`."""
+    """path -> entry or None: the workspace as the checkpoints know it after step `to`."""
     files: JSONObject = dict(base["files"])
     for step in steps[:to]:
         for path, entry in (step.get("changes") or {}).items():
@@ -256,80 +468,183 @@ def state_at(base: Base, steps: list[WorkspaceStep], to: int) -> JSONObject:
 
 def restore(run_dir: Path, workspace: Path, steps: list[WorkspaceStep], to: int) -> Restored:
     """Put every path a step after `to` changed back as it was after step `to` (a file removed when it did not
-    exist then). Returns the changes made, as a `workspace_step` holds them, and what could not be restored."""
+    exist then), except one that changed after the run's last step (kept). Returns the changes made, as a
+    `workspace_step` holds them, and what could not be restored."""
     if not 0 <= to <= len(steps):
         raise UndoError(f"no step {to}: the run has checkpoints 0 (before its first change) to {len(steps)}")
     undo_dir = run_dir / UNDO
     base = read_base(undo_dir)
     wanted = state_at(base or _no_base(), steps, to)
+    last = state_at(base or _no_base(), steps, len(steps))
     touched = list(dict.fromkeys(p for step in steps[to:] for p in (step.get("changes") or {})))
-    fs = Confined(workspace)
-    changes: JSONObject = {}
-    missing: list[str] = []
+    done: Restored = {"changes": {}, "missing": [], "kept": [], "unstored": [], "attributes": [], "incomplete": []}
     for path in touched:
-        entry = wanted.get(path)
-        if _key(workspace, path) != path:
-            missing.append(path)  # not a plain workspace path: a journal line this harness never wrote
-        elif entry is None and base is None:
-            missing.append(path)  # without the base manifest, whether it was there before the run is unknown
-        elif entry is None:
-            if _exists(fs, path) and _remove(fs, path):
-                changes[path] = None
-        elif _current(fs, path) != entry:
-            if _put(fs, undo_dir, path, entry):
-                changes[path] = entry
-            else:
-                missing.append(path)
-    incomplete = [i + 1 for i, step in enumerate(steps[to:], start=to) if not step.get("complete", True)]
-    return {"changes": changes, "missing": missing, "incomplete": incomplete}
+        if _path(workspace, path) is None:
+            done["missing"].append(path)  # not a plain workspace path: a journal line this harness never wrote
+        elif wanted.get(path) is None and base is None:
+            done["missing"].append(path)  # without the base manifest, whether it was there before the run is unknown
+        else:
+            _put_back(workspace, undo_dir, path, wanted.get(path), last.get(path), done)
+    done["missing"] += [p for p in (*done["kept"], *done["unstored"], *done["attributes"]) if p not in done["missing"]]
+    done["incomplete"] = [i + 1 for i, step in enumerate(steps[to:], start=to) if not step.get("complete", True)]
+    return done
 
 
-def _exists(fs: Confined, path: str) -> bool:
+def _put_back(workspace: Path, undo_dir: Path, path: str, want: JSON, left: JSON, done: Restored) -> None:
+    """Make `path` hold `want` (None: no file), unless a file of one name is there that is not what the run left
+    (`left`): replacing it would lose it. A directory is neither removed nor written over."""
     try:
-        os.close(fs.open(path, os.O_PATH | os.O_NOFOLLOW))
-        return True
+        kind, now = _look(workspace, path)
     except (OSError, OutsideRoot):
-        return False
+        if want is not None:
+            done["missing"].append(path)  # its directory is out of reach (a symlink out of the workspace)
+        return
+    if kind in ("file", "linked") and not _differs(now, want):
+        return  # as wanted already
+    if kind == "file" and not _same(now, left):
+        done["kept"].append(path)
+    elif want is None:
+        if kind != "absent" and _remove(workspace, path):
+            done["changes"][path] = None
+    elif _unstored(want):
+        done["unstored"].append(path)
+    elif not isinstance(want, list) or not _valid(want):
+        done["missing"].append(path)
+    elif kind == "file" and now is not None and now[0] == want[0]:
+        _settle(workspace, path, want, done)  # the content is there: its mode or owner is not
+    elif not _write(workspace, undo_dir, path, want, _owner(now) if kind == "file" else None, kind == "file", done):
+        done["missing"].append(path)
 
 
-def _current(fs: Confined, path: str) -> list[JSON] | None:
+def _look(workspace: Path, path: str) -> tuple[Kind, Entry | None]:
+    """What is at `path` now: absent, a regular file of one name or of several (with its entry, its content hashed
+    unless it is too large to store), a directory, or something else (a symlink, FIFO, socket or device)."""
+    fd, name = _parent(workspace, path)
     try:
-        fd = fs.open(path, READ)
-    except (OSError, OutsideRoot):
-        return None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return "absent", None
+        if stat.S_ISDIR(st.st_mode):
+            return "dir", None
         if not stat.S_ISREG(st.st_mode):
-            return None
-        return [hashlib.sha256(f.read()).hexdigest(), stat.S_IMODE(st.st_mode)]
+            return "other", None
+        kind: Kind = "linked" if st.st_nlink > 1 else "file"
+        if st.st_size > FILE_BYTES:
+            return kind, _stat_entry(UNSTORED, st)
+        with os.fdopen(os.open(name, READ, dir_fd=fd), "rb") as f:
+            st = os.fstat(f.fileno())
+            return kind, _stat_entry(hashlib.sha256(f.read(FILE_BYTES + 1)).hexdigest(), st)
+    finally:
+        os.close(fd)
 
 
-def _put(fs: Confined, undo_dir: Path, path: str, entry: JSON) -> bool:
-    """Write the blob `entry` names at `path`, with its mode; False when the blob is missing or does not hash to
-    its name (the store is the agent's to write: a blob is checked before it is used)."""
-    if not (isinstance(entry, list) and len(entry) == 2):
-        return False
-    sha, mode = entry
-    if not isinstance(sha, str) or not isinstance(mode, int) or len(sha) != 64 \
-            or not all(c in "0123456789abcdef" for c in sha):
-        return False
+def _write(workspace: Path, undo_dir: Path, path: str, want: Entry, owner: tuple[int, int] | None, in_place: bool,
+           done: Restored) -> bool:
+    """Put the blob `want` names at `path`, with its mode and owner (`owner` for an entry without one): over the file
+    there (`in_place`: a file of one name), else as a new file; the change is what the file then is. False when the
+    blob is missing or does not hash to its name (the store is the agent's to write: checked before use)."""
+    sha = str(want[0])
     data = _blob(undo_dir, sha)
     if data is None or hashlib.sha256(data).hexdigest() != sha:
         return False
     try:
-        if _foreign(fs, path):
-            _remove(fs, path)  # planted where the file was: replaced by the file, never written through
-        fs.write_bytes(path, data, mode & 0o777, exact_mode=True)
+        fd, name = _parent(workspace, path, create=True)
     except (OSError, OutsideRoot):
         return False
-    return True
+    try:
+        write = _overwrite if in_place else _replace
+        ok, st = write(fd, name, data, want, owner)
+    except OSError:
+        return False
+    else:
+        _record(done, path, sha, st, ok)
+        return True
+    finally:
+        os.close(fd)
+
+
+def _record(done: Restored, path: str, sha: str, st: os.stat_result, ok: bool) -> None:
+    """A path put back: its entry as it now is (an owner or mode that could not be set is not claimed)."""
+    done["changes"][path] = _stat_entry(sha, st)
+    if not ok:
+        done["attributes"].append(path)
+
+
+def _overwrite(fd: int, name: str, data: bytes, want: Entry, owner: tuple[int, int] | None) -> Attributes:
+    """Write over the file of one name there (it keeps its owner when this user cannot give it back); anything else
+    found there is replaced. Returns whether the owner and mode are as wanted."""
+    try:
+        out = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+    except OSError:
+        return _replace(fd, name, data, want, owner)
+    with os.fdopen(out, "wb") as f:
+        st = os.fstat(out)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:  # another name would see the write: replaced
+            return _replace(fd, name, data, want, owner)
+        os.set_blocking(out, True)
+        os.ftruncate(out, 0)
+        f.write(data)
+        f.flush()
+        return _attributes(out, want, owner)
+
+
+def _replace(fd: int, name: str, data: bytes, want: Entry, owner: tuple[int, int] | None) -> Attributes:
+    """A new file renamed over `name`: a hard link, symlink or FIFO there is replaced, never written through."""
+    tmp = f".sentinel-undo-{os.urandom(6).hex()}"
+    try:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                               dir_fd=fd), "wb") as f:
+            f.write(data)
+            f.flush()
+            result = _attributes(f.fileno(), want, owner)
+        os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=fd)
+        raise
+    return result
+
+
+def _settle(workspace: Path, path: str, want: JSON, done: Restored) -> None:
+    """Put back the owner and mode of a file whose content is already what `want` holds."""
+    try:
+        fd = _open(workspace, path, READ)
+    except (OSError, OutsideRoot):
+        return done["missing"].append(path)
+    try:
+        ok, st = _attributes(fd, want, None)
+    finally:
+        os.close(fd)
+    _record(done, path, str(want[0]) if isinstance(want, list) else "", st, ok)
+
+
+def _attributes(fd: int, want: JSON, owner: tuple[int, int] | None) -> Attributes:
+    """Give the open file the owner and mode `want` records (an entry without an owner: `owner`, and only its
+    permission bits); whether that was permitted (a chown takes root; the kernel drops a setgid bit for a group the
+    user is not in), and the file's stat after."""
+    assert isinstance(want, list)
+    full = len(want) > 2
+    mode = _int(want[1]) & (0o7777 if full else 0o777)
+    owner = _owner(want) or owner
+    st = os.fstat(fd)
+    ok = True
+    if owner is not None and (st.st_uid, st.st_gid) != owner:
+        try:
+            os.fchown(fd, *owner)  # before the mode: a chown clears setuid and setgid
+        except OSError:
+            ok = False
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, mode)
+    st = os.fstat(fd)
+    return ok and stat.S_IMODE(st.st_mode) & (0o7777 if full else 0o777) == mode, st
 
 
 def _blob(undo_dir: Path, sha: str) -> bytes | None:
     """A stored content, if its blob is a regular file no larger than any stored one (a FIFO or device planted as a
     blob is never waited on or read)."""
     try:
-        fd = os.open(undo_dir / "blobs" / sha, READ | os.O_CLOEXEC)
+        fd = os.open(undo_dir / "blobs" / sha, READ)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
@@ -339,40 +654,14 @@ def _blob(undo_dir: Path, sha: str) -> bytes | None:
     return data if len(data) <= FILE_BYTES else None
 
 
-def _foreign(fs: Confined, path: str) -> bool:
-    """Something at `path` a restore must remove before it writes: a symlink, a FIFO, socket or device (opening one
-    would follow it or wait; `Confined.write_bytes` refuses them). A file with another name elsewhere (a hard link)
-    is no concern here: `write_bytes` replaces such a name, never writes through it. A directory is left for the
-    write to fail on."""
-    parent, _, name = path.rpartition("/")
+def _remove(workspace: Path, path: str) -> bool:
     try:
-        fd = fs.open(parent or ".", os.O_PATH | os.O_DIRECTORY)
-    except (OSError, OutsideRoot):
-        return False
-    try:
-        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return not stat.S_ISDIR(st.st_mode) and not stat.S_ISREG(st.st_mode)
-
-
-def _remove(fs: Confined, path: str) -> bool:
-    parent, _, name = path.rpartition("/")
-    try:
-        root_fd = os.open(fs.root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            fd = openat2(root_fd, parent or ".", os.O_PATH | os.O_DIRECTORY, 0, fs.resolve)
-        finally:
-            os.close(root_fd)
+        fd, name = _parent(workspace, path)
     except (OSError, OutsideRoot):
         return False
     try:
         os.unlink(name, dir_fd=fd)
         return True
-    except FileNotFoundError:
-        return False
     except OSError:
         return False
     finally:
@@ -401,7 +690,7 @@ def undo_run(run_dir: Path, workspace: Path, to: int | None, listener: Listener 
     """Put the run's workspace back as it was after checkpoint `to` (0: before its first change; None: the one before
     the latest), holding the run's lease (Busy while another process executes it); the undo is itself a checkpoint,
     journaled, so it can be undone too (`listener` hears its event). Returns what `sentinel undo` prints: id, to,
-    restored, removed, missing, incomplete."""
+    restored, removed, missing (among them kept, unstored and attributes), incomplete."""
     from sentinel.engine import records
     from sentinel.engine.run import Run
 
@@ -415,11 +704,13 @@ def undo_run(run_dir: Path, workspace: Path, to: int | None, listener: Listener 
             run.record(records.WorkspaceStep(call_id="", tool="undo", changes=done["changes"], undo=target))
     s = summary(done)
     return {"id": run_dir.name, "to": target, "restored": [*s["restored"]], "removed": [*s["removed"]],
-            "missing": [*s["missing"]], "incomplete": [*s["incomplete"]]}
+            "missing": [*s["missing"]], "kept": [*s["kept"]], "unstored": [*s["unstored"]],
+            "attributes": [*s["attributes"]], "incomplete": [*s["incomplete"]]}
 
 
 def summary(done: Restored) -> Summary:
     changes = done["changes"]
     return {"restored": sorted(p for p, e in changes.items() if e is not None),
             "removed": sorted(p for p, e in changes.items() if e is None),
-            "missing": done["missing"], "incomplete": done["incomplete"]}
+            "missing": done["missing"], "kept": done["kept"], "unstored": done["unstored"],
+            "attributes": done["attributes"], "incomplete": done["incomplete"]}

@@ -145,7 +145,7 @@ def test_a_journal_base_or_blob_the_agent_rewrote_never_writes_outside_and_the_u
     run_dir = Path(pw.pw_dir) / ".sentinel" / "runs" / run_id
     undo_dir = run_dir / "undo"
     base = json.loads((undo_dir / "base.json").read_text())
-    sha, mode = base["files"]["data.csv"]
+    sha = base["files"]["data.csv"][0]  # [sha256, mode, uid, gid]
     _as_agent(name, "sh", "-c", f"cat > '{undo_dir / 'blobs' / sha}'", input="forged by the agent\n")  # the blob
     planted = Path(pw.pw_dir) / "planted.txt"   # ../../planted.txt from the workspace: the agent's own home
     gone = system.base / "agents-file.txt"      # an absolute path outside, which the agent's user may write
