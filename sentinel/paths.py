@@ -49,7 +49,8 @@ def write_atomic(path: Path, text: str, mode: int = 0o600, sync: bool = True, ke
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600 if keep else mode)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        # a lone surrogate (an agent-made file name that is not UTF-8, quoted in a note) is written as its escape
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
             if keep:
                 _set_owner(fd, path, mode)
             f.write(text)

@@ -572,14 +572,14 @@ def undo(run_id: str = Argument(..., help="Run id."),
     with _engine() as engine:
         done = engine.undo(run_id, to)
     if as_json:
-        return print_json(done)
+        print_json(done)
+        raise SystemExit(1 if done["missing"] else 0)  # as the text form: not all put back is a failure
     for path in list_in(done.get("restored")):  # paths as the run's journal has them: shown escaped
         print(f"restored {_shown(path)}")
     for path in list_in(done.get("removed")):
         print(f"removed {_shown(path)}")
     said = _undo_reasons(done)
-    why = ("its stored copy is missing or damaged, or its directory is out of the workspace's reach" if "kept" in done
-           else "left as it is")  # an answer without the reasons (a supervisor that relays only the paths)
+    why = "its stored copy is missing or damaged, or its directory is out of the workspace's reach"
     for path in list_in(done.get("missing")):
         if path not in said:
             print(f"could not restore {_shown(path)}: {why}", file=sys.stderr)

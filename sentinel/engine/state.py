@@ -245,7 +245,9 @@ class RunState:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
             shallow = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict deep-copies every message
-            os.write(fd, json.dumps(shallow, ensure_ascii=False, separators=(",", ":")).encode())
+            # a lone surrogate (a file name that is not UTF-8) is written as its JSON escape, which reads back as it
+            os.write(fd, json.dumps(shallow, ensure_ascii=False, separators=(",", ":")).encode("utf-8",
+                                                                                                "backslashreplace"))
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -13,7 +13,24 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Protocol
 
 from sentinel.errors import SentinelError
-from sentinel.jsontypes import JSONObject
+from sentinel.jsontypes import JSON, JSONObject
+
+
+def sendable(value: JSON) -> JSON:
+    """`value` with every string valid Unicode: a lone surrogate (a file name that is not UTF-8, as os.listdir gives
+    it, in a tool result or a listing the agent made) as its escape (`\\udcff`), so no agent-made name can stop
+    the request from being encoded. Strings that are valid are the same objects."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, list):
+        return [sendable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(sendable(k)): sendable(v) for k, v in value.items()}
+    return value
 
 
 class ModelError(SentinelError):

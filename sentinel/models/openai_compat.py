@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sentinel.jsontypes import JSON, JSONObject
-from sentinel.models.base import (Completion, ModelError, ModelUnavailable, OnDelta, OnProgress, ToolCall,
+from sentinel.models.base import (Completion, ModelError, ModelUnavailable, OnDelta, OnProgress, ToolCall, sendable,
                                   tool_schemas_to_openai)
 
 if TYPE_CHECKING:
@@ -48,9 +48,10 @@ class OpenAICompatClient:
 
         # the openai client sends the OpenAI JSON passed here as is
         # untyped: the client types each request field with its own TypedDicts
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, **options}
+        # what the agent made (a file name that is not UTF-8) must not stop the request from being encoded
+        kwargs: dict[str, Any] = {"model": self.model, "messages": sendable(list(messages)), **options}
         if tools:
-            kwargs["tools"] = tool_schemas_to_openai(tools)
+            kwargs["tools"] = sendable(list(tool_schemas_to_openai(tools)))
         try:
             if self.stream:
                 return self._streamed(kwargs, on_delta, on_progress)

@@ -524,8 +524,9 @@ def _undone(store: Store, worker: Worker, msg: JSONObject) -> None:
 
 
 def undo_result(run_id: str, value: JSON) -> JSONObject:
-    """The `undone` result, field by field: id, to (a step number), restored/removed/missing (paths),
-    incomplete (step numbers)."""
+    """The `undone` result, field by field: id, to (a step number), restored/removed/missing (paths), why some
+    were not put back as they were (kept: changed after the run; unstored: over the store's limit; attributes:
+    content back without owner or setuid bits; paths, each optional), incomplete (step numbers)."""
     if not isinstance(value, dict) or value.get("id") != run_id:
         raise UsageError(f"result: must be the undo of run {run_id}")
     to = value.get("to")
@@ -536,6 +537,11 @@ def undo_result(run_id: str, value: JSON) -> JSONObject:
         items = value.get(name)
         if not isinstance(items, list) or not all(isinstance(i, kind) and not isinstance(i, bool) for i in items):
             raise UsageError(f"result.{name}: must be a list of {'paths' if kind is str else 'step numbers'}")
+        out[name] = items
+    for name in ("kept", "unstored", "attributes"):  # the reasons, from an undo that gives them
+        items = value.get(name, [])
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise UsageError(f"result.{name}: must be a list of paths")
         out[name] = items
     return out
 

@@ -33,7 +33,11 @@ class OutsideRoot(ValueError):
 
 def openat2(dir_fd: int, path: str, flags: int, mode: int = 0, resolve: int = RESOLVE_BENEATH) -> int:
     how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, resolve)
-    fd = _libc.syscall(_SYS_OPENAT2, dir_fd, path.encode(), ctypes.byref(how), ctypes.sizeof(how))
+    try:
+        name = os.fsencode(path)  # a name that is not UTF-8 comes as surrogate escapes (os.listdir): its own bytes
+    except UnicodeEncodeError:
+        raise FileNotFoundError(errno.ENOENT, "no file can have this name", path) from None
+    fd = _libc.syscall(_SYS_OPENAT2, dir_fd, name, ctypes.byref(how), ctypes.sizeof(how))
     if fd < 0:  # read errno only after a failed return, never on its own
         err = ctypes.get_errno()
         if err == errno.EXDEV:

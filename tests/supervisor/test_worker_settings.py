@@ -178,3 +178,19 @@ def test_a_worker_may_read_the_code_of_its_granted_servers_only(tmp_path, monkey
     reads = {str(p) for p in launch.profile.read}
     assert str(code["files"]) in reads and str(tmp_path / "files-wd") in reads
     assert not any(str(code["vault"]) in p or "vault-wd" in p for p in reads), reads
+
+
+def test_an_undos_answer_is_relayed_with_why_each_path_was_not_put_back():
+    """The supervisor relays what its undo process answers, field by field: the reasons too (a path kept because
+    the person changed it, one never stored, one restored without its owner), so the operator reads them."""
+    from sentinel.errors import UsageError
+
+    answer = {"id": "r-1", "to": 0, "restored": ["a"], "removed": [], "missing": ["b", "c"], "incomplete": [2],
+              "kept": ["b"], "unstored": ["c"], "attributes": [], "extra": "dropped"}
+    relayed = workers.undo_result("r-1", answer)
+    assert relayed == {k: v for k, v in answer.items() if k != "extra"}
+    assert workers.undo_result("r-1", {**answer, "kept": []})["kept"] == []
+    older = {k: v for k, v in answer.items() if k not in ("kept", "unstored", "attributes", "extra")}
+    assert workers.undo_result("r-1", older)["kept"] == []  # an answer without reasons still relays its paths
+    with pytest.raises(UsageError, match="result.kept"):
+        workers.undo_result("r-1", {**answer, "kept": [1]})

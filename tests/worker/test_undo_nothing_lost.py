@@ -61,7 +61,7 @@ def test_undo_keeps_what_the_person_changed_after_the_run_and_undoes_the_rest(sc
     assert (ws / "old.md").read_text() == "my new old.md\n"
     assert "already matches" not in undone.stdout and "1 put back, 3 not" in undone.stderr
 
-    as_json = cli.json("undo", run_id, "--json", check=0)
+    as_json = cli.json("undo", run_id, "--json", check=1)  # not all put back: a failure, in JSON too
     assert sorted(as_json["kept"]) == ["draft.md", "notes.md", "old.md"] and as_json["restored"] == []
     assert sorted(as_json["missing"]) == ["draft.md", "notes.md", "old.md"]
 
@@ -113,7 +113,7 @@ def test_a_file_too_large_to_store_is_never_removed_and_undo_says_it_cannot_brin
     assert "removed data.bin" not in undone.stdout and "already matches" not in undone.stdout
     assert "removed new.txt" in undone.stdout and not (ws / "new.txt").exists()  # what it knows it made goes
     assert ((ws / "data.bin").stat().st_size if (ws / "data.bin").exists() else None) == size
-    assert cli.json("undo", run_id, "--json", check=0)["unstored"] == ["data.bin"]
+    assert cli.json("undo", run_id, "--json", check=1)["unstored"] == ["data.bin"]
 
 
 def test_a_large_file_the_run_did_not_touch_is_not_in_any_step(scripted_server, configure, cli, sentinel_home):
@@ -196,6 +196,21 @@ def test_a_file_name_that_is_not_utf8_is_recorded_and_undone_without_a_traceback
     assert "removed x\\xff.txt" in undone.stdout and "Traceback" not in undone.stderr
     assert not inner.exists() and not (ws / os.fsdecode(b"x\xff.txt")).exists()
     assert (ws / "notes.md").read_text() == "# Notes\n"
+
+
+def test_a_workspace_already_holding_such_a_name_runs_and_its_file_tools_reach_it(
+        scripted_server, configure, cli, sentinel_home):
+    """The run's snapshot records the names the contract found: a name that is not UTF-8 there, planted before
+    the run, cost every run of the workspace a traceback. read_file and write_file open it by its own bytes."""
+    ws = _workspace(sentinel_home, **{"notes.md": "# Notes\n"})
+    odd = os.fsdecode(b"old\xff.txt")
+    (ws / odd).write_text("planted\n")
+    configure(BASH_AUTO, server=scripted_server([
+        _call("read_file", path=odd), _call("write_file", path=odd, content="rewritten\n"), "Done."]))
+    ran = cli("run", "Tidy old.txt", "--json", check=None)
+    assert "Traceback" not in ran.stderr and json.loads(ran.stdout)["status"] != "interrupted", ran.stderr
+    shown = cli.json("show", json.loads(ran.stdout)["id"], "--json")
+    assert "planted" in json.dumps(shown) and (ws / odd).read_text() == "rewritten\n"
 
 
 # -- B5: what a stat of size and mtime does not show --------------------------------------------
