@@ -336,10 +336,10 @@ def build(adapter: Adapter, verdict: Verdict, payload: JSONObject, acts: list[Ac
 
     first = acts[0]
     # what the card shows is what the key holds: an MCP call's server and tool, never the client's wrapper name
-    tool = call_name(first) if first.trigger == "mcp" else \
-        shown_tool(str(payload.get("tool_name") or first.tool_name or "tool"))
-    tool_input = payload.get("tool_input")
-    arguments = tool_input if isinstance(tool_input, dict) else first.tool_input
+    # and what it shows is what was judged: the call as the adapter read it, never another field of the payload
+    # (a Copilot payload carrying a `tool_input` beside the `toolArgs` it is judged on)
+    tool = call_name(first) if first.trigger == "mcp" else shown_tool(first.tool_name or "tool")
+    arguments = first.tool_input
     call_id = str(payload.get("tool_use_id") or "call")[:200]
     return Ask(client=adapter.NAME, repository=repository(root), tool=tool, arguments=dict(arguments or {}),
                rule=",".join(dict.fromkeys(f.rule_id for f in verdict.asks)), reason=verdict.ask_reason(),
