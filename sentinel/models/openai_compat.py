@@ -46,9 +46,9 @@ class OpenAICompatClient:
         """`options`: further request fields (response_format, max_tokens, temperature)."""
         import openai
 
-        # the openai client sends the OpenAI JSON passed here as is
+        # the openai client sends the OpenAI JSON passed here as is; what the agent made (a file name that is not
+        # UTF-8) must not stop the request from being encoded (sendable)
         # untyped: the client types each request field with its own TypedDicts
-        # what the agent made (a file name that is not UTF-8) must not stop the request from being encoded
         kwargs: dict[str, Any] = {"model": self.model, "messages": sendable(list(messages)), **options}
         if tools:
             kwargs["tools"] = sendable(list(tool_schemas_to_openai(tools)))

@@ -1096,7 +1096,7 @@ def _moves(name: str, found: Options, words: list[str], dynamic: list[bool]) -> 
     """(the directory the wrapper runs its command in, when the line names it: `env -C sub`, `sudo -D sub`;
     why it runs it where the line does not say: `chroot`, `sudo -i`, `nsenter -w`, `env -C $d`)."""
     named, away = CHDIR.get(name, ((), ()))
-    for option, value, dyn in found.found:
+    for option, _value, _dyn in found.found:
         if option in away or (name == "firejail" and option.startswith(("--private", "--overlay"))):
             return "", f"`{name} {option}` runs it in another directory or root"
     if name in ALWAYS_MOVES and not found.has(*ALWAYS_MOVES[name]):

@@ -127,7 +127,7 @@ def worker_env(run_id: str, pw: pwd.struct_passwd) -> dict[str, str]:
 
 
 def worker_launch(run_id: str, row: StoredRun, pw: pwd.struct_passwd, site: Site, channel_fd: int,
-                  log_fd: int, servers: dict[str, Any]) -> spawn.Launch:
+                  log_fd: int, servers: dict[str, Any]) -> spawn.Launch:  # untyped: the greeting's servers (JSON)
     """`python -I -B -m sentinel.worker RUN_ID` from `/`: nothing the agent planted in its home or the
     environment is imported, and the execute-only interpreter makes it non-dumpable from its first instruction.
     `servers`: the MCP servers the run is granted, as its greeting carries them (`worker_config`)."""

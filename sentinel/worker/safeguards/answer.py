@@ -51,7 +51,7 @@ from sentinel.models.toolcalls import invented
 from sentinel.policy import shell
 from sentinel.worker import deletes
 
-Node = Any  # a bashlex parse node (bashlex ships no types)
+Node = Any  # untyped: a bashlex parse node (bashlex ships no types)
 
 TOOL_AS_TEXT, EMPTY, MISSING_OUTPUT, UNBACKED = "tool_call_as_text", "empty_answer", "missing_output", "unbacked_claim"
 UNRESOLVED, NO_CHANGE, UNGROUNDED, UNREAD = "unresolved_error", "no_change", "ungrounded_number", "unread_input"
