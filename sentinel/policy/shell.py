@@ -34,10 +34,40 @@ from functools import lru_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, TypeAlias
+    from typing import Any, Callable, TypeAlias
 
     # untyped: a bashlex parse node (bashlex ships no types; a node's attributes depend on its kind)
     Node: TypeAlias = Any
+
+
+class _Lazy:
+    """A regular expression compiled on its first use. This module is imported on the hook's fast path for the two
+    patterns the own-files pre-check reads (own.may_hold); the parse's own patterns wait for a parse."""
+
+    __slots__ = ("_args", "_compiled")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._args = (pattern, flags)
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(*self._args)
+        return self._compiled
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.compiled.search(text)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        return self.compiled.fullmatch(text)
+
+    def sub(self, repl: "str | Callable[[re.Match[str]], str]", text: str) -> str:
+        return self.compiled.sub(repl, text)
+
+    def split(self, text: str) -> list[str]:
+        return self.compiled.split(text)
+
 
 MAX_CHARS = 16_000  # a longer line is not parsed (about 1 s of bashlex on a loaded machine): unsure, so judged
 MAX_DEPTH = 4  # `bash -c "bash -c '…'"` nesting parsed before the line counts as unsure
@@ -50,7 +80,7 @@ SHELLS = frozenset({"bash", "rbash", "sh", "dash", "zsh", "ksh", "ksh93", "mksh"
                     "yash", "hush", "bosh", "osh", "busybox-sh"})
 # shells with a grammar of their own: a script they run (`fish -c …`) cannot be read here, so it is unsure
 FOREIGN_SHELLS = frozenset({"fish", "csh", "tcsh", "rc", "es", "xonsh", "elvish", "nu", "pwsh", "ion", "ysh"})
-_SHELL_NAME = re.compile(rf"(?:{'|'.join(sorted(SHELLS | FOREIGN_SHELLS, key=len, reverse=True))})[-.]?[0-9][0-9.]*")
+_SHELL_NAME = _Lazy(rf"(?:{'|'.join(sorted(SHELLS | FOREIGN_SHELLS, key=len, reverse=True))})[-.]?[0-9][0-9.]*")
 OPAQUE = frozenset({"eval", "source", ".", "alias", "trap", "fc", "coproc", "enable", "let"})
 # How each wrapper reads its options (see Spec), and how many positional words come before the wrapped command.
 WRAPPERS: dict[str, tuple[str, str, int]] = {
@@ -478,12 +508,12 @@ def _command_nodes(node: Node) -> list[tuple[Node, bool]]:
 _VISITED = frozenset({"command", "function", "word", "assignment", "parameter", "heredoc"})
 # a command substitution, process substitution or prompt expansion inside `${…}`, or bash 5.3's `${ cmd; }`: bashlex
 # keeps a parameter expansion as one opaque leaf, so what it runs is not seen
-_PARAMETER_RUNS = re.compile(r"\$\(|`|[<>]\(|@P|^[\s|]")
+_PARAMETER_RUNS = _Lazy(r"\$\(|`|[<>]\(|@P|^[\s|]")
 # literal text that bash evaluates as a subscript (`test -v`, `printf -v`, `read`, `declare`, `unset`, arithmetic,
 # `a[x]=`, `${a[x]}`, `${x:i}` of a variable holding it): a command substitution in a `[…]` runs there
-_SUBSCRIPT_RUNS = re.compile(r"\[[^]]*?(?:\$[({]|`)")
-_ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'", re.S)
-_ANSI_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|.)", re.S)
+_SUBSCRIPT_RUNS = _Lazy(r"\[[^]]*?(?:\$[({]|`)")
+_ANSI_C = _Lazy(r"\$'((?:[^'\\]|\\.)*)'", re.S)
+_ANSI_ESCAPE = _Lazy(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|.)", re.S)
 
 
 def _leaf(node: Node, text: str, parsed: Parsed) -> None:
@@ -1048,8 +1078,8 @@ def _wrapped_start(name: str, words: list[str], dynamic: list[bool], parsed: Par
 
 # env -S's own grammar (GNU env): words split at these; quotes, `\` escapes (`\_` is a space, `\c` ends the
 # string), `${VAR}` and `#` comments are read by rules of its own, not bash's: a string with them is unsure
-_ENV_SPLIT_PLAIN = re.compile(r"[^\\$'\"#]*")
-_ENV_SEPARATORS = re.compile(r"[ \t\n\v\f\r]+")
+_ENV_SPLIT_PLAIN = _Lazy(r"[^\\$'\"#]*")
+_ENV_SEPARATORS = _Lazy(r"[ \t\n\v\f\r]+")
 
 
 def _env_split(words: list[str], dynamic: list[bool], found: Options, node: Node, parsed: Parsed,
@@ -1164,7 +1194,7 @@ def _foreign(shell: str) -> bool:
 
 
 # a script file that is a pipe or a descriptor: a process substitution, /dev/stdin, /dev/fd/N, /proc/…/fd/N
-_INPUT_FILE = re.compile(r"^[<>]\(|(?:^|/)(?:dev|proc|fd)(?:/|$)|(?:^|/)std(?:in|out|err)$")
+_INPUT_FILE = _Lazy(r"^[<>]\(|(?:^|/)(?:dev|proc|fd)(?:/|$)|(?:^|/)std(?:in|out|err)$")
 
 
 def _input(node: Node, text: str, parsed: Parsed, depth: int, why: str) -> None:
