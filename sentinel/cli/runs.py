@@ -588,7 +588,9 @@ def undo(run_id: str = Argument(..., help="Run id."),
         print(f"steps {steps} were not recorded whole (a file over 32 MiB, a workspace too large to copy, or a "
               "crash before the step was recorded): files they changed may differ", file=sys.stderr)
     if not (done["restored"] or done["removed"] or done["missing"]):
-        print(f"the workspace already matches checkpoint {done['to']} of run {run_id}")
+        # what undo records is files: a symlink or directory the run made is not known here, so not claimed
+        print(f"the workspace's files already match checkpoint {done['to']} of run {run_id} (symlinks and "
+              "directories are not recorded)")
     elif done["missing"]:
         back = len(list_in(done.get("restored"))) + len(list_in(done.get("removed")))
         print(f"undo of run {run_id} to checkpoint {done['to']}: {back} put back, {len(list_in(done['missing']))} not "

@@ -94,7 +94,7 @@ def test_system_undo_restores_the_workspace_as_the_agents_user(system, make_agen
     again = json.loads(sentinel_cmd("undo", run_id, "--to", "3", "--json", check=0).stdout)  # redo
     assert (ws / "sub" / "new.txt").read_text() == "made up\n" and again["removed"] == ["old.log"]
     same = sentinel_cmd("undo", run_id, "--to", "3", check=0)
-    assert f"the workspace already matches checkpoint 3 of run {run_id}" in same.stdout
+    assert f"the workspace's files already match checkpoint 3 of run {run_id}" in same.stdout
     bad = sentinel_cmd("undo", run_id, "--to", "9", check=2)  # a usage error, one line, as in local mode
     assert "no step 9" in bad.stderr and "Traceback" not in bad.stderr
 

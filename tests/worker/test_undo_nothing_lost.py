@@ -59,7 +59,7 @@ def test_undo_keeps_what_the_person_changed_after_the_run_and_undoes_the_rest(sc
     assert (ws / "notes.md").read_text() == "# Notes\n- agent line\n- MY OWN WORK\n"
     assert (ws / "draft.md").read_text() == "agent draft\nMY CHAPTER 2\n"
     assert (ws / "old.md").read_text() == "my new old.md\n"
-    assert "already matches" not in undone.stdout and "1 put back, 3 not" in undone.stderr
+    assert "already match" not in undone.stdout and "1 put back, 3 not" in undone.stderr
 
     as_json = cli.json("undo", run_id, "--json", check=1)  # not all put back: a failure, in JSON too
     assert sorted(as_json["kept"]) == ["draft.md", "notes.md", "old.md"] and as_json["restored"] == []
@@ -110,7 +110,7 @@ def test_a_file_too_large_to_store_is_never_removed_and_undo_says_it_cannot_brin
 
     undone = cli("undo", run_id, check=1)
     assert "could not restore data.bin: it was over 32 MiB, so the run never stored it" in undone.stderr
-    assert "removed data.bin" not in undone.stdout and "already matches" not in undone.stdout
+    assert "removed data.bin" not in undone.stdout and "already match" not in undone.stdout
     assert "removed new.txt" in undone.stdout and not (ws / "new.txt").exists()  # what it knows it made goes
     assert ((ws / "data.bin").stat().st_size if (ws / "data.bin").exists() else None) == size
     assert cli.json("undo", run_id, "--json", check=1)["unstored"] == ["data.bin"]
@@ -251,3 +251,14 @@ def test_a_chown_is_recorded_and_undone(scripted_server, configure, cli, sentine
     assert "restored config.ini" in cli("undo", run_id, check=0).stdout
     now = os.stat(ws / "config.ini")
     assert (now.st_uid, now.st_gid) == (owner.st_uid, owner.st_gid)
+
+
+def test_undo_claims_no_more_than_it_records_a_link_the_run_made(scripted_server, configure, cli, sentinel_home):
+    """Undo records files, not symlinks: after a run that made only a link, it says the files match and that
+    links are not recorded, never that the workspace as a whole is back."""
+    ws = _workspace(sentinel_home, **{"notes.md": "# Notes\n"})
+    run_id = _run_one_command(scripted_server, configure, cli, "ln -s /etc/hostname link.txt")
+    undone = cli("undo", run_id, check=0)
+    assert "files already match checkpoint 0" in undone.stdout and "symlinks and directories are not recorded" \
+        in undone.stdout
+    assert (ws / "link.txt").is_symlink()  # the documented limit, stated where the person reads the result
