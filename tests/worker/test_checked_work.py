@@ -256,3 +256,31 @@ def test_keep_lists_the_working_tree_not_the_version_control_store(tmp_path):
     for i in range(contract.KEEP_MAX + 10):
         (objects / f"{i:04x}").write_text("o")
     assert contract._files(tmp_path) == ["a.py", ".config/settings.ini"]
+
+
+# -- a file the task does not ask to remove ------------------------------------------------------------------------
+
+NOTES = {"notes.md": "# Notes\nfixd typo\n", "README.md": "important readme\n", "data/keep.csv": "a,b\n"}
+FIX_NOTES = [_call("read_file", path="notes.md"), _call("write_file", path="notes.md", content="# Notes\nfixed typo\n")]
+
+
+@pytest.mark.parametrize("removal", ["rm README.md", "mv README.md /tmp/elsewhere-readme.md", "rm -r data",
+                                     "mv README.md docs.md"])
+def test_work_done_beside_a_removal_the_task_did_not_ask_for_is_not_verified(
+        removal, scripted_server, configure, cli, sentinel_home):
+    """The asked change holds, and a file the task never named is gone: the run says which, and is not `done`."""
+    _workspace(sentinel_home, NOTES)
+    configure(BASH_AUTO, server=scripted_server([*FIX_NOTES, _call("bash", command=removal), "Fixed the typo."]))
+    out = cli.json("run", "Fix the typo in notes.md", "--json", check=4)
+    gone = "data/keep.csv" if "data" in removal else "README.md"
+    assert out["status"] == "done_unverified" and f"the run removed {gone}, which the task does not ask" in out["error"]
+
+
+def test_the_same_work_without_the_removal_or_a_removal_the_task_asks_for_is_done(
+        scripted_server, configure, cli, sentinel_home):
+    ws = _workspace(sentinel_home, NOTES)
+    configure(BASH_AUTO, server=scripted_server([*FIX_NOTES, "Fixed the typo."]))
+    assert cli.json("run", "Fix the typo in notes.md", "--json", check=0)["status"] == "done"
+    configure(BASH_AUTO, server=scripted_server([_call("bash", command="rm README.md"), "Removed README.md."]))
+    assert cli.json("run", "Delete README.md", "--json", check=0)["status"] == "done"
+    assert not (ws / "README.md").exists()

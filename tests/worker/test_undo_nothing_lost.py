@@ -41,7 +41,8 @@ def _a_run_that_edits_creates_and_deletes(scripted_server, configure, cli, senti
         _call("write_file", path="draft.md", content="agent draft\n"),
         _call("bash", command="echo agent >> other.md; rm old.md"),
         "Updated notes.md, other.md, removed old.md and created draft.md."]))
-    out = cli.json("run", "Add a line to notes.md and create draft.md with a first draft", "--json", check=0)
+    out = cli.json("run", "Add a line to notes.md and create draft.md with a first draft", "--json", check=4)
+    assert "the run removed old.md, which the task does not ask to remove" in out["error"]  # so: not verified
     return ws, out["id"]
 
 
@@ -144,7 +145,8 @@ def test_a_run_killed_mid_command_is_undone_and_its_resume_knows_what_the_call_c
     run_id = cli.json("runs", "--json")[0]["id"]
 
     resumed = cli.json("resume", run_id, "--json")
-    assert "no tool call" not in str(resumed.get("error")) and resumed["status"] == "done"
+    assert "no tool call" not in str(resumed.get("error")) and resumed["status"] == "done_unverified"
+    assert "the run removed gone.txt" in resumed["error"]  # the interrupted call's removal is known, and unasked
     shown = cli.json("show", run_id, "--json")
     assert [(s["tool"], s["changed"], s["removed"]) for s in shown["checkpoints"]] == [
         ("bash", ["created.txt", "notes.md"], ["gone.txt"])]

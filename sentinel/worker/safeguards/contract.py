@@ -122,8 +122,25 @@ def _hashes(value: JSON) -> dict[str, str]:
 
 def unproven(contract: Contract, workspace: Path) -> list[str]:
     """What the workspace shows the harness did not check, each as one line: a deliverable that is a copy
-    (`copied`), and a command that passed only after the run changed what decides whether it passes (`rewritten`)."""
-    return copied(contract, workspace) + rewritten(contract, workspace)
+    (`copied`), a command that passed only after the run changed what decides whether it passes (`rewritten`), and
+    files the run removed that the task does not ask to remove (`removed`)."""
+    return copied(contract, workspace) + rewritten(contract, workspace) + removed(contract, workspace)
+
+
+def removed(contract: Contract, workspace: Path) -> list[str]:
+    """Files the run found that are gone and that no clause lets go: not matched by a delete pattern, not a file to
+    change or create. "Fix the typo in notes.md" answered with the fix and `rm README.md` did what was asked and
+    destroyed what was not: the work is not verified, whatever else held (the person reads which file, and `sentinel
+    undo` brings it back). Seen for the files `found` holds (FOUND_MAX files of at most FOUND_BYTES, visible
+    ones first); a move counts as a removal from where the task left the file."""
+    gone = [name for name in contract.found if not os.path.lexists(workspace / name)
+            and not _matches(name, contract.delete) and name not in contract.change and name not in contract.create
+            and name not in contract.keep]  # a kept file that is gone already fails the run (`check`)
+    if not gone:
+        return []
+    listed = ", ".join(gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
+    return [f"the run removed {listed}, which the task does not ask to remove (`sentinel undo` puts "
+            f"{'it' if len(gone) == 1 else 'them'} back)"]
 
 
 def copies(contract: Contract, workspace: Path) -> list[str]:
