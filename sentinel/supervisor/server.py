@@ -87,10 +87,12 @@ class Supervisor:
         self._lock = hold(self.settings.state_dir)
         self.prune_egress()
         self.site.interpreter = interp.ensure(self.settings.state_dir)
-        self.listener = listen(self.settings.socket_path, ensure_group(self.settings.group))
-        self.sel.register(self.listener, selectors.EVENT_READ, ("listen", None))
+        # the agent door first: the operator socket answering is how a client (and a test) knows the supervisor is
+        # up, so everything it listens on is there by then
         self.door = listen_door(layout.agent_socket_path())
         self.sel.register(self.door, selectors.EVENT_READ, ("listen", agentdoor.DOOR))
+        self.listener = listen(self.settings.socket_path, ensure_group(self.settings.group))
+        self.sel.register(self.listener, selectors.EVENT_READ, ("listen", None))
         from sentinel.supervisor import readable, registry
 
         for line in readable.problems(self.config, [a.user for a in registry.all_agents(self.store)]):
