@@ -40,18 +40,6 @@ DEFAULT_TOOL_MAP: dict[str, Trigger] = {
 }
 
 
-# The clients' own tools that only read or search (a path they name is read, never written): every other call
-# that is neither a file tool nor a shell (an MCP tool, a tool of a name the map does not know) may write any
-# file its arguments name, so the path rules see those names (sentinel.policy.gate.action, `named`).
-READ_ONLY_TOOLS = frozenset({
-    "Read", "Glob", "Grep", "LS", "NotebookRead", "WebFetch", "WebSearch",  # Claude Code (and Codex, Cursor)
-    "view", "glob", "grep", "read_file", "list_dir", "file_search", "grep_search", "codebase_search",  # Copilot, Cursor
-    "read_many_files", "search_file_content", "list_directory",  # Gemini CLI
-    "list_files", "search_files", "list_code_definition_names",  # Cline
-    "fs_read",  # Amazon Q
-})
-
-
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

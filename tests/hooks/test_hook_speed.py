@@ -75,6 +75,9 @@ def test_installed_command_skips_site_and_still_decides(repo, judge):
 @pytest.mark.parametrize("agent, payload", [
     ("claude-code", {"tool_name": "Write", "tool_input": {"file_path": "README.md", "content": ""}}),
     ("claude-code", {"tool_name": "Bash", "tool_input": {"command": "ls -la && git status"}}),
+    # a client's own read tool, and an MCP call naming a file out of every scope (Action.named)
+    ("claude-code", {"tool_name": "Read", "tool_input": {"file_path": "README.md"}}),
+    ("claude-code", {"tool_name": "mcp__files__write_file", "tool_input": {"path": "README.md", "content": "x"}}),
     ("codex", {"tool_name": "apply_patch", "tool_input": {"command": "*** Begin Patch\n*** Add File: README.md\n+x\n"
                                                                     "*** End Patch\n"}}),
     ("cline", {"hookName": "PreToolUse", "preToolUse": {"toolName": "write_to_file",
@@ -99,4 +102,5 @@ def test_the_installed_command_imports_no_typing_when_no_rule_is_in_scope(repo, 
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert proc.returncode == 0 and proc.stdout == "", proc.stderr
     assert "sentinel.hooks.common" in imported  # the probe saw the hook's own imports
-    assert {"typing", "sentinel.jsontypes", "sentinel.hooks.adapter", "sentinel.policy.gate.engine"} & imported == set()
+    assert {"typing", "sentinel.jsontypes", "sentinel.hooks.adapter", "sentinel.policy.gate.engine",
+            "pydantic"} & imported == set()

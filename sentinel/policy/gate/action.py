@@ -38,6 +38,17 @@ PATH_KEYS = FILE_PATH_KEYS + ("filename", "fileName", "file", "files", "paths", 
                               "destination", "destination_path", "move_to", "moveTo")
 CONTENT_KEYS = ("content", "file_text", "new_string", "new_str", "new_text", "new_source", "code_edit",
                 "CodeContent", "diff", "text", "newString", "newText")
+# The clients' own tools that only read or search (a path they name is read, never written): every other call
+# that is neither a file tool nor a shell (an MCP tool, a tool of a name the map does not know) may write any
+# file its arguments name, so the path rules see those names (`Action.named`). Kept here, beside the map's
+# other names the hook reads, so the hook's path never imports the settings module (pydantic).
+READ_ONLY_TOOLS = frozenset({
+    "Read", "Glob", "Grep", "LS", "NotebookRead", "WebFetch", "WebSearch",  # Claude Code (and Codex, Cursor)
+    "view", "glob", "grep", "read_file", "list_dir", "file_search", "grep_search", "codebase_search",  # Copilot, Cursor
+    "read_many_files", "search_file_content", "list_directory",  # Gemini CLI
+    "list_files", "search_files", "list_code_definition_names",  # Cline
+    "fs_read",  # Amazon Q
+})
 SHELL_DIR_KEYS = ("dir_path", "directory", "workdir", "working_directory", "cwd")  # a shell tool's own directory
 PATH_MAX = 4096   # a string longer than this names no file
 WALK_MAX = 2000   # values looked at for paths in one tool input: past it the call may write anything
@@ -105,7 +116,7 @@ class Action:
         else:
             self.target = (f"{self.server}:{self.mcp_tool}" if self.server else self.mcp_tool) \
                 if self.trigger == "mcp" else self.tool_name
-            if not self.read_only and (self.trigger == "mcp" or self.tool_name not in _read_only_tools()):
+            if not self.read_only and (self.trigger == "mcp" or self.tool_name not in READ_ONLY_TOOLS):
                 self._name_paths(root)  # a tool declared read-only (Sentinel's own, an MCP read_only) writes nothing
         return self
 
@@ -201,12 +212,6 @@ def path_like(tool_input: JSONObject) -> tuple[list[str], bool]:
 
     complete = walk(tool_input, 0)
     return list(dict.fromkeys(found)), complete
-
-
-def _read_only_tools() -> frozenset[str]:
-    from sentinel.policy.settings import READ_ONLY_TOOLS
-
-    return READ_ONLY_TOOLS
 
 
 def content_of(tool_input: JSONObject) -> str:
