@@ -16,6 +16,10 @@ target (issue 45: 150 ms for a listing or deciding command, 300 ms for `run` to 
                                   time the request reached the scripted model server, taken there
     sentinel resume ID            a run still waiting for approval: pauses again, no model call
 
+`run` and `resume` are measured twice: cold (SENTINEL_WARM=0: a fresh interpreter imports everything) and warm
+(a child of the user's warm server, sentinel/cli/warm.py; the server is started by one cold `run` before the
+samples, in a runtime directory of the benchmark's own, and stopped after).
+
 `run` is measured beside its floor with the official openai client: a fresh Python importing openai and
 sending one streamed request to the same server (no Sentinel at all), and `import openai` alone.
 
@@ -35,6 +39,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -72,6 +77,7 @@ class Timed(ScriptedServer):
 
 
 Command = tuple[str, list[str], int, "int | None"]  # (name, argv, exit code, target ms)
+WARM = " (warm)"  # a command name ending so runs with the warm start on (sentinel/cli/warm.py); others are cold
 
 
 def listings(sentinel: list[str], run_id: str) -> list[Command]:
@@ -94,20 +100,23 @@ def once(argv: list[str], env: dict[str, str], cwd: Path | None, code: int) -> f
 
 
 def measure(commands: list[Command], env: dict[str, str], cwd: Path | None,
-            model: Timed | None = None, floor: list[str] | None = None) -> None:
+            model: Timed | None = None, floor: list[str] | None = None,
+            warm_env: dict[str, str] | None = None) -> None:
     """Every command once per round, beside the bare start (and the openai floor): medians against both."""
     bare: list[float] = []
     took: dict[str, list[float]] = {name: [] for name, *_ in commands}
-    first: dict[str, list[float]] = {"  run TASK to its first model request": [], "  floor: python, import openai, "
-                                     "one streamed request": [], "  floor: python -c 'import openai'": []}
+    first: dict[str, list[float]] = {f"  {name[len('sentinel '):]} to its first model request": []
+                                     for name, *_ in commands if name.startswith(RUN)}
+    first.update({"  floor: python, import openai, one streamed request": [],
+                  "  floor: python -c 'import openai'": []})
     for _ in range(SAMPLES):
         bare.append(once(BARE, env, cwd, 0))
         for name, argv, code, _target in commands:
             seen = len(model.arrivals) if model else 0
             began = time.perf_counter()
-            took[name].append(once(argv, env, cwd, code))
-            if name == RUN and model is not None:
-                first["  run TASK to its first model request"].append(model.arrivals[seen] - began)
+            took[name].append(once(argv, warm_env or env if name.endswith(WARM) else env, cwd, code))
+            if name.startswith(RUN) and model is not None:
+                first[f"  {name[len('sentinel '):]} to its first model request"].append(model.arrivals[seen] - began)
         if floor and model is not None:
             seen, began = len(model.arrivals), time.perf_counter()
             once(floor, env, cwd, 0)
@@ -118,10 +127,13 @@ def measure(commands: list[Command], env: dict[str, str], cwd: Path | None,
           f"{base * 1000:.0f} ms; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name, _argv, _code, target in commands:
         _row(name, statistics.median(took[name]), base, target)
-        if name == RUN and model is not None:
-            for label, samples in first.items():
-                if samples:
-                    _row(label, statistics.median(samples), base, RUN_MS if "first" in label else None)
+        if name.startswith(RUN) and model is not None:
+            own = f"  {name[len('sentinel '):]} to its first model request"
+            _row(own, statistics.median(first[own]), base, RUN_MS)
+            if name.endswith(WARM):
+                for label, samples in first.items():
+                    if label.startswith("  floor") and samples:
+                        _row(label, statistics.median(samples), base, None)
 
 
 def _row(name: str, median: float, base: float, target: int | None) -> None:
@@ -136,18 +148,44 @@ def local_mode() -> None:
         (home / "config.yaml").write_text(yaml.safe_dump({
             "leash": {"tools": "plain"}, "default_model": "done/m", "context": {"curator_model": "off"},
             "providers": {"done": {"base_url": done.base_url}, "pauses": {"base_url": pauses.base_url}}}))
-        env = {**os.environ, "SENTINEL_HOME": str(home), "SENTINEL_MODE": "local"}
+        env = {**os.environ, "SENTINEL_HOME": str(home), "SENTINEL_MODE": "local", "SENTINEL_WARM": "0"}
+        # the warm start's own: no PYTHON* variable (each makes a command start cold), a runtime directory of its own
+        warm_env = {**{k: v for k, v in env.items() if not k.startswith("PYTHON")}, "SENTINEL_WARM": "1",
+                    "XDG_RUNTIME_DIR": str(home / "runtime")}
+        (home / "runtime").mkdir(mode=0o700)
         cwd = home / "workspace"
         sentinel = [PY, "-m", "sentinel"]
         paused = subprocess.run([*sentinel, "run", "count", "--model", "pauses/m", "--json"], env=env, cwd=cwd,
                                 capture_output=True, text=True)
         run_id = json.loads(paused.stdout)["id"]
         commands = [*listings(sentinel, run_id),
-            (RUN, [*sentinel, "run", "say done"], 4, None),  # an answer: done_unverified
-            ("sentinel resume ID (still paused)", [*sentinel, "resume", run_id], 3, None),
+            (RUN + " (cold)", [*sentinel, "run", "say done"], 4, None),  # an answer: done_unverified
+            (RUN + WARM, [*sentinel, "run", "say done"], 4, None),
+            ("sentinel resume ID (cold, still paused)", [*sentinel, "resume", run_id], 3, None),
+            ("sentinel resume ID" + WARM, [*sentinel, "resume", run_id], 3, None),
         ]
-        print("local mode (SENTINEL_MODE=local, SENTINEL_HOME a fresh directory):")
-        measure(commands, env, cwd, done, [PY, "-c", FLOOR.format(url=done.base_url)])
+        server = _warm_server(warm_env, cwd)
+        try:
+            print("local mode (SENTINEL_MODE=local, SENTINEL_HOME a fresh directory; cold: SENTINEL_WARM=0; warm: "
+                  "the warm server started by one cold `run` before the samples):")
+            measure(commands, env, cwd, done, [PY, "-c", FLOOR.format(url=done.base_url)], warm_env)
+        finally:
+            os.kill(server, signal.SIGTERM)
+
+
+def _warm_server(env: dict[str, str], cwd: Path) -> int:
+    """Start the warm server with one cold `run`, and wait until it answers: its pid."""
+    from sentinel.cli import warm
+
+    subprocess.run([PY, "-m", "sentinel", "run", "say done"], env=env, cwd=cwd, capture_output=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for path in Path(env["XDG_RUNTIME_DIR"]).glob("sentinel/warm-*.sock"):
+            answer = warm.status(str(path))
+            if answer is not None:
+                return int(answer["pid"])
+        time.sleep(0.05)
+    raise SystemExit("bench_cli: the warm server did not start")
 
 
 @contextlib.contextmanager

@@ -2,7 +2,7 @@
 its agent door, a model host) is bound here.
 
     address(path) -> str            what to bind or connect `path` by, however deep it is
-    listen(path, mode, gid=, backlog=) -> socket
+    listen(path, mode, gid=, backlog=, kind=) -> socket
                                     listening at `path` from the moment `path` names it
 
 A socket bound at its own name is there, connectable by path, before its owner, mode and `listen()` are set: a
@@ -32,12 +32,13 @@ def address(sock: Path) -> str:
     return f"/proc/self/fd/{_DIR_FDS[parent]}/{sock.name}"
 
 
-def listen(path: Path, mode: int, *, gid: int | None = None, backlog: int = 64) -> socket.socket:
+def listen(path: Path, mode: int, *, gid: int | None = None, backlog: int = 64,
+           kind: int = socket.SOCK_STREAM) -> socket.socket:
     """A socket listening at `path` with `mode` (and, given `gid`, owned root:gid), which replaces what was there.
     The caller holds whatever makes it the one listener there (a lock, or a probe of the old socket)."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.new")
     temporary.unlink(missing_ok=True)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_UNIX, kind)
     old = os.umask(0o177)  # no moment when the socket is looser than 0600
     try:
         sock.bind(address(temporary))

@@ -9,6 +9,10 @@ import pytest
 
 from pgserver import pg_server, pg_url  # noqa: F401  (a real PostgreSQL server: tests/pgserver.py)
 
+# No test's `sentinel run` asks or starts a warm server (sentinel/cli/warm.py): a server outlives the command
+# that started it, and a test reaps what it starts. tests/cli/test_warm.py turns it on in its own processes.
+os.environ["SENTINEL_WARM"] = "0"
+
 
 @pytest.fixture(autouse=True)
 def sentinel_home(tmp_path, monkeypatch):

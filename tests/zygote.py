@@ -26,38 +26,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-# The modules the commands import, loaded once in the zygote; nothing is called (no state, no cache filled).
-# Measured: a `run` child imported ~80 Sentinel modules and the web stack (uvicorn, starlette, anyio) for its
-# in-process Muzzle on top of the first list, ~0.4 s of CPU each time; the second list loads them once.
-PRELOAD = ("sentinel.cli", "sentinel.cli.app", "sentinel.cli.runs", "sentinel.cli.fast", "sentinel.local.engine",
-           "sentinel.engine.journal", "sentinel.engine.records", "sentinel.engine.events", "sentinel.config",
-           "sentinel.models.openai_compat", "openai", "sentinel.muzzle", "sentinel.policy.action_policy",
-           "sentinel.worker.loop", "sentinel.tools.builtin", "sentinel.ui.render", "rich.console", "typer",
-           # what `run`, `resume` and `approve` import on their way (the in-process Muzzle, the gate, the worker)
-           "sentinel.muzzle.server", "sentinel.muzzle.app", "sentinel.muzzle.upstream", "sentinel.policy.gate.engine",
-           "sentinel.policy.gate.loader", "sentinel.policy.gate.judges.muzzle", "sentinel.policy.gate.judges.openai_compat",
-           "sentinel.worker.turn", "sentinel.worker.execute", "sentinel.worker.setup", "sentinel.worker.prompt",
-           "sentinel.agents.execute", "sentinel.agents.authored", "sentinel.leash.launch", "sentinel.leash.prepared",
-           "sentinel.memory.watch", "sentinel.memory.vault", "sentinel.workflows.runner", "sentinel.hooks.trust",
-           "sentinel.client.system", "sentinel.supervisor.admin", "sentinel.models.hosts", "sentinel.ui.spinner",
-           "sentinel.local.children", "sentinel.connect", "uvicorn", "uvicorn.loops.auto", "uvicorn.protocols.http.auto",
-           "uvicorn.protocols.websockets.auto", "uvicorn.lifespan.on", "starlette.applications", "jsonschema",
-           "multiprocessing", "sentinel.policy.gate.layer", "sentinel.policy.gate.dump", "sentinel.memory.fence",
-           "sentinel.leash.settings_cache", "sentinel.policy.gate.schema", "uvicorn.loops.uvloop",
-           "openai.resources.chat.completions", "openai.lib.streaming.chat", "httpcore2", "h11",
-           "anyio._backends._asyncio", "anyio.streams.tls", "bashlex", "uvloop", "truststore", "jiter",
-           "concurrent.futures.thread", "encodings.idna", "wcmatch.glob")
-
 
 def _serve(path: str) -> None:
     """The zygote: accept a call (a JSON line and three fds), fork it, answer its pid then its exit status."""
-    import importlib
+    # the modules `run`, `resume` and `approve` import on their way, as the warm server loads them
+    from sentinel.cli.warm_server import preload
 
-    for name in PRELOAD:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
+    preload()
     import gc
 
     gc.collect()

@@ -2,8 +2,9 @@
 
 `sentinel hook AGENT EVENT` takes a fast path that never imports typer or rich:
 external coding agents call it on every tool use. The run commands (approvals, runs, show,
-status, approve, deny, run, ...) in plain form skip typer's start (`sentinel.cli.fast`). Everything
-else builds the typer app in `sentinel.cli.app`.
+status, approve, deny, run, ...) in plain form skip typer's start (`sentinel.cli.fast`); `run` and `resume`
+first ask this user's warm server to run them in a child forked from a process that has imported them
+(`sentinel.cli.warm`). Everything else builds the typer app in `sentinel.cli.app`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,22 @@ def main(argv: list[str] | None = None) -> None:
         from sentinel.hooks.entry import main as hook_main
 
         sys.exit(hook_main(args[1:]))
+    _ctrl_c_on_a_terminal()
+    from sentinel.cli import warm
+
+    if not warm.eligible(args):
+        return cold(args)
+    code = warm.call(args)
+    if code is not None:
+        sys.exit(code)
+    try:
+        cold(args)
+    finally:
+        warm.after_cold()
+
+
+def cold(args: list[str]) -> None:
+    """The command in this process (a warm child runs this, having been asked already)."""
     _ctrl_c_on_a_terminal()
     from sentinel.cli import fast
 

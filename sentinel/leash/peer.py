@@ -33,7 +33,7 @@ def sandboxed(sock: socket.socket) -> bool:
         pidfd = None  # before Linux 6.5: the pid alone
     try:
         flag = no_new_privs(pid)
-        return flag is not False or (pidfd is not None and not _alive(pidfd))
+        return flag is not False or (pidfd is not None and not alive(pidfd))
     finally:
         if pidfd is not None:
             os.close(pidfd)
@@ -51,7 +51,7 @@ def no_new_privs(pid: int) -> bool | None:
     return None
 
 
-def _alive(pidfd: int) -> bool:
+def alive(pidfd: int) -> bool:
     try:
         signal.pidfd_send_signal(pidfd, 0)
         return True
