@@ -277,8 +277,8 @@ class Archived(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class WorkspaceStep(Record):
-    """What one tool call changed in the workspace (sentinel/worker/undo.py): path -> [sha256, mode], or null for
-    a path it removed; `undo`: the step this one restored the workspace to (`sentinel undo`); `complete`: false
+    """What one tool call changed in the workspace (sentinel/worker/undo.py): path -> a file's or symlink's entry,
+    or null for a path it removed; `undo`: the step this one restored the workspace to (`sentinel undo`); `complete`: false
     when the workspace was too large to look at whole (only the paths a file tool named are known)."""
 
     type: ClassVar[str] = "workspace_step"

@@ -30,7 +30,7 @@ class WorkspaceStep(TypedDict):
 
     call_id: str
     tool: str
-    changes: JSONObject   # path -> [sha256, mode], or None for a path the call removed
+    changes: JSONObject   # path -> a file's or symlink's entry (undo.py), or None for a path the call removed
     complete: bool
     undo: int | None
     t: float | None

@@ -8,35 +8,41 @@
     undo_run(run_dir, workspace, to)          # `sentinel undo`: restore, journal the undo as a checkpoint, summarise
 
 Content-addressed: every file content the run may need again is one blob, `<run dir>/undo/blobs/<sha256>`, written
-once however many steps hold it. `<run dir>/undo/base.json` maps each workspace file to its entry as the run found
-it (taken at the run's first call that may change files); each `workspace_step` journal record holds only the paths
-that call changed. An entry is [sha256, mode, uid, gid] (the mode with its setuid, setgid and sticky bits; journals
-from before owners were kept hold [sha256, mode]); a file over FILE_BYTES is never stored and its entry is
-["", mode, uid, gid, size, mtime_ns]: known to exist, its content beyond undo. A step that changed or removed such a
-file is `complete: false`, and undo says it cannot bring that file back; it never removes it.
+once however many steps hold it. `<run dir>/undo/base.json` maps each workspace file and symlink to its entry as the
+run found it (taken at the run's first call that may change files), and lists the workspace's directories then;
+each `workspace_step` journal record holds only the paths that call changed. A file's entry is [sha256, mode, uid,
+gid] (the mode with its setuid, setgid and sticky bits; journals from before owners were kept hold [sha256, mode]);
+a file over FILE_BYTES is never stored and its entry is ["", mode, uid, gid, size, mtime_ns]: known to exist, its
+content beyond undo. A step that changed or removed such a file is `complete: false`, and undo says it cannot bring
+that file back; it never removes it. A symlink's entry is ["symlink", target, uid, gid] (sentinel/worker/
+undo_links.py). A base from before symlinks were recorded has no `"links": true`: its run goes on recording and
+undoing files only, as it did.
 
 How a step's changes are found: before each call that may change files, the size, mtime, ctime, inode, mode, uid
-and gid of every workspace file are noted (a stat walk, no reading; ctime because a write that puts its mtime back
-with utime still moves it); after it, only the files whose stat moved are read and stored. Those stats live in the
-process: after a crash mid call, the next process compares the workspace with the last recorded state (`recover`,
-reading every file once) and records the difference as the interrupted call's step. A workspace over BASE_FILES
-files or BASE_BYTES bytes is not copied whole: then only the path a file tool names is kept (its before-image
-lazily, its after-image after the call) and a command's steps are `complete: false` (undo says so). Symlinks and
-directories are not recorded: undo puts back file contents, modes and owners, and removes files the run created;
-directories the run made stay (empty).
+and gid of every workspace file and symlink are noted (an lstat walk, no reading; ctime because a write that puts
+its mtime back with utime still moves it); after it, only the paths whose stat moved are read and stored. Those
+stats live in the process: after a crash mid call, the next process compares the workspace with the last recorded
+state (`recover`, reading every file once) and records the difference as the interrupted call's step. A workspace
+over BASE_FILES files or BASE_BYTES bytes is not copied whole: then only the path a file tool names is kept (its
+before-image lazily, its after-image after the call) and a command's steps are `complete: false` (undo says so).
 
-A path is named by its key: workspace-relative, each byte of its name that is not UTF-8 written as NUL and two hex
-digits (`x\\0ff.txt`). No file name holds a NUL, so a key names one path, and the journal holds only text.
+Directories are not recorded step by step: undo removes a directory only when it is empty once the files and links
+in it are undone and the workspace, looked at whole when the run began, had no directory there.
 
-Undo never destroys what it did not record: a path whose content or mode differs from what the run's last step left
-there (the person's later work, a file made again after the run removed it) is kept as it is, named, and the rest
-is undone; moved aside, it is put back by undoing again. Replacing a file with other names (hard links) loses
-nothing, nor does replacing a symlink, FIFO or device (never recorded): those are replaced, never written through.
+Paths are named by keys (sentinel/worker/undo_paths.py): workspace-relative, each byte of a name that is not UTF-8
+written as NUL and two hex digits (`x\\0ff.txt`), and a link's target likewise.
 
-Every write and removal is beneath the workspace (openat2(RESOLVE_BENEATH), sentinel/tools/fs.py, or one name at a
-time without following a symlink): a path in a journal, which the agent can write, never leaves the workspace. In
-system mode the worker keeps the checkpoints as the agent's user, and a restore runs as that user too, never as root
-in the agent's tree: the supervisor starts `python -m sentinel.worker --undo RUN_ID` through Leash
+Undo never destroys what it did not record: a path holding a file or symlink that differs from what the run's last
+step left there (the person's later work, a file or link made again after the run removed it) is kept as it is,
+named, and the rest is undone; moved aside, it is put back by undoing again. Replacing a file with other names
+(hard links) loses nothing, nor does replacing a FIFO or device (never recorded): those are replaced, never written
+through.
+
+Every write and removal is beneath the workspace and through no symlink (openat2(RESOLVE_BENEATH |
+RESOLVE_NO_SYMLINKS), or one name at a time with O_NOFOLLOW); a link is read with readlinkat, removed with unlinkat
+and made with symlinkat, never followed: a path in a journal, which the agent can write, never leaves the
+workspace. In system mode the worker keeps the checkpoints as the agent's user, and a restore runs as that user too,
+never as root in the agent's tree: the supervisor starts `python -m sentinel.worker --undo RUN_ID` through Leash
 (sentinel/supervisor/workers.py `start_undo`), which calls `undo_run` as local mode does.
 """
 
@@ -54,7 +60,8 @@ from typing import TYPE_CHECKING, Collection, Literal, TypedDict
 from sentinel import paths
 from sentinel.engine.state import WorkspaceStep
 from sentinel.jsontypes import JSON, JSONObject
-from sentinel.tools.fs import Confined, OutsideRoot, relative
+from sentinel.tools.fs import OutsideRoot
+from sentinel.worker import undo_links, undo_paths
 
 if TYPE_CHECKING:
     from sentinel.engine.events import Listener
@@ -67,29 +74,32 @@ FILE_BYTES = 32 * 1024 * 1024    # a larger file is never stored: a step that ch
 BASE_MANIFEST_BYTES = 64 * 1024 * 1024  # base.json is read up to this (BASE_FILES entries take far less)
 FILE_TOOLS = ("write_file", "edit_file")
 READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO where a file was is never waited on
-DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 UNSTORED = ""                    # the sha256 of an entry whose content was never stored
 
-Stat = tuple[int, int, int, int, int, int, int]  # size, mtime_ns, ctime_ns, inode, mode, uid, gid
+Stat = tuple[int, int, int, int, int, int, int]  # size, mtime_ns, ctime_ns, inode, mode, uid, gid (lstat)
 Stats = dict[str, Stat]
 Entry = list[JSON]
-Kind = Literal["absent", "file", "linked", "other", "dir"]  # what a restore finds at a path
+Kind = Literal["absent", "file", "linked", "link", "other", "dir"]  # what a restore finds at a path
 Attributes = tuple[bool, os.stat_result]  # whether a restored file's owner and mode are as recorded; its stat
 
 
 class Base(TypedDict):
     """The base manifest: each path first touched, as it was before (path -> entry); `complete`: the whole
-    workspace was looked at first."""
+    workspace was looked at first; `links`: symlinks are recorded (false in a base from before they were: such a
+    run is undone as it was then); `dirs`: the workspace's directories then, when it was looked at whole (None in
+    an older base: no directory is removed)."""
 
     complete: bool
     files: JSONObject
+    links: bool
+    dirs: list[str] | None
 
 
 class Restored(TypedDict):
     """What `restore` did: the changes as a `workspace_step` holds them; `missing`, every path it could not put
     back, among them those `kept` (changed after the run: left as they are), `unstored` (never stored: beyond
     undo) and `attributes` (content back, owner, group or setuid/setgid bits not); the steps after the target that
-    were incomplete."""
+    were incomplete; `dirs`, the directories the run made that it removed (empty)."""
 
     changes: JSONObject
     missing: list[str]
@@ -97,6 +107,7 @@ class Restored(TypedDict):
     unstored: list[str]
     attributes: list[str]
     incomplete: list[int]
+    dirs: list[str]
 
 
 class Summary(TypedDict):
@@ -126,6 +137,7 @@ class Checkpoints:
         self._stats: Stats | None = None  # the workspace as the last look saw it (this process only)
         self._path: str | None = None     # the path a file tool names, for an incomplete workspace
         self._big = False                 # that path held a file too large to store before the call
+        self._links = True                # symlinks are recorded (not in a run begun before they were)
 
     # -- the base manifest ----------------------------------------------------------
 
@@ -146,28 +158,31 @@ class Checkpoints:
         if base is None:
             base = self._first_base()
         elif self._stats is None and base["complete"]:
-            self._stats = _walk(self.workspace, skip=self._skip)
+            self._stats = _walk(self.workspace, skip=self._skip, links=base["links"])
+        self._links = base["links"]
         self._path, self._big = None, False
         if tool in FILE_TOOLS:
-            path = _key(self.workspace, str(args.get("path") or ""))
+            path = undo_paths.key_at(self.workspace, str(args.get("path") or ""))
             self._path = path
             if path is not None and self._stats is None:
                 self._big = _size(self.workspace, path) > FILE_BYTES
             if path is not None and path not in base["files"] and path not in known:
-                entry = self._store_file(path)  # its before-image: a path first touched now
+                entry = self._store(path)  # its before-image: a path first touched now
                 if entry is not None:
                     base["files"][path] = entry
                     self._save_base(base)
 
     def _first_base(self) -> Base:
-        stats = _walk(self.workspace, limit=True, skip=self._skip)
+        dirs: list[str] = []
+        stats = _walk(self.workspace, limit=True, skip=self._skip, dirs=dirs)
         files: JSONObject = {}
         if stats is not None:
             for path, seen in stats.items():
-                entry = self._store_file(path, seen=seen)
+                entry = self._store(path, seen=seen)
                 if entry is not None:  # a file too large to store is in, as one that exists (unstored)
                     files[path] = entry
-        base: Base = {"complete": stats is not None, "files": files}
+        base: Base = {"complete": stats is not None, "files": files, "links": True,
+                      "dirs": dirs if stats is not None else None}
         self._save_base(base)
         self._stats = stats
         return base
@@ -178,9 +193,9 @@ class Checkpoints:
         if self._stats is None:  # a workspace too large to walk: the path a file tool named, nothing else
             if self._path is None:
                 return {}, False
-            entry = self._store_file(self._path)
+            entry = self._store(self._path)
             return {self._path: entry}, not (self._big or _unstored(entry))
-        now = _walk(self.workspace, skip=self._skip)
+        now = _walk(self.workspace, skip=self._skip, links=self._links)
         if now is None:
             return {}, False
         changes: JSONObject = {}
@@ -189,7 +204,7 @@ class Checkpoints:
             old = self._stats.get(path)
             if old == seen:
                 continue
-            entry = self._store_file(path, seen=seen)
+            entry = self._store(path, seen=seen)
             if entry is None and old is None:
                 continue  # gone again since the walk
             changes[path] = entry
@@ -210,15 +225,16 @@ class Checkpoints:
         if base is None:
             return {}, False  # the call's `before` never finished: nothing to compare with
         last = state_at(base, steps, len(steps))
-        now = _walk(self.workspace, skip=self._skip) if base["complete"] else None
+        self._links = base["links"]
+        now = _walk(self.workspace, skip=self._skip, links=self._links) if base["complete"] else None
         changes: JSONObject = {}
         complete = now is not None
         for path in dict.fromkeys([*last, *(now or ())]):
             old = last.get(path)
-            if _path(self.workspace, path) is None:
+            if undo_paths.path(self.workspace, path) is None:
                 continue  # no workspace path: a journal line this harness never wrote
             gone = now is not None and path not in now
-            entry = None if gone else self._store_file(path, seen=now.get(path) if now is not None else None)
+            entry = None if gone else self._store(path, seen=now.get(path) if now is not None else None)
             if not _differs(entry, old):
                 continue
             changes[path] = entry
@@ -228,11 +244,20 @@ class Checkpoints:
 
     # -- blobs ------------------------------------------------------------------------
 
+    def _store(self, path: str, seen: Stat | None = None) -> Entry | None:
+        """The entry of what is at `path`: a regular file (`_store_file`) or, in a run that records them, a
+        symlink; None for anything else (a directory, FIFO, socket or device) or nothing."""
+        if seen is None or not stat.S_ISLNK(seen[4]):
+            entry = self._store_file(path, seen)
+            if entry is not None:
+                return entry
+        return undo_links.read_at(self.workspace, path) if self._links else None
+
     def _store_file(self, path: str, seen: Stat | None = None) -> Entry | None:
         """The entry of a workspace file, its content stored as a blob (not when over FILE_BYTES); None when there
         is no regular file at `path`. One `seen` by the walk that cannot be read is known to exist: unstored."""
         try:
-            fd = _open(self.workspace, path, READ)
+            fd = undo_paths.open_at(self.workspace, path, READ)
         except (OSError, OutsideRoot) as exc:
             if seen is None or not isinstance(exc, PermissionError):
                 return None
@@ -260,11 +285,12 @@ def load_base(undo_dir: Path) -> Base:
 
 def _no_base() -> Base:
     """What is known of the workspace as the run found it without a base manifest: no file, not all recorded."""
-    return {"complete": False, "files": {}}
+    return {"complete": False, "files": {}, "links": True, "dirs": None}
 
 
 def read_base(undo_dir: Path) -> Base | None:
-    """The base manifest; None when it is missing or is no manifest (a regular file of JSON with a `files` map)."""
+    """The base manifest; None when it is missing or is no manifest (a regular file of JSON with a `files` map).
+    One written before symlinks were recorded has no `links`, and none has `dirs` that was not taken whole."""
     try:
         fd = os.open(undo_dir / BASE, READ)
         with os.fdopen(fd, "rb") as f:
@@ -276,7 +302,10 @@ def read_base(undo_dir: Path) -> Base | None:
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(files, dict):
         return None
-    return {"complete": bool(data.get("complete")), "files": files}
+    complete, dirs = bool(data.get("complete")), data.get("dirs")
+    if not (complete and isinstance(dirs, list) and all(isinstance(d, str) for d in dirs)):
+        dirs = None
+    return {"complete": complete, "files": files, "links": data.get("links") is True, "dirs": dirs}
 
 
 # -- entries --------------------------------------------------------------------------------
@@ -296,6 +325,8 @@ def _valid(entry: JSON) -> bool:
     """An entry as this module writes it (the journal and base manifest are the agent's to write)."""
     if not isinstance(entry, list) or len(entry) not in (2, 4, 6) or not isinstance(entry[0], str):
         return False
+    if undo_links.is_link(entry):
+        return undo_links.valid(entry)
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in entry[1:]):
         return False
     if entry[0] == UNSTORED:
@@ -311,12 +342,14 @@ def _unstored(entry: JSON) -> bool:
 
 
 def _same(a: JSON, b: JSON) -> bool:
-    """Whether two entries hold the same content and mode (an unstored one: the same size and mtime); an entry
-    without owners (an older journal's) has only the permission bits."""
+    """Whether two entries hold the same content and mode (an unstored one: the same size and mtime; a link: the
+    same target); an entry without owners (an older journal's) has only the permission bits."""
     if a is None or b is None:
         return a is b
     if not (_valid(a) and _valid(b)) or not isinstance(a, list) or not isinstance(b, list) or a[0] != b[0]:
         return False
+    if a[0] == undo_links.LINK:
+        return a[1] == b[1]
     mask = 0o7777 if len(a) > 2 and len(b) > 2 else 0o777
     return (_int(a[1]) & mask) == (_int(b[1]) & mask) and a[4:] == b[4:]
 
@@ -336,81 +369,13 @@ def _differs(a: JSON, b: JSON) -> bool:
     return not _same(a, b) or (_owner(a) is not None and _owner(b) is not None and _owner(a) != _owner(b))
 
 
-# -- keys and paths -------------------------------------------------------------------------
-
-
-def _key_of(rel: str) -> str:
-    """The key of a workspace-relative path as os.fsdecode gives it: a byte that is not UTF-8 (a lone surrogate
-    U+DC80-DCFF) written as NUL and two hex digits."""
-    if rel.isascii():
-        return rel
-    return "".join(f"\0{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else c for c in rel)
-
-
-def _path(workspace: Path, key: str) -> str | None:
-    """The path (os.fsdecode's form) a key names; None when it is no key this module writes: not one workspace
-    path beneath `workspace`, or not in the one form `_key_of` gives."""
-    if "\0" not in key:
-        path = key
-    else:
-        head, *rest = key.split("\0")
-        if not all(len(p) >= 2 and re.fullmatch("[89a-f][0-9a-f]", p[:2]) for p in rest):
-            return None
-        path = head + "".join(chr(0xDC00 + int(p[:2], 16)) + p[2:] for p in rest)
-    return path if _key(workspace, path) == key else None
-
-
-def _key(workspace: Path, path: str) -> str | None:
-    """`path` as the workspace-relative key the manifests use; None when it leaves the workspace (or is no name a
-    file system can hold)."""
-    try:
-        rel = relative(workspace, path)
-        os.fsencode(rel)
-    except (OutsideRoot, UnicodeError):
-        return None
-    key = os.path.normpath(rel)
-    return None if key == "." or key.startswith("../") or key == ".." else _key_of(key)
-
-
-def _parent(workspace: Path, key: str, create: bool = False) -> tuple[int, str]:
-    """An O_PATH fd of the directory holding the file `key` names (made, with `create`), beneath the workspace,
-    and the file's name in it. A directory whose name is not UTF-8 is entered one name at a time, never through
-    a symlink (openat2 takes text). Raises OSError or OutsideRoot."""
-    path = _path(workspace, key)
-    if path is None:
-        raise OutsideRoot(key)
-    parent, _, name = path.rpartition("/")
-    fs = Confined(workspace)
-    if _key_of(parent) == parent:
-        return (fs.makedirs(parent) if create and parent else fs.open(parent or ".", os.O_PATH | os.O_DIRECTORY)), name
-    fd = os.open(workspace, DIR)
-    for part in parent.split("/"):
-        try:
-            nxt = _subdir(fd, part, create)
-        finally:
-            os.close(fd)
-        fd = nxt
-    return fd, name
-
-
-def _subdir(fd: int, name: str, create: bool) -> int:
-    try:
-        sub = os.open(name, DIR, dir_fd=fd)
-    except FileNotFoundError:
-        if not create:
-            raise
-        os.mkdir(name, 0o755, dir_fd=fd)
-        sub = os.open(name, DIR, dir_fd=fd)
-    if not stat.S_ISDIR(os.fstat(sub).st_mode):  # O_PATH with O_NOFOLLOW opens a symlink itself
-        os.close(sub)
-        raise OutsideRoot(name)
-    return sub
+# -- paths ---------------------------------------------------------------------------------
 
 
 def _size(workspace: Path, key: str) -> int:
     """The size of the regular file `key` names; 0 for anything else."""
     try:
-        fd = _open(workspace, key, os.O_PATH)
+        fd = undo_paths.open_at(workspace, key, os.O_PATH)
     except (OSError, OutsideRoot):
         return 0
     try:
@@ -420,18 +385,11 @@ def _size(workspace: Path, key: str) -> int:
     return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
-def _open(workspace: Path, key: str, flags: int) -> int:
-    """The file `key` names, opened beneath the workspace with `flags` (never following a symlink at its name)."""
-    fd, name = _parent(workspace, key)
-    try:
-        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
-def _walk(workspace: Path, limit: bool = False, skip: Collection[str] = ()) -> Stats | None:
-    """Every regular file beneath the workspace (not beneath a `skip` directory), by stat alone; None (with
-    `limit`) past BASE_FILES or BASE_BYTES, or when the workspace cannot be read."""
+def _walk(workspace: Path, limit: bool = False, skip: Collection[str] = (), links: bool = True,
+          dirs: list[str] | None = None) -> Stats | None:
+    """Every regular file (and with `links`, every symlink) beneath the workspace, not beneath a `skip` directory,
+    by lstat alone; each directory's key added to `dirs`. None (with `limit`) past BASE_FILES or BASE_BYTES, or
+    when the workspace cannot be read."""
     seen: Stats = {}
     total = 0
     stack = [workspace]
@@ -441,10 +399,12 @@ def _walk(workspace: Path, limit: bool = False, skip: Collection[str] = ()) -> S
                 for entry in entries:
                     st = entry.stat(follow_symlinks=False)
                     if stat.S_ISDIR(st.st_mode):
+                        if dirs is not None:
+                            dirs.append(undo_paths.key_of(os.path.relpath(entry.path, workspace)))
                         if not skip or os.path.realpath(entry.path) not in skip:
                             stack.append(Path(entry.path))
-                    elif stat.S_ISREG(st.st_mode):
-                        seen[_key_of(os.path.relpath(entry.path, workspace))] = (
+                    elif stat.S_ISREG(st.st_mode) or (links and stat.S_ISLNK(st.st_mode)):
+                        seen[undo_paths.key_of(os.path.relpath(entry.path, workspace))] = (
                             st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode, st.st_uid, st.st_gid)
                         total += st.st_size
                         if limit and (len(seen) > BASE_FILES or total > BASE_BYTES):
@@ -477,39 +437,62 @@ def restore(run_dir: Path, workspace: Path, steps: list[WorkspaceStep], to: int)
     wanted = state_at(base or _no_base(), steps, to)
     last = state_at(base or _no_base(), steps, len(steps))
     touched = list(dict.fromkeys(p for step in steps[to:] for p in (step.get("changes") or {})))
-    done: Restored = {"changes": {}, "missing": [], "kept": [], "unstored": [], "attributes": [], "incomplete": []}
-    for path in touched:
-        if _path(workspace, path) is None:
+    done: Restored = {"changes": {}, "missing": [], "kept": [], "unstored": [], "attributes": [], "incomplete": [],
+                      "dirs": []}
+    links = base["links"] if base is not None else True
+    # removals first, the deepest first, then what is put back, the shallowest first: a link the run put where a
+    # directory was goes before the files put back beneath it, and a directory's files before what replaces it
+    gone = sorted((p for p in touched if wanted.get(p) is None), key=_depth, reverse=True)
+    for path in gone:
+        if undo_paths.path(workspace, path) is None:
             done["missing"].append(path)  # not a plain workspace path: a journal line this harness never wrote
-        elif wanted.get(path) is None and base is None:
+        elif base is None:
             done["missing"].append(path)  # without the base manifest, whether it was there before the run is unknown
         else:
-            _put_back(workspace, undo_dir, path, wanted.get(path), last.get(path), done)
+            _put_back(workspace, undo_dir, path, None, last.get(path), done, links)
+    if base is not None and base["dirs"] is not None:
+        _clear_dirs(workspace, touched, set(base["dirs"]), wanted, done)
+    for path in sorted((p for p in touched if wanted.get(p) is not None), key=_depth):
+        if undo_paths.path(workspace, path) is None:
+            done["missing"].append(path)
+        else:
+            _put_back(workspace, undo_dir, path, wanted[path], last.get(path), done, links)
     done["missing"] += [p for p in (*done["kept"], *done["unstored"], *done["attributes"]) if p not in done["missing"]]
     done["incomplete"] = [i + 1 for i, step in enumerate(steps[to:], start=to) if not step.get("complete", True)]
     return done
 
 
-def _put_back(workspace: Path, undo_dir: Path, path: str, want: JSON, left: JSON, done: Restored) -> None:
-    """Make `path` hold `want` (None: no file), unless a file of one name is there that is not what the run left
-    (`left`): replacing it would lose it. A directory is neither removed nor written over."""
+def _depth(key: str) -> int:
+    return key.count("/")
+
+
+def _put_back(workspace: Path, undo_dir: Path, path: str, want: JSON, left: JSON, done: Restored,
+              links: bool) -> None:
+    """Make `path` hold `want` (None: nothing), unless a file of one name or a symlink is there that is not what
+    the run left (`left`): replacing it would lose it. A directory is not written over (`_clear_dirs` removed it
+    first if it was empty). Without `links` (a run recorded before symlinks were), a symlink there is replaced, as
+    it was then."""
     try:
         kind, now = _look(workspace, path)
     except (OSError, OutsideRoot):
         if want is not None:
             done["missing"].append(path)  # its directory is out of reach (a symlink out of the workspace)
         return
-    if kind in ("file", "linked") and not _differs(now, want):
+    if kind == "link" and not links:
+        kind = "other"
+    if kind in ("file", "linked", "link") and not _differs(now, want):
         return  # as wanted already
-    if kind == "file" and not _same(now, left):
+    if kind in ("file", "link") and not _same(now, left):
         done["kept"].append(path)
     elif want is None:
-        if kind != "absent" and _remove(workspace, path):
+        if kind != "absent" and undo_paths.remove(workspace, path):
             done["changes"][path] = None
     elif _unstored(want):
         done["unstored"].append(path)
     elif not isinstance(want, list) or not _valid(want):
         done["missing"].append(path)
+    elif undo_links.is_link(want):
+        _put_link(workspace, path, want, done)
     elif kind == "file" and now is not None and now[0] == want[0]:
         _settle(workspace, path, want, done)  # the content is there: its mode or owner is not
     elif not _write(workspace, undo_dir, path, want, _owner(now) if kind == "file" else None, kind == "file", done):
@@ -518,8 +501,12 @@ def _put_back(workspace: Path, undo_dir: Path, path: str, want: JSON, left: JSON
 
 def _look(workspace: Path, path: str) -> tuple[Kind, Entry | None]:
     """What is at `path` now: absent, a regular file of one name or of several (with its entry, its content hashed
-    unless it is too large to store), a directory, or something else (a symlink, FIFO, socket or device)."""
-    fd, name = _parent(workspace, path)
+    unless it is too large to store), a symlink (with its entry), a directory, or something else (a FIFO, socket
+    or device)."""
+    try:
+        fd, name = undo_paths.parent(workspace, path)
+    except FileNotFoundError:
+        return "absent", None  # its directory too (an undo removed it; a restore makes it again)
     try:
         try:
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -527,6 +514,8 @@ def _look(workspace: Path, path: str) -> tuple[Kind, Entry | None]:
             return "absent", None
         if stat.S_ISDIR(st.st_mode):
             return "dir", None
+        if stat.S_ISLNK(st.st_mode) and (link := undo_links.read(fd, name)) is not None:
+            return "link", link
         if not stat.S_ISREG(st.st_mode):
             return "other", None
         kind: Kind = "linked" if st.st_nlink > 1 else "file"
@@ -549,7 +538,7 @@ def _write(workspace: Path, undo_dir: Path, path: str, want: Entry, owner: tuple
     if data is None or hashlib.sha256(data).hexdigest() != sha:
         return False
     try:
-        fd, name = _parent(workspace, path, create=True)
+        fd, name = undo_paths.parent(workspace, path, create=True)
     except (OSError, OutsideRoot):
         return False
     try:
@@ -562,6 +551,36 @@ def _write(workspace: Path, undo_dir: Path, path: str, want: Entry, owner: tuple
         return True
     finally:
         os.close(fd)
+
+
+def _put_link(workspace: Path, path: str, want: Entry, done: Restored) -> None:
+    """Make `path` the link `want` records, with its owner where this user may give it; what was there (a file or
+    another link) is replaced, never written through."""
+    try:
+        ok, now = undo_links.put(workspace, path, want)
+    except (OSError, OutsideRoot):
+        return done["missing"].append(path)
+    done["changes"][path] = now
+    if not ok:
+        done["attributes"].append(path)
+
+
+def _clear_dirs(workspace: Path, paths: list[str], had: set[str], wanted: JSONObject, done: Restored) -> None:
+    """Remove, once empty, each directory the run made (`had`: the workspace's when the run began) that holds one
+    of `paths`, and each directory where a file or link is to be put back (the checkpoint had none there): the
+    deepest first. One holding anything stays (rmdir removes only an empty directory), and so does one that a path
+    to put back lies beneath."""
+    needed = {d for p, entry in wanted.items() if entry is not None for d in _ancestors(p)}
+    made = {d for p in paths for d in _ancestors(p)} - had
+    in_the_way = {p for p in paths if wanted.get(p) is not None}
+    for key in sorted((made | in_the_way) - needed, key=_depth, reverse=True):
+        if undo_paths.remove(workspace, key, directory=True):
+            done["dirs"].append(key)
+
+
+def _ancestors(key: str) -> list[str]:
+    parts = key.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def _record(done: Restored, path: str, sha: str, st: os.stat_result, ok: bool) -> None:
@@ -609,7 +628,7 @@ def _replace(fd: int, name: str, data: bytes, want: Entry, owner: tuple[int, int
 def _settle(workspace: Path, path: str, want: JSON, done: Restored) -> None:
     """Put back the owner and mode of a file whose content is already what `want` holds."""
     try:
-        fd = _open(workspace, path, READ)
+        fd = undo_paths.open_at(workspace, path, READ)
     except (OSError, OutsideRoot):
         return done["missing"].append(path)
     try:
@@ -652,20 +671,6 @@ def _blob(undo_dir: Path, sha: str) -> bytes | None:
             return None
         data = f.read(FILE_BYTES + 1)
     return data if len(data) <= FILE_BYTES else None
-
-
-def _remove(workspace: Path, path: str) -> bool:
-    try:
-        fd, name = _parent(workspace, path)
-    except (OSError, OutsideRoot):
-        return False
-    try:
-        os.unlink(name, dir_fd=fd)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
 
 
 def point(steps: list[WorkspaceStep], n: int) -> int:
@@ -711,6 +716,6 @@ def undo_run(run_dir: Path, workspace: Path, to: int | None, listener: Listener 
 def summary(done: Restored) -> Summary:
     changes = done["changes"]
     return {"restored": sorted(p for p, e in changes.items() if e is not None),
-            "removed": sorted(p for p, e in changes.items() if e is None),
+            "removed": sorted([*(p for p, e in changes.items() if e is None), *(f"{d}/" for d in done["dirs"])]),
             "missing": done["missing"], "kept": done["kept"], "unstored": done["unstored"],
             "attributes": done["attributes"], "incomplete": done["incomplete"]}

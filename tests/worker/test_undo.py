@@ -87,8 +87,9 @@ def test_undo_restores_a_workspace_a_run_deleted_overwrote_and_created_files_in(
     assert "step 2 write_file: changed data.csv" in cli("show", run_id, check=0).stdout
 
     partial = cli.json("undo", run_id, "--to", "1", "--json", check=0)  # keep step 1 only
-    assert partial["restored"] == ["data.csv"] and partial["removed"] == ["sub/new.txt"]
+    assert partial["restored"] == ["data.csv"] and partial["removed"] == ["sub/", "sub/new.txt"]  # sub: the run's
     assert (ws / "data.csv").read_text() == "a,b\n1,2\n" and not (ws / "old.log").exists()
+    assert not (ws / "sub").exists()
 
     undone = cli("undo", run_id, check=0)  # everything the run did
     assert "restored old.log" in undone.stdout and "restored run.sh" in undone.stdout
@@ -116,7 +117,8 @@ def _a_run_that_changed_a_txt(scripted_server, configure, cli, sentinel_home, tm
 def test_undo_writes_only_beneath_the_workspace_whatever_the_journal_says(scripted_server, configure, cli,
                                                                             sentinel_home, tmp_path):
     """The journal is the agent's to write: a checkpoint naming a path outside the workspace, or a symlink planted
-    where a file was, never sends a restore outside it."""
+    where a file was, never sends a restore outside it. The link, which the run did not leave, is kept and named
+    (never followed); removed, the file comes back."""
     ws, outside, out = _a_run_that_changed_a_txt(scripted_server, configure, cli, sentinel_home, tmp_path)
     run_dir = sentinel_home / "runs" / out["id"]
     step = json.loads([line for line in (run_dir / "journal.jsonl").read_text().splitlines()
@@ -126,7 +128,11 @@ def test_undo_writes_only_beneath_the_workspace_whatever_the_journal_says(script
         journal.write(json.dumps(forged) + "\n")
     (ws / "a.txt").unlink()
     (ws / "a.txt").symlink_to(outside)
-    cli("undo", out["id"], check=1)  # the forged paths cannot be restored: said, and exit 1
+    undone = cli("undo", out["id"], check=1)  # the forged paths cannot be restored: said, and exit 1
+    assert "kept a.txt as it is" in undone.stderr
+    assert outside.read_text() == "operator's\n" and os.readlink(ws / "a.txt") == str(outside)
+    (ws / "a.txt").unlink()
+    cli("undo", out["id"], check=1)
     assert outside.read_text() == "operator's\n"
     assert not (ws / "a.txt").is_symlink() and (ws / "a.txt").read_text() == "original\n"
 
