@@ -579,7 +579,8 @@ def undo(run_id: str = Argument(..., help="Run id."),
     for path in list_in(done.get("removed")):
         print(f"removed {_shown(path)}")
     said = _undo_reasons(done)
-    why = "its stored copy is missing or damaged, or its directory is out of the workspace's reach"
+    why = ("its stored copy is missing or damaged, a directory holding files is in its place, or its directory is "
+           "out of the workspace's reach")
     for path in list_in(done.get("missing")):
         if path not in said:
             print(f"could not restore {_shown(path)}: {why}", file=sys.stderr)
@@ -588,9 +589,9 @@ def undo(run_id: str = Argument(..., help="Run id."),
         print(f"steps {steps} were not recorded whole (a file over 32 MiB, a workspace too large to copy, or a "
               "crash before the step was recorded): files they changed may differ", file=sys.stderr)
     if not (done["restored"] or done["removed"] or done["missing"]):
-        # what undo records is files: a symlink or directory the run made is not known here, so not claimed
-        print(f"the workspace's files already match checkpoint {done['to']} of run {run_id} (symlinks and "
-              "directories are not recorded)")
+        # undo records files and symlinks, not directories: an empty one the run made is not known, so not claimed
+        print(f"the workspace's files and symlinks already match checkpoint {done['to']} of run {run_id} "
+              "(directories are not recorded: an empty one the run made stays)")
     elif done["missing"]:
         back = len(list_in(done.get("restored"))) + len(list_in(done.get("removed")))
         print(f"undo of run {run_id} to checkpoint {done['to']}: {back} put back, {len(list_in(done['missing']))} not "
