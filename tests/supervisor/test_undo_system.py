@@ -1,8 +1,8 @@
 """`sentinel undo` in system mode: the supervisor starts the restore through Leash as the agent's user, confined to
 the run's directory and workspace; it puts back what a run deleted, overwrote and created, and what the agent
-planted or rewrote (a symlink where a file was, a journal or base manifest naming paths outside, a rewritten
-blob) never makes it write outside the workspace. Who may undo is who may resume: an operator, or an agent's own
-user for its own door sessions only."""
+planted or rewrote (a symlink where a file was, kept and named; a journal or base manifest naming paths outside;
+a rewritten blob) never makes it write outside the workspace. Who may undo is who may resume: an operator, or an
+agent's own user for its own door sessions only."""
 
 from __future__ import annotations
 
@@ -72,7 +72,8 @@ def test_system_undo_restores_the_workspace_as_the_agents_user(system, make_agen
         (3, "write_file", ["sub/new.txt"], [])]
 
     partial = json.loads(sentinel_cmd("undo", run_id, "--to", "1", "--json", check=0).stdout)  # keeps step 1
-    assert partial["restored"] == ["data.csv"] and partial["removed"] == ["sub/new.txt"] and partial["to"] == 1
+    assert partial["restored"] == ["data.csv"] and partial["to"] == 1
+    assert partial["removed"] == ["sub/", "sub/new.txt"]  # sub: made by the run, empty once undone
     assert (ws / "data.csv").read_text() == "a,b\n1,2\n" and not (ws / "old.log").exists()
     assert (ws / "run.sh").stat().st_mode & 0o777 == 0o600
 
@@ -94,16 +95,17 @@ def test_system_undo_restores_the_workspace_as_the_agents_user(system, make_agen
     again = json.loads(sentinel_cmd("undo", run_id, "--to", "3", "--json", check=0).stdout)  # redo
     assert (ws / "sub" / "new.txt").read_text() == "made up\n" and again["removed"] == ["old.log"]
     same = sentinel_cmd("undo", run_id, "--to", "3", check=0)
-    assert f"the workspace's files already match checkpoint 3 of run {run_id}" in same.stdout
+    assert f"the workspace's files and symlinks already match checkpoint 3 of run {run_id}" in same.stdout
     bad = sentinel_cmd("undo", run_id, "--to", "9", check=2)  # a usage error, one line, as in local mode
     assert "no step 9" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_a_link_planted_where_a_file_was_is_replaced_never_written_through(system, make_agent, supervisor,
-                                                                           scripted_server, sentinel_cmd):
+def test_a_link_planted_where_a_file_was_is_never_written_through(system, make_agent, supervisor, scripted_server,
+                                                                  sentinel_cmd):
     """Symlinks where the run's files were: to a root-owned file, to a file the agent's user may write outside its
     workspace, into another agent's workspace; and a hard link to a file of the agent's outside its workspace.
-    None is written through; each file comes back as a file of its own, the agent's."""
+    None is written through: the hard link is replaced, each symlink (which the run did not leave) is kept and
+    named; once the links are gone, each file comes back as a file of its own, the agent's."""
     other = make_agent()
     theirs = _workspace(other) / "theirs.txt"
     write_as(other, theirs, "other agent's\n")
@@ -123,11 +125,18 @@ def test_a_link_planted_where_a_file_was_is_replaced_never_written_through(syste
         _as_agent(name, "ln", "-sf", str(target), str(ws / link))
     _as_agent(name, "ln", "-f", str(hard), str(ws / "d.txt"))
 
-    undone = sentinel_cmd("undo", run_id, check=0)
-    assert sorted(undone.stdout.splitlines()) == [f"restored {f}" for f in files]
+    undone = sentinel_cmd("undo", run_id, check=1)
+    assert undone.stdout.splitlines() == ["restored d.txt"]
+    for link, target in (("a.txt", root_owned), ("b.txt", agents_own), ("c.txt", theirs)):
+        assert f"kept {link} as it is" in undone.stderr and os.readlink(ws / link) == str(target)
     assert root_owned.read_text() == "root's\n" and root_owned.stat().st_uid == 0
     assert agents_own.read_text() == hard.read_text() == "agent's own, outside\n"
     assert theirs.read_text() == "other agent's\n"
+
+    _as_agent(name, "rm", str(ws / "a.txt"), str(ws / "b.txt"), str(ws / "c.txt"))
+    again = sentinel_cmd("undo", run_id, check=0)
+    assert sorted(again.stdout.splitlines()) == ["restored a.txt", "restored b.txt", "restored c.txt"]
+    assert root_owned.read_text() == "root's\n" and theirs.read_text() == "other agent's\n"
     for rel, text in files.items():
         assert not (ws / rel).is_symlink() and (ws / rel).read_text() == text
         assert (ws / rel).stat().st_uid == pw.pw_uid and (ws / rel).stat().st_nlink == 1
