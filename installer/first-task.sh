@@ -11,7 +11,8 @@ home="${SENTINEL_HOME:-$HOME/.sentinel}"
 workspace="$(mktemp -d /tmp/sentinel-first-run.XXXXXX)"
 echo "==> first task on the default model: local mode, home $home, workspace $workspace (no supervisor takes it)"
 status=0
-SENTINEL_MODE=local SENTINEL_HOME="$home" "$cli" run --workspace "$workspace" \
+# SENTINEL_WARM=0: the installer leaves no warm server behind (a person's first `sentinel run` starts theirs)
+SENTINEL_WARM=0 SENTINEL_MODE=local SENTINEL_HOME="$home" "$cli" run --workspace "$workspace" \
     "Create a file hello.txt containing the word hi" || status=$?
 if grep -qx 'hi' "$workspace/hello.txt" 2>/dev/null; then
     echo "==> the agent wrote $workspace/hello.txt: $(cat "$workspace/hello.txt")"
