@@ -178,6 +178,11 @@ def call(args: list[str]) -> int | None:
                 _wanted = path
             return None
         sock.settimeout(None)
+        try:
+            sock.send(b"go")  # from here the command is the child's: this process never runs it too
+        except OSError:
+            os.close(fds[0])
+            return None  # the server is gone; the child, never told to go, ends without running anything
         return _wait(sock, fds[0])
     finally:
         sock.close()

@@ -13,8 +13,10 @@ Every call, before anything of it runs:
    environment's site-packages are stat'ed again (about 2 ms). Changed: the caller is refused (it runs cold
    and starts a new server) and this server ends.
 
-A refused caller gets one line and runs the command itself. An accepted one gets a pidfd on its child, then the
-child's exit code. If the caller goes away first (killed), the child is killed too, as a command killed with
+A refused caller gets one line and runs the command itself. An accepted one gets a pidfd on its child and answers
+`go`; only then does the child start the command (a caller that gave up waiting runs it cold, and its child, never
+told to go, ends without running anything: a command never runs twice). The caller then gets the child's exit
+code. If the caller goes away first (killed), the child is killed too, as a command killed with
 its process would be. The child starts a session of its own, takes the caller's descriptors, directory, umask,
 ignored and blocked signals and environment, closes everything else this server holds, and runs
 `sentinel.cli.main` as a fresh process would.
@@ -22,6 +24,7 @@ ignored and blocked signals and environment, closes everything else this server 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import gc
 import io
@@ -87,7 +90,14 @@ class Child:
     pid: int
     pidfd: int
     conn: socket.socket
+    go: int  # the pipe its child waits on before the command starts (-1 once the go-ahead is given)
     watched: bool = True  # its caller's connection is watched for the caller going away
+
+    def stop(self) -> None:
+        _signal(self.pidfd, signal.SIGKILL)
+        if self.go >= 0:
+            os.close(self.go)
+            self.go = -1
 
 
 class Refused(Exception):
@@ -120,9 +130,7 @@ class Server:
                 if key.data is None:
                     self._accept()
                 elif isinstance(key.data, Child) and key.fileobj is key.data.conn:
-                    _signal(key.data.pidfd, signal.SIGKILL)  # the caller is gone (or broke the protocol)
-                    self.sel.unregister(key.data.conn)
-                    key.data.watched = False
+                    self._heard(key.data)
                 elif isinstance(key.data, Child):
                     self._reap(key.data)
 
@@ -171,25 +179,43 @@ class Server:
         present = request["stdio"]
         assert isinstance(present, list)
         given = iter(fds[1:])
+        wait, go = os.pipe()
         place = in_place.Place(fds[0], [next(given) if p else None for p in present], caller.umask, caller.ignored,
-                               caller.blocked)
-        pid = in_place.fork_in_place(place, close=lambda: self._close_all(conn))
+                               caller.blocked, keep=wait)
+        pid = in_place.fork_in_place(place, close=lambda: self._close_all(conn, go))
         if pid == 0:
-            self._become(request, present)  # never returns
-        for fd in fds:
+            self._become(request, present, wait)  # never returns
+        for fd in [*fds, wait]:
             os.close(fd)
         pidfd = os.pidfd_open(pid)
-        child = Child(pid, pidfd, conn)
+        child = Child(pid, pidfd, conn, go)
         try:
             socket.send_fds(conn, [b"started"], [pidfd])
         except OSError:
-            _signal(pidfd, signal.SIGKILL)
+            child.stop()
         conn.settimeout(None)
         self.children[pidfd] = child
         self.sel.register(pidfd, selectors.EVENT_READ, child)
         self.sel.register(conn, selectors.EVENT_READ, child)
         self.served += 1
         self.last = time.monotonic()
+
+    def _heard(self, child: Child) -> None:
+        """The caller's go-ahead lets its child start the command; anything else (it went away, it broke the
+        protocol, a second word) stops the child."""
+        try:
+            word = child.conn.recv(16)
+        except OSError:
+            word = b""
+        if word == b"go" and child.go >= 0:
+            with contextlib.suppress(OSError):
+                os.write(child.go, b"g")
+            os.close(child.go)
+            child.go = -1
+            return
+        child.stop()
+        self.sel.unregister(child.conn)
+        child.watched = False
 
     def _reap(self, child: Child) -> None:
         self.sel.unregister(child.pidfd)
@@ -201,6 +227,8 @@ class Server:
         except OSError:
             pass
         child.conn.close()
+        if child.go >= 0:
+            os.close(child.go)
         os.close(child.pidfd)
         del self.children[child.pidfd]
         self.last = time.monotonic()
@@ -245,26 +273,33 @@ class Server:
             raise Refused("another process context (groups, limits, sandbox, cgroup or namespaces)")
         return caller
 
-    def _close_all(self, conn: socket.socket) -> None:
+    def _close_all(self, conn: socket.socket, go: int) -> None:
         """In the child: close what this server's objects hold, through the objects."""
         self.sel.close()
+        os.close(go)
         for child in self.children.values():
             child.conn.close()
             os.close(child.pidfd)
+            if child.go >= 0:
+                os.close(child.go)
         conn.close()
         if self.listener.fileno() >= 0:
             self.listener.close()
         if self.lock >= 0:
             os.close(self.lock)
 
-    def _become(self, request: dict[str, object], present: list[bool]) -> None:
-        """In the child, in the caller's place (sentinel/leash/in_place.py): the caller's command from its first
-        line. Never returns."""
+    def _become(self, request: dict[str, object], present: list[bool], wait: int) -> None:
+        """In the child, in the caller's place (sentinel/leash/in_place.py): once the caller has said go, the
+        caller's command from its first line. Never returns."""
+        if os.read(wait, 1) != b"g":
+            os._exit(1)  # the caller never took this child (it timed out and runs the command itself, or is gone)
+        os.close(wait)
         env = request["env"]
         args = request["args"]
         assert isinstance(env, dict) and isinstance(args, list)
         os.environ.clear()
         os.environ.update(env)
+        time.tzset()  # the caller's TZ, as a fresh interpreter reads it at start
         _stdio(present)
         sys.argv = [str(request["argv0"]), *args]
         from sentinel.cli import cold
@@ -332,7 +367,7 @@ def stamp() -> list[object]:
             for name in sorted(files):
                 st = os.stat(os.path.join(folder, name))
                 marks.append((name, st.st_mtime_ns, st.st_size))
-    for path in [sys.executable, *(p for p in sys.path if p.endswith("site-packages"))]:
+    for path in (sys.executable, *(p for p in sys.path if p.endswith("site-packages"))):
         st = os.stat(path)
         marks.append((path, st.st_mtime_ns, st.st_ino))
     return marks

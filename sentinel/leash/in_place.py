@@ -10,7 +10,7 @@ returns 0 in the child, this:
 2. runs `close`, which closes every descriptor the server's own objects hold (listener, selector, other
    callers' connections, its lock), so no object closes a reused number later;
 3. puts the caller's descriptors at 0, 1, 2 (one the caller lacks is closed), takes its working directory
-   from the descriptor it passed, then closes every other descriptor;
+   from the descriptor it passed, then closes every other descriptor but `keep`;
 4. takes the caller's umask, its ignored signals (everything else default, then what Python sets itself at
    start: SIGINT raises, SIGPIPE and SIGXFSZ ignored) and its blocked signals.
 
@@ -36,6 +36,7 @@ class Place:
     umask: int = 0o022
     ignored: int = 0  # bit n-1: signal n
     blocked: int = 0
+    keep: int | None = None  # one more descriptor the child keeps (the warm server's go-ahead pipe)
 
 
 def fork_in_place(place: Place, close: Callable[[], None]) -> int:
@@ -52,7 +53,12 @@ def fork_in_place(place: Place, close: Callable[[], None]) -> int:
             else:
                 os.dup2(fd, target)
         os.fchdir(place.cwd)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        top = os.sysconf("SC_OPEN_MAX")
+        if place.keep is None:
+            os.closerange(3, top)
+        else:
+            os.closerange(3, place.keep)
+            os.closerange(place.keep + 1, top)
         os.umask(place.umask)
         _signals(place)
     except BaseException as exc:  # noqa: BLE001 — nothing of the command has run; the caller sees one line

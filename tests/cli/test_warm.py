@@ -354,7 +354,7 @@ def test_the_server_itself_refuses_a_sandboxed_caller(warm_cli):
     [path] = warm_cli.sockets()
     interp = subprocess.run([sys.executable, "-c", "import json, sys; from sentinel.cli import warm; "
                              "print(json.dumps(warm.interpreter(sys.path[1:])))"], env=warm_cli.env,
-                            capture_output=True, text=True, check=True).stdout
+                            capture_output=True, text=True, check=True, cwd=warm_cli.home).stdout
     proc = subprocess.run(["setpriv", "--no-new-privs", sys.executable, "-c", LIAR, str(path), interp],
                           env=warm_cli.env, capture_output=True, text=True, timeout=60, cwd=warm_cli.home)
     assert proc.stdout.startswith("refused: another process context"), proc.stderr
@@ -362,3 +362,25 @@ def test_the_server_itself_refuses_a_sandboxed_caller(warm_cli):
                            text=True, timeout=60, cwd=warm_cli.home)
     assert plain.stdout.startswith("started"), plain.stderr  # the same request from outside a sandbox is served
     assert warm_cli.server()["served"] == before + 1
+
+
+def test_a_caller_that_never_says_go_runs_nothing_twice(warm_cli):
+    """A caller that gave up waiting (and runs the command cold itself) never has it run by the server too."""
+    before = warm_cli.started()["served"]
+    runs = len(json.loads(warm_cli.run("runs", "--json").stdout))
+    writes = warm_cli.models["writes"]
+    [path] = warm_cli.sockets()
+    interp = subprocess.run([sys.executable, "-c", "import json, sys; from sentinel.cli import warm; "
+                             "print(json.dumps(warm.interpreter(sys.path[1:])))"], env=warm_cli.env,
+                            capture_output=True, text=True, check=True, cwd=warm_cli.home).stdout
+    quitter = LIAR.replace('"say done"', '"make it", "--model", "writes/m"')
+    proc = subprocess.run([sys.executable, "-c", quitter, str(path), interp], env=warm_cli.env, capture_output=True,
+                          text=True, timeout=60, cwd=warm_cli.home / "workspace")
+    assert proc.stdout.startswith("started"), proc.stderr
+    deadline = time.monotonic() + 60
+    while warm_cli.server()["running"]:  # the child, never told to go, ends
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert warm_cli.server()["served"] == before + 1
+    assert len(json.loads(warm_cli.run("runs", "--json").stdout)) == runs and not writes.requests
+    assert not (warm_cli.home / "workspace" / "made.txt").exists()
