@@ -29,9 +29,10 @@ def _run(*argv: str, **kw) -> subprocess.CompletedProcess:
 
 
 def as_user(user: str, *argv: str, env: dict | None = None, input: str | None = None) -> subprocess.CompletedProcess:
-    """Run argv as `user` (runuser, no login shell) with a clean environment plus `env`."""
+    """Run argv as `user` (runuser, no login shell) with a clean environment plus `env` (and the warm start off, as
+    in every test: a warm server outlives the test that started it)."""
     pw = pwd.getpwnam(user)
-    base = {"PATH": "/usr/bin:/bin", "HOME": pw.pw_dir, "LANG": "C.UTF-8", **(env or {})}
+    base = {"PATH": "/usr/bin:/bin", "HOME": pw.pw_dir, "LANG": "C.UTF-8", "SENTINEL_WARM": "0", **(env or {})}
     pairs = [f"{k}={v}" for k, v in base.items()]
     return _run("runuser", "-u", user, "--", "env", "-i", *pairs, *argv, input=input, timeout=60)
 

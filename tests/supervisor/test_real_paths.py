@@ -60,7 +60,7 @@ def as_agent(user: str, env: dict, *args: str) -> list[str]:
     """`sudo -u USER ...` (runuser where there is no sudo), with sudo's clean environment plus `env`."""
     pw = pwd.getpwnam(user)
     clean = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": pw.pw_dir, "USER": user, "LOGNAME": user,
-             "LANG": "C.UTF-8", "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1", **env}
+             "LANG": "C.UTF-8", "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1", "SENTINEL_WARM": "0", **env}
     become = ["sudo", "-u", user, "--"] if shutil.which("sudo") else ["runuser", "-u", user, "--"]
     return [*become, "env", "-i", *(f"{k}={v}" for k, v in clean.items()), sys.executable, "-m", "sentinel", *args]
 
