@@ -314,6 +314,20 @@ class Store:
                " WHERE parent_id=? ORDER BY created_at, rowid")
         return [dict(r) for r in self.conn.execute(sql, (parent_id,))]
 
+    def descendants(self, run_id: str) -> list[StoredRun]:
+        """Every run below this one (its children, theirs, and so on), each once, a parent before its children."""
+        found: list[StoredRun] = []
+        seen, level = {run_id}, [run_id]
+        while level:
+            marks = ",".join("?" * len(level))
+            rows = [_stored_run(r) for r in self.conn.execute(
+                f"SELECT * FROM runs WHERE parent_id IN ({marks}) ORDER BY created_at, rowid", level)]
+            rows = [r for r in rows if r["id"] not in seen]
+            seen.update(r["id"] for r in rows)
+            found += rows
+            level = [r["id"] for r in rows]
+        return found
+
     def grants_of(self, run_id: str) -> list[str] | None:
         """The tools a child run was granted when its parent made it; None for a head run."""
         value = self.get_run(run_id).get("grants")

@@ -306,14 +306,20 @@ class LocalEngine(Closing):
 
     def undo(self, run_id: str, to: int | None = None) -> JSONObject:
         """Put the run's workspace back as it was after checkpoint `to` (0: before its first change; None: the one
-        before the latest); the undo is itself a checkpoint, so it can be undone too."""
+        before the latest), with what its child runs in the same workspace changed (sentinel/worker/undo.py); the
+        undo is itself a checkpoint, so it can be undone too. `elsewhere`: child runs in another workspace, left
+        to their own undo."""
         from sentinel.worker import undo
 
         row = self.store.get_run(run_id)
+        below = {r["id"]: r for r in self.store.descendants(run_id)}
+        here, elsewhere = undo.in_workspace(row["workspace"], list(below.values()))
         try:
-            return undo.undo_run(Path(row["run_dir"]), Path(row["workspace"]), to)
+            done = undo.undo_run(Path(row["run_dir"]), Path(row["workspace"]), to,
+                                 children=[Path(below[i]["run_dir"]) for i in here])
         except undo.UndoError as exc:
             raise UsageError(str(exc)) from None
+        return {**done, "elsewhere": [{"id": i, "workspace": below[i]["workspace"]} for i in elsewhere]}
 
     # -- queries --------------------------------------------------------------
 

@@ -639,6 +639,7 @@ class AgentLoop:
         else:
             child_id = str(child["id"])
         ended = children.advance(child_id)
+        self._points.forget()  # the child's changes are in its own checkpoints, never in this run's next step
         if ended["status"] not in TERMINAL:
             raise WaitingChild(child_id)
         output = ended.get("output")

@@ -32,6 +32,14 @@ in it are undone and the workspace, looked at whole when the run began, had no d
 Paths are named by keys (sentinel/worker/undo_paths.py): workspace-relative, each byte of a name that is not UTF-8
 written as NUL and two hex digits (`x\\0ff.txt`), and a link's target likewise.
 
+A run's child runs (delegate, spawn, run_workflow) that work in the same workspace keep their checkpoints in their
+own run directories; undo of the run undoes its whole tree there (`undo_run(..., children=...)`): every step of
+the tree is put on one timeline by the time each was journaled (each run's steps in their own order), checkpoint N
+is the moment right after the run's step N, and a path is put back as the tree left it then (or, never touched
+before, as the base of the run that first touched it found it). A blob is looked for in every store of the tree
+and checked against its hash; each child's journal and base are read as the run's are. A run's own step never
+holds a child's changes: after a child ran, its next `before` looks at the workspace again (`forget`).
+
 Undo never destroys what it did not record: a path holding a file or symlink that differs from what the run's last
 step left there (the person's later work, a file or link made again after the run removed it) is kept as it is,
 named, and the rest is undone; moved aside, it is put back by undoing again. Replacing a file with other names
@@ -50,12 +58,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import heapq
 import json
 import os
 import re
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Collection, Literal, TypedDict
+from typing import TYPE_CHECKING, Collection, Literal, Mapping, NamedTuple, Sequence, TypedDict
 
 from sentinel import paths
 from sentinel.engine.state import WorkspaceStep
@@ -99,7 +108,9 @@ class Restored(TypedDict):
     """What `restore` did: the changes as a `workspace_step` holds them; `missing`, every path it could not put
     back, among them those `kept` (changed after the run: left as they are), `unstored` (never stored: beyond
     undo) and `attributes` (content back, owner, group or setuid/setgid bits not); the steps after the target that
-    were incomplete; `dirs`, the directories the run made that it removed (empty)."""
+    were incomplete; `dirs`, the directories the run made that it removed (empty); `children`, each child run in the
+    same workspace that changed it after the target, with its steps undone and those of them that were
+    incomplete."""
 
     changes: JSONObject
     missing: list[str]
@@ -108,6 +119,13 @@ class Restored(TypedDict):
     attributes: list[str]
     incomplete: list[int]
     dirs: list[str]
+    children: list[ChildSteps]
+
+
+class ChildSteps(TypedDict):
+    id: str
+    steps: list[int]
+    incomplete: list[int]
 
 
 class Summary(TypedDict):
@@ -171,6 +189,11 @@ class Checkpoints:
                 if entry is not None:
                     base["files"][path] = entry
                     self._save_base(base)
+
+    def forget(self) -> None:
+        """Another run changed the workspace since the last look (a child run, which keeps its own checkpoints): the
+        next `before` looks again, so this run's next step holds only what its own call changed."""
+        self._stats = None
 
     def _first_base(self) -> Base:
         dirs: list[str] = []
@@ -426,47 +449,120 @@ def state_at(base: Base, steps: list[WorkspaceStep], to: int) -> JSONObject:
     return files
 
 
-def restore(run_dir: Path, workspace: Path, steps: list[WorkspaceStep], to: int) -> Restored:
+class Track(NamedTuple):
+    """One run of a tree that works in one workspace, as undo reads it: its id, checkpoint store and base (None:
+    missing or damaged), and its steps (the journal's, the agent's to write: each entry is checked before use)."""
+
+    id: str
+    undo_dir: Path
+    base: Base | None
+    steps: list[WorkspaceStep]
+
+
+def track(run_id: str, run_dir: Path, steps: list[WorkspaceStep]) -> Track:
+    return Track(run_id, run_dir / UNDO, read_base(run_dir / UNDO), steps)
+
+
+Mark = tuple[int, int]  # a step on a tree's timeline: the index of its run in the tree, its index in that run
+
+
+def timeline(tracks: Sequence[Track]) -> list[Mark]:
+    """Every step of the tree, oldest first: the head run's alone in its own order, or, when a child run changed the
+    workspace too, all of them merged by the time each was journaled (each run's steps stay in their own order)."""
+    if not any(tr.steps for tr in tracks[1:]):
+        return [(0, i) for i in range(len(tracks[0].steps))]
+    for tr in tracks:
+        if not all(_time(s) is not None for s in tr.steps):
+            raise UndoError(f"run {tr.id} has a checkpoint without its time, so its steps cannot be put in order "
+                            "with its parent's and children's: undo the child runs one by one, newest first")
+    lines = ([(_time(s) or 0.0, r, i) for i, s in enumerate(tr.steps)] for r, tr in enumerate(tracks))
+    return [(r, i) for _, r, i in heapq.merge(*lines, key=lambda line: line[0])]
+
+
+def _time(step: WorkspaceStep) -> float | None:
+    t = step.get("t")
+    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
+
+
+def restore(run_dir: Path, workspace: Path, steps: list[WorkspaceStep], to: int,
+            children: Sequence[Track] = ()) -> Restored:
     """Put every path a step after `to` changed back as it was after step `to` (a file removed when it did not
-    exist then), except one that changed after the run's last step (kept). Returns the changes made, as a
-    `workspace_step` holds them, and what could not be restored."""
+    exist then), except one that changed after the run's last step (kept). With `children` (the runs below this
+    one that work in the same workspace), their steps are on the timeline too, by time: checkpoint `to` is the
+    moment right after this run's step `to` (0: before the first step of any of them), and what any of them
+    changed after it is put back. Returns the changes made, as a `workspace_step` holds them, and what could not
+    be restored."""
     if not 0 <= to <= len(steps):
         raise UndoError(f"no step {to}: the run has checkpoints 0 (before its first change) to {len(steps)}")
-    undo_dir = run_dir / UNDO
-    base = read_base(undo_dir)
-    wanted = state_at(base or _no_base(), steps, to)
-    last = state_at(base or _no_base(), steps, len(steps))
-    touched = list(dict.fromkeys(p for step in steps[to:] for p in (step.get("changes") or {})))
+    tracks = [track(run_dir.name, run_dir, steps), *children]
+    line = timeline(tracks)
+    at = 0 if to == 0 else line.index((0, to - 1)) + 1
+    first: dict[str, int] = {}  # path -> the run whose step touched it first: its base holds what was there before
+    before: JSONObject = {}     # path -> what the step of `to` or an earlier one left there
+    last: JSONObject = {}       # path -> what the last step left there
+    for n, (r, i) in enumerate(line):
+        for path, entry in _changes(tracks[r].steps[i]).items():
+            first.setdefault(path, r)
+            last[path] = entry
+            if n < at:
+                before[path] = entry
+    wanted: JSONObject = {}
+    for tr in tracks:  # every file the runs found and no step touched: their directories are needed
+        for path, entry in (tr.base["files"] if tr.base is not None else {}).items():
+            wanted.setdefault(path, entry)
+    unknown: set[str] = set()  # no base to say whether it was there before the first step that touched it
+    for path, r in first.items():
+        base = tracks[r].base
+        if path in before:
+            wanted[path] = before[path]
+        elif base is None:
+            wanted[path] = None
+            unknown.add(path)
+        else:
+            wanted[path] = base["files"].get(path)
+    touched = list(dict.fromkeys(p for r, i in line[at:] for p in _changes(tracks[r].steps[i])))
     done: Restored = {"changes": {}, "missing": [], "kept": [], "unstored": [], "attributes": [], "incomplete": [],
-                      "dirs": []}
-    links = base["links"] if base is not None else True
+                      "dirs": [], "children": []}
+    stores = [tr.undo_dir for tr in tracks]  # content-addressed: a blob is checked against its name wherever found
+    links = all(tr.base["links"] for tr in tracks if tr.base is not None)
     # removals first, the deepest first, then what is put back, the shallowest first: a link the run put where a
     # directory was goes before the files put back beneath it, and a directory's files before what replaces it
     gone = sorted((p for p in touched if wanted.get(p) is None), key=_depth, reverse=True)
     for path in gone:
         if undo_paths.path(workspace, path) is None:
             done["missing"].append(path)  # not a plain workspace path: a journal line this harness never wrote
-        elif base is None:
+        elif path in unknown:
             done["missing"].append(path)  # without the base manifest, whether it was there before the run is unknown
         else:
-            _put_back(workspace, undo_dir, path, None, last.get(path), done, links)
-    if base is not None and base["dirs"] is not None:
-        _clear_dirs(workspace, touched, set(base["dirs"]), wanted, done)
+            _put_back(workspace, stores, path, None, last.get(path), done, links)
+    earliest = tracks[line[0][0]].base if line else tracks[0].base  # looked at before any step of the tree
+    if earliest is not None and earliest["dirs"] is not None:
+        _clear_dirs(workspace, touched, set(earliest["dirs"]), wanted, done)
     for path in sorted((p for p in touched if wanted.get(p) is not None), key=_depth):
         if undo_paths.path(workspace, path) is None:
             done["missing"].append(path)
         else:
-            _put_back(workspace, undo_dir, path, wanted[path], last.get(path), done, links)
+            _put_back(workspace, stores, path, wanted[path], last.get(path), done, links)
     done["missing"] += [p for p in (*done["kept"], *done["unstored"], *done["attributes"]) if p not in done["missing"]]
-    done["incomplete"] = [i + 1 for i, step in enumerate(steps[to:], start=to) if not step.get("complete", True)]
+    done["incomplete"] = [i + 1 for r, i in line[at:] if r == 0 and not tracks[r].steps[i].get("complete", True)]
+    for r, tr in enumerate(tracks[1:], start=1):
+        after = [i for q, i in line[at:] if q == r]
+        if after:
+            done["children"].append({"id": tr.id, "steps": [i + 1 for i in after],
+                                     "incomplete": [i + 1 for i in after if not tr.steps[i].get("complete", True)]})
     return done
+
+
+def _changes(step: WorkspaceStep) -> JSONObject:
+    changes = step.get("changes")
+    return changes if isinstance(changes, dict) else {}
 
 
 def _depth(key: str) -> int:
     return key.count("/")
 
 
-def _put_back(workspace: Path, undo_dir: Path, path: str, want: JSON, left: JSON, done: Restored,
+def _put_back(workspace: Path, stores: Sequence[Path], path: str, want: JSON, left: JSON, done: Restored,
               links: bool) -> None:
     """Make `path` hold `want` (None: nothing), unless a file of one name or a symlink is there that is not what
     the run left (`left`): replacing it would lose it. A directory is not written over (`_clear_dirs` removed it
@@ -495,7 +591,7 @@ def _put_back(workspace: Path, undo_dir: Path, path: str, want: JSON, left: JSON
         _put_link(workspace, path, want, done)
     elif kind == "file" and now is not None and now[0] == want[0]:
         _settle(workspace, path, want, done)  # the content is there: its mode or owner is not
-    elif not _write(workspace, undo_dir, path, want, _owner(now) if kind == "file" else None, kind == "file", done):
+    elif not _write(workspace, stores, path, want, _owner(now) if kind == "file" else None, kind == "file", done):
         done["missing"].append(path)
 
 
@@ -528,14 +624,16 @@ def _look(workspace: Path, path: str) -> tuple[Kind, Entry | None]:
         os.close(fd)
 
 
-def _write(workspace: Path, undo_dir: Path, path: str, want: Entry, owner: tuple[int, int] | None, in_place: bool,
-           done: Restored) -> bool:
+def _write(workspace: Path, stores: Sequence[Path], path: str, want: Entry, owner: tuple[int, int] | None,
+           in_place: bool, done: Restored) -> bool:
     """Put the blob `want` names at `path`, with its mode and owner (`owner` for an entry without one): over the file
-    there (`in_place`: a file of one name), else as a new file; the change is what the file then is. False when the
-    blob is missing or does not hash to its name (the store is the agent's to write: checked before use)."""
+    there (`in_place`: a file of one name), else as a new file; the change is what the file then is. The blob is
+    looked for in each of `stores` (the run's and its children's). False when no store holds it whole and hashing
+    to its name (a store is the agent's to write: checked before use)."""
     sha = str(want[0])
-    data = _blob(undo_dir, sha)
-    if data is None or hashlib.sha256(data).hexdigest() != sha:
+    data = next((d for d in (_blob(s, sha) for s in stores) if d is not None and hashlib.sha256(d).hexdigest() == sha),
+                None)
+    if data is None:
         return False
     try:
         fd, name = undo_paths.parent(workspace, path, create=True)
@@ -691,26 +789,59 @@ def previous_point(steps: list[WorkspaceStep]) -> int:
     return point(steps, now - 1)
 
 
-def undo_run(run_dir: Path, workspace: Path, to: int | None, listener: Listener | None = None) -> JSONObject:
+def undo_run(run_dir: Path, workspace: Path, to: int | None, listener: Listener | None = None,
+             children: Sequence[Path] = ()) -> JSONObject:
     """Put the run's workspace back as it was after checkpoint `to` (0: before its first change; None: the one before
     the latest), holding the run's lease (Busy while another process executes it); the undo is itself a checkpoint,
-    journaled, so it can be undone too (`listener` hears its event). Returns what `sentinel undo` prints: id, to,
-    restored, removed, missing (among them kept, unstored and attributes), incomplete."""
+    journaled in this run, so it can be undone too (`listener` hears its event). `children`: the run directories of
+    the runs below this one that work in the same workspace (their leases are held too): what they changed is on
+    the run's timeline, by time, and undone with it. Returns what `sentinel undo` prints: id, to, restored, removed,
+    missing (among them kept, unstored and attributes), incomplete, and children (each child run whose changes
+    after checkpoint `to` were undone: id, steps, incomplete)."""
     from sentinel.engine import records
     from sentinel.engine.run import Run
+    from sentinel.engine.state import RunState
 
-    with Run.open(run_dir) as run:
+    with Run.open(run_dir) as run, contextlib.ExitStack() as leases:
         if listener is not None:
             run.listeners.append(listener)
+        kids = []
+        for child in children:
+            leases.callback(os.close, Run.lease(child))  # Busy while a child executes: it may be changing files
+            kids.append(track(child.name, child, RunState.load(child).workspace_steps))
         steps = run.state.workspace_steps
-        target = previous_point(steps) if to is None else to
-        done = restore(run.dir, workspace, steps, target)
+        target = to if to is not None else _previous(track(run_dir.name, run.dir, steps), kids)
+        done = restore(run.dir, workspace, steps, target, kids)
         if done["changes"]:
             run.record(records.WorkspaceStep(call_id="", tool="undo", changes=done["changes"], undo=target))
     s = summary(done)
     return {"id": run_dir.name, "to": target, "restored": [*s["restored"]], "removed": [*s["removed"]],
             "missing": [*s["missing"]], "kept": [*s["kept"]], "unstored": [*s["unstored"]],
-            "attributes": [*s["attributes"]], "incomplete": [*s["incomplete"]]}
+            "attributes": [*s["attributes"]], "incomplete": [*s["incomplete"]],
+            "children": [{"id": c["id"], "steps": [*c["steps"]], "incomplete": [*c["incomplete"]]}
+                         for c in done["children"]]}
+
+
+def in_workspace(workspace: str, rows: Sequence[Mapping[str, object]]) -> tuple[list[str], list[str]]:
+    """The ids of the runs among `rows` (a run's descendants, as the store has them) that work in `workspace`, whose
+    changes its undo puts back too, and of those that work elsewhere, which it leaves to their own undo."""
+    here: list[str] = []
+    elsewhere: list[str] = []
+    for row in rows:
+        other = str(row.get("workspace") or "")
+        same = bool(other) and (other == workspace or os.path.realpath(other) == os.path.realpath(workspace))
+        (here if same else elsewhere).append(str(row["id"]))
+    return here, elsewhere
+
+
+def _previous(head: Track, kids: Sequence[Track]) -> int:
+    """What a chat's /undo goes back to in a tree: when a child run changed the workspace after this run's last
+    step, the checkpoint the workspace matched before that (the delegation is the last change); else as
+    `previous_point`."""
+    line = timeline([head, *kids])
+    if line and line[-1][0] != 0:
+        return point(head.steps, len(head.steps))
+    return previous_point(head.steps)
 
 
 def summary(done: Restored) -> Summary:
