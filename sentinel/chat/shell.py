@@ -287,6 +287,11 @@ class Shell:
         changed = ([f"restored {visible(p)}" for p in list_in(done.get("restored"))]
                    + [f"removed {visible(p)}" for p in list_in(done.get("removed"))])
         self.io.say(escape("; ".join(changed) or "nothing to put back") + f" [dim](checkpoint {done.get('to')})[/]")
+        for child in (c for c in list_in(done.get("children")) if isinstance(c, dict)):
+            self.io.plain(f"undone with it: child run {visible(str(child.get('id')))} (it worked in this workspace)")
+        for child in (c for c in list_in(done.get("elsewhere")) if isinstance(c, dict)):
+            self.io.plain(f"not undone with it: child run {visible(str(child.get('id')))}, which worked in "
+                          f"{visible(str(child.get('workspace')))} (sentinel undo {visible(str(child.get('id')))})")
         why = {**{p: "it was over 32 MiB and never stored" for p in list_in(done.get("unstored"))},
                **{p: "restored without its owner or setuid/setgid bits" for p in list_in(done.get("attributes"))},
                **{p: "it changed after the run's last step: kept as it is (move it aside and /undo again)"

@@ -20,7 +20,7 @@ from sentinel.engine.api import Engine, Outcome
 from sentinel.engine.rows import ApprovalRow, RunRow
 from sentinel.engine.status import ANSWERED, TERMINAL, RunStatus
 from sentinel.errors import NotFound
-from sentinel.jsontypes import JSONObject, list_in, object_in
+from sentinel.jsontypes import JSON, JSONObject, list_in, object_in
 from sentinel.ui.escape import for_stream, visible
 from sentinel.ui.render import (Progress, arguments_text, call_in_full, code_listing, json_text, listing_console,
                                 plain, print_json, self_edit_line, short, task_title)
@@ -578,20 +578,30 @@ def undo(run_id: str = Argument(..., help="Run id."),
         print(f"restored {_shown(path)}")
     for path in list_in(done.get("removed")):
         print(f"removed {_shown(path)}")
+    children = _records(done.get("children"))  # the runs below it in its workspace: undone with it
+    for child in children if done["restored"] or done["removed"] or done["missing"] else []:
+        steps = ", ".join(str(n) for n in list_in(child.get("steps")))
+        print(f"undone with it: child run {child.get('id')}, steps {steps} (it worked in the same workspace)")
     said = _undo_reasons(done)
     why = ("its stored copy is missing or damaged, a directory holding files is in its place, or its directory is "
            "out of the workspace's reach")
     for path in list_in(done.get("missing")):
         if path not in said:
             print(f"could not restore {_shown(path)}: {why}", file=sys.stderr)
-    if incomplete := list_in(done.get("incomplete")):
-        steps = ", ".join(str(n) for n in incomplete)
-        print(f"steps {steps} were not recorded whole (a file over 32 MiB, a workspace too large to copy, or a "
-              "crash before the step was recorded): files they changed may differ", file=sys.stderr)
+    for whose, numbers in [("", done.get("incomplete")),
+                           *((f" of child run {c.get('id')}", c.get("incomplete")) for c in children)]:
+        if steps := ", ".join(str(n) for n in list_in(numbers)):
+            print(f"steps {steps}{whose} were not recorded whole (a file over 32 MiB, a workspace too large to copy, "
+                  "or a crash before the step was recorded): files they changed may differ", file=sys.stderr)
+    for child in _records(done.get("elsewhere")):
+        print(f"not undone with it: child run {child.get('id')}, which worked in another workspace "
+              f"({visible(str(child.get('workspace')))}): `sentinel undo {child.get('id')}` puts that back",
+              file=sys.stderr)
     if not (done["restored"] or done["removed"] or done["missing"]):
         # undo records files and symlinks, not directories: an empty one the run made is not known, so not claimed
-        print(f"the workspace's files and symlinks already match checkpoint {done['to']} of run {run_id} "
-              "(directories are not recorded: an empty one the run made stays)")
+        with_children = f" and its child runs {', '.join(str(c.get('id')) for c in children)}" if children else ""
+        print(f"the workspace's files and symlinks already match checkpoint {done['to']} of run {run_id}"
+              f"{with_children} (directories are not recorded: an empty one the run made stays)")
     elif done["missing"]:
         back = len(list_in(done.get("restored"))) + len(list_in(done.get("removed")))
         print(f"undo of run {run_id} to checkpoint {done['to']}: {back} put back, {len(list_in(done['missing']))} not "
@@ -623,6 +633,11 @@ def _shown(path: object) -> str:
 def register(app: "typer.Typer") -> None:
     for fn in (run, runs, show, approvals, approve, deny, resume, logs, status, cancel, undo):
         app.command(fn.__name__)(typed(fn))
+
+
+def _records(value: JSON) -> list[JSONObject]:
+    """The child runs `undo` names (a JSON array of objects)."""
+    return [item for item in list_in(value) if isinstance(item, dict)]
 
 
 def _texts(value: object) -> list[str]:
