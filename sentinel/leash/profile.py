@@ -174,13 +174,15 @@ def worker_profile(sentinel_home: Path, workspace: Path, policy: LeashPolicy, *,
     return prof
 
 
-def undo_profile(run_dir: Path, workspace: Path, policy: LeashPolicy, owner: Owner | None = None) -> Profile:
+def undo_profile(run_dir: Path, workspace: Path, policy: LeashPolicy, owner: Owner | None = None,
+                 children: Sequence[Path] = ()) -> Profile:
     """The supervisor launches a system-mode undo under this (as the agent's user): it writes the run's checkpoints'
-    journal and the workspace, nothing else of the agent's tree, and connects nowhere (no TCP port, no unix
-    socket); the agent's rlimits and cgroup limits, CPU time included."""
+    journal and the workspace (and leases the directories of the child runs it undoes too, reading their
+    checkpoints), nothing else of the agent's tree, and connects nowhere (no TCP port, no unix socket); the agent's
+    rlimits and cgroup limits, CPU time included."""
     untrusted = agent_writable([workspace, *policy.read_write], owner)
     read = system_real(untrusted, owner) + resolve_all([paths.REPO_DIR, paths.PACKAGE_DIR], untrusted, owner)
-    write = resolve_all([run_dir, workspace, *DEV_WRITE], untrusted, owner)
+    write = resolve_all([run_dir, *children, workspace, *DEV_WRITE], untrusted, owner)
     prof = Profile("undo", read, write, rlimits=rlimits(policy), private_tmp=False, layers=confine.WORKER,
                    untrusted=untrusted, owner=owner)
     _limits(prof, policy)

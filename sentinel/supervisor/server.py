@@ -332,6 +332,7 @@ class Supervisor:
         done = result if isinstance(result, dict) else {}
         self.store.audit("run_undone", {"run_id": worker.run_id, "by": undoing.by, "to": done.get("to", undoing.to),
                                         "code": code, "error": None if done else answer.get("error"),
+                                        "children": [*undoing.children],
                                         **{k: done.get(k) for k in ("restored", "removed", "missing") if done}})
         undoing.client.finish(answer)
 

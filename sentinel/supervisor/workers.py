@@ -29,7 +29,7 @@ import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from urllib.parse import urlparse
 
 from sentinel.engine.rows import StoredRun
@@ -84,6 +84,8 @@ class Undoing:
     to: int | None
     deadline: float  # time.monotonic() past which the supervisor stops it
     answer: Mapping[str, object] | None = None  # the reply frame for `client`, once the process said `undone`
+    children: list[str] = field(default_factory=list)  # the child runs it undoes too (same workspace and user)
+    elsewhere: list[JSONObject] = field(default_factory=list)  # those it leaves to their own undo: id, workspace
 
 
 @dataclass
@@ -173,11 +175,22 @@ def start(store: Store, site: Site, run_id: str, muzzle_url: str) -> tuple[Worke
 
 def start_undo(store: Store, site: Site, run_id: str, undoing: Undoing) -> tuple[Worker, socket.socket]:
     """Spawn the undo of a run, as its agent's user, under the undo profile; returns it and the channel's end."""
+    from sentinel.worker.undo import in_workspace
+
     row, agent, pw = _account(store, site, run_id)
     workspace = row["workspace"] or str(layout.agent_sentinel_home(Path(pw.pw_dir)) / "workspace")
+    below = {r["id"]: r for r in store.descendants(run_id)}
+    # a child run in this workspace as this agent's user is undone with it; any other (another agent's, in its
+    # own workspace) is named and left to its own undo, which runs as its user
+    here, elsewhere = in_workspace(workspace, [r for r in below.values() if r.get("user") == row.get("user")])
+    elsewhere += [i for i, r in below.items() if r.get("user") != row.get("user")]
+    undoing.children = here
+    undoing.elsewhere = [{"id": i, "workspace": below[i]["workspace"]} for i in elsewhere]
+    kids = [below[i]["run_dir"] for i in here]
     spawned, ours = _spawn(site, run_id, lambda channel, log: undo_launch(run_id, row, workspace, pw, site, channel,
-                                                                          log))
-    spec: JSONObject = {"id": run_id, "run_dir": row["run_dir"], "workspace": workspace, "to": undoing.to}
+                                                                          log, kids))
+    spec: JSONObject = {"id": run_id, "run_dir": row["run_dir"], "workspace": workspace, "to": undoing.to,
+                        "children": [*kids]}
     return Worker(run_id, agent, pw.pw_uid, pw.pw_dir, spawned, applied=spawned.applied, greeting=spec,
                   undo=undoing), ours
 
@@ -207,16 +220,17 @@ def _spawn(site: Site, run_id: str, launch: Callable[[int, int], spawn.Launch]) 
 
 
 def undo_launch(run_id: str, row: StoredRun, workspace: str, pw: pwd.struct_passwd, site: Site, channel_fd: int,
-                log_fd: int) -> spawn.Launch:
+                log_fd: int, children: Sequence[str] = ()) -> spawn.Launch:
     """`python -I -B -m sentinel.worker --undo RUN_ID` from `/`, with the worker's scrubbed environment: Landlock
-    lets it write the run's directory and workspace only (sentinel/leash/profile.py `undo_profile`), under the
-    agent's Leash limits."""
+    lets it write the run's directory and workspace only, and the directories of the `children` it undoes too
+    (sentinel/leash/profile.py `undo_profile`), under the agent's Leash limits."""
     from sentinel.leash import policy as leash_policy
     from sentinel.leash.links import Owner
     from sentinel.leash.profile import undo_profile
 
     policy_file = leash_policy.policy_path(pw.pw_name, system=True, policy_dir=layout.etc_dir() / "leash")
-    prof = undo_profile(Path(row["run_dir"]), Path(workspace), leash_policy.load(policy_file), Owner.of(pw))
+    prof = undo_profile(Path(row["run_dir"]), Path(workspace), leash_policy.load(policy_file), Owner.of(pw),
+                        [Path(c) for c in children])
     if site.interpreter is not None:
         prof.grant_read(site.interpreter)
     return spawn.Launch([sys.executable, "-I", "-B", "-m", "sentinel.worker", "--undo", run_id],
@@ -520,10 +534,11 @@ def _undone(store: Store, worker: Worker, msg: JSONObject) -> None:
         kind = refused if isinstance(refused, str) and refused in REFUSALS else "error"
         undoing.answer = failure(kind, _text(msg.get("message"), "message")[:2000])
         return
-    undoing.answer = reply(undo_result(worker.run_id, msg.get("result")))
+    undoing.answer = reply({**undo_result(worker.run_id, msg.get("result"), undoing.children),
+                            "elsewhere": [*undoing.elsewhere]})
 
 
-def undo_result(run_id: str, value: JSON) -> JSONObject:
+def undo_result(run_id: str, value: JSON, children: Sequence[str] = ()) -> JSONObject:
     """The `undone` result, field by field: id, to (a step number), restored/removed/missing (paths), why some
     were not put back as they were (kept: changed after the run; unstored: over the store's limit; attributes:
     content back without owner or setuid bits; paths, each optional), incomplete (step numbers)."""
@@ -543,6 +558,16 @@ def undo_result(run_id: str, value: JSON) -> JSONObject:
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             raise UsageError(f"result.{name}: must be a list of paths")
         out[name] = items
+    given = value.get("children", [])  # the child runs undone with it: each one the supervisor gave it
+    kids: list[JSON] = []
+    for child in given if isinstance(given, list) else [None]:
+        numbers = [child.get(k) for k in ("steps", "incomplete")] if isinstance(child, dict) else [None]
+        if not (isinstance(child, dict) and child.get("id") in children and all(
+                isinstance(n, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in n)
+                for n in numbers)):
+            raise UsageError("result.children: must be child runs it was given, each with its step numbers")
+        kids.append({"id": child["id"], "steps": numbers[0], "incomplete": numbers[1]})
+    out["children"] = kids
     return out
 
 

@@ -180,10 +180,11 @@ def undo(run_id: str) -> int:
         spec = channel.call("hello")
         if not isinstance(spec, dict) or spec.get("id") != run_id:
             raise SentinelError(f"the supervisor sent no undo of run {run_id}")
-        to = spec.get("to")
+        to, kids = spec.get("to"), spec.get("children")
+        children = [Path(k) for k in kids if isinstance(k, str)] if isinstance(kids, list) else []
         try:
             done = undo_run(Path(str(spec["run_dir"])), Path(str(spec["workspace"])),
-                            to if isinstance(to, int) else None, channel.emit)
+                            to if isinstance(to, int) else None, channel.emit, children)
         except UndoError as exc:
             channel.call("undone", refused="usage", message=str(exc))
             return 1
