@@ -190,3 +190,23 @@ def test_temporary_ask_keeps_the_subagent_only_when_approved(system, make_agent,
     assert (agents / f"{name}.yaml").stat().st_uid == pwd.getpwnam(boss).pw_uid  # written as the agent
     assert yaml.safe_load((agents / f"{name}.yaml").read_text())["tools"] == ["write_file"]
     assert (agents / f"{name}.soul.md").read_text() == SOUL  # written before the profile
+
+
+def test_undo_of_the_spawning_run_undoes_its_subagents_writes_in_the_same_workspace(
+        system, make_agent, sentinel_cmd, supervisor, scripted_server):
+    """A spawned subagent works in its spawner's workspace as the same user and keeps its checkpoints in its own
+    run directory: the supervisor's undo of the spawning run leases and reads that directory too (its Leash profile
+    grants it) and puts back what the subagent wrote; the JSON names the child, as local mode's does."""
+    write = {"tool_calls": [{"name": "write_file", "arguments": {"path": "sub.txt", "content": "hi\n"}}]}
+    boss, head, child = _spawner(system, make_agent, scripted_server, [write, "Sub done."])
+    supervisor()
+    out = json.loads(sentinel_cmd("run", "Say hi", "--agent", boss, "--json", check=3).stdout)
+    [approval] = json.loads(sentinel_cmd("approvals", "--json", check=0).stdout)
+    sentinel_cmd("approve", approval["id"], "--json", check=4)
+    made = Path(pwd.getpwnam(boss).pw_dir) / ".sentinel" / "workspace" / "sub.txt"
+    assert made.read_text() == "hi\n"
+    [kid] = [r["id"] for r in json.loads(sentinel_cmd("runs", "--json").stdout) if r["parent_id"] == out["id"]]
+    done = json.loads(sentinel_cmd("undo", out["id"], "--json", check=0).stdout)
+    assert done["removed"] == ["sub.txt"] and done["missing"] == [] and done["elsewhere"] == []
+    assert done["children"] == [{"id": kid, "steps": [1], "incomplete": []}]
+    assert not made.exists()

@@ -188,9 +188,24 @@ def test_an_undos_answer_is_relayed_with_why_each_path_was_not_put_back():
     answer = {"id": "r-1", "to": 0, "restored": ["a"], "removed": [], "missing": ["b", "c"], "incomplete": [2],
               "kept": ["b"], "unstored": ["c"], "attributes": [], "extra": "dropped"}
     relayed = workers.undo_result("r-1", answer)
-    assert relayed == {k: v for k, v in answer.items() if k != "extra"}
+    assert relayed == {**{k: v for k, v in answer.items() if k != "extra"}, "children": []}
     assert workers.undo_result("r-1", {**answer, "kept": []})["kept"] == []
     older = {k: v for k, v in answer.items() if k not in ("kept", "unstored", "attributes", "extra")}
     assert workers.undo_result("r-1", older)["kept"] == []  # an answer without reasons still relays its paths
     with pytest.raises(UsageError, match="result.kept"):
         workers.undo_result("r-1", {**answer, "kept": [1]})
+
+
+def test_an_undos_answer_names_only_the_child_runs_the_supervisor_gave_it():
+    """The undo of a run undoes its child runs in the same workspace too (their run directories are in its `hello`);
+    the answer names each with its steps, and one naming a run it was not given is refused, not relayed."""
+    from sentinel.errors import UsageError
+
+    answer = {"id": "r-1", "to": 0, "restored": [], "removed": ["c.txt"], "missing": [], "incomplete": [],
+              "children": [{"id": "r-kid", "steps": [1, 2], "incomplete": [2], "extra": "dropped"}]}
+    relayed = workers.undo_result("r-1", answer, ["r-kid"])
+    assert relayed["children"] == [{"id": "r-kid", "steps": [1, 2], "incomplete": [2]}]
+    for bad in ([{"id": "r-other", "steps": [1], "incomplete": []}], [{"id": "r-kid", "steps": ["1"],
+                                                                       "incomplete": []}], "r-kid", [None]):
+        with pytest.raises(UsageError, match="result.children"):
+            workers.undo_result("r-1", {**answer, "children": bad}, ["r-kid"])
