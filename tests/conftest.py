@@ -72,6 +72,41 @@ def pytest_sessionstart(session):
     compileall.compile_dir(package, quiet=1)
 
 
+def _warm_servers() -> dict[int, int]:
+    """pid -> start time (clock ticks since boot) of every warm server on this machine."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                    if b"sentinel.cli.warm_server" not in f.read():
+                        continue
+                with open(f"/proc/{entry.name}/stat") as f:
+                    found[int(entry.name)] = int(f.read().rsplit(")", 1)[1].split()[19])
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A test reaps what it starts: a warm server some test's `sentinel run` started (one whose environment the
+    test built from nothing, without conftest's SENTINEL_WARM=0) is stopped here and named, so it can be fixed."""
+    if hasattr(session.config, "workerinput"):
+        return
+    with open("/proc/self/stat") as f:
+        began = int(f.read().rsplit(")", 1)[1].split()[19])
+    import signal
+
+    for pid, started in _warm_servers().items():
+        if started >= began:
+            print(f"\nwarning: a test left warm server {pid} running (stopped now): give the environment it built "
+                  "SENTINEL_WARM=0", file=sys.stderr)
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+
 def pytest_collection_modifyitems(config, items):
     # Tests marked `slow` first: the suite runs on several workers (pyproject's addopts), and a test of a
     # minute or more started last would leave the others idle while it finishes.
