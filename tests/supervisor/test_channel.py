@@ -167,5 +167,6 @@ def test_an_undo_process_may_only_say_what_it_restored_and_a_worker_never_may(st
     assert ask(store, undo, "hello")["result"]["workspace"] == "/w"
     assert ask(store, undo, "undone", result={**good, "extra": "dropped"})["ok"]
     # relayed field by field; the reasons a path was not put back are lists too (none here)
-    assert undoing.answer == {"ok": True, "result": {**good, "kept": [], "unstored": [], "attributes": []}}
+    assert undoing.answer == {"ok": True, "result": {**good, "kept": [], "unstored": [], "attributes": [],
+                                                "children": [], "elsewhere": []}}
     assert ask(store, undo, "undone", refused="busy", message="x")["kind"] == "denied"  # once
