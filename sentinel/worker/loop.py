@@ -660,7 +660,7 @@ class AgentLoop:
 
     def _interrupted_step(self, call: ToolCall) -> list[rec.WorkspaceStep]:
         """The checkpoint of a call its process never finished (killed mid call): what the workspace holds now
-        against what the checkpoints last recorded (sentinel/worker/undo.py `recover`), so undo reverts it."""
+        against what the checkpoints last recorded (sentinel/worker/undo_record.py `recover`), so undo reverts it."""
         try:
             changes, complete = self._points.recover(self.state.workspace_steps)
         except OSError:
