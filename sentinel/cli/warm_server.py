@@ -166,6 +166,7 @@ class Server:
         except (Refused, OSError, ValueError) as exc:
             for fd in fds:
                 os.close(fd)
+            print(f"{time.strftime('%H:%M:%S')} refused a call: {exc}", file=sys.stderr, flush=True)
             if isinstance(exc, Refused):
                 try:
                     conn.send(f"refused: {exc}".encode())

@@ -72,6 +72,9 @@ class Warm:
         assert first.returncode == 4, first.stderr
         return self.server()
 
+    def logs(self) -> str:
+        return "\n".join(p.read_text() for p in self.runtime.rglob("*.log"))
+
     def stop(self) -> None:
         for path in self.sockets():
             answer = warm.status(str(path))
@@ -115,13 +118,30 @@ def models():
         yield {"done": done, "pauses": pauses, "writes": writes, "slow": slow}
 
 
+def _warm(sentinel_home: Path, models: dict[str, ScriptedServer], factory, exclusive: bool):
+    """A Warm, under the suite's warm lock: shared by every test here, exclusive for the one that changes a file of
+    the package (which makes every running server stale, so it runs while no other warm test does)."""
+    import fcntl
+
+    with open(factory.getbasetemp().parent / "warm-tests.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        runtime = Path(tempfile.mkdtemp(prefix="warm-", dir="/tmp"))  # short: a socket's path is at most 107 bytes
+        made = Warm(sentinel_home, runtime, models)
+        try:
+            yield made
+        finally:
+            made.stop()
+            shutil.rmtree(runtime)
+
+
 @pytest.fixture
-def warm_cli(sentinel_home, models):
-    runtime = Path(tempfile.mkdtemp(prefix="warm-", dir="/tmp"))  # short: a socket's path is at most 107 bytes
-    made = Warm(sentinel_home, runtime, models)
-    yield made
-    made.stop()
-    shutil.rmtree(runtime)
+def warm_cli(sentinel_home, models, tmp_path_factory):
+    yield from _warm(sentinel_home, models, tmp_path_factory, exclusive=False)
+
+
+@pytest.fixture
+def warm_cli_alone(sentinel_home, models, tmp_path_factory):
+    yield from _warm(sentinel_home, models, tmp_path_factory, exclusive=True)
 
 
 def test_a_runtime_directory_deeper_than_a_socket_address_still_serves(warm_cli, tmp_path):
@@ -132,7 +152,7 @@ def test_a_runtime_directory_deeper_than_a_socket_address_still_serves(warm_cli,
     before = warm_cli.started()["served"]
     assert len(str(warm_cli.sockets()[0])) > 108
     assert warm_cli.run("run", "say done").returncode == 4
-    assert warm_cli.server()["served"] == before + 1
+    assert warm_cli.server()["served"] == before + 1, warm_cli.logs()
 
 
 def test_a_warm_run_is_the_cold_command_in_the_callers_place(warm_cli, tmp_path):
@@ -142,7 +162,7 @@ def test_a_warm_run_is_the_cold_command_in_the_callers_place(warm_cli, tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     hot = warm_cli.run("run", "make it", "--model", "writes/m", "--json", cwd=elsewhere)
-    assert warm_cli.server()["served"] == before + 1
+    assert warm_cli.server()["served"] == before + 1, warm_cli.logs()
     assert hot.returncode in (0, 4), hot.stderr
     assert (elsewhere / "made.txt").read_text() == "hi\n"  # its working directory: the caller's
     row = json.loads(hot.stdout)
@@ -197,7 +217,7 @@ def test_ctrl_c_stops_a_warm_run_as_it_stops_a_cold_one(warm_cli):
     cold = _interrupted(warm_cli, {"SENTINEL_WARM": "0"})
     before = warm_cli.started()["served"]
     hot = _interrupted(warm_cli, {})
-    assert warm_cli.server()["served"] == before + 1
+    assert warm_cli.server()["served"] == before + 1, warm_cli.logs()
     assert hot == cold and cold[0] != 0
 
 
@@ -291,26 +311,26 @@ def test_a_listener_of_another_user_gets_nothing(warm_cli):
         spy.stdout.close()
 
 
-def test_changed_code_is_never_served_stale(warm_cli):
+def test_changed_code_is_never_served_stale(warm_cli_alone):
     """A file of the package changes after the server started: the next call runs cold, the server ends, and a
     new one serves the call after."""
-    first = warm_cli.started()
+    first = warm_cli_alone.started()
     source = Path(warm.__file__)
     st = source.stat()
     try:
         os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
-        proc = warm_cli.run("run", "say done")
+        proc = warm_cli_alone.run("run", "say done")
         assert proc.returncode == 4
         deadline = time.monotonic() + 90
         while True:
-            now = warm_cli.server()
+            now = warm_cli_alone.server()
             if now["pid"] != first["pid"]:
                 break
             assert time.monotonic() < deadline
             time.sleep(0.05)
         assert now["served"] == 0
-        assert warm_cli.run("run", "say done").returncode == 4
-        assert warm_cli.server()["served"] == 1
+        assert warm_cli_alone.run("run", "say done").returncode == 4
+        assert warm_cli_alone.server()["served"] == 1
     finally:
         os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns))
 
@@ -361,7 +381,7 @@ def test_the_server_itself_refuses_a_sandboxed_caller(warm_cli):
     plain = subprocess.run([sys.executable, "-c", LIAR, str(path), interp], env=warm_cli.env, capture_output=True,
                            text=True, timeout=60, cwd=warm_cli.home)
     assert plain.stdout.startswith("started"), plain.stderr  # the same request from outside a sandbox is served
-    assert warm_cli.server()["served"] == before + 1
+    assert warm_cli.server()["served"] == before + 1, warm_cli.logs()
 
 
 def test_a_caller_that_never_says_go_runs_nothing_twice(warm_cli):
@@ -381,6 +401,6 @@ def test_a_caller_that_never_says_go_runs_nothing_twice(warm_cli):
     while warm_cli.server()["running"]:  # the child, never told to go, ends
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    assert warm_cli.server()["served"] == before + 1
+    assert warm_cli.server()["served"] == before + 1, warm_cli.logs()
     assert len(json.loads(warm_cli.run("runs", "--json").stdout)) == runs and not writes.requests
     assert not (warm_cli.home / "workspace" / "made.txt").exists()
