@@ -17,9 +17,9 @@ Who gets a warm child (everything else runs cold, as before):
 
 - the same user, in the same process context: the server compares the caller's uid, gids, groups,
   capabilities, no_new_privs and seccomp (both must be off: nothing inside a sandbox is ever served by a
-  process outside it), resource limits, nice value, cgroup, namespaces and security label with its own, read
-  from /proc while the caller cannot exit unnoticed; and the same interpreter: executable, package, import
-  path, flags and locale. A caller that differs in any is refused and runs cold. Its socket's name is a
+  process outside it), resource limits, nice value, cgroup, namespaces, root directory and security label
+  with its own, read from /proc while the caller cannot exit unnoticed; and the same interpreter:
+  executable, package, import path, flags and locale. A caller that differs in any is refused and runs cold. Its socket's name is a
   digest of all of that, so callers in another context find (or start) their own server;
 - no PYTHON* variable in the environment (each changes how an interpreter starts; a warm child could not
   honour it), and SENTINEL_WARM=0 turns the warm start off;
@@ -79,6 +79,7 @@ def context(pid: int | str = "self") -> bytes | None:
             with open(f"{proc}/{name}", "rb") as f:
                 parts.append(f.read())
         parts.append(" ".join(os.readlink(f"{proc}/ns/{ns}") for ns in NAMESPACES).encode())
+        parts.append(os.fsencode(os.readlink(f"{proc}/root")))  # a chroot
         with open(f"{proc}/stat", "rb") as f:
             parts.append(f.read().rsplit(b")", 1)[1].split()[16])  # nice
         try:
