@@ -199,16 +199,16 @@ class Group:
                     time.sleep(0.005)
 
 
-def sweep(h: Hierarchies | None = None, min_age_s: float = 30.0) -> int:
-    """Remove `sentinel-*` groups left behind by keepers or workers that were killed before cleaning up
-    (a launcher dies with its caller, and its spare keeper with it). Only empty groups older than
-    `min_age_s` go, so a group being created and joined right now is never touched. Returns the count."""
+def sweep(h: Hierarchies | None = None, min_age_s: float = 30.0, prefix: str = "sentinel-") -> int:
+    """Remove `sentinel-*` groups (or those named `prefix`*) left behind by keepers or workers that were killed
+    before cleaning up (a launcher dies with its caller, and its spare keeper with it). Only empty groups older
+    than `min_age_s` go, so a group being created and joined right now is never touched. Returns the count."""
     h = (h or detect()).writable()
     parents = ([h.v2] if h.v2 else []) + list(h.v1.values())
     now, removed = time.time(), 0
     for parent in dict.fromkeys(parents):
         try:
-            entries = [d for d in parent.iterdir() if d.name.startswith("sentinel-") and d.is_dir()]
+            entries = [d for d in parent.iterdir() if d.name.startswith(prefix) and d.is_dir()]
         except OSError:
             continue
         for d in entries:

@@ -122,7 +122,9 @@ def test_sweep_removes_only_stale_empty_sentinel_groups():
         for d in busy.dirs:
             (d / "cgroup.procs").write_text(str(sleeper.pid))
         assert all(d.exists() for d in stale.dirs)  # too young
-        cgroups.sweep(min_age_s=0)
+        # its own groups only: with no age limit, every empty group would go, among them one another test's
+        # spawn made a moment ago and has not joined yet (its launch then failed: seen in a full run)
+        cgroups.sweep(min_age_s=0, prefix="sentinel-test-")
         assert not any(d.exists() for d in stale.dirs)
         assert all(d.exists() for d in busy.dirs)  # a live member keeps its group
     finally:
