@@ -25,7 +25,8 @@ import yaml
 from sentinel.cli import warm
 from sentinel.models.fake_server import ScriptedServer
 
-SLOW = {"content": "too late", "delay_ms": 30_000}  # a model still thinking when the caller is stopped
+SLOW = {"content": "too late", "delay_ms": 30_000}
+SLEEPS = {"tool_calls": [{"name": "bash", "arguments": {"command": "echo $$ > pid.txt; sleep 120"}}]}  # a model still thinking when the caller is stopped
 WRITES = {"tool_calls": [{"name": "write_file", "arguments": {"path": "made.txt", "content": "hi\n"}}]}
 PAUSES = {"tool_calls": [{"name": "bash", "arguments": {"command": "echo ran >> counter.txt"}}]}
 
@@ -114,8 +115,9 @@ def _end(pid: int, signum: int = signal.SIGTERM) -> None:
 @pytest.fixture
 def models():
     with ScriptedServer(["All done."]) as done, ScriptedServer([PAUSES]) as pauses, \
-            ScriptedServer([WRITES, "Wrote it."]) as writes, ScriptedServer([SLOW]) as slow:
-        yield {"done": done, "pauses": pauses, "writes": writes, "slow": slow}
+            ScriptedServer([WRITES, "Wrote it."]) as writes, ScriptedServer([SLOW]) as slow, \
+            ScriptedServer([SLEEPS, "Slept."]) as sleeps:
+        yield {"done": done, "pauses": pauses, "writes": writes, "slow": slow, "sleeps": sleeps}
 
 
 def _warm(sentinel_home: Path, models: dict[str, ScriptedServer], factory, exclusive: bool):
@@ -404,3 +406,51 @@ def test_a_caller_that_never_says_go_runs_nothing_twice(warm_cli):
     assert warm_cli.server()["served"] == before + 1, warm_cli.logs()
     assert len(json.loads(warm_cli.run("runs", "--json").stdout)) == runs and not writes.requests
     assert not (warm_cli.home / "workspace" / "made.txt").exists()
+
+
+@pytest.mark.parametrize("tools", ["plain", "sandboxed"])
+def test_ctrl_c_at_a_terminal_stops_a_warm_runs_command_as_a_cold_ones(warm_cli, tools):
+    """A terminal's Ctrl-C goes to the caller's whole process group; a warm run's command runs in the child's
+    session, not the caller's, and is stopped all the same (its exit code, and no command left running)."""
+    config = yaml.safe_load((warm_cli.home / "config.yaml").read_text())
+    config["leash"]["tools"] = tools
+    config["policy"] = {"bash": {"default": "auto"}}
+    (warm_cli.home / "config.yaml").write_text(yaml.safe_dump(config))
+    workspace = warm_cli.home / "workspace"
+
+    def stopped(env: dict[str, str]) -> tuple[int, bool]:
+        marker = workspace / "pid.txt"
+        marker.unlink(missing_ok=True)
+        proc = subprocess.Popen(warm_cli.argv("run", "sleep", "--model", "sleeps/m"), env={**warm_cli.env, **env},
+                                cwd=workspace, start_new_session=True, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 90
+            while not (marker.exists() and marker.read_text().strip()):
+                assert proc.poll() is None and time.monotonic() < deadline, "the command never started"
+                time.sleep(0.05)
+            os.killpg(proc.pid, signal.SIGINT)
+            code = proc.wait(60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        pid = int(marker.read_text())
+        deadline = time.monotonic() + 30
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return code, _running(pid)
+
+    cold = stopped({"SENTINEL_WARM": "0"})
+    before = warm_cli.started()["served"]
+    hot = stopped({})
+    assert warm_cli.server()["served"] == before + 1, warm_cli.logs()
+    assert hot == cold == (130, False)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
