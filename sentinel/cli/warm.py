@@ -217,17 +217,17 @@ def _wait(sock: socket.socket, pidfd: int) -> int:
     def forward(signum: int, _frame: object) -> None:
         nonlocal stopped
         if signum == signal.SIGTSTP:  # Ctrl-Z: stop the child (it has no terminal to stop it), then this process
-            _send(pidfd, signal.SIGSTOP)
+            send_signal(pidfd, signal.SIGSTOP)
             stopped = True
             signal.signal(signal.SIGTSTP, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTSTP)
             signal.signal(signal.SIGTSTP, forward)
         elif signum == signal.SIGCONT:
             if stopped:
-                _send(pidfd, signal.SIGCONT)
+                send_signal(pidfd, signal.SIGCONT)
                 stopped = False
         else:
-            _send(pidfd, signum)
+            send_signal(pidfd, signum)
 
     for signum in FORWARDED:
         if signal.getsignal(signum) != signal.SIG_IGN:  # an ignored signal stays ignored: the child ignores it too
@@ -256,7 +256,8 @@ def _wait(sock: socket.socket, pidfd: int) -> int:
     return code
 
 
-def _send(pidfd: int, signum: int) -> None:
+def send_signal(pidfd: int, signum: int) -> None:
+    """Signal the process `pidfd` holds; one that has ended is left alone."""
     try:
         signal.pidfd_send_signal(pidfd, signum)
     except OSError:

@@ -94,7 +94,7 @@ class Child:
     watched: bool = True  # its caller's connection is watched for the caller going away
 
     def stop(self) -> None:
-        _signal(self.pidfd, signal.SIGKILL)
+        warm.send_signal(self.pidfd, signal.SIGKILL)
         if self.go >= 0:
             os.close(self.go)
             self.go = -1
@@ -327,13 +327,6 @@ def _caller(pid: int) -> Caller | None:
         return Caller(int(fields["Umask"], 8), int(fields["SigIgn"], 16), int(fields["SigBlk"], 16))
     except (OSError, KeyError, ValueError):
         return None
-
-
-def _signal(pidfd: int, signum: int) -> None:
-    try:
-        signal.pidfd_send_signal(pidfd, signum)
-    except OSError:
-        pass
 
 
 _KEPT: list[object] = []  # the server's own stdio objects: dropped, they would close the caller's descriptors
