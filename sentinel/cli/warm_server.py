@@ -113,7 +113,7 @@ class Server:
         self.sel = selectors.DefaultSelector()
         self.sel.register(listener, selectors.EVENT_READ, None)
         self.children: dict[int, Child] = {}  # by pidfd
-        self.idle = float(os.environ.get("SENTINEL_WARM_IDLE", IDLE_SECONDS))
+        self.idle = _idle_seconds(os.environ.get("SENTINEL_WARM_IDLE"))
         self.last = time.monotonic()
         self.ending = False
         self.served = 0
@@ -307,6 +307,21 @@ class Server:
 
         cold(args)
         raise SystemExit(0)
+
+
+def _idle_seconds(text: str | None) -> float:
+    """SENTINEL_WARM_IDLE as seconds; a value that is no positive number is named in the log, and 600 stands."""
+    if text is None:
+        return IDLE_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        print(f"warm server: SENTINEL_WARM_IDLE={text!r} is not a positive number of seconds; using "
+              f"{IDLE_SECONDS:.0f}", file=sys.stderr, flush=True)
+        return IDLE_SECONDS
+    return value
 
 
 def _strings(value: object, pairs: bool = False) -> bool:

@@ -454,3 +454,13 @@ def _running(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.parametrize("text", ["soon", "-1", "0", "nan"])
+def test_a_bad_idle_setting_is_named_in_one_line_and_the_default_stands(text, capsys):
+    from sentinel.cli.warm_server import IDLE_SECONDS, _idle_seconds
+
+    assert _idle_seconds(text) == IDLE_SECONDS
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"SENTINEL_WARM_IDLE={text!r}" in err
+    assert _idle_seconds("2.5") == 2.5 and _idle_seconds(None) == IDLE_SECONDS
